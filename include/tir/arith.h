@@ -1,0 +1,96 @@
+/* arith.h -- integer analysis of index expressions: bounds, simplification, proofs,
+ * integer sets, affine iteration maps.  What compilers quietly get wrong lives here, so
+ * every rule is conservative: an answer is either proven or the input is kept.
+ *
+ * Facts used (TVM src/arith/{const_int_bound,canonical_simplify,int_set,iter_affine_map}.cc):
+ *   floordiv(c*X + R, c) = X + floordiv(R, c)        for integers X and c > 0
+ *   floormod(c*X + R, c) = floormod(R, c)
+ *   floordiv(R, c) = k  when k*c <= R < (k+1)*c
+ *   floormod(R, c) = R - k*c  in that same case
+ *   floordiv(g*R, g*c) = floordiv(R, c), floormod(g*R, g*c) = g*floormod(R, c)   (g > 0)
+ *   c*floordiv(E, c) + floormod(E, c) = E
+ */
+#ifndef TIR_ARITH_H
+#define TIR_ARITH_H
+
+#include <stdint.h>
+
+#include "tir/ir.h"
+
+#define TIR_NEG_INF INT64_MIN
+#define TIR_POS_INF INT64_MAX
+
+typedef struct {
+  int64_t min, max; /* inclusive; TIR_NEG_INF / TIR_POS_INF when unbounded */
+} tir_ConstIntBound;
+
+typedef struct tir_Analyzer tir_Analyzer;
+
+tir_Analyzer *tir_analyzer_new(void);
+void tir_analyzer_free(tir_Analyzer *a);
+/* Declares var in [min, min + extent) (borrowed expressions; constant bounds derived). */
+void tir_analyzer_bind_range(tir_Analyzer *a, const tir_Var *v, const tir_Node *min, const tir_Node *extent);
+/* Declares var in [lo, hi] (inclusive constants). */
+void tir_analyzer_bind_bound(tir_Analyzer *a, const tir_Var *v, int64_t lo, int64_t hi);
+/* Declares var == value (substituted by simplify). */
+void tir_analyzer_bind_value(tir_Analyzer *a, const tir_Var *v, const tir_Node *value);
+/* Marks of bindings, to scope facts: mark = tir_analyzer_mark(a); ... tir_analyzer_reset(a, mark). */
+int tir_analyzer_mark(tir_Analyzer *a);
+void tir_analyzer_reset(tir_Analyzer *a, int mark);
+/* Adds a known-true condition (e.g. a block predicate); comparisons of a var with a
+ * constant tighten its bound until the reset. */
+void tir_analyzer_assume(tir_Analyzer *a, const tir_Node *cond);
+
+tir_ConstIntBound tir_const_int_bound(tir_Analyzer *a, const tir_Node *e);
+/* Simplifies e (borrowed) to canonical form; owned result.  a may be NULL (no facts). */
+tir_Node *tir_simplify(tir_Analyzer *a, const tir_Node *e);
+/* Simplifies every expression inside a statement/function (owned result). */
+tir_Node *tir_simplify_stmt(tir_Analyzer *a, const tir_Node *s);
+/* True when cond (a bool expression) is provably true. */
+int tir_can_prove(tir_Analyzer *a, const tir_Node *cond);
+/* True when a == b is provable (both integer expressions). */
+int tir_can_prove_equal(tir_Analyzer *a, const tir_Node *x, const tir_Node *y);
+/* If e simplifies to a constant, stores it and returns 1. */
+int tir_as_const_int(tir_Analyzer *a, const tir_Node *e, int64_t *out);
+
+/* ---- integer sets (int_set.c) ----
+ * A symbolic interval [min, max] (inclusive).  Evaluating an expression over a domain
+ * map (var -> its interval) gives a conservative covering interval.  min/max NULL means
+ * unbounded on that side. */
+typedef struct {
+  tir_Node *min, *max; /* owned */
+} tir_IntSet;
+
+typedef struct {
+  const tir_Var *var;
+  tir_IntSet set; /* borrowed nodes */
+} tir_DomEntry;
+
+/* Evaluates e over doms (vars not listed stay symbolic).  Returns 0, or -1 when the set is
+ * unbounded (then out is {NULL, NULL}). */
+int tir_int_set_eval(tir_Analyzer *a, const tir_Node *e, const tir_DomEntry *doms, int n_doms, tir_IntSet *out);
+void tir_int_set_free(tir_IntSet *s);
+/* Union hull of two sets of the same expression type (owned, inputs borrowed). */
+int tir_int_set_union(tir_Analyzer *a, const tir_IntSet *x, const tir_IntSet *y, tir_IntSet *out);
+
+/* Relaxes a region (Array of Range) over doms: each range's covering interval.  Returns an
+ * owned Array of Range, or NULL when a dimension is unbounded and no fallback is given;
+ * with `shape` (borrowed, may be NULL) an unbounded dimension becomes the whole extent. */
+tir_Array *tir_relax_region(tir_Analyzer *a, const tir_Array *region, const tir_DomEntry *doms, int n_doms,
+                            const tir_Array *shape);
+
+/* ---- affine iteration maps (iter_map.c) ----
+ * Decides whether `bindings` (expressions of the loop vars) are an affine map of the loop
+ * iterators that is bijective onto [0, extent_i) of each binding: every binding is a
+ * sum of "splits" of fused loop vars, each loop var used exactly once, extents match.
+ * This is what split/fuse/reorder preserve and what blockize/tensorize require
+ * (TVM's DetectIterMap with check_level=bijective). */
+typedef struct {
+  const tir_Var *var;
+  int64_t extent; /* loops start at 0 */
+} tir_LoopIter;
+/* Returns 1 when affine and bijective; otherwise 0 with a reason in why (may be NULL). */
+int tir_detect_iter_map(tir_Analyzer *a, const tir_Node *const *bindings, const int64_t *extents, int n,
+                        const tir_LoopIter *loops, int n_loops, const tir_Node *predicate, char *why, int why_cap);
+
+#endif

@@ -1,0 +1,286 @@
+/* ir.h -- TensorIR nodes: expressions, statements, buffers, functions.
+ *
+ * Ownership (read this first):
+ *  - Every node carries an intrusive reference count.  Nodes are immutable once built and
+ *    may be shared by many trees.  Counts are plain ints: one IR graph is used from one
+ *    thread at a time (a lua_State is single-threaded).
+ *  - Functions named *_new / tir_<op> / tir_make_* return an OWNED reference (count +1).
+ *  - Constructors STEAL the references passed to them as node arguments: pass R(x) (which
+ *    retains x and returns it) to keep your own reference.  On failure a constructor
+ *    releases what it stole and returns NULL with the thread's error set (error.h).
+ *  - Accessors (struct fields) BORROW.
+ *  - A node with refcount 1 that you own may be edited in place (its builder does this);
+ *    anything else is read-only.
+ * The node list lives in ir_nodes.def; struct fields below are generated from it.
+ */
+#ifndef TIR_IR_H
+#define TIR_IR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tir/dtype.h"
+
+/* Kind enum: TIR_<Kind>, in ir_nodes.def order, then TIR_Array. */
+typedef enum {
+#define N(K, FAM, FIELDS) TIR_##K,
+#include "tir/ir_nodes.def"
+#undef N
+  TIR_Array,
+  TIR_NUM_KINDS
+} tir_Kind;
+
+typedef enum { TIR_FAM_EXPR, TIR_FAM_STMT, TIR_FAM_OTHER } tir_Family;
+
+/* Common header of every node. */
+typedef struct tir_Node {
+  uint16_t kind;   /* tir_Kind */
+  uint16_t flags;
+  int32_t refcount;
+  tir_DType dtype; /* expressions: the value's type; Buffer: element type; else void */
+} tir_Node;
+
+typedef struct tir_Array {
+  tir_Node hdr;
+  int32_t size;
+  tir_Node **items; /* size entries, each owned; NULL entries are allowed */
+} tir_Array;
+
+/* Forward struct names used in field types. */
+#define N(K, FAM, FIELDS) typedef struct tir_##K tir_##K;
+#include "tir/ir_nodes.def"
+#undef N
+
+#define F_NODE(T, name) T *name;
+#define F_INT(name) int64_t name;
+#define F_UID(name) int64_t name;
+#define F_FLOAT(name) double name;
+#define F_STR(name) char *name;
+#define N(K, FAM, FIELDS) \
+  struct tir_##K {        \
+    tir_Node hdr;         \
+    FIELDS                \
+  };
+#include "tir/ir_nodes.def"
+#undef N
+#undef F_NODE
+#undef F_INT
+#undef F_UID
+#undef F_FLOAT
+#undef F_STR
+
+/* ---- enums stored in INT fields (values match TVM) ---- */
+typedef enum {
+  TIR_FOR_SERIAL = 0,
+  TIR_FOR_PARALLEL = 1,
+  TIR_FOR_VECTORIZED = 2,
+  TIR_FOR_UNROLLED = 3,
+  TIR_FOR_THREAD_BINDING = 4
+} tir_ForKind;
+
+typedef enum {
+  TIR_ITER_DATA_PAR = 0,
+  TIR_ITER_THREAD_INDEX = 1,
+  TIR_ITER_COMM_REDUCE = 2,
+  TIR_ITER_ORDERED = 3,
+  TIR_ITER_OPAQUE = 4
+} tir_IterType;
+
+/* ---- reflection: field tables generated from ir_nodes.def ---- */
+typedef enum { TIR_FT_NODE, TIR_FT_INT, TIR_FT_UID, TIR_FT_FLOAT, TIR_FT_STR } tir_FieldType;
+typedef struct {
+  const char *name;
+  tir_FieldType type;
+  size_t offset;
+  const char *node_type; /* for TIR_FT_NODE: "tir_Node", "tir_Array", "tir_Var", ... */
+} tir_FieldInfo;
+typedef struct {
+  const char *name; /* "For", "BufferLoad", ... */
+  tir_Family family;
+  size_t size;
+  int n_fields;
+  const tir_FieldInfo *fields;
+} tir_KindInfo;
+
+const tir_KindInfo *tir_kind_info(int kind);
+const char *tir_kind_name(int kind);
+static inline int tir_is_expr(const tir_Node *n) {
+  return n && n->kind < TIR_Array && tir_kind_info(n->kind)->family == TIR_FAM_EXPR;
+}
+static inline int tir_is_stmt(const tir_Node *n) {
+  return n && n->kind < TIR_Array && tir_kind_info(n->kind)->family == TIR_FAM_STMT;
+}
+
+/* ---- reference counting and generic node operations (node.c) ---- */
+tir_Node *tir_retain(const void *n); /* NULL-safe; returns n */
+void tir_release(const void *n);     /* NULL-safe */
+#define R(x) ((__typeof__(x))tir_retain(x))
+/* Allocates a zeroed node of `kind` with refcount 1. */
+tir_Node *tir_node_alloc(int kind, tir_DType dtype);
+/* Shallow copy: same fields, children retained, strings duplicated, refcount 1. */
+tir_Node *tir_node_copy(const tir_Node *n);
+/* Replaces the string field at `slot` (inside a node you may edit). */
+void tir_node_set_str(char **slot, const char *s);
+/* Live node count (for leak tests). */
+long tir_node_live_count(void);
+
+/* Arrays. tir_array_new gives `size` NULL slots to fill with owned references. */
+tir_Array *tir_array_new(int size);
+tir_Array *tir_array_empty(void);
+/* Convenience: builds an array from n stolen references. */
+tir_Array *tir_array_of(int n, ...);
+/* Returns a new array: a's items (retained) followed by x (stolen).  Steals a. */
+tir_Array *tir_array_push(tir_Array *a, tir_Node *x);
+/* Returns a new array with items[lo, hi) of a (borrowed a). */
+tir_Array *tir_array_slice(const tir_Array *a, int lo, int hi);
+/* Concatenation (borrowed inputs). */
+tir_Array *tir_array_concat(const tir_Array *a, const tir_Array *b);
+#define TIR_AT(arr, i) (((const tir_Array *)(arr))->items[i])
+
+/* ---- constructors (constructors.c). All steal node arguments. ---- */
+tir_Node *tir_int_imm(tir_DType t, int64_t v);
+tir_Node *tir_float_imm(tir_DType t, double v);
+tir_Node *tir_string_imm(const char *s);
+#define tir_i32(v) tir_int_imm(TIR_INT32, (v))
+#define tir_bool_imm(v) tir_int_imm(TIR_BOOL, (v) ? 1 : 0)
+tir_Var *tir_var_new(const char *name, tir_DType t);
+/* Raw binary node of `kind` (no folding, no type promotion; dtype of a unless compare). */
+tir_Node *tir_binary_raw(int kind, tir_Node *a, tir_Node *b);
+tir_Node *tir_cast_raw(tir_DType t, tir_Node *v);
+tir_Node *tir_buffer_load(tir_Buffer *buf, tir_Array *indices);
+tir_Node *tir_call(tir_DType t, const char *op, tir_Array *args);
+tir_Node *tir_ramp(tir_Node *base, tir_Node *stride, int lanes);
+tir_Node *tir_broadcast(tir_Node *value, int lanes);
+tir_Node *tir_let(tir_Var *var, tir_Node *value, tir_Node *body);
+tir_Node *tir_reduce(const char *combiner, tir_Node *source, tir_Array *axis, tir_Node *condition);
+
+tir_Node *tir_buffer_store(tir_Buffer *buf, tir_Node *value, tir_Array *indices);
+tir_Node *tir_for(tir_Var *v, tir_Node *min, tir_Node *extent, int kind, const char *thread_tag,
+                  tir_Array *annotations, tir_Node *body);
+/* Builds a SeqStmt, flattening nested SeqStmts; returns the single item if only one. */
+tir_Node *tir_seq(tir_Array *stmts);
+tir_Node *tir_seq2(tir_Node *a, tir_Node *b);
+tir_Node *tir_if(tir_Node *cond, tir_Node *then_case, tir_Node *else_case);
+tir_Node *tir_let_stmt(tir_Var *var, tir_Node *value, tir_Node *body);
+tir_Node *tir_attr_stmt(tir_Node *node, const char *key, tir_Node *value, tir_Node *body);
+tir_Node *tir_evaluate(tir_Node *value);
+tir_Node *tir_allocate(tir_Buffer *buf, tir_Node *body);
+/* A new block gets a fresh uid. Any array may be NULL (= empty). */
+tir_Block *tir_block_new(const char *name, tir_Array *iter_vars, tir_Array *reads, tir_Array *writes,
+                         tir_Node *init, tir_Array *alloc_buffers, tir_Array *match_buffers,
+                         tir_Array *annotations, tir_Node *body);
+tir_Node *tir_block_realize(tir_Array *iter_values, tir_Node *predicate, tir_Block *block);
+
+tir_Range *tir_range(tir_Node *min, tir_Node *extent);
+tir_IterVar *tir_iter_var(tir_Var *var, tir_Range *dom, int iter_type, const char *thread_tag);
+/* A buffer with a fresh data var; strides NULL means compact row-major. */
+tir_Buffer *tir_buffer_new(const char *name, tir_DType dtype, tir_Array *shape, tir_Array *strides,
+                           tir_Node *elem_offset, const char *scope);
+tir_BufferRegion *tir_buffer_region(tir_Buffer *buf, tir_Array *region);
+/* The region covering the whole buffer. (borrowed buf) */
+tir_BufferRegion *tir_buffer_region_full(tir_Buffer *buf);
+tir_MatchBufferRegion *tir_match_buffer_region(tir_Buffer *buf, tir_BufferRegion *src);
+tir_Ann *tir_ann(const char *key, tir_Node *value);
+tir_PrimFunc *tir_prim_func(const char *name, tir_Array *params, tir_Node *body, tir_Array *attrs);
+tir_IRModule *tir_ir_module(tir_Array *functions);
+tir_ComputeOp *tir_compute_op(const char *name, tir_Array *axis, tir_Node *body, tir_Buffer *output);
+
+/* Returns a copy of `block` with a new body (uid kept). Steals body; borrows block. */
+tir_Block *tir_block_with_body(const tir_Block *block, tir_Node *body);
+/* Helpers reading constants: true if n is an IntImm (value stored in *v). */
+int tir_is_const_int(const tir_Node *n, int64_t *v);
+int tir_is_const_float(const tir_Node *n, double *v);
+static inline int tir_is_one(const tir_Node *n) { int64_t v; return tir_is_const_int(n, &v) && v == 1; }
+static inline int tir_is_zero(const tir_Node *n) { int64_t v; return tir_is_const_int(n, &v) && v == 0; }
+/* Checks a node built from loose parts (the generic constructor): required fields set,
+ * child kinds as the field types say.  Returns 0, or -1 with the error set. */
+int tir_node_validate(const tir_Node *n);
+/* Looks up an annotation value by key (borrowed; NULL when absent). */
+tir_Node *tir_ann_get(const tir_Array *anns, const char *key);
+/* Returns a new annotation array with key set to value (stolen); borrows anns. */
+tir_Array *tir_ann_set(const tir_Array *anns, const char *key, tir_Node *value);
+tir_Array *tir_ann_remove(const tir_Array *anns, const char *key);
+
+/* ---- the op layer (op.c): TVM-style type matching and constant folding ----
+ * Integer operands of different widths are widened; int with float promotes to the
+ * float; bool operands of arithmetic are cast to int32.  Returns NULL with the error
+ * set on impossible combinations (e.g. handle + int).  All steal their arguments. */
+tir_Node *tir_add(tir_Node *a, tir_Node *b);
+tir_Node *tir_sub(tir_Node *a, tir_Node *b);
+tir_Node *tir_mul(tir_Node *a, tir_Node *b);
+tir_Node *tir_div(tir_Node *a, tir_Node *b);      /* float division or truncdiv */
+tir_Node *tir_truncmod(tir_Node *a, tir_Node *b);
+tir_Node *tir_floordiv(tir_Node *a, tir_Node *b);
+tir_Node *tir_floormod(tir_Node *a, tir_Node *b);
+tir_Node *tir_min(tir_Node *a, tir_Node *b);
+tir_Node *tir_max(tir_Node *a, tir_Node *b);
+tir_Node *tir_cmp(int kind, tir_Node *a, tir_Node *b); /* kind in TIR_EQ..TIR_GE */
+tir_Node *tir_and(tir_Node *a, tir_Node *b);
+tir_Node *tir_or(tir_Node *a, tir_Node *b);
+tir_Node *tir_not(tir_Node *a);
+tir_Node *tir_neg(tir_Node *a);
+tir_Node *tir_cast(tir_DType t, tir_Node *v);
+tir_Node *tir_select(tir_Node *c, tir_Node *t, tir_Node *f);
+/* Applies a binary op by node kind (TIR_Add..TIR_Or). */
+tir_Node *tir_binary(int kind, tir_Node *a, tir_Node *b);
+/* Constant of dtype t (int/bool/float), value given as double or int. */
+tir_Node *tir_make_const(tir_DType t, double v);
+tir_Node *tir_make_zero(tir_DType t);
+/* Identity value of a reduction combiner ("sum" -> 0, "max" -> lowest, "min" -> highest). */
+tir_Node *tir_reduce_identity(const char *combiner, tir_DType t);
+/* Applies the combiner: sum -> a + b, max -> max(a, b), min -> min(a, b). */
+tir_Node *tir_reduce_combine(const char *combiner, tir_Node *a, tir_Node *b);
+
+/* ---- traversal (functor.c) ---- */
+/* Calls fn(node, ctx) on every node reachable through node fields in pre-order
+ * (arrays are walked, not reported).  fn returns 0 to descend, 1 to skip children. */
+typedef int (*tir_VisitFn)(const tir_Node *n, void *ctx);
+void tir_visit(const tir_Node *root, tir_VisitFn fn, void *ctx);
+
+/* A mutator: fn(node, ctx) returns an owned replacement, or NULL to mean "recurse into
+ * children and rebuild only if one changed".  Returns an owned result; the input is
+ * borrowed.  On error fn returns TIR_MUTATE_ERROR; the whole walk then returns NULL. */
+typedef tir_Node *(*tir_MutateFn)(const tir_Node *n, void *ctx);
+extern tir_Node tir_mutate_error_sentinel;
+#define TIR_MUTATE_ERROR (&tir_mutate_error_sentinel)
+tir_Node *tir_mutate(const tir_Node *root, tir_MutateFn fn, void *ctx);
+/* Rebuilds n with each child c replaced by tir_mutate(c, fn, ctx). */
+tir_Node *tir_mutate_children(const tir_Node *n, tir_MutateFn fn, void *ctx);
+
+/* Substitutes variables: vars[i] -> values[i] (borrowed arrays of the same length). */
+tir_Node *tir_substitute(const tir_Node *root, int n, tir_Var *const *vars, tir_Node *const *values);
+/* Substitutes buffers (by identity) in loads, stores, regions, allocations. */
+tir_Node *tir_substitute_buffers(const tir_Node *root, int n, tir_Buffer *const *from,
+                                 tir_Buffer *const *to);
+/* Replaces the statement `target` (by identity) with `repl` (stolen) in root. */
+tir_Node *tir_replace_stmt(const tir_Node *root, const tir_Node *target, tir_Node *repl);
+/* True if var occurs in n. */
+int tir_uses_var(const tir_Node *n, const tir_Var *var);
+/* True if any of vars occur in n. */
+int tir_uses_any_var(const tir_Node *n, int nvars, tir_Var *const *vars);
+
+/* ---- structural equality and hash (equal_hash.c) ----
+ * Variables and buffers are compared up to renaming at their definitions (loop vars,
+ * block iter vars, lets, parameters, allocations), as TVM's structural_equal does; free
+ * ones must be the same object unless map_free_vars.  Block uids are ignored.  When the
+ * nodes differ, tir_structural_diff writes the first difference into buf. */
+int tir_structural_equal(const tir_Node *a, const tir_Node *b);
+int tir_structural_diff(const tir_Node *a, const tir_Node *b, char *buf, size_t cap, int map_free_vars);
+uint64_t tir_structural_hash(const tir_Node *n);
+/* Structural equality of expressions where variables compare by identity (no mapping). */
+int tir_expr_deep_equal(const tir_Node *a, const tir_Node *b);
+
+/* ---- printer (printer.c) ----
+ * Prints any node as TIR script (Lua, lib/tir/script.lua reads it back).  Returns a
+ * malloc'd string the caller frees.  `marks` (may be NULL) lists nodes to underline,
+ * each with an optional label. */
+typedef struct {
+  const tir_Node *node;
+  const char *label;
+} tir_Mark;
+char *tir_print(const tir_Node *n);
+char *tir_print_marked(const tir_Node *n, const tir_Mark *marks, int n_marks);
+/* Prints an expression alone (short form, for messages). */
+char *tir_print_expr(const tir_Node *e);
+
+#endif

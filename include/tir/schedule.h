@@ -1,0 +1,59 @@
+/* schedule.h -- TensorIR schedules (TVM's tir.Schedule, src/tir/schedule/).
+ *
+ * A schedule holds the current PrimFunc; each primitive checks its preconditions, builds
+ * new subtrees and replaces them in the function (nodes are immutable, unchanged
+ * subtrees are shared).  Handles:
+ *   - a loop is named by its loop variable (the For whose loop_var it is); a loop that a
+ *     later step replaced (split, fuse, ...) no longer exists and lookups fail clearly;
+ *   - a block is named by its uid, which survives rewrites of the block (a Block copy
+ *     keeps its uid); blocks created by a primitive get fresh uids.
+ * On failure a primitive returns NULL / -1 with the error set (kind ScheduleError) naming
+ * the primitive, the rule broken, and the function printed with the loop/block marked;
+ * the schedule is left unchanged.
+ */
+#ifndef TIR_SCHEDULE_H
+#define TIR_SCHEDULE_H
+
+#include "tir/ir.h"
+
+typedef struct tir_Schedule tir_Schedule;
+
+/* A new schedule of func (borrowed; retained). */
+tir_Schedule *tir_schedule_new(const tir_PrimFunc *func);
+tir_Schedule *tir_schedule_copy(const tir_Schedule *s);
+void tir_schedule_free(tir_Schedule *s);
+/* The current function (borrowed; valid until the next primitive). */
+const tir_PrimFunc *tir_schedule_func(const tir_Schedule *s);
+/* Replaces the whole function (used by replay and by tests). Borrowed, retained. */
+void tir_schedule_set_func(tir_Schedule *s, const tir_PrimFunc *f);
+
+/* ---- lookups (primitive/get_block.c) ---- */
+/* Unique block named `name`: returns its uid, or -1 (error: none / several). */
+int64_t tir_sched_get_block(tir_Schedule *s, const char *name);
+/* The BlockRealize of block uid (borrowed), or NULL (error) when it is gone. */
+const tir_BlockRealize *tir_sched_block_realize(tir_Schedule *s, int64_t uid, const char *primitive);
+/* The For of loop var v (borrowed), or NULL (error) when it is gone. */
+const tir_For *tir_sched_loop(tir_Schedule *s, const tir_Var *v, const char *primitive);
+/* Loop vars between the block and its enclosing block, outer to inner (owned Array of Var). */
+tir_Array *tir_sched_get_loops(tir_Schedule *s, int64_t block);
+/* Child blocks (uids as IntImm int64) of a block or loop: blocks under it not nested in another block. */
+tir_Array *tir_sched_get_child_blocks(tir_Schedule *s, int64_t block, const tir_Var *loop);
+
+/* ---- loop transformations ---- */
+/* factors: n entries, positive, at most one -1 (inferred as ceildiv).  Returns the new
+ * loop vars outer to inner (owned Array of Var).  A product that does not divide the
+ * extent adds a predicate (new index < extent) to the child blocks. */
+tir_Array *tir_sched_split(tir_Schedule *s, const tir_Var *loop, const int64_t *factors, int n);
+/* Fuses perfectly nested loops (outer to inner) into one; returns its var (owned). */
+tir_Var *tir_sched_fuse(tir_Schedule *s, tir_Var *const *loops, int n);
+/* Reorders loops lying on one chain into the given order (outer to inner). */
+int tir_sched_reorder(tir_Schedule *s, tir_Var *const *loops, int n);
+
+/* ---- loop kinds ---- */
+/* Thread tags: blockIdx.{x,y,z}, threadIdx.{x,y,z}, vthread(.x/.y/.z). */
+int tir_sched_bind(tir_Schedule *s, const tir_Var *loop, const char *thread_tag);
+int tir_sched_unroll(tir_Schedule *s, const tir_Var *loop);
+int tir_sched_parallel(tir_Schedule *s, const tir_Var *loop);
+int tir_sched_vectorize(tir_Schedule *s, const tir_Var *loop);
+
+#endif

@@ -1,0 +1,563 @@
+/* simplify.c -- the canonical simplifier for integer index expressions.
+ *
+ * Signed integer sums are put in linear form  base + sum(coef_i * atom_i), where atoms are
+ * simplified non-linear subexpressions (vars, floordiv/floormod, min/max, loads, ...) and
+ * equal atoms are merged.  Division and modulo by positive constants use the rules listed
+ * in arith.h together with the bounds of the analyzer.  Floating-point expressions are
+ * only constant-folded (no reassociation: results must stay bit-exact).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "arith_internal.h"
+#include "tir/error.h"
+
+typedef struct {
+  int64_t coef;
+  tir_Node *atom; /* owned */
+} Term;
+
+typedef struct {
+  int64_t base;
+  Term *t;
+  int n, cap;
+  tir_DType dtype;
+  int overflow;
+} Lin;
+
+static tir_Node *simp(tir_Analyzer *a, const tir_Node *e);
+
+/* tir_binary (folding, type matching) that cannot fail on already-typed operands; a
+ * division by a constant zero produced by simplification is kept as a raw node. */
+static tir_Node *bin(int kind, tir_Node *x, tir_Node *y) {
+  tir_retain(x);
+  tir_retain(y);
+  tir_Node *r = tir_binary(kind, x, y);
+  if (r) {
+    tir_release(x);
+    tir_release(y);
+    return r;
+  }
+  tir_error_clear();
+  return tir_binary_raw(kind, x, y);
+}
+
+static void lin_init(Lin *l, tir_DType t) {
+  memset(l, 0, sizeof *l);
+  l->dtype = t;
+}
+
+static void lin_free(Lin *l) {
+  for (int i = 0; i < l->n; i++) tir_release(l->t[i].atom);
+  free(l->t);
+  l->t = NULL;
+  l->n = l->cap = 0;
+}
+
+static void lin_add_const(Lin *l, int64_t v) {
+  if (__builtin_add_overflow(l->base, v, &l->base)) l->overflow = 1;
+}
+
+/* Adds coef * atom (atom borrowed). */
+static void lin_add_term(Lin *l, int64_t coef, const tir_Node *atom) {
+  for (int i = 0; i < l->n; i++)
+    if (tir_expr_deep_equal(l->t[i].atom, atom)) {
+      if (__builtin_add_overflow(l->t[i].coef, coef, &l->t[i].coef)) l->overflow = 1;
+      return;
+    }
+  if (l->n == l->cap) {
+    l->cap = l->cap ? l->cap * 2 : 8;
+    l->t = realloc(l->t, sizeof(Term) * (size_t)l->cap);
+  }
+  l->t[l->n].coef = coef;
+  l->t[l->n].atom = tir_retain(atom);
+  l->n++;
+}
+
+static int is_lin_int(tir_DType t) { return t.code == TIR_DT_INT && t.lanes == 1; }
+
+/* Adds scale * e into l.  e is simplified along the way when `simplified` is 0. */
+static void to_lin(tir_Analyzer *a, Lin *l, const tir_Node *e, int64_t scale, int simplified) {
+  int64_t v, s;
+  switch (e->kind) {
+    case TIR_IntImm:
+      if (__builtin_mul_overflow(((const tir_IntImm *)e)->value, scale, &v)) l->overflow = 1;
+      lin_add_const(l, v);
+      return;
+    case TIR_Add:
+      to_lin(a, l, ((const tir_Add *)e)->a, scale, simplified);
+      to_lin(a, l, ((const tir_Add *)e)->b, scale, simplified);
+      return;
+    case TIR_Sub:
+      to_lin(a, l, ((const tir_Sub *)e)->a, scale, simplified);
+      to_lin(a, l, ((const tir_Sub *)e)->b, -scale, simplified);
+      return;
+    case TIR_Mul: {
+      const tir_Mul *m = (const tir_Mul *)e;
+      if (tir_is_const_int(m->b, &v) || tir_is_const_int(m->a, &v)) {
+        const tir_Node *other = tir_is_const_int(m->b, NULL) ? m->a : m->b;
+        if (__builtin_mul_overflow(scale, v, &s)) {
+          l->overflow = 1;
+          return;
+        }
+        to_lin(a, l, other, s, simplified);
+        return;
+      }
+      break;
+    }
+    default: break;
+  }
+  if (simplified) {
+    lin_add_term(l, scale, e);
+    return;
+  }
+  tir_Node *se = simp(a, e);
+  if (se->kind == TIR_Add || se->kind == TIR_Sub || se->kind == TIR_IntImm ||
+      (se->kind == TIR_Mul && (tir_is_const_int(((tir_Mul *)se)->a, NULL) || tir_is_const_int(((tir_Mul *)se)->b, NULL))))
+    to_lin(a, l, se, scale, 1);
+  else
+    lin_add_term(l, scale, se);
+  tir_release(se);
+}
+
+static int64_t gcd64(int64_t x, int64_t y) {
+  if (x < 0) x = -x;
+  if (y < 0) y = -y;
+  while (y) {
+    int64_t t = x % y;
+    x = y;
+    y = t;
+  }
+  return x;
+}
+
+/* c*floordiv(E, c) + floormod(E, c) -> E (scaled by k). Returns 1 if something merged. */
+static int lin_recombine(tir_Analyzer *a, Lin *l) {
+  for (int i = 0; i < l->n; i++) {
+    const tir_Node *fd = l->t[i].atom;
+    if (fd->kind != TIR_FloorDiv || l->t[i].coef == 0) continue;
+    int64_t c;
+    if (!tir_is_const_int(((const tir_FloorDiv *)fd)->b, &c) || c <= 0) continue;
+    const tir_Node *E = ((const tir_FloorDiv *)fd)->a;
+    for (int j = 0; j < l->n; j++) {
+      const tir_Node *fm = l->t[j].atom;
+      int64_t c2, k = l->t[j].coef;
+      if (fm->kind != TIR_FloorMod || k == 0 || !tir_is_const_int(((const tir_FloorMod *)fm)->b, &c2) || c2 != c ||
+          !tir_expr_deep_equal(((const tir_FloorMod *)fm)->a, E))
+        continue;
+      int64_t kc;
+      if (__builtin_mul_overflow(k, c, &kc) || l->t[i].coef != kc) continue;
+      tir_Node *E_own = tir_retain(E);
+      l->t[i].coef = 0;
+      l->t[j].coef = 0;
+      to_lin(a, l, E_own, k, 1);
+      tir_release(E_own);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static tir_Node *term_expr(const Term *t, int64_t absval) {
+  tir_Node *x = tir_retain(t->atom);
+  if (absval == 1) return x;
+  return tir_binary_raw(TIR_Mul, x, tir_int_imm(t->atom->dtype, absval));
+}
+
+static tir_Node *lin_build(const Lin *l) {
+  tir_Node *r = NULL;
+  for (int i = 0; i < l->n; i++) {
+    if (l->t[i].coef <= 0) continue;
+    tir_Node *x = term_expr(&l->t[i], l->t[i].coef);
+    r = r ? tir_binary_raw(TIR_Add, r, x) : x;
+  }
+  int base_used = 0;
+  if (!r && l->base != 0) {
+    r = tir_int_imm(l->dtype, l->base);
+    base_used = 1;
+  }
+  for (int i = 0; i < l->n; i++) {
+    if (l->t[i].coef >= 0) continue;
+    if (l->t[i].coef == INT64_MIN) { /* cannot negate: keep as + coef*atom */
+      tir_Node *x = tir_binary_raw(TIR_Mul, tir_retain(l->t[i].atom), tir_int_imm(l->dtype, l->t[i].coef));
+      r = r ? tir_binary_raw(TIR_Add, r, x) : x;
+      continue;
+    }
+    tir_Node *x = term_expr(&l->t[i], -l->t[i].coef);
+    r = r ? tir_binary_raw(TIR_Sub, r, x) : tir_binary_raw(TIR_Sub, tir_int_imm(l->dtype, 0), x);
+  }
+  if (!base_used && l->base != 0) {
+    if (!r) r = tir_int_imm(l->dtype, l->base);
+    else if (l->base > 0 || l->base == INT64_MIN) r = tir_binary_raw(TIR_Add, r, tir_int_imm(l->dtype, l->base));
+    else r = tir_binary_raw(TIR_Sub, r, tir_int_imm(l->dtype, -l->base));
+  }
+  if (!r) r = tir_int_imm(l->dtype, 0);
+  return r;
+}
+
+static void lin_compact(Lin *l) {
+  int k = 0;
+  for (int i = 0; i < l->n; i++) {
+    if (l->t[i].coef == 0) {
+      tir_release(l->t[i].atom);
+      continue;
+    }
+    l->t[k++] = l->t[i];
+  }
+  l->n = k;
+}
+
+static tir_ConstIntBound lin_bound(tir_Analyzer *a, const Lin *l) {
+  tir_ConstIntBound r = {l->base, l->base};
+  for (int i = 0; i < l->n; i++) {
+    tir_ConstIntBound b = tir_const_int_bound(a, l->t[i].atom);
+    int64_t c = l->t[i].coef;
+    int64_t lo = arith_sat_mul(c > 0 ? b.min : b.max, c), hi = arith_sat_mul(c > 0 ? b.max : b.min, c);
+    r.min = arith_sat_add(r.min, lo);
+    r.max = arith_sat_add(r.max, hi);
+  }
+  return r;
+}
+
+/* Simplified linear form of e (e borrowed).  Caller frees. */
+static int make_lin(tir_Analyzer *a, const tir_Node *e, Lin *l) {
+  lin_init(l, e->dtype);
+  to_lin(a, l, e, 1, 0);
+  while (!l->overflow && lin_recombine(a, l)) lin_compact(l);
+  lin_compact(l);
+  return !l->overflow;
+}
+
+/* floordiv / floormod of a simplified expression by a positive constant c. */
+static tir_Node *div_mod_const(tir_Analyzer *a, const tir_Node *x, int64_t c, int is_mod) {
+  tir_DType t = x->dtype;
+  Lin l;
+  if (!make_lin(a, x, &l)) {
+    lin_free(&l);
+    return NULL;
+  }
+  /* split off the multiples of c */
+  Lin q, r;
+  lin_init(&q, t);
+  lin_init(&r, t);
+  for (int i = 0; i < l.n; i++) {
+    if (l.t[i].coef % c == 0) lin_add_term(&q, l.t[i].coef / c, l.t[i].atom);
+    else lin_add_term(&r, l.t[i].coef, l.t[i].atom);
+  }
+  q.base = arith_floordiv(l.base, c);
+  r.base = arith_floormod(l.base, c);
+  lin_free(&l);
+  /* common factor of the remainder and c */
+  int64_t g = c;
+  for (int i = 0; i < r.n; i++) g = gcd64(g, r.t[i].coef);
+  g = gcd64(g, r.base);
+  if (g > 1) {
+    for (int i = 0; i < r.n; i++) r.t[i].coef /= g;
+    r.base /= g;
+  }
+  int64_t cc = c / g;
+  tir_ConstIntBound rb = lin_bound(a, &r);
+  tir_Node *res;
+  if (rb.min != TIR_NEG_INF && rb.max != TIR_POS_INF && arith_floordiv(rb.min, cc) == arith_floordiv(rb.max, cc)) {
+    int64_t k = arith_floordiv(rb.min, cc);
+    if (is_mod) {
+      /* g * (R - k*cc) */
+      r.base -= k * cc;
+      Lin s;
+      lin_init(&s, t);
+      for (int i = 0; i < r.n; i++) lin_add_term(&s, r.t[i].coef * g, r.t[i].atom);
+      s.base = r.base * g;
+      res = lin_build(&s);
+      lin_free(&s);
+    } else {
+      q.base += k;
+      res = lin_build(&q);
+    }
+  } else {
+    tir_Node *rem = lin_build(&r);
+    tir_Node *inner;
+    int64_t d;
+    if (rem->kind == TIR_FloorDiv && !is_mod && tir_is_const_int(((tir_FloorDiv *)rem)->b, &d) && d > 0 &&
+        d <= INT64_MAX / cc) {
+      inner = tir_binary_raw(TIR_FloorDiv, R(((tir_FloorDiv *)rem)->a), tir_int_imm(t, d * cc));
+    } else if (rem->kind == TIR_FloorMod && is_mod && tir_is_const_int(((tir_FloorMod *)rem)->b, &d) && d > 0 &&
+               d % cc == 0) {
+      inner = tir_binary_raw(TIR_FloorMod, R(((tir_FloorMod *)rem)->a), tir_int_imm(t, cc));
+    } else {
+      inner = tir_binary_raw(is_mod ? TIR_FloorMod : TIR_FloorDiv, R(rem), tir_int_imm(t, cc));
+    }
+    tir_release(rem);
+    if (is_mod) {
+      Lin s;
+      lin_init(&s, t);
+      lin_add_term(&s, g, inner);
+      res = lin_build(&s);
+      lin_free(&s);
+    } else {
+      lin_add_term(&q, 1, inner);
+      res = lin_build(&q);
+    }
+    tir_release(inner);
+  }
+  lin_free(&q);
+  lin_free(&r);
+  return res;
+}
+
+static tir_Node *simp_linear(tir_Analyzer *a, const tir_Node *e) {
+  Lin l;
+  if (!make_lin(a, e, &l)) {
+    lin_free(&l);
+    return NULL;
+  }
+  tir_Node *r = lin_build(&l);
+  lin_free(&l);
+  return r;
+}
+
+/* Simplified difference x - y as a linear form's bound. */
+static tir_ConstIntBound diff_bound(tir_Analyzer *a, const tir_Node *x, const tir_Node *y, int *ok) {
+  tir_Node *d = tir_binary_raw(TIR_Sub, R((tir_Node *)x), R((tir_Node *)y));
+  Lin l;
+  tir_ConstIntBound b = {TIR_NEG_INF, TIR_POS_INF};
+  *ok = 0;
+  if (make_lin(a, d, &l)) {
+    b = lin_bound(a, &l);
+    *ok = 1;
+  }
+  lin_free(&l);
+  tir_release(d);
+  return b;
+}
+
+static tir_Node *simp_compare(tir_Analyzer *a, int kind, tir_Node *x, tir_Node *y) {
+  if (is_lin_int(x->dtype) && is_lin_int(y->dtype) && tir_dtype_eq(x->dtype, y->dtype)) {
+    int ok;
+    tir_ConstIntBound d = diff_bound(a, x, y, &ok);
+    if (ok) {
+      int res = -1;
+      switch (kind) {
+        case TIR_LT: res = d.max < 0 ? 1 : d.min >= 0 ? 0 : -1; break;
+        case TIR_LE: res = d.max <= 0 ? 1 : d.min > 0 ? 0 : -1; break;
+        case TIR_GT: res = d.min > 0 ? 1 : d.max <= 0 ? 0 : -1; break;
+        case TIR_GE: res = d.min >= 0 ? 1 : d.max < 0 ? 0 : -1; break;
+        case TIR_EQ: res = (d.min == 0 && d.max == 0) ? 1 : (d.min > 0 || d.max < 0) ? 0 : -1; break;
+        case TIR_NE: res = (d.min == 0 && d.max == 0) ? 0 : (d.min > 0 || d.max < 0) ? 1 : -1; break;
+      }
+      if (res >= 0) {
+        tir_release(x);
+        tir_release(y);
+        return tir_bool_imm(res);
+      }
+    }
+  }
+  return bin(kind, x, y);
+}
+
+static tir_Node *simp_minmax(tir_Analyzer *a, int kind, tir_Node *x, tir_Node *y) {
+  if (is_lin_int(x->dtype) && tir_dtype_eq(x->dtype, y->dtype)) {
+    int ok;
+    tir_ConstIntBound d = diff_bound(a, x, y, &ok);
+    if (ok && (d.max <= 0 || d.min >= 0)) {
+      int x_smaller = d.max <= 0;
+      tir_Node *keep = (kind == TIR_Min) == x_smaller ? x : y;
+      tir_release(keep == x ? y : x);
+      return keep;
+    }
+  }
+  return bin(kind, x, y);
+}
+
+static tir_Node *negate_compare(const tir_Node *c) {
+  int k;
+  switch (c->kind) {
+    case TIR_LT: k = TIR_GE; break;
+    case TIR_LE: k = TIR_GT; break;
+    case TIR_GT: k = TIR_LE; break;
+    case TIR_GE: k = TIR_LT; break;
+    case TIR_EQ: k = TIR_NE; break;
+    case TIR_NE: k = TIR_EQ; break;
+    default: return NULL;
+  }
+  return tir_binary_raw(k, R(((const tir_LT *)c)->a), R(((const tir_LT *)c)->b));
+}
+
+static tir_Node *simp(tir_Analyzer *a, const tir_Node *e) {
+  switch (e->kind) {
+    case TIR_IntImm:
+    case TIR_FloatImm:
+    case TIR_StringImm: return tir_retain(e);
+    case TIR_Var: {
+      const Binding *b = arith_lookup(a, e);
+      if (b && b->value) return tir_retain(b->value);
+      if (b && b->lo == b->hi && b->lo != TIR_NEG_INF && tir_dtype_is_int(e->dtype)) return tir_int_imm(e->dtype, b->lo);
+      return tir_retain(e);
+    }
+    case TIR_Add:
+    case TIR_Sub:
+    case TIR_Mul:
+      if (is_lin_int(e->dtype)) {
+        tir_Node *r = simp_linear(a, e);
+        if (r) return r;
+      }
+      break;
+    case TIR_FloorDiv:
+    case TIR_FloorMod:
+    case TIR_Div:
+    case TIR_Mod: {
+      if (!is_lin_int(e->dtype)) break;
+      const tir_FloorDiv *d = (const tir_FloorDiv *)e;
+      tir_Node *x = simp(a, d->a), *y = simp(a, d->b);
+      int64_t c;
+      if (tir_is_const_int(y, &c) && c > 0) {
+        int floor_ok = e->kind == TIR_FloorDiv || e->kind == TIR_FloorMod || tir_const_int_bound(a, x).min >= 0;
+        if (floor_ok) {
+          tir_Node *r = div_mod_const(a, x, c, e->kind == TIR_FloorMod || e->kind == TIR_Mod);
+          if (r) {
+            tir_release(x);
+            tir_release(y);
+            return r;
+          }
+        }
+      }
+      return bin(e->kind, x, y);
+    }
+    case TIR_Min:
+    case TIR_Max: {
+      const tir_Min *m = (const tir_Min *)e;
+      return simp_minmax(a, e->kind, simp(a, m->a), simp(a, m->b));
+    }
+    case TIR_EQ: case TIR_NE: case TIR_LT: case TIR_LE: case TIR_GT: case TIR_GE: {
+      const tir_LT *c = (const tir_LT *)e;
+      return simp_compare(a, e->kind, simp(a, c->a), simp(a, c->b));
+    }
+    case TIR_And:
+    case TIR_Or: {
+      const tir_And *c = (const tir_And *)e;
+      tir_Node *x = simp(a, c->a);
+      if (e->kind == TIR_And && x->kind == TIR_IntImm && !((tir_IntImm *)x)->value) return x;
+      if (e->kind == TIR_Or && x->kind == TIR_IntImm && ((tir_IntImm *)x)->value) return x;
+      return bin(e->kind, x, simp(a, c->b));
+    }
+    case TIR_Not: {
+      tir_Node *x = simp(a, ((const tir_Not *)e)->a);
+      tir_Node *n = negate_compare(x);
+      if (n) {
+        tir_release(x);
+        return n;
+      }
+      return tir_not(x);
+    }
+    case TIR_Select: {
+      const tir_Select *s = (const tir_Select *)e;
+      tir_Node *c = simp(a, s->cond);
+      int64_t v;
+      if (tir_is_const_int(c, &v)) {
+        tir_release(c);
+        return simp(a, v ? s->true_value : s->false_value);
+      }
+      tir_Node *t = simp(a, s->true_value), *f = simp(a, s->false_value);
+      if (tir_expr_deep_equal(t, f)) {
+        tir_release(c);
+        tir_release(f);
+        return t;
+      }
+      return tir_select(c, t, f);
+    }
+    case TIR_Cast: {
+      tir_Node *v = simp(a, ((const tir_Cast *)e)->value);
+      return tir_cast(e->dtype, v);
+    }
+    case TIR_Let: {
+      const tir_Let *l = (const tir_Let *)e;
+      tir_Node *v = simp(a, l->value);
+      int mark = tir_analyzer_mark(a);
+      tir_Node *body;
+      if (a) {
+        tir_analyzer_bind_bound(a, l->var, tir_const_int_bound(a, v).min, tir_const_int_bound(a, v).max);
+        body = simp(a, l->body);
+        tir_analyzer_reset(a, mark);
+      } else {
+        body = simp(a, l->body);
+      }
+      if (!tir_uses_var(body, l->var)) {
+        tir_release(v);
+        return body;
+      }
+      return tir_let((tir_Var *)R(l->var), v, body);
+    }
+    default: break;
+  }
+  /* generic: simplify the children, then fold the node through the op layer */
+  if (e->kind >= TIR_Add && e->kind <= TIR_Or) {
+    const tir_Add *b = (const tir_Add *)e;
+    return bin(e->kind, simp(a, b->a), simp(a, b->b));
+  }
+  /* children of other expressions (loads, calls, ramps, broadcasts) */
+  tir_Node *copy = NULL;
+  const tir_KindInfo *ki = tir_kind_info(e->kind);
+  for (int i = 0; i < ki->n_fields; i++) {
+    if (ki->fields[i].type != TIR_FT_NODE) continue;
+    tir_Node *c = *(tir_Node **)((char *)e + ki->fields[i].offset);
+    if (!c) continue;
+    tir_Node *m;
+    if (c->kind == TIR_Array) {
+      tir_Array *arr = (tir_Array *)c, *out = NULL;
+      for (int j = 0; j < arr->size; j++) {
+        tir_Node *it = arr->items[j];
+        tir_Node *mi = it && tir_is_expr(it) ? simp(a, it) : tir_retain(it);
+        if (mi != it && !out) {
+          out = tir_array_new(arr->size);
+          for (int k = 0; k < j; k++) out->items[k] = tir_retain(arr->items[k]);
+        }
+        if (out) out->items[j] = mi;
+        else tir_release(mi);
+      }
+      m = out ? &out->hdr : tir_retain(c);
+    } else if (tir_is_expr(c)) {
+      m = simp(a, c);
+    } else {
+      m = tir_retain(c);
+    }
+    if (m == c) {
+      tir_release(m);
+      continue;
+    }
+    if (!copy) copy = tir_node_copy(e);
+    tir_Node **slot = (tir_Node **)((char *)copy + ki->fields[i].offset);
+    tir_release(*slot);
+    *slot = m;
+  }
+  return copy ? copy : tir_retain(e);
+}
+
+tir_Node *tir_simplify(tir_Analyzer *a, const tir_Node *e) {
+  if (!e) return NULL;
+  return simp(a, e);
+}
+
+int tir_can_prove(tir_Analyzer *a, const tir_Node *cond) {
+  tir_Node *s = tir_simplify(a, cond);
+  int64_t v;
+  int r = tir_is_const_int(s, &v) && v;
+  tir_release(s);
+  return r;
+}
+
+int tir_can_prove_equal(tir_Analyzer *a, const tir_Node *x, const tir_Node *y) {
+  if (tir_expr_deep_equal(x, y)) return 1;
+  if (!tir_dtype_eq(x->dtype, y->dtype)) return 0;
+  tir_Node *d = tir_binary_raw(TIR_Sub, R((tir_Node *)x), R((tir_Node *)y));
+  tir_Node *s = tir_simplify(a, d);
+  tir_release(d);
+  int r = tir_is_zero(s);
+  tir_release(s);
+  return r;
+}
+
+int tir_as_const_int(tir_Analyzer *a, const tir_Node *e, int64_t *out) {
+  tir_Node *s = tir_simplify(a, e);
+  int r = tir_is_const_int(s, out);
+  tir_release(s);
+  return r;
+}

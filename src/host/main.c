@@ -1,0 +1,2 @@
+/* placeholder, replaced by the host binary */
+int main(void) { return 0; }

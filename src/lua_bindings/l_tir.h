@@ -1,0 +1,57 @@
+/* l_tir.h -- shared helpers of the Lua bindings (the only layer that raises Lua errors).
+ *
+ * Rules (reference/codebase-anchors.md section 8):
+ *  - a node's Lua value is a box owning one reference; the same node always maps to the
+ *    same Lua value (a weak registry cache), so identity needs no __eq;
+ *  - check every argument before acquiring anything; on a core failure release
+ *    temporaries first, then raise with tirL_raise_core();
+ *  - the raised value is a tir.Error table: kind, primitive, message, detail, where,
+ *    and __tostring rendering the IR with the offending node marked.
+ */
+#ifndef TIR_L_TIR_H
+#define TIR_L_TIR_H
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "tir/error.h"
+#include "tir/ir.h"
+
+/* Pushes n (stolen reference; NULL pushes nil). */
+void tirL_push_node(lua_State *L, tir_Node *n);
+/* Pushes a borrowed node (retains). */
+void tirL_push_borrowed(lua_State *L, const tir_Node *n);
+/* Returns the node at idx or NULL (borrowed). */
+tir_Node *tirL_to_node(lua_State *L, int idx);
+/* Checks that idx is a node of `kind` (-1: any node); borrowed result. */
+tir_Node *tirL_check_node(lua_State *L, int idx, int kind, const char *what);
+tir_Node *tirL_check_expr_node(lua_State *L, int idx);
+tir_Node *tirL_check_stmt(lua_State *L, int idx);
+/* Converts a Lua value to an owned expression.  Integers take `hint`'s type when it is
+ * numeric (else int32); floats take hint when float (else float32); booleans are bool. */
+tir_Node *tirL_to_expr(lua_State *L, int idx, tir_DType hint, int have_hint);
+/* Checks a dtype string argument. */
+tir_DType tirL_check_dtype(lua_State *L, int idx);
+/* Reads a Lua sequence of expressions (integers become int32).  Owned array. */
+tir_Array *tirL_check_expr_list(lua_State *L, int idx, const char *what);
+/* Number of entries of a table counting nil holes: the largest positive integer key. */
+int tirL_table_maxn(lua_State *L, int idx);
+
+/* Raises the core's current error as a tir.Error (never returns). */
+int tirL_raise_core(lua_State *L);
+/* Raises a tir.Error of the given kind with a formatted message (never returns). */
+int tirL_error(lua_State *L, tir_ErrorKind kind, const char *primitive, const char *fmt, ...);
+
+/* Module registration entry points of the other binding files. */
+void tirL_open_node(lua_State *L);      /* metatables */
+void tirL_open_expr(lua_State *L);      /* tir.var, tir.const, tir.eq, ... (module at top) */
+void tirL_open_te(lua_State *L);        /* tir.core.te */
+void tirL_open_schedule(lua_State *L);  /* tir.core.Schedule */
+void tirL_open_transform(lua_State *L); /* tir.core.lower, build */
+void tirL_open_runtime(lua_State *L);   /* tir.core.nd, device, Module */
+void tirL_open_interp(lua_State *L);    /* tir.core.interpret */
+
+/* Registry key of the tir.Error metatable. */
+#define TIRL_ERROR_MT "tir.Error"
+
+#endif
