@@ -1,4 +1,56 @@
-/* l_interp.c -- (being written) */
-#include "l_tir.h"
+/* l_interp.c -- tir.interpret(func, args): runs a PrimFunc on host arrays. */
+#include <stdlib.h>
 
-void tirL_open_interp(lua_State *L) { (void)L; }
+#include "l_tir.h"
+#include "tir/interp.h"
+
+tir_NDArray *tirL_to_ndarray(lua_State *L, int idx);
+
+/* Reads the argument table for func into args (NDArrays or numbers). */
+int tirL_read_args(lua_State *L, const tir_PrimFunc *f, int first, int nargs, tir_InterpArg *args);
+int tirL_read_args(lua_State *L, const tir_PrimFunc *f, int first, int nargs, tir_InterpArg *args) {
+  for (int i = 0; i < nargs; i++) {
+    int idx = first + i;
+    tir_NDArray *a = tirL_to_ndarray(L, idx);
+    args[i].array = a;
+    if (!a) {
+      if (!lua_isnumber(L, idx)) {
+        const char *pname = "?";
+        if (i < f->params->size) {
+          const tir_Node *p = f->params->items[i];
+          pname = p->kind == TIR_Buffer ? ((const tir_Buffer *)p)->name : ((const tir_Var *)p)->name;
+        }
+        return luaL_error(L, "argument %d (%s) must be a tir.NDArray or a number, got %s", i + 1, pname, luaL_typename(L, idx));
+      }
+      if (i < f->params->size && f->params->items[i]->kind == TIR_Buffer)
+        return luaL_error(L, "argument %d (%s) must be an array, got a number", i + 1, ((const tir_Buffer *)f->params->items[i])->name);
+      args[i].ival = lua_isinteger(L, idx) ? lua_tointeger(L, idx) : (int64_t)lua_tonumber(L, idx);
+      args[i].fval = lua_tonumber(L, idx);
+    }
+  }
+  return 0;
+}
+
+/* interpret(func, {a, b, c}) or interpret(func, a, b, c) */
+static int l_interpret(lua_State *L) {
+  tir_Node *fn = tirL_check_node(L, 1, -1, NULL);
+  if (fn->kind == TIR_IRModule && ((tir_IRModule *)fn)->functions->size == 1) fn = ((tir_IRModule *)fn)->functions->items[0];
+  if (fn->kind != TIR_PrimFunc) return luaL_argerror(L, 1, "PrimFunc expected");
+  tir_PrimFunc *f = (tir_PrimFunc *)fn;
+  if (lua_type(L, 2) == LUA_TTABLE) {
+    int n = tirL_table_maxn(L, 2);
+    lua_settop(L, 2);
+    for (int i = 1; i <= n; i++) lua_geti(L, 2, i);
+    lua_remove(L, 2);
+  }
+  int nargs = lua_gettop(L) - 1;
+  tir_InterpArg *args = lua_newuserdatauv(L, sizeof(tir_InterpArg) * (size_t)(nargs + 1), 0);
+  tirL_read_args(L, f, 2, nargs, args);
+  if (tir_interpret(f, args, nargs)) return tirL_raise_core(L);
+  return 0;
+}
+
+void tirL_open_interp(lua_State *L) {
+  lua_pushcfunction(L, l_interpret);
+  lua_setfield(L, -2, "interpret");
+}

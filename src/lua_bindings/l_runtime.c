@@ -1,4 +1,550 @@
-/* l_runtime.c -- (being written) */
-#include "l_tir.h"
+/* l_runtime.c -- NDArray ("tir.NDArray"), devices, CUDA/NVRTC availability, reference
+ * GEMMs (OpenBLAS, cuBLAS) and array comparison for tir.testing. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
-void tirL_open_runtime(lua_State *L) { (void)L; }
+#include "l_tir.h"
+#include "tir/runtime.h"
+
+#define MT "tir.NDArray"
+
+typedef struct {
+  tir_NDArray *a;
+} Box;
+
+void tirL_push_ndarray(lua_State *L, tir_NDArray *a);
+tir_NDArray *tirL_check_ndarray(lua_State *L, int idx);
+tir_NDArray *tirL_to_ndarray(lua_State *L, int idx);
+tir_Device tirL_check_device(lua_State *L, int idx);
+
+void tirL_push_ndarray(lua_State *L, tir_NDArray *a) {
+  Box *b = lua_newuserdatauv(L, sizeof(Box), 0);
+  b->a = NULL;
+  luaL_setmetatable(L, MT);
+  b->a = a;
+}
+
+tir_NDArray *tirL_to_ndarray(lua_State *L, int idx) {
+  Box *b = luaL_testudata(L, idx, MT);
+  return b ? b->a : NULL;
+}
+
+tir_NDArray *tirL_check_ndarray(lua_State *L, int idx) {
+  Box *b = luaL_checkudata(L, idx, MT);
+  if (!b->a) luaL_error(L, "array was freed");
+  return b->a;
+}
+
+/* A device: "cpu", "cuda", "cuda:1", or a table {type = "cuda", id = 0}. */
+tir_Device tirL_check_device(lua_State *L, int idx) {
+  tir_Device d = {TIR_DEV_CPU, 0};
+  if (lua_isnoneornil(L, idx)) return d;
+  const char *type = NULL;
+  if (lua_type(L, idx) == LUA_TTABLE) {
+    lua_getfield(L, idx, "type");
+    type = lua_tostring(L, -1);
+    lua_getfield(L, idx, "id");
+    d.id = (int)luaL_optinteger(L, -1, 0);
+    lua_pop(L, 2);
+  } else if (lua_type(L, idx) == LUA_TSTRING) {
+    type = lua_tostring(L, idx);
+  }
+  if (!type) luaL_argerror(L, idx, "device expected (tir.device(\"cuda\", 0), \"cpu\" or \"cuda:0\")");
+  if (strncmp(type, "cuda", 4) == 0) {
+    d.type = TIR_DEV_CUDA;
+    if (type[4] == ':') d.id = atoi(type + 5);
+  } else if (strcmp(type, "cpu") == 0 || strcmp(type, "llvm") == 0) {
+    d.type = TIR_DEV_CPU;
+  } else {
+    luaL_argerror(L, idx, lua_pushfstring(L, "unknown device type '%s' (cpu or cuda)", type));
+  }
+  return d;
+}
+
+static int read_shape(lua_State *L, int idx, int64_t *shape) {
+  luaL_checktype(L, idx, LUA_TTABLE);
+  int n = tirL_table_maxn(L, idx);
+  if (n > TIR_MAX_NDIM) luaL_argerror(L, idx, "too many dimensions");
+  for (int i = 1; i <= n; i++) {
+    lua_geti(L, idx, i);
+    tir_Node *node = tirL_to_node(L, -1);
+    int64_t v;
+    if (lua_isinteger(L, -1)) shape[i - 1] = lua_tointeger(L, -1);
+    else if (node && tir_is_const_int(node, &v)) shape[i - 1] = v;
+    else luaL_error(L, "shape[%d] must be an integer", i);
+    if (shape[i - 1] < 0) luaL_error(L, "shape[%d] is negative", i);
+    lua_pop(L, 1);
+  }
+  return n;
+}
+
+static tir_DType opt_dtype(lua_State *L, int idx, tir_DType def) {
+  return lua_isnoneornil(L, idx) ? def : tirL_check_dtype(L, idx);
+}
+
+static int l_empty(lua_State *L) {
+  int64_t shape[TIR_MAX_NDIM];
+  int n = read_shape(L, 1, shape);
+  tir_DType t = opt_dtype(L, 2, TIR_FLOAT32);
+  tir_Device d = tirL_check_device(L, 3);
+  tir_NDArray *a = tir_nd_empty(shape, n, t, d);
+  if (!a) return tirL_raise_core(L);
+  tirL_push_ndarray(L, a);
+  return 1;
+}
+
+/* Flattens a nested Lua table into values, checking a rectangular shape. */
+static int flatten_table(lua_State *L, int idx, int depth, int64_t *shape, int *ndim, double *out, int64_t *k, int64_t cap) {
+  int n = (int)lua_rawlen(L, idx);
+  if (depth >= TIR_MAX_NDIM) return luaL_error(L, "nd.array: nesting deeper than %d", TIR_MAX_NDIM);
+  if (depth >= *ndim) {
+    *ndim = depth + 1;
+    shape[depth] = n;
+  } else if (shape[depth] != n) {
+    return luaL_error(L, "nd.array: ragged table (dimension %d has lengths %d and %d)", depth + 1, (int)shape[depth], n);
+  }
+  for (int i = 1; i <= n; i++) {
+    lua_geti(L, idx, i);
+    if (lua_type(L, -1) == LUA_TTABLE) {
+      flatten_table(L, lua_gettop(L), depth + 1, shape, ndim, out, k, cap);
+    } else {
+      if (!lua_isnumber(L, -1) && !lua_isboolean(L, -1)) return luaL_error(L, "nd.array: element is not a number");
+      if (*k >= cap) return luaL_error(L, "nd.array: ragged table");
+      out[(*k)++] = lua_isboolean(L, -1) ? lua_toboolean(L, -1) : lua_tonumber(L, -1);
+    }
+    lua_pop(L, 1);
+  }
+  return 0;
+}
+
+static int64_t count_leaves(lua_State *L, int idx) {
+  int64_t c = 0;
+  int n = (int)lua_rawlen(L, idx);
+  for (int i = 1; i <= n; i++) {
+    lua_geti(L, idx, i);
+    c += lua_type(L, -1) == LUA_TTABLE ? count_leaves(L, lua_gettop(L)) : 1;
+    lua_pop(L, 1);
+  }
+  return c;
+}
+
+/* nd_array(table, dtype, device) */
+static int l_array(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  tir_DType t = opt_dtype(L, 2, TIR_FLOAT32);
+  tir_Device d = tirL_check_device(L, 3);
+  int64_t cap = count_leaves(L, 1);
+  double *vals = lua_newuserdatauv(L, sizeof(double) * (size_t)(cap ? cap : 1), 0); /* GC-owned scratch */
+  int64_t shape[TIR_MAX_NDIM];
+  int ndim = 0;
+  int64_t k = 0;
+  flatten_table(L, 1, 0, shape, &ndim, vals, &k, cap);
+  if (lua_rawlen(L, 1) == 0) ndim = 1, shape[0] = 0;
+  tir_NDArray *host = tir_nd_empty(shape, ndim, t, (tir_Device){TIR_DEV_CPU, 0});
+  if (!host) return tirL_raise_core(L);
+  if (k != tir_nd_numel(host)) {
+    tir_nd_release(host);
+    return luaL_error(L, "nd.array: ragged table");
+  }
+  for (int64_t i = 0; i < k; i++) tir_nd_set_f(host, i, vals[i]);
+  if (d.type == TIR_DEV_CPU) {
+    tirL_push_ndarray(L, host);
+    return 1;
+  }
+  tir_NDArray *a = tir_nd_to(host, d);
+  tir_nd_release(host);
+  if (!a) return tirL_raise_core(L);
+  tirL_push_ndarray(L, a);
+  return 1;
+}
+
+static int l_load(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  tir_Device d = tirL_check_device(L, 2);
+  tir_NDArray *a = tir_nd_load_npy(path, d);
+  if (!a) return tirL_raise_core(L);
+  tirL_push_ndarray(L, a);
+  return 1;
+}
+
+static int m_gc(lua_State *L) {
+  Box *b = luaL_checkudata(L, 1, MT);
+  tir_nd_release(b->a);
+  b->a = NULL;
+  return 0;
+}
+
+static void push_device(lua_State *L, tir_Device d) {
+  if (d.type == TIR_DEV_CPU) lua_pushliteral(L, "cpu");
+  else lua_pushfstring(L, "cuda:%d", d.id);
+}
+
+static int m_tostring(lua_State *L) {
+  tir_NDArray *a = tirL_check_ndarray(L, 1);
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  luaL_addstring(&b, "tir.NDArray(shape=(");
+  for (int i = 0; i < a->ndim; i++) {
+    lua_pushfstring(L, "%s%d", i ? ", " : "", (int)a->shape[i]);
+    luaL_addvalue(&b);
+  }
+  char s[32];
+  lua_pushfstring(L, "), dtype=%s, device=", tir_dtype_str(a->dtype, s));
+  luaL_addvalue(&b);
+  push_device(L, a->dev);
+  luaL_addvalue(&b);
+  luaL_addstring(&b, ")");
+  luaL_pushresult(&b);
+  return 1;
+}
+
+static int m_shape(lua_State *L) {
+  tir_NDArray *a = tirL_check_ndarray(L, 1);
+  lua_createtable(L, a->ndim, 0);
+  for (int i = 0; i < a->ndim; i++) {
+    lua_pushinteger(L, a->shape[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 1;
+}
+
+static int m_dtype(lua_State *L) {
+  char s[32];
+  lua_pushstring(L, tir_dtype_str(tirL_check_ndarray(L, 1)->dtype, s));
+  return 1;
+}
+
+static int m_device(lua_State *L) {
+  push_device(L, tirL_check_ndarray(L, 1)->dev);
+  return 1;
+}
+
+static int m_numel(lua_State *L) {
+  lua_pushinteger(L, tir_nd_numel(tirL_check_ndarray(L, 1)));
+  return 1;
+}
+
+static int m_nbytes(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)tirL_check_ndarray(L, 1)->nbytes);
+  return 1;
+}
+
+static int m_to(lua_State *L) {
+  tir_NDArray *a = tirL_check_ndarray(L, 1);
+  tir_Device d = tirL_check_device(L, 2);
+  tir_NDArray *r = tir_nd_to(a, d);
+  if (!r) return tirL_raise_core(L);
+  tirL_push_ndarray(L, r);
+  return 1;
+}
+
+static int m_copyfrom(lua_State *L) {
+  tir_NDArray *a = tirL_check_ndarray(L, 1), *b = tirL_check_ndarray(L, 2);
+  if (a->ndim != b->ndim || memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) != 0)
+    return luaL_error(L, "copyfrom: shapes differ");
+  if (tir_nd_copy(a, b)) return tirL_raise_core(L);
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int m_fill_random(lua_State *L) {
+  tir_NDArray *a = tirL_check_ndarray(L, 1);
+  lua_Integer seed = luaL_optinteger(L, 2, 0);
+  double lo, hi;
+  tir_nd_default_range(a->dtype, &lo, &hi);
+  lo = luaL_optnumber(L, 3, lo);
+  hi = luaL_optnumber(L, 4, hi);
+  if (tir_nd_fill_random(a, (uint64_t)seed, lo, hi)) return tirL_raise_core(L);
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int64_t check_flat(lua_State *L, tir_NDArray *a, int idx) {
+  if (a->dev.type != TIR_DEV_CPU) luaL_error(L, "element access needs a host array (use :to(\"cpu\") first)");
+  int64_t flat = 0;
+  if (lua_type(L, idx) == LUA_TTABLE) {
+    int n = tirL_table_maxn(L, idx);
+    if (n != a->ndim) luaL_error(L, "array has %d dimensions, got %d indices", a->ndim, n);
+    for (int i = 1; i <= n; i++) {
+      lua_geti(L, idx, i);
+      int64_t ix = luaL_checkinteger(L, -1);
+      lua_pop(L, 1);
+      if (ix < 0 || ix >= a->shape[i - 1]) luaL_error(L, "index %d out of range [0, %d)", (int)ix, (int)a->shape[i - 1]);
+      flat = flat * a->shape[i - 1] + ix;
+    }
+  } else {
+    flat = luaL_checkinteger(L, idx);
+    if (flat < 0 || flat >= tir_nd_numel(a)) luaL_error(L, "flat index %d out of range", (int)flat);
+  }
+  return flat;
+}
+
+static int m_get(lua_State *L) {
+  tir_NDArray *a = tirL_check_ndarray(L, 1);
+  int64_t i = check_flat(L, a, 2);
+  if (tir_dtype_is_float(a->dtype)) lua_pushnumber(L, tir_nd_get_f(a, i));
+  else if (a->dtype.code == TIR_DT_BOOL) lua_pushboolean(L, (int)tir_nd_get_i(a, i));
+  else lua_pushinteger(L, tir_nd_get_i(a, i));
+  return 1;
+}
+
+static int m_set(lua_State *L) {
+  tir_NDArray *a = tirL_check_ndarray(L, 1);
+  int64_t i = check_flat(L, a, 2);
+  if (tir_dtype_is_float(a->dtype)) tir_nd_set_f(a, i, luaL_checknumber(L, 3));
+  else if (lua_isboolean(L, 3)) tir_nd_set_i(a, i, lua_toboolean(L, 3));
+  else tir_nd_set_i(a, i, luaL_checkinteger(L, 3));
+  return 0;
+}
+
+static void push_nested(lua_State *L, tir_NDArray *a, int dim, int64_t *flat) {
+  lua_createtable(L, (int)a->shape[dim], 0);
+  for (int64_t i = 0; i < a->shape[dim]; i++) {
+    if (dim + 1 < a->ndim) push_nested(L, a, dim + 1, flat);
+    else if (tir_dtype_is_float(a->dtype)) lua_pushnumber(L, tir_nd_get_f(a, (*flat)++));
+    else lua_pushinteger(L, tir_nd_get_i(a, (*flat)++));
+    lua_rawseti(L, -2, i + 1);
+  }
+}
+
+static int m_to_table(lua_State *L) {
+  tir_NDArray *a = tirL_check_ndarray(L, 1);
+  tir_NDArray *h = a;
+  if (a->dev.type != TIR_DEV_CPU && !(h = tir_nd_to(a, (tir_Device){TIR_DEV_CPU, 0}))) return tirL_raise_core(L);
+  int64_t flat = 0;
+  if (h->ndim == 0) {
+    if (tir_dtype_is_float(h->dtype)) lua_pushnumber(L, tir_nd_get_f(h, 0));
+    else lua_pushinteger(L, tir_nd_get_i(h, 0));
+  } else {
+    push_nested(L, h, 0, &flat);
+  }
+  if (h != a) tir_nd_release(h);
+  return 1;
+}
+
+static int m_save(lua_State *L) {
+  if (tir_nd_save_npy(tirL_check_ndarray(L, 1), luaL_checkstring(L, 2))) return tirL_raise_core(L);
+  return 0;
+}
+
+/* nd_allclose(actual, desired, rtol, atol) -> ok, stats table */
+static int l_allclose(lua_State *L) {
+  tir_NDArray *x = tirL_check_ndarray(L, 1), *y = tirL_check_ndarray(L, 2);
+  double rtol = luaL_optnumber(L, 3, 1e-7), atol = luaL_optnumber(L, 4, 0);
+  if (x->dev.type != TIR_DEV_CPU || y->dev.type != TIR_DEV_CPU) return luaL_error(L, "allclose needs host arrays");
+  int64_t n = tir_nd_numel(x);
+  if (n != tir_nd_numel(y)) return luaL_error(L, "allclose: sizes differ (%d vs %d elements)", (int)n, (int)tir_nd_numel(y));
+  double max_abs = 0, max_rel = 0, ref_norm = 0, diff_norm = 0;
+  int64_t worst = -1, n_bad = 0, first_bad = -1, n_nan = 0;
+  double worst_excess = -1;
+  for (int64_t i = 0; i < n; i++) {
+    double a = tir_nd_get_f(x, i), b = tir_nd_get_f(y, i);
+    double d = fabs(a - b);
+    if (a != a || b != b) {
+      if (!(a != a && b != b)) {
+        n_nan++;
+        n_bad++;
+        if (first_bad < 0) first_bad = i;
+        if (worst < 0 || worst_excess < INFINITY) worst = i, worst_excess = INFINITY;
+      }
+      continue;
+    }
+    ref_norm += b * b;
+    diff_norm += d * d;
+    if (d > max_abs) max_abs = d;
+    double rel = b != 0 ? d / fabs(b) : (d > 0 ? INFINITY : 0);
+    if (rel > max_rel) max_rel = rel;
+    double tol = atol + rtol * fabs(b);
+    if (d > tol) {
+      n_bad++;
+      if (first_bad < 0) first_bad = i;
+      if (d - tol > worst_excess) worst_excess = d - tol, worst = i;
+    }
+  }
+  lua_pushboolean(L, n_bad == 0);
+  lua_createtable(L, 0, 10);
+  lua_pushnumber(L, max_abs);
+  lua_setfield(L, -2, "max_abs");
+  lua_pushnumber(L, max_rel);
+  lua_setfield(L, -2, "max_rel");
+  lua_pushnumber(L, ref_norm > 0 ? sqrt(diff_norm / ref_norm) : sqrt(diff_norm));
+  lua_setfield(L, -2, "rel_l2");
+  lua_pushinteger(L, n_bad);
+  lua_setfield(L, -2, "n_bad");
+  lua_pushinteger(L, n_nan);
+  lua_setfield(L, -2, "n_nan");
+  lua_pushinteger(L, n);
+  lua_setfield(L, -2, "n");
+  if (worst >= 0) {
+    lua_pushinteger(L, worst);
+    lua_setfield(L, -2, "worst");
+    lua_pushnumber(L, tir_nd_get_f(x, worst));
+    lua_setfield(L, -2, "worst_actual");
+    lua_pushnumber(L, tir_nd_get_f(y, worst));
+    lua_setfield(L, -2, "worst_desired");
+  }
+  return 2;
+}
+
+static int l_cuda_available(lua_State *L) {
+  char why[256] = "";
+  int ok = tir_cuda_available(why, sizeof why);
+  lua_pushboolean(L, ok);
+  if (ok) return 1;
+  lua_pushstring(L, why);
+  return 2;
+}
+
+static int l_cuda_device_count(lua_State *L) {
+  lua_pushinteger(L, tir_cuda_device_count());
+  return 1;
+}
+
+static int l_cuda_device_info(lua_State *L) {
+  tir_DeviceInfo info;
+  if (tir_cuda_device_info((int)luaL_optinteger(L, 1, 0), &info)) return tirL_raise_core(L);
+  lua_createtable(L, 0, 8);
+  lua_pushstring(L, info.name);
+  lua_setfield(L, -2, "name");
+  lua_pushfstring(L, "sm_%d%d", info.cc_major, info.cc_minor);
+  lua_setfield(L, -2, "arch");
+  lua_pushinteger(L, info.sm_count);
+  lua_setfield(L, -2, "sm_count");
+  lua_pushinteger(L, info.max_threads_per_block);
+  lua_setfield(L, -2, "max_threads_per_block");
+  lua_pushinteger(L, info.smem_per_block_optin);
+  lua_setfield(L, -2, "smem_per_block_optin");
+  lua_pushinteger(L, info.l2_bytes);
+  lua_setfield(L, -2, "l2_bytes");
+  lua_pushinteger(L, info.clock_khz);
+  lua_setfield(L, -2, "clock_khz");
+  return 1;
+}
+
+static int l_nvrtc_available(lua_State *L) {
+  char why[512] = "";
+  int ok = tir_nvrtc_available(why, sizeof why);
+  lua_pushboolean(L, ok);
+  if (ok) {
+    int a, b;
+    if (tir_nvrtc_version(&a, &b) == 0) {
+      lua_pushfstring(L, "%d.%d", a, b);
+      return 2;
+    }
+    return 1;
+  }
+  lua_pushstring(L, why);
+  return 2;
+}
+
+static int l_ref_gemm(lua_State *L) {
+  tir_NDArray *a = tirL_check_ndarray(L, 1), *b = tirL_check_ndarray(L, 2), *c = tirL_check_ndarray(L, 3);
+  if (tir_ref_gemm_host(a, b, c, lua_toboolean(L, 4), lua_toboolean(L, 5))) return tirL_raise_core(L);
+  return 0;
+}
+
+static int l_openblas_available(lua_State *L) {
+  lua_pushboolean(L, tir_openblas_available());
+  return 1;
+}
+
+static int l_cublas_available(lua_State *L) {
+  char why[256] = "";
+  int ok = tir_cublas_available(why, sizeof why);
+  lua_pushboolean(L, ok);
+  if (ok) return 1;
+  lua_pushstring(L, why);
+  return 2;
+}
+
+static int l_cublas_gemm(lua_State *L) {
+  tir_NDArray *a = tirL_check_ndarray(L, 1), *b = tirL_check_ndarray(L, 2), *c = tirL_check_ndarray(L, 3);
+  if (tir_cublas_gemm(a, b, c, lua_toboolean(L, 4), lua_toboolean(L, 5), luaL_optnumber(L, 6, 1), luaL_optnumber(L, 7, 0)))
+    return tirL_raise_core(L);
+  return 0;
+}
+
+static int l_cuda_sync(lua_State *L) {
+  if (tir_cuda_synchronize((int)luaL_optinteger(L, 1, 0))) return tirL_raise_core(L);
+  return 0;
+}
+
+/* Times fn() (a Lua function launching GPU work) with CUDA events: median seconds. */
+typedef struct {
+  lua_State *L;
+  int fn_idx;
+} TimeCtx;
+
+static int call_lua(void *p) {
+  TimeCtx *c = p;
+  lua_pushvalue(c->L, c->fn_idx);
+  if (lua_pcall(c->L, 0, 0, 0) != LUA_OK) return -1; /* message stays on the stack */
+  return 0;
+}
+
+static int l_cuda_time(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  int dev = (int)luaL_optinteger(L, 2, 0);
+  int warmup = (int)luaL_optinteger(L, 3, 3), number = (int)luaL_optinteger(L, 4, 10), repeat = (int)luaL_optinteger(L, 5, 5);
+  if (repeat < 1 || repeat > 10000 || number < 1 || warmup < 0) return luaL_error(L, "cuda_time: bad counts");
+  double med = 0;
+  double *samples = lua_newuserdatauv(L, sizeof(double) * (size_t)repeat, 0);
+  int top = lua_gettop(L);
+  TimeCtx c = {L, 1};
+  if (tir_cuda_time(dev, call_lua, &c, warmup, number, repeat, &med, samples)) {
+    if (lua_gettop(L) > top) return lua_error(L);
+    return tirL_raise_core(L);
+  }
+  lua_pushnumber(L, med);
+  lua_createtable(L, repeat, 0);
+  for (int i = 0; i < repeat; i++) {
+    lua_pushnumber(L, samples[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 2;
+}
+
+void tirL_open_runtime(lua_State *L) {
+  static const luaL_Reg methods[] = {{"shape", m_shape},     {"dtype", m_dtype},     {"device", m_device},
+                                     {"numel", m_numel},     {"nbytes", m_nbytes},   {"to", m_to},
+                                     {"copyfrom", m_copyfrom}, {"fill_random", m_fill_random}, {"get", m_get},
+                                     {"set", m_set},         {"to_table", m_to_table}, {"save", m_save},
+                                     {NULL, NULL}};
+  luaL_newmetatable(L, MT);
+  lua_pushcfunction(L, m_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pushcfunction(L, m_tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_newtable(L);
+  luaL_setfuncs(L, methods, 0);
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
+  static const luaL_Reg fns[] = {{"nd_empty", l_empty},
+                                 {"nd_array", l_array},
+                                 {"nd_load", l_load},
+                                 {"nd_allclose", l_allclose},
+                                 {"ndarray_methods", NULL},
+                                 {"cuda_available", l_cuda_available},
+                                 {"cuda_device_count", l_cuda_device_count},
+                                 {"cuda_device_info", l_cuda_device_info},
+                                 {"cuda_sync", l_cuda_sync},
+                                 {"cuda_time", l_cuda_time},
+                                 {"nvrtc_available", l_nvrtc_available},
+                                 {"ref_gemm", l_ref_gemm},
+                                 {"openblas_available", l_openblas_available},
+                                 {"cublas_available", l_cublas_available},
+                                 {"cublas_gemm", l_cublas_gemm},
+                                 {NULL, NULL}};
+  for (const luaL_Reg *r = fns; r->name; r++) {
+    if (!r->func) {
+      luaL_getmetatable(L, MT);
+      lua_getfield(L, -1, "__index");
+      lua_setfield(L, -3, r->name);
+      lua_pop(L, 1);
+      continue;
+    }
+    lua_pushcfunction(L, r->func);
+    lua_setfield(L, -2, r->name);
+  }
+}

@@ -1,0 +1,47 @@
+/* codegen.h -- CUDA C from lowered TensorIR, NVRTC compilation, built modules.
+ *
+ * tir_build runs the whole chain: lower (transform.h), split host/device, emit CUDA C,
+ * compile with NVRTC to PTX and CUBIN for the target architecture.  The module keeps
+ * every stage (lowered IR, per-pass dumps, CUDA C, PTX, CUBIN) and launches its kernels
+ * on CUDA arrays after checking them against the function's parameters.
+ */
+#ifndef TIR_CODEGEN_H
+#define TIR_CODEGEN_H
+
+#include "tir/interp.h"
+#include "tir/runtime.h"
+#include "tir/transform.h"
+
+/* CUDA C for the kernels of a split function (malloc'd), or NULL with the error set. */
+char *tir_codegen_cuda(const tir_DeviceSplit *split, const char *arch);
+
+typedef struct {
+  int dump_ir;        /* keep the IR after each pass */
+  int skip_compile;   /* stop after codegen (no NVRTC) */
+  int unroll_max_extent;
+  char arch[32];      /* "" = the device's, else sm_90 */
+} tir_BuildOptions;
+
+typedef struct tir_BuiltModule tir_BuiltModule;
+
+tir_BuiltModule *tir_build(const tir_PrimFunc *f, const tir_BuildOptions *opts);
+void tir_module_free(tir_BuiltModule *m);
+/* "cuda", "ptx", "ir" (the lowered function) or "host"; NULL when missing (no PTX when
+ * skip_compile).  Borrowed strings valid while the module lives. */
+const char *tir_module_source(tir_BuiltModule *m, const char *kind);
+const char *tir_module_arch(const tir_BuiltModule *m);
+const tir_PrimFunc *tir_module_func(const tir_BuiltModule *m);
+const tir_PrimFunc *tir_module_lowered(const tir_BuiltModule *m);
+int tir_module_num_dumps(const tir_BuiltModule *m);
+void tir_module_dump(const tir_BuiltModule *m, int i, const char **pass, const char **ir);
+int tir_module_num_kernels(const tir_BuiltModule *m);
+const tir_Kernel *tir_module_kernel(const tir_BuiltModule *m, int i);
+/* Runs all kernels on CUDA arrays (checked first) and synchronizes. */
+int tir_module_run(tir_BuiltModule *m, const tir_InterpArg *args, int nargs);
+/* Times the kernels with CUDA events (no per-call sync): median seconds per call. */
+int tir_module_time(tir_BuiltModule *m, const tir_InterpArg *args, int nargs, int warmup, int number, int repeat,
+                    double *median_s, double *samples_s);
+/* Registers / local (spill) bytes / static shared bytes of kernel i, once loaded. */
+int tir_module_kernel_resources(tir_BuiltModule *m, int i, int dev, int *regs, int *local_bytes, int *smem_bytes);
+
+#endif

@@ -1,0 +1,131 @@
+/* runtime.h -- devices, arrays, CUDA (driver API + NVRTC), reference BLAS.
+ *
+ * Nothing here links against CUDA: libcuda.so.1, libnvrtc, libcublas and libopenblas
+ * are opened with dlopen on first use, so the library builds and runs on machines with
+ * no GPU, no driver or no toolkit; the GPU functions then fail with a clear reason
+ * ("no CUDA driver (libcuda.so.1 not found)", "no CUDA device").
+ * All functions return 0 / a pointer on success and -1 / NULL with the error set.
+ * Sizes are in elements unless named *_bytes; times in seconds unless named *_ms.
+ */
+#ifndef TIR_RUNTIME_H
+#define TIR_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tir/dtype.h"
+
+#define TIR_MAX_NDIM 8
+
+typedef enum { TIR_DEV_CPU = 1, TIR_DEV_CUDA = 2 } tir_DeviceType;
+typedef struct {
+  int type; /* tir_DeviceType */
+  int id;
+} tir_Device;
+
+/* ---- NDArray (ndarray.c) ---- */
+typedef struct tir_NDArray {
+  int refcount;
+  tir_DType dtype;
+  int ndim;
+  int64_t shape[TIR_MAX_NDIM];
+  tir_Device dev;
+  void *data;    /* CPU: host memory (64-byte aligned) */
+  uint64_t dptr; /* CUDA: device pointer (CUdeviceptr) */
+  size_t nbytes;
+} tir_NDArray;
+
+/* Uninitialized array (CPU memory is filled with a poison pattern in debug use: NaN for
+ * floats, 0x5a bytes for ints, so unwritten outputs show). */
+tir_NDArray *tir_nd_empty(const int64_t *shape, int ndim, tir_DType dtype, tir_Device dev);
+void tir_nd_retain(tir_NDArray *a);
+void tir_nd_release(tir_NDArray *a);
+int64_t tir_nd_numel(const tir_NDArray *a);
+/* Copies between any devices; shapes and dtypes must match. */
+int tir_nd_copy(tir_NDArray *dst, const tir_NDArray *src);
+/* A new array on dev with src's contents. */
+tir_NDArray *tir_nd_to(const tir_NDArray *src, tir_Device dev);
+/* Fills with uniform random values in [low, high] (integers) or [low, high) (floats),
+ * rounded to the dtype; deterministic for a seed (splitmix64). */
+int tir_nd_fill_random(tir_NDArray *a, uint64_t seed, double low, double high);
+/* Default random range for a dtype: floats [-1, 1), int8 [-128, 127], uint8 [0, 255],
+ * other ints [-100, 100], bool {0, 1}. */
+void tir_nd_default_range(tir_DType t, double *low, double *high);
+/* Element access on CPU arrays (flat row-major index), values as double / int64. */
+double tir_nd_get_f(const tir_NDArray *a, int64_t flat);
+int64_t tir_nd_get_i(const tir_NDArray *a, int64_t flat);
+void tir_nd_set_f(tir_NDArray *a, int64_t flat, double v);
+void tir_nd_set_i(tir_NDArray *a, int64_t flat, int64_t v);
+/* Reads/writes element `flat` of raw memory of dtype t. */
+double tir_load_scalar_f(const void *base, tir_DType t, int64_t flat);
+int64_t tir_load_scalar_i(const void *base, tir_DType t, int64_t flat);
+void tir_store_scalar_f(void *base, tir_DType t, int64_t flat, double v);
+void tir_store_scalar_i(void *base, tir_DType t, int64_t flat, int64_t v);
+/* .npy (format 1.0, little endian, C order). */
+int tir_nd_save_npy(const tir_NDArray *a, const char *path);
+tir_NDArray *tir_nd_load_npy(const char *path, tir_Device dev);
+
+/* ---- CUDA driver (cuda.c) ---- */
+typedef struct {
+  char name[256];
+  int cc_major, cc_minor;
+  int sm_count;
+  int max_threads_per_block;
+  int smem_per_block_optin; /* bytes */
+  int l2_bytes;
+  int clock_khz;
+} tir_DeviceInfo;
+
+/* 1 when the driver loads and at least one device exists; otherwise 0 and why. */
+int tir_cuda_available(char *why, size_t cap);
+int tir_cuda_device_count(void);
+int tir_cuda_device_info(int dev, tir_DeviceInfo *out);
+/* Makes dev's primary context current (retained once per process). */
+int tir_cuda_set_device(int dev);
+int tir_cuda_malloc(int dev, size_t bytes, uint64_t *dptr);
+void tir_cuda_free(int dev, uint64_t dptr);
+int tir_cuda_memcpy_htod(int dev, uint64_t dst, const void *src, size_t bytes);
+int tir_cuda_memcpy_dtoh(int dev, void *dst, uint64_t src, size_t bytes);
+int tir_cuda_memcpy_dtod(int dev, uint64_t dst, uint64_t src, size_t bytes);
+int tir_cuda_synchronize(int dev);
+
+typedef struct tir_CudaModule tir_CudaModule;
+/* Loads a CUBIN or PTX image on dev. */
+tir_CudaModule *tir_cuda_module_load(int dev, const void *image, size_t len);
+void tir_cuda_module_free(tir_CudaModule *m);
+/* Function handle (opaque CUfunction) of a kernel in the module. */
+void *tir_cuda_module_function(tir_CudaModule *m, const char *name);
+/* Raises the kernel's dynamic shared memory limit (needed above 48 KB). */
+int tir_cuda_func_set_max_dynamic_smem(void *fn, int bytes);
+/* Registers, local memory (spill/stack) and static shared memory of a kernel. */
+int tir_cuda_func_attributes(void *fn, int *regs, int *local_bytes, int *static_smem_bytes);
+int tir_cuda_launch(void *fn, const unsigned grid[3], const unsigned block[3], unsigned dyn_smem, void **args);
+/* Times `fn()` launches with CUDA events: `number` launches per sample, median of
+ * `repeat` samples, after `warmup` launches.  launch(ctx) returns 0 on success. */
+int tir_cuda_time(int dev, int (*launch)(void *ctx), void *ctx, int warmup, int number, int repeat,
+                  double *median_s, double *samples_s);
+
+/* ---- NVRTC (nvrtc.c) ---- */
+int tir_nvrtc_available(char *why, size_t cap);
+/* Compiles CUDA C for `arch` ("sm_90", "sm_80", "sm_90a").  Outputs are malloc'd:
+ * ptx (NUL-terminated), cubin (len bytes), log.  Extra options may be NULL. */
+int tir_nvrtc_compile(const char *src, const char *name, const char *arch, const char *const *opts, int n_opts,
+                      char **ptx, char **cubin, size_t *cubin_len, char **log);
+int tir_nvrtc_version(int *major, int *minor);
+
+/* ---- references (blas.c) ---- */
+/* C[m,n] = sum_k A[m,k] B[k,n] in float64 on the host (row-major, dense).  A, B, C are
+ * CPU arrays of any numeric dtype; C is float64.  OpenBLAS (cblas_dgemm, via dlopen)
+ * when present, else a blocked C loop.  trans_a/trans_b: A is stored [k,m] / B [n,k]. */
+int tir_ref_gemm_host(const tir_NDArray *A, const tir_NDArray *B, tir_NDArray *C, int trans_a, int trans_b);
+/* 1 when OpenBLAS was found (reported by tir.testing). */
+int tir_openblas_available(void);
+
+/* cuBLAS GEMM on device arrays, row-major semantics: C[m,n] = alpha*A[m,k]@B[k,n] + beta*C
+ * (transposes as above).  Types: f32 (compute f32 pedantic: no TF32), f16 inputs with
+ * f16 or f32 output (compute f32), f64, int8 -> int32.  Returns -1 (error) without cuBLAS. */
+int tir_cublas_available(char *why, size_t cap);
+int tir_cublas_gemm(const tir_NDArray *A, const tir_NDArray *B, tir_NDArray *C, int trans_a, int trans_b,
+                    double alpha, double beta);
+
+#endif

@@ -1,0 +1,76 @@
+/* transform.h -- the lowering pipeline: block-level TensorIR to flat, launchable code.
+ *
+ * Each pass takes a PrimFunc (borrowed) and returns a new one (owned), or NULL with the
+ * error set (kind LoweringError, primitive = the pass name).  One pass per file in
+ * src/core/transform/, named after the TVM pass it mirrors.  tir_lower runs them in
+ * order (pipeline.c) and can record the IR after every pass.
+ */
+#ifndef TIR_TRANSFORM_H
+#define TIR_TRANSFORM_H
+
+#include "tir/ir.h"
+
+/* Reduction init -> "if all reduce iters are at their start: init" (TVM LowerInitBlock). */
+tir_PrimFunc *tir_pass_lower_init_block(const tir_PrimFunc *f);
+/* Moves block-allocated buffers to the lowest common ancestor of their uses
+ * (TVM PlanAndUpdateBufferAllocationLocation). */
+tir_PrimFunc *tir_pass_plan_buffer_allocation(const tir_PrimFunc *f);
+/* Shrinks block-allocated buffers to the region used under their allocation point and
+ * applies storage_align annotations (TVM CompactBufferAllocation). */
+tir_PrimFunc *tir_pass_compact_buffer_allocation(const tir_PrimFunc *f);
+/* Replaces match_buffer views by accesses to their source (TVM LowerMatchBuffer). */
+tir_PrimFunc *tir_pass_lower_match_buffer(const tir_PrimFunc *f);
+/* Removes blocks: bindings substituted, predicates become ifs, allocations become
+ * Allocate statements (TVM ConvertBlocksToOpaque + LowerOpaqueBlock). */
+tir_PrimFunc *tir_pass_lower_opaque_block(const tir_PrimFunc *f);
+/* Multi-dimensional accesses to flat offsets (TVM FlattenBuffer). */
+tir_PrimFunc *tir_pass_flatten_buffer(const tir_PrimFunc *f);
+/* Simplifies every expression with the facts of each scope (TVM Simplify). */
+tir_PrimFunc *tir_pass_simplify(const tir_PrimFunc *f);
+/* Thread-bound loops -> launch_thread attributes, one variable per tag (TVM
+ * LowerThreadBinding / UnifyThreadBinding).  Loops with a smaller extent than the launch
+ * dimension of their tag get a guard. */
+tir_PrimFunc *tir_pass_lower_thread_binding(const tir_PrimFunc *f);
+/* Constant-extent loops marked unrolled with at most `max_extent` iterations are
+ * expanded (the rest keep the mark: codegen emits #pragma unroll) (TVM UnrollLoop). */
+tir_PrimFunc *tir_pass_unroll_loop(const tir_PrimFunc *f, int max_extent);
+/* Vectorized loops -> Ramp/Broadcast vector expressions when every access allows it,
+ * serial loops otherwise (TVM VectorizeLoop). */
+tir_PrimFunc *tir_pass_vectorize_loop(const tir_PrimFunc *f);
+/* Inserts __syncthreads where shared memory written by one thread may be read by
+ * another (TVM ThreadSync("shared")). */
+tir_PrimFunc *tir_pass_thread_sync(const tir_PrimFunc *f);
+
+/* One device kernel split from the function (TVM SplitHostDevice). */
+typedef struct {
+  char *name;
+  tir_PrimFunc *func;   /* the kernel: params are data vars (handles) and scalar vars */
+  tir_Node *grid[3];    /* launch dimensions: expressions over the host function's scalars */
+  tir_Node *block[3];
+  int64_t dyn_smem_bytes;
+} tir_Kernel;
+
+typedef struct {
+  tir_PrimFunc *host;       /* the function the user calls (parameters, checks) */
+  tir_Kernel *kernels;      /* launched in order */
+  int n_kernels;
+  tir_Array *host_allocs;   /* global-scope temporaries the host must allocate (Buffers) */
+} tir_DeviceSplit;
+
+int tir_split_host_device(const tir_PrimFunc *lowered, const tir_PrimFunc *host, tir_DeviceSplit *out);
+void tir_device_split_free(tir_DeviceSplit *s);
+
+/* ---- pipeline (pipeline.c) ---- */
+typedef struct {
+  int dump;                 /* record the IR after each pass */
+  char **pass_names;        /* filled when dump: n_dumps entries, malloc'd */
+  char **pass_ir;
+  int n_dumps;
+  int unroll_max_extent;    /* default 16 */
+} tir_LowerOptions;
+
+/* Runs the pipeline up to (not including) host/device split.  Owned result. */
+tir_PrimFunc *tir_lower(const tir_PrimFunc *f, tir_LowerOptions *opts);
+void tir_lower_options_free(tir_LowerOptions *opts);
+
+#endif

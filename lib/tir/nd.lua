@@ -1,0 +1,59 @@
+--- tir.nd: arrays on the host or a CUDA device (tir.NDArray), and devices.
+local core = require("tir.core")
+local nd = {}
+
+local Device = {}
+Device.__index = Device
+Device.__tostring = function(d) return d.type == "cpu" and "cpu" or ("cuda:" .. d.id) end
+Device.__eq = function(a, b) return a.type == b.type and a.id == b.id end
+
+--- tir.device("cuda", 0) or tir.device("cpu").  Creating a device does not touch the GPU;
+-- dev:exists() says whether it is usable (and why not), dev:info() describes it.
+function nd.device(kind, id)
+  kind = kind or "cpu"
+  if kind == "gpu" then kind = "cuda" end
+  if kind ~= "cpu" and kind ~= "cuda" then error(("tir.device: unknown device type '%s' (cpu or cuda)"):format(tostring(kind)), 2) end
+  id = id or 0
+  if math.type(id) ~= "integer" or id < 0 then error("tir.device: id must be a non-negative integer", 2) end
+  return setmetatable({type = kind, id = id}, Device)
+end
+function nd.cpu(id) return nd.device("cpu", id or 0) end
+function nd.cuda(id) return nd.device("cuda", id or 0) end
+
+function Device:exists()
+  if self.type == "cpu" then return true end
+  local ok, why = core.cuda_available()
+  if not ok then return false, why end
+  if self.id >= core.cuda_device_count() then return false, ("no CUDA device %d"):format(self.id) end
+  return true
+end
+
+function Device:info()
+  if self.type == "cpu" then return {name = "host CPU"} end
+  return core.cuda_device_info(self.id)
+end
+
+local function dev_arg(dev) return dev or nd.cpu() end
+
+--- Uninitialized array (host arrays start as NaN / 0x5a bytes so unwritten outputs show).
+function nd.empty(shape, dtype, dev) return core.nd_empty(shape, dtype or "float32", dev_arg(dev)) end
+
+--- Array from a (nested) Lua table of numbers.
+function nd.array(t, dtype, dev)
+  if type(t) == "userdata" and getmetatable(t) and t.to then return t:to(dev_arg(dev)) end
+  return core.nd_array(t, dtype or "float32", dev_arg(dev))
+end
+
+--- Random array: opts = {seed = 0, low = , high = } (defaults: floats in [-1, 1), int8 in
+-- [-128, 127], ...); deterministic for a seed.
+function nd.random(shape, dtype, dev, opts)
+  opts = opts or {}
+  local a = core.nd_empty(shape, dtype or "float32", dev_arg(dev))
+  return a:fill_random(opts.seed or 0, opts.low, opts.high)
+end
+
+--- Loads a .npy file onto dev (host by default).
+function nd.load(path, dev) return core.nd_load(path, dev_arg(dev)) end
+
+--- a:numpy() is not available; a:to_table() returns nested Lua tables, a:save(path) writes .npy.
+return nd

@@ -1,0 +1,174 @@
+--- tir.te: tensor expressions (TVM's te), lowered to TensorIR by create_prim_func.
+--
+--   local A = te.placeholder({M, K}, "float32", "A")
+--   local k = te.reduce_axis({0, K}, "k")
+--   local C = te.compute({M, N}, function(i, j) return te.sum(A[{i, k}] * B[{k, j}], {k}) end, "C")
+--   local f = te.create_prim_func({A, B, C})
+--
+-- A tensor indexes like a buffer: A[{i, j}] (or A(i, j)).  Index variables are named after
+-- the parameters of the compute function.  Comparisons need tir.lt(a, b) etc. (Lua 5.4 turns
+-- < into booleans).
+local core = require("tir.core")
+local te = {}
+
+local Tensor = {}
+local recording = {} -- stack of input lists while compute functions run
+
+local function is_tensor(x) return getmetatable(x) == Tensor end
+te.is_tensor = is_tensor
+
+local function record(t)
+  local top = recording[#recording]
+  if top and not top.seen[t] then
+    top.seen[t] = true
+    top.list[#top.list + 1] = t
+  end
+end
+
+Tensor.__index = function(t, k)
+  if type(k) == "string" then
+    if k == "shape" then
+      local s = {}
+      for i = 1, #t.buffer.shape do
+        local e = t.buffer.shape[i]
+        s[i] = e.kind == "IntImm" and e.value or e
+      end
+      return s
+    elseif k == "dtype" then return t.buffer.dtype
+    elseif k == "name" then return t.buffer.name
+    elseif k == "ndim" then return #t.buffer.shape
+    end
+    return rawget(Tensor, k)
+  end
+  record(t)
+  return t.buffer[k]
+end
+Tensor.__newindex = function() error("te tensors are immutable", 2) end
+Tensor.__call = function(t, ...)
+  record(t)
+  return t.buffer(...)
+end
+Tensor.__tostring = function(t)
+  local dims = {}
+  for i, d in ipairs(t.shape) do dims[i] = tostring(d) end
+  return ("te.Tensor(%s, shape=(%s), dtype=%s%s)"):format(t.name, table.concat(dims, ", "), t.dtype, t.op and "" or ", placeholder")
+end
+Tensor.__len = function(t) return #t.buffer.shape end
+
+local function new_tensor(buffer, op, inputs)
+  return setmetatable({buffer = buffer, op = op, inputs = inputs or {}}, Tensor)
+end
+
+local function check_shape(shape, fname)
+  if type(shape) ~= "table" then error(fname .. ": shape must be a table of extents, e.g. {128, 64}", 3) end
+  local n = 0
+  for k in pairs(shape) do
+    if math.type(k) ~= "integer" or k < 1 then error(fname .. ": shape must be a list", 3) end
+    if k > n then n = k end
+  end
+  for i = 1, n do
+    local d = shape[i]
+    if d == nil then error(("%s: shape[%d] is nil"):format(fname, i), 3) end
+    if math.type(d) == "integer" then
+      if d <= 0 then error(("%s: shape[%d] must be positive, got %d"):format(fname, i, d), 3) end
+    elseif not (core.is_node(d, "Expr")) then
+      error(("%s: shape[%d] must be an integer or an expression, got %s"):format(fname, i, type(d)), 3)
+    end
+  end
+  return n
+end
+
+--- A placeholder (input) tensor.  shape: list of extents; dtype default "float32".
+function te.placeholder(shape, dtype, name)
+  check_shape(shape, "te.placeholder")
+  return new_tensor(core.buffer(name or "placeholder", shape, dtype or "float32"))
+end
+
+--- A reduction axis over dom = {min, max} (max exclusive) or an extent.
+function te.reduce_axis(dom, name)
+  if type(dom) ~= "table" and math.type(dom) ~= "integer" and not core.is_node(dom, "Expr") then
+    error("te.reduce_axis: domain must be {min, max} or an extent", 2)
+  end
+  return core.te_iter_var(name or "rv", dom, "R")
+end
+
+--- A spatial axis (rarely needed: compute makes its own).
+function te.thread_axis(dom, name) return core.te_iter_var(name or "v", dom, "S") end
+
+local function axes_list(axis, fname)
+  if type(axis) ~= "table" then axis = {axis} end
+  if #axis == 0 then error(fname .. ": needs at least one reduce axis", 3) end
+  return axis
+end
+
+--- Reductions: te.sum(expr, axes [, where]), te.max, te.min.  axes: a reduce axis or a list.
+function te.sum(expr, axis, where) return core.te_reduce("sum", expr, axes_list(axis, "te.sum"), where) end
+function te.max(expr, axis, where) return core.te_reduce("max", expr, axes_list(axis, "te.max"), where) end
+function te.min(expr, axis, where) return core.te_reduce("min", expr, axes_list(axis, "te.min"), where) end
+te.cast = core.cast
+
+local function param_names(f, n)
+  local names = {}
+  for i = 1, n do
+    local nm = debug.getlocal(f, i)
+    names[i] = nm or ({"i", "j", "k", "l", "m", "n"})[i] or ("ax" .. (i - 1))
+  end
+  return names
+end
+
+--- A computed tensor: out[i, j, ...] = fcompute(i, j, ...).  The body may be an
+-- expression or a reduction (te.sum / te.max / te.min) as its whole value.  name default
+-- "compute".
+function te.compute(shape, fcompute, name, _attrs)
+  local n = check_shape(shape, "te.compute")
+  if type(fcompute) ~= "function" then error("te.compute: the second argument must be a function of the indices", 2) end
+  local info = debug.getinfo(fcompute, "u")
+  if not info.isvararg and info.nparams ~= n then
+    error(("te.compute: the shape has %d dimensions but the function takes %d parameters"):format(n, info.nparams), 2)
+  end
+  name = name or "compute"
+  local names = param_names(fcompute, n)
+  local axis, vars = {}, {}
+  for i = 1, n do
+    axis[i] = core.te_iter_var(names[i], shape[i], "S")
+    vars[i] = axis[i].var
+  end
+  recording[#recording + 1] = {list = {}, seen = {}}
+  local ok, body = pcall(fcompute, table.unpack(vars, 1, n))
+  local rec = table.remove(recording)
+  if not ok then error(body, 0) end
+  if type(body) == "number" or type(body) == "boolean" then body = core.const(body) end
+  if is_tensor(body) then error("te.compute: the function returned a tensor; index it, e.g. A[{i, j}]", 2) end
+  if not core.is_node(body, "Expr") then
+    error(("te.compute: the function must return an expression, got %s"):format(type(body)), 2)
+  end
+  local out = core.buffer(name, shape, body.dtype)
+  local op = core.te_compute_op(name, axis, body, out)
+  return new_tensor(out, op, rec.list)
+end
+
+--- Builds a PrimFunc "main" whose parameters are args (tensors, in order).  Computed
+-- tensors that args need but do not list become intermediate buffers.
+function te.create_prim_func(args, name)
+  if type(args) ~= "table" then error("te.create_prim_func: expected a list of tensors", 2) end
+  local params, ops, visited = {}, {}, {}
+  local function visit(t)
+    if visited[t] then return end
+    visited[t] = true
+    for _, inp in ipairs(t.inputs) do visit(inp) end
+    if t.op then ops[#ops + 1] = t.op end
+  end
+  for i, t in ipairs(args) do
+    if is_tensor(t) then
+      params[i] = t.buffer
+      visit(t)
+    elseif core.is_node(t, "Var") or core.is_node(t, "Buffer") then
+      params[i] = t
+    else
+      error(("te.create_prim_func: argument %d is not a tensor"):format(i), 2)
+    end
+  end
+  return core.te_create_prim_func(params, ops, name or "main")
+end
+
+return te

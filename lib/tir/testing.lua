@@ -1,0 +1,87 @@
+--- tir.testing: references and comparisons for tests and benchmarks.
+local core = require("tir.core")
+local nd = require("tir.nd")
+local testing = {}
+
+local function to_host(a)
+  if type(a) == "table" then return core.nd_array(a, "float64", nd.cpu()) end
+  if a:device() ~= "cpu" then return a:to(nd.cpu()) end
+  return a
+end
+
+local function unravel(flat, shape)
+  local idx = {}
+  for d = #shape, 1, -1 do
+    idx[d] = flat % shape[d]
+    flat = flat // shape[d]
+  end
+  return "[" .. table.concat(idx, ", ") .. "]"
+end
+
+--- Raises when actual and desired differ beyond atol + rtol * |desired| anywhere
+-- (NaN counts as a difference unless both are NaN).  Arrays may be on any device, or
+-- Lua tables.  The message gives the number of mismatches, the worst element with its
+-- index and both values, and the max absolute / relative errors.  Returns the stats.
+function testing.assert_allclose(actual, desired, opts)
+  opts = opts or {}
+  local rtol, atol = opts.rtol or 1e-7, opts.atol or 0
+  local a, d = to_host(actual), to_host(desired)
+  local sa, sd = a:shape(), d:shape()
+  if #sa ~= #sd then error(("assert_allclose: shapes differ (%d vs %d dimensions)"):format(#sa, #sd), 2) end
+  for i = 1, #sa do
+    if sa[i] ~= sd[i] then
+      error(("assert_allclose: shapes differ: (%s) vs (%s)"):format(table.concat(sa, ", "), table.concat(sd, ", ")), 2)
+    end
+  end
+  local ok, st = core.nd_allclose(a, d, rtol, atol)
+  if not ok then
+    local msg = ("Not equal to tolerance rtol=%g, atol=%g\n%d of %d elements differ%s\n" ..
+                 "worst at %s: actual %.9g, desired %.9g\nmax abs error %.6g, max rel error %.6g, rel L2 error %.6g"):format(
+      rtol, atol, st.n_bad, st.n, st.n_nan > 0 and (" (" .. st.n_nan .. " NaN)") or "",
+      unravel(st.worst, sa), st.worst_actual, st.worst_desired, st.max_abs, st.max_rel, st.rel_l2)
+    error(msg, 2)
+  end
+  return st
+end
+
+--- Float64 reference C = A @ B on the host (OpenBLAS when available).  A: [m, k] (or
+-- [k, m] with trans_a), B: [k, n] (or [n, k] with trans_b).  Inputs on any device.
+function testing.ref_matmul(a, b, trans_a, trans_b)
+  local ha, hb = to_host(a), to_host(b)
+  local m = trans_a and ha:shape()[2] or ha:shape()[1]
+  local n = trans_b and hb:shape()[1] or hb:shape()[2]
+  local c = core.nd_empty({m, n}, "float64", nd.cpu())
+  core.ref_gemm(ha, hb, c, trans_a, trans_b)
+  return c
+end
+
+--- Random host arrays for every buffer parameter of func (seeded), for interpreter tests.
+function testing.random_args(func, seed)
+  if type(func) == "table" and func.func then func = func.func end
+  local args = {}
+  for i = 1, #func.params do
+    local p = func.params[i]
+    if p.kind ~= "Buffer" then error("random_args: scalar parameters need explicit values", 2) end
+    local shape = {}
+    for d = 1, #p.shape do
+      local e = p.shape[d]
+      if e.kind ~= "IntImm" then error("random_args: buffer " .. p.name .. " has a symbolic shape", 2) end
+      shape[d] = e.value
+    end
+    args[i] = nd.random(shape, p.dtype, nd.cpu(), {seed = (seed or 0) * 131 + i})
+  end
+  return args
+end
+
+--- Copies of host arrays (so a function can run twice on the same inputs).
+function testing.copy_args(args)
+  local out = {}
+  for i, a in ipairs(args) do out[i] = type(a) == "userdata" and a:to(nd.cpu()) or a end
+  return out
+end
+
+--- Whether OpenBLAS backs ref_matmul; whether a CUDA device is usable (and why not).
+testing.openblas_available = core.openblas_available
+function testing.cuda_available() return core.cuda_available() end
+
+return testing

@@ -1,0 +1,637 @@
+/* codegen_cuda.c -- CUDA C from lowered TensorIR (TVM src/target/source/codegen_cuda.cc).
+ *
+ * Input: kernels from split_host_device: flat buffers, launch_thread attributes at the
+ * top, loops, ifs, allocations (shared -> __shared__, local -> registers).  Output: one
+ * extern "C" __global__ function per kernel.  Expressions are fully parenthesized;
+ * floordiv/floormod become / and % when both sides are provably non-negative (the
+ * common case in index arithmetic), otherwise small device helpers.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tir/arith.h"
+#include "tir/codegen.h"
+#include "tir/error.h"
+#include "tir/strbuf.h"
+
+typedef struct {
+  const tir_Node *key;
+  char *name;
+} Name;
+
+typedef struct {
+  tir_StrBuf out;
+  int indent;
+  Name *names;
+  int n_names, cap_names;
+  tir_Analyzer *an;
+  int failed;
+  int uses_fp16, uses_bf16;
+  const tir_Kernel *kernel;
+} CG;
+
+static int cg_fail(CG *g, const tir_Node *where, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int cg_fail(CG *g, const tir_Node *where, const char *fmt, ...) {
+  if (g->failed) return -1;
+  g->failed = 1;
+  tir_StrBuf sb;
+  tir_sb_init(&sb);
+  va_list ap;
+  va_start(ap, fmt);
+  tir_sb_vprintf(&sb, fmt, ap);
+  va_end(ap);
+  tir_error_set(TIR_ERR_CODEGEN, "codegen_cuda", "%s", sb.data ? sb.data : "");
+  tir_sb_free(&sb);
+  if (g->kernel) {
+    tir_error_set_ir(&g->kernel->func->hdr);
+    if (where) tir_error_mark(where, "here");
+  }
+  return -1;
+}
+
+static const char *reserved[] = {"int", "float", "double", "half", "char", "short", "long", "unsigned", "signed",
+                                 "bool", "void", "for", "if", "else", "while", "do", "return", "break", "continue",
+                                 "switch", "case", "default", "goto", "const", "static", "extern", "register",
+                                 "volatile", "struct", "union", "enum", "typedef", "sizeof", "auto", "inline",
+                                 "new", "delete", "class", "template", "typename", "this", "namespace", "using",
+                                 "min", "max", "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "true",
+                                 "false", "asm", "operator", NULL};
+
+static const char *name_of(CG *g, const tir_Node *key, const char *hint) {
+  for (int i = 0; i < g->n_names; i++)
+    if (g->names[i].key == key) return g->names[i].name;
+  char base[96];
+  size_t k = 0;
+  for (const char *s = hint && *hint ? hint : "v"; *s && k < sizeof base - 12; s++)
+    base[k++] = (isalnum((unsigned char)*s) || *s == '_') ? *s : '_';
+  base[k] = 0;
+  if (isdigit((unsigned char)base[0]) || base[0] == 0) {
+    memmove(base + 1, base, k + 1);
+    base[0] = 'v';
+  }
+  char cand[128];
+  snprintf(cand, sizeof cand, "%s", base);
+  for (int n = 1;; n++) {
+    int taken = 0;
+    for (int i = 0; reserved[i] && !taken; i++) taken = strcmp(reserved[i], cand) == 0;
+    for (int i = 0; i < g->n_names && !taken; i++) taken = strcmp(g->names[i].name, cand) == 0;
+    if (!taken) break;
+    snprintf(cand, sizeof cand, "%s_%d", base, n);
+  }
+  if (g->n_names == g->cap_names) {
+    g->cap_names = g->cap_names ? g->cap_names * 2 : 32;
+    g->names = realloc(g->names, sizeof(Name) * (size_t)g->cap_names);
+  }
+  g->names[g->n_names].key = key;
+  g->names[g->n_names].name = tir_strdup(cand);
+  return g->names[g->n_names++].name;
+}
+
+static void set_name(CG *g, const tir_Node *key, const char *text) {
+  if (g->n_names == g->cap_names) {
+    g->cap_names = g->cap_names ? g->cap_names * 2 : 32;
+    g->names = realloc(g->names, sizeof(Name) * (size_t)g->cap_names);
+  }
+  g->names[g->n_names].key = key;
+  g->names[g->n_names].name = tir_strdup(text);
+  g->n_names++;
+}
+
+static const char *ctype(CG *g, tir_DType t, const tir_Node *where) {
+  if (t.lanes != 1) {
+    cg_fail(g, where, "vector types are not emitted by this codegen yet");
+    return "int";
+  }
+  switch (t.code) {
+    case TIR_DT_INT:
+      return t.bits == 8 ? "signed char" : t.bits == 16 ? "short" : t.bits == 32 ? "int" : "long long";
+    case TIR_DT_UINT:
+      return t.bits == 8 ? "unsigned char" : t.bits == 16 ? "unsigned short" : t.bits == 32 ? "unsigned int" : "unsigned long long";
+    case TIR_DT_FLOAT:
+      if (t.bits == 16) {
+        g->uses_fp16 = 1;
+        return "half";
+      }
+      return t.bits == 32 ? "float" : "double";
+    case TIR_DT_BFLOAT: g->uses_bf16 = 1; return "nv_bfloat16";
+    case TIR_DT_BOOL: return "bool";
+    default: cg_fail(g, where, "no CUDA type for this dtype"); return "int";
+  }
+}
+
+static void put(CG *g, const char *s) { tir_sb_puts(&g->out, s); }
+static void putf(CG *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void putf(CG *g, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  tir_sb_vprintf(&g->out, fmt, ap);
+  va_end(ap);
+}
+static void line(CG *g) { tir_sb_indent(&g->out, g->indent); }
+
+static int is_half(tir_DType t) { return t.code == TIR_DT_FLOAT && t.bits == 16; }
+static int is_bf16(tir_DType t) { return t.code == TIR_DT_BFLOAT; }
+static int is_low_float(tir_DType t) { return is_half(t) || is_bf16(t); }
+
+static void expr(CG *g, const tir_Node *e);
+
+static void float_lit(CG *g, double v, tir_DType t) {
+  char buf[64];
+  if (isnan(v)) {
+    snprintf(buf, sizeof buf, t.bits == 64 ? "__longlong_as_double(0x7ff8000000000000LL)" : "__int_as_float(0x7fc00000)");
+  } else if (isinf(v)) {
+    snprintf(buf, sizeof buf, t.bits == 64 ? "__longlong_as_double(%s)" : "__int_as_float(%s)",
+             t.bits == 64 ? (v > 0 ? "0x7ff0000000000000LL" : "(long long)0xfff0000000000000ULL")
+                          : (v > 0 ? "0x7f800000" : "(int)0xff800000"));
+  } else {
+    snprintf(buf, sizeof buf, t.bits == 64 ? "%.17g" : "%.9g", v);
+    if (!strpbrk(buf, ".eE")) strcat(buf, ".0");
+    if (t.bits != 64) strcat(buf, "f");
+  }
+  if (is_half(t)) {
+    g->uses_fp16 = 1;
+    putf(g, "__float2half_rn(%s)", buf);
+  } else if (is_bf16(t)) {
+    g->uses_bf16 = 1;
+    putf(g, "__float2bfloat16_rn(%s)", buf);
+  } else {
+    put(g, buf);
+  }
+}
+
+static int nonneg(CG *g, const tir_Node *e) { return tir_const_int_bound(g->an, e).min >= 0; }
+
+static void binary(CG *g, const tir_Node *e, const char *op) {
+  const tir_Add *b = (const tir_Add *)e;
+  put(g, "(");
+  expr(g, b->a);
+  putf(g, " %s ", op);
+  expr(g, b->b);
+  put(g, ")");
+}
+
+static void call2(CG *g, const char *fn, const tir_Node *a, const tir_Node *b) {
+  putf(g, "%s(", fn);
+  expr(g, a);
+  put(g, ", ");
+  expr(g, b);
+  put(g, ")");
+}
+
+/* The C++ name of a math builtin for a float type; NULL when not a math builtin. */
+static const char *math_fn(const char *op, tir_DType t) {
+  static const char *names[] = {"exp", "log", "sqrt", "tanh", "fabs", "floor", "ceil", "round", "exp2", "log2",
+                                "erf", "sin", "cos", "trunc", "log1p", "rsqrt", "pow", "fmod", "fmin", "fmax", NULL};
+  static char buf[32];
+  for (int i = 0; names[i]; i++)
+    if (strcmp(names[i], op) == 0) {
+      snprintf(buf, sizeof buf, "%s%s", names[i], t.bits == 64 ? "" : "f");
+      if (strcmp(op, "abs") == 0) snprintf(buf, sizeof buf, "fabs%s", t.bits == 64 ? "" : "f");
+      return buf;
+    }
+  if (strcmp(op, "abs") == 0) {
+    snprintf(buf, sizeof buf, "fabs%s", t.bits == 64 ? "" : "f");
+    return buf;
+  }
+  return NULL;
+}
+
+static void call_expr(CG *g, const tir_Call *c) {
+  const char *op = c->op;
+  int n = c->args->size;
+  tir_DType t = c->hdr.dtype;
+  if (strcmp(op, "if_then_else") == 0 && n == 3) {
+    put(g, "(");
+    expr(g, c->args->items[0]);
+    put(g, " ? ");
+    expr(g, c->args->items[1]);
+    put(g, " : ");
+    expr(g, c->args->items[2]);
+    put(g, ")");
+    return;
+  }
+  if ((strcmp(op, "likely") == 0 || strcmp(op, "tir.likely") == 0) && n == 1) {
+    expr(g, c->args->items[0]);
+    return;
+  }
+  if (strcmp(op, "sigmoid") == 0 && n == 1 && tir_dtype_is_float(t) && !is_low_float(t)) {
+    const char *one = t.bits == 64 ? "1.0" : "1.0f";
+    putf(g, "(%s / (%s + %s(-", one, one, t.bits == 64 ? "exp" : "expf");
+    expr(g, c->args->items[0]);
+    put(g, ")))");
+    return;
+  }
+  if (tir_dtype_is_int(t) && n == 1 && strcmp(op, "abs") == 0) {
+    put(g, "abs(");
+    expr(g, c->args->items[0]);
+    put(g, ")");
+    return;
+  }
+  static const struct {
+    const char *name, *sym;
+  } bit[] = {{"shift_left", "<<"}, {"shift_right", ">>"}, {"bitwise_and", "&"}, {"bitwise_or", "|"}, {"bitwise_xor", "^"}};
+  for (size_t i = 0; i < sizeof bit / sizeof bit[0]; i++)
+    if (strcmp(op, bit[i].name) == 0 && n == 2) {
+      put(g, "(");
+      expr(g, c->args->items[0]);
+      putf(g, " %s ", bit[i].sym);
+      expr(g, c->args->items[1]);
+      put(g, ")");
+      return;
+    }
+  if (strcmp(op, "bitwise_not") == 0 && n == 1) {
+    put(g, "(~");
+    expr(g, c->args->items[0]);
+    put(g, ")");
+    return;
+  }
+  if (tir_dtype_is_float(t)) {
+    int low = is_low_float(t);
+    tir_DType ft = low ? TIR_FLOAT32 : t;
+    const char *fn = math_fn(op, ft);
+    if (fn) {
+      if (low) put(g, is_half(t) ? "__float2half_rn(" : "__float2bfloat16_rn(");
+      putf(g, "%s(", fn);
+      for (int i = 0; i < n; i++) {
+        if (i) put(g, ", ");
+        if (low) put(g, "(float)(");
+        expr(g, c->args->items[i]);
+        if (low) put(g, ")");
+      }
+      put(g, ")");
+      if (low) put(g, ")");
+      return;
+    }
+  }
+  cg_fail(g, &c->hdr, "the CUDA codegen does not know builtin '%s' with %d argument(s)", op, n);
+}
+
+static void cast_expr(CG *g, tir_DType to, const tir_Node *v) {
+  tir_DType from = v->dtype;
+  if (is_half(to)) {
+    g->uses_fp16 = 1;
+    put(g, "__float2half_rn((float)(");
+    expr(g, v);
+    put(g, "))");
+    return;
+  }
+  if (is_bf16(to)) {
+    g->uses_bf16 = 1;
+    put(g, "__float2bfloat16_rn((float)(");
+    expr(g, v);
+    put(g, "))");
+    return;
+  }
+  putf(g, "((%s)", ctype(g, to, v));
+  if (is_half(from)) {
+    put(g, "__half2float(");
+    expr(g, v);
+    put(g, "))");
+    return;
+  }
+  if (is_bf16(from)) {
+    put(g, "__bfloat162float(");
+    expr(g, v);
+    put(g, "))");
+    return;
+  }
+  expr(g, v);
+  put(g, ")");
+}
+
+static void expr(CG *g, const tir_Node *e) {
+  if (g->failed) return;
+  tir_DType t = e->dtype;
+  switch (e->kind) {
+    case TIR_IntImm: {
+      int64_t v = ((const tir_IntImm *)e)->value;
+      if (t.code == TIR_DT_BOOL) put(g, v ? "true" : "false");
+      else if (t.bits == 64) putf(g, t.code == TIR_DT_UINT ? "%lluULL" : "%lldLL", (long long)v);
+      else if (t.code == TIR_DT_UINT) putf(g, "%lluU", (unsigned long long)v);
+      else if (v == INT32_MIN) put(g, "(-2147483647 - 1)");
+      else if (v < 0) putf(g, "(%lld)", (long long)v);
+      else putf(g, "%lld", (long long)v);
+      return;
+    }
+    case TIR_FloatImm: float_lit(g, ((const tir_FloatImm *)e)->value, t); return;
+    case TIR_Var: put(g, name_of(g, e, ((const tir_Var *)e)->name)); return;
+    case TIR_Add: binary(g, e, "+"); return;
+    case TIR_Sub: binary(g, e, "-"); return;
+    case TIR_Mul: binary(g, e, "*"); return;
+    case TIR_Div: binary(g, e, "/"); return;
+    case TIR_Mod: binary(g, e, "%"); return;
+    case TIR_FloorDiv:
+    case TIR_FloorMod: {
+      const tir_Add *b = (const tir_Add *)e;
+      if (tir_dtype_is_float(t)) {
+        if (e->kind == TIR_FloorDiv) {
+          putf(g, "%s(", t.bits == 64 ? "floor" : "floorf");
+          binary(g, e, "/");
+          put(g, ")");
+        } else {
+          cg_fail(g, e, "floormod of floats is not supported");
+        }
+        return;
+      }
+      if (nonneg(g, b->a) && nonneg(g, b->b)) binary(g, e, e->kind == TIR_FloorDiv ? "/" : "%");
+      else call2(g, e->kind == TIR_FloorDiv ? "tir_floordiv" : "tir_floormod", b->a, b->b);
+      return;
+    }
+    case TIR_Min:
+    case TIR_Max: {
+      const tir_Min *m = (const tir_Min *)e;
+      const char *fn = e->kind == TIR_Min ? "min" : "max";
+      if (is_half(t)) fn = e->kind == TIR_Min ? "__hmin" : "__hmax";
+      call2(g, fn, m->a, m->b);
+      return;
+    }
+    case TIR_EQ: binary(g, e, "=="); return;
+    case TIR_NE: binary(g, e, "!="); return;
+    case TIR_LT: binary(g, e, "<"); return;
+    case TIR_LE: binary(g, e, "<="); return;
+    case TIR_GT: binary(g, e, ">"); return;
+    case TIR_GE: binary(g, e, ">="); return;
+    case TIR_And: binary(g, e, "&&"); return;
+    case TIR_Or: binary(g, e, "||"); return;
+    case TIR_Not:
+      put(g, "(!");
+      expr(g, ((const tir_Not *)e)->a);
+      put(g, ")");
+      return;
+    case TIR_Cast: cast_expr(g, t, ((const tir_Cast *)e)->value); return;
+    case TIR_Select: {
+      const tir_Select *s = (const tir_Select *)e;
+      put(g, "(");
+      expr(g, s->cond);
+      put(g, " ? ");
+      expr(g, s->true_value);
+      put(g, " : ");
+      expr(g, s->false_value);
+      put(g, ")");
+      return;
+    }
+    case TIR_BufferLoad: {
+      const tir_BufferLoad *l = (const tir_BufferLoad *)e;
+      if (l->indices->size != 1) {
+        cg_fail(g, e, "buffer %s is not flattened", l->buffer->name);
+        return;
+      }
+      putf(g, "%s[", name_of(g, &l->buffer->data->hdr, l->buffer->name));
+      expr(g, l->indices->items[0]);
+      put(g, "]");
+      return;
+    }
+    case TIR_Call: call_expr(g, (const tir_Call *)e); return;
+    case TIR_Let: cg_fail(g, e, "let expressions are not emitted by this codegen"); return;
+    default: cg_fail(g, e, "the CUDA codegen cannot emit a %s expression", tir_kind_name(e->kind)); return;
+  }
+}
+
+static void stmt(CG *g, const tir_Node *s);
+
+static void block_body(CG *g, const tir_Node *s) {
+  g->indent += 2;
+  stmt(g, s);
+  g->indent -= 2;
+}
+
+static const char *thread_builtin(const char *tag) {
+  static const struct {
+    const char *tag, *text;
+  } map[] = {{"threadIdx.x", "((int)threadIdx.x)"}, {"threadIdx.y", "((int)threadIdx.y)"},
+             {"threadIdx.z", "((int)threadIdx.z)"}, {"blockIdx.x", "((int)blockIdx.x)"},
+             {"blockIdx.y", "((int)blockIdx.y)"},   {"blockIdx.z", "((int)blockIdx.z)"}};
+  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+    if (strcmp(map[i].tag, tag) == 0) return map[i].text;
+  return NULL;
+}
+
+static void stmt(CG *g, const tir_Node *s) {
+  if (g->failed || !s) return;
+  switch (s->kind) {
+    case TIR_SeqStmt: {
+      const tir_Array *a = ((const tir_SeqStmt *)s)->seq;
+      for (int i = 0; i < a->size; i++) stmt(g, a->items[i]);
+      return;
+    }
+    case TIR_AttrStmt: {
+      const tir_AttrStmt *a = (const tir_AttrStmt *)s;
+      if (strcmp(a->key, "thread_extent") == 0 && a->node && a->node->kind == TIR_IterVar) {
+        const tir_IterVar *iv = (const tir_IterVar *)a->node;
+        const char *b = thread_builtin(iv->thread_tag);
+        if (!b) {
+          cg_fail(g, s, "unsupported thread tag %s", iv->thread_tag);
+          return;
+        }
+        set_name(g, &iv->var->hdr, b);
+        int mark = tir_analyzer_mark(g->an);
+        tir_Node *zero = tir_i32(0);
+        tir_analyzer_bind_range(g->an, iv->var, zero, a->value);
+        tir_release(zero);
+        stmt(g, a->body);
+        tir_analyzer_reset(g->an, mark);
+        return;
+      }
+      stmt(g, a->body);
+      return;
+    }
+    case TIR_For: {
+      const tir_For *f = (const tir_For *)s;
+      if (f->kind == TIR_FOR_THREAD_BINDING) {
+        cg_fail(g, s, "thread-bound loop %s was not lowered", f->loop_var->name);
+        return;
+      }
+      const char *v = name_of(g, &f->loop_var->hdr, f->loop_var->name);
+      const char *ty = ctype(g, f->loop_var->hdr.dtype, s);
+      if (f->kind == TIR_FOR_UNROLLED) {
+        line(g);
+        put(g, "#pragma unroll\n");
+      }
+      line(g);
+      putf(g, "for (%s %s = ", ty, v);
+      expr(g, f->min);
+      putf(g, "; %s < ", v);
+      if (tir_is_zero(f->min)) expr(g, f->extent);
+      else {
+        tir_Node *end = tir_add(R(f->min), R(f->extent));
+        tir_Node *se = tir_simplify(g->an, end);
+        tir_release(end);
+        expr(g, se);
+        tir_release(se);
+      }
+      putf(g, "; ++%s) {\n", v);
+      int mark = tir_analyzer_mark(g->an);
+      tir_analyzer_bind_range(g->an, f->loop_var, f->min, f->extent);
+      block_body(g, f->body);
+      tir_analyzer_reset(g->an, mark);
+      line(g);
+      put(g, "}\n");
+      return;
+    }
+    case TIR_IfThenElse: {
+      const tir_IfThenElse *f = (const tir_IfThenElse *)s;
+      line(g);
+      put(g, "if (");
+      expr(g, f->cond);
+      put(g, ") {\n");
+      block_body(g, f->then_case);
+      line(g);
+      put(g, "}");
+      if (f->else_case) {
+        put(g, " else {\n");
+        block_body(g, f->else_case);
+        line(g);
+        put(g, "}");
+      }
+      put(g, "\n");
+      return;
+    }
+    case TIR_LetStmt: {
+      const tir_LetStmt *l = (const tir_LetStmt *)s;
+      line(g);
+      putf(g, "{\n");
+      g->indent += 2;
+      line(g);
+      putf(g, "%s %s = ", ctype(g, l->var->hdr.dtype, s), name_of(g, &l->var->hdr, l->var->name));
+      expr(g, l->value);
+      put(g, ";\n");
+      int mark = tir_analyzer_mark(g->an);
+      tir_analyzer_bind_value(g->an, l->var, l->value);
+      stmt(g, l->body);
+      tir_analyzer_reset(g->an, mark);
+      g->indent -= 2;
+      line(g);
+      put(g, "}\n");
+      return;
+    }
+    case TIR_BufferStore: {
+      const tir_BufferStore *st = (const tir_BufferStore *)s;
+      if (st->indices->size != 1) {
+        cg_fail(g, s, "buffer %s is not flattened", st->buffer->name);
+        return;
+      }
+      line(g);
+      putf(g, "%s[", name_of(g, &st->buffer->data->hdr, st->buffer->name));
+      expr(g, st->indices->items[0]);
+      put(g, "] = ");
+      expr(g, st->value);
+      put(g, ";\n");
+      return;
+    }
+    case TIR_Evaluate: {
+      const tir_Node *v = ((const tir_Evaluate *)s)->value;
+      if (v->kind == TIR_IntImm) return;
+      if (v->kind == TIR_Call) {
+        const char *op = ((const tir_Call *)v)->op;
+        if (strcmp(op, "tvm_storage_sync") == 0 || strcmp(op, "syncthreads") == 0) {
+          line(g);
+          put(g, "__syncthreads();\n");
+          return;
+        }
+      }
+      line(g);
+      expr(g, v);
+      put(g, ";\n");
+      return;
+    }
+    case TIR_Allocate: {
+      const tir_Allocate *a = (const tir_Allocate *)s;
+      const tir_Buffer *b = a->buffer;
+      int64_t n = 1;
+      for (int i = 0; i < b->shape->size; i++) {
+        int64_t d;
+        if (!tir_as_const_int(g->an, b->shape->items[i], &d)) {
+          cg_fail(g, s, "buffer %s has a symbolic size; on-device allocations need constant sizes", b->name);
+          return;
+        }
+        n *= d;
+      }
+      const char *qual;
+      if (strcmp(b->scope, "shared") == 0) qual = "__shared__ __align__(16) ";
+      else if (strcmp(b->scope, "local") == 0 || strcmp(b->scope, "register") == 0) qual = "";
+      else {
+        cg_fail(g, s, "buffer %s has scope '%s', which cannot be allocated inside a kernel", b->name, b->scope);
+        return;
+      }
+      line(g);
+      put(g, "{\n");
+      g->indent += 2;
+      line(g);
+      putf(g, "%s%s %s[%lld];\n", qual, ctype(g, b->hdr.dtype, s), name_of(g, &b->data->hdr, b->name), (long long)n);
+      stmt(g, a->body);
+      g->indent -= 2;
+      line(g);
+      put(g, "}\n");
+      return;
+    }
+    default: cg_fail(g, s, "the CUDA codegen cannot emit a %s statement", tir_kind_name(s->kind)); return;
+  }
+}
+
+static void kernel(CG *g, const tir_Kernel *k) {
+  g->kernel = k;
+  const tir_PrimFunc *f = k->func;
+  int64_t threads = 1;
+  int const_block = 1;
+  for (int d = 0; d < 3; d++) {
+    int64_t v;
+    if (tir_is_const_int(k->block[d], &v)) threads *= v;
+    else const_block = 0;
+  }
+  put(g, "extern \"C\" __global__ void ");
+  if (const_block) putf(g, "__launch_bounds__(%lld) ", (long long)threads);
+  putf(g, "%s(", k->name);
+  for (int i = 0; i < f->params->size; i++) {
+    const tir_Node *p = f->params->items[i];
+    if (i) put(g, ", ");
+    if (p->kind == TIR_Buffer) {
+      const tir_Buffer *b = (const tir_Buffer *)p;
+      putf(g, "%s* __restrict__ %s", ctype(g, b->hdr.dtype, p), name_of(g, &b->data->hdr, b->name));
+    } else {
+      const tir_Var *v = (const tir_Var *)p;
+      putf(g, "%s %s", ctype(g, v->hdr.dtype, p), name_of(g, p, v->name));
+    }
+  }
+  put(g, ") {\n");
+  g->indent = 2;
+  stmt(g, f->body);
+  g->indent = 0;
+  put(g, "}\n\n");
+}
+
+char *tir_codegen_cuda(const tir_DeviceSplit *split, const char *arch) {
+  CG g;
+  memset(&g, 0, sizeof g);
+  tir_sb_init(&g.out);
+  g.an = tir_analyzer_new();
+  for (int i = 0; i < split->n_kernels && !g.failed; i++) {
+    /* names are per kernel */
+    for (int j = 0; j < g.n_names; j++) free(g.names[j].name);
+    g.n_names = 0;
+    kernel(&g, &split->kernels[i]);
+  }
+  for (int j = 0; j < g.n_names; j++) free(g.names[j].name);
+  free(g.names);
+  tir_analyzer_free(g.an);
+  if (g.failed) {
+    tir_sb_free(&g.out);
+    return NULL;
+  }
+  tir_StrBuf all;
+  tir_sb_init(&all);
+  tir_sb_printf(&all, "// Generated by tirlua for %s.\n", arch ? arch : "CUDA");
+  if (g.uses_fp16) tir_sb_puts(&all, "#include <cuda_fp16.h>\n");
+  if (g.uses_bf16) tir_sb_puts(&all, "#include <cuda_bf16.h>\n");
+  tir_sb_puts(&all,
+              "\n// floor division and modulo for operands that may be negative (TIR semantics)\n"
+              "template <typename T> __device__ __forceinline__ T tir_floordiv(T a, T b) {\n"
+              "  T q = a / b;\n  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;\n}\n"
+              "template <typename T> __device__ __forceinline__ T tir_floormod(T a, T b) {\n"
+              "  T r = a % b;\n  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n}\n\n");
+  tir_sb_puts(&all, g.out.data ? g.out.data : "");
+  tir_sb_free(&g.out);
+  return tir_sb_take(&all);
+}

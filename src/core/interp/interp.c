@@ -1,0 +1,730 @@
+/* interp.c -- the CPU interpreter of TensorIR (see interp.h for the semantics). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tir/error.h"
+#include "tir/interp.h"
+#include "tir/strbuf.h"
+
+typedef union {
+  int64_t i;
+  double f;
+} Val;
+
+/* ---- pointer-keyed hash maps ---- */
+typedef struct {
+  const void **keys;
+  int *vals;
+  int cap, n;
+} PMap;
+
+static uint64_t phash(const void *p) {
+  uint64_t x = (uint64_t)(uintptr_t)p;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return x;
+}
+
+static void pmap_grow(PMap *m);
+
+static int *pmap_slot(PMap *m, const void *k, int insert) {
+  if (insert && (m->n + 1) * 2 > m->cap) pmap_grow(m);
+  if (!m->cap) return NULL;
+  uint64_t h = phash(k) & (uint64_t)(m->cap - 1);
+  while (m->keys[h]) {
+    if (m->keys[h] == k) return &m->vals[h];
+    h = (h + 1) & (uint64_t)(m->cap - 1);
+  }
+  if (!insert) return NULL;
+  m->keys[h] = k;
+  m->n++;
+  m->vals[h] = -1;
+  return &m->vals[h];
+}
+
+static void pmap_grow(PMap *m) {
+  PMap old = *m;
+  m->cap = m->cap ? m->cap * 2 : 64;
+  m->keys = calloc((size_t)m->cap, sizeof *m->keys);
+  m->vals = calloc((size_t)m->cap, sizeof *m->vals);
+  m->n = 0;
+  for (int i = 0; i < old.cap; i++)
+    if (old.keys[i]) *pmap_slot(m, old.keys[i], 1) = old.vals[i];
+  free(old.keys);
+  free(old.vals);
+}
+
+static void pmap_free(PMap *m) {
+  free(m->keys);
+  free(m->vals);
+}
+
+/* ---- storage ---- */
+typedef struct {
+  char *base;     /* start of the allocation (elements of dtype) */
+  tir_DType dtype; /* element type of the allocation */
+  int64_t n;      /* elements */
+  int owned;
+  const char *name;
+} Storage;
+
+typedef struct {
+  const tir_PrimFunc *func;
+  PMap vars; /* Var* -> index into vals */
+  Val *vals;
+  int n_vals, cap_vals;
+  PMap stores; /* data Var* -> index into storages */
+  Storage *storages;
+  int n_st, cap_st;
+  int failed;
+} Interp;
+
+static int fail(Interp *I, const tir_Node *where, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(Interp *I, const tir_Node *where, const char *fmt, ...) {
+  if (I->failed) return -1;
+  I->failed = 1;
+  tir_StrBuf sb;
+  tir_sb_init(&sb);
+  va_list ap;
+  va_start(ap, fmt);
+  tir_sb_vprintf(&sb, fmt, ap);
+  va_end(ap);
+  tir_error_set(TIR_ERR_RUNTIME, "interpret", "%s", sb.data ? sb.data : "");
+  tir_sb_free(&sb);
+  tir_error_set_ir(&I->func->hdr);
+  if (where) tir_error_mark(where, "here");
+  return -1;
+}
+
+static int var_slot(Interp *I, const tir_Node *v) {
+  int *s = pmap_slot(&I->vars, v, 1);
+  if (*s < 0) {
+    if (I->n_vals == I->cap_vals) {
+      I->cap_vals = I->cap_vals ? I->cap_vals * 2 : 64;
+      I->vals = realloc(I->vals, sizeof(Val) * (size_t)I->cap_vals);
+    }
+    *s = I->n_vals++;
+    I->vals[*s].i = INT64_MIN; /* unset marker for ints; floats use bit pattern */
+  }
+  return *s;
+}
+
+static void set_var(Interp *I, const tir_Var *v, Val x) { I->vals[var_slot(I, &v->hdr)] = x; }
+
+static int storage_of(Interp *I, const tir_Var *data) {
+  int *s = pmap_slot(&I->stores, data, 0);
+  return s && *s >= 0 && I->storages[*s].base ? *s : -1;
+}
+
+static int add_storage(Interp *I, const tir_Var *data, Storage st) {
+  int *slot = pmap_slot(&I->stores, data, 1);
+  if (*slot >= 0 && !I->storages[*slot].base) { /* reuse a freed entry (allocation inside a loop) */
+    I->storages[*slot] = st;
+    return *slot;
+  }
+  if (I->n_st == I->cap_st) {
+    I->cap_st = I->cap_st ? I->cap_st * 2 : 16;
+    I->storages = realloc(I->storages, sizeof(Storage) * (size_t)I->cap_st);
+  }
+  int idx = I->n_st++;
+  I->storages[idx] = st;
+  *pmap_slot(&I->stores, data, 1) = idx;
+  return idx;
+}
+
+/* ---- value normalization per dtype ---- */
+static Val norm(tir_DType t, Val v) {
+  switch (t.code) {
+    case TIR_DT_INT:
+      if (t.bits < 64) {
+        uint64_t m = (1ull << t.bits) - 1, u = (uint64_t)v.i & m;
+        if (u >> (t.bits - 1)) u |= ~m;
+        v.i = (int64_t)u;
+      }
+      return v;
+    case TIR_DT_UINT:
+      if (t.bits < 64) v.i = (int64_t)((uint64_t)v.i & ((1ull << t.bits) - 1));
+      return v;
+    case TIR_DT_BOOL: v.i = v.i != 0; return v;
+    case TIR_DT_FLOAT:
+      if (t.bits == 32) v.f = (float)v.f;
+      else if (t.bits == 16) v.f = tir_f16_to_f32(tir_f32_to_f16((float)v.f));
+      return v;
+    case TIR_DT_BFLOAT: v.f = tir_bf16_to_f32(tir_f32_to_bf16((float)v.f)); return v;
+    default: return v;
+  }
+}
+
+static int is_f(tir_DType t) { return tir_dtype_is_float(t); }
+
+static Val eval(Interp *I, const tir_Node *e, int lane);
+
+static Val as_f(tir_DType from, Val v) {
+  if (!is_f(from)) v.f = (from.code == TIR_DT_UINT && from.bits == 64) ? (double)(uint64_t)v.i : (double)v.i;
+  return v;
+}
+
+/* Flat element offset of an access (indices evaluated at `lane`). */
+static int64_t flat_offset(Interp *I, const tir_Buffer *b, const tir_Array *idx, int lane, const tir_Node *where) {
+  int nd = idx->size;
+  if (b->shape->size != nd && !(nd == 1)) {
+    fail(I, where, "buffer %s has %d dimensions but is accessed with %d indices", b->name, b->shape->size, nd);
+    return 0;
+  }
+  int64_t off = eval(I, b->elem_offset, 0).i;
+  if (nd == 1 && b->shape->size != 1) {
+    /* flat access to a multi-dimensional buffer (after flattening views) */
+    return off + eval(I, idx->items[0], lane).i;
+  }
+  if (b->strides->size == nd) {
+    for (int d = 0; d < nd; d++) off += eval(I, idx->items[d], lane).i * eval(I, b->strides->items[d], 0).i;
+    return off;
+  }
+  int64_t stride = 1;
+  for (int d = nd - 1; d >= 0; d--) {
+    int64_t ix = eval(I, idx->items[d], lane).i;
+    int64_t ext = eval(I, b->shape->items[d], 0).i;
+    if ((ix < 0 || ix >= ext) && !I->failed) {
+      tir_StrBuf sb;
+      tir_sb_init(&sb);
+      for (int k = 0; k < nd; k++) tir_sb_printf(&sb, "%s%lld", k ? ", " : "", (long long)eval(I, idx->items[k], lane).i);
+      fail(I, where, "out-of-bounds access %s[%s]: index %lld of dimension %d is outside [0, %lld)", b->name, sb.data,
+           (long long)ix, d + 1, (long long)ext);
+      tir_sb_free(&sb);
+      return 0;
+    }
+    off += ix * stride;
+    stride *= ext;
+  }
+  return off;
+}
+
+static Storage *buffer_storage(Interp *I, const tir_Buffer *b, const tir_Node *where) {
+  int s = storage_of(I, b->data);
+  if (s < 0) {
+    fail(I, where, "buffer %s is not allocated here (no storage bound to its data)", b->name);
+    return NULL;
+  }
+  return &I->storages[s];
+}
+
+static Val load(Interp *I, const tir_BufferLoad *l, int lane) {
+  Val v = {0};
+  Storage *st = buffer_storage(I, l->buffer, &l->hdr);
+  if (!st) return v;
+  int vec_idx = 0;
+  for (int i = 0; i < l->indices->size; i++)
+    if (l->indices->items[i]->dtype.lanes > 1) vec_idx = 1;
+  int64_t off = flat_offset(I, l->buffer, l->indices, vec_idx ? lane : 0, &l->hdr);
+  if (I->failed) return v;
+  /* a vector-typed buffer element: lane within the element */
+  int64_t el = off;
+  tir_DType et = st->dtype;
+  if (l->buffer->hdr.dtype.lanes > 1 && !vec_idx) el = off * l->buffer->hdr.dtype.lanes + lane;
+  if (el < 0 || el >= st->n) {
+    fail(I, &l->hdr, "out-of-bounds read of %s: element %lld outside the allocation of %lld", l->buffer->name,
+         (long long)el, (long long)st->n);
+    return v;
+  }
+  if (is_f(et)) v.f = tir_load_scalar_f(st->base, et, el);
+  else v.i = tir_load_scalar_i(st->base, et, el);
+  /* the buffer may be viewed with another dtype of the same width (rare): convert */
+  tir_DType lt = tir_dtype_element(l->hdr.dtype);
+  if (is_f(lt) != is_f(et)) v = is_f(lt) ? as_f(et, v) : (Val){.i = (int64_t)v.f};
+  return v;
+}
+
+static int store(Interp *I, const tir_BufferStore *s) {
+  Storage *st = buffer_storage(I, s->buffer, &s->hdr);
+  if (!st) return -1;
+  int lanes = s->value->dtype.lanes;
+  int vec_idx = 0;
+  for (int i = 0; i < s->indices->size; i++)
+    if (s->indices->items[i]->dtype.lanes > 1) vec_idx = 1;
+  for (int lane = 0; lane < lanes; lane++) {
+    Val v = eval(I, s->value, lane);
+    int64_t off = flat_offset(I, s->buffer, s->indices, vec_idx ? lane : 0, &s->hdr);
+    if (I->failed) return -1;
+    int64_t el = off;
+    if (!vec_idx && lanes > 1) el = off * lanes + lane;
+    if (el < 0 || el >= st->n)
+      return fail(I, &s->hdr, "out-of-bounds write to %s: element %lld outside the allocation of %lld", s->buffer->name,
+                  (long long)el, (long long)st->n);
+    tir_DType vt = tir_dtype_element(s->value->dtype);
+    if (is_f(st->dtype)) tir_store_scalar_f(st->base, st->dtype, el, is_f(vt) ? v.f : as_f(vt, v).f);
+    else tir_store_scalar_i(st->base, st->dtype, el, is_f(vt) ? (int64_t)v.f : v.i);
+  }
+  return 0;
+}
+
+static int64_t floordiv64(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
+  return q;
+}
+
+static Val binop(Interp *I, const tir_Node *e, int lane) {
+  const tir_Add *b = (const tir_Add *)e;
+  tir_DType ot = tir_dtype_element(b->a->dtype);
+  Val x = eval(I, b->a, lane), y = eval(I, b->b, lane), r = {0};
+  int f = is_f(ot);
+  int uns = ot.code == TIR_DT_UINT;
+  switch (e->kind) {
+    case TIR_Add: if (f) r.f = x.f + y.f; else r.i = (int64_t)((uint64_t)x.i + (uint64_t)y.i); break;
+    case TIR_Sub: if (f) r.f = x.f - y.f; else r.i = (int64_t)((uint64_t)x.i - (uint64_t)y.i); break;
+    case TIR_Mul: if (f) r.f = x.f * y.f; else r.i = (int64_t)((uint64_t)x.i * (uint64_t)y.i); break;
+    case TIR_Div:
+    case TIR_Mod:
+    case TIR_FloorDiv:
+    case TIR_FloorMod:
+      if (f) {
+        if (e->kind == TIR_Div) r.f = x.f / y.f;
+        else if (e->kind == TIR_FloorDiv) r.f = floor(x.f / y.f);
+        else r.f = x.f - floor(x.f / y.f) * y.f;
+        break;
+      }
+      if (y.i == 0) {
+        fail(I, e, "integer division by zero");
+        return r;
+      }
+      if (x.i == INT64_MIN && y.i == -1) {
+        r.i = e->kind == TIR_Div || e->kind == TIR_FloorDiv ? INT64_MIN : 0;
+        break;
+      }
+      if (uns) {
+        uint64_t ux = (uint64_t)x.i, uy = (uint64_t)y.i;
+        r.i = (int64_t)((e->kind == TIR_Div || e->kind == TIR_FloorDiv) ? ux / uy : ux % uy);
+      } else if (e->kind == TIR_Div) r.i = x.i / y.i;
+      else if (e->kind == TIR_Mod) r.i = x.i % y.i;
+      else if (e->kind == TIR_FloorDiv) r.i = floordiv64(x.i, y.i);
+      else r.i = x.i - floordiv64(x.i, y.i) * y.i;
+      break;
+    case TIR_Min: if (f) r.f = x.f < y.f ? x.f : y.f; else r.i = (uns ? (uint64_t)x.i < (uint64_t)y.i : x.i < y.i) ? x.i : y.i; break;
+    case TIR_Max: if (f) r.f = x.f > y.f ? x.f : y.f; else r.i = (uns ? (uint64_t)x.i > (uint64_t)y.i : x.i > y.i) ? x.i : y.i; break;
+    case TIR_EQ: r.i = f ? x.f == y.f : x.i == y.i; return r;
+    case TIR_NE: r.i = f ? x.f != y.f : x.i != y.i; return r;
+    case TIR_LT: r.i = f ? x.f < y.f : uns ? (uint64_t)x.i < (uint64_t)y.i : x.i < y.i; return r;
+    case TIR_LE: r.i = f ? x.f <= y.f : uns ? (uint64_t)x.i <= (uint64_t)y.i : x.i <= y.i; return r;
+    case TIR_GT: r.i = f ? x.f > y.f : uns ? (uint64_t)x.i > (uint64_t)y.i : x.i > y.i; return r;
+    case TIR_GE: r.i = f ? x.f >= y.f : uns ? (uint64_t)x.i >= (uint64_t)y.i : x.i >= y.i; return r;
+    case TIR_And: r.i = x.i && y.i; return r;
+    case TIR_Or: r.i = x.i || y.i; return r;
+  }
+  return norm(tir_dtype_element(e->dtype), r);
+}
+
+static Val cast(tir_DType to, tir_DType from, Val v) {
+  Val r = {0};
+  if (is_f(to)) {
+    r.f = is_f(from) ? v.f : as_f(from, v).f;
+  } else if (is_f(from)) {
+    /* float -> int: truncate toward zero, saturating (as CUDA's cvt.rzi.sat) */
+    double x = v.f;
+    double hi = tir_dtype_max(to), lo = tir_dtype_min(to);
+    if (x != x) r.i = 0;
+    else if (to.code == TIR_DT_BOOL) r.i = x != 0;
+    else if (x >= hi) r.i = to.bits >= 64 && to.code == TIR_DT_INT ? INT64_MAX : (int64_t)(uint64_t)hi;
+    else if (x <= lo) r.i = (int64_t)lo;
+    else r.i = (int64_t)x;
+    return to.code == TIR_DT_BOOL ? r : norm(to, r);
+  } else {
+    r.i = v.i;
+    if (to.code == TIR_DT_BOOL) r.i = v.i != 0;
+  }
+  return norm(to, r);
+}
+
+static Val call(Interp *I, const tir_Call *c, int lane) {
+  Val r = {0};
+  const char *op = c->op;
+  int n = c->args->size;
+  tir_DType t = tir_dtype_element(c->hdr.dtype);
+  if (strcmp(op, "if_then_else") == 0 && n == 3) {
+    Val cond = eval(I, c->args->items[0], lane);
+    return eval(I, c->args->items[cond.i ? 1 : 2], lane);
+  }
+  if ((strcmp(op, "likely") == 0 || strcmp(op, "tir.likely") == 0) && n == 1) return eval(I, c->args->items[0], lane);
+  static const struct {
+    const char *name;
+    double (*f1)(double);
+  } unary[] = {{"exp", exp},   {"log", log},     {"sqrt", sqrt},   {"tanh", tanh}, {"fabs", fabs}, {"abs", fabs},
+               {"floor", floor}, {"ceil", ceil}, {"round", nearbyint}, {"exp2", exp2}, {"log2", log2}, {"erf", erf},
+               {"sin", sin},   {"cos", cos},     {"trunc", trunc}, {"log1p", log1p}, {"exp10", NULL}};
+  for (size_t i = 0; i < sizeof unary / sizeof unary[0]; i++)
+    if (unary[i].f1 && strcmp(op, unary[i].name) == 0 && n == 1) {
+      Val x = eval(I, c->args->items[0], lane);
+      tir_DType at = tir_dtype_element(c->args->items[0]->dtype);
+      if (!is_f(at)) {
+        if (strcmp(op, "abs") == 0) {
+          r.i = x.i < 0 ? -x.i : x.i;
+          return norm(t, r);
+        }
+        x = as_f(at, x);
+      }
+      r.f = unary[i].f1(x.f);
+      return norm(t, r);
+    }
+  if (strcmp(op, "rsqrt") == 0 && n == 1) {
+    r.f = 1.0 / sqrt(eval(I, c->args->items[0], lane).f);
+    return norm(t, r);
+  }
+  if (strcmp(op, "sigmoid") == 0 && n == 1) {
+    r.f = 1.0 / (1.0 + exp(-eval(I, c->args->items[0], lane).f));
+    return norm(t, r);
+  }
+  if ((strcmp(op, "pow") == 0 || strcmp(op, "fmod") == 0 || strcmp(op, "fmin") == 0 || strcmp(op, "fmax") == 0) && n == 2) {
+    double x = eval(I, c->args->items[0], lane).f, y = eval(I, c->args->items[1], lane).f;
+    r.f = op[1] == 'o' ? pow(x, y) : op[1] == 'm' ? fmod(x, y) : op[2] == 'i' ? fmin(x, y) : fmax(x, y);
+    return norm(t, r);
+  }
+  if (n == 2 && (strcmp(op, "shift_left") == 0 || strcmp(op, "shift_right") == 0 || strcmp(op, "bitwise_and") == 0 ||
+                 strcmp(op, "bitwise_or") == 0 || strcmp(op, "bitwise_xor") == 0)) {
+    int64_t x = eval(I, c->args->items[0], lane).i, y = eval(I, c->args->items[1], lane).i;
+    if (op[0] == 's') {
+      if (y < 0 || y >= 64) return norm(t, r);
+      r.i = op[6] == 'l' ? (int64_t)((uint64_t)x << y) : (t.code == TIR_DT_UINT ? (int64_t)((uint64_t)x >> y) : x >> y);
+    } else {
+      r.i = op[8] == 'a' ? (x & y) : op[8] == 'o' ? (x | y) : (x ^ y);
+    }
+    return norm(t, r);
+  }
+  if (n == 1 && strcmp(op, "bitwise_not") == 0) {
+    r.i = ~eval(I, c->args->items[0], lane).i;
+    return norm(t, r);
+  }
+  fail(I, &c->hdr, "the interpreter does not know builtin '%s' with %d argument(s)", op, n);
+  return r;
+}
+
+static Val eval(Interp *I, const tir_Node *e, int lane) {
+  Val r = {0};
+  if (I->failed) return r;
+  switch (e->kind) {
+    case TIR_IntImm: r.i = ((const tir_IntImm *)e)->value; return r;
+    case TIR_FloatImm: r.f = ((const tir_FloatImm *)e)->value; return r;
+    case TIR_Var: {
+      int *s = pmap_slot(&I->vars, e, 0);
+      if (!s) {
+        fail(I, e, "variable %s is used outside the scope that defines it", ((const tir_Var *)e)->name);
+        return r;
+      }
+      return I->vals[*s];
+    }
+    case TIR_Add: case TIR_Sub: case TIR_Mul: case TIR_Div: case TIR_Mod: case TIR_FloorDiv: case TIR_FloorMod:
+    case TIR_Min: case TIR_Max: case TIR_EQ: case TIR_NE: case TIR_LT: case TIR_LE: case TIR_GT: case TIR_GE:
+      return binop(I, e, lane);
+    case TIR_And: {
+      const tir_And *b = (const tir_And *)e;
+      r.i = eval(I, b->a, lane).i && eval(I, b->b, lane).i;
+      return r;
+    }
+    case TIR_Or: {
+      const tir_Or *b = (const tir_Or *)e;
+      r.i = eval(I, b->a, lane).i || eval(I, b->b, lane).i;
+      return r;
+    }
+    case TIR_Not: r.i = !eval(I, ((const tir_Not *)e)->a, lane).i; return r;
+    case TIR_Cast: {
+      const tir_Cast *c = (const tir_Cast *)e;
+      return cast(tir_dtype_element(e->dtype), tir_dtype_element(c->value->dtype), eval(I, c->value, lane));
+    }
+    case TIR_Select: {
+      const tir_Select *s = (const tir_Select *)e;
+      /* both sides are evaluated (TVM semantics), so faults in either show */
+      Val c = eval(I, s->cond, lane), t = eval(I, s->true_value, lane), f = eval(I, s->false_value, lane);
+      return c.i ? t : f;
+    }
+    case TIR_BufferLoad: return load(I, (const tir_BufferLoad *)e, lane);
+    case TIR_Call: return call(I, (const tir_Call *)e, lane);
+    case TIR_Ramp: {
+      const tir_Ramp *rp = (const tir_Ramp *)e;
+      r.i = eval(I, rp->base, 0).i + (int64_t)lane * eval(I, rp->stride, 0).i;
+      return norm(tir_dtype_element(e->dtype), r);
+    }
+    case TIR_Broadcast: return eval(I, ((const tir_Broadcast *)e)->value, 0);
+    case TIR_Let: {
+      const tir_Let *l = (const tir_Let *)e;
+      set_var(I, l->var, eval(I, l->value, lane));
+      return eval(I, l->body, lane);
+    }
+    case TIR_StringImm: return r;
+    default: fail(I, e, "the interpreter cannot evaluate a %s expression", tir_kind_name(e->kind)); return r;
+  }
+}
+
+/* ---- statements ---- */
+static int exec(Interp *I, const tir_Node *s);
+
+static int64_t shape_elems(Interp *I, const tir_Buffer *b) {
+  int64_t n = 1;
+  if (b->strides->size == b->shape->size && b->shape->size > 0) {
+    /* strided: the extent is the largest offset + 1 */
+    int64_t hi = 0;
+    for (int d = 0; d < b->shape->size; d++)
+      hi += (eval(I, b->shape->items[d], 0).i - 1) * eval(I, b->strides->items[d], 0).i;
+    return hi + 1 + eval(I, b->elem_offset, 0).i;
+  }
+  for (int d = 0; d < b->shape->size; d++) n *= eval(I, b->shape->items[d], 0).i;
+  return n * b->hdr.dtype.lanes + eval(I, b->elem_offset, 0).i;
+}
+
+static int alloc_buffer(Interp *I, const tir_Buffer *b) {
+  int64_t n = shape_elems(I, b);
+  if (I->failed) return -1;
+  if (n < 0 || n > ((int64_t)1 << 34)) return fail(I, &b->hdr, "cannot allocate buffer %s of %lld elements", b->name, (long long)n);
+  tir_DType et = tir_dtype_element(b->hdr.dtype);
+  Storage st = {calloc((size_t)(n ? n : 1), (size_t)tir_dtype_bytes(et)), et, n, 1, b->name};
+  if (!st.base) return fail(I, &b->hdr, "out of memory allocating %s", b->name);
+  /* poison: NaN for floats, 0x5a bytes for ints */
+  if (is_f(et))
+    for (int64_t i = 0; i < n; i++) tir_store_scalar_f(st.base, et, i, NAN);
+  else
+    memset(st.base, 0x5a, (size_t)n * (size_t)tir_dtype_bytes(et));
+  add_storage(I, b->data, st);
+  return 0;
+}
+
+static void free_buffer(Interp *I, const tir_Buffer *b) {
+  int *s = pmap_slot(&I->stores, b->data, 0);
+  if (!s || *s < 0) return;
+  Storage *st = &I->storages[*s];
+  if (st->owned) free(st->base);
+  st->base = NULL; /* the entry is reused by the next allocation of this buffer */
+  st->n = 0;
+  st->owned = 0;
+}
+
+static int bind_match_buffer(Interp *I, const tir_MatchBufferRegion *m) {
+  const tir_BufferRegion *src = m->source;
+  Storage *st = buffer_storage(I, src->buffer, &m->hdr);
+  if (!st) return -1;
+  /* the view starts at the region's first element */
+  tir_Array *mins = tir_array_new(src->region->size);
+  for (int i = 0; i < src->region->size; i++) mins->items[i] = tir_retain(((tir_Range *)src->region->items[i])->min);
+  int64_t off = flat_offset(I, src->buffer, mins, 0, &m->hdr);
+  tir_release(mins);
+  if (I->failed) return -1;
+  /* strides of the source in elements */
+  const tir_Buffer *mb = m->buffer;
+  int64_t stride = 1;
+  int nd = src->buffer->shape->size;
+  int64_t *strides = calloc((size_t)nd + 1, sizeof *strides);
+  for (int d = nd - 1; d >= 0; d--) {
+    strides[d] = src->buffer->strides->size == nd ? eval(I, src->buffer->strides->items[d], 0).i : stride;
+    stride *= eval(I, src->buffer->shape->items[d], 0).i;
+  }
+  /* match_buffer's own strides (if declared as vars) are bound to the source's trailing strides */
+  int md = mb->strides->size;
+  for (int d = 0; d < md; d++) {
+    const tir_Node *sv = mb->strides->items[d];
+    int sd = nd - md + d;
+    if (sv->kind == TIR_Var && sd >= 0) set_var(I, (const tir_Var *)sv, (Val){.i = strides[sd]});
+  }
+  if (mb->elem_offset->kind == TIR_Var) set_var(I, (const tir_Var *)mb->elem_offset, (Val){.i = 0});
+  free(strides);
+  for (int d = 0; d < mb->shape->size; d++)
+    if (mb->shape->items[d]->kind == TIR_Var)
+      set_var(I, (const tir_Var *)mb->shape->items[d], (Val){.i = eval(I, ((tir_Range *)src->region->items[src->region->size - mb->shape->size + d])->extent, 0).i});
+  Storage view = {st->base + off * tir_dtype_bytes(st->dtype), st->dtype, st->n - off, 0, mb->name};
+  add_storage(I, mb->data, view);
+  return 0;
+}
+
+static int exec_block(Interp *I, const tir_BlockRealize *br) {
+  const tir_Block *b = br->block;
+  int n = b->iter_vars->size;
+  Val vals[64];
+  if (n > 64) return fail(I, &br->hdr, "block %s has too many iteration variables", b->name);
+  for (int i = 0; i < n; i++) vals[i] = eval(I, br->iter_values->items[i], 0);
+  if (I->failed) return -1;
+  if (!eval(I, br->predicate, 0).i) return 0;
+  int at_init = 1;
+  for (int i = 0; i < n; i++) {
+    const tir_IterVar *iv = (const tir_IterVar *)b->iter_vars->items[i];
+    int64_t lo = eval(I, iv->dom->min, 0).i, ext = eval(I, iv->dom->extent, 0).i;
+    if (vals[i].i < lo || vals[i].i >= lo + ext)
+      return fail(I, &br->hdr, "block %s: iteration variable %s is bound to %lld, outside its domain [%lld, %lld)", b->name,
+                  iv->var->name, (long long)vals[i].i, (long long)lo, (long long)(lo + ext));
+    if (iv->iter_type == TIR_ITER_COMM_REDUCE && vals[i].i != lo) at_init = 0;
+    set_var(I, iv->var, vals[i]);
+  }
+  for (int i = 0; i < b->alloc_buffers->size; i++)
+    if (alloc_buffer(I, (const tir_Buffer *)b->alloc_buffers->items[i])) return -1;
+  for (int i = 0; i < b->match_buffers->size; i++)
+    if (bind_match_buffer(I, (const tir_MatchBufferRegion *)b->match_buffers->items[i])) return -1;
+  int rc = 0;
+  if (b->init && at_init) rc = exec(I, b->init);
+  if (!rc) rc = exec(I, b->body);
+  for (int i = 0; i < b->match_buffers->size; i++) free_buffer(I, ((const tir_MatchBufferRegion *)b->match_buffers->items[i])->buffer);
+  for (int i = 0; i < b->alloc_buffers->size; i++) free_buffer(I, (const tir_Buffer *)b->alloc_buffers->items[i]);
+  return rc;
+}
+
+static int exec(Interp *I, const tir_Node *s) {
+  if (I->failed) return -1;
+  switch (s->kind) {
+    case TIR_SeqStmt: {
+      const tir_Array *a = ((const tir_SeqStmt *)s)->seq;
+      for (int i = 0; i < a->size; i++)
+        if (exec(I, a->items[i])) return -1;
+      return 0;
+    }
+    case TIR_For: {
+      const tir_For *f = (const tir_For *)s;
+      int64_t lo = eval(I, f->min, 0).i, ext = eval(I, f->extent, 0).i;
+      int slot = var_slot(I, &f->loop_var->hdr);
+      for (int64_t i = 0; i < ext; i++) {
+        I->vals[slot].i = lo + i;
+        if (exec(I, f->body)) return -1;
+      }
+      return I->failed ? -1 : 0;
+    }
+    case TIR_BlockRealize: return exec_block(I, (const tir_BlockRealize *)s);
+    case TIR_BufferStore: return store(I, (const tir_BufferStore *)s);
+    case TIR_IfThenElse: {
+      const tir_IfThenElse *f = (const tir_IfThenElse *)s;
+      int64_t c = eval(I, f->cond, 0).i;
+      if (I->failed) return -1;
+      if (c) return exec(I, f->then_case);
+      return f->else_case ? exec(I, f->else_case) : 0;
+    }
+    case TIR_LetStmt: {
+      const tir_LetStmt *l = (const tir_LetStmt *)s;
+      set_var(I, l->var, eval(I, l->value, 0));
+      return exec(I, l->body);
+    }
+    case TIR_Evaluate: {
+      const tir_Node *v = ((const tir_Evaluate *)s)->value;
+      if (v->kind == TIR_Call) {
+        const char *op = ((const tir_Call *)v)->op;
+        /* barriers are no-ops when threads run one after another */
+        if (strcmp(op, "tvm_storage_sync") == 0 || strcmp(op, "syncthreads") == 0) return 0;
+      }
+      eval(I, v, 0);
+      return I->failed ? -1 : 0;
+    }
+    case TIR_AttrStmt: {
+      const tir_AttrStmt *a = (const tir_AttrStmt *)s;
+      if (strcmp(a->key, "thread_extent") == 0 && a->node && a->node->kind == TIR_IterVar) {
+        /* a launch dimension: threads run one after another */
+        const tir_IterVar *iv = (const tir_IterVar *)a->node;
+        int64_t ext = eval(I, a->value, 0).i;
+        int slot = var_slot(I, &iv->var->hdr);
+        for (int64_t i = 0; i < ext; i++) {
+          I->vals[slot].i = i;
+          if (exec(I, a->body)) return -1;
+        }
+        return 0;
+      }
+      return exec(I, a->body);
+    }
+    case TIR_Allocate: {
+      const tir_Allocate *a = (const tir_Allocate *)s;
+      if (alloc_buffer(I, a->buffer)) return -1;
+      int rc = exec(I, a->body);
+      free_buffer(I, a->buffer);
+      return rc;
+    }
+    case TIR_Block: return fail(I, s, "a block must be realized (BlockRealize) to run");
+    default: return fail(I, s, "the interpreter cannot run a %s statement", tir_kind_name(s->kind));
+  }
+}
+
+int tir_check_args(const tir_PrimFunc *f, const tir_InterpArg *args, int nargs, int require_dev, const char *who) {
+  if (nargs != f->params->size)
+    return tir_error_set(TIR_ERR_RUNTIME, who, "function '%s' takes %d argument(s), got %d", f->name, f->params->size, nargs);
+  /* symbolic dims: var -> value seen first */
+  const tir_Node *sym_v[64];
+  int64_t sym_x[64];
+  int n_sym = 0;
+  for (int i = 0; i < nargs; i++) {
+    const tir_Node *p = f->params->items[i];
+    if (p->kind != TIR_Buffer) continue;
+    const tir_Buffer *b = (const tir_Buffer *)p;
+    const tir_NDArray *a = args[i].array;
+    char s1[32], s2[32];
+    if (!a) return tir_error_set(TIR_ERR_RUNTIME, who, "argument %d (%s) must be an array", i + 1, b->name);
+    if (!tir_dtype_eq(a->dtype, b->hdr.dtype))
+      return tir_error_set(TIR_ERR_RUNTIME, who, "argument %d (%s): expected dtype %s, got %s", i + 1, b->name,
+                           tir_dtype_str(b->hdr.dtype, s1), tir_dtype_str(a->dtype, s2));
+    if (a->ndim != b->shape->size)
+      return tir_error_set(TIR_ERR_RUNTIME, who, "argument %d (%s): expected %d dimensions, got %d", i + 1, b->name,
+                           b->shape->size, a->ndim);
+    for (int d = 0; d < a->ndim; d++) {
+      const tir_Node *dim = b->shape->items[d];
+      int64_t v;
+      if (tir_is_const_int(dim, &v)) {
+        if (v != a->shape[d]) {
+          tir_StrBuf sb;
+          tir_sb_init(&sb);
+          for (int k = 0; k < b->shape->size; k++) {
+            char *e = tir_print_expr(b->shape->items[k]);
+            tir_sb_printf(&sb, "%s%s", k ? ", " : "", e);
+            free(e);
+          }
+          tir_StrBuf got;
+          tir_sb_init(&got);
+          for (int k = 0; k < a->ndim; k++) tir_sb_printf(&got, "%s%lld", k ? ", " : "", (long long)a->shape[k]);
+          tir_error_set(TIR_ERR_RUNTIME, who, "argument %d (%s): expected shape (%s), got (%s)", i + 1, b->name, sb.data,
+                        got.data);
+          tir_sb_free(&sb);
+          tir_sb_free(&got);
+          return -1;
+        }
+      } else if (dim->kind == TIR_Var) {
+        int found = 0;
+        for (int k = 0; k < n_sym; k++)
+          if (sym_v[k] == dim) {
+            found = 1;
+            if (sym_x[k] != a->shape[d])
+              return tir_error_set(TIR_ERR_RUNTIME, who, "argument %d (%s): dimension %s is %lld here but %lld in an earlier argument",
+                                   i + 1, b->name, ((const tir_Var *)dim)->name, (long long)a->shape[d], (long long)sym_x[k]);
+          }
+        if (!found && n_sym < 64) {
+          sym_v[n_sym] = dim;
+          sym_x[n_sym++] = a->shape[d];
+        }
+      }
+    }
+    if (require_dev >= 0 && a->dev.type != require_dev)
+      return tir_error_set(TIR_ERR_RUNTIME, who, "argument %d (%s) is on the %s; expected an array on the %s", i + 1, b->name,
+                           a->dev.type == TIR_DEV_CPU ? "host (cpu)" : "GPU (cuda)",
+                           require_dev == TIR_DEV_CPU ? "host (cpu)" : "GPU (cuda)");
+  }
+  return 0;
+}
+
+int tir_interpret(const tir_PrimFunc *f, const tir_InterpArg *args, int nargs) {
+  if (tir_check_args(f, args, nargs, TIR_DEV_CPU, "interpret") != 0) return -1;
+  Interp I;
+  memset(&I, 0, sizeof I);
+  I.func = f;
+  for (int i = 0; i < nargs; i++) {
+    const tir_Node *p = f->params->items[i];
+    if (p->kind == TIR_Buffer) {
+      const tir_Buffer *b = (const tir_Buffer *)p;
+      const tir_NDArray *a = args[i].array;
+      Storage st = {a->data, tir_dtype_element(a->dtype), tir_nd_numel(a) * a->dtype.lanes, 0, b->name};
+      add_storage(&I, b->data, st);
+      for (int d = 0; d < b->shape->size; d++)
+        if (b->shape->items[d]->kind == TIR_Var) set_var(&I, (const tir_Var *)b->shape->items[d], (Val){.i = a->shape[d]});
+    } else {
+      const tir_Var *v = (const tir_Var *)p;
+      Val x;
+      if (is_f(v->hdr.dtype)) x.f = args[i].fval;
+      else x.i = args[i].ival;
+      set_var(&I, v, norm(v->hdr.dtype, x));
+    }
+  }
+  int rc = exec(&I, f->body);
+  for (int i = 0; i < I.n_st; i++)
+    if (I.storages[i].owned) free(I.storages[i].base);
+  pmap_free(&I.vars);
+  pmap_free(&I.stores);
+  free(I.vals);
+  free(I.storages);
+  return rc || I.failed ? -1 : 0;
+}

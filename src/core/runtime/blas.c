@@ -1,0 +1,167 @@
+/* blas.c -- reference GEMMs: OpenBLAS on the host (cblas_dgemm, float64) and cuBLAS on
+ * the device (cublasGemmEx), both opened with dlopen.  Row-major semantics throughout:
+ * cuBLAS is column-major, so C = A @ B is computed as C^T = B^T @ A^T. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tir/error.h"
+#include "tir/runtime.h"
+
+/* ---- OpenBLAS ---- */
+typedef void (*cblas_dgemm_t)(int order, int ta, int tb, int m, int n, int k, double alpha, const double *a, int lda,
+                              const double *b, int ldb, double beta, double *c, int ldc);
+enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
+
+static cblas_dgemm_t load_openblas(void) {
+  static int tried = 0;
+  static cblas_dgemm_t fn = NULL;
+  if (tried) return fn;
+  tried = 1;
+  const char *names[] = {"libopenblas.so.0", "libopenblas.so", "libblas.so.3", NULL};
+  for (int i = 0; names[i] && !fn; i++) {
+    void *lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (lib) fn = (cblas_dgemm_t)dlsym(lib, "cblas_dgemm");
+  }
+  return fn;
+}
+
+int tir_openblas_available(void) { return load_openblas() != NULL; }
+
+static double *to_f64(const tir_NDArray *a) {
+  int64_t n = tir_nd_numel(a);
+  double *d = malloc(sizeof(double) * (size_t)(n ? n : 1));
+  for (int64_t i = 0; i < n; i++) d[i] = tir_nd_get_f(a, i);
+  return d;
+}
+
+int tir_ref_gemm_host(const tir_NDArray *A, const tir_NDArray *B, tir_NDArray *C, int trans_a, int trans_b) {
+  if (A->dev.type != TIR_DEV_CPU || B->dev.type != TIR_DEV_CPU || C->dev.type != TIR_DEV_CPU)
+    return tir_error_set(TIR_ERR_VALUE, "ref_gemm", "reference GEMM needs host arrays");
+  if (A->ndim != 2 || B->ndim != 2 || C->ndim != 2)
+    return tir_error_set(TIR_ERR_VALUE, "ref_gemm", "reference GEMM needs 2-D arrays");
+  int64_t m = trans_a ? A->shape[1] : A->shape[0], k = trans_a ? A->shape[0] : A->shape[1];
+  int64_t kb = trans_b ? B->shape[1] : B->shape[0], n = trans_b ? B->shape[0] : B->shape[1];
+  if (k != kb || C->shape[0] != m || C->shape[1] != n)
+    return tir_error_set(TIR_ERR_VALUE, "ref_gemm", "shapes do not match: A %lldx%lld, B %lldx%lld, C %lldx%lld",
+                         (long long)A->shape[0], (long long)A->shape[1], (long long)B->shape[0], (long long)B->shape[1],
+                         (long long)C->shape[0], (long long)C->shape[1]);
+  if (!(C->dtype.code == TIR_DT_FLOAT && C->dtype.bits == 64 && C->dtype.lanes == 1))
+    return tir_error_set(TIR_ERR_TYPE, "ref_gemm", "reference output must be float64");
+  double *a = to_f64(A), *b = to_f64(B), *c = (double *)C->data;
+  cblas_dgemm_t gemm = load_openblas();
+  if (gemm && m < (1ll << 31) && n < (1ll << 31) && k < (1ll << 31)) {
+    gemm(CBLAS_ROW_MAJOR, trans_a ? CBLAS_TRANS : CBLAS_NO_TRANS, trans_b ? CBLAS_TRANS : CBLAS_NO_TRANS, (int)m, (int)n,
+         (int)k, 1.0, a, (int)A->shape[1], b, (int)B->shape[1], 0.0, c, (int)n);
+  } else {
+    /* i-k-j loop order: unit stride over B and C rows */
+    memset(c, 0, sizeof(double) * (size_t)(m * n));
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t p = 0; p < k; p++) {
+        double av = trans_a ? a[p * m + i] : a[i * k + p];
+        for (int64_t j = 0; j < n; j++) c[i * n + j] += av * (trans_b ? b[j * k + p] : b[p * n + j]);
+      }
+  }
+  free(a);
+  free(b);
+  return 0;
+}
+
+/* ---- cuBLAS ---- */
+typedef int (*cublasCreate_t)(void **h);
+typedef int (*cublasGemmEx_t)(void *h, int ta, int tb, int m, int n, int k, const void *alpha, const void *A, int at,
+                              int lda, const void *B, int bt, int ldb, const void *beta, void *C, int ct, int ldc,
+                              int compute, int algo);
+enum { CUDA_R_32F = 0, CUDA_R_64F = 1, CUDA_R_16F = 2, CUDA_R_8I = 3, CUDA_R_32I = 10, CUDA_R_16BF = 14 };
+enum { CUBLAS_COMPUTE_32F_PEDANTIC = 69, CUBLAS_COMPUTE_32F = 68, CUBLAS_COMPUTE_64F = 70, CUBLAS_COMPUTE_32I = 72 };
+enum { CUBLAS_GEMM_DEFAULT = -1 };
+
+static struct {
+  int tried;
+  char why[256];
+  cublasCreate_t create;
+  cublasGemmEx_t gemm;
+  void *handle[64];
+} B;
+
+static int load_cublas(void) {
+  if (B.tried) return B.gemm != NULL;
+  B.tried = 1;
+  void *lib = NULL;
+  const char *names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so", "/usr/local/cuda/lib64/libcublas.so.13",
+                         "/usr/local/cuda/lib64/libcublas.so.12", "/usr/local/cuda/lib64/libcublas.so", NULL};
+  for (int i = 0; names[i] && !lib; i++) lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    snprintf(B.why, sizeof B.why, "cuBLAS not found (libcublas.so)");
+    return 0;
+  }
+  B.create = (cublasCreate_t)dlsym(lib, "cublasCreate_v2");
+  B.gemm = (cublasGemmEx_t)dlsym(lib, "cublasGemmEx");
+  if (!B.create || !B.gemm) {
+    snprintf(B.why, sizeof B.why, "cuBLAS library lacks cublasCreate_v2/cublasGemmEx");
+    B.gemm = NULL;
+    return 0;
+  }
+  return 1;
+}
+
+int tir_cublas_available(char *why, size_t cap) {
+  int ok = load_cublas();
+  if (!ok && why) snprintf(why, cap, "%s", B.why);
+  return ok;
+}
+
+static int cuda_type(tir_DType t) {
+  if (t.lanes != 1) return -1;
+  if (t.code == TIR_DT_FLOAT) return t.bits == 16 ? CUDA_R_16F : t.bits == 32 ? CUDA_R_32F : CUDA_R_64F;
+  if (t.code == TIR_DT_BFLOAT) return CUDA_R_16BF;
+  if (t.code == TIR_DT_INT && t.bits == 8) return CUDA_R_8I;
+  if (t.code == TIR_DT_INT && t.bits == 32) return CUDA_R_32I;
+  return -1;
+}
+
+int tir_cublas_gemm(const tir_NDArray *A, const tir_NDArray *Bm, tir_NDArray *C, int trans_a, int trans_b, double alpha,
+                    double beta) {
+  if (!load_cublas()) return tir_error_set(TIR_ERR_CUDA, "cublas", "%s", B.why);
+  if (A->dev.type != TIR_DEV_CUDA || Bm->dev.type != TIR_DEV_CUDA || C->dev.type != TIR_DEV_CUDA)
+    return tir_error_set(TIR_ERR_VALUE, "cublas_gemm", "cuBLAS needs CUDA arrays");
+  if (A->ndim != 2 || Bm->ndim != 2 || C->ndim != 2) return tir_error_set(TIR_ERR_VALUE, "cublas_gemm", "2-D arrays expected");
+  int64_t m = trans_a ? A->shape[1] : A->shape[0], k = trans_a ? A->shape[0] : A->shape[1];
+  int64_t kb = trans_b ? Bm->shape[1] : Bm->shape[0], n = trans_b ? Bm->shape[0] : Bm->shape[1];
+  if (k != kb || C->shape[0] != m || C->shape[1] != n)
+    return tir_error_set(TIR_ERR_VALUE, "cublas_gemm", "shapes do not match");
+  int at = cuda_type(A->dtype), bt = cuda_type(Bm->dtype), ct = cuda_type(C->dtype);
+  if (at < 0 || bt < 0 || ct < 0 || at != bt) return tir_error_set(TIR_ERR_TYPE, "cublas_gemm", "unsupported dtypes");
+  int dev = C->dev.id;
+  if (tir_cuda_set_device(dev)) return -1;
+  if (dev < 0 || dev >= 64) return tir_error_set(TIR_ERR_VALUE, "cublas_gemm", "bad device");
+  if (!B.handle[dev]) {
+    int rc = B.create(&B.handle[dev]);
+    if (rc) return tir_error_set(TIR_ERR_CUDA, "cublasCreate", "cublasCreate failed (status %d)", rc);
+  }
+  int compute;
+  float fa = (float)alpha, fb = (float)beta;
+  int32_t ia = (int32_t)alpha, ib = (int32_t)beta;
+  const void *pa = &fa, *pb = &fb;
+  if (at == CUDA_R_64F) {
+    compute = CUBLAS_COMPUTE_64F;
+    pa = &alpha;
+    pb = &beta;
+  } else if (at == CUDA_R_8I) {
+    compute = CUBLAS_COMPUTE_32I;
+    pa = &ia;
+    pb = &ib;
+  } else if (at == CUDA_R_32F) {
+    compute = CUBLAS_COMPUTE_32F_PEDANTIC; /* plain FP32: no TF32 */
+  } else {
+    compute = CUBLAS_COMPUTE_32F;
+  }
+  /* column-major view: C^T (n x m) = op(B)^T (n x k) @ op(A)^T (k x m) */
+  int ldb = (int)Bm->shape[1], lda = (int)A->shape[1], ldc = (int)n;
+  int rc = B.gemm(B.handle[dev], trans_b ? 1 : 0, trans_a ? 1 : 0, (int)n, (int)m, (int)k, pa, (const void *)(uintptr_t)Bm->dptr,
+                  bt, ldb, (const void *)(uintptr_t)A->dptr, at, lda, pb, (void *)(uintptr_t)C->dptr, ct, ldc, compute,
+                  CUBLAS_GEMM_DEFAULT);
+  if (rc) return tir_error_set(TIR_ERR_CUDA, "cublasGemmEx", "cublasGemmEx failed (status %d)", rc);
+  return 0;
+}

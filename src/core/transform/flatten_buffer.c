@@ -1,0 +1,122 @@
+/* flatten_buffer.c -- multi-dimensional buffer accesses become flat offsets (TVM
+ * src/tir/transforms/flatten_buffer.cc).  Each buffer gets a 1-D view sharing its data
+ * variable: offset = elem_offset + sum(index_d * stride_d), strides row-major unless
+ * the buffer declares its own.  Parameters keep their N-D buffers (the signature the
+ * caller sees); the body uses the flat views. */
+#include <stdlib.h>
+
+#include "pass_util.h"
+#include "tir/arith.h"
+
+typedef struct {
+  const tir_Buffer **from;
+  tir_Buffer **to;
+  int n, cap;
+} Ctx;
+
+static tir_Node *buffer_elems(const tir_Buffer *b) {
+  tir_DType t = TIR_INT32;
+  for (int i = 0; i < b->shape->size; i++)
+    if (b->shape->items[i]->dtype.bits == 64) t = TIR_INT64;
+  if (b->strides->size == b->shape->size && b->shape->size) {
+    tir_Node *hi = tir_int_imm(t, 1);
+    for (int i = 0; i < b->shape->size; i++)
+      hi = tir_add(hi, tir_mul(tir_sub(R(b->shape->items[i]), tir_int_imm(t, 1)), R(b->strides->items[i])));
+    return hi;
+  }
+  tir_Node *n = tir_int_imm(t, 1);
+  for (int i = 0; i < b->shape->size; i++) n = tir_mul(n, R(b->shape->items[i]));
+  return n;
+}
+
+static tir_Buffer *flat_of(Ctx *c, const tir_Buffer *b) {
+  for (int i = 0; i < c->n; i++)
+    if (c->from[i] == b) return c->to[i];
+  tir_Buffer *fb;
+  if (b->shape->size == 1 && b->strides->size == 0 && tir_is_zero(b->elem_offset)) {
+    fb = (tir_Buffer *)tir_retain(b); /* already flat */
+  } else {
+    fb = (tir_Buffer *)tir_node_copy(&b->hdr);
+    tir_release(fb->shape);
+    tir_release(fb->strides);
+    tir_release(fb->elem_offset);
+    tir_Node *elems = buffer_elems(b);
+    tir_Node *se = tir_simplify(NULL, elems);
+    tir_release(elems);
+    fb->shape = tir_array_of(1, se);
+    fb->strides = tir_array_empty();
+    fb->elem_offset = tir_i32(0);
+  }
+  if (c->n == c->cap) {
+    c->cap = c->cap ? c->cap * 2 : 16;
+    c->from = realloc(c->from, sizeof(*c->from) * (size_t)c->cap);
+    c->to = realloc(c->to, sizeof(*c->to) * (size_t)c->cap);
+  }
+  c->from[c->n] = b;
+  c->to[c->n] = fb;
+  c->n++;
+  return fb;
+}
+
+static tir_Node *flat_index(const tir_Buffer *b, const tir_Array *idx) {
+  if (b->shape->size == 1 && b->strides->size == 0 && tir_is_zero(b->elem_offset)) return tir_retain(idx->items[0]);
+  tir_Node *off = tir_retain(b->elem_offset);
+  tir_Node *stride = NULL;
+  for (int d = idx->size - 1; d >= 0; d--) {
+    tir_Node *s = b->strides->size == idx->size ? tir_retain(b->strides->items[d]) : (stride ? tir_retain(stride) : tir_i32(1));
+    off = tir_add(off, tir_mul(tir_retain(idx->items[d]), s));
+    if (b->strides->size != idx->size) {
+      tir_Node *next = stride ? tir_mul(stride, R(b->shape->items[d])) : R(b->shape->items[d]);
+      stride = next;
+    }
+  }
+  tir_release(stride);
+  return off;
+}
+
+static tir_Node *mut(const tir_Node *n, void *p) {
+  Ctx *c = p;
+  switch (n->kind) {
+    case TIR_BufferLoad: {
+      const tir_BufferLoad *l = (const tir_BufferLoad *)n;
+      tir_Node *m = tir_mutate_children(n, mut, p); /* indices may hold loads */
+      if (!m) return TIR_MUTATE_ERROR;
+      const tir_BufferLoad *ml = (const tir_BufferLoad *)m;
+      tir_Buffer *fb = flat_of(c, l->buffer);
+      tir_Node *r = tir_buffer_load((tir_Buffer *)R(fb), tir_array_of(1, flat_index(l->buffer, ml->indices)));
+      tir_release(m);
+      return r;
+    }
+    case TIR_BufferStore: {
+      const tir_BufferStore *s = (const tir_BufferStore *)n;
+      tir_Node *m = tir_mutate_children(n, mut, p);
+      if (!m) return TIR_MUTATE_ERROR;
+      const tir_BufferStore *ms = (const tir_BufferStore *)m;
+      tir_Buffer *fb = flat_of(c, s->buffer);
+      tir_Node *r = tir_buffer_store((tir_Buffer *)R(fb), R(ms->value), tir_array_of(1, flat_index(s->buffer, ms->indices)));
+      tir_release(m);
+      return r;
+    }
+    case TIR_Allocate: {
+      const tir_Allocate *a = (const tir_Allocate *)n;
+      tir_Node *body = tir_mutate(a->body, mut, p);
+      if (!body) return TIR_MUTATE_ERROR;
+      return tir_allocate((tir_Buffer *)R(flat_of(c, a->buffer)), body);
+    }
+    case TIR_Block:
+    case TIR_BlockRealize:
+      tir_error_set(TIR_ERR_LOWER, "flatten_buffer", "blocks must be lowered before flattening");
+      return TIR_MUTATE_ERROR;
+    case TIR_Buffer: return tir_retain(n);
+    default: return NULL;
+  }
+}
+
+tir_PrimFunc *tir_pass_flatten_buffer(const tir_PrimFunc *f) {
+  Ctx c = {0};
+  tir_Node *body = tir_mutate(f->body, mut, &c);
+  for (int i = 0; i < c.n; i++) tir_release(c.to[i]);
+  free(c.from);
+  free(c.to);
+  return pass_with_body(f, body);
+}

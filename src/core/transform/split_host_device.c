@@ -1,0 +1,172 @@
+/* split_host_device.c -- cuts the lowered function into device kernels (TVM
+ * src/tir/transforms/split_host_device.cc).
+ *
+ * The top of the body (sequences, global-scope allocations) is host code: global
+ * allocations become temporaries the runtime allocates, and every other statement must
+ * be a kernel region produced by lower_thread_binding (a chain of launch_thread
+ * attributes).  A kernel's parameters are the buffers (data pointers) and scalar
+ * variables it uses but does not define; its launch dimensions come from the chain. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pass_util.h"
+#include "tir/strbuf.h"
+#include "tir/transform.h"
+
+typedef struct {
+  const tir_Node **defined;
+  int n_def, cap_def;
+  const tir_Buffer **bufs; /* first buffer seen for each free data var */
+  int n_bufs, cap_bufs;
+  const tir_Var **scalars;
+  int n_sc, cap_sc;
+} FreeCtx;
+
+static void push(const void ***a, int *n, int *cap, const void *x) {
+  for (int i = 0; i < *n; i++)
+    if ((*a)[i] == x) return;
+  if (*n == *cap) {
+    *cap = *cap ? *cap * 2 : 16;
+    *a = realloc(*a, sizeof(void *) * (size_t)*cap);
+  }
+  (*a)[(*n)++] = x;
+}
+
+static int is_defined(FreeCtx *c, const void *x) {
+  for (int i = 0; i < c->n_def; i++)
+    if (c->defined[i] == x) return 1;
+  return 0;
+}
+
+/* First pass: everything the kernel defines (loop vars, lets, thread vars, allocations). */
+static int def_fn(const tir_Node *n, void *p) {
+  FreeCtx *c = p;
+  switch (n->kind) {
+    case TIR_For: push((const void ***)&c->defined, &c->n_def, &c->cap_def, ((const tir_For *)n)->loop_var); break;
+    case TIR_LetStmt: push((const void ***)&c->defined, &c->n_def, &c->cap_def, ((const tir_LetStmt *)n)->var); break;
+    case TIR_Let: push((const void ***)&c->defined, &c->n_def, &c->cap_def, ((const tir_Let *)n)->var); break;
+    case TIR_IterVar: push((const void ***)&c->defined, &c->n_def, &c->cap_def, ((const tir_IterVar *)n)->var); break;
+    case TIR_Allocate: push((const void ***)&c->defined, &c->n_def, &c->cap_def, ((const tir_Allocate *)n)->buffer->data); break;
+    default: break;
+  }
+  return 0;
+}
+
+static int use_fn(const tir_Node *n, void *p) {
+  FreeCtx *c = p;
+  const tir_Buffer *b = NULL;
+  if (n->kind == TIR_BufferLoad) b = ((const tir_BufferLoad *)n)->buffer;
+  else if (n->kind == TIR_BufferStore) b = ((const tir_BufferStore *)n)->buffer;
+  if (b) {
+    if (!is_defined(c, b->data)) {
+      int seen = 0;
+      for (int i = 0; i < c->n_bufs; i++)
+        if (c->bufs[i]->data == b->data) seen = 1;
+      if (!seen) push((const void ***)&c->bufs, &c->n_bufs, &c->cap_bufs, b);
+    }
+    return 0;
+  }
+  if (n->kind == TIR_Buffer) return 1; /* shapes of buffers are not uses */
+  if (n->kind == TIR_Var && !tir_dtype_is_handle(n->dtype) && !is_defined(c, n))
+    push((const void ***)&c->scalars, &c->n_sc, &c->cap_sc, n);
+  return 0;
+}
+
+static int make_kernel(const tir_Node *region, const char *name, tir_Kernel *k) {
+  memset(k, 0, sizeof *k);
+  for (int i = 0; i < 3; i++) {
+    k->grid[i] = tir_i32(1);
+    k->block[i] = tir_i32(1);
+  }
+  const tir_Node *s = region;
+  int any = 0;
+  while (s->kind == TIR_AttrStmt && strcmp(((const tir_AttrStmt *)s)->key, "thread_extent") == 0) {
+    const tir_AttrStmt *a = (const tir_AttrStmt *)s;
+    const char *tag = ((const tir_IterVar *)a->node)->thread_tag;
+    tir_Node **slot = NULL;
+    if (strncmp(tag, "blockIdx.", 9) == 0) slot = &k->grid[tag[9] - 'x'];
+    else if (strncmp(tag, "threadIdx.", 10) == 0) slot = &k->block[tag[10] - 'x'];
+    if (slot) {
+      tir_release(*slot);
+      *slot = tir_retain(a->value);
+    }
+    any = 1;
+    s = a->body;
+  }
+  if (!any) {
+    char *txt = tir_print(region);
+    tir_error_set(TIR_ERR_LOWER, "split_host_device",
+                  "this statement runs on the host but tirlua generates device code only: bind its loops to "
+                  "blockIdx/threadIdx (sch:bind) so it becomes a kernel");
+    tir_error_set_detail(txt);
+    free(txt);
+    for (int i = 0; i < 3; i++) {
+      tir_release(k->grid[i]);
+      tir_release(k->block[i]);
+    }
+    return -1;
+  }
+  FreeCtx c = {0};
+  tir_visit(region, def_fn, &c);
+  tir_visit(region, use_fn, &c);
+  tir_Array *params = tir_array_new(c.n_bufs + c.n_sc);
+  for (int i = 0; i < c.n_bufs; i++) params->items[i] = tir_retain(c.bufs[i]);
+  for (int i = 0; i < c.n_sc; i++) params->items[c.n_bufs + i] = tir_retain(c.scalars[i]);
+  free(c.defined);
+  free(c.bufs);
+  free(c.scalars);
+  k->name = tir_strdup(name);
+  k->func = tir_prim_func(name, params, tir_retain(region), NULL);
+  return 0;
+}
+
+static int walk(const tir_Node *s, const tir_PrimFunc *host, tir_DeviceSplit *out) {
+  if (s->kind == TIR_SeqStmt) {
+    const tir_Array *a = ((const tir_SeqStmt *)s)->seq;
+    for (int i = 0; i < a->size; i++)
+      if (walk(a->items[i], host, out)) return -1;
+    return 0;
+  }
+  if (s->kind == TIR_Allocate && strcmp(((const tir_Allocate *)s)->buffer->scope, "global") == 0) {
+    out->host_allocs = tir_array_push(out->host_allocs, tir_retain(((const tir_Allocate *)s)->buffer));
+    return walk(((const tir_Allocate *)s)->body, host, out);
+  }
+  if (s->kind == TIR_Evaluate && tir_is_zero(((const tir_Evaluate *)s)->value)) return 0; /* no-op */
+  char *name = out->n_kernels ? tir_strprintf("%s_kernel%d", host->name, out->n_kernels) : tir_strprintf("%s_kernel", host->name);
+  out->kernels = realloc(out->kernels, sizeof(tir_Kernel) * (size_t)(out->n_kernels + 1));
+  int rc = make_kernel(s, name, &out->kernels[out->n_kernels]);
+  free(name);
+  if (rc) return -1;
+  out->n_kernels++;
+  return 0;
+}
+
+int tir_split_host_device(const tir_PrimFunc *lowered, const tir_PrimFunc *host, tir_DeviceSplit *out) {
+  memset(out, 0, sizeof *out);
+  out->host = (tir_PrimFunc *)tir_retain(host);
+  out->host_allocs = tir_array_empty();
+  if (walk(lowered->body, host, out)) {
+    tir_device_split_free(out);
+    return -1;
+  }
+  if (out->n_kernels == 0) {
+    tir_device_split_free(out);
+    return tir_error_set(TIR_ERR_LOWER, "split_host_device", "the function does nothing on the device");
+  }
+  return 0;
+}
+
+void tir_device_split_free(tir_DeviceSplit *s) {
+  for (int i = 0; i < s->n_kernels; i++) {
+    free(s->kernels[i].name);
+    tir_release(s->kernels[i].func);
+    for (int d = 0; d < 3; d++) {
+      tir_release(s->kernels[i].grid[d]);
+      tir_release(s->kernels[i].block[d]);
+    }
+  }
+  free(s->kernels);
+  tir_release(s->host);
+  tir_release(s->host_allocs);
+  memset(s, 0, sizeof *s);
+}
