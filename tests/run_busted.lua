@@ -8,6 +8,14 @@ local function add(field, entry)
     package[field] = package[field] .. ";" .. entry
   end
 end
+-- On the GPU machine (no Lua installed) busted's modules travel in $TIRLUA_LUA_MODULES
+-- (made by scripts/gpu/pack_busted.sh): <dir>/share for .lua files, <dir>/lib for .so.
+local carried = os.getenv("TIRLUA_LUA_MODULES")
+if carried then
+  add("path", carried .. "/share/?.lua")
+  add("path", carried .. "/share/?/init.lua")
+  add("cpath", carried .. "/lib/?.so")
+end
 add("path", "/usr/share/lua/5.4/?.lua")
 add("path", "/usr/share/lua/5.4/?/init.lua")
 add("cpath", "/usr/lib/x86_64-linux-gnu/lua/5.4/?.so")

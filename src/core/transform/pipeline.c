@@ -27,7 +27,7 @@ tir_PrimFunc *tir_lower(const tir_PrimFunc *f, tir_LowerOptions *opts) {
       tir_release(cur);                       \
       return NULL;                            \
     }                                         \
-    int changed_ = next_ != cur;              \
+    int changed_ = next_ != cur && (!opts || !opts->dump || !tir_structural_equal(&next_->hdr, &cur->hdr)); \
     tir_release(cur);                         \
     cur = next_;                              \
     if (changed_) record(opts, name, cur);    \

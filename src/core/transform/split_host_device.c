@@ -72,7 +72,16 @@ static int use_fn(const tir_Node *n, void *p) {
   return 0;
 }
 
-static int make_kernel(const tir_Node *region, const char *name, tir_Kernel *k) {
+/* Position of a buffer's data among the host parameters (for a stable argument order). */
+static int host_rank(const tir_PrimFunc *host, const tir_Buffer *b) {
+  for (int i = 0; i < host->params->size; i++) {
+    const tir_Node *p = host->params->items[i];
+    if (p->kind == TIR_Buffer && ((const tir_Buffer *)p)->data == b->data) return i;
+  }
+  return host->params->size;
+}
+
+static int make_kernel(const tir_Node *region, const char *name, const tir_PrimFunc *host, tir_Kernel *k) {
   memset(k, 0, sizeof *k);
   for (int i = 0; i < 3; i++) {
     k->grid[i] = tir_i32(1);
@@ -109,6 +118,13 @@ static int make_kernel(const tir_Node *region, const char *name, tir_Kernel *k) 
   FreeCtx c = {0};
   tir_visit(region, def_fn, &c);
   tir_visit(region, use_fn, &c);
+  /* buffers in the order of the host function's parameters (insertion sort: few) */
+  for (int i = 1; i < c.n_bufs; i++)
+    for (int j = i; j > 0 && host_rank(host, c.bufs[j]) < host_rank(host, c.bufs[j - 1]); j--) {
+      const tir_Buffer *t = c.bufs[j];
+      c.bufs[j] = c.bufs[j - 1];
+      c.bufs[j - 1] = t;
+    }
   tir_Array *params = tir_array_new(c.n_bufs + c.n_sc);
   for (int i = 0; i < c.n_bufs; i++) params->items[i] = tir_retain(c.bufs[i]);
   for (int i = 0; i < c.n_sc; i++) params->items[c.n_bufs + i] = tir_retain(c.scalars[i]);
@@ -134,7 +150,7 @@ static int walk(const tir_Node *s, const tir_PrimFunc *host, tir_DeviceSplit *ou
   if (s->kind == TIR_Evaluate && tir_is_zero(((const tir_Evaluate *)s)->value)) return 0; /* no-op */
   char *name = out->n_kernels ? tir_strprintf("%s_kernel%d", host->name, out->n_kernels) : tir_strprintf("%s_kernel", host->name);
   out->kernels = realloc(out->kernels, sizeof(tir_Kernel) * (size_t)(out->n_kernels + 1));
-  int rc = make_kernel(s, name, &out->kernels[out->n_kernels]);
+  int rc = make_kernel(s, name, host, &out->kernels[out->n_kernels]);
   free(name);
   if (rc) return -1;
   out->n_kernels++;
