@@ -26,4 +26,16 @@ int tirlua_openlibs(lua_State *L);
 /* Runs a Lua file in L; returns 0 or -1 with the (rendered) error message on the stack. */
 int tirlua_dofile(lua_State *L, const char *path);
 
+/* C views of Lua values, for hosts that build in Lua and launch from C (borrowed: valid
+ * while the Lua value is alive).  NULL when the value is not of that kind.
+ *   tirlua_tofunc:   a PrimFunc (also the function of a tir.Schedule's .mod)
+ *   tirlua_tomodule: a built module (tir.build); run it with tir_module_run (codegen.h)
+ *   tirlua_toarray:  a tir.NDArray */
+struct tir_PrimFunc;
+struct tir_BuiltModule;
+struct tir_NDArray;
+struct tir_PrimFunc *tirlua_tofunc(lua_State *L, int idx);
+struct tir_BuiltModule *tirlua_tomodule(lua_State *L, int idx);
+struct tir_NDArray *tirlua_toarray(lua_State *L, int idx);
+
 #endif

@@ -162,6 +162,23 @@ tir_Array *tirL_check_expr_list(lua_State *L, int idx, const char *what) {
 }
 
 /* ---- errors ---- */
+/* "file:line: " of the innermost caller outside tirlua's own Lua library (lib/tir),
+ * so an error points at the user's script rather than at the wrapper that raised it. */
+static void push_user_where(lua_State *L) {
+  lua_Debug ar;
+  for (int level = 1; lua_getstack(L, level, &ar); level++) {
+    if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0) continue;
+    const char *src = ar.short_src;
+    size_t n = strlen(src);
+    const char *lib = strstr(src, "tir/");
+    int in_lib = lib && n > 4 && strcmp(src + n - 4, ".lua") == 0 && !strchr(lib + 4, '/');
+    if (in_lib) continue;
+    lua_pushfstring(L, "%s:%d: ", src, ar.currentline);
+    return;
+  }
+  lua_pushliteral(L, "");
+}
+
 static void push_error_object(lua_State *L, tir_ErrorKind kind, const char *primitive, const char *message,
                               const char *detail, const char *rendered) {
   lua_createtable(L, 0, 6);
@@ -175,7 +192,7 @@ static void push_error_object(lua_State *L, tir_ErrorKind kind, const char *prim
     lua_pushstring(L, detail);
     lua_setfield(L, -2, "detail");
   }
-  luaL_where(L, 1);
+  push_user_where(L);
   lua_setfield(L, -2, "where");
   lua_pushstring(L, rendered);
   lua_setfield(L, -2, "text");

@@ -6,6 +6,7 @@
 
 #include "l_tir.h"
 #include "tir/runtime.h"
+#include "tir/tirlua.h"
 
 #define MT "tir.NDArray"
 
@@ -29,6 +30,8 @@ tir_NDArray *tirL_to_ndarray(lua_State *L, int idx) {
   Box *b = luaL_testudata(L, idx, MT);
   return b ? b->a : NULL;
 }
+
+tir_NDArray *tirlua_toarray(lua_State *L, int idx) { return tirL_to_ndarray(L, idx); }
 
 tir_NDArray *tirL_check_ndarray(lua_State *L, int idx) {
   Box *b = luaL_checkudata(L, idx, MT);

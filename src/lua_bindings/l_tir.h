@@ -50,6 +50,7 @@ void tirL_open_schedule(lua_State *L);  /* tir.core.Schedule */
 void tirL_open_transform(lua_State *L); /* tir.core.lower, build */
 void tirL_open_runtime(lua_State *L);   /* tir.core.nd, device, Module */
 void tirL_open_interp(lua_State *L);    /* tir.core.interpret */
+void tirL_open_arith(lua_State *L);     /* simplify, can_prove, const_int_bound */
 
 /* Registry key of the tir.Error metatable. */
 #define TIRL_ERROR_MT "tir.Error"

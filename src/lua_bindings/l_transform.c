@@ -5,6 +5,7 @@
 
 #include "l_tir.h"
 #include "tir/codegen.h"
+#include "tir/tirlua.h"
 #include "tir/transform.h"
 
 #define MT "tir.Module"
@@ -83,6 +84,17 @@ static int l_run_pass(lua_State *L) {
   if (!r) return tirL_raise_core(L);
   tirL_push_node(L, &r->hdr);
   return 1;
+}
+
+tir_BuiltModule *tirlua_tomodule(lua_State *L, int idx) {
+  Box *b = luaL_testudata(L, idx, MT);
+  return b ? b->m : NULL;
+}
+
+tir_PrimFunc *tirlua_tofunc(lua_State *L, int idx) {
+  tir_Node *n = tirL_to_node(L, idx);
+  if (n && n->kind == TIR_IRModule && ((tir_IRModule *)n)->functions->size == 1) n = ((tir_IRModule *)n)->functions->items[0];
+  return n && n->kind == TIR_PrimFunc ? (tir_PrimFunc *)n : NULL;
 }
 
 static tir_BuiltModule *check_mod(lua_State *L, int idx) {

@@ -5,3 +5,6 @@ local build = os.getenv("TIRLUA_BUILD_DIR") or "build"
 if not package.cpath:find(build .. "/?.so", 1, true) then
   package.cpath = build .. "/?.so;" .. package.cpath
 end
+
+-- Shared helpers for the specs: require("spec_util") (tests/spec is on the path below).
+package.path = "tests/spec/?.lua;" .. package.path

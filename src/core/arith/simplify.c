@@ -393,9 +393,22 @@ static tir_Node *simp(tir_Analyzer *a, const tir_Node *e) {
       if (b && b->lo == b->hi && b->lo != TIR_NEG_INF && tir_dtype_is_int(e->dtype)) return tir_int_imm(e->dtype, b->lo);
       return tir_retain(e);
     }
+    case TIR_Mul:
+      if (is_lin_int(e->dtype)) {
+        /* a product of two non-constants is an atom of the linear form */
+        tir_Node *x = simp(a, ((const tir_Mul *)e)->a), *y = simp(a, ((const tir_Mul *)e)->b);
+        if (x->kind != TIR_IntImm && y->kind != TIR_IntImm) return bin(TIR_Mul, x, y);
+        tir_Node *m = tir_binary_raw(TIR_Mul, x, y);
+        tir_Node *r = simp_linear(a, m);
+        if (r) {
+          tir_release(m);
+          return r;
+        }
+        return m;
+      }
+      break;
     case TIR_Add:
     case TIR_Sub:
-    case TIR_Mul:
       if (is_lin_int(e->dtype)) {
         tir_Node *r = simp_linear(a, e);
         if (r) return r;

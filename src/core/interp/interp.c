@@ -689,9 +689,14 @@ int tir_check_args(const tir_PrimFunc *f, const tir_InterpArg *args, int nargs, 
         }
       }
     }
-    if (require_dev >= 0 && a->dev.type != require_dev)
-      return tir_error_set(TIR_ERR_RUNTIME, who, "argument %d (%s) is on the %s; expected an array on the %s", i + 1, b->name,
-                           a->dev.type == TIR_DEV_CPU ? "host (cpu)" : "GPU (cuda)",
+  }
+  /* devices last: a shape or dtype mistake is the more useful message */
+  for (int i = 0; i < nargs && require_dev >= 0; i++) {
+    const tir_Node *p = f->params->items[i];
+    const tir_NDArray *a = args[i].array;
+    if (p->kind == TIR_Buffer && a->dev.type != require_dev)
+      return tir_error_set(TIR_ERR_RUNTIME, who, "argument %d (%s) is on the %s; expected an array on the %s", i + 1,
+                           ((const tir_Buffer *)p)->name, a->dev.type == TIR_DEV_CPU ? "host (cpu)" : "GPU (cuda)",
                            require_dev == TIR_DEV_CPU ? "host (cpu)" : "GPU (cuda)");
   }
   return 0;

@@ -79,16 +79,16 @@ const char *tir_error_kind_name(tir_ErrorKind k) {
 char *tir_error_render(const tir_Error *e) {
   tir_StrBuf sb;
   tir_sb_init(&sb);
-  if (e->ir) {
-    char *ir = tir_print_marked(e->ir, e->marks, e->n_marks);
-    tir_sb_puts(&sb, ir);
-    free(ir);
-    if (sb.len && sb.data[sb.len - 1] != '\n') tir_sb_putc(&sb, '\n');
-  }
   tir_sb_puts(&sb, tir_error_kind_name(e->kind));
   if (e->primitive[0]) tir_sb_printf(&sb, " in %s", e->primitive);
   tir_sb_printf(&sb, ": %s", e->message ? e->message : "");
   if (e->kind == TIR_ERR_INTERNAL) tir_sb_puts(&sb, " (this is a bug in tirlua; please report it)");
+  if (e->ir) {
+    char *ir = tir_print_marked(e->ir, e->marks, e->n_marks);
+    tir_sb_printf(&sb, "\n-- the IR%s:\n%s", e->n_marks ? " (marked: ^^^)" : "", ir);
+    free(ir);
+    if (sb.len && sb.data[sb.len - 1] == '\n') sb.data[--sb.len] = 0;
+  }
   if (e->detail) tir_sb_printf(&sb, "\n%s", e->detail);
   return tir_sb_take(&sb);
 }

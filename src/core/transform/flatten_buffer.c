@@ -58,20 +58,22 @@ static tir_Buffer *flat_of(Ctx *c, const tir_Buffer *b) {
   return fb;
 }
 
+/* Row-major offset in Horner form (((i0 * s1 + i1) * s2 + i2) ...), or the sum of index *
+ * stride for buffers with explicit strides; plus elem_offset. */
 static tir_Node *flat_index(const tir_Buffer *b, const tir_Array *idx) {
   if (b->shape->size == 1 && b->strides->size == 0 && tir_is_zero(b->elem_offset)) return tir_retain(idx->items[0]);
-  tir_Node *off = tir_retain(b->elem_offset);
-  tir_Node *stride = NULL;
-  for (int d = idx->size - 1; d >= 0; d--) {
-    tir_Node *s = b->strides->size == idx->size ? tir_retain(b->strides->items[d]) : (stride ? tir_retain(stride) : tir_i32(1));
-    off = tir_add(off, tir_mul(tir_retain(idx->items[d]), s));
-    if (b->strides->size != idx->size) {
-      tir_Node *next = stride ? tir_mul(stride, R(b->shape->items[d])) : R(b->shape->items[d]);
-      stride = next;
+  tir_Node *off = NULL;
+  if (b->strides->size == idx->size) {
+    for (int d = 0; d < idx->size; d++) {
+      tir_Node *t = tir_mul(tir_retain(idx->items[d]), tir_retain(b->strides->items[d]));
+      off = off ? tir_add(off, t) : t;
     }
+  } else {
+    for (int d = 0; d < idx->size; d++)
+      off = off ? tir_add(tir_mul(off, R(b->shape->items[d])), tir_retain(idx->items[d])) : tir_retain(idx->items[d]);
   }
-  tir_release(stride);
-  return off;
+  if (!off) off = tir_i32(0);
+  return tir_is_zero(b->elem_offset) ? off : tir_add(tir_retain(b->elem_offset), off);
 }
 
 static tir_Node *mut(const tir_Node *n, void *p) {

@@ -30,9 +30,18 @@ tir_Var *tir_sched_fuse(tir_Schedule *s, tir_Var *const *vars, int n) {
   for (int i = 0; i < n; i++) {
     const tir_For *l = loops[i];
     if (i + 1 < n && l->body != &loops[i + 1]->hdr) {
-      sch_error(s, P, &loops[i + 1]->hdr, "not the only child",
-                "loop %s is not the only statement inside loop %s; fuse needs perfectly nested loops given outer to inner",
-                loops[i + 1]->loop_var->name, l->loop_var->name);
+      const tir_For *nx = loops[i + 1];
+      SchPath sub;
+      if (sch_path_to(&nx->hdr, &l->hdr, &sub))
+        sch_error(s, P, &l->hdr, "this loop", "loop %s is inside loop %s: give the loops outer to inner", l->loop_var->name,
+                  nx->loop_var->name);
+      else if (sch_path_to(&l->hdr, &nx->hdr, &sub))
+        sch_error(s, P, &nx->hdr, "not the only child",
+                  "loop %s is not the only statement directly inside loop %s; fuse needs perfectly nested loops",
+                  nx->loop_var->name, l->loop_var->name);
+      else
+        sch_error(s, P, &nx->hdr, "this loop", "loops %s and %s are not nested in one another", l->loop_var->name,
+                  nx->loop_var->name);
       goto done;
     }
     if (l->kind == TIR_FOR_THREAD_BINDING || l->annotations->size) {

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../sched_internal.h"
+#include "tir/strbuf.h"
 
 typedef struct {
   const char *name;
@@ -20,13 +21,25 @@ static int find_name(const tir_Node *n, void *p) {
   return tir_is_expr(n) ? 1 : 0;
 }
 
+static int list_names(const tir_Node *n, void *p) {
+  tir_StrBuf *sb = p;
+  if (n->kind == TIR_Block && strcmp(((const tir_Block *)n)->name, "root") != 0)
+    tir_sb_printf(sb, "%s'%s'", sb->len ? ", " : "", ((const tir_Block *)n)->name);
+  return tir_is_expr(n) ? 1 : 0;
+}
+
 int64_t tir_sched_get_block(tir_Schedule *s, const char *name) {
   NameCtx c = {name, {NULL, NULL}, 0};
   tir_visit(s->func->body, find_name, &c);
   if (c.count == 1) return c.found[0]->uid;
   if (c.count == 0) {
     /* list the blocks that do exist */
-    tir_error_set(TIR_ERR_SCHEDULE, "get_block", "no block named '%s' in function '%s'", name, s->func->name);
+    tir_StrBuf names;
+    tir_sb_init(&names);
+    tir_visit(s->func->body, list_names, &names);
+    tir_error_set(TIR_ERR_SCHEDULE, "get_block", "no block named '%s' in function '%s' (blocks: %s)", name, s->func->name,
+                  names.data ? names.data : "none");
+    tir_sb_free(&names);
     tir_error_set_ir(&s->func->hdr);
     return -1;
   }

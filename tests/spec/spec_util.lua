@@ -1,0 +1,82 @@
+-- spec_util.lua -- helpers shared by the specs.
+local tir = require("tir")
+local te = tir.te
+local U = {}
+local assert = require("luassert") -- modules do not see busted's injected assert
+
+--- Runs f on random inputs (seeded) and returns the host arrays after the call.
+function U.run(f, seed, args)
+  args = args and tir.testing.copy_args(args) or tir.testing.random_args(f, seed or 1)
+  tir.interpret(f, args)
+  return args
+end
+
+--- Asserts that f1 and f2 compute the same thing on the same random inputs: every array
+-- argument after the call is equal (exactly, unless opts.rtol is given).
+function U.assert_equiv(f1, f2, opts)
+  opts = opts or {}
+  for seed = 1, opts.trials or 2 do
+    local args = tir.testing.random_args(f1, seed)
+    local r1 = U.run(f1, seed, args)
+    local r2 = U.run(f2, seed, args)
+    for i = 1, #r1 do
+      if opts.rtol then
+        tir.testing.assert_allclose(r2[i], r1[i], {rtol = opts.rtol, atol = opts.atol or 0})
+      else
+        assert.are.same(r1[i]:to_table(), r2[i]:to_table())
+      end
+    end
+  end
+end
+
+--- Calls fn, requires it to raise, and requires every pattern (plain text) in the message.
+function U.expect_error(fn, ...)
+  local ok, e = pcall(fn)
+  assert(not ok, "expected an error, but the call succeeded")
+  local msg = tostring(e)
+  for _, pat in ipairs({...}) do
+    if not msg:find(pat, 1, true) then
+      error(("error message lacks %q:\n%s"):format(pat, msg), 2)
+    end
+  end
+  return e
+end
+
+function U.matmul(M, N, K, dtype, out_dtype)
+  dtype = dtype or "float32"
+  local A = te.placeholder({M, K}, dtype, "A")
+  local B = te.placeholder({K, N}, dtype, "B")
+  local k = te.reduce_axis({0, K}, "k")
+  local C = te.compute({M, N}, function(i, j)
+    local a, b = A[{i, k}], B[{k, j}]
+    if out_dtype then a, b = tir.cast(out_dtype, a), tir.cast(out_dtype, b) end
+    return te.sum(a * b, {k})
+  end, "C")
+  return te.create_prim_func({A, B, C})
+end
+
+function U.elementwise(n, m)
+  local A = te.placeholder({n, m}, "float32", "A")
+  local B = te.compute({n, m}, function(i, j) return A[{i, j}] * 2.0 + 1.0 end, "B")
+  return te.create_prim_func({A, B})
+end
+
+--- The naive 2-D GPU schedule of a matmul-like block.
+function U.bind_2d(sch, block, ti, tj)
+  local i, j = sch:get_loops(sch:get_block(block))
+  local bi, ii = sch:split(i, {nil, ti or 16})
+  local bj, jj = sch:split(j, {nil, tj or 16})
+  sch:reorder(bi, bj, ii, jj)
+  sch:bind(bi, "blockIdx.y"); sch:bind(bj, "blockIdx.x")
+  sch:bind(ii, "threadIdx.y"); sch:bind(jj, "threadIdx.x")
+  return sch
+end
+
+--- Loads a T script text through the script builder (when tir.script exists).
+function U.count(s, pat)
+  local n = 0
+  for _ in s:gmatch(pat) do n = n + 1 end
+  return n
+end
+
+return U
