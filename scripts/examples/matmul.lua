@@ -62,8 +62,8 @@ if has_gpu then
   mod(da, db, dc)
   local st = tir.testing.assert_allclose(dc, ref, {rtol = 1e-4, atol = 1e-4 * math.sqrt(K)})
   local t = mod:time_evaluator({number = 20, repeat_ = 5})(da, db, dc)
-  print(("time %.3f ms, %.2f TFLOP/s, max abs error %.3g, max rel error %.3g (vs float64 reference)"):format(
-    t * 1e3, flops / t / 1e12, st.max_abs, st.max_rel))
+  print(("time %.3f ms, %.2f TFLOP/s; vs float64 reference: max abs error %.3g, relative L2 error %.3g"):format(
+    t * 1e3, flops / t / 1e12, st.max_abs, st.rel_l2))
 else
   print(("-- no GPU (%s): running the same scheduled function on the CPU interpreter at %dx%dx%d"):format(why, M, N, K))
   local c = tir.nd.empty({M, N}, "float32")
@@ -71,6 +71,6 @@ else
   tir.interpret(sch.mod, {a, b, c})
   local dt = os.clock() - t0
   local st = tir.testing.assert_allclose(c, ref, {rtol = 1e-4, atol = 1e-4 * math.sqrt(K)})
-  print(("interpreter %.3f s, max abs error %.3g, max rel error %.3g (vs float64 reference)"):format(dt, st.max_abs, st.max_rel))
+  print(("interpreter %.3f s; vs float64 reference: max abs error %.3g, relative L2 error %.3g"):format(dt, st.max_abs, st.rel_l2))
   print("the CUDA C above is what a GPU would launch: " .. mod:get_source("host"))
 end
