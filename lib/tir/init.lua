@@ -27,6 +27,7 @@ tir.cpu = nd.cpu
 tir.cuda = nd.cuda
 
 tir.te = require("tir.te")
+tir.script = require("tir.script")
 tir.Schedule = require("tir.schedule")
 tir.testing = require("tir.testing")
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "l_tir.h"
+#include "tir/analysis.h"
 
 static tir_DType opt_dtype(lua_State *L, int idx, tir_DType def) {
   if (lua_isnoneornil(L, idx)) return def;
@@ -246,8 +247,11 @@ static tir_Node *to_field_node(lua_State *L, int idx, const char *node_type, con
     for (int i = 1; i <= m; i++) {
       lua_geti(L, idx, i);
       /* arrays nest (e.g. annotation values) */
-      a->items[i - 1] = lua_type(L, -1) == LUA_TTABLE ? to_field_node(L, -1, "tir_Array", field)
-                                                      : tirL_to_expr(L, -1, TIR_INT32, 0);
+      tir_Node *nd = tirL_to_node(L, -1);
+      if (nd && !tir_is_expr(nd)) a->items[i - 1] = tir_retain(nd); /* Range, Buffer, IterVar, Ann, ... */
+      else if (lua_type(L, -1) == LUA_TTABLE) a->items[i - 1] = to_field_node(L, -1, "tir_Array", field);
+      else if (lua_type(L, -1) == LUA_TSTRING) a->items[i - 1] = tir_string_imm(lua_tostring(L, -1));
+      else a->items[i - 1] = tirL_to_expr(L, -1, TIR_INT32, 0);
       lua_pop(L, 1);
     }
     tir_retain(a);
@@ -401,7 +405,64 @@ static int l_substitute(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg expr_fns[] = {{"var", l_var},
+/* substitute_buffers(node, {old, new, old, new, ...}) */
+static int l_substitute_buffers(lua_State *L) {
+  tir_Node *n = tirL_check_node(L, 1, -1, NULL);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  int m = tirL_table_maxn(L, 2);
+  if (m % 2) return luaL_argerror(L, 2, "expected pairs {old, new, ...}");
+  int k = m / 2;
+  for (int i = 1; i <= m; i++) {
+    lua_geti(L, 2, i);
+    if (!tirL_to_node(L, -1) || tirL_to_node(L, -1)->kind != TIR_Buffer) return luaL_error(L, "substitute_buffers: element %d is not a Buffer", i);
+    lua_pop(L, 1);
+  }
+  tir_Buffer **from = calloc((size_t)k + 1, sizeof *from), **to = calloc((size_t)k + 1, sizeof *to);
+  for (int i = 0; i < k; i++) {
+    lua_geti(L, 2, 2 * i + 1);
+    from[i] = (tir_Buffer *)tirL_to_node(L, -1);
+    lua_geti(L, 2, 2 * i + 2);
+    to[i] = (tir_Buffer *)tirL_to_node(L, -1);
+    lua_pop(L, 2);
+  }
+  tir_Node *r = tir_substitute_buffers(n, k, from, to);
+  free(from);
+  free(to);
+  tirL_push_node(L, r);
+  return 1;
+}
+
+/* buffer_with_name(buf, name) -> a copy of the buffer (same data var) with another name */
+static int l_buffer_with_name(lua_State *L) {
+  tir_Buffer *b = (tir_Buffer *)tirL_check_node(L, 1, TIR_Buffer, NULL);
+  const char *name = luaL_checkstring(L, 2);
+  tir_Buffer *c = (tir_Buffer *)tir_node_copy(&b->hdr);
+  tir_node_set_str(&c->name, name);
+  tirL_push_node(L, &c->hdr);
+  return 1;
+}
+
+/* var_with_name(var, name) -> a new variable of the same dtype */
+static int l_var_with_name(lua_State *L) {
+  tir_Var *v = (tir_Var *)tirL_check_node(L, 1, TIR_Var, NULL);
+  tirL_push_node(L, &tir_var_new(luaL_checkstring(L, 2), v->hdr.dtype)->hdr);
+  return 1;
+}
+
+/* block_access(block) -> reads, writes (Arrays of BufferRegion) detected from the body */
+static int l_block_access(lua_State *L) {
+  tir_Block *b = (tir_Block *)tirL_check_node(L, 1, TIR_Block, NULL);
+  tir_Array *r, *w;
+  tir_block_access_regions(b, &r, &w);
+  tirL_push_node(L, &r->hdr);
+  tirL_push_node(L, &w->hdr);
+  return 2;
+}
+
+static const luaL_Reg expr_fns[] = {{"substitute_buffers", l_substitute_buffers},
+                                    {"buffer_with_name", l_buffer_with_name},
+                                    {"var_with_name", l_var_with_name},
+                                    {"block_access", l_block_access},{"var", l_var},
                                     {"const", l_const},
                                     {"add", l_add},
                                     {"sub", l_sub},

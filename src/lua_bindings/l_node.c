@@ -524,6 +524,29 @@ static int l_is_node(lua_State *L) {
   return 1;
 }
 
+typedef struct {
+  int kind, found;
+} ContainsCtx;
+
+static int contains_fn(const tir_Node *n, void *p) {
+  ContainsCtx *c = p;
+  if (n->kind == c->kind) c->found = 1;
+  return c->found;
+}
+
+/* contains(node, kind) -> whether a node of that kind occurs in node (inclusive). */
+static int l_contains(lua_State *L) {
+  tir_Node *n = tirL_check_node(L, 1, -1, NULL);
+  const char *k = luaL_checkstring(L, 2);
+  ContainsCtx c = {-1, 0};
+  for (int i = 0; i < TIR_NUM_KINDS; i++)
+    if (strcmp(tir_kind_name(i), k) == 0) c.kind = i;
+  if (c.kind < 0) return luaL_argerror(L, 2, "unknown node kind");
+  tir_visit(n, contains_fn, &c);
+  lua_pushboolean(L, c.found);
+  return 1;
+}
+
 static int l_live_nodes(lua_State *L) {
   lua_pushinteger(L, tir_node_live_count());
   return 1;
@@ -587,6 +610,7 @@ void tirL_open_node(lua_State *L) {
                                  {"set_store_hook", l_set_store_hook},
                                  {"is_node", l_is_node},
                                  {"live_nodes", l_live_nodes},
+                                 {"contains", l_contains},
                                  {NULL, NULL}};
   luaL_setfuncs(L, fns, 0);
 }

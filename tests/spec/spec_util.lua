@@ -11,10 +11,22 @@ function U.run(f, seed, args)
   return args
 end
 
+--- Asserts that print(f) loads back (tir.script) into a structurally equal function.
+function U.assert_roundtrip(f)
+  if type(f) == "table" and f.func then f = f.func end
+  local text = tostring(f)
+  local g = tir.script.parse(text)
+  local eq, diff = tir.structural_equal(f, g)
+  if not eq then error("print -> load is not structurally equal: " .. tostring(diff) .. "\n" .. text, 2) end
+  return g
+end
+
 --- Asserts that f1 and f2 compute the same thing on the same random inputs: every array
 -- argument after the call is equal (exactly, unless opts.rtol is given).
 function U.assert_equiv(f1, f2, opts)
   opts = opts or {}
+  U.assert_roundtrip(f1)
+  U.assert_roundtrip(f2)
   for seed = 1, opts.trials or 2 do
     local args = tir.testing.random_args(f1, seed)
     local r1 = U.run(f1, seed, args)

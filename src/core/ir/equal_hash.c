@@ -139,7 +139,10 @@ static int eq(EqCtx *c, const tir_Node *a, const tir_Node *b) {
   if (a->kind == TIR_Buffer) {
     int m = lookup_pair(c, a, b);
     if (m == 1) return 1;
-    if (m == 0 || !(c->defining || c->map_free)) {
+    /* a view of an already mapped allocation (e.g. the flat view of a parameter) is
+     * defined by its data variable */
+    int via_data = m == -1 && lookup_pair(c, &((const tir_Buffer *)a)->data->hdr, &((const tir_Buffer *)b)->data->hdr) == 1;
+    if (m == 0 || !(c->defining || c->map_free || via_data)) {
       report(c, a, b, m == 0 ? "buffers differ" : "free buffers differ (not defined at matching places)");
       return 0;
     }
@@ -185,7 +188,9 @@ static int eq(EqCtx *c, const tir_Node *a, const tir_Node *b) {
         break;
       }
       case TIR_FT_STR:
-        /* Names of variables are not compared; names of blocks, buffers, ops are. */
+        /* Names of variables and buffers are not compared (as in TVM); block names,
+         * scopes, thread tags, keys and op names are. */
+        if (a->kind == TIR_Buffer && strcmp(f->name, "name") == 0) break;
         if (strcmp(*(char *const *)pa, *(char *const *)pb) != 0) {
           char buf[256];
           snprintf(buf, sizeof buf, "%s.%s differs (\"%.80s\" vs \"%.80s\")", ki->name, f->name, *(char *const *)pa,
@@ -275,7 +280,7 @@ static uint64_t hash(HashCtx *c, const tir_Node *n) {
         break;
       }
       case TIR_FT_STR:
-        if (n->kind != TIR_Var) h = mix(h, hash_str(*(char *const *)p));
+        if (n->kind != TIR_Var && !(n->kind == TIR_Buffer && strcmp(f->name, "name") == 0)) h = mix(h, hash_str(*(char *const *)p));
         break;
       case TIR_FT_UID: break;
     }

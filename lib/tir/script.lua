@@ -1,0 +1,562 @@
+--- tir.script (T): write TensorIR directly in Lua, as TVMScript does in Python.
+--
+--   local T = tir.script
+--   local mm = T.prim_func("mm", {A = T.Buffer({128, 128}, "float16"), B = ..., C = ...}, function(A, B, C)
+--     for i, j, k in T.grid(128, 128, 128) do
+--       T.block("C", function()
+--         local vi, vj, vk = T.axis.remap("SSR", {i, j, k})
+--         T.init(function() C[{vi, vj}] = 0 end)
+--         C[{vi, vj}] = C[{vi, vj}] + T.cast("float32", A[{vi, vk}]) * T.cast("float32", B[{vk, vj}])
+--       end)
+--     end
+--   end)
+--
+-- The printer emits exactly this form, so print(func) is a script that rebuilds func
+-- (structurally equal).  Parameter order is the order of the body function's parameters.
+-- Names of loop variables, iteration variables and buffers are taken from the Lua locals
+-- they are assigned to (found on the stack), so printed names survive a round trip.
+-- Lua 5.4 turns comparisons into booleans: use T.lt/le/gt/ge/eq/ne, T.And/Or/Not; `if`
+-- on an expression does not work, use T.If(cond, function() ... end [, else_fn]).
+local core = require("tir.core")
+local T = {}
+
+-- ---------------------------------------------------------------------------------------
+-- builder state
+local B = {frames = nil, pending = nil, names = nil}
+
+local function err(msg, level) error("T script: " .. msg, (level or 1) + 1) end
+
+local function top()
+  if not B.frames then err("this must be called inside T.prim_func", 3) end
+  return B.frames[#B.frames]
+end
+
+local function push(frame)
+  frame.stmts = frame.stmts or {}
+  B.frames[#B.frames + 1] = frame
+  return frame
+end
+
+local function pop(frame)
+  if B.frames[#B.frames] ~= frame then
+    err("a scope was left early (break, goto or return out of a T.grid/T.serial loop?)", 3)
+  end
+  B.frames[#B.frames] = nil
+end
+
+local function emit(stmt)
+  local f = top()
+  f.stmts[#f.stmts + 1] = stmt
+end
+
+-- Names of objects created without one are discovered from the locals they were assigned
+-- to: scan the Lua stack (locals of active functions) for pending objects.
+local function discover()
+  if not B.frames then err("this must be called inside T.prim_func", 3) end
+  if B.n_pending == 0 then return end
+  local level = 3
+  while true do
+    local info = debug.getinfo(level, "f")
+    if not info then break end
+    local i = 1
+    while true do
+      local name, value = debug.getlocal(level, i)
+      if not name then break end
+      if B.pending[value] and not B.names[value] and name:match("^[%a_][%w_]*$") then
+        B.names[value] = name
+        B.n_pending = B.n_pending - 1
+      end
+      i = i + 1
+    end
+    level = level + 1
+  end
+end
+
+local function pending(obj)
+  B.pending[obj] = true
+  B.n_pending = B.n_pending + 1
+  return obj
+end
+
+-- Folds "rest of scope" markers (let, launch_thread, allocate) into nested statements.
+local function seq(stmts)
+  local out = {}
+  for idx = #stmts, 1, -1 do
+    local s = stmts[idx]
+    if type(s) == "table" and s.scope_marker then
+      local body = #out == 0 and core.make("Evaluate", {value = 0}) or (#out == 1 and out[1] or core.make("SeqStmt", {seq = out}))
+      out = {s.wrap(body)}
+    else
+      table.insert(out, 1, s)
+    end
+  end
+  if #out == 0 then return core.make("Evaluate", {value = 0}) end
+  if #out == 1 then return out[1] end
+  return core.make("SeqStmt", {seq = out})
+end
+
+-- ---------------------------------------------------------------------------------------
+-- expressions and types
+local function dtype_ctor(dt)
+  return function(v)
+    if v == nil then
+      -- T.int32() in a parameter table declares a scalar parameter
+      return {scalar_param = dt}
+    end
+    if core.is_node(v) then return core.cast(dt, v) end
+    return core.const(v, dt)
+  end
+end
+for _, dt in ipairs({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32",
+                     "float64", "bfloat16", "bool"}) do
+  T[dt] = dtype_ctor(dt)
+end
+T.handle = function() return {scalar_param = "handle"} end
+
+T.cast = core.cast
+T.Cast = core.cast
+T.Select = core.select
+T.if_then_else = function(c, a, b) return core.call(core.is_node(a) and a.dtype or "float32", "if_then_else", c, a, b) end
+T.min, T.max = core.min, core.max
+T.floordiv, T.floormod = core.floordiv, core.floormod
+T.truncdiv, T.truncmod = core.truncdiv, core.truncmod
+T.eq, T.ne, T.lt, T.le, T.gt, T.ge = core.eq, core.ne, core.lt, core.le, core.gt, core.ge
+T.And, T.Or, T.Not = core.And, core.Or, core.Not
+T.Ramp, T.Broadcast = core.Ramp, core.Broadcast
+T.call = core.call
+function T.Let(name, value, fn)
+  local v = core.var(name, core.is_node(value) and value.dtype or "int32")
+  return core.make("Let", {var = v, value = value, body = fn(v)})
+end
+function T.reduce(combiner, source, axes) return core.te_reduce(combiner, source, axes) end
+
+-- ---------------------------------------------------------------------------------------
+-- buffers
+local function buffer_opts(opts)
+  opts = opts or {}
+  for k in pairs(opts) do
+    if k ~= "scope" and k ~= "strides" and k ~= "elem_offset" and k ~= "align" and k ~= "offset_factor" and k ~= "data" and
+       k ~= "name" then
+      err(("unknown buffer option '%s'"):format(tostring(k)), 3)
+    end
+  end
+  return opts
+end
+
+--- T.Buffer(shape, dtype, {scope=, strides=, elem_offset=, data=, name=}).  In a parameter
+-- table it declares a buffer parameter; in a body it declares a view (e.g. of param.data).
+function T.Buffer(shape, dtype, opts)
+  opts = buffer_opts(opts)
+  if not B.frames then return {buffer_param = true, shape = shape, dtype = dtype or "float32", opts = opts} end
+  local b = core.buffer(opts.name or "buffer", shape, dtype or "float32", opts)
+  if not opts.name then pending(b) end
+  return b
+end
+
+--- Allocates a buffer in the enclosing block (the root block at function level).
+function T.alloc_buffer(shape, dtype, opts)
+  discover()
+  opts = buffer_opts(opts)
+  local f
+  for i = #B.frames, 1, -1 do
+    if B.frames[i].kind == "block" or B.frames[i].kind == "func" then f = B.frames[i] break end
+  end
+  if not f then err("alloc_buffer outside a block", 2) end
+  local b = core.buffer(opts.name or "buffer", shape, dtype or "float32", opts)
+  if not opts.name then pending(b) end
+  f.allocs[#f.allocs + 1] = b
+  return b
+end
+
+--- A flat allocation for the rest of the scope (lowered IR).
+function T.allocate(shape, dtype, scope)
+  discover()
+  local b = pending(core.buffer("buffer", shape, dtype or "float32", {scope = scope or "global"}))
+  emit({scope_marker = true, wrap = function(body) return core.make("Allocate", {buffer = b, body = body}) end})
+  return b
+end
+
+--- A view of a region of another buffer (in a block).
+function T.match_buffer(region, shape, dtype, opts)
+  discover()
+  local f = top()
+  if f.kind ~= "block" then err("match_buffer must be called directly in a block", 2) end
+  if core.is_node(region, "BufferLoad") then region = region.buffer[{}] end
+  if not core.is_node(region, "BufferRegion") then err("match_buffer: the first argument must be a buffer region", 2) end
+  opts = buffer_opts(opts)
+  local b = core.buffer(opts.name or "buffer", shape, dtype or region.buffer.dtype, opts)
+  if not opts.name then pending(b) end
+  f.match[#f.match + 1] = core.make("MatchBufferRegion", {buffer = b, source = region})
+  return b
+end
+
+-- stores: C[{i, j}] = value
+local function store_hook(buf, idx, value)
+  discover()
+  if not B.frames then err("buffer stores are only valid inside a T script function", 2) end
+  local indices = {}
+  if type(idx) == "table" then
+    local n = 0
+    for k in pairs(idx) do if math.type(k) == "integer" and k > n then n = k end end
+    for i = 1, n do
+      if idx[i] == nil then err(("store to %s: index %d is nil"):format(buf.name, i), 2) end
+      indices[i] = idx[i]
+    end
+  else
+    indices = {idx}
+  end
+  local dt = buf.dtype
+  if type(value) == "number" or type(value) == "boolean" then value = core.const(value, dt) end
+  if not core.is_node(value, "Expr") then err(("store to %s: the value must be an expression"):format(buf.name), 2) end
+  if value.dtype ~= dt then value = core.cast(dt, value) end
+  emit(core.make("BufferStore", {buffer = buf, value = value, indices = indices}))
+end
+
+-- ---------------------------------------------------------------------------------------
+-- loops
+local function loop_iter(specs)
+  -- specs: list of {min, extent, kind, tag, annotations}; returns a for-in iterator
+  local state = 0
+  local frames = {}
+  return function()
+    state = state + 1
+    if state == 1 then
+      discover()
+      local vars = {}
+      for i, s in ipairs(specs) do
+        local dt = core.is_node(s.extent) and s.extent.dtype or (core.is_node(s.min) and s.min.dtype) or "int32"
+        if not core.is_node(s.min) then s.min = core.const(s.min, dt) end
+        if not core.is_node(s.extent) then s.extent = core.const(s.extent, dt) end
+        local v = pending(core.var("v", dt))
+        vars[i] = v
+        frames[i] = push({kind = "for", var = v, spec = s})
+      end
+      return table.unpack(vars)
+    end
+    -- the body ran: close the loops innermost first
+    for i = #specs, 1, -1 do
+      local f = frames[i]
+      pop(f)
+      local s = f.spec
+      emit(core.make("For", {loop_var = f.var, min = s.min, extent = s.extent, kind = s.kind, thread_tag = s.tag or "",
+                             annotations = s.annotations, body = seq(f.stmts)}))
+    end
+    return nil
+  end
+end
+
+local KIND = {serial = 0, parallel = 1, vectorized = 2, unroll = 3, thread_binding = 4}
+
+local function range_args(a, b, c)
+  -- (extent) | (min, stop) with an optional options table / tag after
+  local lo, hi, rest
+  if b == nil or type(b) == "table" or type(b) == "string" then lo, hi, rest = 0, a, b
+  else lo, hi, rest = a, b, c end
+  if type(lo) ~= "number" and not core.is_node(lo, "Expr") then err("loop bounds must be integers or expressions", 4) end
+  if type(hi) ~= "number" and not core.is_node(hi, "Expr") then err("loop bounds must be integers or expressions", 4) end
+  local extent = (type(lo) == "number" and type(hi) == "number") and (hi - lo) or core.simplify(core.sub(hi, lo))
+  return lo, extent, rest
+end
+
+local function make_loop(kind)
+  return function(a, b, c, d)
+    local lo, extent, rest, tag, opts
+    if kind == "thread_binding" then
+      -- (extent, tag [, opts]) or (min, stop, tag [, opts])
+      if type(b) == "string" then lo, extent, tag, opts = 0, a, b, c
+      else lo, extent, tag, opts = a, b - a, c, d end
+      if type(tag) ~= "string" then err("T.thread_binding needs a thread tag such as \"threadIdx.x\"", 2) end
+    else
+      lo, extent, rest = range_args(a, b, c)
+      opts = rest
+    end
+    local anns = opts and opts.annotations
+    local annlist = {}
+    if anns then
+      local keys = {}
+      for k in pairs(anns) do keys[#keys + 1] = k end
+      table.sort(keys)
+      for _, k in ipairs(keys) do annlist[#annlist + 1] = core.make("Ann", {key = k, value = anns[k]}) end
+    end
+    return loop_iter({{min = lo, extent = extent, kind = KIND[kind], tag = tag, annotations = annlist}})
+  end
+end
+for name in pairs(KIND) do T[name] = make_loop(name) end
+
+--- for i, j, k in T.grid(M, N, K) do ... end: nested serial loops from 0.
+function T.grid(...)
+  local ext = table.pack(...)
+  local specs = {}
+  for i = 1, ext.n do specs[i] = {min = 0, extent = ext[i], kind = 0, annotations = {}} end
+  return loop_iter(specs)
+end
+
+-- ---------------------------------------------------------------------------------------
+-- blocks
+local function enclosing_loop(var)
+  for i = #B.frames, 1, -1 do
+    local f = B.frames[i]
+    if f.kind == "for" and f.var == var then return f end
+  end
+end
+
+local function block_frame(name)
+  for i = #B.frames, 1, -1 do
+    local f = B.frames[i]
+    if f.kind == "block" then return f end
+    if f.kind ~= "init" then break end
+  end
+  err(name .. " must be called directly inside T.block", 3)
+end
+
+local ITER = {S = 0, R = 2, spatial = 0, reduce = 2, scan = 3, opaque = 4}
+
+local function add_axis(kind, dom, binding, dtype)
+  local f = block_frame("T.axis." .. kind)
+  local lo, extent
+  if type(dom) == "table" and not core.is_node(dom) then lo, extent = dom[1], core.simplify(core.sub(dom[2], dom[1]))
+  else lo, extent = 0, dom end
+  dtype = dtype or (core.is_node(binding) and binding.dtype) or (core.is_node(extent) and extent.dtype) or "int32"
+  local v = pending(core.var("v", dtype))
+  local dom_range = core.make("Range", {min = core.is_node(lo) and lo or core.const(lo, dtype),
+                                        extent = core.is_node(extent) and extent or core.const(extent, dtype)})
+  f.iter_vars[#f.iter_vars + 1] = core.make("IterVar", {var = v, dom = dom_range, iter_type = ITER[kind], thread_tag = ""})
+  f.bindings[#f.bindings + 1] = binding
+  return v
+end
+
+T.axis = {}
+function T.axis.spatial(dom, binding, dtype) discover() return add_axis("spatial", dom, binding, dtype) end
+function T.axis.reduce(dom, binding, dtype) discover() return add_axis("reduce", dom, binding, dtype) end
+function T.axis.scan(dom, binding, dtype) discover() return add_axis("scan", dom, binding, dtype) end
+function T.axis.opaque(dom, binding, dtype) discover() return add_axis("opaque", dom, binding, dtype) end
+--- T.axis.remap("SSR", {i, j, k}): iteration variables bound to enclosing loops over their ranges.
+function T.axis.remap(kinds, loops)
+  discover()
+  if type(kinds) ~= "string" or type(loops) ~= "table" or #kinds ~= #loops then
+    err('T.axis.remap("SSR", {i, j, k}) needs one kind letter per loop variable', 2)
+  end
+  local out = {}
+  for n = 1, #kinds do
+    local c = kinds:sub(n, n)
+    if c ~= "S" and c ~= "R" then err("T.axis.remap: kinds are S (spatial) or R (reduce), got " .. c, 2) end
+    local lp = enclosing_loop(loops[n])
+    if not lp then err(("T.axis.remap: argument %d is not the variable of an enclosing loop"):format(n), 2) end
+    out[n] = add_axis(c == "S" and "spatial" or "reduce", lp.spec.extent, loops[n])
+  end
+  return table.unpack(out)
+end
+
+function T.where(cond) discover() block_frame("T.where").predicate = cond end
+
+local function regions(list, what)
+  local out = {}
+  for i, r in ipairs(list) do
+    if core.is_node(r, "BufferLoad") then
+      local idx = {}
+      for d = 1, #r.indices do idx[d] = r.indices[d] end
+      local b = r.buffer
+      local ranges = {}
+      for d, e in ipairs(idx) do ranges[d] = core.make("Range", {min = e, extent = core.const(1, e.dtype)}) end
+      out[i] = core.make("BufferRegion", {buffer = b, region = ranges})
+    elseif core.is_node(r, "BufferRegion") then
+      out[i] = r
+    else
+      err(("%s: argument %d must be a buffer access such as A[{vi, vk}] or a region A[{{0, 16}, vk}]"):format(what, i), 3)
+    end
+  end
+  return out
+end
+
+function T.reads(...) discover() block_frame("T.reads").reads = regions({...}, "T.reads") end
+function T.writes(...) discover() block_frame("T.writes").writes = regions({...}, "T.writes") end
+function T.block_attr(tbl) discover() block_frame("T.block_attr").annotations = tbl end
+
+--- T.init(function() ... end): the reduction's initialization.
+function T.init(fn)
+  discover()
+  local bf = block_frame("T.init")
+  local f = push({kind = "init"})
+  fn()
+  pop(f)
+  bf.init = seq(f.stmts)
+end
+
+local function ann_list(tbl)
+  local out = {}
+  if not tbl then return out end
+  local keys = {}
+  for k in pairs(tbl) do keys[#keys + 1] = k end
+  table.sort(keys)
+  for _, k in ipairs(keys) do out[#out + 1] = core.make("Ann", {key = k, value = tbl[k]}) end
+  return out
+end
+
+--- T.block(name, function() ... end)
+function T.block(name, fn)
+  discover()
+  if type(name) ~= "string" then err("T.block needs a name", 2) end
+  if type(fn) ~= "function" then err("T.block needs a function body", 2) end
+  local f = push({kind = "block", name = name, iter_vars = {}, bindings = {}, allocs = {}, match = {}})
+  fn()
+  discover()
+  pop(f)
+  local body = seq(f.stmts)
+  local blk = core.make("Block", {name = name, iter_vars = f.iter_vars, reads = f.reads or {}, writes = f.writes or {},
+                                  init = f.init, alloc_buffers = f.allocs, match_buffers = f.match,
+                                  annotations = ann_list(f.annotations), body = body})
+  if not f.reads or not f.writes then
+    local r, w = core.block_access(blk)
+    blk = core.make("Block", {name = name, iter_vars = f.iter_vars, reads = f.reads or r, writes = f.writes or w,
+                              init = f.init, alloc_buffers = f.allocs, match_buffers = f.match,
+                              annotations = ann_list(f.annotations), body = body})
+  end
+  emit(core.make("BlockRealize", {iter_values = f.bindings, predicate = f.predicate or core.const(true, "bool"), block = blk}))
+end
+
+-- ---------------------------------------------------------------------------------------
+-- other statements
+function T.If(cond, then_fn, else_fn)
+  discover()
+  local f = push({kind = "if"})
+  then_fn()
+  pop(f)
+  local else_stmt
+  if else_fn then
+    local g = push({kind = "else"})
+    else_fn()
+    pop(g)
+    else_stmt = seq(g.stmts)
+  end
+  emit(core.make("IfThenElse", {cond = cond, then_case = seq(f.stmts), else_case = else_stmt}))
+end
+
+function T.evaluate(e) discover() emit(core.make("Evaluate", {value = e})) end
+
+--- local x = T.let("x", value): x == value for the rest of the scope.
+function T.let(name, value)
+  discover()
+  local v = core.var(name, core.is_node(value) and value.dtype or "int32")
+  emit({scope_marker = true, wrap = function(body) return core.make("LetStmt", {var = v, value = value, body = body}) end})
+  return v
+end
+
+--- local tx = T.launch_thread("threadIdx.x", 128): a launch dimension for the rest of the scope.
+function T.launch_thread(tag, extent)
+  discover()
+  local v = core.var(tag:gsub("%.", "_"), "int32")
+  local iv = core.make("IterVar", {var = v, dom = core.make("Range", {min = 0, extent = extent}), iter_type = 1, thread_tag = tag})
+  emit({scope_marker = true, wrap = function(body)
+    return core.make("AttrStmt", {node = iv, key = "thread_extent", value = extent, body = body})
+  end})
+  return v
+end
+
+function T.attr(node, key, value, fn)
+  discover()
+  local f = push({kind = "attr"})
+  fn()
+  pop(f)
+  emit(core.make("AttrStmt", {node = node, key = key, value = value, body = seq(f.stmts)}))
+end
+
+function T.func_attr(tbl) discover() B.frames[1].attrs = tbl end
+
+-- ---------------------------------------------------------------------------------------
+-- functions
+
+local function rename_pending(func)
+  -- new names for pending vars/buffers, applied by substitution
+  local vpairs, bpairs = {}, {}
+  for obj, name in pairs(B.names) do
+    if core.is_node(obj, "Var") and obj.name ~= name then
+      vpairs[#vpairs + 1] = obj
+      vpairs[#vpairs + 1] = core.var_with_name(obj, name)
+    elseif core.is_node(obj, "Buffer") and obj.name ~= name then
+      bpairs[#bpairs + 1] = obj
+      bpairs[#bpairs + 1] = core.buffer_with_name(obj, name)
+    end
+  end
+  if #bpairs > 0 then func = core.substitute_buffers(func, bpairs) end
+  if #vpairs > 0 then func = core.substitute(func, vpairs) end
+  return func
+end
+
+local function has_block(stmts)
+  for _, s in ipairs(stmts) do
+    if core.is_node(s) and core.contains(s, "BlockRealize") then return true end
+  end
+  return false
+end
+
+--- T.prim_func(name, params, body): params maps names to T.Buffer(...) or T.int32() etc.;
+-- the body function's parameter order is the function's parameter order.
+function T.prim_func(name, params, body)
+  if type(name) ~= "string" then err("T.prim_func(name, params, body): name must be a string", 2) end
+  if type(params) ~= "table" then err("T.prim_func: params must be a table {A = T.Buffer(...), ...}", 2) end
+  if type(body) ~= "function" then err("T.prim_func: the body must be a function", 2) end
+  local info = debug.getinfo(body, "u")
+  local order = {}
+  for i = 1, info.nparams do order[i] = debug.getlocal(body, i) end
+  local n_params = 0
+  for _ in pairs(params) do n_params = n_params + 1 end
+  if n_params ~= info.nparams then
+    err(("T.prim_func: %d parameter declarations but the body takes %d parameters"):format(n_params, info.nparams), 2)
+  end
+  local saved = {B.frames, B.pending, B.names, B.n_pending}
+  B.frames, B.pending, B.names, B.n_pending = {}, {}, {}, 0
+  local ok, result = pcall(function()
+    local args = {}
+    for i, pname in ipairs(order) do
+      local spec = params[pname]
+      if spec == nil then err(("T.prim_func: parameter '%s' has no declaration in the params table"):format(pname), 3) end
+      if type(spec) == "table" and spec.buffer_param then
+        args[i] = core.buffer(pname, spec.shape, spec.dtype, spec.opts)
+      elseif type(spec) == "table" and spec.scalar_param then
+        args[i] = core.var(pname, spec.scalar_param)
+      elseif core.is_node(spec, "Buffer") or core.is_node(spec, "Var") then
+        args[i] = spec
+      else
+        err(("T.prim_func: parameter '%s' must be T.Buffer(...) or a scalar type such as T.int32()"):format(pname), 3)
+      end
+    end
+    local root = push({kind = "func", allocs = {}})
+    body(table.unpack(args, 1, #order))
+    discover()
+    pop(root)
+    local stmts = root.stmts
+    local fbody
+    local single_root = #stmts == 1 and core.is_node(stmts[1], "BlockRealize") and stmts[1].block.name == "root" and
+                        #stmts[1].block.iter_vars == 0
+    if single_root or not (has_block(stmts) or #root.allocs > 0) then
+      fbody = seq(stmts)
+    else
+      local blk = core.make("Block", {name = "root", iter_vars = {}, reads = {}, writes = {}, alloc_buffers = root.allocs,
+                                      body = seq(stmts)})
+      fbody = core.make("BlockRealize", {iter_values = {}, predicate = core.const(true, "bool"), block = blk})
+    end
+    local func = core.make("PrimFunc", {name = name, params = args, body = fbody, attrs = ann_list(root.attrs)})
+    return rename_pending(func)
+  end)
+  B.frames, B.pending, B.names, B.n_pending = saved[1], saved[2], saved[3], saved[4]
+  if not ok then error(result, 0) end
+  return result
+end
+
+--- T.ir_module({f1, f2, ...})
+function T.ir_module(funcs) return core.make("IRModule", {functions = funcs}) end
+
+--- Loads T script text (e.g. print(func)'s output) and returns the function it defines.
+function T.parse(text, chunkname)
+  local env = setmetatable({T = T, tir = package.loaded.tir, math = math}, {__index = _G})
+  local chunk, e = load("return " .. text, chunkname or "=T script", "t", env)
+  if not chunk then chunk, e = load(text, chunkname or "=T script", "t", env) end
+  if not chunk then error(e, 2) end
+  return chunk()
+end
+
+-- route buffer stores (A[{i}] = v) here while a function is being built
+local prev_hook = core.set_store_hook(function(buf, idx, value) return store_hook(buf, idx, value) end)
+if prev_hook then core.set_store_hook(prev_hook) core.set_store_hook(function(b, i, v) return store_hook(b, i, v) end) end
+
+return T
