@@ -168,12 +168,27 @@ function T.alloc_buffer(shape, dtype, opts)
   return b
 end
 
---- A flat allocation for the rest of the scope (lowered IR).
-function T.allocate(shape, dtype, scope)
+-- A scoped statement: with a body function it wraps that function's statements, else the
+-- rest of the enclosing scope.
+local function scoped(fn, arg, make)
+  if fn then
+    local f = push({kind = "scope"})
+    fn(arg)
+    discover()
+    pop(f)
+    emit(make(seq(f.stmts)))
+  else
+    emit({scope_marker = true, wrap = make})
+  end
+  return arg
+end
+
+--- A flat allocation: local buf = T.allocate(shape, dtype, scope) for the rest of the scope,
+-- or T.allocate(shape, dtype, scope, function(buf) ... end).
+function T.allocate(shape, dtype, scope, fn)
   discover()
   local b = pending(core.buffer("buffer", shape, dtype or "float32", {scope = scope or "global"}))
-  emit({scope_marker = true, wrap = function(body) return core.make("Allocate", {buffer = b, body = body}) end})
-  return b
+  return scoped(fn, b, function(body) return core.make("Allocate", {buffer = b, body = body}) end)
 end
 
 --- A view of a region of another buffer (in a block).
@@ -192,8 +207,8 @@ end
 
 -- stores: C[{i, j}] = value
 local function store_hook(buf, idx, value)
+  if not B.frames then err(("buffer store %s[...] = value is only valid inside a T script function"):format(buf.name), 2) end
   discover()
-  if not B.frames then err("buffer stores are only valid inside a T script function", 2) end
   local indices = {}
   if type(idx) == "table" then
     local n = 0
@@ -434,22 +449,22 @@ end
 function T.evaluate(e) discover() emit(core.make("Evaluate", {value = e})) end
 
 --- local x = T.let("x", value): x == value for the rest of the scope.
-function T.let(name, value)
+-- (or T.let("x", value, function(x) ... end))
+function T.let(name, value, fn)
   discover()
   local v = core.var(name, core.is_node(value) and value.dtype or "int32")
-  emit({scope_marker = true, wrap = function(body) return core.make("LetStmt", {var = v, value = value, body = body}) end})
-  return v
+  return scoped(fn, v, function(body) return core.make("LetStmt", {var = v, value = value, body = body}) end)
 end
 
---- local tx = T.launch_thread("threadIdx.x", 128): a launch dimension for the rest of the scope.
-function T.launch_thread(tag, extent)
+--- local tx = T.launch_thread("threadIdx.x", 128): a launch dimension for the rest of the scope
+-- (or T.launch_thread(tag, extent, function(tx) ... end)).
+function T.launch_thread(tag, extent, fn)
   discover()
-  local v = core.var(tag:gsub("%.", "_"), "int32")
+  local v = core.var((tag:gsub("%.", "_")), "int32")
   local iv = core.make("IterVar", {var = v, dom = core.make("Range", {min = 0, extent = extent}), iter_type = 1, thread_tag = tag})
-  emit({scope_marker = true, wrap = function(body)
+  return scoped(fn, v, function(body)
     return core.make("AttrStmt", {node = iv, key = "thread_extent", value = extent, body = body})
-  end})
-  return v
+  end)
 end
 
 function T.attr(node, key, value, fn)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "l_tir.h"
+#include "tir/arith.h"
 #include "tir/strbuf.h"
 
 typedef struct {
@@ -383,7 +384,9 @@ static tir_Node *buffer_index(lua_State *L, tir_Buffer *buf, int key, int allow_
       tir_Node *lo = tirL_to_expr(L, -2, TIR_INT32, 0);
       tir_Node *hi = tirL_to_expr(L, -1, TIR_INT32, 0);
       lua_pop(L, 2);
-      tir_Node *ext = tir_sub(hi, R(lo)); /* sequenced: tir_sub steals its operands */
+      tir_Node *diff = tir_sub(hi, R(lo)); /* sequenced: tir_sub steals its operands */
+      tir_Node *ext = tir_simplify(NULL, diff); /* {v, v + 16} has extent 16 */
+      tir_release(diff);
       region->items[i - 1] = &tir_range(lo, ext)->hdr;
     } else {
       tir_Node *e = tirL_to_expr(L, -1, TIR_INT32, 0);

@@ -429,7 +429,8 @@ static void print_buffer_decl(Printer *p, const tir_Buffer *b, const char *data_
 }
 
 /* ---- statements ---- */
-static void print_stmt(Printer *p, const tir_Node *s);
+static void print_stmt_t(Printer *p, const tir_Node *s, int tail);
+static void print_stmt(Printer *p, const tir_Node *s) { print_stmt_t(p, s, 1); }
 
 static void print_body(Printer *p, const tir_Node *s) {
   p->indent += 2;
@@ -684,13 +685,16 @@ static void print_block_realize(Printer *p, const tir_BlockRealize *br) {
   newline(p);
 }
 
-static void print_stmt(Printer *p, const tir_Node *s) {
+/* Scoped statements (let, launch_thread, allocate) print in the "rest of the scope" form
+ * (local x = T.let(...)) when they end their sequence (tail), else with an explicit body
+ * function, so that the printed script rebuilds the same nesting. */
+static void print_stmt_t(Printer *p, const tir_Node *s, int tail) {
   if (!s) return;
   int start;
   switch (s->kind) {
     case TIR_SeqStmt: {
       const tir_Array *a = ((const tir_SeqStmt *)s)->seq;
-      for (int i = 0; i < a->size; i++) print_stmt(p, a->items[i]);
+      for (int i = 0; i < a->size; i++) print_stmt_t(p, a->items[i], tail && i == a->size - 1);
       return;
     }
     case TIR_For: print_for(p, (const tir_For *)s); return;
@@ -748,6 +752,18 @@ static void print_stmt(Printer *p, const tir_Node *s) {
       begin_line(p);
       start = col(p);
       const char *nm = var_name(p, l->var);
+      if (!tail) {
+        putf(p, "T.let(\"%s\", ", nm);
+        print_expr(p, l->value, PREC_LOW);
+        putf(p, ", function(%s)", nm);
+        mark_header(p, s, start);
+        newline(p);
+        print_body(p, l->body);
+        begin_line(p);
+        put(p, "end)");
+        newline(p);
+        return;
+      }
       putf(p, "local %s = T.let(\"%s\", ", nm, nm);
       print_expr(p, l->value, PREC_LOW);
       put(p, ")");
@@ -762,6 +778,18 @@ static void print_stmt(Printer *p, const tir_Node *s) {
       start = col(p);
       if (strcmp(a->key, "thread_extent") == 0 && a->node && a->node->kind == TIR_IterVar) {
         const tir_IterVar *iv = (const tir_IterVar *)a->node;
+        if (!tail) {
+          putf(p, "T.launch_thread(\"%s\", ", iv->thread_tag);
+          print_expr(p, a->value, PREC_LOW);
+          putf(p, ", function(%s)", var_name(p, iv->var));
+          mark_header(p, s, start);
+          newline(p);
+          print_body(p, a->body);
+          begin_line(p);
+          put(p, "end)");
+          newline(p);
+          return;
+        }
         putf(p, "local %s = T.launch_thread(\"%s\", ", var_name(p, iv->var), iv->thread_tag);
         print_expr(p, a->value, PREC_LOW);
         put(p, ")");
@@ -799,6 +827,19 @@ static void print_stmt(Printer *p, const tir_Node *s) {
       char dt[32];
       begin_line(p);
       start = col(p);
+      if (!tail) {
+        put(p, "T.allocate(");
+        print_shape(p, a->buffer->shape);
+        putf(p, ", \"%s\", \"%s\", function(%s)", tir_dtype_str(a->buffer->hdr.dtype, dt), a->buffer->scope,
+             buf_name(p, a->buffer));
+        mark_header(p, s, start);
+        newline(p);
+        print_body(p, a->body);
+        begin_line(p);
+        put(p, "end)");
+        newline(p);
+        return;
+      }
       putf(p, "local %s = T.allocate(", buf_name(p, a->buffer));
       print_shape(p, a->buffer->shape);
       putf(p, ", \"%s\", \"%s\")", tir_dtype_str(a->buffer->hdr.dtype, dt), a->buffer->scope);

@@ -2,6 +2,7 @@
  * max_extent (TVM src/tir/transforms/unroll_loop.cc, explicit unroll).  Larger unrolled
  * loops keep their mark and codegen asks nvcc to unroll them (#pragma unroll). */
 #include "pass_util.h"
+#include "tir/arith.h"
 
 typedef struct {
   int max_extent;
@@ -20,7 +21,9 @@ static tir_Node *mut(const tir_Node *n, void *p) {
     for (int64_t i = 0; i < ext; i++) {
       tir_Node *val = tir_add(R(f->min), tir_int_imm(f->loop_var->hdr.dtype, i));
       tir_Var *lv = f->loop_var;
-      seq->items[i] = tir_substitute(body, 1, &lv, &val);
+      tir_Node *copy = tir_substitute(body, 1, &lv, &val);
+      seq->items[i] = tir_simplify_stmt(NULL, copy); /* k_0 * 4 + 0 -> k_0 * 4 */
+      tir_release(copy);
       tir_release(val);
     }
     tir_release(body);
