@@ -50,6 +50,9 @@ tir_Node *tir_simplify_stmt(tir_Analyzer *a, const tir_Node *s);
 int tir_can_prove(tir_Analyzer *a, const tir_Node *cond);
 /* True when a == b is provable (both integer expressions). */
 int tir_can_prove_equal(tir_Analyzer *a, const tir_Node *x, const tir_Node *y);
+/* A constant upper bound of v implied by a predicate (conjunctions of linear
+ * comparisons), using the analyzer's bounds for the other variables; 1 when found. */
+int tir_bound_from_predicate(tir_Analyzer *a, const tir_Node *pred, const tir_Var *v, int64_t *max_out);
 /* If e simplifies to a constant, stores it and returns 1. */
 int tir_as_const_int(tir_Analyzer *a, const tir_Node *e, int64_t *out);
 
@@ -78,6 +81,11 @@ int tir_int_set_union(tir_Analyzer *a, const tir_IntSet *x, const tir_IntSet *y,
  * with `shape` (borrowed, may be NULL) an unbounded dimension becomes the whole extent. */
 tir_Array *tir_relax_region(tir_Analyzer *a, const tir_Array *region, const tir_DomEntry *doms, int n_doms,
                             const tir_Array *shape);
+
+/* Relaxes a region like tir_relax_region, first tightening the domains of the relaxed
+ * variables with what `predicate` (may be NULL) implies about them. */
+tir_Array *tir_relax_region_pred(tir_Analyzer *a, const tir_Array *region, const tir_DomEntry *doms, int n_doms,
+                                 const tir_Array *shape, const tir_Node *predicate);
 
 /* ---- affine iteration maps (iter_map.c) ----
  * Decides whether `bindings` (expressions of the loop vars) are an affine map of the loop

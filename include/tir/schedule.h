@@ -56,4 +56,43 @@ int tir_sched_unroll(tir_Schedule *s, const tir_Var *loop);
 int tir_sched_parallel(tir_Schedule *s, const tir_Var *loop);
 int tir_sched_vectorize(tir_Schedule *s, const tir_Var *loop);
 
+/* ---- compute location ---- */
+/* Moves a producer block under `loop` (of its consumers); index -1 = just before the first
+ * consumer.  Returns 0 or -1. */
+int tir_sched_compute_at(tir_Schedule *s, int64_t block, const tir_Var *loop, int preserve_unit_loops, int index);
+/* Moves a consumer block under `loop` (of its producers); index -1 = just after the last producer. */
+int tir_sched_reverse_compute_at(tir_Schedule *s, int64_t block, const tir_Var *loop, int preserve_unit_loops, int index);
+/* Inlines a producer's expression into its consumers and removes it. */
+int tir_sched_compute_inline(tir_Schedule *s, int64_t block);
+/* Folds a consumer into its single producer and removes it. */
+int tir_sched_reverse_compute_inline(tir_Schedule *s, int64_t block);
+
+/* ---- caches ---- */
+/* Copies the block's read buffer `index` into a new buffer in `scope` through a new block
+ * placed before the first reader; readers (all, or the given consumer uids) use the copy.
+ * Returns the new block's uid or -1. */
+int64_t tir_sched_cache_read(tir_Schedule *s, int64_t block, int index, const char *scope, const int64_t *consumers,
+                             int n_consumers);
+/* The block writes a new buffer in `scope`; a new block after it copies that back to the
+ * original buffer.  Returns the copy block's uid or -1. */
+int64_t tir_sched_cache_write(tir_Schedule *s, int64_t block, int index, const char *scope);
+/* Changes the storage scope of a buffer the block writes (allocated inside the function). */
+int tir_sched_set_scope(tir_Schedule *s, int64_t block, int index, const char *scope);
+/* Pads the stride of `axis` of written buffer `index` to be == offset (mod factor). */
+int tir_sched_storage_align(tir_Schedule *s, int64_t block, int index, int axis, int factor, int offset);
+
+/* ---- reduction ---- */
+/* Splits a reduction block's init into "<name>_init" placed before `loop`; returns its uid. */
+int64_t tir_sched_decompose_reduction(tir_Schedule *s, int64_t block, const tir_Var *loop);
+
+/* ---- annotations and small structural steps ---- */
+/* key/value on a block (block >= 0) or a loop (loop != NULL). value is borrowed. */
+int tir_sched_annotate(tir_Schedule *s, int64_t block, const tir_Var *loop, const char *key, const tir_Node *value);
+int tir_sched_unannotate(tir_Schedule *s, int64_t block, const tir_Var *loop, const char *key);
+/* Wraps a block or loop in a loop of extent 1; returns its var (owned). */
+tir_Var *tir_sched_add_unit_loop(tir_Schedule *s, int64_t block, const tir_Var *loop);
+/* Blocks in the same scope that the block reads from / that read from it (uids as int64 IntImm). */
+tir_Array *tir_sched_get_producers(tir_Schedule *s, int64_t block);
+tir_Array *tir_sched_get_consumers(tir_Schedule *s, int64_t block);
+
 #endif

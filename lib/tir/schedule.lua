@@ -166,6 +166,148 @@ for _, name in ipairs({"unroll", "parallel", "vectorize"}) do
   end
 end
 
+local function block_list(self, uids)
+  local out = {}
+  for i, uid in ipairs(uids) do out[i] = block_rv(uid, self._state:block_realize(uid).block.name) end
+  return out
+end
+
+local function check_bool(x, prim, what)
+  if x ~= nil and type(x) ~= "boolean" then error(("%s: %s must be a boolean, got %s"):format(prim, what, describe(x)), 3) end
+  return x or false
+end
+
+local function check_int(x, prim, what)
+  if math.type(x) ~= "integer" then error(("%s: %s must be an integer, got %s"):format(prim, what, describe(x)), 3) end
+  return x
+end
+
+--- Blocks of the same scope that write what `block` reads / read what it writes.
+function Schedule:get_producers(block)
+  block = check_block(self, block, "get_producers", 1)
+  local out = block_list(self, self._state:get_producers(block.uid))
+  record(self, "get_producers", {block}, out)
+  return out
+end
+function Schedule:get_consumers(block)
+  block = check_block(self, block, "get_consumers", 1)
+  local out = block_list(self, self._state:get_consumers(block.uid))
+  record(self, "get_consumers", {block}, out)
+  return out
+end
+
+--- Moves a producer block under `loop`, regenerating its loops to produce exactly what the
+-- consumers under the loop need.  preserve_unit_loops keeps extent-1 loops; index picks the
+-- position among the loop body's statements (-1: before the first consumer).
+function Schedule:compute_at(block, loop, preserve_unit_loops, index)
+  block = check_block(self, block, "compute_at", 1)
+  local v = check_loop(loop, "compute_at", 2)
+  self._state:compute_at(block.uid, v, check_bool(preserve_unit_loops, "compute_at", "preserve_unit_loops"),
+                         index and check_int(index, "compute_at", "index") or -1)
+  record(self, "compute_at", {block, loop, preserve_unit_loops or false, index or -1})
+end
+
+--- Moves a consumer block under `loop`, consuming exactly what the producers under it write.
+function Schedule:reverse_compute_at(block, loop, preserve_unit_loops, index)
+  block = check_block(self, block, "reverse_compute_at", 1)
+  local v = check_loop(loop, "reverse_compute_at", 2)
+  self._state:reverse_compute_at(block.uid, v, check_bool(preserve_unit_loops, "reverse_compute_at", "preserve_unit_loops"),
+                                 index and check_int(index, "reverse_compute_at", "index") or -1)
+  record(self, "reverse_compute_at", {block, loop, preserve_unit_loops or false, index or -1})
+end
+
+--- Inlines a producer's expression into its consumers (and removes it).
+function Schedule:compute_inline(block)
+  block = check_block(self, block, "compute_inline", 1)
+  self._state:compute_inline(block.uid)
+  record(self, "compute_inline", {block})
+end
+
+--- Folds a consumer (e.g. an epilogue) into its single producer (and removes it).
+function Schedule:reverse_compute_inline(block)
+  block = check_block(self, block, "reverse_compute_inline", 1)
+  self._state:reverse_compute_inline(block.uid)
+  record(self, "reverse_compute_inline", {block})
+end
+
+--- Copies the block's read buffer `index` (0-based, into its reads) into `scope`;
+-- readers (or just consumer_blocks) read the copy.  Returns the copy block.
+function Schedule:cache_read(block, index, scope, consumer_blocks)
+  block = check_block(self, block, "cache_read", 1)
+  check_int(index, "cache_read", "read_buffer_index")
+  if type(scope) ~= "string" then error("cache_read: storage scope must be a string such as \"shared\"", 2) end
+  local uids = {}
+  for i, c in ipairs(consumer_blocks or {}) do uids[i] = check_block(self, c, "cache_read", 4).uid end
+  local uid = self._state:cache_read(block.uid, index, scope, uids)
+  local out = block_rv(uid, self._state:block_realize(uid).block.name)
+  record(self, "cache_read", {block, index, scope}, {out})
+  return out
+end
+
+--- The block writes a cache in `scope`, copied back by a new block (returned).
+function Schedule:cache_write(block, index, scope)
+  block = check_block(self, block, "cache_write", 1)
+  check_int(index, "cache_write", "write_buffer_index")
+  if type(scope) ~= "string" then error("cache_write: storage scope must be a string such as \"local\"", 2) end
+  local uid = self._state:cache_write(block.uid, index, scope)
+  local out = block_rv(uid, self._state:block_realize(uid).block.name)
+  record(self, "cache_write", {block, index, scope}, {out})
+  return out
+end
+
+--- Changes the scope of the block's write buffer `index`.
+function Schedule:set_scope(block, index, scope)
+  block = check_block(self, block, "set_scope", 1)
+  self._state:set_scope(block.uid, check_int(index, "set_scope", "buffer_index"), scope)
+  record(self, "set_scope", {block, index, scope})
+end
+
+--- Pads the stride of `axis` of the block's write buffer `index` so that
+-- stride % factor == offset (applied when the buffer is allocated).
+function Schedule:storage_align(block, index, axis, factor, offset)
+  block = check_block(self, block, "storage_align", 1)
+  self._state:storage_align(block.uid, check_int(index, "storage_align", "buffer_index"), check_int(axis, "storage_align", "axis"),
+                            check_int(factor, "storage_align", "factor"), check_int(offset, "storage_align", "offset"))
+  record(self, "storage_align", {block, index, axis, factor, offset})
+end
+
+--- Splits a reduction block's init into a block placed before `loop`; returns the init block.
+function Schedule:decompose_reduction(block, loop)
+  block = check_block(self, block, "decompose_reduction", 1)
+  local v = check_loop(loop, "decompose_reduction", 2)
+  local uid = self._state:decompose_reduction(block.uid, v)
+  local out = block_rv(uid, self._state:block_realize(uid).block.name)
+  -- the original block was renamed <name>_update
+  block.name = self._state:block_realize(block.uid).block.name
+  record(self, "decompose_reduction", {block, loop}, {out})
+  return out
+end
+
+local function target(self, x, prim)
+  if getmetatable(x) == LoopRV then return x.var end
+  return check_block(self, x, prim, 1).uid
+end
+
+--- Attaches key = value (number, string or list) to a block or loop.
+function Schedule:annotate(x, key, value)
+  if type(key) ~= "string" then error("annotate: key must be a string", 2) end
+  self._state:annotate(target(self, x, "annotate"), key, value)
+  record(self, "annotate", {x, key, value})
+end
+
+function Schedule:unannotate(x, key)
+  self._state:unannotate(target(self, x, "unannotate"), key)
+  record(self, "unannotate", {x, key})
+end
+
+--- Wraps a block or loop in a loop of extent 1; returns the new loop.
+function Schedule:add_unit_loop(x)
+  local v = self._state:add_unit_loop(target(self, x, "add_unit_loop"))
+  local out = loop_rv(v)
+  record(self, "add_unit_loop", {x}, {out})
+  return out
+end
+
 --- A new schedule with the same current function and trace (handles stay valid in both).
 function Schedule:copy()
   local s = setmetatable({_state = self._state:copy(), _orig = self._orig, _trace = {}}, Schedule)
@@ -205,7 +347,7 @@ function Schedule:trace()
     if #step.outputs > 0 then
       local outs = {}
       for i, o in ipairs(step.outputs) do outs[i] = name_of(o) end
-      if step.name == "get_child_blocks" then
+      if step.name == "get_child_blocks" or step.name == "get_producers" or step.name == "get_consumers" then
         lines[#lines + 1] = ("local %s = table.unpack(%s)"):format(table.concat(outs, ", "), call)
       else
         lines[#lines + 1] = ("local %s = %s"):format(table.concat(outs, ", "), call)

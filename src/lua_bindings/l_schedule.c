@@ -173,6 +173,120 @@ LOOP_KIND(m_unroll, tir_sched_unroll)
 LOOP_KIND(m_parallel, tir_sched_parallel)
 LOOP_KIND(m_vectorize, tir_sched_vectorize)
 
+static int64_t check_uid(lua_State *L, int idx) { return luaL_checkinteger(L, idx); }
+
+/* compute_at(block, loop_var, preserve_unit_loops, index) */
+static int m_compute_at(lua_State *L) {
+  tir_Schedule *s = check(L, 1);
+  if (tir_sched_compute_at(s, check_uid(L, 2), (tir_Var *)tirL_check_node(L, 3, TIR_Var, "loop"), lua_toboolean(L, 4),
+                           (int)luaL_optinteger(L, 5, -1)))
+    return tirL_raise_core(L);
+  return 0;
+}
+
+static int m_reverse_compute_at(lua_State *L) {
+  tir_Schedule *s = check(L, 1);
+  if (tir_sched_reverse_compute_at(s, check_uid(L, 2), (tir_Var *)tirL_check_node(L, 3, TIR_Var, "loop"), lua_toboolean(L, 4),
+                                   (int)luaL_optinteger(L, 5, -1)))
+    return tirL_raise_core(L);
+  return 0;
+}
+
+static int m_compute_inline(lua_State *L) {
+  if (tir_sched_compute_inline(check(L, 1), check_uid(L, 2))) return tirL_raise_core(L);
+  return 0;
+}
+
+static int m_reverse_compute_inline(lua_State *L) {
+  if (tir_sched_reverse_compute_inline(check(L, 1), check_uid(L, 2))) return tirL_raise_core(L);
+  return 0;
+}
+
+/* cache_read(block, index, scope, {consumer uids}) -> uid */
+static int m_cache_read(lua_State *L) {
+  tir_Schedule *s = check(L, 1);
+  int64_t uid = check_uid(L, 2);
+  int index = (int)luaL_checkinteger(L, 3);
+  const char *scope = luaL_checkstring(L, 4);
+  int n = lua_istable(L, 5) ? tirL_table_maxn(L, 5) : 0;
+  int64_t cons[256];
+  if (n > 256) return luaL_argerror(L, 5, "too many consumers");
+  for (int i = 1; i <= n; i++) {
+    lua_geti(L, 5, i);
+    cons[i - 1] = luaL_checkinteger(L, -1);
+    lua_pop(L, 1);
+  }
+  int64_t r = tir_sched_cache_read(s, uid, index, scope, cons, n);
+  if (r < 0) return tirL_raise_core(L);
+  lua_pushinteger(L, r);
+  return 1;
+}
+
+static int m_cache_write(lua_State *L) {
+  int64_t r = tir_sched_cache_write(check(L, 1), check_uid(L, 2), (int)luaL_checkinteger(L, 3), luaL_checkstring(L, 4));
+  if (r < 0) return tirL_raise_core(L);
+  lua_pushinteger(L, r);
+  return 1;
+}
+
+static int m_set_scope(lua_State *L) {
+  if (tir_sched_set_scope(check(L, 1), check_uid(L, 2), (int)luaL_checkinteger(L, 3), luaL_checkstring(L, 4)))
+    return tirL_raise_core(L);
+  return 0;
+}
+
+static int m_storage_align(lua_State *L) {
+  if (tir_sched_storage_align(check(L, 1), check_uid(L, 2), (int)luaL_checkinteger(L, 3), (int)luaL_checkinteger(L, 4),
+                              (int)luaL_checkinteger(L, 5), (int)luaL_checkinteger(L, 6)))
+    return tirL_raise_core(L);
+  return 0;
+}
+
+static int m_decompose_reduction(lua_State *L) {
+  int64_t r = tir_sched_decompose_reduction(check(L, 1), check_uid(L, 2), (tir_Var *)tirL_check_node(L, 3, TIR_Var, "loop"));
+  if (r < 0) return tirL_raise_core(L);
+  lua_pushinteger(L, r);
+  return 1;
+}
+
+/* annotate(block_uid | loop_var, key, value) */
+static int m_annotate(lua_State *L) {
+  tir_Schedule *s = check(L, 1);
+  const char *key = luaL_checkstring(L, 3);
+  tir_Node *v;
+  if (lua_type(L, 4) == LUA_TSTRING) v = tir_string_imm(lua_tostring(L, 4));
+  else if (lua_type(L, 4) == LUA_TTABLE) {
+    tir_Array *a = tirL_check_expr_list(L, 4, "annotation value");
+    v = &a->hdr;
+  } else v = tirL_to_expr(L, 4, TIR_INT32, 0);
+  tirL_push_node(L, v);
+  int rc = lua_isinteger(L, 2) ? tir_sched_annotate(s, lua_tointeger(L, 2), NULL, key, v)
+                               : tir_sched_annotate(s, -1, (tir_Var *)tirL_check_node(L, 2, TIR_Var, "loop"), key, v);
+  if (rc) return tirL_raise_core(L);
+  return 0;
+}
+
+static int m_unannotate(lua_State *L) {
+  tir_Schedule *s = check(L, 1);
+  const char *key = luaL_checkstring(L, 3);
+  int rc = lua_isinteger(L, 2) ? tir_sched_unannotate(s, lua_tointeger(L, 2), NULL, key)
+                               : tir_sched_unannotate(s, -1, (tir_Var *)tirL_check_node(L, 2, TIR_Var, "loop"), key);
+  if (rc) return tirL_raise_core(L);
+  return 0;
+}
+
+static int m_add_unit_loop(lua_State *L) {
+  tir_Schedule *s = check(L, 1);
+  tir_Var *v = lua_isinteger(L, 2) ? tir_sched_add_unit_loop(s, lua_tointeger(L, 2), NULL)
+                                   : tir_sched_add_unit_loop(s, -1, (tir_Var *)tirL_check_node(L, 2, TIR_Var, "loop"));
+  if (!v) return tirL_raise_core(L);
+  tirL_push_node(L, &v->hdr);
+  return 1;
+}
+
+static int m_get_producers(lua_State *L) { return push_array_items(L, tir_sched_get_producers(check(L, 1), check_uid(L, 2))); }
+static int m_get_consumers(lua_State *L) { return push_array_items(L, tir_sched_get_consumers(check(L, 1), check_uid(L, 2))); }
+
 static int tostr(lua_State *L) {
   lua_pushfstring(L, "tir.ScheduleState(%p)", lua_touserdata(L, 1));
   return 1;
@@ -194,6 +308,20 @@ void tirL_open_schedule(lua_State *L) {
                                      {"unroll", m_unroll},
                                      {"parallel", m_parallel},
                                      {"vectorize", m_vectorize},
+                                     {"compute_at", m_compute_at},
+                                     {"reverse_compute_at", m_reverse_compute_at},
+                                     {"compute_inline", m_compute_inline},
+                                     {"reverse_compute_inline", m_reverse_compute_inline},
+                                     {"cache_read", m_cache_read},
+                                     {"cache_write", m_cache_write},
+                                     {"set_scope", m_set_scope},
+                                     {"storage_align", m_storage_align},
+                                     {"decompose_reduction", m_decompose_reduction},
+                                     {"annotate", m_annotate},
+                                     {"unannotate", m_unannotate},
+                                     {"add_unit_loop", m_add_unit_loop},
+                                     {"get_producers", m_get_producers},
+                                     {"get_consumers", m_get_consumers},
                                      {NULL, NULL}};
   luaL_newmetatable(L, MT);
   lua_pushcfunction(L, gc);

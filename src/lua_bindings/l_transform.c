@@ -76,9 +76,12 @@ static int l_run_pass(lua_State *L) {
   tir_PrimFunc *r = NULL;
   if (strcmp(name, "lower_init_block") == 0) r = tir_pass_lower_init_block(f);
   else if (strcmp(name, "lower_opaque_block") == 0) r = tir_pass_lower_opaque_block(f);
+  else if (strcmp(name, "plan_buffer_allocation") == 0) r = tir_pass_plan_buffer_allocation(f);
+  else if (strcmp(name, "compact_buffer_allocation") == 0) r = tir_pass_compact_buffer_allocation(f);
   else if (strcmp(name, "flatten_buffer") == 0) r = tir_pass_flatten_buffer(f);
   else if (strcmp(name, "simplify") == 0) r = tir_pass_simplify(f);
   else if (strcmp(name, "lower_thread_binding") == 0) r = tir_pass_lower_thread_binding(f);
+  else if (strcmp(name, "thread_sync") == 0) r = tir_pass_thread_sync(f);
   else if (strcmp(name, "unroll_loop") == 0) r = tir_pass_unroll_loop(f, (int)luaL_optinteger(L, 3, 16));
   else return luaL_argerror(L, 1, lua_pushfstring(L, "unknown pass '%s'", name));
   if (!r) return tirL_raise_core(L);

@@ -199,7 +199,7 @@ static void walk(Ctx *c, const tir_Node *n) {
             if (b->alloc_buffers->items[j] == &r->buffer->hdr) skip = 1;
           if (skip) continue;
           tir_Node *sub = tir_substitute(&r->region->hdr, nv, vars, vals);
-          tir_Array *rel = tir_relax_region(c->an, (tir_Array *)sub, c->doms, c->n_doms, r->buffer->shape);
+          tir_Array *rel = tir_relax_region_pred(c->an, (tir_Array *)sub, c->doms, c->n_doms, r->buffer->shape, br->predicate);
           tir_release(sub);
           add_access(c, w, r->buffer, rel);
         }

@@ -193,3 +193,23 @@ tir_Array *tir_relax_region(tir_Analyzer *a, const tir_Array *region, const tir_
   }
   return out;
 }
+
+tir_Array *tir_relax_region_pred(tir_Analyzer *a, const tir_Array *region, const tir_DomEntry *doms, int n_doms,
+                                 const tir_Array *shape, const tir_Node *predicate) {
+  if (!predicate || tir_is_one(predicate) || n_doms == 0) return tir_relax_region(a, region, doms, n_doms, shape);
+  tir_DomEntry *tight = calloc((size_t)n_doms, sizeof *tight);
+  for (int i = 0; i < n_doms; i++) {
+    tight[i] = doms[i];
+    int64_t hi, cur;
+    if (doms[i].set.max && tir_bound_from_predicate(a, predicate, doms[i].var, &hi) &&
+        (!tir_as_const_int(a, doms[i].set.max, &cur) || hi < cur)) {
+      tight[i].set.max = tir_int_imm(doms[i].var->hdr.dtype, hi); /* owned by this copy */
+    } else {
+      tight[i].set.max = tir_retain(doms[i].set.max);
+    }
+  }
+  tir_Array *r = tir_relax_region(a, region, tight, n_doms, shape);
+  for (int i = 0; i < n_doms; i++) tir_release(tight[i].set.max);
+  free(tight);
+  return r;
+}

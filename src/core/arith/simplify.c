@@ -574,3 +574,54 @@ int tir_as_const_int(tir_Analyzer *a, const tir_Node *e, int64_t *out) {
   tir_release(s);
   return r;
 }
+
+/* Upper bound of v implied by one conjunct "lhs < rhs" / "lhs <= rhs" (or the mirrored
+ * forms): with lin = lhs - rhs <= c, a term coef*v (coef > 0) gives
+ * v <= floor((c - min(rest)) / coef), min(rest) from the analyzer's bounds. */
+static int bound_from_conjunct(tir_Analyzer *a, const tir_Node *cond, const tir_Var *v, int64_t *out) {
+  int kind = cond->kind;
+  const tir_Node *x, *y;
+  if (kind == TIR_LT || kind == TIR_LE) x = ((const tir_LT *)cond)->a, y = ((const tir_LT *)cond)->b;
+  else if (kind == TIR_GT || kind == TIR_GE) x = ((const tir_LT *)cond)->b, y = ((const tir_LT *)cond)->a;
+  else return 0;
+  if (!is_lin_int(x->dtype) || !tir_dtype_eq(x->dtype, y->dtype)) return 0;
+  tir_Node *d = tir_binary_raw(TIR_Sub, R((tir_Node *)x), R((tir_Node *)y));
+  Lin l;
+  int ok = make_lin(a, d, &l);
+  tir_release(d);
+  int found = 0;
+  if (ok) {
+    /* lin <= -1 (strict) or <= 0 */
+    int64_t c = (kind == TIR_LT || kind == TIR_GT) ? -1 : 0;
+    c -= l.base;
+    l.base = 0;
+    for (int i = 0; i < l.n && !found; i++) {
+      if (l.t[i].atom != &v->hdr || l.t[i].coef <= 0) continue;
+      int64_t coef = l.t[i].coef;
+      l.t[i].coef = 0; /* the rest */
+      tir_ConstIntBound rest = lin_bound(a, &l);
+      l.t[i].coef = coef;
+      if (rest.min == TIR_NEG_INF) break;
+      int64_t num;
+      if (__builtin_sub_overflow(c, rest.min, &num)) break;
+      *out = arith_floordiv(num, coef);
+      found = 1;
+    }
+  }
+  lin_free(&l);
+  return found;
+}
+
+int tir_bound_from_predicate(tir_Analyzer *a, const tir_Node *pred, const tir_Var *v, int64_t *max_out) {
+  if (!pred) return 0;
+  if (pred->kind == TIR_And) {
+    int64_t x, y;
+    int fx = tir_bound_from_predicate(a, ((const tir_And *)pred)->a, v, &x);
+    int fy = tir_bound_from_predicate(a, ((const tir_And *)pred)->b, v, &y);
+    if (fx && fy) *max_out = x < y ? x : y;
+    else if (fx) *max_out = x;
+    else if (fy) *max_out = y;
+    return fx || fy;
+  }
+  return bound_from_conjunct(a, pred, v, max_out);
+}

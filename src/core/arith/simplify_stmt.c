@@ -32,6 +32,17 @@ static tir_Node *mut(const tir_Node *n, void *p) {
         tir_release(ext);
         return TIR_MUTATE_ERROR;
       }
+      /* a serial loop of one iteration is its body with the variable at the minimum */
+      if (tir_is_one(ext) && (f->kind == TIR_FOR_SERIAL || f->kind == TIR_FOR_UNROLLED) && f->annotations->size == 0) {
+        tir_Var *lv = f->loop_var;
+        tir_Node *sub = tir_substitute(body, 1, &lv, &min);
+        tir_release(body);
+        tir_release(ext);
+        tir_release(min);
+        tir_Node *r = tir_simplify_stmt(c->a, sub);
+        tir_release(sub);
+        return r ? r : TIR_MUTATE_ERROR;
+      }
       if (min == f->min && ext == f->extent && body == f->body) {
         tir_release(min);
         tir_release(ext);

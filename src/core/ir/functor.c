@@ -74,6 +74,17 @@ tir_Node *tir_mutate_children(const tir_Node *n, tir_MutateFn fn, void *ctx) {
     *slot = m;
   }
   if (!copy) return tir_retain(n);
+  if (copy->kind == TIR_SeqStmt) {
+    /* a rewritten item may itself be a sequence: keep sequences flat */
+    tir_Array *items = ((tir_SeqStmt *)copy)->seq;
+    int nested = 0;
+    for (int i = 0; i < items->size; i++) nested |= items->items[i] && items->items[i]->kind == TIR_SeqStmt;
+    if (nested) {
+      tir_Node *flat = tir_seq((tir_Array *)tir_retain(items));
+      tir_release(copy);
+      return flat;
+    }
+  }
   /* Keep derived dtypes in sync when a child's type changed (e.g. a load's lanes). */
   if (copy->kind == TIR_BufferLoad) {
     tir_BufferLoad *l = (tir_BufferLoad *)copy;

@@ -33,6 +33,8 @@ tir_PrimFunc *tir_lower(const tir_PrimFunc *f, tir_LowerOptions *opts) {
     if (changed_) record(opts, name, cur);    \
   } while (0)
   RUN("lower_init_block", tir_pass_lower_init_block(cur));
+  RUN("plan_buffer_allocation", tir_pass_plan_buffer_allocation(cur));
+  RUN("compact_buffer_allocation", tir_pass_compact_buffer_allocation(cur));
   RUN("lower_opaque_block", tir_pass_lower_opaque_block(cur));
   RUN("simplify", tir_pass_simplify(cur));
   RUN("flatten_buffer", tir_pass_flatten_buffer(cur));
@@ -40,6 +42,7 @@ tir_PrimFunc *tir_lower(const tir_PrimFunc *f, tir_LowerOptions *opts) {
   RUN("unroll_loop", tir_pass_unroll_loop(cur, unroll_max));
   RUN("lower_thread_binding", tir_pass_lower_thread_binding(cur));
   RUN("simplify", tir_pass_simplify(cur));
+  RUN("thread_sync", tir_pass_thread_sync(cur));
 #undef RUN
   return cur;
 }

@@ -1,0 +1,97 @@
+/* cache_read.c -- stage a buffer through a cache (TVM cache_read_write.cc, CacheRead).
+ *
+ * A new buffer <buf>_<scope> and a block of the same name copying buf into it (over the
+ * whole buffer; compute_at then shrinks it to a tile) are placed after buf's writer in the
+ * scope, or at its start for a function input.  The readers (all blocks of the scope that
+ * read buf, or the given ones) read the copy instead.  Checks: a valid scope, an index in
+ * range, readers that do not also write buf. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sched_util.h"
+
+typedef struct {
+  tir_Buffer *from, *to;
+} SubCtx;
+
+static tir_Node *rewrite_reader(const tir_BlockRealize *br, void *p) {
+  SubCtx *c = p;
+  tir_Node *nb = tir_substitute_buffers(&br->block->hdr, 1, &c->from, &c->to);
+  return sch_realize_with_block(br, (tir_Block *)nb);
+}
+
+int64_t tir_sched_cache_read(tir_Schedule *s, int64_t uid, int index, const char *scope, const int64_t *consumers,
+                             int n_consumers) {
+  const char *P = "cache_read";
+  SchPath pb;
+  const tir_BlockRealize *br = sch_find_block(s->func->body, uid, &pb);
+  if (!br) return tir_sched_block_realize(s, uid, P) ? 0 : -1;
+  const tir_Block *blk = br->block;
+  if (!sch_valid_scope(scope))
+    return sch_error(s, P, &br->hdr, "this block", "invalid storage scope '%s' (global, shared, shared.dyn, local, warp, wmma.*)",
+                     scope);
+  if (index < 0 || index >= blk->reads->size) {
+    tir_StrBuf sb;
+    tir_sb_init(&sb);
+    for (int i = 0; i < blk->reads->size; i++)
+      tir_sb_printf(&sb, "%s%d: %s", i ? ", " : "", i, ((const tir_BufferRegion *)blk->reads->items[i])->buffer->name);
+    sch_error(s, P, &br->hdr, "this block", "read_buffer_index %d is out of range: block '%s' reads %s", index, blk->name,
+              sb.data ? sb.data : "nothing");
+    tir_sb_free(&sb);
+    return -1;
+  }
+  tir_Buffer *buf = ((const tir_BufferRegion *)blk->reads->items[index])->buffer;
+  int sidx = sch_scope_index(&pb);
+  if (sidx < 0) return sch_error(s, P, &br->hdr, "this block", "block '%s' has no enclosing scope", blk->name);
+  const tir_Block *scope_blk = (const tir_Block *)pb.nodes[sidx];
+  const tir_BlockRealize **all;
+  int n_all = sch_child_blocks(&scope_blk->hdr, &all);
+  int64_t *readers = calloc((size_t)n_all + (size_t)n_consumers + 1, sizeof *readers);
+  int n_readers = 0;
+  const tir_BlockRealize *writer = NULL;
+  for (int i = 0; i < n_all; i++) {
+    const tir_Block *b = all[i]->block;
+    if (sch_block_writes(b, buf)) writer = all[i];
+    int chosen = 0;
+    if (n_consumers > 0) {
+      for (int k = 0; k < n_consumers; k++) chosen |= consumers[k] == b->uid;
+    } else {
+      chosen = sch_block_reads(b, buf);
+    }
+    if (!chosen) continue;
+    if (!sch_block_reads(b, buf)) {
+      sch_error(s, P, &all[i]->hdr, "does not read it", "consumer block '%s' does not read %s", b->name, buf->name);
+      goto fail;
+    }
+    if (sch_block_writes(b, buf)) {
+      sch_error(s, P, &all[i]->hdr, "reads and writes it", "block '%s' both reads and writes %s; a read cache would not see its writes",
+                b->name, buf->name);
+      goto fail;
+    }
+    readers[n_readers++] = b->uid;
+  }
+  if (n_consumers > 0 && n_readers != n_consumers) {
+    sch_error(s, P, &br->hdr, "this block", "some consumer blocks given are not in the scope of block '%s'", blk->name);
+    goto fail;
+  }
+  {
+    tir_Buffer *nb = sch_cache_buffer(s->func, buf, scope);
+    int64_t new_uid;
+    tir_Node *nest = sch_make_copy_nest(nb->name, buf, nb, &new_uid);
+    SubCtx c = {buf, nb};
+    tir_Node *body = sch_map_blocks(scope_blk->body, readers, n_readers, rewrite_reader, &c);
+    int pos = writer ? sch_top_child_index(body, &writer->hdr) + 1 : 0;
+    tir_Node *nbody = sch_insert_into(body, pos, nest);
+    tir_release(body);
+    tir_Block *nscope = tir_block_with_body(scope_blk, nbody);
+    nscope->alloc_buffers = tir_array_push(nscope->alloc_buffers, &nb->hdr);
+    sch_replace(s, &scope_blk->hdr, &nscope->hdr);
+    free(all);
+    free(readers);
+    return new_uid;
+  }
+fail:
+  free(all);
+  free(readers);
+  return -1;
+}

@@ -1,0 +1,49 @@
+/* cache_write.c -- write through a cache (TVM cache_read_write.cc, CacheWrite).
+ *
+ * The block writes (and, for reductions, reads) a new buffer <buf>_<scope> instead of buf;
+ * a block of that name right after it copies the cache back to buf (over the whole buffer;
+ * reverse_compute_at shrinks it to a tile).  The block must be buf's only writer. */
+#include <stdlib.h>
+
+#include "../sched_util.h"
+
+int64_t tir_sched_cache_write(tir_Schedule *s, int64_t uid, int index, const char *scope) {
+  const char *P = "cache_write";
+  SchPath pb;
+  const tir_BlockRealize *br = sch_find_block(s->func->body, uid, &pb);
+  if (!br) return tir_sched_block_realize(s, uid, P) ? 0 : -1;
+  const tir_Block *blk = br->block;
+  if (!sch_valid_scope(scope))
+    return sch_error(s, P, &br->hdr, "this block", "invalid storage scope '%s' (global, shared, shared.dyn, local, warp, wmma.*)",
+                     scope);
+  if (index < 0 || index >= blk->writes->size)
+    return sch_error(s, P, &br->hdr, "this block", "write_buffer_index %d is out of range: block '%s' writes %d buffer(s)",
+                     index, blk->name, blk->writes->size);
+  tir_Buffer *buf = ((const tir_BufferRegion *)blk->writes->items[index])->buffer;
+  int sidx = sch_scope_index(&pb);
+  if (sidx < 0) return sch_error(s, P, &br->hdr, "this block", "block '%s' has no enclosing scope", blk->name);
+  const tir_Block *scope_blk = (const tir_Block *)pb.nodes[sidx];
+  const tir_BlockRealize **all;
+  int n_all = sch_child_blocks(&scope_blk->hdr, &all);
+  for (int i = 0; i < n_all; i++)
+    if (all[i]->block != blk && sch_block_writes(all[i]->block, buf)) {
+      sch_error(s, P, &all[i]->hdr, "another writer", "block '%s' also writes %s; cache_write needs a single writer",
+                all[i]->block->name, buf->name);
+      free(all);
+      return -1;
+    }
+  free(all);
+  tir_Buffer *nb = sch_cache_buffer(s->func, buf, scope);
+  int64_t new_uid;
+  tir_Node *nest = sch_make_copy_nest(nb->name, nb, buf, &new_uid);
+  tir_Node *nblk = tir_substitute_buffers(&blk->hdr, 1, &buf, &nb);
+  tir_Node *nrealize = sch_realize_with_block(br, (tir_Block *)nblk);
+  tir_Node *body = tir_replace_stmt(scope_blk->body, &br->hdr, nrealize);
+  int pos = sch_top_child_index(body, nrealize) + 1;
+  tir_Node *nbody = sch_insert_into(body, pos, nest);
+  tir_release(body);
+  tir_Block *nscope = tir_block_with_body(scope_blk, nbody);
+  nscope->alloc_buffers = tir_array_push(nscope->alloc_buffers, &nb->hdr);
+  sch_replace(s, &scope_blk->hdr, &nscope->hdr);
+  return new_uid;
+}

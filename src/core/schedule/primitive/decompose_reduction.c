@@ -1,0 +1,137 @@
+/* decompose_reduction.c -- split a reduction's init into its own block placed before a
+ * loop (TVM reduction.cc, DecomposeReduction).
+ *
+ * The init block "<name>_init" gets the spatial iteration variables and copies of the
+ * loops at and below `loop` that its bindings use; the original block keeps the update
+ * (renamed "<name>_update", its writes added to its reads).  `loop` must be an ancestor of
+ * the block and above every loop that a reduction binding uses. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sched_util.h"
+
+int64_t tir_sched_decompose_reduction(tir_Schedule *s, int64_t uid, const tir_Var *lv) {
+  const char *P = "decompose_reduction";
+  SchPath pb;
+  const tir_BlockRealize *br = sch_find_block(s->func->body, uid, &pb);
+  if (!br) return tir_sched_block_realize(s, uid, P) ? 0 : -1;
+  const tir_Block *blk = br->block;
+  if (!blk->init)
+    return sch_error(s, P, &br->hdr, "this block", "block '%s' has no init: it is not a reduction block", blk->name);
+  int lpos = -1;
+  for (int i = 0; i < pb.n; i++)
+    if (pb.nodes[i]->kind == TIR_For && ((const tir_For *)pb.nodes[i])->loop_var == lv) lpos = i;
+  if (lpos < 0) {
+    if (!tir_sched_loop(s, lv, P)) return -1;
+    return sch_error(s, P, &br->hdr, "this block", "loop %s is not an ancestor of block '%s'", lv->name, blk->name);
+  }
+  int sidx = sch_scope_index(&pb);
+  if (lpos < sidx) return sch_error(s, P, pb.nodes[lpos], "this loop", "loop %s is outside the block's scope", lv->name);
+  /* loops from `loop` down to the block */
+  const tir_For *below[SCH_MAX_DEPTH];
+  int nb = 0;
+  for (int i = lpos; i < pb.n - 1; i++)
+    if (pb.nodes[i]->kind == TIR_For) below[nb++] = (const tir_For *)pb.nodes[i];
+  /* reduction bindings may only use loops at/below `loop` */
+  for (int k = 0; k < blk->iter_vars->size; k++) {
+    const tir_IterVar *iv = (const tir_IterVar *)blk->iter_vars->items[k];
+    if (iv->iter_type != TIR_ITER_COMM_REDUCE) continue;
+    for (int i = sidx + 1; i < lpos; i++)
+      if (pb.nodes[i]->kind == TIR_For && tir_uses_var(br->iter_values->items[k], ((const tir_For *)pb.nodes[i])->loop_var))
+        return sch_error(s, P, pb.nodes[lpos], "this loop",
+                         "reduction variable %s of block '%s' is bound to loop %s, which is above loop %s; decompose at %s or higher",
+                         iv->var->name, blk->name, ((const tir_For *)pb.nodes[i])->loop_var->name, lv->name,
+                         ((const tir_For *)pb.nodes[i])->loop_var->name);
+  }
+  /* the init block: spatial vars; copies of the loops below that spatial bindings use */
+  int nv = blk->iter_vars->size;
+  tir_Array *ivs = tir_array_empty(), *vals = tir_array_empty();
+  int *used = calloc((size_t)nb + 1, sizeof *used);
+  for (int k = 0; k < nv; k++) {
+    const tir_IterVar *iv = (const tir_IterVar *)blk->iter_vars->items[k];
+    if (iv->iter_type != TIR_ITER_DATA_PAR) continue;
+    for (int i = 0; i < nb; i++) used[i] |= tir_uses_var(br->iter_values->items[k], below[i]->loop_var);
+  }
+  tir_Var **olds = calloc((size_t)nb + 1, sizeof *olds);
+  tir_Node **news = calloc((size_t)nb + 1, sizeof *news);
+  int nn = 0;
+  for (int i = 0; i < nb; i++)
+    if (used[i]) {
+      char *name = tir_strprintf("%s_init", below[i]->loop_var->name);
+      olds[nn] = below[i]->loop_var;
+      news[nn] = &tir_var_new(name, below[i]->loop_var->hdr.dtype)->hdr;
+      free(name);
+      nn++;
+    }
+  /* a new variable per spatial iter var (block isolation: the two blocks own their vars) */
+  tir_Var **bv_old = calloc((size_t)nv + 1, sizeof *bv_old);
+  tir_Node **bv_new = calloc((size_t)nv + 1, sizeof *bv_new);
+  int nbv = 0;
+  for (int k = 0; k < nv; k++) {
+    const tir_IterVar *iv = (const tir_IterVar *)blk->iter_vars->items[k];
+    if (iv->iter_type != TIR_ITER_DATA_PAR) continue;
+    char *name = tir_strprintf("%s_init", iv->var->name);
+    tir_Var *nvv = tir_var_new(name, iv->var->hdr.dtype);
+    free(name);
+    bv_old[nbv] = iv->var;
+    bv_new[nbv++] = &nvv->hdr;
+    ivs = tir_array_push(ivs, &tir_iter_var((tir_Var *)R(nvv), (tir_Range *)R(iv->dom), TIR_ITER_DATA_PAR, "")->hdr);
+    vals = tir_array_push(vals, tir_substitute(br->iter_values->items[k], nn, olds, news));
+  }
+  tir_Node *init_body = tir_substitute(blk->init, nbv, bv_old, bv_new);
+  char *iname = tir_strprintf("%s_init", blk->name);
+  char *uname = sch_unique_name(s->func, iname);
+  free(iname);
+  tir_Block *ib = tir_block_new(uname, ivs, NULL, NULL, init_body, NULL, NULL, NULL, NULL);
+  free(uname);
+  /* a block's init is its body here: move it */
+  ib->body = ib->init;
+  ib->init = NULL;
+  tir_Block *ibd = tir_block_with_detected_access(ib);
+  tir_release(ib);
+  int64_t new_uid = ibd->uid;
+  tir_Node *pred = tir_retain(br->predicate);
+  if (!tir_is_one(pred)) {
+    /* keep the predicate only if it uses no reduction loop */
+    int ok = 1;
+    for (int i = 0; i < nb; i++)
+      if (!used[i] && tir_uses_var(pred, below[i]->loop_var)) ok = 0;
+    tir_Node *np = ok ? tir_substitute(pred, nn, olds, news) : NULL;
+    tir_release(pred);
+    if (!ok) {
+      tir_release(ibd);
+      tir_release(vals);
+      for (int i = 0; i < nn; i++) tir_release(news[i]);
+      for (int i = 0; i < nbv; i++) tir_release(bv_new[i]);
+      free(used), free(olds), free(news), free(bv_old), free(bv_new);
+      return sch_error(s, P, &br->hdr, "this block", "the predicate of block '%s' depends on a reduction loop", blk->name);
+    }
+    pred = np;
+  }
+  tir_Node *init_nest = tir_block_realize(vals, pred, ibd);
+  for (int i = nb - 1, k = nn - 1; i >= 0; i--) {
+    if (!used[i]) continue;
+    const tir_For *f = below[i];
+    init_nest = tir_for((tir_Var *)R(news[k]), R(f->min), R(f->extent), (int)f->kind, f->thread_tag, NULL, init_nest);
+    k--;
+  }
+  for (int i = 0; i < nn; i++) tir_release(news[i]);
+  for (int i = 0; i < nbv; i++) tir_release(bv_new[i]);
+  free(used), free(olds), free(news), free(bv_old), free(bv_new);
+  /* the update block */
+  tir_Block *ub = (tir_Block *)tir_node_copy(&blk->hdr);
+  tir_release(ub->init);
+  ub->init = NULL;
+  char *un = tir_strprintf("%s_update", blk->name);
+  tir_node_set_str(&ub->name, un);
+  free(un);
+  for (int i = 0; i < blk->writes->size; i++)
+    if (!sch_region_of(ub->reads, ((const tir_BufferRegion *)blk->writes->items[i])->buffer))
+      ub->reads = tir_array_push(ub->reads, R(blk->writes->items[i]));
+  const tir_Node *target = pb.nodes[lpos];
+  tir_Node *nrealize = sch_realize_with_block(br, ub);
+  tir_Node *newloop = tir_replace_stmt(target, &br->hdr, nrealize);
+  tir_Node *pair = tir_seq2(init_nest, newloop);
+  sch_replace(s, target, pair);
+  return new_uid;
+}

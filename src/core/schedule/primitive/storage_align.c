@@ -1,0 +1,48 @@
+/* storage_align.c -- pad a buffer's strides against shared-memory bank conflicts (TVM
+ * block_annotate.cc, StorageAlign).  Records (buffer_index, axis, factor, offset) in the
+ * writing block's "buffer_dim_align" annotation; compact_buffer_allocation then makes the
+ * stride of `axis` the smallest value >= the dense stride with stride % factor == offset.
+ * Example: fp16 32x32 shared tile, storage_align(blk, 0, axis 0, 32, 8): row stride 40. */
+#include "../sched_util.h"
+
+int tir_sched_storage_align(tir_Schedule *s, int64_t uid, int index, int axis, int factor, int offset) {
+  const char *P = "storage_align";
+  const tir_BlockRealize *br = tir_sched_block_realize(s, uid, P);
+  if (!br) return -1;
+  const tir_Block *blk = br->block;
+  if (index < 0 || index >= blk->writes->size)
+    return sch_error(s, P, &br->hdr, "this block", "write_buffer_index %d is out of range: block '%s' writes %d buffer(s)", index,
+                     blk->name, blk->writes->size);
+  const tir_Buffer *buf = ((const tir_BufferRegion *)blk->writes->items[index])->buffer;
+  int nd = buf->shape->size;
+  if (axis < -nd || axis >= nd)
+    return sch_error(s, P, &br->hdr, "this block", "axis %d is out of range for %s, which has %d dimensions", axis, buf->name, nd);
+  if (axis < 0) axis += nd;
+  if (factor <= 0) return sch_error(s, P, &br->hdr, "this block", "factor must be positive, got %d", factor);
+  if (offset < 0 || offset >= factor)
+    return sch_error(s, P, &br->hdr, "this block", "offset must be in [0, factor), got %d", offset);
+  if (sch_is_param_buffer(s->func, buf))
+    return sch_error(s, P, &br->hdr, "this block", "%s is a function parameter; only buffers allocated in the function can be aligned",
+                     buf->name);
+  /* annotation value: list of {buffer_index, axis, factor, offset}, one entry per (buffer, axis) */
+  tir_Node *old = tir_ann_get(blk->annotations, "buffer_dim_align");
+  tir_Array *list = tir_array_empty();
+  if (old && old->kind == TIR_Array) {
+    const tir_Array *a = (const tir_Array *)old;
+    for (int i = 0; i < a->size; i++) {
+      const tir_Array *e = (const tir_Array *)a->items[i];
+      int64_t bi, ax;
+      if (e && e->hdr.kind == TIR_Array && e->size == 4 && tir_is_const_int(e->items[0], &bi) &&
+          tir_is_const_int(e->items[1], &ax) && bi == index && ax == axis)
+        continue; /* replaced */
+      list = tir_array_push(list, R(a->items[i]));
+    }
+  }
+  list = tir_array_push(list, &tir_array_of(4, tir_i32(index), tir_i32(axis), tir_i32(factor), tir_i32(offset))->hdr);
+  tir_Block *nb = (tir_Block *)tir_node_copy(&blk->hdr);
+  tir_Array *anns = tir_ann_set(nb->annotations, "buffer_dim_align", &list->hdr);
+  tir_release(nb->annotations);
+  nb->annotations = anns;
+  sch_replace(s, &blk->hdr, &nb->hdr);
+  return 0;
+}
