@@ -33,4 +33,8 @@ int tir_interpret(const tir_PrimFunc *f, const tir_InterpArg *args, int nargs);
  * Used by the interpreter and before every GPU launch. */
 int tir_check_args(const tir_PrimFunc *f, const tir_InterpArg *args, int nargs, int require_dev, const char *who);
 
+/* Asks a running interpreter to stop (safe to call from a signal handler); the run then
+ * fails with "interrupted".  tirlua's SIGINT handler calls it. */
+void tir_request_interrupt(void);
+
 #endif

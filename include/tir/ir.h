@@ -121,6 +121,12 @@ tir_Node *tir_node_alloc(int kind, tir_DType dtype);
 tir_Node *tir_node_copy(const tir_Node *n);
 /* Replaces the string field at `slot` (inside a node you may edit). */
 void tir_node_set_str(char **slot, const char *s);
+/* Expression depth, kept in the header's flags by the constructors: the C passes recurse
+ * over expressions, so the Lua bindings refuse to build ones deeper than this. */
+#define TIR_MAX_EXPR_DEPTH 1000
+static inline int tir_expr_depth(const tir_Node *n) { return n ? n->flags : 0; }
+/* Recomputes n's depth from its children (1 + the deepest child expression). */
+void tir_node_update_depth(tir_Node *n);
 /* Live node count (for leak tests). */
 long tir_node_live_count(void);
 

@@ -21,6 +21,7 @@
 #include <lua.h>
 #include <lualib.h>
 
+#include "tir/interp.h"
 #include "tir/tirlua.h"
 
 #define PROGNAME "tirlua"
@@ -60,6 +61,7 @@ static void lstop(lua_State *L, lua_Debug *ar) {
 static void laction(int sig) {
   int flag = LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT;
   setsignal(sig, SIG_DFL);
+  tir_request_interrupt(); /* a long tir.interpret runs in C: stop it too */
   lua_sethook(globalL, lstop, flag, 1);
 }
 

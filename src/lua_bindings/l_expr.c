@@ -22,14 +22,19 @@ static int l_var(lua_State *L) {
 
 /* tir.const(value, dtype) -> IntImm / FloatImm */
 static int l_const(lua_State *L) {
-  tir_DType t = opt_dtype(L, 2, lua_isinteger(L, 1) ? TIR_INT32 : TIR_FLOAT32);
+  tir_DType def = lua_type(L, 1) == LUA_TBOOLEAN ? TIR_BOOL : TIR_FLOAT32;
+  if (lua_isinteger(L, 1)) {
+    lua_Integer v = lua_tointeger(L, 1);
+    def = (v > INT32_MAX || v < INT32_MIN) ? TIR_INT64 : TIR_INT32;
+  }
+  tir_DType t = opt_dtype(L, 2, def);
   if (lua_type(L, 1) == LUA_TBOOLEAN) {
     tirL_push_node(L, tir_int_imm(t, lua_toboolean(L, 1)));
     return 1;
   }
   luaL_checknumber(L, 1);
   if (tir_dtype_is_float(t)) tirL_push_node(L, tir_float_imm(t, lua_tonumber(L, 1)));
-  else if (lua_isinteger(L, 1)) tirL_push_node(L, tir_int_imm(t, lua_tointeger(L, 1)));
+  else if (lua_isinteger(L, 1)) tirL_push_node(L, tirL_to_expr(L, 1, t, 1)); /* range-checked */
   else {
     double v = lua_tonumber(L, 1);
     if (v != (double)(int64_t)v) return luaL_argerror(L, 1, "integer dtype needs an integral value");
@@ -48,6 +53,8 @@ static tir_DType pair_hint(lua_State *L, int i, int j, int *have) {
 }
 
 static int binary(lua_State *L, int kind) {
+  luaL_checkany(L, 1);
+  luaL_checkany(L, 2);
   int have;
   tir_DType hint = pair_hint(L, 1, 2, &have);
   tir_Node *a = tirL_to_expr(L, 1, hint, have);
@@ -110,6 +117,11 @@ static int l_not(lua_State *L) {
 
 /* tir.select(cond, a, b): both branches evaluated; TVM's Select. */
 static int l_select(lua_State *L) {
+  luaL_checkany(L, 3);
+  if (lua_type(L, 1) == LUA_TBOOLEAN)
+    return tirL_error(L, TIR_ERR_TYPE, "select",
+                      "the condition is a Lua boolean (did you write a == b or a < b? Lua compares those itself): "
+                      "use tir.eq(a, b), tir.lt(a, b), ...");
   int have;
   tir_DType hint = pair_hint(L, 2, 3, &have);
   tir_Node *c = tirL_to_expr(L, 1, TIR_BOOL, 1);
@@ -337,6 +349,9 @@ static int l_make(lua_State *L) {
     }
   }
   if (tir_node_validate(n) != 0) return tirL_raise_core(L);
+  tir_node_update_depth(n);
+  if (n->flags > TIR_MAX_EXPR_DEPTH && tir_is_expr(n))
+    return tirL_error(L, TIR_ERR_VALUE, "make", "expression nests deeper than %d operations", TIR_MAX_EXPR_DEPTH);
   return 1;
 }
 

@@ -14,16 +14,14 @@ int tirL_read_args(lua_State *L, const tir_PrimFunc *f, int first, int nargs, ti
     tir_NDArray *a = tirL_to_ndarray(L, idx);
     args[i].array = a;
     if (!a) {
-      if (!lua_isnumber(L, idx)) {
-        const char *pname = "?";
-        if (i < f->params->size) {
-          const tir_Node *p = f->params->items[i];
-          pname = p->kind == TIR_Buffer ? ((const tir_Buffer *)p)->name : ((const tir_Var *)p)->name;
-        }
-        return luaL_error(L, "argument %d (%s) must be a tir.NDArray or a number, got %s", i + 1, pname, luaL_typename(L, idx));
-      }
-      if (i < f->params->size && f->params->items[i]->kind == TIR_Buffer)
-        return luaL_error(L, "argument %d (%s) must be an array, got a number", i + 1, ((const tir_Buffer *)f->params->items[i])->name);
+      const tir_Node *p = i < f->params->size ? f->params->items[i] : NULL;
+      const char *pname = !p ? "extra" : p->kind == TIR_Buffer ? ((const tir_Buffer *)p)->name : ((const tir_Var *)p)->name;
+      if (!p || p->kind == TIR_Buffer)
+        return tirL_error(L, TIR_ERR_RUNTIME, f->name, "argument %d (%s) must be a tir.NDArray, got %s", i + 1, pname,
+                          luaL_typename(L, idx));
+      if (!lua_isnumber(L, idx))
+        return tirL_error(L, TIR_ERR_RUNTIME, f->name, "argument %d (%s) must be a number, got %s", i + 1, pname,
+                          luaL_typename(L, idx));
       args[i].ival = lua_isinteger(L, idx) ? lua_tointeger(L, idx) : (int64_t)lua_tonumber(L, idx);
       args[i].fval = lua_tonumber(L, idx);
     }

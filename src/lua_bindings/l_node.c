@@ -28,6 +28,12 @@ void tirL_push_node(lua_State *L, tir_Node *n) {
     lua_pushnil(L);
     return;
   }
+  if (n->flags > TIR_MAX_EXPR_DEPTH && tir_is_expr(n)) {
+    tir_release(n);
+    tirL_error(L, TIR_ERR_VALUE, "expression",
+               "expression nests deeper than %d operations; build it as a reduction (te.sum) or in smaller pieces",
+               TIR_MAX_EXPR_DEPTH);
+  }
   lua_getfield(L, LUA_REGISTRYINDEX, CACHE_KEY);
   lua_rawgetp(L, -1, n);
   if (!lua_isnil(L, -1)) {
@@ -92,8 +98,23 @@ tir_Node *tirL_to_expr(lua_State *L, int idx, tir_DType hint, int have_hint) {
     case LUA_TNUMBER:
       if (lua_isinteger(L, idx)) {
         lua_Integer v = lua_tointeger(L, idx);
-        if (have_hint && (tir_dtype_is_int(hint) || tir_dtype_is_float(hint)))
-          return tir_make_const(tir_dtype_element(hint), (double)v) /* exact below 2^53 */;
+        if (have_hint && tir_dtype_is_float(hint)) return tir_make_const(tir_dtype_element(hint), (double)v);
+        if (have_hint && tir_dtype_is_int(hint)) {
+          tir_DType e = tir_dtype_element(hint);
+          int fits = e.bits >= 64 ? (e.code == TIR_DT_INT || v >= 0)
+                                  : (e.code == TIR_DT_INT ? (v >= -((int64_t)1 << (e.bits - 1)) && v < ((int64_t)1 << (e.bits - 1)))
+                                                          : (v >= 0 && v < ((int64_t)1 << e.bits)));
+          if (!fits) {
+            char s[32];
+            tir_DType wide = TIR_INT64;
+            if (e.bits < 64 && v <= INT32_MAX && v >= INT32_MIN && e.code == TIR_DT_INT) wide = TIR_INT32;
+            tirL_error(L, TIR_ERR_TYPE, "expression",
+                       "the constant %lld does not fit %s (the type of the other operand); cast that operand first, "
+                       "e.g. tir.cast(\"%s\", x)",
+                       (long long)v, tir_dtype_str(e, s), wide.bits == 64 ? "int64" : "int32");
+          }
+          return tir_int_imm(e, v);
+        }
         if (v > INT32_MAX || v < INT32_MIN) return tir_int_imm(TIR_INT64, v);
         return tir_i32(v);
       } else {
@@ -341,7 +362,12 @@ static tir_Node *buffer_index(lua_State *L, tir_Buffer *buf, int key, int allow_
       lua_geti(L, key, i);
       if (lua_type(L, -1) == LUA_TTABLE) any_slice = 1;
       else if (lua_isnil(L, -1)) luaL_error(L, "%s[...]: index %d is nil", buf->name, i);
-      else tir_release(tirL_to_expr(L, -1, TIR_INT32, 0)); /* type check before building */
+      else {
+        tir_Node *e = tirL_to_expr(L, -1, TIR_INT32, 0); /* type check before building */
+        int ok = tir_dtype_is_int(e->dtype);
+        tir_release(e);
+        if (!ok) luaL_error(L, "%s[...]: index %d must be an integer expression", buf->name, i);
+      }
       lua_pop(L, 1);
     }
   }
@@ -357,6 +383,10 @@ static tir_Node *buffer_index(lua_State *L, tir_Buffer *buf, int key, int allow_
       }
     } else {
       idx->items[0] = tirL_to_expr(L, key, TIR_INT32, 0);
+      if (!tir_dtype_is_int(idx->items[0]->dtype)) {
+        tir_release(idx);
+        luaL_error(L, "%s[...]: the index must be an integer expression", buf->name);
+      }
     }
     return tir_buffer_load((tir_Buffer *)tir_retain(buf), idx);
   }

@@ -121,12 +121,20 @@ static int flatten_table(lua_State *L, int idx, int depth, int64_t *shape, int *
   return 0;
 }
 
-static int64_t count_leaves(lua_State *L, int idx) {
+/* Counts the numbers of a nested table; tables must nest uniformly (all leaves at one depth). */
+static int64_t count_leaves(lua_State *L, int idx, int depth, int *leaf_depth) {
+  if (depth > TIR_MAX_NDIM) luaL_error(L, "nd.array: tables nest deeper than %d (or refer to themselves)", TIR_MAX_NDIM);
   int64_t c = 0;
   int n = (int)lua_rawlen(L, idx);
   for (int i = 1; i <= n; i++) {
     lua_geti(L, idx, i);
-    c += lua_type(L, -1) == LUA_TTABLE ? count_leaves(L, lua_gettop(L)) : 1;
+    if (lua_type(L, -1) == LUA_TTABLE) {
+      c += count_leaves(L, lua_gettop(L), depth + 1, leaf_depth);
+    } else {
+      if (*leaf_depth < 0) *leaf_depth = depth;
+      else if (*leaf_depth != depth) luaL_error(L, "nd.array: ragged table (numbers at nesting depths %d and %d)", *leaf_depth + 1, depth + 1);
+      c++;
+    }
     lua_pop(L, 1);
   }
   return c;
@@ -137,7 +145,8 @@ static int l_array(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   tir_DType t = opt_dtype(L, 2, TIR_FLOAT32);
   tir_Device d = tirL_check_device(L, 3);
-  int64_t cap = count_leaves(L, 1);
+  int leaf_depth = -1;
+  int64_t cap = count_leaves(L, 1, 0, &leaf_depth);
   double *vals = lua_newuserdatauv(L, sizeof(double) * (size_t)(cap ? cap : 1), 0); /* GC-owned scratch */
   int64_t shape[TIR_MAX_NDIM];
   int ndim = 0;
@@ -189,9 +198,10 @@ static int m_tostring(lua_State *L) {
   luaL_buffinit(L, &b);
   luaL_addstring(&b, "tir.NDArray(shape=(");
   for (int i = 0; i < a->ndim; i++) {
-    lua_pushfstring(L, "%s%d", i ? ", " : "", (int)a->shape[i]);
+    lua_pushfstring(L, "%s%I", i ? ", " : "", (lua_Integer)a->shape[i]);
     luaL_addvalue(&b);
   }
+  if (a->ndim == 1) luaL_addstring(&b, ",");
   char s[32];
   lua_pushfstring(L, "), dtype=%s, device=", tir_dtype_str(a->dtype, s));
   luaL_addvalue(&b);
@@ -263,41 +273,61 @@ static int m_fill_random(lua_State *L) {
   return 1;
 }
 
-static int64_t check_flat(lua_State *L, tir_NDArray *a, int idx) {
+/* The element addressed by arguments first..last: a table {i, j, ...}, the indices as
+ * separate integers (one per dimension), or one flat row-major index. */
+static int64_t check_flat(lua_State *L, tir_NDArray *a, int first, int last) {
   if (a->dev.type != TIR_DEV_CPU) luaL_error(L, "element access needs a host array (use :to(\"cpu\") first)");
   int64_t flat = 0;
-  if (lua_type(L, idx) == LUA_TTABLE) {
-    int n = tirL_table_maxn(L, idx);
-    if (n != a->ndim) luaL_error(L, "array has %d dimensions, got %d indices", a->ndim, n);
+  int n = last - first + 1;
+  if (n == 1 && lua_type(L, first) == LUA_TTABLE) {
+    n = tirL_table_maxn(L, first);
+    if (n != a->ndim) luaL_error(L, "the array has %d dimensions, got %d indices", a->ndim, n);
     for (int i = 1; i <= n; i++) {
-      lua_geti(L, idx, i);
-      int64_t ix = luaL_checkinteger(L, -1);
+      lua_geti(L, first, i);
+      if (!lua_isinteger(L, -1)) luaL_error(L, "index %d must be an integer", i);
+      int64_t ix = lua_tointeger(L, -1);
       lua_pop(L, 1);
-      if (ix < 0 || ix >= a->shape[i - 1]) luaL_error(L, "index %d out of range [0, %d)", (int)ix, (int)a->shape[i - 1]);
+      if (ix < 0 || ix >= a->shape[i - 1])
+        luaL_error(L, "index %d is %lld, outside [0, %lld)", i, (long long)ix, (long long)a->shape[i - 1]);
       flat = flat * a->shape[i - 1] + ix;
     }
+  } else if (n == a->ndim && n > 1) {
+    for (int i = 0; i < n; i++) {
+      if (!lua_isinteger(L, first + i)) luaL_error(L, "index %d must be an integer", i + 1);
+      int64_t ix = lua_tointeger(L, first + i);
+      if (ix < 0 || ix >= a->shape[i])
+        luaL_error(L, "index %d is %lld, outside [0, %lld)", i + 1, (long long)ix, (long long)a->shape[i]);
+      flat = flat * a->shape[i] + ix;
+    }
+  } else if (n == 1) {
+    if (!lua_isinteger(L, first)) luaL_error(L, "the index must be an integer (or a table of indices)");
+    flat = lua_tointeger(L, first);
+    if (flat < 0 || flat >= tir_nd_numel(a))
+      luaL_error(L, "flat index %lld is outside [0, %lld)", (long long)flat, (long long)tir_nd_numel(a));
   } else {
-    flat = luaL_checkinteger(L, idx);
-    if (flat < 0 || flat >= tir_nd_numel(a)) luaL_error(L, "flat index %d out of range", (int)flat);
+    luaL_error(L, "the array has %d dimensions: give %d indices, a table of them, or one flat index", a->ndim, a->ndim);
   }
   return flat;
 }
 
 static int m_get(lua_State *L) {
   tir_NDArray *a = tirL_check_ndarray(L, 1);
-  int64_t i = check_flat(L, a, 2);
+  int64_t i = check_flat(L, a, 2, lua_gettop(L));
   if (tir_dtype_is_float(a->dtype)) lua_pushnumber(L, tir_nd_get_f(a, i));
   else if (a->dtype.code == TIR_DT_BOOL) lua_pushboolean(L, (int)tir_nd_get_i(a, i));
   else lua_pushinteger(L, tir_nd_get_i(a, i));
   return 1;
 }
 
+/* a:set(index..., value) */
 static int m_set(lua_State *L) {
   tir_NDArray *a = tirL_check_ndarray(L, 1);
-  int64_t i = check_flat(L, a, 2);
-  if (tir_dtype_is_float(a->dtype)) tir_nd_set_f(a, i, luaL_checknumber(L, 3));
-  else if (lua_isboolean(L, 3)) tir_nd_set_i(a, i, lua_toboolean(L, 3));
-  else tir_nd_set_i(a, i, luaL_checkinteger(L, 3));
+  int top = lua_gettop(L);
+  if (top < 3) return luaL_error(L, "set(index, value): missing value");
+  int64_t i = check_flat(L, a, 2, top - 1);
+  if (tir_dtype_is_float(a->dtype)) tir_nd_set_f(a, i, luaL_checknumber(L, top));
+  else if (lua_isboolean(L, top)) tir_nd_set_i(a, i, lua_toboolean(L, top));
+  else tir_nd_set_i(a, i, luaL_checkinteger(L, top));
   return 0;
 }
 

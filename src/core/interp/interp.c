@@ -82,6 +82,10 @@ typedef struct {
   int failed;
 } Interp;
 
+#include <signal.h>
+static volatile sig_atomic_t interrupt_requested = 0;
+void tir_request_interrupt(void) { interrupt_requested = 1; }
+
 static int fail(Interp *I, const tir_Node *where, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(Interp *I, const tir_Node *where, const char *fmt, ...) {
   if (I->failed) return -1;
@@ -112,7 +116,10 @@ static int var_slot(Interp *I, const tir_Node *v) {
   return *s;
 }
 
-static void set_var(Interp *I, const tir_Var *v, Val x) { I->vals[var_slot(I, &v->hdr)] = x; }
+static void set_var(Interp *I, const tir_Var *v, Val x) {
+  int slot = var_slot(I, &v->hdr); /* may grow I->vals: index after */
+  I->vals[slot] = x;
+}
 
 static int storage_of(Interp *I, const tir_Var *data) {
   int *s = pmap_slot(&I->stores, data, 0);
@@ -577,6 +584,10 @@ static int exec(Interp *I, const tir_Node *s) {
       int64_t lo = eval(I, f->min, 0).i, ext = eval(I, f->extent, 0).i;
       int slot = var_slot(I, &f->loop_var->hdr);
       for (int64_t i = 0; i < ext; i++) {
+        if (interrupt_requested) {
+          interrupt_requested = 0;
+          return fail(I, s, "interrupted");
+        }
         I->vals[slot].i = lo + i;
         if (exec(I, f->body)) return -1;
       }
@@ -703,6 +714,7 @@ int tir_check_args(const tir_PrimFunc *f, const tir_InterpArg *args, int nargs, 
 }
 
 int tir_interpret(const tir_PrimFunc *f, const tir_InterpArg *args, int nargs) {
+  interrupt_requested = 0;
   if (tir_check_args(f, args, nargs, TIR_DEV_CPU, "interpret") != 0) return -1;
   Interp I;
   memset(&I, 0, sizeof I);

@@ -57,12 +57,14 @@ tir_Node *tir_binary_raw(int kind, tir_Node *a, tir_Node *b) {
   tir_Add *n = (tir_Add *)tir_node_alloc(kind, t);
   n->a = a;
   n->b = b;
+  tir_node_update_depth(&n->hdr);
   return &n->hdr;
 }
 
 tir_Node *tir_cast_raw(tir_DType t, tir_Node *v) {
   tir_Cast *n = NEW(Cast, t);
   n->value = v;
+  tir_node_update_depth(&n->hdr);
   return &n->hdr;
 }
 
@@ -73,6 +75,7 @@ tir_Node *tir_buffer_load(tir_Buffer *buf, tir_Array *indices) {
   tir_BufferLoad *n = NEW(BufferLoad, tir_dtype_with_lanes(buf->hdr.dtype, buf->hdr.dtype.lanes * lanes));
   n->buffer = buf;
   n->indices = indices;
+  tir_node_update_depth(&n->hdr);
   return &n->hdr;
 }
 
@@ -80,6 +83,7 @@ tir_Node *tir_call(tir_DType t, const char *op, tir_Array *args) {
   tir_Call *n = NEW(Call, t);
   tir_node_set_str(&n->op, op);
   n->args = args ? args : tir_array_empty();
+  tir_node_update_depth(&n->hdr);
   return &n->hdr;
 }
 
@@ -88,6 +92,7 @@ tir_Node *tir_ramp(tir_Node *base, tir_Node *stride, int lanes) {
   n->base = base;
   n->stride = stride;
   n->lanes = lanes;
+  tir_node_update_depth(&n->hdr);
   return &n->hdr;
 }
 
@@ -95,6 +100,7 @@ tir_Node *tir_broadcast(tir_Node *value, int lanes) {
   tir_Broadcast *n = NEW(Broadcast, tir_dtype_with_lanes(value->dtype, lanes));
   n->value = value;
   n->lanes = lanes;
+  tir_node_update_depth(&n->hdr);
   return &n->hdr;
 }
 
@@ -103,6 +109,7 @@ tir_Node *tir_let(tir_Var *var, tir_Node *value, tir_Node *body) {
   n->var = var;
   n->value = value;
   n->body = body;
+  tir_node_update_depth(&n->hdr);
   return &n->hdr;
 }
 
@@ -112,6 +119,7 @@ tir_Node *tir_reduce(const char *combiner, tir_Node *source, tir_Array *axis, ti
   n->source = source;
   n->axis = axis ? axis : tir_array_empty();
   n->condition = condition ? condition : tir_bool_imm(1);
+  tir_node_update_depth(&n->hdr);
   return &n->hdr;
 }
 

@@ -85,6 +85,7 @@ tir_Node *tir_mutate_children(const tir_Node *n, tir_MutateFn fn, void *ctx) {
       return flat;
     }
   }
+  if (tir_is_expr(copy)) tir_node_update_depth(copy);
   /* Keep derived dtypes in sync when a child's type changed (e.g. a load's lanes). */
   if (copy->kind == TIR_BufferLoad) {
     tir_BufferLoad *l = (tir_BufferLoad *)copy;

@@ -93,6 +93,7 @@ tir_Node *tir_node_alloc(int kind, tir_DType dtype) {
   n->kind = (uint16_t)kind;
   n->refcount = 1;
   n->dtype = dtype;
+  n->flags = 1;
   live_nodes++;
   if (kind != TIR_Array) {
     /* Strings are never NULL once a node exists. */
@@ -100,6 +101,25 @@ tir_Node *tir_node_alloc(int kind, tir_DType dtype) {
       if (ki->fields[i].type == TIR_FT_STR) *(char **)((char *)n + ki->fields[i].offset) = tir_strdup("");
   }
   return n;
+}
+
+void tir_node_update_depth(tir_Node *n) {
+  if (!n || n->kind == TIR_Array) return;
+  int d = 0;
+  const tir_KindInfo *ki = tir_kind_info(n->kind);
+  for (int i = 0; i < ki->n_fields; i++) {
+    if (ki->fields[i].type != TIR_FT_NODE) continue;
+    const tir_Node *c = *(tir_Node *const *)((const char *)n + ki->fields[i].offset);
+    if (!c) continue;
+    if (c->kind == TIR_Array) {
+      const tir_Array *a = (const tir_Array *)c;
+      for (int k = 0; k < a->size; k++)
+        if (a->items[k] && a->items[k]->flags > d) d = a->items[k]->flags;
+    } else if (c->flags > d) {
+      d = c->flags;
+    }
+  }
+  n->flags = (uint16_t)(d + 1 > 65535 ? 65535 : d + 1);
 }
 
 tir_Node *tir_retain(const void *p) {

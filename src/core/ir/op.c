@@ -261,6 +261,7 @@ tir_Node *tir_not(tir_Node *a) {
   }
   tir_Not *n = (tir_Not *)tir_node_alloc(TIR_Not, a->dtype);
   n->a = a;
+  tir_node_update_depth(&n->hdr);
   return &n->hdr;
 }
 
@@ -307,6 +308,7 @@ tir_Node *tir_select(tir_Node *c, tir_Node *t, tir_Node *f) {
   n->cond = c;
   n->true_value = t;
   n->false_value = f;
+  tir_node_update_depth(&n->hdr);
   return &n->hdr;
 }
 

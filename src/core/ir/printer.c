@@ -700,17 +700,13 @@ static void print_stmt_t(Printer *p, const tir_Node *s, int tail) {
     case TIR_For: print_for(p, (const tir_For *)s); return;
     case TIR_BlockRealize: print_block_realize(p, (const tir_BlockRealize *)s); return;
     case TIR_Block: {
-      /* a bare block (no realize): print with an empty binding list */
-      tir_BlockRealize br;
-      memset(&br, 0, sizeof br);
-      br.hdr.kind = TIR_BlockRealize;
-      tir_Array empty = {{TIR_Array, 0, 1, TIR_VOID}, 0, NULL};
-      br.iter_values = &empty;
-      tir_Node *t = tir_bool_imm(1);
-      br.predicate = t;
-      br.block = (tir_Block *)s;
-      print_block_realize(p, &br);
-      tir_release(t);
+      /* a block on its own (no realize): its iteration variables bound to themselves */
+      const tir_Block *b = (const tir_Block *)s;
+      tir_Array *vals = tir_array_new(b->iter_vars->size);
+      for (int i = 0; i < b->iter_vars->size; i++) vals->items[i] = R(&((const tir_IterVar *)b->iter_vars->items[i])->var->hdr);
+      tir_Node *br = tir_block_realize(vals, NULL, (tir_Block *)R(b));
+      print_block_realize(p, (const tir_BlockRealize *)br);
+      tir_release(br);
       return;
     }
     case TIR_BufferStore: {
@@ -1006,6 +1002,7 @@ static void print_any(Printer *p, const tir_Node *n) {
     newline(p);
     p->indent += 2;
     for (int i = 0; i < m->functions->size; i++) {
+      if (!m->functions->items[i] || m->functions->items[i]->kind != TIR_PrimFunc) continue;
       print_func(p, (const tir_PrimFunc *)m->functions->items[i]);
       /* turn the closing "end)" of each function into "end)," */
       if (p->out.len >= 2) {

@@ -115,12 +115,16 @@ int tir_node_validate(const tir_Node *n) {
       break;
     }
     case TIR_BufferRegion: CHECK_ARRAY(((const tir_BufferRegion *)n)->region, TIR_Range, "region"); break;
+    case TIR_IRModule: CHECK_ARRAY(((const tir_IRModule *)n)->functions, TIR_PrimFunc, "functions"); break;
+    case TIR_Reduce: CHECK_ARRAY(((const tir_Reduce *)n)->axis, TIR_IterVar, "axis"); break;
+    case TIR_ComputeOp: CHECK_ARRAY(((const tir_ComputeOp *)n)->axis, TIR_IterVar, "axis"); break;
     case TIR_PrimFunc: {
       const tir_Array *a = ((const tir_PrimFunc *)n)->params;
       for (int j = 0; j < a->size; j++)
         if (!a->items[j] || (a->items[j]->kind != TIR_Buffer && a->items[j]->kind != TIR_Var))
           return tir_error_set(TIR_ERR_TYPE, "make", "parameter %d must be a Buffer or Var", j + 1);
       if (!tir_is_stmt(((const tir_PrimFunc *)n)->body)) return tir_error_set(TIR_ERR_TYPE, "make", "function body must be a statement");
+      CHECK_ARRAY(((const tir_PrimFunc *)n)->attrs, TIR_Ann, "attrs");
       break;
     }
     default: break;

@@ -36,7 +36,7 @@ static int index_of(const tir_Array *a, const tir_Node *x) {
 }
 
 /* One block and its loop nest for op. */
-static tir_Node *lower_op(const tir_ComputeOp *op) {
+static tir_Node *lower_op(const tir_ComputeOp *op, const char *block_name) {
   const tir_Buffer *out = op->output;
   const tir_Reduce *red = op->body->kind == TIR_Reduce ? (const tir_Reduce *)op->body : NULL;
   int ns = op->axis->size, nr = red ? red->axis->size : 0, n = ns + nr;
@@ -76,11 +76,15 @@ static tir_Node *lower_op(const tir_ComputeOp *op) {
     body = tir_buffer_store((tir_Buffer *)R(out), val, (tir_Array *)R(idx));
   }
   tir_release(idx);
-  tir_Block *blk = tir_block_new(op->name, iter_vars, NULL, NULL, init, NULL, NULL, NULL, body);
+  tir_Block *blk = tir_block_new(block_name, iter_vars, NULL, NULL, init, NULL, NULL, NULL, body);
   tir_Block *blk2 = tir_block_with_detected_access(blk);
   tir_release(blk);
   tir_Array *vals = tir_array_new(n);
-  for (int i = 0; i < n; i++) vals->items[i] = tir_retain(loop_vars[i]);
+  for (int i = 0; i < n; i++) {
+    /* loops run from 0; an axis starting elsewhere (te.reduce_axis({2, 6})) is shifted */
+    const tir_IterVar *iv = (const tir_IterVar *)blk2->iter_vars->items[i];
+    vals->items[i] = tir_is_zero(iv->dom->min) ? tir_retain(loop_vars[i]) : tir_add(R(iv->dom->min), tir_retain(loop_vars[i]));
+  }
   tir_Node *stmt = tir_block_realize(vals, NULL, blk2);
   for (int i = n - 1; i >= 0; i--)
     stmt = tir_for(loop_vars[i], tir_int_imm(extents[i]->dtype, 0), R((tir_Node *)extents[i]), TIR_FOR_SERIAL, NULL, NULL, stmt);
@@ -92,13 +96,53 @@ static tir_Node *lower_op(const tir_ComputeOp *op) {
   return stmt;
 }
 
+typedef struct {
+  const tir_Array *params;
+  const tir_Array *axes[2];
+  const tir_Var *bad;
+} FreeCtx;
+
+static int known_var(const FreeCtx *c, const tir_Node *v) {
+  for (int i = 0; i < c->params->size; i++) {
+    const tir_Node *p = c->params->items[i];
+    if (p == v) return 1;
+    if (p->kind == TIR_Buffer) {
+      const tir_Buffer *b = (const tir_Buffer *)p;
+      for (int d = 0; d < b->shape->size; d++)
+        if (b->shape->items[d] == v) return 1;
+    }
+  }
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; c->axes[k] && i < c->axes[k]->size; i++)
+      if (&((const tir_IterVar *)c->axes[k]->items[i])->var->hdr == v) return 1;
+  return 0;
+}
+
+static int free_fn(const tir_Node *n, void *p) {
+  FreeCtx *c = p;
+  if (c->bad) return 1;
+  if (n->kind == TIR_Var && !known_var(c, n)) c->bad = (const tir_Var *)n;
+  if (n->kind == TIR_Reduce || n->kind == TIR_Buffer) return 1; /* reductions: checked apart; buffers: data, shapes */
+  return 0;
+}
+
 tir_PrimFunc *tir_te_create_prim_func(const tir_Array *params, const tir_Array *ops, const char *name) {
   /* Check: every op input is a parameter or an earlier op's output; reductions only at the top. */
-  for (int i = 0; i < params->size; i++)
+  for (int i = 0; i < params->size; i++) {
     if (params->items[i]->kind != TIR_Buffer && params->items[i]->kind != TIR_Var) {
       tir_error_set(TIR_ERR_TYPE, "create_prim_func", "argument %d is not a tensor", i + 1);
       return NULL;
     }
+    for (int j = 0; j < i; j++)
+      if (params->items[j] == params->items[i]) {
+        tir_error_set(TIR_ERR_VALUE, "create_prim_func", "argument %d repeats argument %d", i + 1, j + 1);
+        return NULL;
+      }
+  }
+  if (ops->size == 0) {
+    tir_error_set(TIR_ERR_VALUE, "create_prim_func", "none of the arguments is computed (te.compute); nothing to do");
+    return NULL;
+  }
   for (int i = 0; i < ops->size; i++) {
     const tir_ComputeOp *op = (const tir_ComputeOp *)ops->items[i];
     tir_Array *ins = tir_te_input_buffers(op);
@@ -116,6 +160,20 @@ tir_PrimFunc *tir_te_create_prim_func(const tir_Array *params, const tir_Array *
       }
     }
     tir_release(ins);
+    {
+      /* every variable of the body is an axis of this op (or a reduce axis it reduces over) */
+      const tir_Reduce *r = op->body->kind == TIR_Reduce ? (const tir_Reduce *)op->body : NULL;
+      FreeCtx fc = {params, {op->axis, r ? r->axis : NULL}, NULL};
+      tir_visit(r ? r->source : op->body, free_fn, &fc);
+      if (r) tir_visit(r->condition, free_fn, &fc);
+      if (fc.bad) {
+        tir_error_set(TIR_ERR_VALUE, "create_prim_func",
+                      "compute '%s' uses variable '%s', which is neither one of its axes nor reduced over "
+                      "(a reduce axis must be listed in te.sum/te.max/te.min)",
+                      op->name, fc.bad->name);
+        return NULL;
+      }
+    }
     if (op->body->kind == TIR_Reduce) {
       const tir_Reduce *r = (const tir_Reduce *)op->body;
       tir_Node *id = tir_reduce_identity(r->combiner, r->hdr.dtype);
@@ -145,7 +203,22 @@ tir_PrimFunc *tir_te_create_prim_func(const tir_Array *params, const tir_Array *
   tir_Array *allocs = tir_array_empty();
   for (int i = 0; i < ops->size; i++) {
     const tir_ComputeOp *op = (const tir_ComputeOp *)ops->items[i];
-    stmts->items[i] = lower_op(op);
+    /* block names are unique (get_block looks them up): repeated op names get _1, _2, ... */
+    char *bname = tir_strdup(op->name);
+    for (int k = 1;; k++) {
+      int clash = 0;
+      for (int j = 0; j < i && !clash; j++) clash = strcmp(((const tir_ComputeOp *)ops->items[j])->name, bname) == 0;
+      for (int j = 0; j < i && !clash; j++) {
+        const tir_Node *st = stmts->items[j];
+        while (st->kind == TIR_For) st = ((const tir_For *)st)->body;
+        clash = strcmp(((const tir_BlockRealize *)st)->block->name, bname) == 0;
+      }
+      if (!clash) break;
+      free(bname);
+      bname = tir_strprintf("%s_%d", op->name, k);
+    }
+    stmts->items[i] = lower_op(op, bname);
+    free(bname);
     if (index_of(params, &op->output->hdr) < 0) allocs = tir_array_push(allocs, tir_retain(op->output));
   }
   tir_Node *body = tir_seq(stmts);

@@ -3,6 +3,7 @@
  * variable: offset = elem_offset + sum(index_d * stride_d), strides row-major unless
  * the buffer declares its own.  Parameters keep their N-D buffers (the signature the
  * caller sees); the body uses the flat views. */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "pass_util.h"
@@ -14,18 +15,37 @@ typedef struct {
   int n, cap;
 } Ctx;
 
+/* Offsets need 64 bits when a dimension is int64 or the element count passes 2^31 - 1. */
+static int needs_int64(const tir_Buffer *b) {
+  int64_t total = 1, v;
+  for (int i = 0; i < b->shape->size; i++) {
+    if (b->shape->items[i]->dtype.bits == 64) return 1;
+    if (!tir_is_const_int(b->shape->items[i], &v)) continue;
+    if (b->strides->size == b->shape->size) {
+      int64_t st;
+      if (tir_is_const_int(b->strides->items[i], &st) && v > 0 && st > 0 && (v - 1) > (INT32_MAX - 1) / st) return 1;
+    } else if (v > 0 && __builtin_mul_overflow(total, v, &total)) {
+      return 1;
+    }
+  }
+  return total > INT32_MAX;
+}
+
+static tir_Node *widen(const tir_Node *e, int wide) {
+  return wide ? tir_cast(TIR_INT64, R((tir_Node *)e)) : R((tir_Node *)e);
+}
+
 static tir_Node *buffer_elems(const tir_Buffer *b) {
-  tir_DType t = TIR_INT32;
-  for (int i = 0; i < b->shape->size; i++)
-    if (b->shape->items[i]->dtype.bits == 64) t = TIR_INT64;
+  tir_DType t = needs_int64(b) ? TIR_INT64 : TIR_INT32;
+  int wide = t.bits == 64;
   if (b->strides->size == b->shape->size && b->shape->size) {
     tir_Node *hi = tir_int_imm(t, 1);
     for (int i = 0; i < b->shape->size; i++)
-      hi = tir_add(hi, tir_mul(tir_sub(R(b->shape->items[i]), tir_int_imm(t, 1)), R(b->strides->items[i])));
+      hi = tir_add(hi, tir_mul(tir_sub(widen(b->shape->items[i], wide), tir_int_imm(t, 1)), widen(b->strides->items[i], wide)));
     return hi;
   }
   tir_Node *n = tir_int_imm(t, 1);
-  for (int i = 0; i < b->shape->size; i++) n = tir_mul(n, R(b->shape->items[i]));
+  for (int i = 0; i < b->shape->size; i++) n = tir_mul(n, widen(b->shape->items[i], wide));
   return n;
 }
 
@@ -62,18 +82,19 @@ static tir_Buffer *flat_of(Ctx *c, const tir_Buffer *b) {
  * stride for buffers with explicit strides; plus elem_offset. */
 static tir_Node *flat_index(const tir_Buffer *b, const tir_Array *idx) {
   if (b->shape->size == 1 && b->strides->size == 0 && tir_is_zero(b->elem_offset)) return tir_retain(idx->items[0]);
+  int wide = needs_int64(b);
   tir_Node *off = NULL;
   if (b->strides->size == idx->size) {
     for (int d = 0; d < idx->size; d++) {
-      tir_Node *t = tir_mul(tir_retain(idx->items[d]), tir_retain(b->strides->items[d]));
+      tir_Node *t = tir_mul(widen(idx->items[d], wide), widen(b->strides->items[d], wide));
       off = off ? tir_add(off, t) : t;
     }
   } else {
     for (int d = 0; d < idx->size; d++)
-      off = off ? tir_add(tir_mul(off, R(b->shape->items[d])), tir_retain(idx->items[d])) : tir_retain(idx->items[d]);
+      off = off ? tir_add(tir_mul(off, widen(b->shape->items[d], wide)), widen(idx->items[d], wide)) : widen(idx->items[d], wide);
   }
-  if (!off) off = tir_i32(0);
-  return tir_is_zero(b->elem_offset) ? off : tir_add(tir_retain(b->elem_offset), off);
+  if (!off) off = wide ? tir_int_imm(TIR_INT64, 0) : tir_i32(0);
+  return tir_is_zero(b->elem_offset) ? off : tir_add(widen(b->elem_offset, wide), off);
 }
 
 static tir_Node *mut(const tir_Node *n, void *p) {

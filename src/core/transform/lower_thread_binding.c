@@ -25,6 +25,7 @@ static const char *const TAGS[] = {"blockIdx.z", "blockIdx.y", "blockIdx.x", "vt
 typedef struct {
   tir_Node *extent[N_TAGS]; /* owned; NULL when the tag is unused */
   tir_Var *var[N_TAGS];
+  const tir_For *active[N_TAGS]; /* the enclosing loop bound to each tag while rewriting */
   int failed;
 } Region;
 
@@ -73,10 +74,27 @@ static int collect(const tir_Node *n, void *p) {
 static tir_Node *replace_fn(const tir_Node *n, void *p) {
   Region *r = p;
   if (tir_is_expr(n)) return tir_retain(n);
+  if (n->kind == TIR_For && ((const tir_For *)n)->kind == TIR_FOR_PARALLEL) {
+    tir_error_set(TIR_ERR_LOWER, "lower_thread_binding",
+                  "loop %s is marked parallel, which has no meaning inside a CUDA kernel: bind it to a thread axis instead",
+                  ((const tir_For *)n)->loop_var->name);
+    return TIR_MUTATE_ERROR;
+  }
   if (n->kind != TIR_For || ((const tir_For *)n)->kind != TIR_FOR_THREAD_BINDING) return NULL;
   const tir_For *f = (const tir_For *)n;
   int t = tag_index(f->thread_tag);
+  const tir_For *outer = r->active[t];
+  if (outer && tir_uses_var(f->body, outer->loop_var)) {
+    /* both loops would be the same thread index: the statements need both */
+    tir_error_set(TIR_ERR_LOWER, "lower_thread_binding",
+                  "loops %s and %s are nested, both bound to %s, and the inner one's body uses both; one thread "
+                  "index cannot run both loops",
+                  outer->loop_var->name, f->loop_var->name, f->thread_tag);
+    return TIR_MUTATE_ERROR;
+  }
+  r->active[t] = f;
   tir_Node *body = tir_mutate(f->body, replace_fn, p);
+  r->active[t] = outer;
   if (!body) return TIR_MUTATE_ERROR;
   tir_Node *val = tir_add(tir_cast(f->loop_var->hdr.dtype, R(&r->var[t]->hdr)), R(f->min));
   tir_Var *lv = f->loop_var;

@@ -115,6 +115,19 @@ static int make_kernel(const tir_Node *region, const char *name, const tir_PrimF
     }
     return -1;
   }
+  int64_t bx, by, bz;
+  if (tir_is_const_int(k->block[0], &bx) && tir_is_const_int(k->block[1], &by) && tir_is_const_int(k->block[2], &bz) &&
+      (bx * by * bz > 1024 || bz > 64)) {
+    tir_error_set(TIR_ERR_LOWER, "split_host_device",
+                  "kernel %s would launch %lld x %lld x %lld = %lld threads per block; CUDA allows at most 1024 (and 64 in z): "
+                  "bind fewer iterations to threadIdx",
+                  name, (long long)bx, (long long)by, (long long)bz, (long long)(bx * by * bz));
+    for (int i = 0; i < 3; i++) {
+      tir_release(k->grid[i]);
+      tir_release(k->block[i]);
+    }
+    return -1;
+  }
   FreeCtx c = {0};
   tir_visit(region, def_fn, &c);
   tir_visit(region, use_fn, &c);

@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sched_internal.h"
+#include "../sched_util.h"
 
 int tir_sched_reorder(tir_Schedule *s, tir_Var *const *vars, int n) {
   const char *P = "reorder";
-  if (n < 1) return 0;
+  if (n < 1) return tir_error_set(TIR_ERR_SCHEDULE, P, "reorder needs the loops to put in order");
   int rc = -1;
   const tir_For **loops = calloc((size_t)n, sizeof *loops);
   SchPath *paths = calloc((size_t)n, sizeof *paths);
@@ -66,10 +66,32 @@ int tir_sched_reorder(tir_Schedule *s, tir_Var *const *vars, int n) {
       goto done;
     }
   }
-  /* blocks below: only S/R iteration variables */
+  /* blocks below: only S/R iteration variables, and no moved loop feeding both kinds (the
+   * first visit of an output must still have every reduction variable at its start, which
+   * is when the init runs) */
   {
     const tir_BlockRealize **blocks;
     int nb = sch_child_blocks(chain[len - 1]->body, &blocks);
+    for (int i = 0; i < nb; i++) {
+      const tir_Block *b = blocks[i]->block;
+      if (!sch_block_is_reduction(b)) continue;
+      for (int q = 0; q < n; q++) {
+        int sp = 0, rd = 0;
+        for (int j = 0; j < b->iter_vars->size; j++) {
+          if (!tir_uses_var(blocks[i]->iter_values->items[j], loops[q]->loop_var)) continue;
+          if (((const tir_IterVar *)b->iter_vars->items[j])->iter_type == TIR_ITER_COMM_REDUCE) rd = 1;
+          else sp = 1;
+        }
+        if (sp && rd) {
+          sch_error(s, P, &loops[q]->hdr, "spatial and reduction",
+                    "loop %s feeds both spatial and reduction iteration variables of block '%s' (it came from fusing "
+                    "them); reordering it would visit outputs before their reduction starts",
+                    loops[q]->loop_var->name, b->name);
+          free(blocks);
+          goto done;
+        }
+      }
+    }
     for (int i = 0; i < nb; i++)
       for (int j = 0; j < blocks[i]->block->iter_vars->size; j++) {
         const tir_IterVar *iv = (const tir_IterVar *)blocks[i]->block->iter_vars->items[j];

@@ -7,6 +7,7 @@
  * product is at least n.  When the product is not provably n, every child block gets
  * the predicate (fused index < n), so no iteration runs past the original range.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,6 +91,16 @@ tir_Array *tir_sched_split(tir_Schedule *s, const tir_Var *v, const int64_t *fac
     return NULL;
   }
   if (infer >= 0) f[infer] = (extent + prod - 1) / prod, prod *= f[infer];
+  /* every factor must fit the loop variable's type */
+  tir_DType lt = loop->loop_var->hdr.dtype;
+  int64_t limit = lt.bits >= 64 ? INT64_MAX : ((int64_t)1 << (lt.bits - 1)) - 1;
+  for (int i = 0; i < n; i++)
+    if (f[i] > limit || (prod > limit && prod > extent)) {
+      sch_error(s, P, &loop->hdr, "this loop", "factor %lld (product %lld) does not fit the %d-bit loop variable %s",
+                (long long)f[i], (long long)prod, lt.bits, loop->loop_var->name);
+      free(f);
+      return NULL;
+    }
   if (prod < extent) {
     tir_StrBuf sb;
     tir_sb_init(&sb);
