@@ -11,6 +11,7 @@
 -- turns < and == into booleans, so comparisons are functions), tir.all/any, tir.select,
 -- tir.cast, tir.min/max, tir.floordiv/floormod, tir.structural_equal.
 local core = require("tir.core")
+local util = require("tir.util")
 
 local tir = {}
 for k, v in pairs(core) do
@@ -33,24 +34,46 @@ tir.testing = require("tir.testing")
 
 --- Builds a PrimFunc (or a schedule's module) for a target.
 -- target: "cuda" (default), optionally with "-arch=sm_80" etc.  opts: {dump = true} keeps the
--- IR after each pass (mod:dumps()); {compile = false} stops after emitting CUDA C.
+-- IR after each pass that changed it (mod:dumps()); {compile = false} stops after emitting CUDA C.
 -- Returns a tir.Module: mod(a, b, c) launches on CUDA arrays (checked first),
 -- mod:get_source("cuda"|"ptx"|"ir"|"host"), mod:time_evaluator{...}(args) -> seconds.
 -- Raises LoweringError / CodegenError / NvrtcError (with NVRTC's log) on failure.
+local BUILD_OPTS = {dump = true, compile = true, unroll_max_extent = true, arch = true}
+
+local function as_func(func, prim)
+  if type(func) == "table" and func.func then func = func.func end
+  if not (core.is_node(func, "PrimFunc") or core.is_node(func, "IRModule")) then
+    util.raise("TypeError", prim, "expected a PrimFunc (or a Schedule), got %s", util.describe(func))
+  end
+  return func
+end
+
 function tir.build(func, target, opts)
-  if type(func) == "table" and func.func then func = func.func end -- a Schedule
+  func = as_func(func, "build")
   target = target or "cuda"
-  if type(target) ~= "string" then error("tir.build: target must be a string like \"cuda\" or \"cuda -arch=sm_90\"", 2) end
-  local kind, rest = target:match("^%s*(%S+)%s*(.*)$")
-  if kind ~= "cuda" and kind ~= "nvptx" then
-    error(("tir.build: unknown target '%s' (tirlua builds for \"cuda\")"):format(tostring(kind)), 2)
+  if type(target) ~= "string" then util.raise("TypeError", "build", "target must be a string like \"cuda\" or \"cuda -arch=sm_90\"") end
+  if opts ~= nil and type(opts) ~= "table" then util.raise("TypeError", "build", "options must be a table, got %s", util.describe(opts)) end
+  local words = {}
+  for w in target:gmatch("%S+") do words[#words + 1] = w end
+  if #words == 0 then util.raise("ValueError", "build", "the target is empty (use \"cuda\")") end
+  if words[1] ~= "cuda" and words[1] ~= "nvptx" then
+    util.raise("ValueError", "build", "unknown target '%s' (tirlua builds for \"cuda\")", words[1])
   end
   local o = {}
-  for k, v in pairs(opts or {}) do o[k] = v end
-  local arch = rest:match("%-arch=(%S+)")
-  if arch then
-    if not arch:match("^sm_%d+a?$") then error(("tir.build: bad -arch '%s' (expected sm_80, sm_90, sm_90a)"):format(arch), 2) end
+  for k, v in pairs(opts or {}) do
+    if not BUILD_OPTS[k] then util.raise("ValueError", "build", "unknown option '%s' (dump, compile, unroll_max_extent, arch)", tostring(k)) end
+    o[k] = v
+  end
+  for i = 2, #words do
+    local arch = words[i]:match("^%-arch=(.+)$")
+    if not arch then util.raise("ValueError", "build", "unknown target option '%s' (only -arch=sm_XX)", words[i]) end
     o.arch = arch
+  end
+  if o.arch ~= nil then
+    local num = type(o.arch) == "string" and tonumber(o.arch:match("^sm_(%d+)a?$"))
+    if not num or num < 75 or num > 120 then
+      util.raise("ValueError", "build", "bad architecture '%s': expected sm_75 .. sm_120 (e.g. sm_80, sm_90, sm_90a)", tostring(o.arch))
+    end
   end
   if tir.config.dump then o.dump = true end
   local mod = core.build(func, o)
@@ -68,15 +91,13 @@ end
 --- Lowers a PrimFunc through the pipeline without codegen: returns the lowered function
 -- and, with {dump = true}, a list of {pass = name, ir = text} after each pass.
 function tir.lower(func, opts)
-  if type(func) == "table" and func.func then func = func.func end
-  return core.lower(func, opts)
+  return core.lower(as_func(func, "lower"), opts)
 end
 
 --- Runs func on host arrays: tir.interpret(func, {a, b, c}) (or a, b, c).  Raises
 -- RuntimeError on out-of-bounds accesses, bad bindings, shape/dtype mismatches.
 function tir.interpret(func, ...)
-  if type(func) == "table" and func.func then func = func.func end
-  return core.interpret(func, ...)
+  return core.interpret(as_func(func, "interpret"), ...)
 end
 
 -- Module methods written in Lua.
@@ -89,6 +110,11 @@ function M.time_evaluator(mod, opts)
   local number = opts.number or 10
   local rep = opts.repeat_ or opts["repeat"] or 3
   local warmup = opts.warmup or 2
+  for k, v in pairs({number = number, repeat_ = rep, warmup = warmup}) do
+    if math.type(v) ~= "integer" or v < (k == "warmup" and 0 or 1) or v > 100000 then
+      util.raise("ValueError", "time_evaluator", "%s must be an integer in [%d, 100000], got %s", k, k == "warmup" and 0 or 1, tostring(v))
+    end
+  end
   return function(...) return mod:time(warmup, number, rep, ...) end
 end
 

@@ -1,5 +1,6 @@
 --- tir.nd: arrays on the host or a CUDA device (tir.NDArray), and devices.
 local core = require("tir.core")
+local util = require("tir.util")
 local nd = {}
 
 local Device = {}
@@ -12,9 +13,9 @@ Device.__eq = function(a, b) return a.type == b.type and a.id == b.id end
 function nd.device(kind, id)
   kind = kind or "cpu"
   if kind == "gpu" then kind = "cuda" end
-  if kind ~= "cpu" and kind ~= "cuda" then error(("tir.device: unknown device type '%s' (cpu or cuda)"):format(tostring(kind)), 2) end
+  if kind ~= "cpu" and kind ~= "cuda" then util.raise("ValueError", "device", "unknown device type '%s' (cpu or cuda)", tostring(kind)) end
   id = id or 0
-  if math.type(id) ~= "integer" or id < 0 then error("tir.device: id must be a non-negative integer", 2) end
+  if math.type(id) ~= "integer" or id < 0 then util.raise("ValueError", "device", "id must be a non-negative integer") end
   return setmetatable({type = kind, id = id}, Device)
 end
 function nd.cpu(id) return nd.device("cpu", id or 0) end
@@ -36,24 +37,29 @@ end
 local function dev_arg(dev) return dev or nd.cpu() end
 
 --- Uninitialized array (host arrays start as NaN / 0x5a bytes so unwritten outputs show).
-function nd.empty(shape, dtype, dev) return core.nd_empty(shape, dtype or "float32", dev_arg(dev)) end
+function nd.empty(shape, dtype, dev)
+  util.check_dtype(dtype, "nd.empty")
+  return util.guard("nd.empty", core.nd_empty, shape, dtype or "float32", dev_arg(dev))
+end
 
 --- Array from a (nested) Lua table of numbers.
 function nd.array(t, dtype, dev)
   if type(t) == "userdata" and getmetatable(t) and t.to then return t:to(dev_arg(dev)) end
-  return core.nd_array(t, dtype or "float32", dev_arg(dev))
+  util.check_dtype(dtype, "nd.array")
+  return util.guard("nd.array", core.nd_array, t, dtype or "float32", dev_arg(dev))
 end
 
 --- Random array: opts = {seed = 0, low = , high = } (defaults: floats in [-1, 1), int8 in
 -- [-128, 127], ...); deterministic for a seed.
 function nd.random(shape, dtype, dev, opts)
   opts = opts or {}
-  local a = core.nd_empty(shape, dtype or "float32", dev_arg(dev))
-  return a:fill_random(opts.seed or 0, opts.low, opts.high)
+  util.check_dtype(dtype, "nd.random")
+  local a = util.guard("nd.random", core.nd_empty, shape, dtype or "float32", dev_arg(dev))
+  return util.guard("nd.random", a.fill_random, a, opts.seed or 0, opts.low, opts.high)
 end
 
 --- Loads a .npy file onto dev (host by default).
-function nd.load(path, dev) return core.nd_load(path, dev_arg(dev)) end
+function nd.load(path, dev) return util.guard("nd.load", core.nd_load, path, dev_arg(dev)) end
 
 --- a:numpy() is not available; a:to_table() returns nested Lua tables, a:save(path) writes .npy.
 return nd

@@ -11,6 +11,8 @@
 -- step (split, fuse, ...) fails with a clear message.  Every failure raises a tir.Error
 -- (kind ScheduleError) that names the primitive and shows the IR with the loop/block marked.
 local core = require("tir.core")
+local util = require("tir.util")
+local raise = util.raise
 
 local Schedule = {}
 local LoopRV = {__name = "tir.LoopRV"}
@@ -33,7 +35,7 @@ end
 
 local function check_loop(x, prim, i)
   if getmetatable(x) ~= LoopRV then
-    error(("%s: argument %d must be a loop (LoopRV from get_loops/split/fuse), got %s"):format(prim, i, describe(x)), 3)
+    raise("TypeError", prim, "argument %d must be a loop (LoopRV from get_loops/split/fuse), got %s", i, describe(x))
   end
   return x.var
 end
@@ -41,7 +43,7 @@ end
 local function check_block(self, x, prim, i)
   if type(x) == "string" then return self:get_block(x) end
   if getmetatable(x) ~= BlockRV then
-    error(("%s: argument %d must be a block (BlockRV from get_block, or a block name), got %s"):format(prim, i, describe(x)), 3)
+    raise("TypeError", prim, "argument %d must be a block (BlockRV from get_block, or a block name), got %s", i, describe(x))
   end
   return x
 end
@@ -54,7 +56,7 @@ end
 function Schedule.new(func)
   if type(func) == "table" and getmetatable(func) == Schedule then func = func.func end
   if not (core.is_node(func, "PrimFunc") or core.is_node(func, "IRModule")) then
-    error(("tir.Schedule: expected a PrimFunc (from te.create_prim_func or T.prim_func), got %s"):format(describe(func)), 2)
+    raise("TypeError", "Schedule", "expected a PrimFunc (from te.create_prim_func or T.prim_func), got %s", describe(func))
   end
   local state = core.ScheduleState(func)
   return setmetatable({_state = state, _orig = state:func(), _trace = {}}, Schedule)
@@ -68,7 +70,7 @@ Schedule.__tostring = function(self) return tostring(self._state:func()) end
 
 --- The block named `name` (a BlockRV).  Raises when there is none or several.
 function Schedule:get_block(name)
-  if type(name) ~= "string" then error(("get_block: expected a block name (string), got %s"):format(describe(name)), 2) end
+  if type(name) ~= "string" then raise("TypeError", "get_block", "expected a block name (string), got %s", describe(name)) end
   local uid = self._state:get_block(name)
   local b = block_rv(uid, name)
   record(self, "get_block", {name}, {b})
@@ -109,11 +111,16 @@ end
 -- Returns the new loops outer to inner.
 function Schedule:split(loop, factors)
   local v = check_loop(loop, "split", 1)
-  if type(factors) ~= "table" then error(("split: factors must be a list like {nil, 16}, got %s"):format(describe(factors)), 2) end
+  if type(factors) ~= "table" then raise("TypeError", "split", "factors must be a list like {nil, 16}, got %s", describe(factors)) end
   local n = 0
   for k in pairs(factors) do
-    if math.type(k) ~= "integer" or k < 1 then error("split: factors must be a list", 2) end
+    if math.type(k) ~= "integer" or k < 1 then raise("TypeError", "split", "factors must be a list like {nil, 16}") end
     if k > n then n = k end
+  end
+  if n < 2 then
+    raise("ValueError", "split",
+          "got %d factor(s); at least 2 are needed. Lua drops trailing nils, so {16, nil} has one entry: write {16, -1} " ..
+          "(-1 or nil marks the inferred factor; {nil, 16} works as it stands)", n)
   end
   local f = {}
   for i = 1, n do
@@ -121,7 +128,7 @@ function Schedule:split(loop, factors)
     if x == nil or x == false then f[i] = -1
     elseif math.type(x) == "integer" then f[i] = x
     elseif core.is_node(x, "IntImm") then f[i] = x.value
-    else error(("split: factor %d must be an integer or nil, got %s"):format(i, describe(x)), 2) end
+    else raise("TypeError", "split", "factor %d must be an integer or nil, got %s", i, describe(x)) end
   end
   local vars = self._state:split(v, f)
   local out = {}
@@ -144,6 +151,7 @@ end
 --- Reorders loops on one chain into the given order (outer to inner).
 function Schedule:reorder(...)
   local loops = table.pack(...)
+  if loops.n < 2 then raise("ValueError", "reorder", "give at least two loops (outer to inner in the new order), got %d", loops.n) end
   local vars = {}
   for i = 1, loops.n do vars[i] = check_loop(loops[i], "reorder", i) end
   self._state:reorder(table.unpack(vars, 1, loops.n))
@@ -153,7 +161,7 @@ end
 --- Binds a loop to a thread axis: blockIdx.x/y/z, threadIdx.x/y/z.
 function Schedule:bind(loop, tag)
   local v = check_loop(loop, "bind", 1)
-  if type(tag) ~= "string" then error(("bind: thread tag must be a string like \"threadIdx.x\", got %s"):format(describe(tag)), 2) end
+  if type(tag) ~= "string" then raise("TypeError", "bind", "thread tag must be a string like \"threadIdx.x\", got %s", describe(tag)) end
   self._state:bind(v, tag)
   record(self, "bind", {loop, tag})
 end
@@ -173,12 +181,12 @@ local function block_list(self, uids)
 end
 
 local function check_bool(x, prim, what)
-  if x ~= nil and type(x) ~= "boolean" then error(("%s: %s must be a boolean, got %s"):format(prim, what, describe(x)), 3) end
+  if x ~= nil and type(x) ~= "boolean" then raise("TypeError", prim, "%s must be a boolean, got %s", what, describe(x)) end
   return x or false
 end
 
 local function check_int(x, prim, what)
-  if math.type(x) ~= "integer" then error(("%s: %s must be an integer, got %s"):format(prim, what, describe(x)), 3) end
+  if math.type(x) ~= "integer" then raise("TypeError", prim, "%s must be an integer, got %s", what, describe(x)) end
   return x
 end
 
@@ -235,7 +243,7 @@ end
 function Schedule:cache_read(block, index, scope, consumer_blocks)
   block = check_block(self, block, "cache_read", 1)
   check_int(index, "cache_read", "read_buffer_index")
-  if type(scope) ~= "string" then error("cache_read: storage scope must be a string such as \"shared\"", 2) end
+  if type(scope) ~= "string" then raise("TypeError", "cache_read", "storage scope must be a string such as \"shared\"") end
   local uids = {}
   for i, c in ipairs(consumer_blocks or {}) do uids[i] = check_block(self, c, "cache_read", 4).uid end
   local uid = self._state:cache_read(block.uid, index, scope, uids)
@@ -248,7 +256,7 @@ end
 function Schedule:cache_write(block, index, scope)
   block = check_block(self, block, "cache_write", 1)
   check_int(index, "cache_write", "write_buffer_index")
-  if type(scope) ~= "string" then error("cache_write: storage scope must be a string such as \"local\"", 2) end
+  if type(scope) ~= "string" then raise("TypeError", "cache_write", "storage scope must be a string such as \"local\"") end
   local uid = self._state:cache_write(block.uid, index, scope)
   local out = block_rv(uid, self._state:block_realize(uid).block.name)
   record(self, "cache_write", {block, index, scope}, {out})
@@ -290,7 +298,7 @@ end
 
 --- Attaches key = value (number, string or list) to a block or loop.
 function Schedule:annotate(x, key, value)
-  if type(key) ~= "string" then error("annotate: key must be a string", 2) end
+  if type(key) ~= "string" then raise("TypeError", "annotate", "key must be a string") end
   self._state:annotate(target(self, x, "annotate"), key, value)
   record(self, "annotate", {x, key, value})
 end
@@ -363,7 +371,7 @@ end
 function Schedule:apply_trace(text)
   local env = setmetatable({sch = self}, {__index = _G})
   local chunk, err = load(text, "=trace", "t", env)
-  if not chunk then error("apply_trace: " .. err, 2) end
+  if not chunk then raise("ValueError", "apply_trace", "the trace does not load: %s", err) end
   chunk()
   return self
 end

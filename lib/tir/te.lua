@@ -9,6 +9,8 @@
 -- the parameters of the compute function.  Comparisons need tir.lt(a, b) etc. (Lua 5.4 turns
 -- < into booleans).
 local core = require("tir.core")
+local util = require("tir.util")
+local raise = util.raise
 local te = {}
 
 local Tensor = {}
@@ -41,12 +43,13 @@ Tensor.__index = function(t, k)
     return rawget(Tensor, k)
   end
   record(t)
-  return t.buffer[k]
+  return util.guard("index", function() return t.buffer[k] end)
 end
-Tensor.__newindex = function() error("te tensors are immutable", 2) end
+Tensor.__newindex = function() raise("TypeError", "te", "te tensors are immutable (write stores in a T script instead)") end
 Tensor.__call = function(t, ...)
   record(t)
-  return t.buffer(...)
+  local args = table.pack(...)
+  return util.guard("index", function() return t.buffer(table.unpack(args, 1, args.n)) end)
 end
 Tensor.__tostring = function(t)
   local dims = {}
@@ -60,19 +63,19 @@ local function new_tensor(buffer, op, inputs)
 end
 
 local function check_shape(shape, fname)
-  if type(shape) ~= "table" then error(fname .. ": shape must be a table of extents, e.g. {128, 64}", 3) end
+  if type(shape) ~= "table" then raise("TypeError", fname, "shape must be a table of extents, e.g. {128, 64}") end
   local n = 0
   for k in pairs(shape) do
-    if math.type(k) ~= "integer" or k < 1 then error(fname .. ": shape must be a list", 3) end
+    if math.type(k) ~= "integer" or k < 1 then raise("TypeError", fname, "shape must be a list") end
     if k > n then n = k end
   end
   for i = 1, n do
     local d = shape[i]
-    if d == nil then error(("%s: shape[%d] is nil"):format(fname, i), 3) end
+    if d == nil then raise("ValueError", fname, "shape[%d] is nil", i) end
     if math.type(d) == "integer" then
-      if d <= 0 then error(("%s: shape[%d] must be positive, got %d"):format(fname, i, d), 3) end
-    elseif not (core.is_node(d, "Expr")) then
-      error(("%s: shape[%d] must be an integer or an expression, got %s"):format(fname, i, type(d)), 3)
+      if d <= 0 then raise("ValueError", fname, "shape[%d] must be positive, got %d", i, d) end
+    elseif not (core.is_node(d, "Expr")) or not d.dtype:match("^u?int") then
+      raise("TypeError", fname, "shape[%d] must be an integer or an integer expression, got %s", i, util.describe(d))
     end
   end
   return n
@@ -81,15 +84,18 @@ end
 --- A placeholder (input) tensor.  shape: list of extents; dtype default "float32".
 function te.placeholder(shape, dtype, name)
   check_shape(shape, "te.placeholder")
+  util.check_dtype(dtype, "te.placeholder")
+  if dtype == "void" or dtype == "handle" then raise("TypeError", "te.placeholder", "a tensor cannot hold %s values", dtype) end
+  if name ~= nil and type(name) ~= "string" then raise("TypeError", "te.placeholder", "name must be a string") end
   return new_tensor(core.buffer(name or "placeholder", shape, dtype or "float32"))
 end
 
 --- A reduction axis over dom = {min, max} (max exclusive) or an extent.
 function te.reduce_axis(dom, name)
   if type(dom) ~= "table" and math.type(dom) ~= "integer" and not core.is_node(dom, "Expr") then
-    error("te.reduce_axis: domain must be {min, max} or an extent", 2)
+    raise("TypeError", "te.reduce_axis", "domain must be {min, max} or an extent")
   end
-  return core.te_iter_var(name or "rv", dom, "R")
+  return util.guard("te.reduce_axis", core.te_iter_var, name or "rv", dom, "R")
 end
 
 --- A spatial axis (rarely needed: compute makes its own).
@@ -97,14 +103,22 @@ function te.thread_axis(dom, name) return core.te_iter_var(name or "v", dom, "S"
 
 local function axes_list(axis, fname)
   if type(axis) ~= "table" then axis = {axis} end
-  if #axis == 0 then error(fname .. ": needs at least one reduce axis", 3) end
+  if #axis == 0 then raise("ValueError", fname, "needs at least one reduce axis (from te.reduce_axis)") end
   return axis
 end
 
+local function reduce(comb, expr, axis, where)
+  local fname = "te." .. comb
+  if type(where) == "boolean" then
+    raise("TypeError", fname, "the condition is a Lua boolean (Lua evaluates a == b itself): use tir.eq / tir.lt ...")
+  end
+  return util.guard(fname, core.te_reduce, comb, expr, axes_list(axis, fname), where)
+end
+
 --- Reductions: te.sum(expr, axes [, where]), te.max, te.min.  axes: a reduce axis or a list.
-function te.sum(expr, axis, where) return core.te_reduce("sum", expr, axes_list(axis, "te.sum"), where) end
-function te.max(expr, axis, where) return core.te_reduce("max", expr, axes_list(axis, "te.max"), where) end
-function te.min(expr, axis, where) return core.te_reduce("min", expr, axes_list(axis, "te.min"), where) end
+function te.sum(expr, axis, where) return reduce("sum", expr, axis, where) end
+function te.max(expr, axis, where) return reduce("max", expr, axis, where) end
+function te.min(expr, axis, where) return reduce("min", expr, axis, where) end
 te.cast = core.cast
 
 local function param_names(f, n)
@@ -121,11 +135,12 @@ end
 -- "compute".
 function te.compute(shape, fcompute, name, _attrs)
   local n = check_shape(shape, "te.compute")
-  if type(fcompute) ~= "function" then error("te.compute: the second argument must be a function of the indices", 2) end
+  if type(fcompute) ~= "function" then raise("TypeError", "te.compute", "the second argument must be a function of the indices") end
   local info = debug.getinfo(fcompute, "u")
   if not info.isvararg and info.nparams ~= n then
-    error(("te.compute: the shape has %d dimensions but the function takes %d parameters"):format(n, info.nparams), 2)
+    raise("ValueError", "te.compute", "the shape has %d dimensions but the function takes %d parameters", n, info.nparams)
   end
+  if name ~= nil and type(name) ~= "string" then raise("TypeError", "te.compute", "name must be a string") end
   name = name or "compute"
   local names = param_names(fcompute, n)
   local axis, vars = {}, {}
@@ -133,14 +148,18 @@ function te.compute(shape, fcompute, name, _attrs)
     axis[i] = core.te_iter_var(names[i], shape[i], "S")
     vars[i] = axis[i].var
   end
-  recording[#recording + 1] = {list = {}, seen = {}}
-  local ok, body = pcall(fcompute, table.unpack(vars, 1, n))
-  local rec = table.remove(recording)
-  if not ok then error(body, 0) end
+  local rec = {list = {}, seen = {}}
+  recording[#recording + 1] = rec
+  local body
+  do
+    -- pop the recording even when fcompute raises, without catching its error
+    local _ <close> = setmetatable({}, {__close = function() recording[#recording] = nil end})
+    body = fcompute(table.unpack(vars, 1, n))
+  end
   if type(body) == "number" or type(body) == "boolean" then body = core.const(body) end
-  if is_tensor(body) then error("te.compute: the function returned a tensor; index it, e.g. A[{i, j}]", 2) end
+  if is_tensor(body) then raise("TypeError", "te.compute", "the function returned a tensor; index it, e.g. A[{i, j}]") end
   if not core.is_node(body, "Expr") then
-    error(("te.compute: the function must return an expression, got %s"):format(type(body)), 2)
+    raise("TypeError", "te.compute", "the function must return an expression, got %s", util.describe(body))
   end
   local out = core.buffer(name, shape, body.dtype)
   local op = core.te_compute_op(name, axis, body, out)
@@ -150,23 +169,34 @@ end
 --- Builds a PrimFunc "main" whose parameters are args (tensors, in order).  Computed
 -- tensors that args need but do not list become intermediate buffers.
 function te.create_prim_func(args, name)
-  if type(args) ~= "table" then error("te.create_prim_func: expected a list of tensors", 2) end
-  local params, ops, visited = {}, {}, {}
+  if type(args) ~= "table" then raise("TypeError", "te.create_prim_func", "expected a list of tensors") end
+  local n = 0
+  for k in pairs(args) do
+    if math.type(k) ~= "integer" or k < 1 then raise("TypeError", "te.create_prim_func", "expected a list of tensors") end
+    if k > n then n = k end
+  end
+  local params, ops, visited, any_op = {}, {}, {}, false
   local function visit(t)
     if visited[t] then return end
     visited[t] = true
     for _, inp in ipairs(t.inputs) do visit(inp) end
     if t.op then ops[#ops + 1] = t.op end
   end
-  for i, t in ipairs(args) do
+  for i = 1, n do
+    local t = args[i]
+    if t == nil then raise("ValueError", "te.create_prim_func", "argument %d is nil", i) end
     if is_tensor(t) then
       params[i] = t.buffer
+      any_op = any_op or t.op ~= nil
       visit(t)
     elseif core.is_node(t, "Var") or core.is_node(t, "Buffer") then
       params[i] = t
     else
-      error(("te.create_prim_func: argument %d is not a tensor"):format(i), 2)
+      raise("TypeError", "te.create_prim_func", "argument %d is not a tensor (got %s)", i, util.describe(t))
     end
+  end
+  if not any_op then
+    raise("ValueError", "te.create_prim_func", "none of the arguments is computed by te.compute: list the outputs too")
   end
   return core.te_create_prim_func(params, ops, name or "main")
 end

@@ -1,10 +1,14 @@
 --- tir.testing: references and comparisons for tests and benchmarks.
 local core = require("tir.core")
 local nd = require("tir.nd")
+local util = require("tir.util")
 local testing = {}
 
-local function to_host(a)
-  if type(a) == "table" then return core.nd_array(a, "float64", nd.cpu()) end
+local function to_host(a, prim)
+  if type(a) == "table" and not getmetatable(a) then return nd.array(a, "float64", nd.cpu()) end
+  if not (type(a) == "userdata" and getmetatable(a) and getmetatable(a).__name == "tir.NDArray") then
+    util.raise("TypeError", prim, "expected a tir.NDArray or a table of numbers, got %s", util.describe(a))
+  end
   if a:device() ~= "cpu" then return a:to(nd.cpu()) end
   return a
 end
@@ -25,12 +29,12 @@ end
 function testing.assert_allclose(actual, desired, opts)
   opts = opts or {}
   local rtol, atol = opts.rtol or 1e-7, opts.atol or 0
-  local a, d = to_host(actual), to_host(desired)
+  local a, d = to_host(actual, "assert_allclose"), to_host(desired, "assert_allclose")
   local sa, sd = a:shape(), d:shape()
-  if #sa ~= #sd then error(("assert_allclose: shapes differ (%d vs %d dimensions)"):format(#sa, #sd), 2) end
+  if #sa ~= #sd then util.raise("ValueError", "assert_allclose", "shapes differ (%d vs %d dimensions)", #sa, #sd) end
   for i = 1, #sa do
     if sa[i] ~= sd[i] then
-      error(("assert_allclose: shapes differ: (%s) vs (%s)"):format(table.concat(sa, ", "), table.concat(sd, ", ")), 2)
+      util.raise("ValueError", "assert_allclose", "shapes differ: (%s) vs (%s)", table.concat(sa, ", "), table.concat(sd, ", "))
     end
   end
   local ok, st = core.nd_allclose(a, d, rtol, atol)
@@ -47,7 +51,7 @@ end
 --- Float64 reference C = A @ B on the host (OpenBLAS when available).  A: [m, k] (or
 -- [k, m] with trans_a), B: [k, n] (or [n, k] with trans_b).  Inputs on any device.
 function testing.ref_matmul(a, b, trans_a, trans_b)
-  local ha, hb = to_host(a), to_host(b)
+  local ha, hb = to_host(a, "ref_matmul"), to_host(b, "ref_matmul")
   local m = trans_a and ha:shape()[2] or ha:shape()[1]
   local n = trans_b and hb:shape()[1] or hb:shape()[2]
   local c = core.nd_empty({m, n}, "float64", nd.cpu())
@@ -61,11 +65,11 @@ function testing.random_args(func, seed)
   local args = {}
   for i = 1, #func.params do
     local p = func.params[i]
-    if p.kind ~= "Buffer" then error("random_args: scalar parameters need explicit values", 2) end
+    if p.kind ~= "Buffer" then util.raise("ValueError", "random_args", "scalar parameters need explicit values") end
     local shape = {}
     for d = 1, #p.shape do
       local e = p.shape[d]
-      if e.kind ~= "IntImm" then error("random_args: buffer " .. p.name .. " has a symbolic shape", 2) end
+      if e.kind ~= "IntImm" then util.raise("ValueError", "random_args", "buffer %s has a symbolic shape", p.name) end
       shape[d] = e.value
     end
     args[i] = nd.random(shape, p.dtype, nd.cpu(), {seed = (seed or 0) * 131 + i})

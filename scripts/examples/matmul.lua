@@ -9,11 +9,15 @@ local te = tir.te
 local dev = tir.device("cuda", 0)
 local has_gpu, why = dev:exists()
 local default = has_gpu and 1024 or 128
-local M = tonumber(arg and arg[1]) or default
-local N = tonumber(arg and arg[2]) or M
-local K = tonumber(arg and arg[3]) or N
-M, N, K = math.tointeger(M), math.tointeger(N), math.tointeger(K)
-if not (M and N and K and M > 0 and N > 0 and K > 0) then
+local function size_arg(i, fallback)
+  local a = arg and arg[i]
+  if a == nil then return fallback end
+  return math.tointeger(tonumber(a)) or -1
+end
+local M = size_arg(1, default)
+local N = size_arg(2, M)
+local K = size_arg(3, N)
+if M <= 0 or N <= 0 or K <= 0 then
   io.stderr:write("usage: tirlua scripts/examples/matmul.lua [M N K]  (positive integers)\n")
   os.exit(1)
 end

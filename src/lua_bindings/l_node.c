@@ -580,6 +580,29 @@ static int l_contains(lua_State *L) {
   return 1;
 }
 
+/* raise(kind, primitive, message): a tir.Error at the user's line (for lib/tir). */
+static int l_raise(lua_State *L) {
+  const char *kind = luaL_checkstring(L, 1);
+  const char *prim = luaL_optstring(L, 2, "");
+  const char *msg = luaL_checkstring(L, 3);
+  static const struct {
+    const char *name;
+    tir_ErrorKind k;
+  } kinds[] = {{"TypeError", TIR_ERR_TYPE},         {"ValueError", TIR_ERR_VALUE},   {"ScheduleError", TIR_ERR_SCHEDULE},
+               {"LoweringError", TIR_ERR_LOWER},    {"RuntimeError", TIR_ERR_RUNTIME}, {"IOError", TIR_ERR_IO},
+               {"CudaError", TIR_ERR_CUDA},         {"InternalError", TIR_ERR_INTERNAL}};
+  tir_ErrorKind k = TIR_ERR_VALUE;
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+    if (strcmp(kinds[i].name, kind) == 0) k = kinds[i].k;
+  return tirL_error(L, k, prim, "%s", msg);
+}
+
+static int l_valid_dtype(lua_State *L) {
+  tir_DType t;
+  lua_pushboolean(L, lua_type(L, 1) == LUA_TSTRING && tir_dtype_parse(lua_tostring(L, 1), &t));
+  return 1;
+}
+
 static int l_live_nodes(lua_State *L) {
   lua_pushinteger(L, tir_node_live_count());
   return 1;
@@ -644,6 +667,8 @@ void tirL_open_node(lua_State *L) {
                                  {"is_node", l_is_node},
                                  {"live_nodes", l_live_nodes},
                                  {"contains", l_contains},
+                                 {"raise", l_raise},
+                                 {"valid_dtype", l_valid_dtype},
                                  {NULL, NULL}};
   luaL_setfuncs(L, fns, 0);
 }

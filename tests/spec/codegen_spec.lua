@@ -54,7 +54,7 @@ describe("CUDA codegen", function()
 
   it("rejects unknown targets and architectures", function()
     U.expect_error(function() tir.build(bound_matmul(16, 16, 16), "opencl") end, "unknown target 'opencl'")
-    U.expect_error(function() tir.build(bound_matmul(16, 16, 16), "cuda -arch=compute_9") end, "bad -arch")
+    U.expect_error(function() tir.build(bound_matmul(16, 16, 16), "cuda -arch=compute_9") end, "bad architecture 'compute_9'")
   end)
 
   describe("with NVRTC", function()

@@ -82,6 +82,6 @@ describe("lowering passes", function()
     local names = {}
     for _, d in ipairs(dumps) do names[#names + 1] = d.pass end
     assert.are.same({"input", "lower_init_block", "lower_opaque_block", "flatten_buffer", "simplify", "unroll_loop",
-                     "lower_thread_binding", "simplify"}, names)
+                     "lower_thread_binding"}, names)
   end)
 end)

@@ -330,6 +330,35 @@ static tir_ConstIntBound diff_bound(tir_Analyzer *a, const tir_Node *x, const ti
   return b;
 }
 
+/* x == y (or !=) with x - y = g * (...) + c: false when g does not divide c, else divided by g. */
+static tir_Node *simp_eq_gcd(tir_Analyzer *a, int kind, tir_Node *x, tir_Node *y) {
+  tir_Node *d = tir_binary_raw(TIR_Sub, R(x), R(y));
+  Lin l;
+  tir_Node *r = NULL;
+  if (make_lin(a, d, &l) && l.n > 0) {
+    int64_t g = 0;
+    for (int i = 0; i < l.n; i++) g = gcd64(g, l.t[i].coef);
+    if (g > 1) {
+      if (l.base % g != 0) {
+        r = tir_bool_imm(kind == TIR_NE);
+      } else {
+        for (int i = 0; i < l.n; i++) l.t[i].coef /= g;
+        int64_t c = -l.base / g;
+        l.base = 0;
+        tir_Node *lhs = lin_build(&l);
+        r = tir_binary_raw(kind, lhs, tir_int_imm(x->dtype, c));
+      }
+    }
+  }
+  lin_free(&l);
+  tir_release(d);
+  if (r) {
+    tir_release(x);
+    tir_release(y);
+  }
+  return r;
+}
+
 static tir_Node *simp_compare(tir_Analyzer *a, int kind, tir_Node *x, tir_Node *y) {
   if (is_lin_int(x->dtype) && is_lin_int(y->dtype) && tir_dtype_eq(x->dtype, y->dtype)) {
     int ok;
@@ -350,8 +379,24 @@ static tir_Node *simp_compare(tir_Analyzer *a, int kind, tir_Node *x, tir_Node *
         return tir_bool_imm(res);
       }
     }
+    if (kind == TIR_EQ || kind == TIR_NE) {
+      tir_Node *r = simp_eq_gcd(a, kind, x, y);
+      if (r) return r;
+    }
   }
   return bin(kind, x, y);
+}
+
+/* lhs < c1 && lhs < c2 (same lhs, constant bounds): the tighter one */
+static tir_Node *simp_and_bounds(tir_Node *x, tir_Node *y) {
+  int64_t c1, c2;
+  if ((x->kind == TIR_LT || x->kind == TIR_LE) && x->kind == y->kind && tir_expr_deep_equal(((tir_LT *)x)->a, ((tir_LT *)y)->a) &&
+      tir_is_const_int(((tir_LT *)x)->b, &c1) && tir_is_const_int(((tir_LT *)y)->b, &c2)) {
+    tir_Node *keep = c1 <= c2 ? x : y;
+    tir_release(keep == x ? y : x);
+    return keep;
+  }
+  return NULL;
 }
 
 static tir_Node *simp_minmax(tir_Analyzer *a, int kind, tir_Node *x, tir_Node *y) {
@@ -450,7 +495,12 @@ static tir_Node *simp(tir_Analyzer *a, const tir_Node *e) {
       tir_Node *x = simp(a, c->a);
       if (e->kind == TIR_And && x->kind == TIR_IntImm && !((tir_IntImm *)x)->value) return x;
       if (e->kind == TIR_Or && x->kind == TIR_IntImm && ((tir_IntImm *)x)->value) return x;
-      return bin(e->kind, x, simp(a, c->b));
+      tir_Node *y = simp(a, c->b);
+      if (e->kind == TIR_And) {
+        tir_Node *t = simp_and_bounds(x, y);
+        if (t) return t;
+      }
+      return bin(e->kind, x, y);
     }
     case TIR_Not: {
       tir_Node *x = simp(a, ((const tir_Not *)e)->a);

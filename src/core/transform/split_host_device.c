@@ -104,9 +104,15 @@ static int make_kernel(const tir_Node *region, const char *name, const tir_PrimF
   }
   if (!any) {
     char *txt = tir_print(region);
-    tir_error_set(TIR_ERR_LOWER, "split_host_device",
-                  "this statement runs on the host but tirlua generates device code only: bind its loops to "
-                  "blockIdx/threadIdx (sch:bind) so it becomes a kernel");
+    if (region->kind == TIR_For)
+      tir_error_set(TIR_ERR_LOWER, "split_host_device",
+                    "loop '%s' is not inside any loop bound to blockIdx/threadIdx, so it would run on the host, but tirlua "
+                    "generates device code only: bind its loops to blockIdx/threadIdx (sch:bind) so it becomes a kernel",
+                    ((const tir_For *)region)->loop_var->name);
+    else
+      tir_error_set(TIR_ERR_LOWER, "split_host_device",
+                    "this statement runs on the host but tirlua generates device code only: bind its loops to "
+                    "blockIdx/threadIdx (sch:bind) so it becomes a kernel");
     tir_error_set_detail(txt);
     free(txt);
     for (int i = 0; i < 3; i++) {

@@ -39,9 +39,11 @@ tir_Var *tir_sched_fuse(tir_Schedule *s, tir_Var *const *vars, int n) {
         sch_error(s, P, &nx->hdr, "not the only child",
                   "loop %s is not the only statement directly inside loop %s; fuse needs perfectly nested loops",
                   nx->loop_var->name, l->loop_var->name);
-      else
-        sch_error(s, P, &nx->hdr, "this loop", "loops %s and %s are not nested in one another", l->loop_var->name,
-                  nx->loop_var->name);
+      else {
+        sch_error(s, P, &nx->hdr, "this loop", "loops %s and %s are not nested in one another (they are in different loop nests)",
+                  l->loop_var->name, nx->loop_var->name);
+        tir_error_mark(&l->hdr, "the other loop");
+      }
       goto done;
     }
     if (l->kind == TIR_FOR_THREAD_BINDING || l->annotations->size) {

@@ -44,8 +44,9 @@ int tir_sched_reorder(tir_Schedule *s, tir_Var *const *vars, int n) {
     int pos = paths[i].n - 1;
     if (pos >= bp->n || bp->nodes[pos] != &loops[i]->hdr) {
       sch_error(s, P, &loops[i]->hdr, "not on the chain",
-                "loops %s and %s are not nested in one another, so they cannot be reordered",
+                "loops %s and %s are not nested in one another (they are in different loop nests), so they cannot be reordered",
                 loops[i]->loop_var->name, loops[bot]->loop_var->name);
+      tir_error_mark(&loops[bot]->hdr, "the other loop");
       goto done;
     }
   }

@@ -1,0 +1,43 @@
+--- tir.util: error helpers for the Lua side of tirlua.  Every error a user can cause is a
+-- tir.Error (kind, primitive, message) positioned at the user's line, like those raised
+-- by the C core.
+local core = require("tir.core")
+local util = {}
+
+--- Raises a tir.Error: util.raise("TypeError", "split", "factor %d must be ...", 2)
+function util.raise(kind, prim, fmt, ...)
+  core.raise(kind, prim, select("#", ...) > 0 and fmt:format(...) or fmt)
+end
+
+local function describe(x)
+  if core.is_node(x) then return "tir." .. x.kind end
+  local mt = getmetatable(x)
+  if type(mt) == "table" and mt.__name then return mt.__name end
+  return type(x)
+end
+util.describe = describe
+
+--- Calls f(...); a plain string error from the bindings (a bad argument) becomes a
+-- tir.Error of kind TypeError for `prim`, positioned at the user's line.
+function util.guard(prim, f, ...)
+  local r = table.pack(pcall(f, ...))
+  if r[1] then return table.unpack(r, 2, r.n) end
+  local e = r[2]
+  if type(e) == "string" then
+    -- drop the binding's own position prefix ("file:line: ")
+    e = e:gsub("^[^:\n]+:%d+: ", "")
+    core.raise("TypeError", prim, e)
+  end
+  error(e, 0)
+end
+
+--- Checks a dtype string.
+function util.check_dtype(dt, prim, what)
+  if dt == nil then return end
+  if not core.valid_dtype(dt) then
+    util.raise("TypeError", prim, "%s: unknown dtype %s (expected e.g. float32, float16, bfloat16, int8, int32, bool)",
+               what or "dtype", type(dt) == "string" and ("'" .. dt .. "'") or describe(dt))
+  end
+end
+
+return util
