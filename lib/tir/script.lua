@@ -223,7 +223,8 @@ local function store_hook(buf, idx, value)
   local dt = buf.dtype
   if type(value) == "number" or type(value) == "boolean" then value = core.const(value, dt) end
   if not core.is_node(value, "Expr") then err(("store to %s: the value must be an expression"):format(buf.name), 2) end
-  if value.dtype ~= dt then value = core.cast(dt, value) end
+  local elem = value.dtype:gsub("x%d+$", "") -- vector stores keep their lanes
+  if elem ~= dt then value = core.cast(dt, value) end
   emit(core.make("BufferStore", {buffer = buf, value = value, indices = indices}))
 end
 

@@ -252,7 +252,7 @@ static tir_Node *to_field_node(lua_State *L, int idx, const char *node_type, con
   if (lua_isnil(L, idx)) return NULL;
   tir_Node *n = tirL_to_node(L, idx);
   if (n) return tir_retain(n);
-  if (strcmp(node_type, "tir_Array") == 0 && lua_type(L, idx) == LUA_TTABLE) {
+  if (lua_type(L, idx) == LUA_TTABLE) { /* lists become Arrays (also annotation values) */
     int m = tirL_table_maxn(L, idx);
     tir_Array *a = tir_array_new(m);
     tirL_push_node(L, &a->hdr); /* owned by Lua while elements convert */

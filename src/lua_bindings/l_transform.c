@@ -82,6 +82,7 @@ static int l_run_pass(lua_State *L) {
   else if (strcmp(name, "simplify") == 0) r = tir_pass_simplify(f);
   else if (strcmp(name, "lower_thread_binding") == 0) r = tir_pass_lower_thread_binding(f);
   else if (strcmp(name, "thread_sync") == 0) r = tir_pass_thread_sync(f);
+  else if (strcmp(name, "vectorize_loop") == 0) r = tir_pass_vectorize_loop(f);
   else if (strcmp(name, "unroll_loop") == 0) r = tir_pass_unroll_loop(f, (int)luaL_optinteger(L, 3, 16));
   else return luaL_argerror(L, 1, lua_pushfstring(L, "unknown pass '%s'", name));
   if (!r) return tirL_raise_core(L);

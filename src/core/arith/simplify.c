@@ -228,6 +228,55 @@ static int make_lin(tir_Analyzer *a, const tir_Node *e, Lin *l) {
   return !l->overflow;
 }
 
+static tir_Node *div_mod_const(tir_Analyzer *a, const tir_Node *x, int64_t c, int is_mod);
+
+/* R = coarse + fine where every coarse coefficient is a multiple of d (a divisor of c, d >
+ * 1) and 0 <= fine < d: then floordiv(R, c) = floordiv(coarse, c) and floormod(R, c) =
+ * floormod(coarse, c) + fine, since adding fine never crosses a multiple of c.  E.g.
+ * floordiv(tx * 4 + v, 8) = tx // 2 for 0 <= v < 4.  Builds q + floordiv(coarse, c) (or g *
+ * (floormod(coarse, c) + fine)) into *res; 1 when it applied. */
+static int split_fine(tir_Analyzer *a, const Lin *q, const Lin *r, int64_t c, int64_t g, int is_mod, tir_Node **res) {
+  for (int64_t d = c / 2; d >= 2; d--) {
+    if (c % d) continue;
+    Lin coarse, fine;
+    lin_init(&coarse, r->dtype);
+    lin_init(&fine, r->dtype);
+    for (int i = 0; i < r->n; i++) lin_add_term(r->t[i].coef % d == 0 ? &coarse : &fine, r->t[i].coef, r->t[i].atom);
+    coarse.base = r->base - arith_floormod(r->base, d);
+    fine.base = arith_floormod(r->base, d);
+    tir_ConstIntBound fb = lin_bound(a, &fine);
+    int ok = coarse.n > 0 && fine.n > 0 && fb.min >= 0 && fb.max < d;
+    if (ok) {
+      tir_Node *cx = lin_build(&coarse);
+      tir_Node *part = div_mod_const(a, cx, c, is_mod);
+      tir_release(cx);
+      if (!part) ok = 0;
+      else {
+        Lin outl;
+        lin_init(&outl, r->dtype);
+        if (is_mod) {
+          /* g * (floormod(coarse, c) + fine) */
+          to_lin(a, &outl, part, g, 1);
+          for (int i = 0; i < fine.n; i++) lin_add_term(&outl, fine.t[i].coef * g, fine.t[i].atom);
+          outl.base += fine.base * g;
+        } else {
+          for (int i = 0; i < q->n; i++) lin_add_term(&outl, q->t[i].coef, q->t[i].atom);
+          outl.base = q->base;
+          to_lin(a, &outl, part, 1, 1);
+        }
+        tir_release(part);
+        lin_compact(&outl);
+        *res = lin_build(&outl);
+        lin_free(&outl);
+      }
+    }
+    lin_free(&coarse);
+    lin_free(&fine);
+    if (ok) return 1;
+  }
+  return 0;
+}
+
 /* floordiv / floormod of a simplified expression by a positive constant c. */
 static tir_Node *div_mod_const(tir_Analyzer *a, const tir_Node *x, int64_t c, int is_mod) {
   tir_DType t = x->dtype;
@@ -273,6 +322,8 @@ static tir_Node *div_mod_const(tir_Analyzer *a, const tir_Node *x, int64_t c, in
       q.base += k;
       res = lin_build(&q);
     }
+  } else if (split_fine(a, &q, &r, cc, g, is_mod, &res)) {
+    /* done: R = coarse + fine with fine in [0, gcd(coarse, c)) */
   } else {
     tir_Node *rem = lin_build(&r);
     tir_Node *inner;

@@ -390,6 +390,108 @@ static void expr(CG *g, const tir_Node *e) {
   }
 }
 
+/* Lane `lane` of a vector expression (ramps, broadcasts, vector loads, lane-wise ops). */
+static void lane_expr(CG *g, const tir_Node *e, int lane) {
+  if (g->failed) return;
+  if (e->dtype.lanes <= 1) {
+    expr(g, e);
+    return;
+  }
+  switch (e->kind) {
+    case TIR_Ramp: {
+      const tir_Ramp *r = (const tir_Ramp *)e;
+      put(g, "(");
+      expr(g, r->base);
+      put(g, " + ");
+      if (lane) {
+        put(g, "(");
+        expr(g, r->stride);
+        putf(g, " * %d)", lane);
+      } else {
+        put(g, "0");
+      }
+      put(g, ")");
+      return;
+    }
+    case TIR_Broadcast: expr(g, ((const tir_Broadcast *)e)->value); return;
+    case TIR_BufferLoad: {
+      const tir_BufferLoad *l = (const tir_BufferLoad *)e;
+      putf(g, "%s[", name_of(g, &l->buffer->data->hdr, l->buffer->name));
+      lane_expr(g, l->indices->items[0], lane);
+      put(g, "]");
+      return;
+    }
+    case TIR_Cast: {
+      /* cast of one lane: reuse the scalar cast printer on a lane view */
+      const tir_Cast *c = (const tir_Cast *)e;
+      tir_DType to = tir_dtype_element(e->dtype), from = tir_dtype_element(c->value->dtype);
+      if (is_half(to) || is_bf16(to)) {
+        put(g, is_half(to) ? "__float2half_rn((float)(" : "__float2bfloat16_rn((float)(");
+        lane_expr(g, c->value, lane);
+        put(g, "))");
+      } else {
+        putf(g, "((%s)", ctype(g, to, e));
+        if (is_half(from) || is_bf16(from)) put(g, is_half(from) ? "__half2float(" : "__bfloat162float(");
+        lane_expr(g, c->value, lane);
+        if (is_half(from) || is_bf16(from)) put(g, ")");
+        put(g, ")");
+      }
+      return;
+    }
+    case TIR_Select: {
+      const tir_Select *s = (const tir_Select *)e;
+      put(g, "(");
+      lane_expr(g, s->cond, lane);
+      put(g, " ? ");
+      lane_expr(g, s->true_value, lane);
+      put(g, " : ");
+      lane_expr(g, s->false_value, lane);
+      put(g, ")");
+      return;
+    }
+    default:
+      if (e->kind >= TIR_Add && e->kind <= TIR_Or) {
+        static const char *ops[] = {"+", "-", "*", "/", "%", "/", "%", NULL, NULL, "==", "!=", "<", "<=", ">", ">=", "&&", "||"};
+        int idx = e->kind - TIR_Add;
+        const tir_Add *b = (const tir_Add *)e;
+        if (e->kind == TIR_Min || e->kind == TIR_Max) {
+          put(g, e->kind == TIR_Min ? "min(" : "max(");
+          lane_expr(g, b->a, lane);
+          put(g, ", ");
+          lane_expr(g, b->b, lane);
+          put(g, ")");
+          return;
+        }
+        if ((e->kind == TIR_FloorDiv || e->kind == TIR_FloorMod) && !tir_dtype_is_float(e->dtype)) {
+          put(g, e->kind == TIR_FloorDiv ? "tir_floordiv(" : "tir_floormod(");
+          lane_expr(g, b->a, lane);
+          put(g, ", ");
+          lane_expr(g, b->b, lane);
+          put(g, ")");
+          return;
+        }
+        put(g, "(");
+        lane_expr(g, b->a, lane);
+        putf(g, " %s ", ops[idx]);
+        lane_expr(g, b->b, lane);
+        put(g, ")");
+        return;
+      }
+      cg_fail(g, e, "the CUDA codegen cannot emit a vector %s expression", tir_kind_name(e->kind));
+  }
+}
+
+/* The unsigned type moving `bytes` bytes at once, or NULL. */
+static const char *raw_type(int bytes) {
+  switch (bytes) {
+    case 2: return "unsigned short";
+    case 4: return "uint";
+    case 8: return "uint2";
+    case 16: return "uint4";
+    default: return NULL;
+  }
+}
+
 static void stmt(CG *g, const tir_Node *s);
 
 static void block_body(CG *g, const tir_Node *s) {
@@ -513,9 +615,39 @@ static void stmt(CG *g, const tir_Node *s) {
         cg_fail(g, s, "buffer %s is not flattened", st->buffer->name);
         return;
       }
+      int lanes = st->value->dtype.lanes;
+      const tir_Node *ix = st->indices->items[0];
+      const char *dst = name_of(g, &st->buffer->data->hdr, st->buffer->name);
+      if (lanes > 1) {
+        const tir_Node *v = st->value;
+        const char *raw = raw_type(tir_dtype_bytes(st->value->dtype));
+        int contiguous = ix->kind == TIR_Ramp && tir_is_one(((const tir_Ramp *)ix)->stride);
+        if (raw && contiguous && v->kind == TIR_BufferLoad && ((const tir_BufferLoad *)v)->indices->items[0]->kind == TIR_Ramp &&
+            tir_is_one(((const tir_Ramp *)((const tir_BufferLoad *)v)->indices->items[0])->stride) &&
+            tir_dtype_bytes(((const tir_BufferLoad *)v)->buffer->hdr.dtype) == tir_dtype_bytes(st->buffer->hdr.dtype)) {
+          /* a contiguous copy: one aligned vector load and store (the vectorizer checked alignment) */
+          const tir_BufferLoad *l = (const tir_BufferLoad *)v;
+          line(g);
+          putf(g, "*(%s*)(%s + ", raw, dst);
+          expr(g, ((const tir_Ramp *)ix)->base);
+          putf(g, ") = *(%s*)(%s + ", raw, name_of(g, &l->buffer->data->hdr, l->buffer->name));
+          expr(g, ((const tir_Ramp *)l->indices->items[0])->base);
+          put(g, ");\n");
+          return;
+        }
+        for (int lane = 0; lane < lanes; lane++) {
+          line(g);
+          putf(g, "%s[", dst);
+          lane_expr(g, ix, lane);
+          put(g, "] = ");
+          lane_expr(g, v, lane);
+          put(g, ";\n");
+        }
+        return;
+      }
       line(g);
-      putf(g, "%s[", name_of(g, &st->buffer->data->hdr, st->buffer->name));
-      expr(g, st->indices->items[0]);
+      putf(g, "%s[", dst);
+      expr(g, ix);
       put(g, "] = ");
       expr(g, st->value);
       put(g, ";\n");

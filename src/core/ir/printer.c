@@ -453,19 +453,27 @@ static const char *for_kind_fn(int kind) {
   }
 }
 
+static void print_ann_value(Printer *p, const tir_Node *v) {
+  if (v && v->kind == TIR_Array) {
+    const tir_Array *a = (const tir_Array *)v;
+    put(p, "{");
+    for (int i = 0; i < a->size; i++) {
+      if (i) put(p, ", ");
+      print_ann_value(p, a->items[i]);
+    }
+    put(p, "}");
+  } else {
+    print_expr(p, v, PREC_LOW);
+  }
+}
+
 static void print_annotations(Printer *p, const tir_Array *anns) {
   put(p, "{");
   for (int i = 0; i < anns->size; i++) {
     const tir_Ann *a = (const tir_Ann *)anns->items[i];
     if (i) put(p, ", ");
     putf(p, "[\"%s\"] = ", a->key);
-    if (a->value && a->value->kind == TIR_Array) {
-      put(p, "{");
-      print_args(p, (const tir_Array *)a->value);
-      put(p, "}");
-    } else {
-      print_expr(p, a->value, PREC_LOW);
-    }
+    print_ann_value(p, a->value);
   }
   put(p, "}");
 }

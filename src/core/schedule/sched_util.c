@@ -316,3 +316,59 @@ tir_Node *sch_map_blocks(const tir_Node *root, const int64_t *uids, int n,
 tir_Node *sch_scope_with_body(const tir_Block *scope, tir_Node *body) {
   return &tir_block_with_body(scope, body)->hdr;
 }
+
+/* Inserts nest into the lowest loop (or the scope block) whose body holds the writer and
+ * every related block: after the child holding the writer and before the first child
+ * holding a related block (TVM cache_read_write.cc, CacheLocDetector).  Without a writer
+ * the position is 0 of the scope body; without related blocks, right after the writer.
+ * Returns the new scope block (owned); the function's scope is not replaced here. */
+tir_Node *sch_insert_cache_stage(const tir_Block *scope, const tir_BlockRealize *writer, const tir_BlockRealize *const *related,
+                                 int n_related, tir_Node *nest) {
+  if (!writer) return &tir_block_with_body(scope, sch_insert_into(scope->body, 0, nest))->hdr;
+  if (n_related == 0) {
+    /* nobody reads it in this scope (an output): after the writer's top-level statement */
+    int pos = sch_top_child_index(scope->body, &writer->hdr) + 1;
+    return &tir_block_with_body(scope, sch_insert_into(scope->body, pos, nest))->hdr;
+  }
+  SchPath pw;
+  sch_path_to(&scope->hdr, &writer->hdr, &pw);
+  int depth = pw.n - 1; /* common prefix length with all related paths */
+  for (int r = 0; r < n_related; r++) {
+    SchPath pr;
+    if (!sch_path_to(&scope->hdr, &related[r]->hdr, &pr)) continue;
+    int d = 0;
+    while (d < depth && d < pr.n && pw.nodes[d] == pr.nodes[d]) d++;
+    depth = d;
+  }
+  /* the lowest For or Block on the common prefix */
+  int at = 0;
+  for (int i = depth - 1; i >= 0; i--)
+    if (pw.nodes[i]->kind == TIR_For || pw.nodes[i]->kind == TIR_Block) {
+      at = i;
+      break;
+    }
+  const tir_Node *host = pw.nodes[at];
+  const tir_Node *body = host->kind == TIR_For ? ((const tir_For *)host)->body : ((const tir_Block *)host)->body;
+  int n = sch_seq_size(body), wpos = -1, rpos = n;
+  for (int i = 0; i < n; i++) {
+    const tir_Node *ch = sch_seq_item(body, i);
+    if (sch_contains_stmt(ch, &writer->hdr)) wpos = i;
+    for (int r = 0; r < n_related && rpos == n; r++)
+      if (sch_contains_stmt(ch, &related[r]->hdr)) rpos = i;
+  }
+  int pos = n_related ? rpos : wpos + 1;
+  if (pos <= wpos) pos = wpos + 1;
+  tir_Node *nbody = sch_insert_into(body, pos, nest);
+  tir_Node *nhost;
+  if (host->kind == TIR_For) {
+    tir_For *f = (tir_For *)tir_node_copy(host);
+    tir_release(f->body);
+    f->body = nbody;
+    nhost = &f->hdr;
+  } else {
+    nhost = &tir_block_with_body((const tir_Block *)host, nbody)->hdr;
+  }
+  if (host == &scope->hdr) return nhost;
+  tir_Node *r = tir_replace_stmt(&scope->hdr, host, nhost);
+  return r;
+}

@@ -63,4 +63,8 @@ tir_Node *sch_drop_allocation(const tir_Node *root, const tir_Buffer *buf);
 /* Producers (1) or consumers (0) of a block in its scope, as int64 uids (owned). */
 tir_Array *sch_dependents(tir_Schedule *s, int64_t uid, int producers, const char *prim);
 
+/* Places a cache copy nest in scope (see sched_util.c); owned new scope block. */
+tir_Node *sch_insert_cache_stage(const tir_Block *scope, const tir_BlockRealize *writer, const tir_BlockRealize *const *related,
+                                 int n_related, tir_Node *nest);
+
 #endif

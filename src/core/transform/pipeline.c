@@ -39,6 +39,7 @@ tir_PrimFunc *tir_lower(const tir_PrimFunc *f, tir_LowerOptions *opts) {
   RUN("simplify", tir_pass_simplify(cur));
   RUN("flatten_buffer", tir_pass_flatten_buffer(cur));
   RUN("simplify", tir_pass_simplify(cur));
+  RUN("vectorize_loop", tir_pass_vectorize_loop(cur));
   RUN("unroll_loop", tir_pass_unroll_loop(cur, unroll_max));
   RUN("lower_thread_binding", tir_pass_lower_thread_binding(cur));
   RUN("simplify", tir_pass_simplify(cur));

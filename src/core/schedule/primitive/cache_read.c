@@ -78,12 +78,18 @@ int64_t tir_sched_cache_read(tir_Schedule *s, int64_t uid, int index, const char
     tir_Buffer *nb = sch_cache_buffer(s->func, buf, scope);
     int64_t new_uid;
     tir_Node *nest = sch_make_copy_nest(nb->name, buf, nb, &new_uid);
+    /* place the copy first (blocks still have their identities), then redirect readers */
+    const tir_BlockRealize **rel = calloc((size_t)n_readers + 1, sizeof *rel);
+    int nrel = 0;
+    for (int i = 0; i < n_all; i++)
+      for (int k = 0; k < n_readers; k++)
+        if (all[i]->block->uid == readers[k]) rel[nrel++] = all[i];
+    tir_Node *placed = sch_insert_cache_stage(scope_blk, writer, rel, nrel, nest);
+    free(rel);
     SubCtx c = {buf, nb};
-    tir_Node *body = sch_map_blocks(scope_blk->body, readers, n_readers, rewrite_reader, &c);
-    int pos = writer ? sch_top_child_index(body, &writer->hdr) + 1 : 0;
-    tir_Node *nbody = sch_insert_into(body, pos, nest);
-    tir_release(body);
-    tir_Block *nscope = tir_block_with_body(scope_blk, nbody);
+    tir_Node *mapped = sch_map_blocks(placed, readers, n_readers, rewrite_reader, &c);
+    tir_release(placed);
+    tir_Block *nscope = (tir_Block *)mapped;
     nscope->alloc_buffers = tir_array_push(nscope->alloc_buffers, &nb->hdr);
     sch_replace(s, &scope_blk->hdr, &nscope->hdr);
     free(all);

@@ -36,13 +36,21 @@ int64_t tir_sched_cache_write(tir_Schedule *s, int64_t uid, int index, const cha
   tir_Buffer *nb = sch_cache_buffer(s->func, buf, scope);
   int64_t new_uid;
   tir_Node *nest = sch_make_copy_nest(nb->name, nb, buf, &new_uid);
+  /* the copy-back goes after the writer, before its first consumer (lowest common loop) */
+  const tir_BlockRealize **all2;
+  int n2 = sch_child_blocks(&scope_blk->hdr, &all2);
+  const tir_BlockRealize **rel = calloc((size_t)n2 + 1, sizeof *rel);
+  int nrel = 0;
+  for (int i = 0; i < n2; i++)
+    if (all2[i]->block != blk && sch_block_reads(all2[i]->block, buf)) rel[nrel++] = all2[i];
+  tir_Node *placed = sch_insert_cache_stage(scope_blk, br, rel, nrel, nest);
+  free(rel);
+  free(all2);
   tir_Node *nblk = tir_substitute_buffers(&blk->hdr, 1, &buf, &nb);
   tir_Node *nrealize = sch_realize_with_block(br, (tir_Block *)nblk);
-  tir_Node *body = tir_replace_stmt(scope_blk->body, &br->hdr, nrealize);
-  int pos = sch_top_child_index(body, nrealize) + 1;
-  tir_Node *nbody = sch_insert_into(body, pos, nest);
-  tir_release(body);
-  tir_Block *nscope = tir_block_with_body(scope_blk, nbody);
+  tir_Node *mapped = tir_replace_stmt(placed, &br->hdr, nrealize);
+  tir_release(placed);
+  tir_Block *nscope = (tir_Block *)mapped;
   nscope->alloc_buffers = tir_array_push(nscope->alloc_buffers, &nb->hdr);
   sch_replace(s, &scope_blk->hdr, &nscope->hdr);
   return new_uid;

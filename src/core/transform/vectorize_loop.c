@@ -1,0 +1,253 @@
+/* vectorize_loop.c -- loops marked vectorized become vector expressions (TVM
+ * src/tir/transforms/vectorize_loop.cc), on flat IR.
+ *
+ * A loop "for v in vectorized(L)" (L in 2..16, constant) whose body is a sequence of
+ * stores is rewritten with v := Ramp(0, 1, L): expressions not using v stay scalar, sums
+ * and constant multiples of ramps stay ramps, other operations become lane-wise vector
+ * operations, and loads/stores take ramp indices.  Every store index must be a unit-stride
+ * ramp whose start is a multiple of L (so the access is aligned to its vector width) and
+ * every load index a unit-stride ramp or a scalar; otherwise the loop simply becomes an
+ * unrolled serial loop -- vectorization never changes the result. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pass_util.h"
+#include "tir/arith.h"
+
+typedef struct {
+  const tir_Var *var;
+  int lanes;
+  int ok;
+  tir_Analyzer *an;
+} VCtx;
+
+static int is_vec(const tir_Node *e) { return e->dtype.lanes > 1; }
+
+static tir_Node *bcast(tir_Node *e, int lanes) { return is_vec(e) ? e : tir_broadcast(e, lanes); }
+
+/* base and stride of a ramp, or of a scalar (stride 0) */
+static int as_ramp(const tir_Node *e, tir_Node **base, tir_Node **stride) {
+  if (e->kind == TIR_Ramp) {
+    *base = R(((const tir_Ramp *)e)->base);
+    *stride = R(((const tir_Ramp *)e)->stride);
+    return 1;
+  }
+  if (!is_vec(e)) {
+    *base = R((tir_Node *)e);
+    *stride = tir_int_imm(e->dtype, 0);
+    return 1;
+  }
+  return 0;
+}
+
+static tir_Node *vec(VCtx *c, const tir_Node *e);
+
+static tir_Node *vec_binary(VCtx *c, const tir_Node *e) {
+  const tir_Add *b = (const tir_Add *)e;
+  tir_Node *x = vec(c, b->a), *y = vec(c, b->b);
+  if (!x || !y) {
+    tir_release(x);
+    tir_release(y);
+    return NULL;
+  }
+  if (!is_vec(x) && !is_vec(y)) return tir_binary_raw(e->kind, x, y);
+  /* ramps stay ramps under + - and multiplication by a scalar constant */
+  tir_Node *xb, *xs, *yb, *ys;
+  int rampish = (x->kind == TIR_Ramp || !is_vec(x)) && (y->kind == TIR_Ramp || !is_vec(y));
+  if (tir_dtype_is_int(e->dtype) && (e->kind == TIR_Add || e->kind == TIR_Sub) && rampish && as_ramp(x, &xb, &xs) &&
+      as_ramp(y, &yb, &ys)) {
+    tir_Node *base = tir_binary(e->kind, xb, yb), *stride = tir_binary(e->kind, xs, ys);
+    tir_release(x);
+    tir_release(y);
+    tir_Node *sb = tir_simplify(c->an, base), *ss = tir_simplify(c->an, stride);
+    tir_release(base);
+    tir_release(stride);
+    if (tir_is_zero(ss)) {
+      tir_release(ss);
+      return sb;
+    }
+    return tir_ramp(sb, ss, c->lanes);
+  }
+  int64_t k;
+  if (e->kind == TIR_Mul && tir_dtype_is_int(e->dtype) && (x->kind == TIR_Ramp || y->kind == TIR_Ramp) &&
+      (tir_is_const_int(x, &k) || tir_is_const_int(y, &k))) {
+    const tir_Ramp *r = (const tir_Ramp *)(x->kind == TIR_Ramp ? x : y);
+    tir_Node *base = tir_mul(R(r->base), tir_int_imm(r->base->dtype, k)), *stride = tir_mul(R(r->stride), tir_int_imm(r->stride->dtype, k));
+    tir_release(x);
+    tir_release(y);
+    return tir_ramp(base, stride, c->lanes);
+  }
+  if (e->kind == TIR_FloorDiv || e->kind == TIR_FloorMod || e->kind == TIR_Div || e->kind == TIR_Mod) {
+    tir_release(x);
+    tir_release(y);
+    return NULL; /* index arithmetic that breaks contiguity: leave the loop scalar */
+  }
+  /* lane-wise */
+  tir_Node *r = tir_binary_raw(e->kind, bcast(x, c->lanes), bcast(y, c->lanes));
+  return r;
+}
+
+static tir_Node *vec(VCtx *c, const tir_Node *e) {
+  if (!tir_uses_var(e, c->var)) return R((tir_Node *)e);
+  switch (e->kind) {
+    case TIR_Var: return tir_ramp(tir_int_imm(e->dtype, 0), tir_int_imm(e->dtype, 1), c->lanes);
+    case TIR_Add: case TIR_Sub: case TIR_Mul: case TIR_Div: case TIR_Mod: case TIR_FloorDiv: case TIR_FloorMod:
+    case TIR_Min: case TIR_Max: case TIR_EQ: case TIR_NE: case TIR_LT: case TIR_LE: case TIR_GT: case TIR_GE:
+    case TIR_And: case TIR_Or:
+      return vec_binary(c, e);
+    case TIR_Cast: {
+      tir_Node *v = vec(c, ((const tir_Cast *)e)->value);
+      if (!v) return NULL;
+      return tir_cast_raw(tir_dtype_with_lanes(e->dtype, c->lanes), bcast(v, c->lanes));
+    }
+    case TIR_Select: {
+      const tir_Select *s = (const tir_Select *)e;
+      tir_Node *a = vec(c, s->cond), *t = vec(c, s->true_value), *f = vec(c, s->false_value);
+      if (!a || !t || !f) {
+        tir_release(a), tir_release(t), tir_release(f);
+        return NULL;
+      }
+      tir_Select *n = (tir_Select *)tir_node_alloc(TIR_Select, tir_dtype_with_lanes(e->dtype, c->lanes));
+      n->cond = bcast(a, c->lanes);
+      n->true_value = bcast(t, c->lanes);
+      n->false_value = bcast(f, c->lanes);
+      tir_node_update_depth(&n->hdr);
+      return &n->hdr;
+    }
+    case TIR_BufferLoad: {
+      const tir_BufferLoad *l = (const tir_BufferLoad *)e;
+      if (l->indices->size != 1) return NULL;
+      tir_Node *ix = vec(c, l->indices->items[0]);
+      if (!ix) return NULL;
+      if (ix->kind != TIR_Ramp || !tir_is_one(((tir_Ramp *)ix)->stride)) {
+        tir_release(ix);
+        return NULL; /* gathers are left scalar */
+      }
+      return tir_buffer_load((tir_Buffer *)R(l->buffer), tir_array_of(1, ix));
+    }
+    default: return NULL;
+  }
+}
+
+static tir_Node *vec_store(VCtx *c, const tir_BufferStore *st) {
+  if (st->indices->size != 1) return NULL;
+  tir_Node *ix = vec(c, st->indices->items[0]);
+  if (!ix) return NULL;
+  if (ix->kind != TIR_Ramp || !tir_is_one(((tir_Ramp *)ix)->stride)) {
+    tir_release(ix);
+    return NULL;
+  }
+  /* aligned: the first index is a multiple of the vector width */
+  tir_DType it = tir_dtype_element(ix->dtype);
+  tir_Node *m = tir_floormod(R(((tir_Ramp *)ix)->base), tir_int_imm(it, c->lanes));
+  tir_Node *zero = tir_int_imm(it, 0);
+  int aligned = tir_can_prove_equal(c->an, m, zero);
+  tir_release(m);
+  tir_release(zero);
+  tir_Node *v = aligned ? vec(c, st->value) : NULL;
+  if (!v) {
+    tir_release(ix);
+    return NULL;
+  }
+  /* every vector load must be aligned too */
+  return tir_buffer_store((tir_Buffer *)R(st->buffer), bcast(v, c->lanes), tir_array_of(1, ix));
+}
+
+typedef struct {
+  VCtx *c;
+  int ok;
+} LoadAlign;
+
+static int check_load_align(const tir_Node *n, void *p) {
+  LoadAlign *la = p;
+  if (n->kind == TIR_BufferLoad && n->dtype.lanes > 1) {
+    const tir_Node *ix = ((const tir_BufferLoad *)n)->indices->items[0];
+    if (ix->kind == TIR_Ramp) {
+      tir_DType it = tir_dtype_element(ix->dtype);
+      tir_Node *m = tir_floormod(R(((const tir_Ramp *)ix)->base), tir_int_imm(it, la->c->lanes));
+      tir_Node *zero = tir_int_imm(it, 0);
+      if (!tir_can_prove_equal(la->c->an, m, zero)) la->ok = 0;
+      tir_release(m);
+      tir_release(zero);
+    }
+  }
+  return 0;
+}
+
+static tir_Node *try_vectorize(const tir_For *f, tir_Analyzer *an) {
+  int64_t ext;
+  if (!tir_is_const_int(f->extent, &ext) || ext < 2 || ext > 16 || !tir_is_zero(f->min)) return NULL;
+  VCtx c = {f->loop_var, (int)ext, 1, an};
+  int n = f->body->kind == TIR_SeqStmt ? ((const tir_SeqStmt *)f->body)->seq->size : 1;
+  tir_Array *out = tir_array_new(n);
+  for (int i = 0; i < n; i++) {
+    const tir_Node *s = f->body->kind == TIR_SeqStmt ? ((const tir_SeqStmt *)f->body)->seq->items[i] : f->body;
+    tir_Node *v = s->kind == TIR_BufferStore ? vec_store(&c, (const tir_BufferStore *)s) : NULL;
+    if (!v) {
+      tir_release(out);
+      return NULL;
+    }
+    LoadAlign la = {&c, 1};
+    tir_visit(v, check_load_align, &la);
+    if (!la.ok) {
+      tir_release(v);
+      tir_release(out);
+      return NULL;
+    }
+    out->items[i] = v;
+  }
+  return tir_seq(out);
+}
+
+typedef struct {
+  tir_Analyzer *an;
+} Ctx;
+
+static tir_Node *mut(const tir_Node *n, void *p) {
+  Ctx *c = p;
+  if (tir_is_expr(n)) return tir_retain(n);
+  if (n->kind == TIR_AttrStmt) {
+    const tir_AttrStmt *a = (const tir_AttrStmt *)n;
+    if (strcmp(a->key, "thread_extent") == 0 && a->node && a->node->kind == TIR_IterVar) {
+      int mark = tir_analyzer_mark(c->an);
+      tir_Node *zero = tir_i32(0);
+      tir_analyzer_bind_range(c->an, ((const tir_IterVar *)a->node)->var, zero, a->value);
+      tir_release(zero);
+      tir_Node *body = tir_mutate(a->body, mut, p);
+      tir_analyzer_reset(c->an, mark);
+      if (!body) return TIR_MUTATE_ERROR;
+      return tir_attr_stmt(R(a->node), a->key, R(a->value), body);
+    }
+    return NULL;
+  }
+  if (n->kind != TIR_For) return NULL;
+  const tir_For *f = (const tir_For *)n;
+  int mark = tir_analyzer_mark(c->an);
+  tir_analyzer_bind_range(c->an, f->loop_var, f->min, f->extent);
+  tir_Node *body = tir_mutate(f->body, mut, p);
+  if (!body) {
+    tir_analyzer_reset(c->an, mark);
+    return TIR_MUTATE_ERROR;
+  }
+  tir_For *nf = (tir_For *)tir_node_copy(n);
+  tir_release(nf->body);
+  nf->body = body;
+  tir_Node *r = NULL;
+  if (f->kind == TIR_FOR_VECTORIZED) {
+    r = try_vectorize(nf, c->an);
+    if (!r) nf->kind = TIR_FOR_UNROLLED; /* same result, serial */
+  }
+  tir_analyzer_reset(c->an, mark);
+  if (r) {
+    tir_release(nf);
+    return r;
+  }
+  return &nf->hdr;
+}
+
+tir_PrimFunc *tir_pass_vectorize_loop(const tir_PrimFunc *f) {
+  Ctx c = {tir_analyzer_new()};
+  tir_Node *body = tir_mutate(f->body, mut, &c);
+  tir_analyzer_free(c.an);
+  return pass_with_body(f, body);
+}
