@@ -38,14 +38,19 @@ local VARIANTS = {
     sch:bind(ti, "threadIdx.y"); sch:bind(tj, "threadIdx.x")
     return sch
   end},
-  simt = {desc = "simt_gemm defaults: 128x128x8 CTA tile, 8x8 per thread, shared tiles with float4 fetches", make = function(f)
+  simt = {desc = "simt_gemm defaults: 128x128x8 CTA tile, 16x16 threads, 8x8 per thread, A tile transposed and B tile XOR-swizzled in shared memory, float4 fetches", make = function(f)
     return simt.schedule(f)
   end},
   simt_bk16 = {desc = "simt_gemm with BK = 16", make = function(f) return simt.schedule(f, {BK = 16}) end},
-  simt_pad = {desc = "simt_gemm with padded shared rows (storage_align 32/4 on A)", make = function(f)
-    return simt.schedule(f, {pad_a = {32, 4}})
+  simt_pad = {desc = "simt_gemm with A's shared tile row-major, rows padded (storage_align 16/12) instead of transposed", make = function(f)
+    return simt.schedule(f, {a_transpose = false, pad_a = {16, 12}})
   end},
-  simt_novec = {desc = "simt_gemm with scalar register copies", make = function(f) return simt.schedule(f, {local_vec = false}) end},
+  simt_noswz = {desc = "simt_gemm without B's swizzle (2-way bank conflicts on B reads)", make = function(f)
+    return simt.schedule(f, {b_swizzle = false})
+  end},
+  simt_64 = {desc = "simt_gemm with a 64x64 CTA tile, 8x8 threads, BK = 16", make = function(f)
+    return simt.schedule(f, {BM = 64, BN = 64, TY = 8, TX = 8, BK = 16})
+  end},
 }
 
 local names = {}

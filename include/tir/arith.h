@@ -101,4 +101,14 @@ typedef struct {
 int tir_detect_iter_map(tir_Analyzer *a, const tir_Node *const *bindings, const int64_t *extents, int n,
                         const tir_LoopIter *loops, int n_loops, const tir_Node *predicate, char *why, int why_cap);
 
+/* ---- index maps (index_map.c) ----
+ * Exact range and injectivity of `outputs` (integer expressions of `vars`) over the box
+ * 0 <= vars[i] < extents[i], by enumeration of independent components (outputs sharing an
+ * input), each limited to 2^26 points.  Fills out_min/out_max per output and *injective
+ * (0 with an example collision in why).  Returns 0, or -1 with the error set when an output
+ * uses something other than its inputs, constants, + - * // % min max, comparisons, select
+ * and bitwise operations, or a component is too large to enumerate. */
+int tir_index_map_analyze(const tir_Var *const *vars, const int64_t *extents, int n_vars, const tir_Node *const *outputs,
+                          int n_out, int64_t *out_min, int64_t *out_max, int *injective, char *why, int why_cap);
+
 #endif

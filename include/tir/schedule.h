@@ -80,6 +80,11 @@ int64_t tir_sched_cache_write(tir_Schedule *s, int64_t block, int index, const c
 int tir_sched_set_scope(tir_Schedule *s, int64_t block, int index, const char *scope);
 /* Pads the stride of `axis` of written buffer `index` to be == offset (mod factor). */
 int tir_sched_storage_align(tir_Schedule *s, int64_t block, int index, int axis, int factor, int offset);
+/* Rewrites the layout of the buffer that block `block` reads (is_write = 0) or writes at
+ * `index`: vars (one Var per dimension) map to exprs (the new indices).  The map must be
+ * one-to-one and non-negative over the old shape (checked exactly); new shape = ranges. */
+int tir_sched_transform_layout(tir_Schedule *s, int64_t block, int is_write, int index, const tir_Array *vars,
+                               const tir_Array *exprs);
 
 /* ---- reduction ---- */
 /* Splits a reduction block's init into "<name>_init" placed before `loop`; returns its uid. */

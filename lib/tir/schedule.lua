@@ -279,6 +279,80 @@ function Schedule:storage_align(block, index, axis, factor, offset)
   record(self, "storage_align", {block, index, axis, factor, offset})
 end
 
+-- An index map given as a Lua function of the buffer's indices, returning the new indices
+-- (several returns or one list).  Returns vars, exprs and its text (a Lua function, for traces).
+local function index_map(fn, ndim, prim)
+  if type(fn) ~= "function" then
+    raise("TypeError", prim, "the index map must be a Lua function of the %d indices, e.g. function(i, j) return j, i end", ndim)
+  end
+  local info = debug.getinfo(fn, "u")
+  if not info.isvararg and info.nparams ~= ndim then
+    raise("ValueError", prim, "the index map takes %d parameter(s), but the buffer has %d dimension(s)", info.nparams, ndim)
+  end
+  local vars, names = {}, {}
+  for d = 1, ndim do
+    local name = debug.getlocal(fn, d)
+    if not name or name:sub(1, 1) == "(" then name = "i" .. (d - 1) end
+    names[d] = name
+    vars[d] = core.var(name, "int32")
+  end
+  local ok, r = pcall(function() return table.pack(fn(table.unpack(vars, 1, ndim))) end)
+  if not ok then raise("ValueError", prim, "the index map raised an error: %s", tostring(r)) end
+  local outs = r
+  if r.n == 1 and type(r[1]) == "table" and not core.is_node(r[1]) then outs = r[1]; outs.n = #outs end
+  local exprs, texts = {}, {}
+  for o = 1, outs.n do
+    local e = outs[o]
+    if math.type(e) == "integer" then e = core.const(e, "int32") end
+    if not core.is_node(e) then
+      raise("TypeError", prim, "the index map's output %d must be an integer expression, got %s", o, describe(e))
+    end
+    exprs[o] = e
+    texts[o] = tostring(e)
+  end
+  if #exprs == 0 then raise("ValueError", prim, "the index map returns no indices") end
+  local text = ("function(%s) return %s end"):format(table.concat(names, ", "), table.concat(texts, ", "))
+  return vars, exprs, text
+end
+
+-- A buffer of a block named as {"read", i} / {"write", i} (0-based, as in TVM) or by name.
+local function block_buffer(self, block, buffer, prim)
+  local blk = self._state:block_realize(block.uid).block
+  if type(buffer) == "string" then
+    for _, kind in ipairs({"write", "read"}) do
+      local regions = kind == "write" and blk.writes or blk.reads
+      for i = 1, #regions do
+        if regions[i].buffer.name == buffer then return kind == "write", i - 1, blk, regions[i].buffer end
+      end
+    end
+    raise("ValueError", prim, "block '%s' neither reads nor writes a buffer named '%s'", blk.name, buffer)
+  end
+  if type(buffer) ~= "table" or (buffer[1] ~= "read" and buffer[1] ~= "write") or math.type(buffer[2]) ~= "integer" then
+    raise("TypeError", prim, "the buffer must be {\"read\", index}, {\"write\", index} or a buffer name, got %s", describe(buffer))
+  end
+  local regions = buffer[1] == "write" and blk.writes or blk.reads
+  local r = regions[buffer[2] + 1]
+  return buffer[1] == "write", buffer[2], blk, r and r.buffer
+end
+
+--- Changes the layout of a buffer the block reads or writes (TVM transform_layout):
+--   sch:transform_layout(block, {"write", 0}, function(i, j) return j, i end)           -- transpose
+--   sch:transform_layout(block, "A_shared", function(i, j) return i, j // 8, (j % 8) ~ (i % 8) end)  -- XOR swizzle
+-- buffer: {"read", i}, {"write", i} (0-based) or the buffer's name.  The map must be one-to-one
+-- and non-negative over the buffer's shape (checked exactly); the new shape is the map's range.
+-- Only buffers allocated in the function (caches) can be transformed.
+function Schedule:transform_layout(block, buffer, fn)
+  block = check_block(self, block, "transform_layout", 1)
+  local is_write, index, blk, buf = block_buffer(self, block, buffer, "transform_layout")
+  local ndim = buf and #buf.shape or 0
+  if not buf then
+    raise("ValueError", "transform_layout", "block '%s' has no %s buffer %d", blk.name, is_write and "write" or "read", index)
+  end
+  local vars, exprs, text = index_map(fn, ndim, "transform_layout")
+  self._state:transform_layout(block.uid, is_write, index, vars, exprs)
+  record(self, "transform_layout", {block, {is_write and "write" or "read", index}, setmetatable({text = text}, {__tostring = function(t) return t.text end})})
+end
+
 --- Splits a reduction block's init into a block placed before `loop`; returns the init block.
 function Schedule:decompose_reduction(block, loop)
   block = check_block(self, block, "decompose_reduction", 1)
@@ -323,12 +397,15 @@ function Schedule:copy()
   return s
 end
 
-local function lua_value(v)
+-- split_factors: -1 (an inferred split factor) prints as nil, except in the last place,
+-- where Lua would drop a trailing nil from the list.
+local function lua_value(v, split_factors)
   if type(v) == "string" then return ("%q"):format(v) end
+  if type(v) == "table" and rawget(v, "text") then return v.text end
   if type(v) == "table" and getmetatable(v) == nil then
     local parts, n = {}, 0
     for k in pairs(v) do if k > n then n = k end end
-    for i = 1, n do parts[i] = v[i] == -1 and "nil" or lua_value(v[i]) end
+    for i = 1, n do parts[i] = (split_factors and v[i] == -1 and i < n) and "nil" or lua_value(v[i]) end
     return "{" .. table.concat(parts, ", ") .. "}"
   end
   return tostring(v)
@@ -349,7 +426,7 @@ function Schedule:trace()
     local args = {}
     for i, a in ipairs(step.inputs) do
       local mt = getmetatable(a)
-      args[i] = (mt == LoopRV or mt == BlockRV) and (names[a] or ("--[[unknown]] " .. tostring(a))) or lua_value(a)
+      args[i] = (mt == LoopRV or mt == BlockRV) and (names[a] or ("--[[unknown]] " .. tostring(a))) or lua_value(a, step.name == "split")
     end
     local call = ("sch:%s(%s)"):format(step.name, table.concat(args, ", "))
     if #step.outputs > 0 then
@@ -369,7 +446,7 @@ end
 
 --- Replays a trace script (from :trace()) on this schedule.
 function Schedule:apply_trace(text)
-  local env = setmetatable({sch = self}, {__index = _G})
+  local env = setmetatable({sch = self, T = require("tir.script"), tir = require("tir")}, {__index = _G})
   local chunk, err = load(text, "=trace", "t", env)
   if not chunk then raise("ValueError", "apply_trace", "the trace does not load: %s", err) end
   chunk()

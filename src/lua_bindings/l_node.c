@@ -470,6 +470,30 @@ static int op_unm(lua_State *L) {
   tirL_push_node(L, r);
   return 1;
 }
+/* Bitwise operators (Lua 5.4 ~ & | << >>) build the builtin calls bitwise_xor etc. of TVM's
+ * tir.bitwise_* ops; both sides must be integers (XOR swizzles are written `j ~ (i % 8)`). */
+static int bitwise(lua_State *L, const char *op) {
+  tir_Node *na = tirL_to_node(L, 1), *nb = tirL_to_node(L, 2);
+  if (na && na->kind == TIR_IterVar) na = &((tir_IterVar *)na)->var->hdr;
+  if (nb && nb->kind == TIR_IterVar) nb = &((tir_IterVar *)nb)->var->hdr;
+  tir_DType hint = na && tir_is_expr(na) ? na->dtype : nb && tir_is_expr(nb) ? nb->dtype : TIR_INT32;
+  tir_Node *a = tirL_to_expr(L, 1, hint, 1);
+  tirL_push_node(L, a);
+  tir_Node *b = tirL_to_expr(L, 2, hint, 1);
+  tirL_push_node(L, b);
+  if (!tir_dtype_is_int(a->dtype) || !tir_dtype_is_int(b->dtype) || a->dtype.lanes != 1 || b->dtype.lanes != 1)
+    return luaL_error(L, "%s needs integer operands", op);
+  tir_Node *r = tir_call(a->dtype, op, tir_array_of(2, tir_retain(a), tir_retain(b)));
+  if (!r) return tirL_raise_core(L);
+  tirL_push_node(L, r);
+  return 1;
+}
+static int op_bxor(lua_State *L) { return bitwise(L, "bitwise_xor"); }
+static int op_band(lua_State *L) { return bitwise(L, "bitwise_and"); }
+static int op_bor(lua_State *L) { return bitwise(L, "bitwise_or"); }
+static int op_shl(lua_State *L) { return bitwise(L, "shift_left"); }
+static int op_shr(lua_State *L) { return bitwise(L, "shift_right"); }
+
 static int op_compare(lua_State *L) {
   return luaL_error(L,
                     "comparison operators (<, <=, >, >=) cannot build IR in Lua 5.4 (it turns their results "
@@ -479,7 +503,8 @@ static int op_compare(lua_State *L) {
 static const luaL_Reg expr_meta[] = {{"__add", op_add}, {"__sub", op_sub},   {"__mul", op_mul},
                                      {"__div", op_div}, {"__idiv", op_idiv}, {"__mod", op_mod},
                                      {"__unm", op_unm}, {"__lt", op_compare}, {"__le", op_compare},
-                                     {NULL, NULL}};
+                                     {"__bxor", op_bxor}, {"__band", op_band}, {"__bor", op_bor},
+                                     {"__shl", op_shl}, {"__shr", op_shr}, {NULL, NULL}};
 
 /* ---- common methods ---- */
 static int m_same_as(lua_State *L) {

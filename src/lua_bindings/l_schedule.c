@@ -242,6 +242,22 @@ static int m_storage_align(lua_State *L) {
   return 0;
 }
 
+/* transform_layout(block_uid, is_write, index, {vars}, {exprs}) */
+static int m_transform_layout(lua_State *L) {
+  tir_Schedule *s = check(L, 1);
+  int64_t uid = check_uid(L, 2);
+  int is_write = lua_toboolean(L, 3);
+  int index = (int)luaL_checkinteger(L, 4);
+  tir_Array *vars = tirL_check_expr_list(L, 5, "index map inputs");
+  tirL_push_node(L, &vars->hdr); /* owned by the stack from here */
+  for (int i = 0; i < vars->size; i++)
+    if (vars->items[i]->kind != TIR_Var) return luaL_argerror(L, 5, "index map inputs must be variables");
+  tir_Array *exprs = tirL_check_expr_list(L, 6, "index map outputs");
+  tirL_push_node(L, &exprs->hdr);
+  if (tir_sched_transform_layout(s, uid, is_write, index, vars, exprs)) return tirL_raise_core(L);
+  return 0;
+}
+
 static int m_decompose_reduction(lua_State *L) {
   int64_t r = tir_sched_decompose_reduction(check(L, 1), check_uid(L, 2), (tir_Var *)tirL_check_node(L, 3, TIR_Var, "loop"));
   if (r < 0) return tirL_raise_core(L);
@@ -316,6 +332,7 @@ void tirL_open_schedule(lua_State *L) {
                                      {"cache_write", m_cache_write},
                                      {"set_scope", m_set_scope},
                                      {"storage_align", m_storage_align},
+                                     {"transform_layout", m_transform_layout},
                                      {"decompose_reduction", m_decompose_reduction},
                                      {"annotate", m_annotate},
                                      {"unannotate", m_unannotate},

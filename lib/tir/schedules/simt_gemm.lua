@@ -1,20 +1,31 @@
 --- tir.schedules.simt_gemm: the classic tiled SIMT GEMM schedule (fp32 FFMA), written only
 -- with public schedule primitives so it can be read and changed:
---   * a CTA computes a BM x BN tile of C with TY x TX threads; each thread an (BM/TY) x (BN/TX)
---     register tile (cache_write "local", reverse_compute_at the thread loop);
+--   * a CTA computes a BM x BN tile of C with TY x TX threads; each thread a TM x TN register
+--     tile (TM = BM/TY, TN = BN/TX; cache_write "local" + reverse_compute_at the thread loop);
 --   * the K loop is split by BK; per step, A and B tiles are staged in shared memory
 --     (cache_read "shared" + compute_at), fetched cooperatively with 16-byte vector loads;
---   * per k, the thread's A column and B row are copied to registers (cache_read "local");
---   * storage_align pads shared rows against bank conflicts; inner loops are unrolled;
+--   * per k, the thread's A column and B row are copied to registers (cache_read "local"),
+--     with 16-byte shared loads where the layout allows;
+--   * shared layouts against bank conflicts (transform_layout): A's tile is stored transposed
+--     ([k][i], so a thread's TM values of a column are contiguous), and B's rows are XOR-swizzled
+--     in 16-byte chunks (chunk c goes to c ~ (c // 8 % 2)), so the 8 threads of a quarter warp
+--     reading chunks 2t (and 2t + 1) hit 8 different bank groups; padding (storage_align) is
+--     the alternative for A (pad_a);
+--   * inner loops are unrolled; the C tile is written back with vector stores;
 --   * the reduction's init is decomposed out of the K loop.
 -- schedule(func, opts) works on the "C" block of a te/T matmul C[i, j] += A[i, k] * B[k, j].
+-- Extents that BM/BN/BK do not divide work (split adds predicates), but the vector accesses
+-- then fall back to scalar ones unless rows stay 16-byte aligned.
 local M = {}
 
--- pad_a / pad_b: {factor, offset} for storage_align of the shared tiles' rows (nil: dense);
--- local_vec: vectorize the register copy of B (needs aligned shared rows).
-M.defaults = {BM = 128, BN = 128, BK = 8, TY = 16, TX = 16, vec = 4, pad_a = false, pad_b = false, local_vec = true}
+-- a_transpose: A's shared tile as [k][i]; b_swizzle: XOR-swizzle B's shared rows;
+-- pad_a: {factor, offset} storage_align of A's rows (with a_transpose = false);
+-- vec: elements per vector access (4 floats = 16 bytes).
+M.defaults = {BM = 128, BN = 128, BK = 8, TY = 16, TX = 16, vec = 4, a_transpose = true, b_swizzle = true, pad_a = false,
+              local_vec = true, store_vec = true}
 
---- Returns the schedule (tir.Schedule).  opts override M.defaults.
+--- Returns the schedule (tir.Schedule).  opts override M.defaults; errors on unknown options
+-- and on tiles that do not divide (BM by TY, BN by TX, TM and TN by vec when vectorizing).
 function M.schedule(func, opts)
   local tir = require("tir")
   local o = {}
@@ -24,7 +35,10 @@ function M.schedule(func, opts)
     o[k] = v
   end
   local TM, TN = o.BM // o.TY, o.BN // o.TX
-  assert(o.BM % o.TY == 0 and o.BN % o.TX == 0, "BM/BN must be multiples of TY/TX")
+  if o.BM % o.TY ~= 0 or o.BN % o.TX ~= 0 or TM % o.vec ~= 0 or TN % o.vec ~= 0 then
+    error(("simt_gemm: BM=%d, BN=%d must be multiples of TY=%d, TX=%d, and the thread tile %dx%d of vec=%d"):format(
+      o.BM, o.BN, o.TY, o.TX, TM, TN, o.vec), 2)
+  end
   local sch = tir.Schedule(func)
   local C = sch:get_block("C")
   local AS = sch:cache_read(C, 1, "shared")
@@ -39,31 +53,47 @@ function M.schedule(func, opts)
   sch:bind(ty, "threadIdx.y"); sch:bind(tx, "threadIdx.x")
   sch:compute_at(AS, ko)
   sch:compute_at(BS, ko)
-  -- register copies of the shared tiles, per k step
+  -- register copies of the thread's A column and B row, per k
   local AL = sch:cache_read(C, 1, "local")
   local BL = sch:cache_read(C, 2, "local")
   sch:compute_at(AL, ki)
   sch:compute_at(BL, ki)
   sch:reverse_compute_at(CL, tx)
   -- cooperative, vectorized fetches of the shared tiles
-  for n, blk in ipairs({AS, BS}) do
+  for _, blk in ipairs({AS, BS}) do
     local loops = {sch:get_loops(blk)}
     local f = sch:fuse(loops[#loops - 1], loops[#loops])
     local _, fy, fx, fv = sch:split(f, {nil, o.TY, o.TX, o.vec})
     sch:bind(fy, "threadIdx.y"); sch:bind(fx, "threadIdx.x")
     sch:vectorize(fv)
-    local pad = n == 1 and o.pad_a or o.pad_b
-    if pad then sch:storage_align(blk, 0, 0, pad[1], pad[2]) end
   end
-  do
-    local loops = {sch:get_loops(AL)}
-    sch:unroll(loops[#loops])
-    loops = {sch:get_loops(BL)}
-    if o.local_vec then sch:vectorize(loops[#loops]) else sch:unroll(loops[#loops]) end
+  -- register copies: vec-wide shared loads where contiguous, else unrolled
+  for _, blk in ipairs({AL, BL}) do
+    local loops = {sch:get_loops(blk)}
+    local contiguous = blk == BL or o.a_transpose
+    if o.local_vec and contiguous then
+      local lo, li = sch:split(loops[#loops], {nil, o.vec})
+      sch:unroll(lo); sch:vectorize(li)
+    else
+      sch:unroll(loops[#loops])
+    end
   end
   sch:unroll(ki); sch:unroll(ii); sch:unroll(jj)
+  -- write-back: rows unrolled, each run of vec columns one vector store
   local cl = {sch:get_loops(CL)}
-  sch:unroll(cl[#cl]); sch:unroll(cl[#cl - 1])
+  local cjo, cji = sch:split(cl[#cl], {nil, o.vec})
+  if o.store_vec then sch:vectorize(cji) else sch:unroll(cji) end
+  sch:unroll(cjo); sch:unroll(cl[#cl - 1])
+  -- shared layouts (after the compute_at steps, whose region analysis reads the original indices)
+  if o.a_transpose then
+    sch:transform_layout(AS, {"write", 0}, function(i, k) return k, i end)
+  elseif o.pad_a then
+    sch:storage_align(AS, 0, 0, o.pad_a[1], o.pad_a[2])
+  end
+  if o.b_swizzle then
+    local v = o.vec
+    sch:transform_layout(BS, {"write", 0}, function(k, j) return k, (j // v) ~ (j // (8 * v) % 2), j % v end)
+  end
   sch:decompose_reduction(C, ko)
   return sch
 end

@@ -258,6 +258,22 @@ tir_ConstIntBound tir_const_int_bound(tir_Analyzer *a, const tir_Node *e) {
       }
       return all;
     }
+    case TIR_Call: {
+      /* bitwise ops on non-negative operands (XOR swizzles): bounded by the next power of two */
+      const tir_Call *c = (const tir_Call *)e;
+      if (c->args->size != 2) return all;
+      int is_and = strcmp(c->op, "bitwise_and") == 0, is_or = strcmp(c->op, "bitwise_or") == 0;
+      int is_xor = strcmp(c->op, "bitwise_xor") == 0, is_shr = strcmp(c->op, "shift_right") == 0;
+      if (!(is_and || is_or || is_xor || is_shr)) return all;
+      tir_ConstIntBound x = tir_const_int_bound(a, c->args->items[0]);
+      tir_ConstIntBound y = tir_const_int_bound(a, c->args->items[1]);
+      if (x.min < 0 || y.min < 0 || x.max == TIR_POS_INF || y.max == TIR_POS_INF) return all;
+      if (is_shr) return y.max < 63 ? make_bound(x.min >> y.max, x.max >> y.min) : all;
+      if (is_and) return make_bound(0, x.max < y.max ? x.max : y.max);
+      int64_t m = x.max > y.max ? x.max : y.max, p = 1;
+      while (p <= m && p < ((int64_t)1 << 62)) p <<= 1;
+      return intersect(all, make_bound(0, p - 1));
+    }
     case TIR_Let: {
       const tir_Let *l = (const tir_Let *)e;
       int mark = tir_analyzer_mark(a);

@@ -6,6 +6,7 @@
  * positive constant divisor; anything else that depends on a relaxed variable is
  * unbounded (the caller then falls back to the whole buffer extent). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "arith_internal.h"
 #include "tir/error.h"
@@ -120,6 +121,34 @@ static int eval(tir_Analyzer *a, const tir_Node *e, const tir_DomEntry *doms, in
       tir_int_set_free(&x);
       return 0;
     }
+    case TIR_Call: {
+      /* x ^ y (or x | y) with 0 <= y < 2^b and x >= 0 changes only x's low b bits, so it lies in
+       * [floor(x_min / 2^b) * 2^b, floor(x_max / 2^b) * 2^b + 2^b - 1]: an XOR swizzle of a tile's
+       * chunk index stays inside the tile (what compaction of swizzled shared buffers needs). */
+      const tir_Call *cl = (const tir_Call *)e;
+      if (cl->args->size == 2 && (strcmp(cl->op, "bitwise_xor") == 0 || strcmp(cl->op, "bitwise_or") == 0)) {
+        for (int side = 0; side < 2; side++) {
+          const tir_Node *xe = cl->args->items[side], *ye = cl->args->items[1 - side];
+          tir_ConstIntBound yb = tir_const_int_bound(a, ye);
+          if (yb.min < 0 || yb.max == TIR_POS_INF || yb.max >= ((int64_t)1 << 40)) continue;
+          int64_t p = 1;
+          while (p <= yb.max) p <<= 1;
+          if (eval(a, xe, doms, n, &x) != 0) return -1;
+          if (tir_const_int_bound(a, x.min).min < 0) {
+            tir_int_set_free(&x);
+            return -1;
+          }
+          tir_Node *P = tir_int_imm(e->dtype, p);
+          out->min = S(a, tir_binary_raw(TIR_Mul, tir_binary_raw(TIR_FloorDiv, R(x.min), R(P)), R(P)));
+          out->max = S(a, tir_binary_raw(TIR_Add, tir_binary_raw(TIR_Mul, tir_binary_raw(TIR_FloorDiv, R(x.max), R(P)), R(P)),
+                                         tir_int_imm(e->dtype, p - 1)));
+          tir_release(P);
+          tir_int_set_free(&x);
+          return 0;
+        }
+      }
+    }
+      goto fallback;
     case TIR_Min:
     case TIR_Max: {
       const tir_Min *m = (const tir_Min *)e;
@@ -134,7 +163,8 @@ static int eval(tir_Analyzer *a, const tir_Node *e, const tir_DomEntry *doms, in
       tir_int_set_free(&y);
       return 0;
     }
-    default: {
+    default:
+    fallback: {
       /* fall back to constant bounds of the whole expression */
       tir_Analyzer *tmp = tir_analyzer_new();
       for (int i = 0; a && i < a->n; i++) tir_analyzer_bind_bound(tmp, a->b[i].var, a->b[i].lo, a->b[i].hi);
@@ -153,7 +183,34 @@ static int eval(tir_Analyzer *a, const tir_Node *e, const tir_DomEntry *doms, in
   }
 }
 
+static int has_divmod(const tir_Node *n, void *found) {
+  if (n->kind == TIR_FloorDiv || n->kind == TIR_FloorMod || n->kind == TIR_Div || n->kind == TIR_Mod) *(int *)found = 1;
+  return *(int *)found;
+}
+
 int tir_int_set_eval(tir_Analyzer *a, const tir_Node *e, const tir_DomEntry *doms, int n_doms, tir_IntSet *out) {
+  /* Division and modulo are evaluated end-point-wise, which loses what the simplifier knows:
+   * floormod(64*x + 4*t + v, 64) // 4 is t for v < 4, t < 16, but its interval over x, v is
+   * [0, 15].  So first simplify with the relaxed variables' constant bounds known. */
+  int found = 0;
+  tir_visit(e, has_divmod, &found);
+  if (found && n_doms > 0) {
+    tir_Analyzer *tmp = a ? NULL : tir_analyzer_new();
+    tir_Analyzer *use = a ? a : tmp;
+    int mark = tir_analyzer_mark(use);
+    for (int i = 0; i < n_doms; i++) {
+      tir_ConstIntBound lo = doms[i].set.min ? tir_const_int_bound(a, doms[i].set.min) : (tir_ConstIntBound){TIR_NEG_INF, TIR_POS_INF};
+      tir_ConstIntBound hi = doms[i].set.max ? tir_const_int_bound(a, doms[i].set.max) : (tir_ConstIntBound){TIR_NEG_INF, TIR_POS_INF};
+      if (lo.min != TIR_NEG_INF || hi.max != TIR_POS_INF) tir_analyzer_bind_bound(use, doms[i].var, lo.min, hi.max);
+    }
+    tir_Node *se = tir_simplify(use, e);
+    tir_analyzer_reset(use, mark);
+    if (tmp) tir_analyzer_free(tmp);
+    int r = eval(a, se, doms, n_doms, out);
+    tir_release(se);
+    if (r != 0) tir_int_set_free(out);
+    return r;
+  }
   int r = eval(a, e, doms, n_doms, out);
   if (r != 0) tir_int_set_free(out);
   return r;

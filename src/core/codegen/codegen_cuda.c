@@ -635,6 +635,32 @@ static void stmt(CG *g, const tir_Node *s) {
           put(g, ");\n");
           return;
         }
+        if (raw && v->kind == TIR_BufferLoad && ((const tir_BufferLoad *)v)->indices->items[0]->kind == TIR_Ramp &&
+            tir_is_one(((const tir_Ramp *)((const tir_BufferLoad *)v)->indices->items[0])->stride)) {
+          /* a contiguous (aligned) load scattered by the store, e.g. into a transposed shared tile:
+           * one vector load into registers, then one store per lane */
+          const tir_BufferLoad *l = (const tir_BufferLoad *)v;
+          const char *et = ctype(g, tir_dtype_element(v->dtype), s);
+          line(g);
+          putf(g, "{\n");
+          g->indent += 2;
+          line(g);
+          putf(g, "__align__(16) %s vec_[%d];\n", et, lanes);
+          line(g);
+          putf(g, "*(%s*)vec_ = *(%s*)(%s + ", raw, raw, name_of(g, &l->buffer->data->hdr, l->buffer->name));
+          expr(g, ((const tir_Ramp *)l->indices->items[0])->base);
+          put(g, ");\n");
+          for (int lane = 0; lane < lanes; lane++) {
+            line(g);
+            putf(g, "%s[", dst);
+            lane_expr(g, ix, lane);
+            putf(g, "] = vec_[%d];\n", lane);
+          }
+          g->indent -= 2;
+          line(g);
+          put(g, "}\n");
+          return;
+        }
         for (int lane = 0; lane < lanes; lane++) {
           line(g);
           putf(g, "%s[", dst);

@@ -148,7 +148,9 @@ static void putf(Printer *p, const char *fmt, ...) {
 static void begin_line(Printer *p) { tir_sb_indent(&p->out, p->indent); }
 
 /* ---- expressions ---- */
-enum { PREC_ATOM = 100, PREC_UNARY = 30, PREC_MUL = 20, PREC_ADD = 10, PREC_LOW = 0 };
+/* Lua 5.4 precedence: | < ~ < & < << >> < + - < * / // % < unary */
+enum { PREC_ATOM = 100, PREC_UNARY = 30, PREC_MUL = 20, PREC_ADD = 10, PREC_SHIFT = 7, PREC_BAND = 6, PREC_BXOR = 5,
+       PREC_BOR = 4, PREC_LOW = 0 };
 
 static void print_expr(Printer *p, const tir_Node *e, int ctx_prec);
 
@@ -321,6 +323,24 @@ static void print_expr_inner(Printer *p, const tir_Node *e, int ctx_prec) {
     }
     case TIR_Call: {
       const tir_Call *c = (const tir_Call *)e;
+      /* bitwise builtins print as Lua operators, which build them back (same dtype) */
+      static const struct {
+        const char *op, *sym;
+        int prec;
+      } bits[] = {{"bitwise_xor", " ~ ", PREC_BXOR}, {"bitwise_and", " & ", PREC_BAND}, {"bitwise_or", " | ", PREC_BOR},
+                  {"shift_left", " << ", PREC_SHIFT}, {"shift_right", " >> ", PREC_SHIFT}};
+      for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++)
+        if (strcmp(c->op, bits[i].op) == 0 && c->args->size == 2 && e->dtype.lanes == 1 &&
+            tir_dtype_eq(c->args->items[0]->dtype, e->dtype) && tir_dtype_eq(c->args->items[1]->dtype, e->dtype) &&
+            (c->args->items[0]->kind != TIR_IntImm || c->args->items[1]->kind != TIR_IntImm)) {
+          int paren = bits[i].prec < ctx_prec;
+          if (paren) put(p, "(");
+          print_expr(p, c->args->items[0], bits[i].prec);
+          put(p, bits[i].sym);
+          print_expr(p, c->args->items[1], bits[i].prec + 1);
+          if (paren) put(p, ")");
+          return;
+        }
       putf(p, "T.call(\"%s\", \"%s\"", tir_dtype_str(e->dtype, dt), c->op);
       for (int i = 0; i < c->args->size; i++) {
         put(p, ", ");

@@ -6,7 +6,8 @@
  * and constant multiples of ramps stay ramps, other operations become lane-wise vector
  * operations, and loads/stores take ramp indices.  Every store index must be a unit-stride
  * ramp whose start is a multiple of L (so the access is aligned to its vector width) and
- * every load index a unit-stride ramp or a scalar; otherwise the loop simply becomes an
+ * every load index a unit-stride ramp or a scalar (a store with another stride is kept only when its
+ * value is one contiguous load: a vector load scattered lane by lane); otherwise the loop simply becomes an
  * unrolled serial loop -- vectorization never changes the result. */
 #include <stdlib.h>
 #include <string.h>
@@ -133,9 +134,21 @@ static tir_Node *vec_store(VCtx *c, const tir_BufferStore *st) {
   if (st->indices->size != 1) return NULL;
   tir_Node *ix = vec(c, st->indices->items[0]);
   if (!ix) return NULL;
-  if (ix->kind != TIR_Ramp || !tir_is_one(((tir_Ramp *)ix)->stride)) {
+  if (ix->kind != TIR_Ramp) {
     tir_release(ix);
     return NULL;
+  }
+  if (!tir_is_one(((tir_Ramp *)ix)->stride)) {
+    /* a scatter: worth it only when the value is one contiguous vector load (e.g. a global row
+     * stored into a transposed shared tile); the codegen stores it lane by lane */
+    tir_Node *v = vec(c, st->value);
+    int ok = v && v->kind == TIR_BufferLoad && is_vec(v);
+    if (!ok) {
+      tir_release(v);
+      tir_release(ix);
+      return NULL;
+    }
+    return tir_buffer_store((tir_Buffer *)R(st->buffer), v, tir_array_of(1, ix));
   }
   /* aligned: the first index is a multiple of the vector width */
   tir_DType it = tir_dtype_element(ix->dtype);

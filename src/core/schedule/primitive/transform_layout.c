@@ -1,0 +1,228 @@
+/* transform_layout.c -- change the layout of a buffer with an index map (TVM
+ * tir/schedule/primitive/layout_transformation.cc, TransformLayout).
+ *
+ * The map takes the buffer's indices (vars, one per dimension) to new indices (exprs): every
+ * load, store, block region and allocation of the buffer is rewritten, and the new shape is
+ * each output's range + 1.  Typical maps: a transpose (i, j) -> (j, i), a tiled layout
+ * (i, j) -> (i // 16, j // 16, i % 16, j % 16), an XOR swizzle (i, j) -> (i, j // 8, (j % 8) ~ (i % 8)).
+ *
+ * Unlike TVM, the map is checked: it must be one-to-one over the old shape (otherwise two
+ * elements would share storage) and never negative; both are decided exactly by enumeration
+ * (arith/index_map.c).  Only buffers allocated in the function can change layout: a parameter's
+ * layout is the caller's (cache_read/cache_write it first and transform the cache).  A
+ * storage_align recorded for the buffer refers to its old axes, so it must come after. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sched_util.h"
+
+typedef struct {
+  const tir_Buffer *old;
+  tir_Buffer *nb;
+  tir_Var *const *vars;
+  const tir_Node *const *exprs;
+  int n_in, n_out;
+} Ctx;
+
+/* exprs with vars := idx (owned array of simplified expressions) */
+static tir_Array *map_point(const Ctx *c, const tir_Array *idx) {
+  tir_Array *out = tir_array_new(c->n_out);
+  for (int o = 0; o < c->n_out; o++) {
+    tir_Node *sub = tir_substitute(c->exprs[o], c->n_in, c->vars, (tir_Node *const *)idx->items);
+    tir_Node *e = tir_simplify(NULL, sub);
+    tir_release(sub);
+    if (e->dtype.bits != 32 && e->dtype.bits != 64) {
+      e = tir_cast(TIR_INT32, e);
+    }
+    out->items[o] = e;
+  }
+  return out;
+}
+
+/* The region covering the image of a region (owned). */
+static tir_Array *map_region(const Ctx *c, const tir_Array *region) {
+  int point = 1;
+  for (int d = 0; d < region->size; d++)
+    if (!tir_is_one(((const tir_Range *)region->items[d])->extent)) point = 0;
+  tir_Array *out = tir_array_new(c->n_out);
+  if (point) {
+    tir_Array *idx = tir_array_new(region->size);
+    for (int d = 0; d < region->size; d++) idx->items[d] = R(((const tir_Range *)region->items[d])->min);
+    tir_Array *pt = map_point(c, idx);
+    for (int o = 0; o < c->n_out; o++) out->items[o] = &tir_range(R(pt->items[o]), tir_int_imm(pt->items[o]->dtype, 1))->hdr;
+    tir_release(idx);
+    tir_release(pt);
+    return out;
+  }
+  tir_DomEntry *doms = calloc((size_t)c->n_in, sizeof *doms);
+  for (int d = 0; d < c->n_in; d++) {
+    const tir_Range *r = (const tir_Range *)region->items[d];
+    doms[d].var = c->vars[d];
+    doms[d].set.min = R(r->min);
+    doms[d].set.max = tir_simplify(NULL, tir_sub(tir_add(R(r->min), R(r->extent)), tir_int_imm(r->min->dtype, 1)));
+  }
+  for (int o = 0; o < c->n_out; o++) {
+    tir_IntSet set;
+    const tir_Node *ext_full = c->nb->shape->items[o];
+    if (tir_int_set_eval(NULL, c->exprs[o], doms, c->n_in, &set) == 0) {
+      tir_Node *ext = tir_simplify(NULL, tir_add(tir_sub(R(set.max), R(set.min)), tir_int_imm(set.min->dtype, 1)));
+      out->items[o] = &tir_range(R(set.min), ext)->hdr;
+      tir_int_set_free(&set);
+    } else {
+      out->items[o] = &tir_range(tir_int_imm(ext_full->dtype, 0), R(ext_full))->hdr;
+    }
+  }
+  for (int d = 0; d < c->n_in; d++) {
+    tir_release(doms[d].set.min);
+    tir_release(doms[d].set.max);
+  }
+  free(doms);
+  return out;
+}
+
+static tir_Node *rewrite(const tir_Node *n, void *vctx) {
+  const Ctx *c = vctx;
+  if (n == &c->old->hdr) return R(&c->nb->hdr);
+  if (n->kind == TIR_BufferLoad && ((const tir_BufferLoad *)n)->buffer == c->old) {
+    tir_BufferLoad *l = (tir_BufferLoad *)tir_mutate_children(n, rewrite, vctx);
+    if (!l) return TIR_MUTATE_ERROR;
+    tir_Array *idx = map_point(c, l->indices);
+    tir_release(l->indices);
+    l->indices = idx;
+    return &l->hdr;
+  }
+  if (n->kind == TIR_BufferStore && ((const tir_BufferStore *)n)->buffer == c->old) {
+    tir_BufferStore *st = (tir_BufferStore *)tir_mutate_children(n, rewrite, vctx);
+    if (!st) return TIR_MUTATE_ERROR;
+    tir_Array *idx = map_point(c, st->indices);
+    tir_release(st->indices);
+    st->indices = idx;
+    return &st->hdr;
+  }
+  if (n->kind == TIR_BufferRegion && ((const tir_BufferRegion *)n)->buffer == c->old) {
+    tir_Array *reg = map_region(c, ((const tir_BufferRegion *)n)->region);
+    return &tir_buffer_region((tir_Buffer *)R(&c->nb->hdr), reg)->hdr;
+  }
+  return NULL;
+}
+
+typedef struct {
+  const tir_Buffer *buf;
+  const tir_Node *found; /* a match_buffer or a storage_align of buf */
+  const char *what;
+} Uses;
+
+static int find_uses(const tir_Node *n, void *vctx) {
+  Uses *u = vctx;
+  if (u->found || n->kind != TIR_Block) return u->found != NULL;
+  const tir_Block *b = (const tir_Block *)n;
+  for (int i = 0; i < b->match_buffers->size; i++) {
+    const tir_MatchBufferRegion *m = (const tir_MatchBufferRegion *)b->match_buffers->items[i];
+    if (m->source->buffer == u->buf) {
+      u->found = n;
+      u->what = "matches a region of it (match_buffer)";
+      return 1;
+    }
+  }
+  const tir_Node *al = tir_ann_get(b->annotations, "buffer_dim_align");
+  if (al && al->kind == TIR_Array) {
+    const tir_Array *a = (const tir_Array *)al;
+    for (int i = 0; i < a->size; i++) {
+      const tir_Array *e = (const tir_Array *)a->items[i];
+      int64_t bi;
+      if (e && e->hdr.kind == TIR_Array && e->size == 4 && tir_is_const_int(e->items[0], &bi) && bi >= 0 &&
+          bi < b->writes->size && ((const tir_BufferRegion *)b->writes->items[bi])->buffer == u->buf) {
+        u->found = n;
+        u->what = "has a storage_align for it, which names its old axes (apply storage_align after transform_layout)";
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
+
+int tir_sched_transform_layout(tir_Schedule *s, int64_t uid, int is_write, int index, const tir_Array *vars,
+                               const tir_Array *exprs) {
+  const char *P = "transform_layout";
+  const tir_BlockRealize *br = tir_sched_block_realize(s, uid, P);
+  if (!br) return -1;
+  const tir_Block *blk = br->block;
+  const tir_Array *regions = is_write ? blk->writes : blk->reads;
+  const char *kind = is_write ? "write" : "read";
+  if (index < 0 || index >= regions->size)
+    return sch_error(s, P, &br->hdr, "this block", "%s buffer index %d is out of range: block '%s' %ss %d buffer(s)", kind, index,
+                     blk->name, kind, regions->size);
+  const tir_Buffer *buf = ((const tir_BufferRegion *)regions->items[index])->buffer;
+  if (sch_is_param_buffer(s->func, buf))
+    return sch_error(s, P, &br->hdr, "this block",
+                     "%s is a function parameter; its layout belongs to the caller. cache_read/cache_write it and transform "
+                     "the cache instead",
+                     buf->name);
+  int nd = buf->shape->size;
+  if (vars->size != nd)
+    return sch_error(s, P, &br->hdr, "this block", "the index map takes %d indices, but %s has %d dimensions", vars->size,
+                     buf->name, nd);
+  if (exprs->size < 1) return sch_error(s, P, &br->hdr, "this block", "the index map returns no indices");
+  int64_t *ext = calloc((size_t)nd + 1, sizeof *ext);
+  for (int d = 0; d < nd; d++)
+    if (!tir_is_const_int(buf->shape->items[d], &ext[d])) {
+      free(ext);
+      return sch_error(s, P, &br->hdr, "this block", "%s has a symbolic shape; transform_layout needs constant extents", buf->name);
+    }
+  Uses u = {buf, NULL, NULL};
+  tir_visit(s->func->body, find_uses, &u);
+  if (u.found) {
+    free(ext);
+    return sch_error(s, P, u.found, "this block", "block '%s' %s", ((const tir_Block *)u.found)->name, u.what);
+  }
+  int n_out = exprs->size;
+  int64_t *mn = calloc((size_t)n_out, sizeof *mn), *mx = calloc((size_t)n_out, sizeof *mx);
+  char why[512];
+  int injective = 1, rc = -1;
+  tir_Buffer *nb = NULL;
+  tir_Node *body = NULL;
+  if (tir_index_map_analyze((const tir_Var *const *)vars->items, ext, nd, (const tir_Node *const *)exprs->items, n_out, mn, mx,
+                            &injective, why, sizeof why) != 0) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", tir_error_get()->message ? tir_error_get()->message : "?");
+    sch_error(s, P, &br->hdr, "this block", "the index map for %s: %s", buf->name, msg);
+    goto done;
+  }
+  for (int o = 0; o < n_out; o++)
+    if (mn[o] < 0) {
+      sch_error(s, P, &br->hdr, "this block", "output %d of the index map reaches %lld over the shape of %s; indices must be >= 0",
+                o, (long long)mn[o], buf->name);
+      goto done;
+    }
+  if (!injective) {
+    sch_error(s, P, &br->hdr, "this block", "the index map is not one-to-one over the shape of %s: %s", buf->name, why);
+    goto done;
+  }
+  nb = (tir_Buffer *)tir_node_copy(&buf->hdr);
+  tir_release(nb->shape);
+  nb->shape = tir_array_new(n_out);
+  for (int o = 0; o < n_out; o++) nb->shape->items[o] = tir_int_imm(mx[o] + 1 > INT32_MAX ? TIR_INT64 : TIR_INT32, mx[o] + 1);
+  tir_release(nb->strides);
+  nb->strides = tir_array_empty();
+  Ctx c = {buf, nb, (tir_Var *const *)vars->items, (const tir_Node *const *)exprs->items, nd, n_out};
+  body = tir_mutate(s->func->body, rewrite, &c);
+  if (!body) {
+    sch_error(s, P, &br->hdr, "this block", "rewriting the accesses of %s failed", buf->name);
+    goto done;
+  }
+  tir_PrimFunc *f = (tir_PrimFunc *)tir_node_copy(&s->func->hdr);
+  tir_release(f->body);
+  f->body = body;
+  body = NULL;
+  tir_schedule_set_func(s, f);
+  tir_release(f);
+  rc = 0;
+done:
+  tir_release(body);
+  tir_release(nb);
+  free(ext);
+  free(mn);
+  free(mx);
+  return rc;
+}
