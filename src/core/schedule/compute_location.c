@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched_util.h"
+#include "dataflow.h"
 
 typedef struct {
   tir_Node *lo, *hi; /* owned; NULL = unconstrained */
@@ -47,6 +47,14 @@ static int solve_dim(const tir_Node *p, const tir_Node *lo, const tir_Node *hi, 
     case TIR_Add:
     case TIR_Sub: {
       const tir_Add *a = (const tir_Add *)p;
+      if (p->kind == TIR_Sub && tir_is_const_int(a->a, &c)) {
+        /* c - x in [lo, hi]  <=>  x in [c - hi, c - lo] (e.g. a reversed index) */
+        tir_Node *nlo = tir_sub(tir_int_imm(lo->dtype, c), R((tir_Node *)hi)), *nhi = tir_sub(tir_int_imm(hi->dtype, c), R((tir_Node *)lo));
+        int r = solve_dim(a->b, nlo, nhi, var, vlo, vhi);
+        tir_release(nlo);
+        tir_release(nhi);
+        return r;
+      }
       if (!tir_is_const_int(a->b, &c)) return 0;
       if (p->kind == TIR_Add) c = -c;
       tir_Node *nlo = tir_add(R((tir_Node *)lo), tir_int_imm(lo->dtype, c)), *nhi = tir_add(R((tir_Node *)hi), tir_int_imm(hi->dtype, c));
@@ -77,6 +85,28 @@ static int solve_dim(const tir_Node *p, const tir_Node *lo, const tir_Node *hi, 
     }
     default: return 0;
   }
+}
+
+/* A region dimension [min, min + extent) covers [lo, hi]: with extent 1 this is
+ * solve_dim on min; with a constant extent E and min = x*E (+/- d) (a block writing whole
+ * tiles, e.g. a blockized block) element e lies in the tile of x = (e - d) // E. */
+static int solve_region_dim(const tir_Range *r, const tir_Node *lo, const tir_Node *hi, const tir_Var **var, tir_Node **vlo,
+                            tir_Node **vhi) {
+  if (tir_is_one(r->extent)) return solve_dim(r->min, lo, hi, var, vlo, vhi);
+  int64_t e, d = 0, c;
+  if (!tir_is_const_int(r->extent, &e) || e <= 1) return 0;
+  const tir_Node *base = r->min;
+  if ((base->kind == TIR_Add || base->kind == TIR_Sub) && tir_is_const_int(((const tir_Add *)base)->b, &c)) {
+    d = base->kind == TIR_Add ? c : -c;
+    base = ((const tir_Add *)base)->a;
+  }
+  if (base->kind != TIR_Mul || !tir_is_const_int(((const tir_Mul *)base)->b, &c) || c != e) return 0;
+  tir_Node *nlo = tir_floordiv(tir_sub(R((tir_Node *)lo), tir_int_imm(lo->dtype, d)), tir_int_imm(lo->dtype, e));
+  tir_Node *nhi = tir_floordiv(tir_sub(R((tir_Node *)hi), tir_int_imm(hi->dtype, d)), tir_int_imm(hi->dtype, e));
+  int ok = solve_dim(((const tir_Mul *)base)->a, nlo, nhi, var, vlo, vhi);
+  tir_release(nlo);
+  tir_release(nhi);
+  return ok;
 }
 
 typedef struct {
@@ -116,6 +146,113 @@ static int relax_shared(const tir_Buffer *b) {
   return strncmp(b->scope, "shared", 6) == 0;
 }
 
+/* Hull of buf's region in `regions` of realize br, relaxed over the loops between the
+ * scope block and br (bindings substituted).  Owned Array of Range, or NULL. */
+static tir_Array *scope_hull(tir_Analyzer *an, const tir_Block *scope, const tir_BlockRealize *br, const tir_Array *regions,
+                             const tir_Buffer *buf) {
+  const tir_Array *reg = sch_region_of(regions, buf);
+  if (!reg) return NULL;
+  SchPath p;
+  if (!sch_path_to(&scope->hdr, &br->hdr, &p)) return NULL;
+  tir_DomEntry rel[SCH_MAX_DEPTH];
+  int nrel = 0;
+  for (int q = 0; q < p.n; q++)
+    if (p.nodes[q]->kind == TIR_For) sch_loop_dom((const tir_For *)p.nodes[q], &rel[nrel++]);
+  tir_Node *sub = sch_substitute_bindings(br, &reg->hdr);
+  tir_Array *relaxed = tir_relax_region_pred(an, (tir_Array *)sub, rel, nrel, buf->shape, br->predicate);
+  tir_release(sub);
+  sch_doms_free(rel, nrel);
+  return relaxed;
+}
+
+/* reverse_compute_at regenerates the consumer's loops from what its producers write: the
+ * parts of buf it reads that no producer writes (e.g. the caller's data in an output
+ * buffer a producer fills partly) would never be read.  1 when the producers' hull does not
+ * provably cover what the consumer reads. */
+static int producers_miss_reads(const tir_Block *scope, const tir_BlockRealize *cons, const tir_Buffer *buf) {
+  const tir_BlockRealize **all;
+  int n = sch_child_blocks(&scope->hdr, &all), nd = buf->shape->size, bad = 0;
+  tir_Analyzer *an = tir_analyzer_new();
+  Dom *prod = calloc((size_t)nd + 1, sizeof *prod);
+  for (int i = 0; i < n; i++) {
+    if (all[i] == cons || !sch_block_writes(all[i]->block, buf)) continue;
+    tir_Array *h = scope_hull(an, scope, all[i], all[i]->block->writes, buf);
+    if (!h) continue;
+    for (int k = 0; k < nd && k < h->size; k++) {
+      const tir_Range *r = (const tir_Range *)h->items[k];
+      dom_union(an, &prod[k], R(r->min), tir_sub(tir_add(R(r->min), R(r->extent)), tir_int_imm(r->min->dtype, 1)));
+    }
+    tir_release(h);
+  }
+  tir_Array *c = scope_hull(an, scope, cons, cons->block->reads, buf);
+  for (int k = 0; c && k < nd && k < c->size && !bad; k++) {
+    const tir_Range *r = (const tir_Range *)c->items[k];
+    if (!prod[k].lo) continue;
+    tir_Node *c1 = tir_cmp(TIR_LE, R(prod[k].lo), R(r->min));
+    tir_Node *c2 = tir_cmp(TIR_LE, tir_add(R(r->min), R(r->extent)), tir_add(R(prod[k].hi), tir_int_imm(r->min->dtype, 1)));
+    bad = !tir_can_prove(an, c1) || !tir_can_prove(an, c2);
+    tir_release(c1);
+    tir_release(c2);
+  }
+  tir_release(c);
+  for (int k = 0; k < nd; k++) {
+    tir_release(prod[k].lo);
+    tir_release(prod[k].hi);
+  }
+  free(prod);
+  tir_analyzer_free(an);
+  free(all);
+  return bad;
+}
+
+/* lo is c*l + m (c, m constants, l a loop variable): 1 with the parts. */
+static int as_tile_start(const tir_Node *lo, const tir_Var **l, int64_t *c, int64_t *m) {
+  *m = 0;
+  if ((lo->kind == TIR_Add || lo->kind == TIR_Sub) && tir_is_const_int(((const tir_Add *)lo)->b, m)) {
+    if (lo->kind == TIR_Sub) *m = -*m;
+    lo = ((const tir_Add *)lo)->a;
+  }
+  *c = 1;
+  if (lo->kind == TIR_Mul && tir_is_const_int(((const tir_Mul *)lo)->b, c)) lo = ((const tir_Mul *)lo)->a;
+  if (lo->kind != TIR_Var) return 0;
+  *l = (const tir_Var *)lo;
+  return 1;
+}
+
+/* reverse_compute_at of a reduction whose reduction variables get narrower domains runs the
+ * reduction in pieces, one per loop iteration: each instance must then run exactly once
+ * (an instance run twice adds twice).  Accepted: every narrowed variable k (spatial or
+ * reduction) ranges over
+ * [c*l + m, c*l + m + c - 1] for a distinct loop l between the scope and the target whose
+ * extent times c is k's whole domain (m its min), and every such loop of extent > 1 is one
+ * of them.  Returns 0 when so. */
+static int reduction_split_exact(const SchPath *pl, int sl, const tir_Block *blk, tir_Node *const *los,
+                                 tir_Node *const *extents, const int *narrow) {
+  const tir_For *loops[SCH_MAX_DEPTH];
+  int nl = 0;
+  for (int q = sl + 1; q < pl->n; q++)
+    if (pl->nodes[q]->kind == TIR_For && !tir_is_one(((const tir_For *)pl->nodes[q])->extent))
+      loops[nl++] = (const tir_For *)pl->nodes[q];
+  int used[SCH_MAX_DEPTH] = {0};
+  for (int k = 0; k < blk->iter_vars->size; k++) {
+    if (!narrow[k]) continue;
+    const tir_IterVar *iv = (const tir_IterVar *)blk->iter_vars->items[k];
+    const tir_Var *l;
+    int64_t c, m, e, le, dmin, dext;
+    if (!as_tile_start(los[k], &l, &c, &m) || !tir_is_const_int(extents[k], &e) || e != c) return -1;
+    if (!tir_is_const_int(iv->dom->min, &dmin) || !tir_is_const_int(iv->dom->extent, &dext) || m != dmin) return -1;
+    int at = -1;
+    for (int q = 0; q < nl; q++)
+      if (loops[q]->loop_var == l) at = q;
+    if (at < 0 || used[at] || !tir_is_const_int(loops[at]->extent, &le) || le * c != dext || !tir_is_zero(loops[at]->min))
+      return -1;
+    used[at] = 1;
+  }
+  for (int q = 0; q < nl; q++)
+    if (!used[q]) return -1;
+  return 0;
+}
+
 int sch_compute_location(tir_Schedule *s, const char *P, int64_t uid, const tir_Var *lv, int preserve_unit_loops,
                          int index, int reverse) {
   SchPath pb, pl;
@@ -134,7 +271,13 @@ int sch_compute_location(tir_Schedule *s, const char *P, int64_t uid, const tir_
     return sch_error(s, P, &loop->hdr, "this loop", "block '%s' and loop %s are not in the same scope (block)", blk->name,
                      lv->name);
   const tir_Block *scope = (const tir_Block *)pb.nodes[sb];
-  if (sch_check_complete_or_reduction(s, P, br)) return -1;
+  if (sch_check_complete_or_reduction_block(s, P, scope, br)) return -1;
+  /* the block's loops are regenerated from its iteration domain: a predicate that says more
+   * than the domain would be lost */
+  if (!sch_predicate_implied_by_domain(br))
+    return sch_error(s, P, &br->hdr, "this block",
+                     "block '%s' has a predicate that is not implied by its iteration domain; %s would drop it", blk->name, P);
+  if (index < -2) return sch_error(s, P, &loop->hdr, "the target loop", "index %d is not valid: use -1, -2 or a position >= 0", index);
   if (!reverse)
     for (int i = 0; i < blk->writes->size; i++)
       if (sch_is_param_buffer(s->func, ((const tir_BufferRegion *)blk->writes->items[i])->buffer))
@@ -145,8 +288,12 @@ int sch_compute_location(tir_Schedule *s, const char *P, int64_t uid, const tir_
   /* every dependent in the scope must be under the loop */
   const tir_BlockRealize **all;
   int n_all = sch_child_blocks(&scope->hdr, &all);
-  int n_dep = 0;
+  int n_dep = 0, bidx = sch_block_index(all, n_all, br), first_in = -1, last_in = -1;
   for (int i = 0; i < n_all; i++) {
+    if (sch_contains_stmt(loop->body, &all[i]->hdr)) {
+      if (first_in < 0) first_in = i;
+      last_in = i;
+    }
     if (!is_dependent(all[i]->block, &dc)) continue;
     n_dep++;
     if (!sch_contains_stmt(loop->body, &all[i]->hdr)) {
@@ -158,11 +305,42 @@ int sch_compute_location(tir_Schedule *s, const char *P, int64_t uid, const tir_
       return -1;
     }
   }
-  free(all);
   if (n_dep == 0) {
+    free(all);
     return sch_error(s, P, &br->hdr, "this block", "block '%s' has no %s under loop %s", blk->name,
                      reverse ? "producer" : "consumer", lv->name);
   }
+  /* The block's work moves to the loop: compute_at runs it later (every block from its old
+   * place to the end of the loop runs before some of it), reverse_compute_at earlier (from
+   * the start of the loop to its old place).  Nothing in between may change what it reads,
+   * nor (reverse) use what it writes.  TVM requires a "stage pipeline" scope for this. */
+  if (!reverse ? bidx > first_in : bidx < last_in) {
+    sch_error(s, P, &loop->hdr, "the target loop", "loop %s runs %s block '%s'; %s", lv->name, reverse ? "after" : "before",
+              blk->name, reverse ? "reverse_compute_at moves a consumer into a loop of its producers that runs before it"
+                                 : "compute_at moves a producer into a loop of its consumers that runs after it");
+    tir_error_mark(&br->hdr, "the block");
+    free(all);
+    return -1;
+  }
+  for (int i = reverse ? first_in : bidx + 1; i < (reverse ? bidx : last_in + 1); i++) {
+    const tir_Buffer *hit = NULL;
+    const tir_Block *o = all[i]->block;
+    int bad = 0;
+    if (!reverse) bad = sch_writes_what_reads(o, blk, &hit);
+    else bad = sch_touches_what_writes(o, blk, &hit);
+    if (bad) {
+      sch_error(s, P, &all[i]->hdr, "this block",
+                reverse ? "block '%s' uses %s, which block '%s' writes, before the block's old place; moving the write up "
+                          "under loop %s would change what it sees"
+                        : "block '%s' writes %s, which block '%s' reads, after the block's old place; under loop %s the block "
+                          "would read the new values",
+                o->name, hit->name, blk->name, lv->name);
+      tir_error_mark(&br->hdr, "the block");
+      free(all);
+      return -1;
+    }
+  }
+  free(all);
   /* insertion position among the loop body's children */
   int nch = sch_seq_size(loop->body), first_cons = nch, last_prod = -1;
   for (int i = 0; i < nch; i++) {
@@ -170,7 +348,8 @@ int sch_compute_location(tir_Schedule *s, const char *P, int64_t uid, const tir_
     if (first_cons == nch && subtree_has_dependent(ch, &dc, 1)) first_cons = i;
     if (subtree_has_dependent(ch, &dc, 0)) last_prod = i;
   }
-  int pos = reverse ? last_prod + 1 : first_cons;
+  /* as TVM: -1 = just before the first consumer, -2 = just after the last producer */
+  int pos = index == -2 ? last_prod + 1 : first_cons;
   if (last_prod >= first_cons)
     return sch_error(s, P, &loop->hdr, "the target loop",
                      "under loop %s a producer of block '%s' comes after one of its consumers: there is no place to put it",
@@ -191,6 +370,8 @@ int sch_compute_location(tir_Schedule *s, const char *P, int64_t uid, const tir_
   const tir_Array *provided = reverse ? blk->reads : blk->writes;
   int nv = blk->iter_vars->size;
   Dom *doms = calloc((size_t)nv + 1, sizeof *doms);
+  int *full = calloc((size_t)nv + 1, sizeof *full), *hit = calloc((size_t)nv + 1, sizeof *hit);
+  int cover_bad = 0;
   const tir_BlockRealize **deps;
   int nd = sch_child_blocks(loop->body, &deps);
   for (int pr = 0; pr < provided->size; pr++) {
@@ -230,22 +411,30 @@ int sch_compute_location(tir_Schedule *s, const char *P, int64_t uid, const tir_
       tir_release(relaxed);
     }
     if (any) {
+      for (int q = 0; q < nv; q++) hit[q] = 0;
       for (int k = 0; k < ndim; k++) {
         const tir_Range *pr_k = (const tir_Range *)preg->region->items[k];
-        if (!req[k].lo || !tir_is_one(pr_k->extent)) continue;
+        if (!req[k].lo) continue;
         const tir_Var *v = NULL;
         tir_Node *vlo = NULL, *vhi = NULL;
-        if (solve_dim(pr_k->min, req[k].lo, req[k].hi, &v, &vlo, &vhi)) {
+        if (solve_region_dim(pr_k, req[k].lo, req[k].hi, &v, &vlo, &vhi)) {
           int idx = -1;
           for (int q = 0; q < nv; q++)
             if (((const tir_IterVar *)blk->iter_vars->items[q])->var == v) idx = q;
-          if (idx >= 0) dom_union(an, &doms[idx], vlo, vhi);
-          else {
+          if (idx >= 0) {
+            dom_union(an, &doms[idx], vlo, vhi);
+            hit[idx] = 1;
+          } else {
             tir_release(vlo);
             tir_release(vhi);
           }
         }
       }
+      /* a variable this buffer does not pin down ranges over its whole domain for it, and
+       * so in the union over buffers */
+      for (int q = 0; q < nv; q++)
+        if (!hit[q]) full[q] = 1;
+      if (reverse && !cover_bad && producers_miss_reads(scope, br, buf)) cover_bad = 1;
     }
     for (int k = 0; k < ndim; k++) {
       tir_release(req[k].lo);
@@ -254,6 +443,22 @@ int sch_compute_location(tir_Schedule *s, const char *P, int64_t uid, const tir_
     free(req);
   }
   free(deps);
+  free(hit);
+  if (cover_bad) {
+    tir_analyzer_free(an);
+    for (int k = 0; k < nv; k++) {
+      tir_release(doms[k].lo);
+      tir_release(doms[k].hi);
+    }
+    free(doms);
+    free(full);
+    return sch_error(s, P, &br->hdr, "this block",
+                     "block '%s' reads parts of a buffer that its producers do not write; under loop %s those reads "
+                     "would never happen",
+                     blk->name, lv->name);
+  }
+  tir_Node **los = calloc((size_t)nv + 1, sizeof *los);
+  int *narrow = calloc((size_t)nv + 1, sizeof *narrow);
   /* clip to each var's own domain; what is not provable becomes a predicate */
   tir_Array *bindings = tir_array_new(nv);
   tir_Node *pred = tir_bool_imm(1);
@@ -268,27 +473,54 @@ int sch_compute_location(tir_Schedule *s, const char *P, int64_t uid, const tir_
     tir_release(own_last);
     tir_Node *lo, *hi;
     int need_lo = 0, need_hi = 0;
-    if (!doms[k].lo) {
+    if (!doms[k].lo || full[k]) {
       lo = tir_retain(own_lo);
       hi = tir_retain(own_hi);
     } else {
-      tir_Node *c1 = tir_cmp(TIR_GE, R(doms[k].lo), R(own_lo)), *c2 = tir_cmp(TIR_LE, R(doms[k].lo), R(own_lo));
-      if (tir_can_prove(an, c1)) lo = tir_retain(doms[k].lo);
-      else if (tir_can_prove(an, c2)) lo = tir_retain(own_lo);
-      else lo = tir_retain(doms[k].lo), need_lo = 1;
-      tir_release(c1);
-      tir_release(c2);
-      c1 = tir_cmp(TIR_LE, R(doms[k].hi), R(own_hi));
-      c2 = tir_cmp(TIR_GE, R(doms[k].hi), R(own_hi));
-      if (tir_can_prove(an, c1)) hi = tir_retain(doms[k].hi);
-      else if (tir_can_prove(an, c2)) hi = tir_retain(own_hi);
-      else hi = tir_retain(doms[k].hi), need_hi = 1;
-      tir_release(c1);
-      tir_release(c2);
+      /* as TVM (BlockVarDomainInfo::Simplify): the needed range if it lies in the domain,
+       * the domain if it lies in the needed range, their intersection if that is constant,
+       * else the needed range with a predicate keeping the variable in its domain */
+      tir_Node *lo_in = tir_cmp(TIR_GE, R(doms[k].lo), R(own_lo)), *hi_in = tir_cmp(TIR_LE, R(doms[k].hi), R(own_hi));
+      tir_Node *lo_out = tir_cmp(TIR_LE, R(doms[k].lo), R(own_lo)), *hi_out = tir_cmp(TIR_GE, R(doms[k].hi), R(own_hi));
+      int li = tir_can_prove(an, lo_in), hii = tir_can_prove(an, hi_in);
+      int lo_o = tir_can_prove(an, lo_out), hio = tir_can_prove(an, hi_out);
+      tir_release(lo_in);
+      tir_release(hi_in);
+      tir_release(lo_out);
+      tir_release(hi_out);
+      tir_Node *mx = tir_max(R(doms[k].lo), R(own_lo)), *mn = tir_min(R(doms[k].hi), R(own_hi));
+      tir_Node *ilo = tir_simplify(an, mx), *ihi = tir_simplify(an, mn);
+      tir_release(mx);
+      tir_release(mn);
+      int64_t c1, c2;
+      if (li && hii) {
+        lo = tir_retain(doms[k].lo);
+        hi = tir_retain(doms[k].hi);
+      } else if (lo_o && hio) {
+        lo = tir_retain(own_lo);
+        hi = tir_retain(own_hi);
+      } else if (tir_is_const_int(ilo, &c1) && tir_is_const_int(ihi, &c2)) {
+        lo = tir_retain(ilo);
+        hi = tir_retain(ihi);
+      } else {
+        lo = tir_retain(doms[k].lo);
+        hi = tir_retain(doms[k].hi);
+        need_lo = !li;
+        need_hi = !hii;
+      }
+      tir_release(ilo);
+      tir_release(ihi);
     }
     tir_Node *ext = tir_sub(tir_add(R(hi), tir_int_imm(hi->dtype, 1)), R(lo));
     extents[k] = tir_simplify(an, ext);
     tir_release(ext);
+    {
+      tir_Node *e1 = tir_cmp(TIR_EQ, R(lo), R(own_lo)), *e2 = tir_cmp(TIR_EQ, R(hi), R(own_hi));
+      narrow[k] = !(tir_can_prove(an, e1) && tir_can_prove(an, e2));
+      tir_release(e1);
+      tir_release(e2);
+    }
+    los[k] = tir_retain(lo);
     int64_t ev;
     tir_Node *bind;
     if (!preserve_unit_loops && tir_is_const_int(extents[k], &ev) && ev == 1) {
@@ -301,7 +533,8 @@ int sch_compute_location(tir_Schedule *s, const char *P, int64_t uid, const tir_
     }
     bindings->items[k] = tir_simplify(an, bind);
     if (need_lo) pred = tir_and(pred, tir_cmp(TIR_GE, R(bindings->items[k]), R(own_lo)));
-    if (need_hi) pred = tir_and(pred, tir_cmp(TIR_LE, R(bindings->items[k]), R(own_hi)));
+    if (need_hi)
+      pred = tir_and(pred, tir_cmp(TIR_LT, R(bindings->items[k]), tir_add(R(iv->dom->min), R(iv->dom->extent))));
     tir_release(bind);
     tir_release(lo);
     tir_release(hi);
@@ -314,6 +547,29 @@ int sch_compute_location(tir_Schedule *s, const char *P, int64_t uid, const tir_
     tir_release(doms[k].hi);
   }
   free(doms);
+  free(full);
+  int any_narrow = 0;
+  for (int k = 0; k < nv; k++)
+    any_narrow |= narrow[k] && ((const tir_IterVar *)blk->iter_vars->items[k])->iter_type == TIR_ITER_COMM_REDUCE;
+  int split_bad = reverse && any_narrow && reduction_split_exact(&pl, sl, blk, los, extents, narrow);
+  for (int k = 0; k < nv; k++) tir_release(los[k]);
+  free(los);
+  free(narrow);
+  if (split_bad) {
+    for (int k = 0; k < nv; k++) {
+      tir_release(loop_vars[k]);
+      tir_release(extents[k]);
+    }
+    free(loop_vars);
+    free(extents);
+    tir_release(bindings);
+    tir_release(pred);
+    return sch_error(s, P, &br->hdr, "this block",
+                     "block '%s' is a reduction that would be split over the iterations of the loops down to %s in pieces "
+                     "that may overlap or leave gaps (an update run twice adds twice); each narrowed reduction variable "
+                     "must take one whole tile per iteration of its own loop",
+                     blk->name, lv->name);
+  }
   /* renumber the generated loops ax0, ax1, ... in order */
   int na = 0;
   for (int k = 0; k < nv; k++)
@@ -322,6 +578,18 @@ int sch_compute_location(tir_Schedule *s, const char *P, int64_t uid, const tir_
       tir_node_set_str(&loop_vars[k]->name, name);
       free(name);
     }
+  {
+    tir_Analyzer *pa = tir_analyzer_new();
+    for (int i = 0; i < pl.n; i++)
+      if (pl.nodes[i]->kind == TIR_For) {
+        const tir_For *f = (const tir_For *)pl.nodes[i];
+        tir_analyzer_bind_range(pa, f->loop_var, f->min, f->extent);
+      }
+    tir_Node *sp = tir_simplify(pa, pred);
+    tir_release(pred);
+    pred = sp;
+    tir_analyzer_free(pa);
+  }
   body = tir_block_realize(bindings, pred, (tir_Block *)R(blk));
   for (int k = nv - 1; k >= 0; k--) {
     if (!loop_vars[k]) {
@@ -348,13 +616,12 @@ int sch_compute_location(tir_Schedule *s, const char *P, int64_t uid, const tir_
   s->func = f;
   SchPath pl2;
   const tir_For *loop2 = sch_find_loop(s->func->body, lv, &pl2);
+  /* the bindings were simplified with the loops down to the target known; the new loop
+   * variables stay in them (a kept unit loop keeps its "+ ax0", as in TVM) */
   tir_Node *ins = sch_insert_into(loop2->body, pos, body);
-  pl2.n--; /* simplify with the loop ranges above and including the target loop */
   tir_For *nl = (tir_For *)tir_node_copy(&loop2->hdr);
   tir_release(nl->body);
   nl->body = ins;
-  tir_Node *simp = sch_simplify_bindings(&nl->hdr, &pl2);
-  tir_release(nl);
-  sch_replace(s, &loop2->hdr, simp);
+  sch_replace(s, &loop2->hdr, &nl->hdr);
   return 0;
 }

@@ -1,14 +1,18 @@
 /* cache_read.c -- stage a buffer through a cache (TVM cache_read_write.cc, CacheRead).
  *
- * A new buffer <buf>_<scope> and a block of the same name copying buf into it (over the
- * whole buffer; compute_at then shrinks it to a tile) are placed after buf's writer in the
- * scope, or at its start for a function input.  The readers (all blocks of the scope that
- * read buf, or the given ones) read the copy instead.  Checks: a valid scope, an index in
- * range, readers that do not also write buf. */
+ * A new buffer <buf>_<scope> (same shape and dtype) and a block of that name copying buf
+ * into it are placed where TVM's CacheLocDetector puts them: in the lowest loop (or the
+ * scope block) whose body holds buf's writer and, after it, a reader -- before the first
+ * item holding a reader; at the start of the scope for a function input.  The copy covers
+ * what the writer writes there (its write region relaxed over the loops between it and the
+ * stage), or all of buf for an input; compute_at then shrinks it to a tile.  The readers
+ * (all blocks of the scope that read buf, or the given consumer blocks) read the copy.
+ * Checks: a valid scope, an index into the block's reads, at most one writer of buf in the
+ * scope, readers that do not also write buf and do not run before the writer. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sched_util.h"
+#include "../dataflow.h"
 
 typedef struct {
   tir_Buffer *from, *to;
@@ -17,7 +21,11 @@ typedef struct {
 static tir_Node *rewrite_reader(const tir_BlockRealize *br, void *p) {
   SubCtx *c = p;
   tir_Node *nb = tir_substitute_buffers(&br->block->hdr, 1, &c->from, &c->to);
-  return sch_realize_with_block(br, (tir_Block *)nb);
+  tir_Node *pred = tir_substitute_buffers(br->predicate, 1, &c->from, &c->to);
+  tir_BlockRealize *r = (tir_BlockRealize *)sch_realize_with_block(br, (tir_Block *)nb);
+  tir_release(r->predicate);
+  r->predicate = pred;
+  return &r->hdr;
 }
 
 int64_t tir_sched_cache_read(tir_Schedule *s, int64_t uid, int index, const char *scope, const int64_t *consumers,
@@ -47,11 +55,20 @@ int64_t tir_sched_cache_read(tir_Schedule *s, int64_t uid, int index, const char
   const tir_BlockRealize **all;
   int n_all = sch_child_blocks(&scope_blk->hdr, &all);
   int64_t *readers = calloc((size_t)n_all + (size_t)n_consumers + 1, sizeof *readers);
-  int n_readers = 0;
+  int n_readers = 0, widx = -1;
   const tir_BlockRealize *writer = NULL;
+  for (int i = 0; i < n_all; i++)
+    if (sch_block_writes(all[i]->block, buf)) {
+      if (writer) {
+        sch_error(s, P, &all[i]->hdr, "a second writer", "%s has more than one writer in the scope ('%s' and '%s'); cache_read needs one",
+                  buf->name, writer->block->name, all[i]->block->name);
+        goto fail;
+      }
+      writer = all[i];
+      widx = i;
+    }
   for (int i = 0; i < n_all; i++) {
     const tir_Block *b = all[i]->block;
-    if (sch_block_writes(b, buf)) writer = all[i];
     int chosen = 0;
     if (n_consumers > 0) {
       for (int k = 0; k < n_consumers; k++) chosen |= consumers[k] == b->uid;
@@ -68,6 +85,11 @@ int64_t tir_sched_cache_read(tir_Schedule *s, int64_t uid, int index, const char
                 b->name, buf->name);
       goto fail;
     }
+    if (writer && i < widx) {
+      sch_error(s, P, &all[i]->hdr, "reads it first", "block '%s' reads %s before its writer '%s' runs; the cache is filled after it",
+                b->name, buf->name, writer->block->name);
+      goto fail;
+    }
     readers[n_readers++] = b->uid;
   }
   if (n_consumers > 0 && n_readers != n_consumers) {
@@ -75,17 +97,16 @@ int64_t tir_sched_cache_read(tir_Schedule *s, int64_t uid, int index, const char
     goto fail;
   }
   {
+    const tir_Node *host;
+    int pos;
+    sch_cache_location(scope_blk, writer, readers, n_readers, &host, &pos);
     tir_Buffer *nb = sch_cache_buffer(s->func, buf, scope);
+    tir_Array *region = sch_cache_region(scope_blk, host, writer, buf);
     int64_t new_uid;
-    tir_Node *nest = sch_make_copy_nest(nb->name, buf, nb, &new_uid);
+    tir_Node *nest = sch_make_region_copy_nest(nb->name, buf, nb, region, &new_uid);
+    tir_release(region);
     /* place the copy first (blocks still have their identities), then redirect readers */
-    const tir_BlockRealize **rel = calloc((size_t)n_readers + 1, sizeof *rel);
-    int nrel = 0;
-    for (int i = 0; i < n_all; i++)
-      for (int k = 0; k < n_readers; k++)
-        if (all[i]->block->uid == readers[k]) rel[nrel++] = all[i];
-    tir_Node *placed = sch_insert_cache_stage(scope_blk, writer, rel, nrel, nest);
-    free(rel);
+    tir_Node *placed = sch_insert_at(scope_blk, host, pos, nest);
     SubCtx c = {buf, nb};
     tir_Node *mapped = sch_map_blocks(placed, readers, n_readers, rewrite_reader, &c);
     tir_release(placed);

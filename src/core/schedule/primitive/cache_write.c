@@ -1,11 +1,17 @@
 /* cache_write.c -- write through a cache (TVM cache_read_write.cc, CacheWrite).
  *
- * The block writes (and, for reductions, reads) a new buffer <buf>_<scope> instead of buf;
- * a block of that name right after it copies the cache back to buf (over the whole buffer;
- * reverse_compute_at shrinks it to a tile).  The block must be buf's only writer. */
+ * The block writes (and, for reductions, reads) a new buffer <buf>_<scope> (same shape and
+ * dtype) instead of buf; a block of that name copies the cache back to buf.  The copy goes
+ * where TVM's CacheLocDetector puts it: in the lowest loop (or the scope block) whose body
+ * holds the block and, after it, a consumer of buf -- before the first item holding one --,
+ * or at the end of the scope when nothing in it reads buf.  It copies what the block writes
+ * there (its write region relaxed over the loops between it and the copy, honouring its
+ * predicate), so data of an output the block does not write is left alone;
+ * reverse_compute_at then shrinks the copy to a tile.  The block must be buf's only writer
+ * in the scope. */
 #include <stdlib.h>
 
-#include "../sched_util.h"
+#include "../dataflow.h"
 
 int64_t tir_sched_cache_write(tir_Schedule *s, int64_t uid, int index, const char *scope) {
   const char *P = "cache_write";
@@ -32,20 +38,22 @@ int64_t tir_sched_cache_write(tir_Schedule *s, int64_t uid, int index, const cha
       free(all);
       return -1;
     }
+  /* the copy-back goes after the block, before its first consumer (blocks after it reading buf) */
+  int64_t *rel = calloc((size_t)n_all + 1, sizeof *rel);
+  int nrel = 0, bidx = sch_block_index(all, n_all, br);
+  for (int i = bidx + 1; i < n_all; i++)
+    if (sch_block_reads(all[i]->block, buf)) rel[nrel++] = all[i]->block->uid;
   free(all);
-  tir_Buffer *nb = sch_cache_buffer(s->func, buf, scope);
-  int64_t new_uid;
-  tir_Node *nest = sch_make_copy_nest(nb->name, nb, buf, &new_uid);
-  /* the copy-back goes after the writer, before its first consumer (lowest common loop) */
-  const tir_BlockRealize **all2;
-  int n2 = sch_child_blocks(&scope_blk->hdr, &all2);
-  const tir_BlockRealize **rel = calloc((size_t)n2 + 1, sizeof *rel);
-  int nrel = 0;
-  for (int i = 0; i < n2; i++)
-    if (all2[i]->block != blk && sch_block_reads(all2[i]->block, buf)) rel[nrel++] = all2[i];
-  tir_Node *placed = sch_insert_cache_stage(scope_blk, br, rel, nrel, nest);
+  const tir_Node *host;
+  int pos;
+  sch_cache_location(scope_blk, br, rel, nrel, &host, &pos);
   free(rel);
-  free(all2);
+  tir_Buffer *nb = sch_cache_buffer(s->func, buf, scope);
+  tir_Array *region = sch_cache_region(scope_blk, host, br, buf);
+  int64_t new_uid;
+  tir_Node *nest = sch_make_region_copy_nest(nb->name, nb, buf, region, &new_uid);
+  tir_release(region);
+  tir_Node *placed = sch_insert_at(scope_blk, host, pos, nest);
   tir_Node *nblk = tir_substitute_buffers(&blk->hdr, 1, &buf, &nb);
   tir_Node *nrealize = sch_realize_with_block(br, (tir_Block *)nblk);
   tir_Node *mapped = tir_replace_stmt(placed, &br->hdr, nrealize);

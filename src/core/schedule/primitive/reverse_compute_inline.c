@@ -1,15 +1,19 @@
 /* reverse_compute_inline.c -- fold a consumer into its producer (TVM compute_inline.cc,
  * ReverseComputeInline), e.g. an epilogue into the block that writes a cache back.
  *
- * The consumer must be "D[f(v)] = g(B[v0, v1, ...], other loads)" where every load of B
- * uses the same indices, distinct iteration variables covering the consumer's iteration
- * space, and B is written by exactly one complete (non-reduction) producer
- * "B[p(u)] = e(u)" which is B's only writer, B having no other reader and not being an
- * output.  The producer becomes "D[f(v := p(u))] = g(e(u), ...)"; the consumer and B go. */
+ * The consumer must be a complete block "D[f(v)] = g(B[v0, v1, ...], other loads)" without
+ * predicate, where every load of B uses the same indices: distinct iteration variables
+ * covering its whole iteration space.  B must be written by exactly one complete producer
+ * "B[p(u)] = e(u)" (B's only writer, not an output, read by no other block) whose store
+ * indices are iteration variables or constants covering the consumer's iteration domain.
+ * The producer becomes "D[f(v := p(u))] = g(e(u), ...)", with a predicate keeping it to
+ * the consumer's domain where that is smaller (TVM's "overcomputed producer"); the
+ * consumer and B go.  The consumer's work moves up to the producer, so no block between
+ * the two may read or write what the consumer writes. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sched_util.h"
+#include "../dataflow.h"
 
 typedef struct {
   const tir_Buffer *buf;
@@ -42,6 +46,7 @@ static tir_Node *replace_load(const tir_Node *n, void *p) {
 
 typedef struct {
   const tir_Node *new_store;
+  tir_Node *extra_pred; /* conjuncts to add to the producer's predicate (owned) */
 } ProducerCtx;
 
 static tir_Node *rewrite_producer(const tir_BlockRealize *br, void *p) {
@@ -49,7 +54,23 @@ static tir_Node *rewrite_producer(const tir_BlockRealize *br, void *p) {
   tir_Block *nb = tir_block_with_body(br->block, tir_retain(c->new_store));
   tir_Block *det = tir_block_with_detected_access(nb);
   tir_release(nb);
-  return sch_realize_with_block(br, det);
+  tir_BlockRealize *r = (tir_BlockRealize *)sch_realize_with_block(br, det);
+  if (!tir_is_one(c->extra_pred)) {
+    tir_Node *pred = tir_is_one(r->predicate) ? tir_retain(c->extra_pred) : tir_and(R(r->predicate), R(c->extra_pred));
+    tir_release(r->predicate);
+    r->predicate = pred;
+  }
+  return &r->hdr;
+}
+
+/* "consumer iteration domain within the producer's": returns 0 if provable, else -1. */
+static int dom_within(tir_Analyzer *an, const tir_Range *inner, const tir_Range *outer) {
+  tir_Node *c1 = tir_cmp(TIR_LE, R(outer->min), R(inner->min));
+  tir_Node *c2 = tir_cmp(TIR_LE, tir_add(R(inner->min), R(inner->extent)), tir_add(R(outer->min), R(outer->extent)));
+  int ok = tir_can_prove(an, c1) && tir_can_prove(an, c2);
+  tir_release(c1);
+  tir_release(c2);
+  return ok ? 0 : -1;
 }
 
 int tir_sched_reverse_compute_inline(tir_Schedule *s, int64_t uid) {
@@ -58,25 +79,27 @@ int tir_sched_reverse_compute_inline(tir_Schedule *s, int64_t uid) {
   const tir_BlockRealize *br = sch_find_block(s->func->body, uid, &pb);
   if (!br) return tir_sched_block_realize(s, uid, P) ? 0 : -1;
   const tir_Block *blk = br->block;
+  int sidx = sch_scope_index(&pb);
+  if (sidx < 0) return sch_error(s, P, &br->hdr, "this block", "block '%s' is the root block; it cannot be inlined", blk->name);
+  const tir_Block *scope_blk = (const tir_Block *)pb.nodes[sidx];
   if (blk->init) return sch_error(s, P, &br->hdr, "this block", "block '%s' is a reduction; it cannot be inlined", blk->name);
-  for (int i = 0; i < blk->iter_vars->size; i++)
-    if (((const tir_IterVar *)blk->iter_vars->items[i])->iter_type != TIR_ITER_DATA_PAR)
-      return sch_error(s, P, &br->hdr, "this block", "block '%s' has a non-spatial iteration variable", blk->name);
+  if (sch_check_complete(s, P, scope_blk, br)) return -1;
   if (blk->body->kind != TIR_BufferStore || blk->alloc_buffers->size || blk->match_buffers->size || !tir_is_one(br->predicate))
     return sch_error(s, P, &br->hdr, "this block", "the body of block '%s' must be a single store without a predicate", blk->name);
   const tir_BufferStore *st = (const tir_BufferStore *)blk->body;
-  int sidx = sch_scope_index(&pb);
-  const tir_Block *scope_blk = (const tir_Block *)pb.nodes[sidx];
   const tir_BlockRealize **all;
   int n_all = sch_child_blocks(&scope_blk->hdr, &all);
   /* the producer: the single block of the scope that writes a buffer this block reads */
   const tir_BlockRealize *prod = NULL;
   const tir_Buffer *buf = NULL;
+  tir_Var **cvars = NULL;
+  tir_Analyzer *an = NULL;
   int rc = -1;
   for (int i = 0; i < n_all; i++) {
     if (all[i]->block == blk || !sch_is_producer_of(all[i]->block, blk)) continue;
     if (prod) {
-      sch_error(s, P, &all[i]->hdr, "a second producer", "block '%s' has more than one producer in its scope", blk->name);
+      sch_error(s, P, &all[i]->hdr, "a second producer", "block '%s' has more than one producer in its scope ('%s' and '%s')",
+                blk->name, prod->block->name, all[i]->block->name);
       goto done;
     }
     prod = all[i];
@@ -86,20 +109,37 @@ int tir_sched_reverse_compute_inline(tir_Schedule *s, int64_t uid) {
     goto done;
   }
   const tir_Block *pblk = prod->block;
-  if (pblk->writes->size != 1 || pblk->init || pblk->body->kind != TIR_BufferStore) {
+  if (pblk->writes->size != 1 || pblk->init || pblk->body->kind != TIR_BufferStore ||
+      ((const tir_BufferStore *)pblk->body)->buffer != ((const tir_BufferRegion *)pblk->writes->items[0])->buffer) {
     sch_error(s, P, &prod->hdr, "the producer", "producer '%s' must be a complete block with a single store", pblk->name);
     goto done;
   }
+  if (sch_check_complete(s, P, scope_blk, prod)) goto done;
   buf = ((const tir_BufferRegion *)pblk->writes->items[0])->buffer;
   if (sch_is_param_buffer(s->func, buf)) {
     sch_error(s, P, &prod->hdr, "the producer", "%s is a function output; folding the consumer in would drop it", buf->name);
     goto done;
   }
+  int pidx = sch_block_index(all, n_all, prod), cidx = sch_block_index(all, n_all, br);
+  if (pidx > cidx) {
+    sch_error(s, P, &br->hdr, "this block", "block '%s' reads %s before its producer '%s' writes it", blk->name, buf->name,
+              pblk->name);
+    goto done;
+  }
   for (int i = 0; i < n_all; i++)
-    if (all[i]->block != blk && all[i]->block != pblk && sch_block_reads(all[i]->block, buf)) {
+    if (all[i]->block != blk && all[i]->block != pblk && (sch_block_reads(all[i]->block, buf) || sch_mentions_buffer(&all[i]->hdr, buf))) {
       sch_error(s, P, &all[i]->hdr, "another consumer", "%s has another consumer, '%s'", buf->name, all[i]->block->name);
       goto done;
     }
+  for (int i = pidx + 1; i < cidx; i++) {
+    const tir_Buffer *hit;
+    if (sch_touches_what_writes(all[i]->block, blk, &hit)) {
+      sch_error(s, P, &all[i]->hdr, "this block",
+                "block '%s' uses %s between the producer '%s' and block '%s', which writes it; the write cannot move up",
+                all[i]->block->name, hit->name, pblk->name, blk->name);
+      goto done;
+    }
+  }
   /* every load of buf in the consumer uses the same indices: distinct iteration vars covering all of them */
   LoadCheck lc = {buf, NULL, 0, 0};
   tir_visit(st->value, check_loads, &lc);
@@ -110,15 +150,20 @@ int tir_sched_reverse_compute_inline(tir_Schedule *s, int64_t uid) {
     goto done;
   }
   int n = lc.idx->size;
-  tir_Var **cvars = calloc((size_t)n + 1, sizeof *cvars);
+  cvars = calloc((size_t)n + 1, sizeof *cvars);
+  const tir_Range **cdoms = calloc((size_t)n + 1, sizeof *cdoms);
   for (int d = 0; d < n; d++) {
     const tir_Node *ix = lc.idx->items[d];
     int ok = ix->kind == TIR_Var;
     for (int e = 0; e < d && ok; e++) ok = cvars[e] != (const tir_Var *)ix;
     int is_iter = 0;
-    for (int k = 0; k < n && ok; k++) is_iter |= ((const tir_IterVar *)blk->iter_vars->items[k])->var == (const tir_Var *)ix;
+    for (int k = 0; k < n && ok; k++)
+      if (((const tir_IterVar *)blk->iter_vars->items[k])->var == (const tir_Var *)ix) {
+        is_iter = 1;
+        cdoms[d] = ((const tir_IterVar *)blk->iter_vars->items[k])->dom;
+      }
     if (!ok || !is_iter) {
-      free(cvars);
+      free(cdoms);
       sch_error(s, P, &br->hdr, "this block", "block '%s' reads %s at index %d, which is not a distinct iteration variable",
                 blk->name, buf->name, d + 1);
       goto done;
@@ -128,10 +173,81 @@ int tir_sched_reverse_compute_inline(tir_Schedule *s, int64_t uid) {
   {
     const tir_BufferStore *pst = (const tir_BufferStore *)pblk->body;
     if (pst->indices->size != n) {
-      free(cvars);
+      free(cdoms);
       sch_error(s, P, &prod->hdr, "the producer", "dimension mismatch between producer and consumer of %s", buf->name);
       goto done;
     }
+    /* the producer's indices: iteration variables or constants covering the consumer's domain;
+     * where the consumer's domain is smaller the producer gets a predicate */
+    an = tir_analyzer_new();
+    for (int q = 0; q < pb.n; q++)
+      if (pb.nodes[q]->kind == TIR_For) {
+        const tir_For *f = (const tir_For *)pb.nodes[q];
+        tir_analyzer_bind_range(an, f->loop_var, f->min, f->extent);
+      }
+    SchPath pp;
+    sch_path_to(s->func->body, &prod->hdr, &pp);
+    for (int q = 0; q < pp.n; q++)
+      if (pp.nodes[q]->kind == TIR_For) {
+        const tir_For *f = (const tir_For *)pp.nodes[q];
+        tir_analyzer_bind_range(an, f->loop_var, f->min, f->extent);
+      }
+    tir_Node *extra = tir_bool_imm(1);
+    for (int d = 0; d < n && rc != -2; d++) {
+      const tir_Node *ix = pst->indices->items[d];
+      int64_t c;
+      const tir_Range *pdom = NULL;
+      int k_at = -1;
+      for (int k = 0; k < pblk->iter_vars->size; k++)
+        if (&((const tir_IterVar *)pblk->iter_vars->items[k])->var->hdr == ix) {
+          pdom = ((const tir_IterVar *)pblk->iter_vars->items[k])->dom;
+          k_at = k;
+        }
+      if (tir_is_const_int(ix, &c)) {
+        /* the consumer's variable must take exactly that value */
+        tir_Range *one = tir_range(R((tir_Node *)ix), tir_int_imm(ix->dtype, 1));
+        int within = dom_within(an, cdoms[d], one) == 0 && dom_within(an, one, cdoms[d]) == 0;
+        tir_release(one);
+        if (!within) rc = -3;
+        continue;
+      }
+      if (!pdom) {
+        sch_error(s, P, &prod->hdr, "the producer",
+                  "the store of producer '%s' must use its iteration variables or constants as indices (index %d is not)",
+                  pblk->name, d + 1);
+        rc = -2;
+        break;
+      }
+      if (dom_within(an, cdoms[d], pdom)) {
+        rc = -3;
+        continue;
+      }
+      /* bounds of the consumer's domain the producer's domain does not already imply */
+      const tir_Node *bind = prod->iter_values->items[k_at];
+      tir_Node *lo_eq = tir_cmp(TIR_EQ, R(cdoms[d]->min), R(pdom->min));
+      if (!tir_can_prove(an, lo_eq)) extra = tir_and(extra, tir_cmp(TIR_GE, R((tir_Node *)bind), R(cdoms[d]->min)));
+      tir_release(lo_eq);
+      tir_Node *hi_eq = tir_cmp(TIR_EQ, tir_add(R(cdoms[d]->min), R(cdoms[d]->extent)), tir_add(R(pdom->min), R(pdom->extent)));
+      if (!tir_can_prove(an, hi_eq))
+        extra = tir_and(extra, tir_cmp(TIR_LT, R((tir_Node *)bind), tir_add(R(cdoms[d]->min), R(cdoms[d]->extent))));
+      tir_release(hi_eq);
+    }
+    free(cdoms);
+    if (rc == -2) {
+      tir_release(extra);
+      rc = -1;
+      goto done;
+    }
+    if (rc == -3) {
+      tir_release(extra);
+      rc = -1;
+      sch_error(s, P, &prod->hdr, "the producer", "producer '%s' does not write all of %s that block '%s' reads", pblk->name,
+                buf->name, blk->name);
+      tir_error_mark(&br->hdr, "the consumer");
+      goto done;
+    }
+    tir_Node *extra_s = tir_simplify(an, extra);
+    tir_release(extra);
     /* consumer var at position d := producer's index d */
     ReplaceLoad rl = {buf, pst->value};
     tir_Node *val = tir_mutate(st->value, replace_load, &rl);
@@ -140,21 +256,36 @@ int tir_sched_reverse_compute_inline(tir_Schedule *s, int64_t uid) {
     tir_Array *oidx = tir_array_new(st->indices->size);
     for (int d = 0; d < st->indices->size; d++) oidx->items[d] = tir_substitute(st->indices->items[d], n, cvars, pst->indices->items);
     tir_Node *nstore = tir_buffer_store((tir_Buffer *)R(st->buffer), val2, oidx);
-    free(cvars);
-    ProducerCtx pc = {nstore};
+    ProducerCtx pc = {nstore, extra_s};
     int64_t puid = pblk->uid;
     tir_Node *body = sch_map_blocks(scope_blk->body, &puid, 1, rewrite_producer, &pc);
     tir_release(nstore);
+    tir_release(extra_s);
     const tir_Node *old = sch_removable_subtree(&pb, pb.n - 1);
     tir_Node *nbody = sch_remove_stmt(body, old);
     tir_release(body);
     tir_Block *nscope = tir_block_with_body(scope_blk, nbody);
-    tir_Node *fin = sch_drop_allocation(&nscope->hdr, buf);
-    tir_release(nscope);
-    sch_replace(s, &scope_blk->hdr, fin);
+    tir_Node *fbody = tir_replace_stmt(s->func->body, &scope_blk->hdr, &nscope->hdr);
+    tir_Node *fin = sch_drop_allocation(fbody, buf);
+    tir_release(fbody);
+    if (sch_mentions_buffer(fin, buf)) {
+      tir_release(fin);
+      sch_error(s, P, &br->hdr, "this block",
+                "%s is used other than through loads %s[...] (e.g. a match_buffer, its data pointer, or a block of another "
+                "scope); it cannot be inlined",
+                buf->name, buf->name);
+      goto done;
+    }
+    tir_PrimFunc *f = (tir_PrimFunc *)tir_node_copy(&s->func->hdr);
+    tir_release(f->body);
+    f->body = fin;
+    tir_release(s->func);
+    s->func = f;
     rc = 0;
   }
 done:
+  free(cvars);
+  if (an) tir_analyzer_free(an);
   free(all);
   return rc;
 }
