@@ -89,17 +89,55 @@ tir_Array *tir_relax_region_pred(tir_Analyzer *a, const tir_Array *region, const
 
 /* ---- affine iteration maps (iter_map.c) ----
  * Decides whether `bindings` (expressions of the loop vars) are an affine map of the loop
- * iterators that is bijective onto [0, extent_i) of each binding: every binding is a
- * sum of "splits" of fused loop vars, each loop var used exactly once, extents match.
- * This is what split/fuse/reorder preserve and what blockize/tensorize require
- * (TVM's DetectIterMap with check_level=bijective). */
+ * iterators (TVM src/arith/iter_affine_map.cc, DetectIterMap): every binding is one split
+ *   floormod(floordiv(M, lower), extent) * scale
+ * of a mark M, where a mark is a loop variable or a fused sum of splits whose scales chain
+ * (i0 * 16 + i1 with i1 in [0, 16)); a predicate such as i0 * 16 + i1 < 50 (from a split
+ * that does not divide) shrinks the extent of that fused mark.  Then every mark must be
+ * covered by the splits that use it without overlap:
+ *   - bijective: exactly, and every loop var of extent > 1 is used (what split, fuse and
+ *     reorder preserve; TVM check_level=bijective);
+ *   - surjective: a divisor-aligned part (TVM's IsAffineBinding and SubspaceDivide use this:
+ *     a block under a loop it does not use is still affine).
+ * Extents, scales and factors must be constants; scales positive; overlapping windows
+ * (i * 2 + r, r in [0, 3)) and offsets that are not multiples of a divisor are rejected.
+ * Loops are [min, min + extent); `loops` lists the loop vars (others are free symbols). */
 typedef struct {
   const tir_Var *var;
-  int64_t extent; /* loops start at 0 */
+  int64_t extent;
+  int64_t min; /* usually 0; after extent so that {var, extent} initializers stay valid */
 } tir_LoopIter;
-/* Returns 1 when affine and bijective; otherwise 0 with a reason in why (may be NULL). */
+
+#define TIR_ITER_MAP_BIJECTIVE 0
+#define TIR_ITER_MAP_SURJECTIVE 1
+
+/* Bijective check.  With `extents` (may be NULL), binding i must also cover exactly
+ * extents[i] values (its iteration domain).  Returns 1 when affine and bijective;
+ * otherwise 0 with the first reason in why (may be NULL).  `a` may be NULL. */
 int tir_detect_iter_map(tir_Analyzer *a, const tir_Node *const *bindings, const int64_t *extents, int n,
                         const tir_LoopIter *loops, int n_loops, const tir_Node *predicate, char *why, int why_cap);
+/* Same with a check level (TIR_ITER_MAP_BIJECTIVE or TIR_ITER_MAP_SURJECTIVE). */
+int tir_detect_iter_map_level(tir_Analyzer *a, const tir_Node *const *bindings, const int64_t *extents, int n,
+                              const tir_LoopIter *loops, int n_loops, const tir_Node *predicate, int level, char *why,
+                              int why_cap);
+
+/* Subspace division (TVM SubspaceDivide): each binding b_i, affine in the loops, is written
+ *   b_i = outer_i * inner_extent_i + inner_i
+ * where outer_i uses only loops not in inner_vars, over [0, outer_extent_i), and inner_i
+ * only loops in inner_vars, over [0, inner_extent_i).  A predicate splits into the part on
+ * the outer loops and the part on the inner loops (each `true` when absent).  This is what
+ * blockize and tensorize need.  simplify_trivial: loops of extent 1 become constants. */
+typedef struct {
+  int n;
+  tir_Node **outer, **inner; /* n owned expressions each, simplified */
+  int64_t *outer_extent, *inner_extent;
+  tir_Node *outer_pred, *inner_pred; /* owned */
+} tir_SubspaceDivision;
+/* Returns 1 and fills out (free with tir_subspace_division_free), or 0 with a reason. */
+int tir_subspace_divide(tir_Analyzer *a, const tir_Node *const *bindings, int n, const tir_LoopIter *loops, int n_loops,
+                        const tir_Var *const *inner_vars, int n_inner, const tir_Node *predicate, int level,
+                        int simplify_trivial, tir_SubspaceDivision *out, char *why, int why_cap);
+void tir_subspace_division_free(tir_SubspaceDivision *d);
 
 /* ---- index maps (index_map.c) ----
  * Exact range and injectivity of `outputs` (integer expressions of `vars`) over the box

@@ -18,6 +18,7 @@ for k, v in pairs(core) do
   if type(v) == "function" and not k:match("^te_") and not k:match("^nd_") then tir[k] = v end
 end
 tir.core = core
+tir.arith = core.arith -- simplify, can_prove, const_int_bound, detect_iter_map, subspace_divide
 tir.version = core.version
 tir.config = tir.config or {}
 
