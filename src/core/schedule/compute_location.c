@@ -362,11 +362,7 @@ int sch_compute_location(tir_Schedule *s, const char *P, int64_t uid, const tir_
   }
   /* required regions per buffer, relaxed */
   tir_Analyzer *an = tir_analyzer_new();
-  for (int i = 0; i < pl.n; i++)
-    if (pl.nodes[i]->kind == TIR_For) {
-      const tir_For *f = (const tir_For *)pl.nodes[i];
-      tir_analyzer_bind_range(an, f->loop_var, f->min, f->extent);
-    }
+  sch_bind_path(an, &pl, pl.n);
   const tir_Array *provided = reverse ? blk->reads : blk->writes;
   int nv = blk->iter_vars->size;
   Dom *doms = calloc((size_t)nv + 1, sizeof *doms);
@@ -580,11 +576,7 @@ int sch_compute_location(tir_Schedule *s, const char *P, int64_t uid, const tir_
     }
   {
     tir_Analyzer *pa = tir_analyzer_new();
-    for (int i = 0; i < pl.n; i++)
-      if (pl.nodes[i]->kind == TIR_For) {
-        const tir_For *f = (const tir_For *)pl.nodes[i];
-        tir_analyzer_bind_range(pa, f->loop_var, f->min, f->extent);
-      }
+    sch_bind_path(pa, &pl, pl.n);
     tir_Node *sp = tir_simplify(pa, pred);
     tir_release(pred);
     pred = sp;

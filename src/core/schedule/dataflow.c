@@ -148,6 +148,22 @@ int sch_predicate_implied_by_domain(const tir_BlockRealize *br) {
   return r;
 }
 
+void sch_bind_path(tir_Analyzer *an, const SchPath *p, int n) {
+  for (int i = 0; i < n && i < p->n; i++) {
+    const tir_Node *x = p->nodes[i];
+    if (x->kind == TIR_For) {
+      const tir_For *f = (const tir_For *)x;
+      tir_analyzer_bind_range(an, f->loop_var, f->min, f->extent);
+    } else if (x->kind == TIR_Block) {
+      const tir_Block *b = (const tir_Block *)x;
+      for (int k = 0; k < b->iter_vars->size; k++) {
+        const tir_IterVar *iv = (const tir_IterVar *)b->iter_vars->items[k];
+        tir_analyzer_bind_range(an, iv->var, iv->dom->min, iv->dom->extent);
+      }
+    }
+  }
+}
+
 typedef struct {
   const tir_Buffer *buf;
   int found;
@@ -255,20 +271,16 @@ void sch_cache_location(const tir_Block *scope, const tir_BlockRealize *writer, 
   *pos = c.pos;
 }
 
-tir_Array *sch_cache_region(const tir_Block *scope, const tir_Node *host, const tir_BlockRealize *writer,
-                            const tir_Buffer *buf) {
+tir_Array *sch_cache_region(const tir_Node *root, const tir_Block *scope, const tir_Node *host,
+                            const tir_BlockRealize *writer, const tir_Buffer *buf) {
   int nd = buf->shape->size;
   const tir_Array *reg = writer ? sch_region_of(writer->block->writes, buf) : NULL;
   tir_Array *out = NULL;
+  (void)scope;
   if (reg) {
     tir_Analyzer *an = tir_analyzer_new();
     SchPath ph, pw;
-    if (sch_path_to(&scope->hdr, host, &ph))
-      for (int q = 0; q < ph.n; q++)
-        if (ph.nodes[q]->kind == TIR_For) {
-          const tir_For *f = (const tir_For *)ph.nodes[q];
-          tir_analyzer_bind_range(an, f->loop_var, f->min, f->extent);
-        }
+    if (sch_path_to(root, host, &ph)) sch_bind_path(an, &ph, ph.n);
     tir_DomEntry rel[SCH_MAX_DEPTH];
     int nrel = 0;
     if (sch_path_to(host, &writer->hdr, &pw))

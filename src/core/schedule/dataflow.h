@@ -41,6 +41,10 @@ int sch_touches_what_writes(const tir_Block *toucher, const tir_Block *writer, c
  * regenerated from its iteration domain. */
 int sch_predicate_implied_by_domain(const tir_BlockRealize *br);
 
+/* Binds in `an` the ranges of the loops and the iteration domains of the blocks among the
+ * first n nodes of a path (what is known about the variables there). */
+void sch_bind_path(tir_Analyzer *an, const SchPath *p, int n);
+
 /* True when `buf` (or its data variable) occurs anywhere under root. */
 int sch_mentions_buffer(const tir_Node *root, const tir_Buffer *buf);
 
@@ -59,9 +63,10 @@ void sch_cache_location(const tir_Block *scope, const tir_BlockRealize *writer, 
 
 /* The region of buf a cache stage at `host` copies: the writer's write region relaxed over
  * the loops between host and the writer (honouring its predicate) and clipped to buf's
- * shape; all of buf without a writer.  Owned Array of Range. */
-tir_Array *sch_cache_region(const tir_Block *scope, const tir_Node *host, const tir_BlockRealize *writer,
-                            const tir_Buffer *buf);
+ * shape; all of buf without a writer.  root: the function body (what is known above host).
+ * Owned Array of Range. */
+tir_Array *sch_cache_region(const tir_Node *root, const tir_Block *scope, const tir_Node *host,
+                            const tir_BlockRealize *writer, const tir_Buffer *buf);
 
 /* Loops ax0, ax1, ... over the region and a block `name` doing dst[v] = src[v] with
  * v = region.min + ax (iteration domains: the whole buffer).  Owned; *uid gets the block's. */

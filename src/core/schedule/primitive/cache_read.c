@@ -6,7 +6,8 @@
  * item holding a reader; at the start of the scope for a function input.  The copy covers
  * what the writer writes there (its write region relaxed over the loops between it and the
  * stage), or all of buf for an input; compute_at then shrinks it to a tile.  The readers
- * (all blocks of the scope that read buf, or the given consumer blocks) read the copy.
+ * (all blocks of the scope other than the writer that read buf, or the given consumer blocks)
+ * read the copy.
  * Checks: a valid scope, an index into the block's reads, at most one writer of buf in the
  * scope, readers that do not also write buf and do not run before the writer. */
 #include <stdlib.h>
@@ -49,6 +50,9 @@ int64_t tir_sched_cache_read(tir_Schedule *s, int64_t uid, int index, const char
     return -1;
   }
   tir_Buffer *buf = ((const tir_BufferRegion *)blk->reads->items[index])->buffer;
+  if (sch_block_writes(blk, buf))
+    return sch_error(s, P, &br->hdr, "this block", "block '%s' both reads and writes %s; a read cache would not see its writes",
+                     blk->name, buf->name);
   int sidx = sch_scope_index(&pb);
   if (sidx < 0) return sch_error(s, P, &br->hdr, "this block", "block '%s' has no enclosing scope", blk->name);
   const tir_Block *scope_blk = (const tir_Block *)pb.nodes[sidx];
@@ -73,7 +77,9 @@ int64_t tir_sched_cache_read(tir_Schedule *s, int64_t uid, int index, const char
     if (n_consumers > 0) {
       for (int k = 0; k < n_consumers; k++) chosen |= consumers[k] == b->uid;
     } else {
-      chosen = sch_block_reads(b, buf);
+      /* the writer may read what it writes (a reduction, or a scope block holding both
+       * ends): it is not a reader of the finished buffer */
+      chosen = sch_block_reads(b, buf) && !(writer && b == writer->block);
     }
     if (!chosen) continue;
     if (!sch_block_reads(b, buf)) {
@@ -101,7 +107,7 @@ int64_t tir_sched_cache_read(tir_Schedule *s, int64_t uid, int index, const char
     int pos;
     sch_cache_location(scope_blk, writer, readers, n_readers, &host, &pos);
     tir_Buffer *nb = sch_cache_buffer(s->func, buf, scope);
-    tir_Array *region = sch_cache_region(scope_blk, host, writer, buf);
+    tir_Array *region = sch_cache_region(s->func->body, scope_blk, host, writer, buf);
     int64_t new_uid;
     tir_Node *nest = sch_make_region_copy_nest(nb->name, buf, nb, region, &new_uid);
     tir_release(region);

@@ -49,7 +49,7 @@ int64_t tir_sched_cache_write(tir_Schedule *s, int64_t uid, int index, const cha
   sch_cache_location(scope_blk, br, rel, nrel, &host, &pos);
   free(rel);
   tir_Buffer *nb = sch_cache_buffer(s->func, buf, scope);
-  tir_Array *region = sch_cache_region(scope_blk, host, br, buf);
+  tir_Array *region = sch_cache_region(s->func->body, scope_blk, host, br, buf);
   int64_t new_uid;
   tir_Node *nest = sch_make_region_copy_nest(nb->name, nb, buf, region, &new_uid);
   tir_release(region);
