@@ -15,6 +15,10 @@ tir_PrimFunc *tir_pass_lower_init_block(const tir_PrimFunc *f);
 /* Moves block-allocated buffers to the lowest common ancestor of their uses
  * (TVM PlanAndUpdateBufferAllocationLocation). */
 tir_PrimFunc *tir_pass_plan_buffer_allocation(const tir_PrimFunc *f);
+/* Fails (LoweringError) when a local buffer is allocated outside a thread-bound loop
+ * that accesses it, or a shared one outside a blockIdx loop: those copies are private to
+ * a thread / thread block on the GPU.  Returns f (retained) otherwise. */
+tir_PrimFunc *tir_pass_verify_memory_scope(const tir_PrimFunc *f);
 /* Shrinks block-allocated buffers to the region used under their allocation point and
  * applies storage_align annotations (TVM CompactBufferAllocation). */
 tir_PrimFunc *tir_pass_compact_buffer_allocation(const tir_PrimFunc *f);

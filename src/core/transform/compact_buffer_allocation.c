@@ -145,6 +145,13 @@ static void walk(Ctx *c, const tir_Node *n) {
     case TIR_BlockRealize: {
       const tir_BlockRealize *br = (const tir_BlockRealize *)n;
       const tir_Block *b = br->block;
+      if (b->iter_vars->size == 0 && b->reads->size == 0 && b->writes->size == 0 && b->match_buffers->size == 0) {
+        /* an opaque block that declares no regions (plan_buffer_allocation wraps loop
+         * bodies in these to allocate there): its accesses are those inside it */
+        walk(c, b->init);
+        walk(c, b->body);
+        return;
+      }
       collect_align(c, b);
       for (int w = 0; w < 2; w++) {
         const tir_Array *list = w ? b->writes : b->reads;

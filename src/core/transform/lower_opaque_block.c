@@ -3,6 +3,7 @@
  * buffer the block allocates becomes an Allocate around the block's body.  Runs after
  * lower_init_block and lower_match_buffer. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "pass_util.h"
 
@@ -31,8 +32,15 @@ static tir_Node *mut(const tir_Node *n, void *p) {
     body = sub;
   }
   if (!tir_is_one(br->predicate)) body = tir_if(R(br->predicate), body, NULL);
-  for (int i = b->alloc_buffers->size - 1; i >= 0; i--)
-    body = tir_allocate((tir_Buffer *)R(b->alloc_buffers->items[i]), body);
+  /* Global-scope allocations go outermost: split_host_device hoists the leading global
+   * allocations of the body to the host, and one nested in a shared/local allocation
+   * would be left inside a kernel, where it cannot be allocated. */
+  for (int global = 0; global < 2; global++)
+    for (int i = b->alloc_buffers->size - 1; i >= 0; i--) {
+      const tir_Buffer *buf = (const tir_Buffer *)b->alloc_buffers->items[i];
+      if ((strcmp(buf->scope, "global") == 0) != global) continue;
+      body = tir_allocate((tir_Buffer *)R(buf), body);
+    }
   return body;
 }
 

@@ -16,6 +16,7 @@ typedef struct {
   const tir_Buffer *buf;
   const tir_Node *lca[MAXD]; /* path of For/Block nodes common to every access so far */
   int depth;                 /* -1: no access seen yet */
+  int limit;                 /* the home may not be deeper than this (loop-carried values) */
 } Entry;
 
 typedef struct {
@@ -56,6 +57,7 @@ static int collect_allocs(const tir_Node *n, void *p) {
       }
       c->e[c->n].buf = (const tir_Buffer *)b->alloc_buffers->items[i];
       c->e[c->n].depth = -1;
+      c->e[c->n].limit = MAXD;
       c->n++;
     }
   }
@@ -63,6 +65,32 @@ static int collect_allocs(const tir_Node *n, void *p) {
 }
 
 static void walk(Ctx *c, const tir_Node *n);
+
+/* A reduction into buf (a block that reads what it writes) carries its value across the
+ * iterations of the loops its reduction variables are bound to: an allocation inside
+ * such a loop would start afresh each iteration, so the home stays above it. */
+static void limit_reduction(Ctx *c, const tir_BlockRealize *br) {
+  const tir_Block *b = br->block;
+  for (int w = 0; w < b->writes->size; w++) {
+    const tir_Buffer *buf = ((const tir_BufferRegion *)b->writes->items[w])->buffer;
+    Entry *e = entry_of(c, buf);
+    if (!e) continue;
+    int self_read = b->init != NULL;
+    for (int r = 0; r < b->reads->size && !self_read; r++)
+      self_read = ((const tir_BufferRegion *)b->reads->items[r])->buffer == buf;
+    if (!self_read) continue;
+    for (int k = 0; k < b->iter_vars->size; k++) {
+      const tir_IterVar *iv = (const tir_IterVar *)b->iter_vars->items[k];
+      if (iv->iter_type == TIR_ITER_DATA_PAR) continue;
+      for (int d = 0; d < c->sp && d < e->limit; d++)
+        if (c->stack[d]->kind == TIR_For &&
+            tir_uses_var(br->iter_values->items[k], ((const tir_For *)c->stack[d])->loop_var)) {
+          e->limit = d;
+          break;
+        }
+    }
+  }
+}
 
 static int expr_access(const tir_Node *n, void *p) {
   Ctx *c = p;
@@ -94,6 +122,7 @@ static void walk(Ctx *c, const tir_Node *n) {
       for (int i = 0; i < br->iter_values->size; i++) walk_expr(c, br->iter_values->items[i]);
       walk_expr(c, br->predicate);
       const tir_Block *b = br->block;
+      limit_reduction(c, br);
       if (c->sp < MAXD) c->stack[c->sp++] = &b->hdr;
       for (int i = 0; i < b->reads->size; i++) touch(c, ((const tir_BufferRegion *)b->reads->items[i])->buffer);
       for (int i = 0; i < b->writes->size; i++) touch(c, ((const tir_BufferRegion *)b->writes->items[i])->buffer);
@@ -185,12 +214,28 @@ static tir_Node *rewrite(const tir_Node *n, void *p) {
   return &f->hdr;
 }
 
+static int find_thread_binding(const tir_Node *n, void *p) {
+  if (tir_is_expr(n) || *(int *)p) return 1;
+  if (n->kind == TIR_For && ((const tir_For *)n)->kind == TIR_FOR_THREAD_BINDING) *(int *)p = 1;
+  return 0;
+}
+
 tir_PrimFunc *tir_pass_plan_buffer_allocation(const tir_PrimFunc *f) {
   Ctx c;
   memset(&c, 0, sizeof c);
   tir_visit(f->body, collect_allocs, &c);
   if (c.n == 0) return (tir_PrimFunc *)tir_retain(f);
   walk(&c, f->body);
+  /* A global buffer cannot be allocated inside a kernel, and with thread bindings every
+   * statement under the root is (part of) a kernel (split_host_device): global buffers
+   * then stay in the root block, and the runtime allocates them per call. */
+  int kernels = 0;
+  tir_visit(f->body, find_thread_binding, &kernels);
+  for (int i = 0; i < c.n; i++) {
+    Entry *e = &c.e[i];
+    if (e->depth > e->limit) e->depth = e->limit;
+    if (kernels && e->depth > 1 && strcmp(e->buf->scope, "global") == 0) e->depth = 1;
+  }
   tir_Node *body = tir_mutate(f->body, rewrite, &c);
   free(c.e);
   return pass_with_body(f, body);
