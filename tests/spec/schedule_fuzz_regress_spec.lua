@@ -80,5 +80,61 @@ describe("lowering of schedules found by the fuzzer", function()
     U.assert_equiv(f, sch.mod)
     assert_lowered_equiv(f, sch.mod)
   end)
+
+  it("rejects a local buffer shared by the iterations of a thread loop", function()
+    -- fuzz seed 21: a local cache written under threadIdx.x, read by another nest
+    local f = chain(4, 5, 2)
+    local sch = tir.Schedule(f)
+    sch:cache_read(sch:get_block("T2"), 0, "local")
+    sch:bind(sch:get_loops(sch:get_block("T1_local")), "threadIdx.x")
+    U.assert_equiv(f, sch.mod)
+    U.expect_error(function() tir.lower(sch.mod) end, "LoweringError in verify_memory_scope",
+                   "buffer T1_local has scope 'local'", "outside loop ax0", "bound to threadIdx.x")
+  end)
 end)
 
+describe("bind of nested loops to one thread axis", function()
+  it("rejects a block that uses the outer of two nested loops of one tag", function()
+    -- fuzz seed 80: split, the innermost unit part bound, then the outer part to the same tag
+    local f = U.elementwise(4, 3)
+    local sch = tir.Schedule(f)
+    local i = sch:get_loops(sch:get_block("B"))
+    local i0, i1 = sch:split(i, {nil, 1})
+    sch:bind(i1, "threadIdx.x")
+    U.expect_error(function() sch:bind(i0, "threadIdx.x") end, "ScheduleError in bind", "depends on loop i_0",
+                   "bind the inner loop to another axis")
+    U.assert_equiv(f, sch.mod)
+  end)
+
+  -- a block that uses only the inner loop (a cooperative copy) runs for tx < both extents
+  local function copy(outer, inner)
+    local T = tir.script
+    return T.prim_func("main", {A = T.Buffer({inner}, "float32"), B = T.Buffer({inner}, "float32")}, function(A, B)
+      for tx, ax in T.grid(outer, inner) do
+        T.block("copy", function()
+          local v = T.axis.spatial(inner, ax)
+          B[{v}] = A[{v}] * T.float32(2)
+        end)
+      end
+    end)
+  end
+
+  it("rejects a cooperative loop longer than the loop of the same tag around it", function()
+    local f = copy(2, 4)
+    local sch = tir.Schedule(f)
+    local tx, ax = sch:get_loops(sch:get_block("copy"))
+    sch:bind(ax, "threadIdx.x")
+    U.expect_error(function() sch:bind(tx, "threadIdx.x") end, "ScheduleError in bind",
+                   "loop tx (extent 2) encloses loop ax (extent 4)")
+  end)
+
+  it("accepts a cooperative loop no longer than the loop around it", function()
+    local f = copy(8, 4)
+    local sch = tir.Schedule(f)
+    local tx, ax = sch:get_loops(sch:get_block("copy"))
+    sch:bind(tx, "threadIdx.x")
+    sch:bind(ax, "threadIdx.x")
+    assert_lowered_equiv(f, sch.mod)
+    tir.build(sch.mod, "cuda", {compile = false})
+  end)
+end)

@@ -10,10 +10,12 @@
 static const char *const valid_tags[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y",
                                          "threadIdx.z", NULL};
 
-/* Two nested loops bound to one tag are the same hardware index: a block may depend on at
- * most one of them, else its iterations would collapse onto the diagonal (the CPU
- * interpreter would still run them all).  Cooperative fetches are fine: their block uses
- * only the inner loop. */
+/* Nested loops bound to one tag are the same hardware index: lower_thread_binding maps
+ * them all to one thread variable, each guarded by "thread < its extent", so only the
+ * diagonal of their iterations runs.  That is the same computation only when the block
+ * depends on at most one of them (a cooperative fetch: its own inner loop), that one is
+ * the innermost (lowering rejects a body that uses an outer one), and no other loop of
+ * the tag is shorter (its guard would cut iterations of the used one). */
 static int check_same_tag(tir_Schedule *s, const tir_For *f, const char *tag) {
   const tir_BlockRealize **blocks;
   int n = sch_child_blocks(f->body, &blocks);
@@ -23,19 +25,41 @@ static int check_same_tag(tir_Schedule *s, const tir_For *f, const char *tag) {
     sch_path_to(s->func->body, &blocks[i]->hdr, &p);
     const tir_For *loops[SCH_MAX_DEPTH];
     int nl = sch_loops_above(&p, loops, SCH_MAX_DEPTH);
-    const tir_For *first = NULL;
+    const tir_For *same[SCH_MAX_DEPTH];
+    int ns = 0, used = -1;
     for (int k = 0; k < nl && !rc; k++) {
       const tir_For *l = loops[k];
-      int same = l == f || (l->kind == TIR_FOR_THREAD_BINDING && strcmp(l->thread_tag, tag) == 0);
-      if (!same) continue;
-      int used = tir_uses_var(&blocks[i]->iter_values->hdr, l->loop_var) || tir_uses_var(blocks[i]->predicate, l->loop_var);
-      if (!used) continue;
-      if (first)
-        rc = sch_error(s, "bind", &l->hdr, "also used",
-                       "block '%s' depends on loops %s and %s, which would both be %s: one thread index cannot run both; "
-                       "bind one of them to another axis",
-                       blocks[i]->block->name, first->loop_var->name, l->loop_var->name, tag);
-      first = l;
+      if (!(l == f || (l->kind == TIR_FOR_THREAD_BINDING && strcmp(l->thread_tag, tag) == 0))) continue;
+      if (tir_uses_var(&blocks[i]->iter_values->hdr, l->loop_var) || tir_uses_var(blocks[i]->predicate, l->loop_var)) {
+        if (used >= 0)
+          rc = sch_error(s, "bind", &l->hdr, "also used",
+                         "block '%s' depends on loops %s and %s, which would both be %s: one thread index cannot run both; "
+                         "bind one of them to another axis",
+                         blocks[i]->block->name, same[used]->loop_var->name, l->loop_var->name, tag);
+        used = ns;
+      }
+      same[ns++] = l;
+    }
+    if (rc || used < 0 || ns < 2) continue;
+    if (used != ns - 1) {
+      rc = sch_error(s, "bind", &same[used]->hdr, "this loop",
+                     "block '%s' depends on loop %s, and loop %s inside it would also be %s: the inner loop's iterations "
+                     "would take the thread index from it; bind the inner loop to another axis",
+                     blocks[i]->block->name, same[used]->loop_var->name, same[ns - 1]->loop_var->name, tag);
+      continue;
+    }
+    for (int k = 0; k < ns - 1 && !rc; k++) {
+      tir_Node *le = tir_cmp(TIR_LE, R(same[used]->extent), R(same[k]->extent));
+      if (!tir_can_prove(NULL, le)) {
+        char *ek = tir_print_expr(same[k]->extent), *eu = tir_print_expr(same[used]->extent);
+        rc = sch_error(s, "bind", &same[k]->hdr, "this loop",
+                       "loop %s (extent %s) encloses loop %s (extent %s), which block '%s' uses; both would be %s, so "
+                       "the outer loop's guard would skip iterations of the inner one",
+                       same[k]->loop_var->name, ek, same[used]->loop_var->name, eu, blocks[i]->block->name, tag);
+        free(ek);
+        free(eu);
+      }
+      tir_release(le);
     }
   }
   free(blocks);
