@@ -244,11 +244,14 @@ function Schedule:cache_read(block, index, scope, consumer_blocks)
   block = check_block(self, block, "cache_read", 1)
   check_int(index, "cache_read", "read_buffer_index")
   if type(scope) ~= "string" then raise("TypeError", "cache_read", "storage scope must be a string such as \"shared\"") end
-  local uids = {}
-  for i, c in ipairs(consumer_blocks or {}) do uids[i] = check_block(self, c, "cache_read", 4).uid end
+  local uids, rvs = {}, {}
+  for i, c in ipairs(consumer_blocks or {}) do
+    rvs[i] = check_block(self, c, "cache_read", 4)
+    uids[i] = rvs[i].uid
+  end
   local uid = self._state:cache_read(block.uid, index, scope, uids)
   local out = block_rv(uid, self._state:block_realize(uid).block.name)
-  record(self, "cache_read", {block, index, scope}, {out})
+  record(self, "cache_read", #rvs > 0 and {block, index, scope, rvs} or {block, index, scope}, {out})
   return out
 end
 
@@ -423,11 +426,19 @@ function Schedule:trace()
   end
   local lines = {}
   for _, step in ipairs(self._trace) do
-    local args = {}
-    for i, a in ipairs(step.inputs) do
+    local function arg_text(a)
       local mt = getmetatable(a)
-      args[i] = (mt == LoopRV or mt == BlockRV) and (names[a] or ("--[[unknown]] " .. tostring(a))) or lua_value(a, step.name == "split")
+      if mt == LoopRV or mt == BlockRV then return names[a] or ("--[[unknown]] " .. tostring(a)) end
+      local m1 = type(a) == "table" and mt == nil and getmetatable(a[1])
+      if m1 == LoopRV or m1 == BlockRV then -- a list of handles (cache_read's consumer_blocks)
+        local parts = {}
+        for i, x in ipairs(a) do parts[i] = arg_text(x) end
+        return "{" .. table.concat(parts, ", ") .. "}"
+      end
+      return lua_value(a, step.name == "split")
     end
+    local args = {}
+    for i, a in ipairs(step.inputs) do args[i] = arg_text(a) end
     local call = ("sch:%s(%s)"):format(step.name, table.concat(args, ", "))
     if #step.outputs > 0 then
       local outs = {}

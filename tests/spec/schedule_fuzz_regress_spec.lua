@@ -39,6 +39,26 @@ local function matmul_epilogue(M, N, K)
   return te.create_prim_func({A, B, D})
 end
 
+describe("trace", function()
+  it("replays a split whose last factor is inferred", function()
+    local sch = tir.Schedule(U.matmul(5, 4, 6))
+    local k = select(3, sch:get_loops(sch:get_block("C")))
+    sch:split(k, {2, -1})
+    assert.matches("sch:split%(l%d+, {2, %-1}%)", sch:trace())
+    replays(sch)
+  end)
+
+  it("replays cache_read with consumer blocks", function()
+    local f = matmul_epilogue(4, 6, 5)
+    local sch = tir.Schedule(f)
+    local d = sch:get_block("D")
+    sch:cache_read(d, 0, "global", {d})
+    assert.matches("sch:cache_read%(b%d+, 0, \"global\", {b%d+}%)", sch:trace())
+    replays(sch)
+    U.assert_equiv(f, sch.mod)
+  end)
+end)
+
 describe("lowering of schedules found by the fuzzer", function()
   it("keeps global buffers out of kernels when a local one is allocated beside them", function()
     -- fuzz seed 8: a global cache of a local cache at the root, one nest bound
