@@ -158,3 +158,52 @@ describe("bind of nested loops to one thread axis", function()
     tir.build(sch.mod, "cuda", {compile = false})
   end)
 end)
+
+describe("bind of nested loops to one thread axis, across blocks", function()
+  it("sees the loops above an outer block", function()
+    -- fuzz seed 560: after blockize, an inner loop bound to the tag of a loop outside the outer block
+    local T = tir.script
+    local f = T.prim_func("main", {A = T.Buffer({4, 4}, "float32"), B = T.Buffer({4, 4}, "float32")}, function(A, B)
+      for n in T.serial(4) do
+        T.block("o", function()
+          local vn = T.axis.spatial(4, n)
+          for y in T.serial(4) do
+            T.block("c", function()
+              local vy = T.axis.spatial(4, y)
+              B[{vn, vy}] = A[{vn, vy}] * T.float32(2)
+            end)
+          end
+        end)
+      end
+    end)
+    local sch = tir.Schedule(f)
+    sch:bind(sch:get_loops("o"), "threadIdx.x")
+    local y = select(-1, sch:get_loops("c"))
+    U.expect_error(function() sch:bind(y, "threadIdx.x") end, "ScheduleError in bind", "block 'c' depends on loops n and y")
+    sch:bind(y, "threadIdx.y")
+    assert_lowered_equiv(f, sch.mod)
+  end)
+end)
+
+describe("reverse_compute_at", function()
+  it("refuses a consumer that would read what other iterations produce", function()
+    -- fuzz seed 22: a strided convolution moved under the row loop of its padding stage
+    local A = te.placeholder({1, 1, 6, 4}, "int32", "A")
+    local W = te.placeholder({1, 1, 2, 2}, "int32", "W")
+    local P = te.compute({1, 1, 6, 4}, function(n, c, h, w) return A[{n, c, h, w}] + 1 end, "pad")
+    local rc, rh, rw = te.reduce_axis({0, 1}, "rc"), te.reduce_axis({0, 2}, "rh"), te.reduce_axis({0, 2}, "rw")
+    local O = te.compute({1, 1, 3, 2}, function(n, f, y, x)
+      return te.sum(P[{n, rc, y * 2 + rh, x * 2 + rw}] * W[{f, rc, rh, rw}], {rc, rh, rw})
+    end, "conv")
+    local f = te.create_prim_func({A, W, O})
+    local sch = tir.Schedule(f)
+    local h = select(3, sch:get_loops("pad"))
+    U.expect_error(function() sch:reverse_compute_at("conv", h) end, "ScheduleError in reverse_compute_at",
+                   "block 'conv' would read pad beyond what its producers write in one iteration")
+    -- under the channel loop every row it needs is there
+    local c = select(2, sch:get_loops("pad"))
+    sch:reverse_compute_at("conv", c)
+    U.assert_equiv(f, sch.mod)
+    assert_lowered_equiv(f, sch.mod)
+  end)
+end)

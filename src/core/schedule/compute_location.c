@@ -253,6 +253,81 @@ static int reduction_split_exact(const SchPath *pl, int sl, const tir_Block *blk
   return 0;
 }
 
+static void free_reqs(Dom **reqs, const tir_Array *provided) {
+  for (int pr = 0; pr < provided->size; pr++) {
+    if (!reqs[pr]) continue;
+    int nd = ((const tir_BufferRegion *)provided->items[pr])->region->size;
+    for (int k = 0; k < nd; k++) {
+      tir_release(reqs[pr][k].lo);
+      tir_release(reqs[pr][k].hi);
+    }
+    free(reqs[pr]);
+  }
+  free(reqs);
+}
+
+/* reverse_compute_at: the moved consumer, in one iteration of the target loop, may read
+ * only what its producers under the loop write in that iteration.  Otherwise it would
+ * read values produced in other iterations (later ones: not there yet; earlier ones: gone
+ * once lowering allocates the buffer inside the loop) -- the domain solved above is an
+ * over-approximation where a read index is not a plain function of one variable (e.g.
+ * a convolution window).  Sets the error and returns -1 when that cannot be proven. */
+static int reads_unproduced(tir_Schedule *s, const char *P, const SchPath *pl, const tir_BlockRealize *nbr,
+                            tir_Var *const *loop_vars, tir_Node *const *extents, Dom *const *reqs, const tir_Var *lv) {
+  const tir_Block *blk = nbr->block;
+  int nv = blk->iter_vars->size, nd = 0, bad = 0;
+  tir_DomEntry *doms = calloc((size_t)nv + 1, sizeof *doms);
+  for (int k = 0; k < nv; k++) {
+    if (!loop_vars[k]) continue;
+    tir_Node *last = tir_sub(R(extents[k]), tir_int_imm(extents[k]->dtype, 1));
+    doms[nd].var = loop_vars[k];
+    doms[nd].set.min = tir_int_imm(extents[k]->dtype, 0);
+    doms[nd].set.max = tir_simplify(NULL, last);
+    tir_release(last);
+    nd++;
+  }
+  tir_Analyzer *an = tir_analyzer_new();
+  sch_bind_path(an, pl, pl->n);
+  for (int pr = 0; pr < blk->reads->size && !bad; pr++) {
+    if (!reqs[pr]) continue;
+    const tir_BufferRegion *rr = (const tir_BufferRegion *)blk->reads->items[pr];
+    tir_Node *sub = sch_substitute_bindings(nbr, &rr->region->hdr);
+    tir_Array *rel = tir_relax_region_pred(an, (tir_Array *)sub, doms, nd, rr->buffer->shape, nbr->predicate);
+    tir_release(sub);
+    for (int k = 0; k < rr->region->size && !bad; k++) {
+      const Dom *q = &reqs[pr][k];
+      if (!q->lo) continue;
+      const tir_Range *r = rel && k < rel->size ? (const tir_Range *)rel->items[k] : NULL;
+      tir_Node *c1 = r ? tir_cmp(TIR_GE, R(r->min), R(q->lo)) : NULL;
+      tir_Node *c2 = r ? tir_cmp(TIR_LE, tir_sub(tir_add(R(r->min), R(r->extent)), tir_int_imm(r->min->dtype, 1)), R(q->hi))
+                       : NULL;
+      if (!r || !tir_can_prove(an, c1) || !tir_can_prove(an, c2)) {
+        tir_Node *slo = tir_simplify(an, q->lo), *shi = tir_simplify(an, q->hi);
+        char *lo = tir_print_expr(slo), *hi = tir_print_expr(shi);
+        tir_release(slo);
+        tir_release(shi);
+        sch_error(s, P, &nbr->block->hdr, "this block",
+                  "under loop %s, block '%s' would read %s beyond what its producers write in one iteration (dimension "
+                  "%d: they write %s .. %s there); it would use values produced in other iterations",
+                  lv->name, blk->name, rr->buffer->name, k, lo, hi);
+        free(lo);
+        free(hi);
+        bad = 1;
+      }
+      tir_release(c1);
+      tir_release(c2);
+    }
+    tir_release(rel);
+  }
+  tir_analyzer_free(an);
+  for (int k = 0; k < nd; k++) {
+    tir_release(doms[k].set.min);
+    tir_release(doms[k].set.max);
+  }
+  free(doms);
+  return bad ? -1 : 0;
+}
+
 int sch_compute_location(tir_Schedule *s, const char *P, int64_t uid, const tir_Var *lv, int preserve_unit_loops,
                          int index, int reverse) {
   SchPath pb, pl;
@@ -368,6 +443,9 @@ int sch_compute_location(tir_Schedule *s, const char *P, int64_t uid, const tir_
   Dom *doms = calloc((size_t)nv + 1, sizeof *doms);
   int *full = calloc((size_t)nv + 1, sizeof *full), *hit = calloc((size_t)nv + 1, sizeof *hit);
   int cover_bad = 0;
+  /* reverse: what the producers write in one iteration, per read buffer (for the check
+   * that the consumer reads nothing else there) */
+  Dom **reqs = calloc((size_t)provided->size + 1, sizeof *reqs);
   const tir_BlockRealize **deps;
   int nd = sch_child_blocks(loop->body, &deps);
   for (int pr = 0; pr < provided->size; pr++) {
@@ -432,6 +510,10 @@ int sch_compute_location(tir_Schedule *s, const char *P, int64_t uid, const tir_
         if (!hit[q]) full[q] = 1;
       if (reverse && !cover_bad && producers_miss_reads(scope, br, buf)) cover_bad = 1;
     }
+    if (reverse && any) {
+      reqs[pr] = req;
+      continue;
+    }
     for (int k = 0; k < ndim; k++) {
       tir_release(req[k].lo);
       tir_release(req[k].hi);
@@ -441,6 +523,7 @@ int sch_compute_location(tir_Schedule *s, const char *P, int64_t uid, const tir_
   free(deps);
   free(hit);
   if (cover_bad) {
+    free_reqs(reqs, provided);
     tir_analyzer_free(an);
     for (int k = 0; k < nv; k++) {
       tir_release(doms[k].lo);
@@ -552,6 +635,7 @@ int sch_compute_location(tir_Schedule *s, const char *P, int64_t uid, const tir_
   free(los);
   free(narrow);
   if (split_bad) {
+    free_reqs(reqs, provided);
     for (int k = 0; k < nv; k++) {
       tir_release(loop_vars[k]);
       tir_release(extents[k]);
@@ -583,6 +667,18 @@ int sch_compute_location(tir_Schedule *s, const char *P, int64_t uid, const tir_
     tir_analyzer_free(pa);
   }
   body = tir_block_realize(bindings, pred, (tir_Block *)R(blk));
+  if (reverse && reads_unproduced(s, P, &pl, (const tir_BlockRealize *)body, loop_vars, extents, reqs, lv)) {
+    free_reqs(reqs, provided);
+    tir_release(body);
+    for (int k = 0; k < nv; k++) {
+      tir_release(loop_vars[k]);
+      tir_release(extents[k]);
+    }
+    free(loop_vars);
+    free(extents);
+    return -1;
+  }
+  free_reqs(reqs, provided);
   for (int k = nv - 1; k >= 0; k--) {
     if (!loop_vars[k]) {
       tir_release(extents[k]);

@@ -15,27 +15,49 @@ static const char *const valid_tags[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z
  * diagonal of their iterations runs.  That is the same computation only when the block
  * depends on at most one of them (a cooperative fetch: its own inner loop), that one is
  * the innermost (lowering rejects a body that uses an outer one), and no other loop of
- * the tag is shorter (its guard would cut iterations of the used one). */
+ * the tag is shorter (its guard would cut iterations of the used one).  Blocks nested in
+ * blocks see the loops above their outer blocks too, and depend on a loop when any
+ * realize between it and them (their own or an outer block's) uses it. */
+static int collect_realizes(const tir_Node *n, void *p) {
+  if (tir_is_expr(n)) return 1;
+  if (n->kind == TIR_BlockRealize) {
+    struct { const tir_BlockRealize **a; int n, cap; } *c = p;
+    if (c->n == c->cap) {
+      c->cap = c->cap ? c->cap * 2 : 16;
+      c->a = realloc(c->a, sizeof *c->a * (size_t)c->cap);
+    }
+    c->a[c->n++] = (const tir_BlockRealize *)n;
+  }
+  return 0;
+}
+
+static int realize_uses(const tir_BlockRealize *br, const tir_Var *v) {
+  return tir_uses_var(&br->iter_values->hdr, v) || tir_uses_var(br->predicate, v);
+}
+
 static int check_same_tag(tir_Schedule *s, const tir_For *f, const char *tag) {
-  const tir_BlockRealize **blocks;
-  int n = sch_child_blocks(f->body, &blocks);
+  struct { const tir_BlockRealize **a; int n, cap; } all = {NULL, 0, 0};
+  tir_visit(f->body, collect_realizes, &all);
   int rc = 0;
-  for (int i = 0; i < n && !rc; i++) {
+  for (int i = 0; i < all.n && !rc; i++) {
+    const tir_BlockRealize *br = all.a[i];
     SchPath p;
-    sch_path_to(s->func->body, &blocks[i]->hdr, &p);
-    const tir_For *loops[SCH_MAX_DEPTH];
-    int nl = sch_loops_above(&p, loops, SCH_MAX_DEPTH);
+    sch_path_to(s->func->body, &br->hdr, &p);
     const tir_For *same[SCH_MAX_DEPTH];
     int ns = 0, used = -1;
-    for (int k = 0; k < nl && !rc; k++) {
-      const tir_For *l = loops[k];
+    for (int k = 0; k < p.n - 1 && !rc; k++) {
+      if (p.nodes[k]->kind != TIR_For) continue;
+      const tir_For *l = (const tir_For *)p.nodes[k];
       if (!(l == f || (l->kind == TIR_FOR_THREAD_BINDING && strcmp(l->thread_tag, tag) == 0))) continue;
-      if (tir_uses_var(&blocks[i]->iter_values->hdr, l->loop_var) || tir_uses_var(blocks[i]->predicate, l->loop_var)) {
+      int uses = 0;
+      for (int j = k + 1; j < p.n && !uses; j++)
+        if (p.nodes[j]->kind == TIR_BlockRealize) uses = realize_uses((const tir_BlockRealize *)p.nodes[j], l->loop_var);
+      if (uses) {
         if (used >= 0)
           rc = sch_error(s, "bind", &l->hdr, "also used",
                          "block '%s' depends on loops %s and %s, which would both be %s: one thread index cannot run both; "
                          "bind one of them to another axis",
-                         blocks[i]->block->name, same[used]->loop_var->name, l->loop_var->name, tag);
+                         br->block->name, same[used]->loop_var->name, l->loop_var->name, tag);
         used = ns;
       }
       same[ns++] = l;
@@ -45,7 +67,7 @@ static int check_same_tag(tir_Schedule *s, const tir_For *f, const char *tag) {
       rc = sch_error(s, "bind", &same[used]->hdr, "this loop",
                      "block '%s' depends on loop %s, and loop %s inside it would also be %s: the inner loop's iterations "
                      "would take the thread index from it; bind the inner loop to another axis",
-                     blocks[i]->block->name, same[used]->loop_var->name, same[ns - 1]->loop_var->name, tag);
+                     br->block->name, same[used]->loop_var->name, same[ns - 1]->loop_var->name, tag);
       continue;
     }
     for (int k = 0; k < ns - 1 && !rc; k++) {
@@ -55,14 +77,14 @@ static int check_same_tag(tir_Schedule *s, const tir_For *f, const char *tag) {
         rc = sch_error(s, "bind", &same[k]->hdr, "this loop",
                        "loop %s (extent %s) encloses loop %s (extent %s), which block '%s' uses; both would be %s, so "
                        "the outer loop's guard would skip iterations of the inner one",
-                       same[k]->loop_var->name, ek, same[used]->loop_var->name, eu, blocks[i]->block->name, tag);
+                       same[k]->loop_var->name, ek, same[used]->loop_var->name, eu, br->block->name, tag);
         free(ek);
         free(eu);
       }
       tir_release(le);
     }
   }
-  free(blocks);
+  free(all.a);
   return rc;
 }
 
