@@ -90,6 +90,12 @@ int tir_sched_transform_layout(tir_Schedule *s, int64_t block, int is_write, int
 /* Splits a reduction block's init into "<name>_init" placed before `loop`; returns its uid. */
 int64_t tir_sched_decompose_reduction(tir_Schedule *s, int64_t block, const tir_Var *loop);
 
+/* ---- blockize ---- */
+/* The subtree under `loop` (one block through perfectly nested loops) becomes a new block
+ * "<name>_o" whose iteration variables are the outer part of the bindings' subspace
+ * division; the block keeps the inner part (TVM Blockize).  Returns the new block's uid. */
+int64_t tir_sched_blockize(tir_Schedule *s, const tir_Var *loop, int preserve_unit_iters);
+
 /* ---- annotations and small structural steps ---- */
 /* key/value on a block (block >= 0) or a loop (loop != NULL). value is borrowed. */
 int tir_sched_annotate(tir_Schedule *s, int64_t block, const tir_Var *loop, const char *key, const tir_Node *value);

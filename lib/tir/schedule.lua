@@ -368,6 +368,23 @@ function Schedule:decompose_reduction(block, loop)
   return out
 end
 
+--- Makes the subtree under `loop` (one block through perfectly nested loops) a new block
+-- "<name>_o" (TVM blockize): its iteration variables are the outer part of the block's
+-- bindings (over the loops outside `loop`), the block keeps the inner part and its handle.
+-- A reduction's init moves to the new block.  preserve_unit_iters (default true) keeps
+-- iteration variables bound to loops of extent 1.  Returns the new block.
+function Schedule:blockize(loop, preserve_unit_iters)
+  local v = check_loop(loop, "blockize", 1)
+  if preserve_unit_iters == nil then preserve_unit_iters = true end
+  if type(preserve_unit_iters) ~= "boolean" then
+    raise("TypeError", "blockize", "preserve_unit_iters must be a boolean, got %s", describe(preserve_unit_iters))
+  end
+  local uid = self._state:blockize(v, preserve_unit_iters)
+  local out = block_rv(uid, self._state:block_realize(uid).block.name)
+  record(self, "blockize", preserve_unit_iters and {loop} or {loop, false}, {out})
+  return out
+end
+
 local function target(self, x, prim)
   if getmetatable(x) == LoopRV then return x.var end
   return check_block(self, x, prim, 1).uid

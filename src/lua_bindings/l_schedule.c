@@ -265,6 +265,14 @@ static int m_decompose_reduction(lua_State *L) {
   return 1;
 }
 
+/* blockize(loop_var, preserve_unit_iters) -> uid */
+static int m_blockize(lua_State *L) {
+  int64_t r = tir_sched_blockize(check(L, 1), (tir_Var *)tirL_check_node(L, 2, TIR_Var, "loop"), lua_toboolean(L, 3));
+  if (r < 0) return tirL_raise_core(L);
+  lua_pushinteger(L, r);
+  return 1;
+}
+
 /* annotate(block_uid | loop_var, key, value) */
 static int m_annotate(lua_State *L) {
   tir_Schedule *s = check(L, 1);
@@ -334,6 +342,7 @@ void tirL_open_schedule(lua_State *L) {
                                      {"storage_align", m_storage_align},
                                      {"transform_layout", m_transform_layout},
                                      {"decompose_reduction", m_decompose_reduction},
+                                     {"blockize", m_blockize},
                                      {"annotate", m_annotate},
                                      {"unannotate", m_unannotate},
                                      {"add_unit_loop", m_add_unit_loop},

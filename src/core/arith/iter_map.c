@@ -1446,7 +1446,10 @@ static int divide_attempt(tir_Analyzer *a, const tir_Node *const *bindings, int 
   if (ok) {
     tir_Analyzer *an = a ? a : tir_analyzer_new();
     int mark = tir_analyzer_mark(an);
-    for (int i = 0; i < n_loops; i++) tir_analyzer_bind_bound(an, loops[i].var, loops[i].min, loops[i].min + loops[i].extent - 1);
+    /* loops of extent 1 stay as they are unless asked (they would fold to their minimum) */
+    for (int i = 0; i < n_loops; i++)
+      if (loops[i].extent > 1 || simplify_trivial)
+        tir_analyzer_bind_bound(an, loops[i].var, loops[i].min, loops[i].min + loops[i].extent - 1);
     out->n = n;
     out->outer = calloc((size_t)n + 1, sizeof(tir_Node *));
     out->inner = calloc((size_t)n + 1, sizeof(tir_Node *));
