@@ -169,6 +169,23 @@ typedef struct {
   int found;
 } MentionCtx;
 
+static int alloc_fn(const tir_Node *n, void *p) {
+  MentionCtx *c = p;
+  if (c->found || tir_is_expr(n)) return 1;
+  if (n->kind == TIR_Block) {
+    const tir_Block *b = (const tir_Block *)n;
+    for (int i = 0; i < b->alloc_buffers->size; i++)
+      if (b->alloc_buffers->items[i] == &c->buf->hdr) c->found = 1;
+  }
+  return 0;
+}
+
+int sch_buffer_allocated(const tir_Node *root, const tir_Buffer *buf) {
+  MentionCtx c = {buf, 0};
+  tir_visit(root, alloc_fn, &c);
+  return c.found;
+}
+
 static int mention_fn(const tir_Node *n, void *p) {
   MentionCtx *c = p;
   if (c->found) return 1;

@@ -45,6 +45,10 @@ int sch_predicate_implied_by_domain(const tir_BlockRealize *br);
  * first n nodes of a path (what is known about the variables there). */
 void sch_bind_path(tir_Analyzer *an, const SchPath *p, int n);
 
+/* True when some block under root allocates buf (alloc_buffers): not a parameter, not a
+ * match_buffer view (TVM NonAllocatedBufferError). */
+int sch_buffer_allocated(const tir_Node *root, const tir_Buffer *buf);
+
 /* True when `buf` (or its data variable) occurs anywhere under root. */
 int sch_mentions_buffer(const tir_Node *root, const tir_Buffer *buf);
 

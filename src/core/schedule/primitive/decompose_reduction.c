@@ -4,11 +4,54 @@
  * The init block "<name>_init" gets the spatial iteration variables and copies of the
  * loops at and below `loop` that its bindings use; the original block keeps the update
  * (renamed "<name>_update", its writes added to its reads).  `loop` must be an ancestor of
- * the block and above every loop that a reduction binding uses. */
+ * the block and above every loop that a reduction binding uses, and the block a reduction
+ * block (TVM CheckReductionBlock: init, spatial/reduction variables, the only writer of its
+ * output, reduction variables not indexing it).  Loop kinds, thread tags and annotations of
+ * the copied loops and the block's annotations go to the init (as TVM); conjuncts of the
+ * predicate on loops the init does not copy are dropped when they hold where the reduction
+ * starts (split's guards) and refused otherwise. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sched_util.h"
+#include "../dataflow.h"
+
+/* The conjuncts of pred that use none of the loops below[i] with !used[i] (owned); *ok = 0
+ * when a dropped conjunct is not provably true with those loops at their minimum. */
+static tir_Node *dropped_conjuncts(const SchPath *pb, const tir_For *const *below, int nb, const int *used,
+                                   const tir_Node *pred, int *ok) {
+  if (pred->kind == TIR_And) {
+    tir_Node *a = dropped_conjuncts(pb, below, nb, used, ((const tir_And *)pred)->a, ok);
+    tir_Node *b = dropped_conjuncts(pb, below, nb, used, ((const tir_And *)pred)->b, ok);
+    if (tir_is_one(a)) {
+      tir_release(a);
+      return b;
+    }
+    if (tir_is_one(b)) {
+      tir_release(b);
+      return a;
+    }
+    return tir_and(a, b);
+  }
+  int drop = 0;
+  for (int i = 0; i < nb; i++)
+    if (!used[i] && tir_uses_var(pred, below[i]->loop_var)) drop = 1;
+  if (!drop) return tir_retain(pred);
+  tir_Analyzer *an = tir_analyzer_new();
+  sch_bind_path(an, pb, pb->n);
+  tir_Var *vars[SCH_MAX_DEPTH];
+  tir_Node *mins[SCH_MAX_DEPTH];
+  int nv = 0;
+  for (int i = 0; i < nb; i++)
+    if (!used[i]) {
+      vars[nv] = below[i]->loop_var;
+      mins[nv++] = below[i]->min;
+    }
+  tir_Node *at_start = tir_substitute(pred, nv, vars, mins);
+  if (!tir_can_prove(an, at_start)) *ok = 0;
+  tir_release(at_start);
+  tir_analyzer_free(an);
+  return tir_bool_imm(1);
+}
 
 int64_t tir_sched_decompose_reduction(tir_Schedule *s, int64_t uid, const tir_Var *lv) {
   const char *P = "decompose_reduction";
@@ -27,6 +70,7 @@ int64_t tir_sched_decompose_reduction(tir_Schedule *s, int64_t uid, const tir_Va
   }
   int sidx = sch_scope_index(&pb);
   if (lpos < sidx) return sch_error(s, P, pb.nodes[lpos], "this loop", "loop %s is outside the block's scope", lv->name);
+  if (sidx >= 0 && sch_check_complete_or_reduction_block(s, P, (const tir_Block *)pb.nodes[sidx], br)) return -1;
   /* loops from `loop` down to the block */
   const tir_For *below[SCH_MAX_DEPTH];
   int nb = 0;
@@ -82,7 +126,7 @@ int64_t tir_sched_decompose_reduction(tir_Schedule *s, int64_t uid, const tir_Va
   char *iname = tir_strprintf("%s_init", blk->name);
   char *uname = sch_unique_name(s->func, iname);
   free(iname);
-  tir_Block *ib = tir_block_new(uname, ivs, NULL, NULL, init_body, NULL, NULL, NULL, NULL);
+  tir_Block *ib = tir_block_new(uname, ivs, NULL, NULL, init_body, NULL, NULL, (tir_Array *)R(blk->annotations), NULL);
   free(uname);
   /* a block's init is its body here: move it */
   ib->body = ib->init;
@@ -92,11 +136,12 @@ int64_t tir_sched_decompose_reduction(tir_Schedule *s, int64_t uid, const tir_Va
   int64_t new_uid = ibd->uid;
   tir_Node *pred = tir_retain(br->predicate);
   if (!tir_is_one(pred)) {
-    /* keep the predicate only if it uses no reduction loop */
+    /* as TVM (RemakePredicate): conjuncts on loops the init does not copy are dropped; that
+     * is right only when they hold where the reduction starts, which is checked */
     int ok = 1;
-    for (int i = 0; i < nb; i++)
-      if (!used[i] && tir_uses_var(pred, below[i]->loop_var)) ok = 0;
-    tir_Node *np = ok ? tir_substitute(pred, nn, olds, news) : NULL;
+    tir_Node *kept = dropped_conjuncts(&pb, below, nb, used, pred, &ok);
+    tir_Node *np = ok ? tir_substitute(kept, nn, olds, news) : NULL;
+    tir_release(kept);
     tir_release(pred);
     if (!ok) {
       tir_release(ibd);
@@ -104,7 +149,10 @@ int64_t tir_sched_decompose_reduction(tir_Schedule *s, int64_t uid, const tir_Va
       for (int i = 0; i < nn; i++) tir_release(news[i]);
       for (int i = 0; i < nbv; i++) tir_release(bv_new[i]);
       free(used), free(olds), free(news), free(bv_old), free(bv_new);
-      return sch_error(s, P, &br->hdr, "this block", "the predicate of block '%s' depends on a reduction loop", blk->name);
+      return sch_error(s, P, &br->hdr, "this block",
+                       "the predicate of block '%s' restricts a reduction loop where the reduction starts; the init "
+                       "block cannot keep it",
+                       blk->name);
     }
     pred = np;
   }
@@ -112,7 +160,8 @@ int64_t tir_sched_decompose_reduction(tir_Schedule *s, int64_t uid, const tir_Va
   for (int i = nb - 1, k = nn - 1; i >= 0; i--) {
     if (!used[i]) continue;
     const tir_For *f = below[i];
-    init_nest = tir_for((tir_Var *)R(news[k]), R(f->min), R(f->extent), (int)f->kind, f->thread_tag, NULL, init_nest);
+    init_nest = tir_for((tir_Var *)R(news[k]), R(f->min), R(f->extent), (int)f->kind, f->thread_tag,
+                        (tir_Array *)R(f->annotations), init_nest);
     k--;
   }
   for (int i = 0; i < nn; i++) tir_release(news[i]);

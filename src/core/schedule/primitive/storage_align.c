@@ -2,8 +2,11 @@
  * block_annotate.cc, StorageAlign).  Records (buffer_index, axis, factor, offset) in the
  * writing block's "buffer_dim_align" annotation; compact_buffer_allocation then makes the
  * stride of `axis` the smallest value >= the dense stride with stride % factor == offset.
- * Example: fp16 32x32 shared tile, storage_align(blk, 0, axis 0, 32, 8): row stride 40. */
-#include "../sched_util.h"
+ * Example: fp16 32x32 shared tile, storage_align(blk, 0, axis 0, 32, 8): row stride 40.
+ * Checks (TVM StorageAlign*Error, NonAllocatedBufferError): index into the block's writes,
+ * -ndim <= axis < ndim, factor > 0, 0 <= offset < factor, a buffer allocated by a block, a
+ * well-formed existing annotation. */
+#include "../dataflow.h"
 
 int tir_sched_storage_align(tir_Schedule *s, int64_t uid, int index, int axis, int factor, int offset) {
   const char *P = "storage_align";
@@ -24,18 +27,29 @@ int tir_sched_storage_align(tir_Schedule *s, int64_t uid, int index, int axis, i
   if (sch_is_param_buffer(s->func, buf))
     return sch_error(s, P, &br->hdr, "this block", "%s is a function parameter; only buffers allocated in the function can be aligned",
                      buf->name);
+  if (!sch_buffer_allocated(s->func->body, buf))
+    return sch_error(s, P, &br->hdr, "this block",
+                     "%s is not allocated by a block (it is a match_buffer view); align the buffer it views", buf->name);
   /* annotation value: list of {buffer_index, axis, factor, offset}, one entry per (buffer, axis) */
   tir_Node *old = tir_ann_get(blk->annotations, "buffer_dim_align");
   tir_Array *list = tir_array_empty();
-  if (old && old->kind == TIR_Array) {
-    const tir_Array *a = (const tir_Array *)old;
-    for (int i = 0; i < a->size; i++) {
+  if (old) {
+    const tir_Array *a = old->kind == TIR_Array ? (const tir_Array *)old : NULL;
+    for (int i = 0; a && i < a->size; i++) {
       const tir_Array *e = (const tir_Array *)a->items[i];
-      int64_t bi, ax;
-      if (e && e->hdr.kind == TIR_Array && e->size == 4 && tir_is_const_int(e->items[0], &bi) &&
-          tir_is_const_int(e->items[1], &ax) && bi == index && ax == axis)
-        continue; /* replaced */
-      list = tir_array_push(list, R(a->items[i]));
+      int64_t v[4];
+      int ok = e && e->hdr.kind == TIR_Array && e->size == 4;
+      for (int k = 0; ok && k < 4; k++) ok = tir_is_const_int(e->items[k], &v[k]);
+      if (!ok) a = NULL;
+      else if (v[0] == index && v[1] == axis) continue; /* replaced */
+      else list = tir_array_push(list, R(a->items[i]));
+    }
+    if (!a) {
+      tir_release(list);
+      return sch_error(s, P, &br->hdr, "this block",
+                       "block '%s' has a malformed buffer_dim_align annotation: expected a list of {buffer_index, axis, "
+                       "factor, offset}",
+                       blk->name);
     }
   }
   list = tir_array_push(list, &tir_array_of(4, tir_i32(index), tir_i32(axis), tir_i32(factor), tir_i32(offset))->hdr);
