@@ -356,18 +356,21 @@ tir_Node *tir_ann_get(const tir_Array *anns, const char *key) {
 }
 
 tir_Array *tir_ann_set(const tir_Array *anns, const char *key, tir_Node *value) {
+  /* a new key goes before the first greater one: annotations are a map, kept in key order
+   * as the T script builder makes them, so that print -> load is structurally equal */
   tir_Array *out = tir_array_empty();
-  int replaced = 0;
+  int placed = 0;
   for (int i = 0; anns && i < anns->size; i++) {
     tir_Ann *a = (tir_Ann *)anns->items[i];
-    if (strcmp(a->key, key) == 0) {
+    int c = strcmp(a->key, key);
+    if (!placed && c >= 0) {
       out = tir_array_push(out, &tir_ann(key, R(value))->hdr);
-      replaced = 1;
-    } else {
-      out = tir_array_push(out, R(&a->hdr));
+      placed = 1;
+      if (c == 0) continue;
     }
+    out = tir_array_push(out, R(&a->hdr));
   }
-  if (!replaced) out = tir_array_push(out, &tir_ann(key, R(value))->hdr);
+  if (!placed) out = tir_array_push(out, &tir_ann(key, R(value))->hdr);
   tir_release(value);
   return out;
 }
