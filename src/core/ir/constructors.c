@@ -363,10 +363,10 @@ tir_Array *tir_ann_set(const tir_Array *anns, const char *key, tir_Node *value) 
   for (int i = 0; anns && i < anns->size; i++) {
     tir_Ann *a = (tir_Ann *)anns->items[i];
     int c = strcmp(a->key, key);
-    if (!placed && c >= 0) {
+    if (c == 0) continue; /* the old value of the key */
+    if (!placed && c > 0) {
       out = tir_array_push(out, &tir_ann(key, R(value))->hdr);
       placed = 1;
-      if (c == 0) continue;
     }
     out = tir_array_push(out, R(&a->hdr));
   }
