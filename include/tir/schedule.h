@@ -57,10 +57,16 @@ int tir_sched_parallel(tir_Schedule *s, const tir_Var *loop);
 int tir_sched_vectorize(tir_Schedule *s, const tir_Var *loop);
 
 /* ---- compute location ---- */
-/* Moves a producer block under `loop` (of its consumers); index -1 = just before the first
- * consumer.  Returns 0 or -1. */
+/* Moves a producer block under `loop` (of its consumers), its loops regenerated to produce
+ * what the consumers under the loop read (TVM compute_at.cc).  index: -1 = just before the
+ * first consumer, -2 = just after the last producer, >= 0 a position among the loop body's
+ * statements.  Checks: complete or reduction block, the only writer of what it writes, not
+ * writing a parameter, a predicate no stronger than its domain, all consumers under the
+ * loop, nothing between its old place and the loop changing what it reads.  0 or -1. */
 int tir_sched_compute_at(tir_Schedule *s, int64_t block, const tir_Var *loop, int preserve_unit_loops, int index);
-/* Moves a consumer block under `loop` (of its producers); index -1 = just after the last producer. */
+/* Moves a consumer block under `loop` (of its producers), consuming what the producers under
+ * the loop write; index as compute_at.  All producers must be under the loop and write
+ * everything it reads there; a reduction may only be split into whole tiles per iteration. */
 int tir_sched_reverse_compute_at(tir_Schedule *s, int64_t block, const tir_Var *loop, int preserve_unit_loops, int index);
 /* Inlines a producer's expression into its consumers and removes it. */
 int tir_sched_compute_inline(tir_Schedule *s, int64_t block);
@@ -68,15 +74,19 @@ int tir_sched_compute_inline(tir_Schedule *s, int64_t block);
 int tir_sched_reverse_compute_inline(tir_Schedule *s, int64_t block);
 
 /* ---- caches ---- */
-/* Copies the block's read buffer `index` into a new buffer in `scope` through a new block
- * placed before the first reader; readers (all, or the given consumer uids) use the copy.
+/* Copies the block's read buffer `index` into a new buffer in `scope` through a new block,
+ * placed as TVM's CacheLocDetector does (after the buffer's writer, before the first reader,
+ * in the lowest loop holding both; at the start for an input) and copying what the writer
+ * writes there; readers (all but the writer, or the given consumer uids) use the copy.
  * Returns the new block's uid or -1. */
 int64_t tir_sched_cache_read(tir_Schedule *s, int64_t block, int index, const char *scope, const int64_t *consumers,
                              int n_consumers);
-/* The block writes a new buffer in `scope`; a new block after it copies that back to the
- * original buffer.  Returns the copy block's uid or -1. */
+/* The block writes a new buffer in `scope`; a new block copies what it writes back to the
+ * original buffer, after it and before its first consumer (the lowest loop holding both; the
+ * end of the scope without consumers).  Returns the copy block's uid or -1. */
 int64_t tir_sched_cache_write(tir_Schedule *s, int64_t block, int index, const char *scope);
-/* Changes the storage scope of a buffer the block writes (allocated inside the function). */
+/* Changes the storage scope of a buffer the block writes (allocated by a block, not a
+ * parameter or match_buffer view); views matched from it take the scope too. */
 int tir_sched_set_scope(tir_Schedule *s, int64_t block, int index, const char *scope);
 /* Pads the stride of `axis` of written buffer `index` to be == offset (mod factor). */
 int tir_sched_storage_align(tir_Schedule *s, int64_t block, int index, int axis, int factor, int offset);

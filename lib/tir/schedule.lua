@@ -206,7 +206,8 @@ end
 
 --- Moves a producer block under `loop`, regenerating its loops to produce exactly what the
 -- consumers under the loop need.  preserve_unit_loops keeps extent-1 loops; index picks the
--- position among the loop body's statements (-1: before the first consumer).
+-- position among the loop body's statements (-1: before the first consumer, -2: after the
+-- last producer, as TVM).
 function Schedule:compute_at(block, loop, preserve_unit_loops, index)
   block = check_block(self, block, "compute_at", 1)
   local v = check_loop(loop, "compute_at", 2)
@@ -215,7 +216,8 @@ function Schedule:compute_at(block, loop, preserve_unit_loops, index)
   record(self, "compute_at", {block, loop, preserve_unit_loops or false, index or -1})
 end
 
---- Moves a consumer block under `loop`, consuming exactly what the producers under it write.
+--- Moves a consumer block under `loop`, consuming exactly what the producers under it write;
+-- preserve_unit_loops and index as compute_at.
 function Schedule:reverse_compute_at(block, loop, preserve_unit_loops, index)
   block = check_block(self, block, "reverse_compute_at", 1)
   local v = check_loop(loop, "reverse_compute_at", 2)
@@ -390,9 +392,19 @@ local function target(self, x, prim)
   return check_block(self, x, prim, 1).uid
 end
 
---- Attaches key = value (number, string or list) to a block or loop.
+--- Attaches key = value (number, string, expression, or a list of numbers/expressions) to a
+-- block or loop.
 function Schedule:annotate(x, key, value)
   if type(key) ~= "string" then raise("TypeError", "annotate", "key must be a string") end
+  if type(value) == "table" and not core.is_node(value) then
+    for i, v in ipairs(value) do
+      if type(v) ~= "number" and not core.is_node(v) then
+        raise("TypeError", "annotate", "element %d of the value must be a number or an expression, got %s", i, describe(v))
+      end
+    end
+  elseif type(value) ~= "number" and type(value) ~= "string" and type(value) ~= "boolean" and not core.is_node(value) then
+    raise("TypeError", "annotate", "the value must be a number, boolean, string, expression or list, got %s", describe(value))
+  end
   self._state:annotate(target(self, x, "annotate"), key, value)
   record(self, "annotate", {x, key, value})
 end
