@@ -633,6 +633,10 @@ describe("annotate / unannotate", function()
     U.expect_error(function() sch:unannotate("B", "nope") end, "ScheduleError in unannotate", "there is no annotation 'nope' to remove")
     U.expect_error(function() sch:annotate("B", 3, 1) end, "annotate", "key must be a string")
     U.expect_error(function() sch:annotate(3, "k", 1) end, "annotate", "argument 1 must be a block")
+    U.expect_error(function() sch:annotate("B", "k", {1, {2}}) end, "TypeError in annotate",
+                   "element 2 of the value must be a number or an expression, got table")
+    U.expect_error(function() sch:annotate("B", "k", print) end, "TypeError in annotate",
+                   "the value must be a number, boolean, string, expression or list, got function")
   end)
 end)
 
