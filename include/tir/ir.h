@@ -289,4 +289,8 @@ char *tir_print_marked(const tir_Node *n, const tir_Mark *marks, int n_marks);
 /* Prints an expression alone (short form, for messages). */
 char *tir_print_expr(const tir_Node *e);
 
+/* ---- builtins (builtin.c; docs/BUILTINS.md) ----
+ * True when argument i of builtin call `op` is an address_of that the call writes through. */
+int tir_builtin_writes_arg(const char *op, int i);
+
 #endif

@@ -99,12 +99,21 @@ int tir_sched_transform_layout(tir_Schedule *s, int64_t block, int is_write, int
 /* ---- reduction ---- */
 /* Splits a reduction block's init into "<name>_init" placed before `loop`; returns its uid. */
 int64_t tir_sched_decompose_reduction(tir_Schedule *s, int64_t block, const tir_Var *loop);
+/* rfactor (TVM reduction.cc): the reduction over `loop` is computed in two stages, a block
+ * "<name>_rf" reducing everything but `loop` into a new buffer "<buf>_rf" whose extra
+ * dimension (at factor_axis, negative counts from the end) is indexed by `loop`, and the
+ * original block (same handle) reducing that buffer over `loop`.  Returns the rf block's uid. */
+int64_t tir_sched_rfactor(tir_Schedule *s, const tir_Var *loop, int factor_axis);
 
-/* ---- blockize ---- */
+/* ---- blockize and reindex ---- */
 /* The subtree under `loop` (one block through perfectly nested loops) becomes a new block
  * "<name>_o" whose iteration variables are the outer part of the bindings' subspace
  * division; the block keeps the inner part (TVM Blockize).  Returns the new block's uid. */
 int64_t tir_sched_blockize(tir_Schedule *s, const tir_Var *loop, int preserve_unit_iters);
+/* A new stage copying the block's read (is_write 0) or write buffer `index` to or from a
+ * buffer "<buf>_reindex" indexed by the block's iteration variables; the block accesses the
+ * new buffer at those variables (TVM ReIndex).  Returns the new stage's uid. */
+int64_t tir_sched_reindex(tir_Schedule *s, int64_t block, int is_write, int index);
 
 /* ---- annotations and small structural steps ---- */
 /* key/value on a block (block >= 0) or a loop (loop != NULL). value is borrowed. */
@@ -115,5 +124,19 @@ tir_Var *tir_sched_add_unit_loop(tir_Schedule *s, int64_t block, const tir_Var *
 /* Blocks in the same scope that the block reads from / that read from it (uids as int64 IntImm). */
 tir_Array *tir_sched_get_producers(tir_Schedule *s, int64_t block);
 tir_Array *tir_sched_get_consumers(tir_Schedule *s, int64_t block);
+
+/* ---- tensor intrinsics (tensor_intrin.c, tensorize.c) ----
+ * register: desc and impl (retained) must have the same buffer parameters (dtype, scope,
+ * constant shape).  Fails on a duplicate name unless override.  get: 1 when found (borrowed). */
+int tir_tensor_intrin_register(const char *name, const tir_PrimFunc *desc, const tir_PrimFunc *impl, int override);
+int tir_tensor_intrin_get(const char *name, const tir_PrimFunc **desc, const tir_PrimFunc **impl);
+int tir_tensor_intrin_count(void);
+/* desc with symbolic strides on its parameters, as the interpreter runs it (borrowed; NULL when unknown). */
+const tir_PrimFunc *tir_tensor_intrin_desc_exec(const char *name);
+const char *tir_tensor_intrin_name(int i);
+void tir_tensor_intrin_clear(void);
+/* Replaces the loop nest rooted at `loop` (or, with loop NULL, the innermost loops of
+ * `block` as many as desc has) by intrinsic `name`: returns the uid of the new block. */
+int64_t tir_sched_tensorize(tir_Schedule *s, const tir_Var *loop, int64_t block, const char *name);
 
 #endif

@@ -33,6 +33,25 @@ tir.script = require("tir.script")
 tir.Schedule = require("tir.schedule")
 tir.testing = require("tir.testing")
 
+--- tir.TensorIntrin: the registry of tensor intrinsics (TVM's tir.TensorIntrin).
+--   tir.TensorIntrin.register(name, desc, impl [, override])   desc/impl: PrimFuncs (T script) with the
+--       same buffer parameters; desc gives the semantics (loops around one block), impl the builtin calls.
+--   tir.TensorIntrin.get(name) -> desc, impl (nil when unknown);  tir.TensorIntrin.list() -> names
+-- The CUDA library (WMMA, mma.sync, ldmatrix) registers itself on require("tir.intrin.cuda").
+tir.TensorIntrin = {
+  register = function(name, desc, impl, override)
+    if type(name) ~= "string" then util.raise("TypeError", "TensorIntrin.register", "the name must be a string") end
+    for i, f in ipairs({desc, impl}) do
+      if not core.is_node(f, "PrimFunc") then
+        util.raise("TypeError", "TensorIntrin.register", "%s must be a PrimFunc (T.prim_func), got %s", i == 1 and "desc" or "impl", type(f))
+      end
+    end
+    util.guard("TensorIntrin.register", core.tensor_intrin_register, name, desc, impl, override and true or false)
+  end,
+  get = function(name) return core.tensor_intrin_get(name) end,
+  list = function() return core.tensor_intrin_list() end,
+}
+
 --- Builds a PrimFunc (or a schedule's module) for a target.
 -- target: "cuda" (default), optionally with "-arch=sm_80" etc.  opts: {dump = true} keeps the
 -- IR after each pass that changed it (mod:dumps()); {compile = false} stops after emitting CUDA C.

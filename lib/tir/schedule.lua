@@ -358,6 +358,25 @@ function Schedule:transform_layout(block, buffer, fn)
   record(self, "transform_layout", {block, {is_write and "write" or "read", index}, setmetatable({text = text}, {__tostring = function(t) return t.text end})})
 end
 
+--- Replaces a loop nest by a registered tensor intrinsic (tir.TensorIntrin); returns the new
+-- block (named "<block>_o", annotated tensor_intrin = name).  x: the nest's outermost loop, or
+-- a block (then its innermost loops, as many as desc has).  The nest must match desc exactly
+-- (loop extents, iteration kinds, body, buffer dtypes and scopes, covered regions); a mismatch
+-- raises a ScheduleError saying what differs.  Reductions: decompose_reduction first.
+function Schedule:tensorize(x, name)
+  if type(name) ~= "string" then raise("TypeError", "tensorize", "argument 2 must be the intrinsic's name (a string), got %s", describe(name)) end
+  local uid
+  if getmetatable(x) == LoopRV then
+    uid = self._state:tensorize(x.var, nil, name)
+  else
+    local b = check_block(self, x, "tensorize", 1)
+    uid = self._state:tensorize(nil, b.uid, name)
+  end
+  local out = block_rv(uid, self._state:block_realize(uid).block.name)
+  record(self, "tensorize", {x, name}, {out})
+  return out
+end
+
 --- Splits a reduction block's init into a block placed before `loop`; returns the init block.
 function Schedule:decompose_reduction(block, loop)
   block = check_block(self, block, "decompose_reduction", 1)
@@ -384,6 +403,49 @@ function Schedule:blockize(loop, preserve_unit_iters)
   local uid = self._state:blockize(v, preserve_unit_iters)
   local out = block_rv(uid, self._state:block_realize(uid).block.name)
   record(self, "blockize", preserve_unit_iters and {loop} or {loop, false}, {out})
+  return out
+end
+
+--- Factorizes the reduction over `loop` (TVM rfactor): a new block "<name>_rf" reduces all
+-- but `loop` into a buffer "<buf>_rf" that has one more dimension, of the loop's extent, at
+-- factor_axis (0..ndim; negative counts from the end); the original block (same handle)
+-- then reduces that buffer over `loop`.  Returns the rf block.
+function Schedule:rfactor(loop, factor_axis)
+  local v = check_loop(loop, "rfactor", 1)
+  check_int(factor_axis, "rfactor", "factor_axis")
+  local uid = self._state:rfactor(v, factor_axis)
+  local out = block_rv(uid, self._state:block_realize(uid).block.name)
+  record(self, "rfactor", {loop, factor_axis}, {out})
+  return out
+end
+
+--- A new stage between the block and one of its buffers (TVM reindex): buffer is {"read", i}
+-- or {"write", i} (0-based, as cache_read's index) or the buffer's name.  The stage copies
+-- the buffer to (read) or from (write) a buffer "<buf>_reindex" indexed by the block's
+-- iteration variables, which the block then accesses at exactly those variables.
+-- Returns the new stage's block.
+function Schedule:reindex(block, buffer)
+  block = check_block(self, block, "reindex", 1)
+  local is_write, index
+  if type(buffer) == "string" then
+    local blk = self._state:block_realize(block.uid, "reindex").block
+    for _, kind in ipairs({"write", "read"}) do
+      local regions = kind == "write" and blk.writes or blk.reads
+      for i = #regions, 1, -1 do
+        if regions[i].buffer.name == buffer then is_write, index = kind == "write", i - 1 end
+      end
+      if index then break end
+    end
+    if not index then raise("ValueError", "reindex", "block '%s' neither reads nor writes a buffer named '%s'", blk.name, buffer) end
+  elseif type(buffer) == "table" and getmetatable(buffer) == nil and (buffer[1] == "read" or buffer[1] == "write") and
+         math.type(buffer[2]) == "integer" then
+    is_write, index = buffer[1] == "write", buffer[2]
+  else
+    raise("TypeError", "reindex", "the buffer must be {\"read\", index}, {\"write\", index} or a buffer name, got %s", describe(buffer))
+  end
+  local uid = self._state:reindex(block.uid, is_write, index)
+  local out = block_rv(uid, self._state:block_realize(uid).block.name)
+  record(self, "reindex", {block, {is_write and "write" or "read", index}}, {out})
   return out
 end
 

@@ -124,6 +124,11 @@ T.eq, T.ne, T.lt, T.le, T.gt, T.ge = core.eq, core.ne, core.lt, core.le, core.gt
 T.And, T.Or, T.Not = core.And, core.Or, core.Not
 T.Ramp, T.Broadcast = core.Ramp, core.Broadcast
 T.call = core.call
+--- T.address_of(A[{i, j}]): the address of an element (a handle), for builtins that take pointers.
+T.address_of = function(load) return core.call("handle", "address_of", load) end
+--- T.var(dtype): a fresh symbolic variable (e.g. a buffer's stride in a tensor intrinsic);
+-- named after the local it is assigned to.
+function T.var(dtype) local v = core.var("v", dtype or "int32") if B.pending then pending(v) end return v end
 function T.Let(name, value, fn)
   local v = core.var(name, core.is_node(value) and value.dtype or "int32")
   return core.make("Let", {var = v, value = value, body = fn(v)})
@@ -483,14 +488,36 @@ function T.func_attr(tbl) discover() B.frames[1].attrs = tbl end
 
 local function rename_pending(func)
   -- new names for pending vars/buffers, applied by substitution
-  local vpairs, bpairs = {}, {}
+  local vpairs, bpairs, renamed = {}, {}, {}
   for obj, name in pairs(B.names) do
     if core.is_node(obj, "Var") and obj.name ~= name then
+      local nv = core.var_with_name(obj, name)
       vpairs[#vpairs + 1] = obj
-      vpairs[#vpairs + 1] = core.var_with_name(obj, name)
-    elseif core.is_node(obj, "Buffer") and obj.name ~= name then
-      bpairs[#bpairs + 1] = obj
-      bpairs[#bpairs + 1] = core.buffer_with_name(obj, name)
+      vpairs[#vpairs + 1] = nv
+      renamed[obj] = nv
+    end
+  end
+  for obj, name in pairs(B.names) do
+    if core.is_node(obj, "Buffer") then
+      -- a buffer whose strides / elem_offset use a renamed var (T.var) is rebuilt with it:
+      -- substitution keeps buffers as they are (their identity matters)
+      local strides, changed = {}, false
+      for k = 1, #obj.strides do
+        local st = obj.strides[k]
+        strides[k] = renamed[st] or st
+        changed = changed or renamed[st] ~= nil
+      end
+      local eo = obj.elem_offset
+      if renamed[eo] then eo, changed = renamed[eo], true end
+      if changed then
+        bpairs[#bpairs + 1] = obj
+        bpairs[#bpairs + 1] = core.make("Buffer", {name = name, data = obj.data, shape = obj.shape, strides = strides,
+                                                   elem_offset = eo, scope = obj.scope, align = obj.align,
+                                                   offset_factor = obj.offset_factor}, obj.dtype)
+      elseif obj.name ~= name then
+        bpairs[#bpairs + 1] = obj
+        bpairs[#bpairs + 1] = core.buffer_with_name(obj, name)
+      end
     end
   end
   if #bpairs > 0 then func = core.substitute_buffers(func, bpairs) end

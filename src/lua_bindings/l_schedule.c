@@ -258,6 +258,52 @@ static int m_transform_layout(lua_State *L) {
   return 0;
 }
 
+/* tensorize(loop_var | nil, block_uid | nil, name) -> uid of the new block */
+static int m_tensorize(lua_State *L) {
+  tir_Schedule *s = check(L, 1);
+  const tir_Var *loop = lua_isnil(L, 2) ? NULL : (const tir_Var *)tirL_check_node(L, 2, TIR_Var, "loop");
+  int64_t uid = loop ? 0 : check_uid(L, 3);
+  int64_t r = tir_sched_tensorize(s, loop, uid, luaL_checkstring(L, 4));
+  if (r < 0) return tirL_raise_core(L);
+  lua_pushinteger(L, r);
+  return 1;
+}
+
+/* tensor_intrin_register(name, desc, impl, override) */
+static int l_intrin_register(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1);
+  tir_PrimFunc *desc = (tir_PrimFunc *)tirL_check_node(L, 2, TIR_PrimFunc, "desc");
+  tir_PrimFunc *impl = (tir_PrimFunc *)tirL_check_node(L, 3, TIR_PrimFunc, "impl");
+  if (tir_tensor_intrin_register(name, desc, impl, lua_toboolean(L, 4))) return tirL_raise_core(L);
+  return 0;
+}
+
+/* tensor_intrin_get(name) -> desc, impl (nil when unknown) */
+static int l_intrin_get(lua_State *L) {
+  const tir_PrimFunc *desc, *impl;
+  if (!tir_tensor_intrin_get(luaL_checkstring(L, 1), &desc, &impl)) return 0;
+  tirL_push_borrowed(L, &desc->hdr);
+  tirL_push_borrowed(L, &impl->hdr);
+  return 2;
+}
+
+static int l_intrin_list(lua_State *L) {
+  int n = tir_tensor_intrin_count();
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) {
+    lua_pushstring(L, tir_tensor_intrin_name(i));
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 1;
+}
+
+/* the registry lives as long as the Lua state that loaded the module */
+static int intrin_registry_gc(lua_State *L) {
+  (void)L;
+  tir_tensor_intrin_clear();
+  return 0;
+}
+
 static int m_decompose_reduction(lua_State *L) {
   int64_t r = tir_sched_decompose_reduction(check(L, 1), check_uid(L, 2), (tir_Var *)tirL_check_node(L, 3, TIR_Var, "loop"));
   if (r < 0) return tirL_raise_core(L);
@@ -268,6 +314,22 @@ static int m_decompose_reduction(lua_State *L) {
 /* blockize(loop_var, preserve_unit_iters) -> uid */
 static int m_blockize(lua_State *L) {
   int64_t r = tir_sched_blockize(check(L, 1), (tir_Var *)tirL_check_node(L, 2, TIR_Var, "loop"), lua_toboolean(L, 3));
+  if (r < 0) return tirL_raise_core(L);
+  lua_pushinteger(L, r);
+  return 1;
+}
+
+/* rfactor(loop_var, factor_axis) -> uid of the rf block */
+static int m_rfactor(lua_State *L) {
+  int64_t r = tir_sched_rfactor(check(L, 1), (tir_Var *)tirL_check_node(L, 2, TIR_Var, "loop"), (int)luaL_checkinteger(L, 3));
+  if (r < 0) return tirL_raise_core(L);
+  lua_pushinteger(L, r);
+  return 1;
+}
+
+/* reindex(block, is_write, index) -> uid of the new stage */
+static int m_reindex(lua_State *L) {
+  int64_t r = tir_sched_reindex(check(L, 1), check_uid(L, 2), lua_toboolean(L, 3), (int)luaL_checkinteger(L, 4));
   if (r < 0) return tirL_raise_core(L);
   lua_pushinteger(L, r);
   return 1;
@@ -341,8 +403,11 @@ void tirL_open_schedule(lua_State *L) {
                                      {"set_scope", m_set_scope},
                                      {"storage_align", m_storage_align},
                                      {"transform_layout", m_transform_layout},
+                                     {"tensorize", m_tensorize},
                                      {"decompose_reduction", m_decompose_reduction},
                                      {"blockize", m_blockize},
+                                     {"rfactor", m_rfactor},
+                                     {"reindex", m_reindex},
                                      {"annotate", m_annotate},
                                      {"unannotate", m_unannotate},
                                      {"add_unit_loop", m_add_unit_loop},
@@ -360,4 +425,17 @@ void tirL_open_schedule(lua_State *L) {
   lua_pop(L, 1);
   lua_pushcfunction(L, l_new);
   lua_setfield(L, -2, "ScheduleState");
+  lua_pushcfunction(L, l_intrin_register);
+  lua_setfield(L, -2, "tensor_intrin_register");
+  lua_pushcfunction(L, l_intrin_get);
+  lua_setfield(L, -2, "tensor_intrin_get");
+  lua_pushcfunction(L, l_intrin_list);
+  lua_setfield(L, -2, "tensor_intrin_list");
+  /* a sentinel whose __gc clears the registry when the state closes */
+  lua_newuserdatauv(L, 1, 0);
+  lua_newtable(L);
+  lua_pushcfunction(L, intrin_registry_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
+  lua_setfield(L, LUA_REGISTRYINDEX, "tir.intrin_registry_sentinel");
 }

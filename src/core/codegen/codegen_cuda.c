@@ -30,6 +30,7 @@ typedef struct {
   tir_Analyzer *an;
   int failed;
   int uses_fp16, uses_bf16;
+  int uses_wmma, uses_lane_id;
   const tir_Kernel *kernel;
 } CG;
 
@@ -199,6 +200,352 @@ static const char *math_fn(const char *op, tir_DType t) {
   return NULL;
 }
 
+/* ---- tensor cores (lib/tir/intrin/cuda.lua; docs/BUILTINS.md) ----
+ * Fragment buffers (scopes wmma.matrix_a/matrix_b/accumulator) are arrays of nvcuda::wmma
+ * fragments, one per 16x16 tile of the flat buffer; "warp" buffers (mma.sync operands) hold a
+ * 16x16 tile per 256 logical elements, of which each lane keeps 8 (PTX ISA 9.7.14.5.8, fragments
+ * of mma.m16n8k16), so the per-thread array is a 32nd of the logical size. */
+static int is_wmma_scope(const char *s) { return strncmp(s, "wmma.", 5) == 0; }
+static int is_warp_scope(const char *s) { return strcmp(s, "warp") == 0; }
+
+/* The BufferLoad inside an address_of(...) argument, or NULL. */
+static const tir_BufferLoad *addr_load(const tir_Node *e) {
+  if (e->kind != TIR_Call || strcmp(((const tir_Call *)e)->op, "address_of") != 0) return NULL;
+  const tir_Call *c = (const tir_Call *)e;
+  if (c->args->size != 1 || c->args->items[0]->kind != TIR_BufferLoad) return NULL;
+  const tir_BufferLoad *l = (const tir_BufferLoad *)c->args->items[0];
+  return l->indices->size == 1 ? l : NULL;
+}
+
+static void expr(CG *g, const tir_Node *e);
+
+/* fragment `frag[index / elems]` of a wmma buffer */
+static void frag_ref(CG *g, const tir_Node *arg, int64_t elems) {
+  const tir_BufferLoad *l = addr_load(arg);
+  if (!l || !is_wmma_scope(l->buffer->scope)) {
+    cg_fail(g, arg, "a wmma builtin needs address_of(fragment[...]) here");
+    return;
+  }
+  putf(g, "%s[(", name_of(g, &l->buffer->data->hdr, l->buffer->name));
+  expr(g, l->indices->items[0]);
+  putf(g, ") / %lld]", (long long)elems);
+}
+
+/* &buf[index] of an ordinary buffer */
+static void ptr_ref(CG *g, const tir_Node *arg) {
+  const tir_BufferLoad *l = addr_load(arg);
+  if (!l) {
+    cg_fail(g, arg, "expected address_of(buffer[...])");
+    return;
+  }
+  putf(g, "(%s + ", name_of(g, &l->buffer->data->hdr, l->buffer->name));
+  expr(g, l->indices->items[0]);
+  put(g, ")");
+}
+
+/* the per-thread part of a warp buffer: `buf + index / 32` */
+static void warp_ref(CG *g, const tir_Node *arg) {
+  const tir_BufferLoad *l = addr_load(arg);
+  if (!l || !is_warp_scope(l->buffer->scope)) {
+    cg_fail(g, arg, "an mma builtin needs address_of(warp_buffer[...]) here");
+    return;
+  }
+  putf(g, "(%s + (", name_of(g, &l->buffer->data->hdr, l->buffer->name));
+  expr(g, l->indices->items[0]);
+  put(g, ") / 32)");
+}
+
+static int const_arg(const tir_Call *c, int i, int64_t *v) { return i < c->args->size && tir_is_const_int(c->args->items[i], v); }
+
+static const char *str_arg(const tir_Call *c, int i) {
+  return i < c->args->size && c->args->items[i]->kind == TIR_StringImm ? ((const tir_StringImm *)c->args->items[i])->value : NULL;
+}
+
+
+/* Statement-level tensor-core builtins; returns 1 when `c` was one. */
+static int tc_stmt(CG *g, const tir_Call *c) {
+  const char *op = c->op;
+  int n = c->args->size;
+  int64_t m = 16, nn = 16, k = 16;
+  if (strcmp(op, "wmma_fill") == 0 && n == 5) {
+    const_arg(c, 1, &m), const_arg(c, 2, &nn);
+    line(g);
+    put(g, "nvcuda::wmma::fill_fragment(");
+    frag_ref(g, c->args->items[0], m * nn);
+    put(g, ", ");
+    expr(g, c->args->items[4]);
+    put(g, ");\n");
+    return 1;
+  }
+  if ((strcmp(op, "wmma_load") == 0 || strcmp(op, "wmma_store") == 0) && n == 7) {
+    const_arg(c, 1, &m), const_arg(c, 2, &nn), const_arg(c, 3, &k);
+    const tir_BufferLoad *f = addr_load(c->args->items[0]);
+    const char *role = f ? f->buffer->scope : "";
+    int64_t elems = strcmp(role, "wmma.matrix_a") == 0 ? m * k : strcmp(role, "wmma.matrix_b") == 0 ? k * nn : m * nn;
+    const char *layout = str_arg(c, 6);
+    int acc = strcmp(role, "wmma.accumulator") == 0;
+    const char *mem = layout && strcmp(layout, "col_major") == 0 ? "nvcuda::wmma::mem_col_major" : "nvcuda::wmma::mem_row_major";
+    line(g);
+    if (op[5] == 'l') {
+      put(g, "nvcuda::wmma::load_matrix_sync(");
+      frag_ref(g, c->args->items[0], elems);
+      put(g, ", ");
+      ptr_ref(g, c->args->items[4]);
+      put(g, ", ");
+      expr(g, c->args->items[5]);
+      if (acc) putf(g, ", %s", mem);
+    } else {
+      put(g, "nvcuda::wmma::store_matrix_sync(");
+      ptr_ref(g, c->args->items[4]);
+      put(g, ", ");
+      frag_ref(g, c->args->items[0], elems);
+      put(g, ", ");
+      expr(g, c->args->items[5]);
+      putf(g, ", %s", mem);
+    }
+    put(g, ");\n");
+    return 1;
+  }
+  if (strcmp(op, "wmma_mma") == 0 && n == 4) {
+    line(g);
+    put(g, "nvcuda::wmma::mma_sync(");
+    frag_ref(g, c->args->items[0], 256);
+    put(g, ", ");
+    frag_ref(g, c->args->items[1], 256);
+    put(g, ", ");
+    frag_ref(g, c->args->items[2], 256);
+    put(g, ", ");
+    frag_ref(g, c->args->items[3], 256);
+    put(g, ");\n");
+    return 1;
+  }
+  /* mma_ldmatrix(trans, num, dst warp, src shared): PTX ISA 9.7.14.5.15 ldmatrix; the source
+   * address is this lane's row (the impl computes it from tir_lane_id) */
+  if (strcmp(op, "mma_ldmatrix") == 0 && n == 4) {
+    int64_t trans = 0, num = 4;
+    const_arg(c, 0, &trans), const_arg(c, 1, &num);
+    if (num != 1 && num != 2 && num != 4) {
+      cg_fail(g, &c->hdr, "ldmatrix loads 1, 2 or 4 matrices, not %lld", (long long)num);
+      return 1;
+    }
+    line(g);
+    put(g, "{\n");
+    g->indent += 2;
+    line(g);
+    put(g, "unsigned* r_ = (unsigned*)");
+    warp_ref(g, c->args->items[2]);
+    put(g, ";\n");
+    line(g);
+    put(g, "unsigned a_ = (unsigned)__cvta_generic_to_shared(");
+    ptr_ref(g, c->args->items[3]);
+    put(g, ");\n");
+    line(g);
+    putf(g, "asm volatile(\"ldmatrix.sync.aligned.m8n8.x%lld%s.shared.b16 {", (long long)num, trans ? ".trans" : "");
+    for (int i = 0; i < num; i++) putf(g, "%s%%%d", i ? ", " : "", i);
+    putf(g, "}, [%%%lld];\" : ", (long long)num);
+    for (int i = 0; i < num; i++) putf(g, "%s\"=r\"(r_[%d])", i ? ", " : "", i);
+    put(g, " : \"r\"(a_));\n");
+    g->indent -= 2;
+    line(g);
+    put(g, "}\n");
+    return 1;
+  }
+  /* mma_sync(d, a, b, c): C[16,16] (f32) += A[16,16] (f16/bf16, row) * B[16,16] (col) as two
+   * mma.sync.aligned.m16n8k16 (PTX ISA 9.7.14.5.8): B's registers 0-1 are the first n8 tile,
+   * 2-3 the second; C's floats 0-3 the first tile, 4-7 the second */
+  if (strcmp(op, "mma_sync") == 0 && n == 4) {
+    const tir_BufferLoad *a = addr_load(c->args->items[1]);
+    const char *ab = a && tir_dtype_eq(a->buffer->hdr.dtype, tir_dtype(TIR_DT_BFLOAT, 16, 1)) ? "bf16" : "f16";
+    line(g);
+    put(g, "{\n");
+    g->indent += 2;
+    line(g);
+    put(g, "float* d_ = ");
+    warp_ref(g, c->args->items[0]);
+    put(g, ";\n");
+    line(g);
+    put(g, "const unsigned* a_ = (const unsigned*)");
+    warp_ref(g, c->args->items[1]);
+    put(g, ";\n");
+    line(g);
+    put(g, "const unsigned* b_ = (const unsigned*)");
+    warp_ref(g, c->args->items[2]);
+    put(g, ";\n");
+    line(g);
+    put(g, "const float* c_ = ");
+    warp_ref(g, c->args->items[3]);
+    put(g, ";\n");
+    for (int t = 0; t < 2; t++) {
+      line(g);
+      putf(g,
+           "asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32 {%%0, %%1, %%2, %%3}, {%%4, %%5, %%6, %%7}, {%%8, "
+           "%%9}, {%%10, %%11, %%12, %%13};\" : \"=f\"(d_[%d]), \"=f\"(d_[%d]), \"=f\"(d_[%d]), \"=f\"(d_[%d]) : \"r\"(a_[0]), "
+           "\"r\"(a_[1]), \"r\"(a_[2]), \"r\"(a_[3]), \"r\"(b_[%d]), \"r\"(b_[%d]), \"f\"(c_[%d]), \"f\"(c_[%d]), \"f\"(c_[%d]), "
+           "\"f\"(c_[%d]));\n",
+           ab, ab, 4 * t, 4 * t + 1, 4 * t + 2, 4 * t + 3, 2 * t, 2 * t + 1, 4 * t, 4 * t + 1, 4 * t + 2, 4 * t + 3);
+    }
+    g->indent -= 2;
+    line(g);
+    put(g, "}\n");
+    return 1;
+  }
+  /* mma_fill(c, value): the lane's 8 accumulator floats */
+  if (strcmp(op, "mma_fill") == 0 && n == 2) {
+    line(g);
+    put(g, "{\n");
+    g->indent += 2;
+    line(g);
+    put(g, "float* d_ = ");
+    warp_ref(g, c->args->items[0]);
+    put(g, ";\n");
+    line(g);
+    put(g, "#pragma unroll\n");
+    line(g);
+    put(g, "for (int i_ = 0; i_ < 8; ++i_) d_[i_] = ");
+    expr(g, c->args->items[1]);
+    put(g, ";\n");
+    g->indent -= 2;
+    line(g);
+    put(g, "}\n");
+    return 1;
+  }
+  /* mma_store(c, dst, ld): the 16x16 accumulator tile to dst (row stride ld), cast to dst's
+   * type; lane l holds rows l/4 and l/4 + 8, columns 2(l%4) + {0, 1} of each n8 tile */
+  if (strcmp(op, "mma_store") == 0 && n == 3) {
+    const tir_BufferLoad *d = addr_load(c->args->items[1]);
+    if (!d) {
+      cg_fail(g, &c->hdr, "mma_store needs address_of(destination[...])");
+      return 1;
+    }
+    tir_DType dt = d->buffer->hdr.dtype;
+    g->uses_lane_id = 1;
+    line(g);
+    put(g, "{\n");
+    g->indent += 2;
+    line(g);
+    put(g, "const float* c_ = ");
+    warp_ref(g, c->args->items[0]);
+    put(g, ";\n");
+    line(g);
+    putf(g, "%s* p_ = ", ctype(g, dt, &c->hdr));
+    ptr_ref(g, c->args->items[1]);
+    put(g, ";\n");
+    line(g);
+    put(g, "const int l_ = tir_lane_id(), ld_ = ");
+    expr(g, c->args->items[2]);
+    put(g, ";\n");
+    line(g);
+    put(g, "#pragma unroll\n");
+    line(g);
+    put(g, "for (int t_ = 0; t_ < 2; ++t_)\n");
+    line(g);
+    put(g, "  #pragma unroll\n");
+    line(g);
+    put(g, "  for (int h_ = 0; h_ < 2; ++h_) {\n");
+    line(g);
+    put(g, "    const int o_ = ((l_ >> 2) + 8 * h_) * ld_ + 8 * t_ + 2 * (l_ & 3);\n");
+    line(g);
+    if (tir_dtype_eq(dt, TIR_FLOAT32))
+      put(g, "    *(float2*)(p_ + o_) = make_float2(c_[4 * t_ + 2 * h_], c_[4 * t_ + 2 * h_ + 1]);\n");
+    else if (is_half(dt))
+      put(g, "    *(__half2*)(p_ + o_) = __floats2half2_rn(c_[4 * t_ + 2 * h_], c_[4 * t_ + 2 * h_ + 1]);\n");
+    else {
+      putf(g, "    p_[o_] = (%s)c_[4 * t_ + 2 * h_]; p_[o_ + 1] = (%s)c_[4 * t_ + 2 * h_ + 1];\n", ctype(g, dt, &c->hdr),
+           ctype(g, dt, &c->hdr));
+    }
+    line(g);
+    put(g, "  }\n");
+    g->indent -= 2;
+    line(g);
+    put(g, "}\n");
+    return 1;
+  }
+  return 0;
+}
+
+/* The fragment declaration of a wmma buffer: its shape and layout come from the builtins
+ * that use it (TVM's tensorcore fragment inference). */
+typedef struct {
+  const tir_Buffer *buf;
+  int64_t m, n, k;
+  const char *layout;
+} FragInfo;
+
+static int frag_scan(const tir_Node *x, void *p) {
+  FragInfo *fi = p;
+  if (x->kind != TIR_Call) return 0;
+  const tir_Call *c = (const tir_Call *)x;
+  if (strncmp(c->op, "wmma_", 5) != 0 || c->args->size < 1) return 0;
+  for (int i = 0; i < c->args->size; i++) {
+    const tir_BufferLoad *l = addr_load(c->args->items[i]);
+    if (!l || l->buffer->data != fi->buf->data) continue;
+    if (strcmp(c->op, "wmma_mma") != 0) {
+      const_arg(c, 1, &fi->m), const_arg(c, 2, &fi->n), const_arg(c, 3, &fi->k);
+    }
+    if (strcmp(c->op, "wmma_load") == 0 && str_arg(c, 6)) fi->layout = str_arg(c, 6);
+  }
+  return 0;
+}
+
+static const char *wmma_elem_type(CG *g, tir_DType t, const tir_Node *where) {
+  if (is_half(t)) {
+    g->uses_fp16 = 1;
+    return "half";
+  }
+  if (is_bf16(t)) {
+    g->uses_bf16 = 1;
+    return "__nv_bfloat16";
+  }
+  if (tir_dtype_eq(t, TIR_FLOAT32)) return "float";
+  if (t.code == TIR_DT_INT && t.bits == 8) return "signed char";
+  if (t.code == TIR_DT_UINT && t.bits == 8) return "unsigned char";
+  if (t.code == TIR_DT_INT && t.bits == 32) return "int";
+  cg_fail(g, where, "no wmma fragment type for this dtype");
+  return "float";
+}
+
+/* Emits the declaration of a wmma/warp buffer allocated by `a` (n logical elements). */
+static void tc_alloc(CG *g, const tir_Allocate *a, int64_t n) {
+  const tir_Buffer *b = a->buffer;
+  const char *name = name_of(g, &b->data->hdr, b->name);
+  if (is_warp_scope(b->scope)) {
+    if (n % 256) {
+      cg_fail(g, &a->hdr, "warp buffer %s has %lld elements, not a whole number of 16x16 tiles", b->name, (long long)n);
+      return;
+    }
+    line(g);
+    putf(g, "__align__(16) %s %s[%lld];\n", ctype(g, b->hdr.dtype, &a->hdr), name, (long long)(n / 32));
+    return;
+  }
+  FragInfo fi = {b, 16, 16, 16, NULL};
+  tir_visit(a->body, frag_scan, &fi);
+  const char *role = strcmp(b->scope, "wmma.matrix_a") == 0 ? "matrix_a" : strcmp(b->scope, "wmma.matrix_b") == 0 ? "matrix_b"
+                     : strcmp(b->scope, "wmma.accumulator") == 0                                            ? "accumulator"
+                                                                                                             : NULL;
+  if (!role) {
+    cg_fail(g, &a->hdr, "unknown wmma scope '%s' (wmma.matrix_a, wmma.matrix_b, wmma.accumulator)", b->scope);
+    return;
+  }
+  int64_t elems = role[0] == 'a' ? fi.m * fi.n : role[7] == 'a' ? fi.m * fi.k : fi.k * fi.n;
+  if (n % elems) {
+    cg_fail(g, &a->hdr, "wmma buffer %s has %lld elements, not a whole number of %lldx%lldx%lld fragments", b->name, (long long)n,
+            (long long)fi.m, (long long)fi.n, (long long)fi.k);
+    return;
+  }
+  g->uses_wmma = 1;
+  line(g);
+  putf(g, "nvcuda::wmma::fragment<nvcuda::wmma::%s, %lld, %lld, %lld, %s", role, (long long)fi.m, (long long)fi.n, (long long)fi.k,
+       wmma_elem_type(g, b->hdr.dtype, &a->hdr));
+  if (role[0] == 'm') {
+    if (!fi.layout) {
+      cg_fail(g, &a->hdr, "wmma buffer %s is never loaded with wmma_load, so its layout is unknown", b->name);
+      return;
+    }
+    putf(g, ", nvcuda::wmma::%s", strcmp(fi.layout, "col_major") == 0 ? "col_major" : "row_major");
+  }
+  putf(g, "> %s[%lld];\n", name, (long long)(n / elems));
+}
+
 static void call_expr(CG *g, const tir_Call *c) {
   const char *op = c->op;
   int n = c->args->size;
@@ -215,6 +562,23 @@ static void call_expr(CG *g, const tir_Call *c) {
   }
   if ((strcmp(op, "likely") == 0 || strcmp(op, "tir.likely") == 0) && n == 1) {
     expr(g, c->args->items[0]);
+    return;
+  }
+  if (strcmp(op, "address_of") == 0 && n == 1) {
+    const tir_BufferLoad *l = addr_load(&c->hdr);
+    if (l && (is_wmma_scope(l->buffer->scope) || is_warp_scope(l->buffer->scope))) {
+      cg_fail(g, &c->hdr, "the address of a %s buffer (%s) has no meaning outside the tensor-core builtins", l->buffer->scope,
+              l->buffer->name);
+      return;
+    }
+    if (l) {
+      ptr_ref(g, &c->hdr);
+      return;
+    }
+  }
+  if (strcmp(op, "tir_lane_id") == 0 && n == 0) {
+    g->uses_lane_id = 1;
+    put(g, "tir_lane_id()");
     return;
   }
   if (strcmp(op, "sigmoid") == 0 && n == 1 && tir_dtype_is_float(t) && !is_low_float(t)) {
@@ -689,6 +1053,7 @@ static void stmt(CG *g, const tir_Node *s) {
           put(g, "__syncthreads();\n");
           return;
         }
+        if (tc_stmt(g, (const tir_Call *)v)) return;
       }
       line(g);
       expr(g, v);
@@ -706,6 +1071,17 @@ static void stmt(CG *g, const tir_Node *s) {
           return;
         }
         n *= d;
+      }
+      if (is_wmma_scope(b->scope) || is_warp_scope(b->scope)) {
+        line(g);
+        put(g, "{\n");
+        g->indent += 2;
+        tc_alloc(g, a, n);
+        stmt(g, a->body);
+        g->indent -= 2;
+        line(g);
+        put(g, "}\n");
+        return;
       }
       const char *qual;
       if (strcmp(b->scope, "shared") == 0) qual = "__shared__ __align__(16) ";
@@ -783,6 +1159,9 @@ char *tir_codegen_cuda(const tir_DeviceSplit *split, const char *arch) {
   tir_sb_printf(&all, "// Generated by tirlua for %s.\n", arch ? arch : "CUDA");
   if (g.uses_fp16) tir_sb_puts(&all, "#include <cuda_fp16.h>\n");
   if (g.uses_bf16) tir_sb_puts(&all, "#include <cuda_bf16.h>\n");
+  if (g.uses_wmma) tir_sb_puts(&all, "#include <mma.h>\n");
+  if (g.uses_lane_id)
+    tir_sb_puts(&all, "\n__device__ __forceinline__ int tir_lane_id() {\n  int l;\n  asm(\"mov.u32 %0, %%laneid;\" : \"=r\"(l));\n  return l;\n}\n");
   tir_sb_puts(&all,
               "\n// floor division and modulo for operands that may be negative (TIR semantics)\n"
               "template <typename T> __device__ __forceinline__ T tir_floordiv(T a, T b) {\n"

@@ -6,6 +6,7 @@
 
 #include "tir/error.h"
 #include "tir/interp.h"
+#include "tir/schedule.h"
 #include "tir/strbuf.h"
 
 typedef union {
@@ -540,6 +541,31 @@ static int bind_match_buffer(Interp *I, const tir_MatchBufferRegion *m) {
   return 0;
 }
 
+static int exec(Interp *I, const tir_Node *s);
+
+static int exec_intrin_desc(Interp *I, const tir_BlockRealize *br, const char *name) {
+  const tir_Block *b = br->block;
+  const tir_PrimFunc *desc = tir_tensor_intrin_desc_exec(name);
+  if (!desc)
+    return fail(I, &br->hdr, "block %s is tensorized with '%s', which is not registered (require the library that defines it)",
+                b->name, name);
+  if (desc->params->size != b->match_buffers->size)
+    return fail(I, &br->hdr, "block %s: intrinsic '%s' has %d buffers but the block binds %d", b->name, name, desc->params->size,
+                b->match_buffers->size);
+  int rc = 0, bound = 0;
+  for (int i = 0; i < desc->params->size && !rc; i++) {
+    const tir_MatchBufferRegion *m = (const tir_MatchBufferRegion *)b->match_buffers->items[i];
+    tir_MatchBufferRegion *dm =
+        tir_match_buffer_region((tir_Buffer *)tir_retain(desc->params->items[i]), (tir_BufferRegion *)tir_retain(m->source));
+    rc = bind_match_buffer(I, dm);
+    tir_release(dm);
+    if (!rc) bound++;
+  }
+  if (!rc) rc = exec(I, desc->body);
+  for (int i = 0; i < bound; i++) free_buffer(I, (const tir_Buffer *)desc->params->items[i]);
+  return rc;
+}
+
 static int exec_block(Interp *I, const tir_BlockRealize *br) {
   const tir_Block *b = br->block;
   int n = b->iter_vars->size;
@@ -563,8 +589,15 @@ static int exec_block(Interp *I, const tir_BlockRealize *br) {
   for (int i = 0; i < b->match_buffers->size; i++)
     if (bind_match_buffer(I, (const tir_MatchBufferRegion *)b->match_buffers->items[i])) return -1;
   int rc = 0;
-  if (b->init && at_init) rc = exec(I, b->init);
-  if (!rc) rc = exec(I, b->body);
+  const tir_Node *intrin = tir_ann_get(b->annotations, "tensor_intrin");
+  if (intrin && intrin->kind == TIR_StringImm) {
+    /* a tensorized block runs its intrinsic's desc (the semantics), its buffers bound to the
+     * regions impl's buffers view: the impl's builtins are the GPU's business */
+    rc = exec_intrin_desc(I, br, ((const tir_StringImm *)intrin)->value);
+  } else {
+    if (b->init && at_init) rc = exec(I, b->init);
+    if (!rc) rc = exec(I, b->body);
+  }
   for (int i = 0; i < b->match_buffers->size; i++) free_buffer(I, ((const tir_MatchBufferRegion *)b->match_buffers->items[i])->buffer);
   for (int i = 0; i < b->alloc_buffers->size; i++) free_buffer(I, (const tir_Buffer *)b->alloc_buffers->items[i]);
   return rc;

@@ -687,6 +687,14 @@ static void print_block_realize(Printer *p, const tir_BlockRealize *br) {
   for (int i = 0; i < b->match_buffers->size; i++) {
     const tir_MatchBufferRegion *mb = (const tir_MatchBufferRegion *)b->match_buffers->items[i];
     char dt[32];
+    /* symbolic strides / offset of the view are defined here (T.var) */
+    for (int k = 0; k <= mb->buffer->strides->size; k++) {
+      const tir_Node *v = k < mb->buffer->strides->size ? mb->buffer->strides->items[k] : mb->buffer->elem_offset;
+      if (!v || v->kind != TIR_Var) continue;
+      begin_line(p);
+      putf(p, "local %s = T.var(\"%s\")", var_name(p, (const tir_Var *)v), tir_dtype_str(v->dtype, dt));
+      newline(p);
+    }
     begin_line(p);
     putf(p, "local %s = T.match_buffer(", buf_name(p, mb->buffer));
     print_region(p, mb->source);

@@ -168,10 +168,20 @@ static void walk(Ctx *c, const tir_Node *n) {
           tir_release(sub);
         }
       }
+      /* a view's source region (match_buffer) is an access like the block's regions: the
+       * shift applied to regions below moves it too, and lower_match_buffer then reads the
+       * compacted buffer's strides */
       for (int i = 0; i < b->match_buffers->size; i++) {
         const tir_BufferRegion *src = ((const tir_MatchBufferRegion *)b->match_buffers->items[i])->source;
         Acc *a = acc_of(c, src->buffer);
-        if (a) a->full = 1; /* views keep the whole buffer (simple and safe) */
+        if (!a) continue;
+        int nv = b->iter_vars->size;
+        tir_Var **vars = calloc((size_t)nv + 1, sizeof *vars);
+        for (int k = 0; k < nv; k++) vars[k] = ((const tir_IterVar *)b->iter_vars->items[k])->var;
+        tir_Node *sub = tir_substitute(&src->region->hdr, nv, vars, br->iter_values->items);
+        free(vars);
+        add_region(c, a, (const tir_Array *)sub, br->predicate);
+        tir_release(sub);
       }
       /* buffers allocated inside child blocks are compacted when that block is visited */
       return;

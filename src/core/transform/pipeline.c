@@ -36,6 +36,7 @@ tir_PrimFunc *tir_lower(const tir_PrimFunc *f, tir_LowerOptions *opts) {
   RUN("plan_buffer_allocation", tir_pass_plan_buffer_allocation(cur));
   RUN("verify_memory_scope", tir_pass_verify_memory_scope(cur));
   RUN("compact_buffer_allocation", tir_pass_compact_buffer_allocation(cur));
+  RUN("lower_match_buffer", tir_pass_lower_match_buffer(cur));
   RUN("lower_opaque_block", tir_pass_lower_opaque_block(cur));
   RUN("simplify", tir_pass_simplify(cur));
   RUN("flatten_buffer", tir_pass_flatten_buffer(cur));

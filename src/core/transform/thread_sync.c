@@ -45,10 +45,13 @@ static int meets(const tir_Node *const *x, int nx, const tir_Node *const *y, int
   return 0;
 }
 
-/* does statement access `acc` conflict with what happened since the last barrier? */
+/* does statement access `acc` conflict with what happened since the last barrier?  A read
+ * after another thread's write, or a write over what another thread may still read.  As in
+ * TVM (thread_storage_sync.cc), two writes with no read between are not a hazard: the cooperative
+ * copies of a tile write disjoint elements (at buffer granularity they would otherwise get a
+ * barrier per iteration of the copy loop). */
 static int conflicts(const Acc *state, const Acc *acc) {
-  return meets(acc->r, acc->nr, state->w, state->nw) || meets(acc->w, acc->nw, state->r, state->nr) ||
-         meets(acc->w, acc->nw, state->w, state->nw);
+  return meets(acc->r, acc->nr, state->w, state->nw) || meets(acc->w, acc->nw, state->r, state->nr);
 }
 
 static int is_shared(const tir_Buffer *b) { return strncmp(b->scope, "shared", 6) == 0; }
@@ -59,6 +62,18 @@ static int access_fn(const tir_Node *n, void *p) {
     add(a->r, &a->nr, &((const tir_BufferLoad *)n)->buffer->data->hdr);
   if (n->kind == TIR_BufferStore && is_shared(((const tir_BufferStore *)n)->buffer))
     add(a->w, &a->nw, &((const tir_BufferStore *)n)->buffer->data->hdr);
+  if (n->kind == TIR_Call) {
+    /* builtins writing shared memory through address_of (wmma_store, cp.async, ...) */
+    const tir_Call *c = (const tir_Call *)n;
+    for (int i = 0; i < c->args->size; i++) {
+      const tir_Node *x = c->args->items[i];
+      if (x->kind == TIR_Call && strcmp(((const tir_Call *)x)->op, "address_of") == 0 && ((const tir_Call *)x)->args->size == 1 &&
+          ((const tir_Call *)x)->args->items[0]->kind == TIR_BufferLoad && tir_builtin_writes_arg(c->op, i)) {
+        const tir_BufferLoad *l = (const tir_BufferLoad *)((const tir_Call *)x)->args->items[0];
+        if (is_shared(l->buffer)) add(a->w, &a->nw, &l->buffer->data->hdr);
+      }
+    }
+  }
   if (n->kind == TIR_Evaluate) {
     const tir_Node *v = ((const tir_Evaluate *)n)->value;
     if (v->kind == TIR_Call && strcmp(((const tir_Call *)v)->op, "tvm_storage_sync") == 0) a->nr = a->nw = -1;

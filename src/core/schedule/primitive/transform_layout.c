@@ -8,7 +8,9 @@
  *
  * Unlike TVM, the map is checked: it must be one-to-one over the old shape (otherwise two
  * elements would share storage) and never negative; both are decided exactly by enumeration
- * (arith/index_map.c).  Only buffers allocated in the function can change layout: a parameter's
+ * (arith/index_map.c).  A view of the buffer (a tensorized block's match_buffer) must map to a
+ * window of the new layout (e.g. a 16x16 tile to the trailing dims of a tiled layout).
+ * Only buffers allocated in the function can change layout: a parameter's
  * layout is the caller's (cache_read/cache_write it first and transform the cache).  A
  * storage_align recorded for the buffer refers to its old axes, so it must come after. */
 #include <stdio.h>
@@ -70,7 +72,7 @@ static tir_Array *map_region(const Ctx *c, const tir_Array *region) {
       out->items[o] = &tir_range(R(set.min), ext)->hdr;
       tir_int_set_free(&set);
     } else {
-      out->items[o] = &tir_range(tir_int_imm(ext_full->dtype, 0), R(ext_full))->hdr;
+      out->items[o] = &tir_range(tir_int_imm(ext_full->dtype, 0), R((tir_Node *)ext_full))->hdr;
     }
   }
   for (int d = 0; d < c->n_in; d++) {
@@ -100,6 +102,52 @@ static tir_Node *rewrite(const tir_Node *n, void *vctx) {
     st->indices = idx;
     return &st->hdr;
   }
+  if (n->kind == TIR_MatchBufferRegion && ((const tir_MatchBufferRegion *)n)->source->buffer == c->old) {
+    /* a view (e.g. a tensorized block's 16x16 fragment) stays a view only if the map sends its
+     * window onto a window: leading dimensions single elements, trailing ones the view's shape,
+     * and element (min + i) going to (new min + i) */
+    const tir_MatchBufferRegion *m = (const tir_MatchBufferRegion *)n;
+    const tir_Array *reg = m->source->region;
+    tir_Array *nreg = map_region(c, reg);
+    int vd = m->buffer->shape->size, lead = c->n_out - vd, ok = lead >= 0 && reg->size == vd;
+    for (int d = 0; ok && d < c->n_out; d++) {
+      const tir_Node *ext = ((const tir_Range *)nreg->items[d])->extent;
+      ok = d < lead ? tir_is_one(ext) : tir_can_prove_equal(NULL, ext, m->buffer->shape->items[d - lead]);
+    }
+    if (ok) {
+      tir_Analyzer *an = tir_analyzer_new();
+      tir_Array *pt = tir_array_new(vd);
+      tir_Var **iv = calloc((size_t)vd + 1, sizeof *iv);
+      for (int d = 0; d < vd; d++) {
+        iv[d] = tir_var_new("i", TIR_INT32);
+        int64_t e = 1;
+        tir_is_const_int(m->buffer->shape->items[d], &e);
+        tir_analyzer_bind_bound(an, iv[d], 0, e - 1);
+        pt->items[d] = tir_add(R(((const tir_Range *)reg->items[d])->min), R(&iv[d]->hdr));
+      }
+      tir_Array *img = map_point(c, pt);
+      for (int d = 0; ok && d < c->n_out; d++) {
+        tir_Node *want = d < lead ? R(((const tir_Range *)nreg->items[d])->min)
+                                  : tir_add(R(((const tir_Range *)nreg->items[d])->min), R(&iv[d - lead]->hdr));
+        ok = tir_can_prove_equal(an, img->items[d], want);
+        tir_release(want);
+      }
+      tir_release(img);
+      tir_release(pt);
+      for (int d = 0; d < vd; d++) tir_release(iv[d]);
+      free(iv);
+      tir_analyzer_free(an);
+    }
+    if (!ok) {
+      tir_release(nreg);
+      tir_error_set(TIR_ERR_SCHEDULE, "transform_layout",
+                    "the view %s (match_buffer) of %s would not stay a window of the new layout: the map must send its region "
+                    "to single elements in the leading dimensions and to the view's shape, in order, in the trailing ones",
+                    m->buffer->name, c->old->name);
+      return TIR_MUTATE_ERROR;
+    }
+    return &tir_match_buffer_region((tir_Buffer *)R(&m->buffer->hdr), tir_buffer_region((tir_Buffer *)R(&c->nb->hdr), nreg))->hdr;
+  }
   if (n->kind == TIR_BufferRegion && ((const tir_BufferRegion *)n)->buffer == c->old) {
     tir_Array *reg = map_region(c, ((const tir_BufferRegion *)n)->region);
     return &tir_buffer_region((tir_Buffer *)R(&c->nb->hdr), reg)->hdr;
@@ -117,14 +165,6 @@ static int find_uses(const tir_Node *n, void *vctx) {
   Uses *u = vctx;
   if (u->found || n->kind != TIR_Block) return u->found != NULL;
   const tir_Block *b = (const tir_Block *)n;
-  for (int i = 0; i < b->match_buffers->size; i++) {
-    const tir_MatchBufferRegion *m = (const tir_MatchBufferRegion *)b->match_buffers->items[i];
-    if (m->source->buffer == u->buf) {
-      u->found = n;
-      u->what = "matches a region of it (match_buffer)";
-      return 1;
-    }
-  }
   const tir_Node *al = tir_ann_get(b->annotations, "buffer_dim_align");
   if (al && al->kind == TIR_Array) {
     const tir_Array *a = (const tir_Array *)al;
@@ -208,7 +248,9 @@ int tir_sched_transform_layout(tir_Schedule *s, int64_t uid, int is_write, int i
   Ctx c = {buf, nb, (tir_Var *const *)vars->items, (const tir_Node *const *)exprs->items, nd, n_out};
   body = tir_mutate(s->func->body, rewrite, &c);
   if (!body) {
-    sch_error(s, P, &br->hdr, "this block", "rewriting the accesses of %s failed", buf->name);
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", tir_error_get()->message ? tir_error_get()->message : "rewriting the accesses failed");
+    sch_error(s, P, &br->hdr, "this block", "%s", msg);
     goto done;
   }
   tir_PrimFunc *f = (tir_PrimFunc *)tir_node_copy(&s->func->hdr);

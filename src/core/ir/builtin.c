@@ -1,0 +1,16 @@
+/* builtin.c -- what the builtin calls of docs/BUILTINS.md do to memory, for the passes that
+ * reason about accesses (thread_sync) without knowing each builtin. */
+#include <string.h>
+
+#include "tir/ir.h"
+
+int tir_builtin_writes_arg(const char *op, int i) {
+  static const struct {
+    const char *op;
+    int arg;
+  } writes[] = {{"ptx_cp_async", 0}, {"wmma_store", 4}, {"wmma_load", 0}, {"wmma_fill", 0}, {"wmma_mma", 0},
+                {"mma_ldmatrix", 2}, {"mma_sync", 0}, {"mma_fill", 0}, {"mma_store", 0}};
+  for (size_t k = 0; k < sizeof writes / sizeof writes[0]; k++)
+    if (strcmp(op, writes[k].op) == 0 && writes[k].arg == i) return 1;
+  return 0;
+}

@@ -1,0 +1,434 @@
+/* rfactor.c -- factorize a reduction over one loop (TVM src/tir/schedule/primitive/
+ * reduction.cc, RFactor; facts only).
+ *
+ *   for i, k0, k1:  C[i] += A[i, k0*4 + k1]            (rfactor at k1, factor_axis 1)
+ * becomes
+ *   for i, k0, k1:  block C_rf: vk1 (spatial), vk0 (reduce)
+ *                      C_rf[i, vk1] += A[i, vk0*4 + vk1]     (init: C_rf[i, vk1] = 0)
+ *   for i, k1:      block C: vk1 (reduce)
+ *                      C[i] += C_rf[i, vk1]                  (init: C[i] = 0)
+ * The rf block gets a spatial iteration variable for `loop`, keeps the spatial variables and
+ * the reduction variables not bound through `loop`, and gets one reduction variable per
+ * other loop of the reduction variables that do use `loop`; it runs under copies of all of
+ * the block's loops, placed before them.  The original block (same identity, so handles
+ * follow it) becomes the write-back: it reduces C_rf over `loop`, under the loops that no
+ * reduction variable used, and `loop`.  C_rf is allocated in the scope block.
+ *
+ * Preconditions (TVM CheckReductionBlock and LoopPropertyError): a single block under
+ * `loop`, which is a reduction block (init, affine bindings, only spatial and reduction
+ * variables, the only writer of its output in the scope, output not indexed by reduction
+ * variables) whose init and update are one store each forming a known reduction
+ * (x + y / 0, x * y / 1, min / max value, max / min value); `loop` is serial and bound to
+ * a reduction variable and to no spatial one; no loop is bound to both kinds; the block is
+ * the first block under its outermost loop; the first reduction loop has only this block
+ * under it, below which every loop is bound or of extent 1; factor_axis in
+ * [-(ndim + 1), ndim].  Stricter than TVM: the block may not have a predicate (entries of
+ * C_rf that no iteration reaches would be read uninitialized). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sched_util.h"
+#include "tir/strbuf.h"
+
+typedef struct {
+  const tir_Var *var;
+  int kind; /* 1 spatial, 2 reduction, 3 both */
+} Touch;
+
+/* Loops whose variables the bindings of spatial (kind 1) / reduction (kind 2) variables use. */
+static int touched(const tir_BlockRealize *br, const tir_Var *v) {
+  int k = 0;
+  for (int i = 0; i < br->iter_values->size; i++) {
+    if (!tir_uses_var(br->iter_values->items[i], v)) continue;
+    const tir_IterVar *iv = (const tir_IterVar *)br->block->iter_vars->items[i];
+    k |= iv->iter_type == TIR_ITER_COMM_REDUCE ? 2 : 1;
+  }
+  return k;
+}
+
+/* Recognizes  buf[idx] = combine(buf[idx], rhs)  (either operand order).  Returns the
+ * combiner's kind (TIR_Add, TIR_Mul, TIR_Min, TIR_Max) and the rhs, or 0. */
+static int match_update(const tir_BufferStore *st, const tir_Node **rhs) {
+  const tir_Node *v = st->value;
+  if (v->kind != TIR_Add && v->kind != TIR_Mul && v->kind != TIR_Min && v->kind != TIR_Max) return 0;
+  const tir_Add *b = (const tir_Add *)v;
+  for (int side = 0; side < 2; side++) {
+    const tir_Node *x = side ? b->b : b->a, *y = side ? b->a : b->b;
+    if (x->kind != TIR_BufferLoad) continue;
+    const tir_BufferLoad *l = (const tir_BufferLoad *)x;
+    if (l->buffer != st->buffer || !tir_expr_deep_equal(&l->indices->hdr, &st->indices->hdr)) continue;
+    if (tir_uses_var(y, st->buffer->data)) continue;
+    /* the rhs may not read the output */
+    int reads_out = 0;
+    if (y->kind == TIR_BufferLoad && ((const tir_BufferLoad *)y)->buffer == st->buffer) reads_out = 1;
+    if (reads_out) continue;
+    *rhs = y;
+    return v->kind;
+  }
+  return 0;
+}
+
+static int loads_buffer(const tir_Node *n, void *p) {
+  const tir_Buffer **b = p;
+  if (n->kind == TIR_BufferLoad && ((const tir_BufferLoad *)n)->buffer == *b) *b = NULL;
+  return 0;
+}
+
+/* The identity of the combiner matches the init value (for max/min both the infinity and
+ * the finite extreme of the type are accepted). */
+static int is_identity(int kind, const tir_Node *init, tir_DType t) {
+  int64_t iv;
+  double fv;
+  int is_int = tir_is_const_int(init, &iv), is_float = tir_is_const_float(init, &fv);
+  if (!is_int && !is_float) return 0;
+  double x = is_int ? (double)iv : fv;
+  switch (kind) {
+    case TIR_Add: return x == 0;
+    case TIR_Mul: return x == 1;
+    case TIR_Max: return x == -INFINITY || x == tir_dtype_min(t);
+    case TIR_Min: return x == INFINITY || x == tir_dtype_max(t);
+    default: return 0;
+  }
+}
+
+static tir_Node *combine(int kind, tir_Node *a, tir_Node *b) {
+  switch (kind) {
+    case TIR_Add: return tir_add(a, b);
+    case TIR_Mul: return tir_mul(a, b);
+    case TIR_Min: return tir_min(a, b);
+    default: return tir_max(a, b);
+  }
+}
+
+static tir_Var *var_like(const tir_Var *v, const char *prefix) {
+  char *name = tir_strprintf("%s%s", prefix, v->name);
+  tir_Var *r = tir_var_new(name, v->hdr.dtype);
+  free(name);
+  return r;
+}
+
+/* indices with x (stolen) inserted at axis */
+static tir_Array *insert_at(const tir_Array *a, int axis, tir_Node *x) {
+  tir_Array *out = tir_array_new(a->size + 1);
+  for (int i = 0, k = 0; i <= a->size; i++) {
+    if (i == axis) out->items[k++] = x;
+    if (i < a->size) out->items[k++] = tir_retain(a->items[i]);
+  }
+  return out;
+}
+
+typedef struct {
+  const tir_Var **anc; /* the block's loops */
+  int n_anc;
+  const tir_Var *rf;
+  const tir_BlockRealize *br;
+  tir_Node *wb; /* borrowed */
+} WbCtx;
+
+/* The write-back nest: the block's loops touched by reduction variables (except `loop`)
+ * are dropped, the block is replaced. */
+static tir_Node *wb_fn(const tir_Node *n, void *p) {
+  WbCtx *c = p;
+  if (tir_is_expr(n)) return tir_retain(n);
+  if (n == &c->br->hdr) return tir_retain(c->wb);
+  if (n->kind != TIR_For) return NULL;
+  const tir_For *f = (const tir_For *)n;
+  int anc = 0;
+  for (int i = 0; i < c->n_anc; i++) anc |= c->anc[i] == f->loop_var;
+  if (!anc) return tir_retain(n);
+  tir_Node *body = tir_mutate(f->body, wb_fn, c);
+  if (f->loop_var != c->rf && (touched(c->br, f->loop_var) & 2)) return body;
+  tir_For *nf = (tir_For *)tir_node_copy(n);
+  tir_release(nf->body);
+  nf->body = body;
+  return &nf->hdr;
+}
+
+int64_t tir_sched_rfactor(tir_Schedule *s, const tir_Var *lv, int factor_axis) {
+  const char *P = "rfactor";
+  SchPath pl;
+  const tir_For *rf_loop = sch_find_loop(s->func->body, lv, &pl);
+  if (!rf_loop) return tir_sched_loop(s, lv, P) ? 0 : -1;
+  const tir_BlockRealize **kids;
+  int nk = sch_child_blocks(&rf_loop->hdr, &kids);
+  const tir_BlockRealize *br = nk == 1 ? kids[0] : NULL;
+  free(kids);
+  if (!br)
+    return sch_error(s, P, &rf_loop->hdr, "this loop", "loop %s must contain exactly one block (the reduction), found %d", lv->name,
+                     nk);
+  const tir_Block *blk = br->block;
+  SchPath pb;
+  sch_find_block(s->func->body, blk->uid, &pb);
+  int sidx = sch_scope_index(&pb);
+  if (sidx < 0) return sch_error(s, P, &br->hdr, "this block", "block '%s' has no enclosing scope", blk->name);
+  const tir_Block *scope = (const tir_Block *)pb.nodes[sidx];
+  const tir_For *loops[SCH_MAX_DEPTH];
+  int n_loops = sch_loops_above(&pb, loops, SCH_MAX_DEPTH);
+  /* ---- a reduction block (TVM CheckReductionBlock, conditions 1-5) ---- */
+  if (!blk->init)
+    return sch_error(s, P, &br->hdr, "this block", "block '%s' has no init: it is not a reduction block", blk->name);
+  {
+    tir_LoopIter *it = calloc((size_t)n_loops + 1, sizeof *it);
+    for (int i = 0; i < n_loops; i++) {
+      it[i].var = loops[i]->loop_var;
+      if (!tir_is_const_int(loops[i]->min, &it[i].min) || !tir_is_const_int(loops[i]->extent, &it[i].extent)) {
+        free(it);
+        return sch_error(s, P, &loops[i]->hdr, "this loop", "loop %s has a symbolic range; rfactor needs constant loop ranges",
+                         loops[i]->loop_var->name);
+      }
+    }
+    char why[400];
+    int ok = tir_detect_iter_map_level(NULL, (const tir_Node *const *)br->iter_values->items, NULL, br->iter_values->size, it,
+                                       n_loops, br->predicate, TIR_ITER_MAP_SURJECTIVE, why, sizeof why);
+    free(it);
+    if (!ok)
+      return sch_error(s, P, &br->hdr, "this block", "the bindings of block '%s' are not affine in its loops: %s", blk->name, why);
+  }
+  for (int i = 0; i < blk->iter_vars->size; i++) {
+    const tir_IterVar *iv = (const tir_IterVar *)blk->iter_vars->items[i];
+    if (iv->iter_type != TIR_ITER_DATA_PAR && iv->iter_type != TIR_ITER_COMM_REDUCE)
+      return sch_error(s, P, &br->hdr, "this block", "block '%s' has an iteration variable (%s) that is neither spatial nor reduction",
+                       blk->name, iv->var->name);
+  }
+  if (blk->writes->size != 1 || blk->body->kind != TIR_BufferStore || blk->init->kind != TIR_BufferStore)
+    return sch_error(s, P, &br->hdr, "this block",
+                     "the init and the body of block '%s' must each be one store to its single output (rfactor supports "
+                     "single-buffer reductions)",
+                     blk->name);
+  const tir_BufferStore *upd = (const tir_BufferStore *)blk->body, *ini = (const tir_BufferStore *)blk->init;
+  const tir_Buffer *out = upd->buffer;
+  {
+    const tir_BlockRealize **all;
+    int na = sch_child_blocks(&scope->hdr, &all);
+    for (int i = 0; i < na; i++)
+      if (all[i] != br && sch_block_writes(all[i]->block, out)) {
+        sch_error(s, P, &all[i]->hdr, "another writer",
+                  "block '%s' is not the only writer of %s in its scope (block '%s' writes it too)", blk->name, out->name,
+                  all[i]->block->name);
+        free(all);
+        return -1;
+      }
+    free(all);
+  }
+  for (int i = 0; i < blk->iter_vars->size; i++) {
+    const tir_IterVar *iv = (const tir_IterVar *)blk->iter_vars->items[i];
+    if (iv->iter_type == TIR_ITER_COMM_REDUCE && tir_uses_var(&upd->indices->hdr, iv->var))
+      return sch_error(s, P, &br->hdr, "this block", "the reduction variable %s of block '%s' indexes its output %s", iv->var->name,
+                       blk->name, out->name);
+  }
+  /* ---- the reduction pattern (TVM GetReducerAndCombinerLhsRhs) ---- */
+  const tir_Node *rhs = NULL;
+  int comb = match_update(upd, &rhs);
+  if (!comb || ini->buffer != out || !tir_expr_deep_equal(&ini->indices->hdr, &upd->indices->hdr))
+    return sch_error(s, P, &br->hdr, "this block",
+                     "the body of block '%s' is not  %s[...] = %s[...] op rhs  (op one of +, *, min, max) with its init storing to "
+                     "the same element",
+                     blk->name, out->name, out->name);
+  {
+    const tir_Buffer *probe = out;
+    tir_visit(rhs, loads_buffer, &probe);
+    if (!probe)
+      return sch_error(s, P, &br->hdr, "this block", "the update of block '%s' reads its output %s outside the reduction", blk->name,
+                       out->name);
+  }
+  if (!is_identity(comb, ini->value, out->hdr.dtype)) {
+    char *iv = tir_print_expr(ini->value);
+    sch_error(s, P, &br->hdr, "this block", "the init value %s of block '%s' is not the identity of its reduction (%s)", iv ? iv : "?",
+              blk->name, comb == TIR_Add ? "+ needs 0" : comb == TIR_Mul ? "* needs 1" : comb == TIR_Max ? "max needs the lowest value" : "min needs the highest value");
+    free(iv);
+    return -1;
+  }
+  /* ---- the loops (TVM LoopPropertyError) ---- */
+  if (rf_loop->kind != TIR_FOR_SERIAL)
+    return sch_error(s, P, &rf_loop->hdr, "this loop", "loop %s must be serial to rfactor (it is %s)", lv->name,
+                     rf_loop->kind == TIR_FOR_PARALLEL ? "parallel" : rf_loop->kind == TIR_FOR_VECTORIZED ? "vectorized"
+                     : rf_loop->kind == TIR_FOR_UNROLLED ? "unrolled" : "bound to a thread");
+  if (!tir_is_one(br->predicate))
+    return sch_error(s, P, &br->hdr, "this block",
+                     "block '%s' has a predicate; rfactor needs every iteration to exist (entries of the rf buffer no "
+                     "iteration reaches would be read uninitialized): rfactor before splitting with factors that do not divide",
+                     blk->name);
+  {
+    const tir_BlockRealize **under;
+    int nu = sch_child_blocks(&loops[0]->hdr, &under);
+    int first_ok = nu > 0 && under[0] == br;
+    free(under);
+    if (!first_ok)
+      return sch_error(s, P, &loops[0]->hdr, "this loop", "block '%s' must be the first block under its outermost loop %s", blk->name,
+                       loops[0]->loop_var->name);
+  }
+  int met_reduction = 0, rf_reduces = 0;
+  for (int i = 0; i < n_loops; i++) {
+    const tir_For *l = loops[i];
+    int t = touched(br, l->loop_var);
+    if (t == 3)
+      return sch_error(s, P, &l->hdr, "this loop", "loop %s is bound to both spatial and reduction variables of block '%s'",
+                       l->loop_var->name, blk->name);
+    if (t == 1) {
+      if (l == rf_loop)
+        return sch_error(s, P, &l->hdr, "this loop", "loop %s is bound to a spatial variable of block '%s'; rfactor needs a reduction loop",
+                         lv->name, blk->name);
+      continue;
+    }
+    if (t == 2) {
+      if (l == rf_loop) rf_reduces = 1;
+      if (!met_reduction) {
+        const tir_BlockRealize **under;
+        int nu = sch_child_blocks(&l->hdr, &under);
+        free(under);
+        if (nu != 1)
+          return sch_error(s, P, &l->hdr, "this loop", "the outermost reduction loop %s of block '%s' has %d blocks under it; it may "
+                           "hold only the reduction",
+                           l->loop_var->name, blk->name, nu);
+        met_reduction = 1;
+      }
+      continue;
+    }
+    if (met_reduction && !tir_is_one(l->extent))
+      return sch_error(s, P, &l->hdr, "this loop",
+                       "loop %s is bound to no variable of block '%s' but lies under a reduction loop (its iterations would repeat "
+                       "the reduction)",
+                       l->loop_var->name, blk->name);
+  }
+  if (!rf_reduces)
+    return sch_error(s, P, &rf_loop->hdr, "this loop", "loop %s is not bound to any reduction variable of block '%s'", lv->name,
+                     blk->name);
+  int ndim = out->shape->size;
+  if (factor_axis < -(ndim + 1) || factor_axis > ndim)
+    return sch_error(s, P, &br->hdr, "this block", "factor_axis %d is out of range: %s has %d dimension(s), so it must be in [%d, %d]",
+                     factor_axis, out->name, ndim, -(ndim + 1), ndim);
+  if (factor_axis < 0) factor_axis += ndim + 1;
+
+  /* ---- the rf buffer ---- */
+  char *base = tir_strprintf("%s_rf", out->name);
+  char *bname = sch_unique_name(s->func, base);
+  free(base);
+  tir_Array *shape = insert_at(out->shape, factor_axis, tir_retain(rf_loop->extent));
+  tir_Buffer *rfb = tir_buffer_new(bname, out->hdr.dtype, shape, NULL, NULL, out->scope);
+  free(bname);
+
+  /* ---- the rf block ---- */
+  int nv = blk->iter_vars->size;
+  tir_Array *ivs = tir_array_empty(), *vals = tir_array_empty();
+  const tir_Var **lmap_from = calloc((size_t)n_loops + 2, sizeof *lmap_from);
+  tir_Node **lmap_to = calloc((size_t)n_loops + 2, sizeof *lmap_to);
+  int nlm = 0;
+  tir_Var *add = var_like(lv, "v");
+  ivs = tir_array_push(ivs, &tir_iter_var((tir_Var *)R(add), tir_range(R(rf_loop->min), R(rf_loop->extent)), TIR_ITER_DATA_PAR, "")->hdr);
+  vals = tir_array_push(vals, tir_retain(&lv->hdr));
+  lmap_from[nlm] = lv;
+  lmap_to[nlm++] = tir_retain(&add->hdr);
+  tir_Var **old_r = calloc((size_t)nv + 1, sizeof *old_r);
+  tir_Node **new_r = calloc((size_t)nv + 1, sizeof *new_r);
+  int nr = 0;
+  for (int i = 0; i < nv; i++) {
+    const tir_IterVar *iv = (const tir_IterVar *)blk->iter_vars->items[i];
+    const tir_Node *b = br->iter_values->items[i];
+    if (iv->iter_type == TIR_ITER_DATA_PAR || !tir_uses_var(b, lv)) {
+      ivs = tir_array_push(ivs, tir_retain(&iv->hdr));
+      vals = tir_array_push(vals, tir_retain(b));
+      continue;
+    }
+    /* a reduction variable through `loop`: one new reduction variable per other loop */
+    for (int k = 0; k < n_loops; k++) {
+      const tir_For *l = loops[k];
+      if (!tir_uses_var(b, l->loop_var)) continue;
+      int seen = 0;
+      for (int m = 0; m < nlm; m++) seen |= lmap_from[m] == l->loop_var;
+      if (seen) continue;
+      tir_Var *nvv = var_like(l->loop_var, "v");
+      ivs = tir_array_push(ivs, &tir_iter_var((tir_Var *)R(nvv), tir_range(R(l->min), R(l->extent)), TIR_ITER_COMM_REDUCE, "")->hdr);
+      vals = tir_array_push(vals, tir_retain(&l->loop_var->hdr));
+      lmap_from[nlm] = l->loop_var;
+      lmap_to[nlm++] = &nvv->hdr;
+    }
+    old_r[nr] = iv->var;
+    new_r[nr++] = tir_substitute(b, nlm, (tir_Var *const *)lmap_from, lmap_to);
+  }
+  tir_Array *rf_idx = insert_at(upd->indices, factor_axis, tir_retain(&add->hdr));
+  tir_Node *rf_rhs = tir_substitute(rhs, nr, old_r, new_r);
+  tir_Node *rf_load = tir_buffer_load((tir_Buffer *)R(rfb), (tir_Array *)R(rf_idx));
+  tir_Node *rf_body = tir_buffer_store((tir_Buffer *)R(rfb), combine(comb, rf_load, rf_rhs), (tir_Array *)R(rf_idx));
+  tir_Node *rf_init = tir_buffer_store((tir_Buffer *)R(rfb), tir_retain(ini->value), (tir_Array *)R(rf_idx));
+  char *rn = tir_strprintf("%s_rf", blk->name);
+  char *rname = sch_unique_name(s->func, rn);
+  free(rn);
+  tir_Block *rb = tir_block_new(rname, ivs, NULL, NULL, rf_init, NULL, NULL, (tir_Array *)R(blk->annotations), rf_body);
+  free(rname);
+  tir_Block *rbd = tir_block_with_detected_access(rb);
+  tir_release(rb);
+  int64_t rf_uid = rbd->uid;
+  /* under copies of all the block's loops (fresh variables, same names) */
+  tir_Var **lold = calloc((size_t)n_loops + 1, sizeof *lold);
+  tir_Node **lnew = calloc((size_t)n_loops + 1, sizeof *lnew);
+  for (int k = 0; k < n_loops; k++) {
+    lold[k] = loops[k]->loop_var;
+    lnew[k] = &var_like(loops[k]->loop_var, "")->hdr;
+  }
+  tir_Node *vals2 = tir_substitute(&vals->hdr, n_loops, lold, lnew);
+  tir_release(vals);
+  tir_Node *rf_nest = tir_block_realize((tir_Array *)vals2, tir_bool_imm(1), rbd);
+  for (int k = n_loops - 1; k >= 0; k--) {
+    const tir_For *l = loops[k];
+    rf_nest = tir_for((tir_Var *)lnew[k], R(l->min), R(l->extent), (int)l->kind, l->thread_tag, (tir_Array *)R(l->annotations), rf_nest);
+  }
+  free(lold);
+  free(lnew);
+
+  /* ---- the write-back block: the original one (same uid) ---- */
+  tir_Array *wivs = tir_array_empty(), *wvals = tir_array_empty();
+  tir_Var *wadd = var_like(lv, "v");
+  wivs = tir_array_push(wivs, &tir_iter_var((tir_Var *)R(wadd), tir_range(R(rf_loop->min), R(rf_loop->extent)), TIR_ITER_COMM_REDUCE, "")->hdr);
+  wvals = tir_array_push(wvals, tir_retain(&lv->hdr));
+  tir_Var **wold = calloc((size_t)nv + 2, sizeof *wold);
+  tir_Node **wnew = calloc((size_t)nv + 2, sizeof *wnew);
+  int nw = 0;
+  wold[nw] = add;
+  wnew[nw++] = tir_retain(&wadd->hdr);
+  for (int i = 0; i < nv; i++) {
+    const tir_IterVar *iv = (const tir_IterVar *)blk->iter_vars->items[i];
+    if (iv->iter_type != TIR_ITER_DATA_PAR) continue;
+    tir_Var *nvv = var_like(iv->var, "");
+    wivs = tir_array_push(wivs, &tir_iter_var((tir_Var *)R(nvv), (tir_Range *)R(iv->dom), TIR_ITER_DATA_PAR, "")->hdr);
+    wvals = tir_array_push(wvals, tir_retain(br->iter_values->items[i]));
+    wold[nw] = iv->var;
+    wnew[nw++] = &nvv->hdr;
+  }
+  tir_Node *wrf_load = tir_buffer_load((tir_Buffer *)R(rfb), (tir_Array *)R(rf_idx));
+  tir_Node *wload = tir_buffer_load((tir_Buffer *)R(out), (tir_Array *)R(upd->indices));
+  tir_Node *wstore = tir_buffer_store((tir_Buffer *)R(out), combine(comb, wload, wrf_load), (tir_Array *)R(upd->indices));
+  tir_Node *wbody = tir_substitute(wstore, nw, wold, wnew);
+  tir_Node *winit = tir_substitute(blk->init, nw, wold, wnew);
+  tir_release(wstore);
+  tir_Block *wb = (tir_Block *)tir_node_copy(&blk->hdr);
+  tir_release(wb->iter_vars);
+  tir_release(wb->init);
+  tir_release(wb->body);
+  wb->iter_vars = wivs;
+  wb->init = winit;
+  wb->body = wbody;
+  tir_Block *wbd = tir_block_with_detected_access(wb);
+  tir_release(wb);
+  tir_Node *wb_realize = tir_block_realize(wvals, tir_bool_imm(1), wbd);
+  const tir_Var **anc = calloc((size_t)n_loops + 1, sizeof *anc);
+  for (int k = 0; k < n_loops; k++) anc[k] = loops[k]->loop_var;
+  WbCtx wc = {anc, n_loops, lv, br, wb_realize};
+  tir_Node *wb_nest = tir_mutate(&loops[0]->hdr, wb_fn, &wc);
+  free(anc);
+  tir_release(wb_realize);
+  tir_Node *pair = tir_seq2(rf_nest, wb_nest);
+  tir_Node *nscope = tir_replace_stmt(&scope->hdr, &loops[0]->hdr, pair);
+  tir_Block *ns = (tir_Block *)nscope;
+  ns->alloc_buffers = tir_array_push(ns->alloc_buffers, &rfb->hdr);
+  sch_replace(s, &scope->hdr, nscope);
+
+  for (int i = 0; i < nlm; i++) tir_release(lmap_to[i]);
+  for (int i = 0; i < nr; i++) tir_release(new_r[i]);
+  for (int i = 0; i < nw; i++) tir_release(wnew[i]);
+  free(lmap_from), free(lmap_to), free(old_r), free(new_r), free(wold), free(wnew);
+  tir_release(rf_idx);
+  tir_release(add);
+  tir_release(wadd);
+  return rf_uid;
+}

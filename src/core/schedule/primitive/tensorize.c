@@ -1,0 +1,449 @@
+/* tensorize.c -- replace a loop nest by a tensor intrinsic (TVM
+ * tir/schedule/primitive/blockize_tensorize.cc, Tensorize, and ir_comparator.cc).
+ *
+ * The nest under `loop` must be a chain of loops ending in one block, shaped like the
+ * intrinsic's desc: as many loops with the same extents; a block with the same iteration
+ * variable kinds whose bindings equal desc's up to an offset that does not depend on the
+ * nest's loops; the same body (init included) once desc's buffers are mapped to the block's
+ * buffers (same dtype, same scope) and desc's iteration variables to the block's.  The
+ * region each mapped buffer's accesses cover over the nest must have desc's buffer shape.
+ *
+ * The nest becomes one opaque block "<name>_o" (TVM: blockize's outer block) whose
+ * match_buffers bind impl's buffers to those regions, whose body is impl's body, and whose
+ * annotation "tensor_intrin" names the intrinsic (the interpreter runs desc there).
+ * A reduction block keeps its init only if desc has one: otherwise decompose_reduction
+ * first, and tensorize the init and the update separately. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sched_util.h"
+#include "tir/strbuf.h"
+
+#define MAXN 64
+
+/* desc's loops and block (borrowed), skipping a root block */
+static int desc_nest(const tir_PrimFunc *desc, const tir_For **loops, int *n, const tir_BlockRealize **blk) {
+  const tir_Node *s = desc->body;
+  *n = 0;
+  if (s->kind == TIR_BlockRealize && ((const tir_BlockRealize *)s)->block->iter_vars->size == 0) {
+    const tir_Block *root = ((const tir_BlockRealize *)s)->block;
+    if (root->alloc_buffers->size == 0 && !root->init) s = root->body;
+  }
+  while (s->kind == TIR_For) {
+    if (*n == MAXN) return -1;
+    loops[(*n)++] = (const tir_For *)s;
+    s = ((const tir_For *)s)->body;
+  }
+  if (s->kind != TIR_BlockRealize) return -1;
+  *blk = (const tir_BlockRealize *)s;
+  return 0;
+}
+
+typedef struct {
+  const tir_Node *items[4096];
+  int n;
+} Accesses;
+
+static int collect(const tir_Node *n, void *p) {
+  Accesses *a = p;
+  if ((n->kind == TIR_BufferLoad || n->kind == TIR_BufferStore) && a->n < 4096) a->items[a->n++] = n;
+  return 0;
+}
+
+static const tir_Buffer *access_buffer(const tir_Node *n) {
+  return n->kind == TIR_BufferLoad ? ((const tir_BufferLoad *)n)->buffer : ((const tir_BufferStore *)n)->buffer;
+}
+static const tir_Array *access_indices(const tir_Node *n) {
+  return n->kind == TIR_BufferLoad ? ((const tir_BufferLoad *)n)->indices : ((const tir_BufferStore *)n)->indices;
+}
+
+static int scope_compatible(const char *desc, const char *target) {
+  if (strcmp(desc, target) == 0) return 1;
+  /* dynamic shared memory is shared memory */
+  if (strncmp(desc, "shared", 6) == 0 && strncmp(target, "shared", 6) == 0) return 1;
+  return 0;
+}
+
+/* A copy of an impl buffer with fresh symbolic strides / elem_offset (so that two tensorized
+ * sites never share a definition); the old->new var pairs are appended to subst. */
+static tir_Buffer *fresh_buffer(const tir_Buffer *b, tir_Var **from, tir_Node **to, int *n) {
+  tir_Buffer *nb = tir_buffer_new(b->name, b->hdr.dtype, (tir_Array *)R(&b->shape->hdr), NULL, NULL, b->scope);
+  tir_release(nb->strides);
+  nb->strides = tir_array_new(b->strides->size);
+  for (int i = 0; i < b->strides->size; i++) {
+    const tir_Node *st = b->strides->items[i];
+    if (st->kind == TIR_Var && *n < MAXN) {
+      tir_Var *v = tir_var_new(((const tir_Var *)st)->name, st->dtype);
+      from[*n] = (tir_Var *)st;
+      to[(*n)++] = &v->hdr;
+      nb->strides->items[i] = R(&v->hdr);
+    } else {
+      nb->strides->items[i] = R((tir_Node *)st);
+    }
+  }
+  tir_release(nb->elem_offset);
+  if (b->elem_offset && b->elem_offset->kind == TIR_Var && *n < MAXN) {
+    tir_Var *v = tir_var_new(((const tir_Var *)b->elem_offset)->name, b->elem_offset->dtype);
+    from[*n] = (tir_Var *)b->elem_offset;
+    to[(*n)++] = &v->hdr;
+    nb->elem_offset = R(&v->hdr);
+  } else {
+    nb->elem_offset = R(b->elem_offset);
+  }
+  nb->offset_factor = b->offset_factor;
+  nb->align = b->align;
+  return nb;
+}
+
+int64_t tir_sched_tensorize(tir_Schedule *s, const tir_Var *lv, int64_t uid, const char *name) {
+  const char *P = "tensorize";
+  const tir_PrimFunc *desc, *impl;
+  if (!tir_tensor_intrin_get(name, &desc, &impl))
+    return tir_error_set(TIR_ERR_SCHEDULE, P, "no tensor intrinsic named '%s' is registered (tir.TensorIntrin.register)", name);
+  const tir_For *dl[MAXN];
+  int nd;
+  const tir_BlockRealize *dbr;
+  if (desc_nest(desc, dl, &nd, &dbr))
+    return tir_error_set(TIR_ERR_SCHEDULE, P, "intrinsic '%s': desc must be loops around one block", name);
+  const tir_Block *D = dbr->block;
+
+  /* the target nest */
+  const tir_For *tl[MAXN];
+  int nt = 0;
+  const tir_BlockRealize *ibr = NULL;
+  const tir_Node *top;
+  if (lv) {
+    const tir_For *f = tir_sched_loop(s, lv, P);
+    if (!f) return -1;
+    top = &f->hdr;
+    const tir_Node *cur = &f->hdr;
+    while (cur->kind == TIR_For && nt < MAXN) {
+      tl[nt++] = (const tir_For *)cur;
+      cur = ((const tir_For *)cur)->body;
+    }
+    if (cur->kind != TIR_BlockRealize)
+      return sch_error(s, P, top, "this loop",
+                       "the loops under %s must end in exactly one block (found a %s); desc '%s' is %d loop(s) around one block",
+                       lv->name, tir_kind_name(cur->kind), name, nd);
+    ibr = (const tir_BlockRealize *)cur;
+  } else {
+    SchPath p;
+    ibr = sch_find_block(s->func->body, uid, &p);
+    if (!ibr) return tir_sched_block_realize(s, uid, P) ? -1 : -1;
+    const tir_For *above[SCH_MAX_DEPTH];
+    int na = sch_loops_above(&p, above, SCH_MAX_DEPTH);
+    if (na < nd)
+      return sch_error(s, P, &ibr->hdr, "this block", "block '%s' has %d loop(s) above it; desc '%s' has %d", ibr->block->name,
+                       na, name, nd);
+    for (int i = 0; i < nd; i++) tl[i] = above[na - nd + i];
+    nt = nd;
+    for (int i = 0; i < nt - 1; i++)
+      if (tl[i]->body != &tl[i + 1]->hdr)
+        return sch_error(s, P, &tl[i]->hdr, "this loop", "loop %s has more than one statement in its body", tl[i]->loop_var->name);
+    if (nt > 0 && tl[nt - 1]->body != &ibr->hdr)
+      return sch_error(s, P, &tl[nt - 1]->hdr, "this loop", "loop %s has more than one statement in its body",
+                       tl[nt - 1]->loop_var->name);
+    top = nt > 0 ? &tl[0]->hdr : &ibr->hdr;
+  }
+  const tir_Block *I = ibr->block;
+  if (nt != nd)
+    return sch_error(s, P, top, "this nest", "desc '%s' has %d loop(s) around its block, but this nest has %d", name, nd, nt);
+  for (int i = 0; i < nd; i++) {
+    int64_t de, te_, tm;
+    if (!tir_is_const_int(dl[i]->extent, &de))
+      return tir_error_set(TIR_ERR_SCHEDULE, P, "intrinsic '%s': desc loop %d has a symbolic extent", name, i + 1);
+    if (!tir_is_const_int(tl[i]->extent, &te_) || te_ != de) {
+      char *x = tir_print_expr(tl[i]->extent);
+      int r = sch_error(s, P, &tl[i]->hdr, "this loop", "desc '%s' loop %d (%s) has extent %lld, loop %s has extent %s", name,
+                        i + 1, dl[i]->loop_var->name, (long long)de, tl[i]->loop_var->name, x);
+      free(x);
+      return r;
+    }
+    if (!tir_is_const_int(tl[i]->min, &tm) || tm != 0)
+      return sch_error(s, P, &tl[i]->hdr, "this loop", "loop %s must start at 0", tl[i]->loop_var->name);
+  }
+  /* the block */
+  if (I->iter_vars->size != D->iter_vars->size)
+    return sch_error(s, P, &ibr->hdr, "this block", "block '%s' has %d iteration variables, desc '%s' has %d", I->name,
+                     I->iter_vars->size, name, D->iter_vars->size);
+  int nv = I->iter_vars->size;
+  if (nv > MAXN) return sch_error(s, P, &ibr->hdr, "this block", "too many iteration variables");
+  tir_Var *tvars[MAXN], *lvars_t[MAXN], *dvars[MAXN];
+  tir_Node *tvals[MAXN], *lvals[MAXN];
+  for (int i = 0; i < nd; i++) {
+    dvars[i] = dl[i]->loop_var;
+    lvals[i] = &tl[i]->loop_var->hdr;
+    lvars_t[i] = tl[i]->loop_var;
+  }
+  tir_Analyzer *an = tir_analyzer_new();
+  for (int i = 0; i < nd; i++) tir_analyzer_bind_range(an, tl[i]->loop_var, tl[i]->min, tl[i]->extent);
+  int64_t rc = -1;
+  for (int k = 0; k < nv; k++) {
+    const tir_IterVar *it = (const tir_IterVar *)I->iter_vars->items[k], *id = (const tir_IterVar *)D->iter_vars->items[k];
+    if (it->iter_type != id->iter_type) {
+      sch_error(s, P, &ibr->hdr, "this block", "iteration variable %d of block '%s' (%s) is %s, desc's (%s) is %s", k + 1, I->name,
+                it->var->name, it->iter_type == TIR_ITER_COMM_REDUCE ? "a reduction" : "spatial", id->var->name,
+                id->iter_type == TIR_ITER_COMM_REDUCE ? "a reduction" : "spatial");
+      goto done;
+    }
+    /* binding_I - binding_D[desc loops := our loops] must not depend on our loops */
+    tir_Node *db = tir_substitute(dbr->iter_values->items[k], nd, dvars, lvals);
+    tir_Node *diff = tir_sub(R(ibr->iter_values->items[k]), db);
+    tir_Node *sd = tir_simplify(an, diff);
+    tir_release(diff);
+    int dep = tir_uses_any_var(sd, nd, lvars_t);
+    tir_release(sd);
+    if (dep) {
+      char *a = tir_print_expr(ibr->iter_values->items[k]), *b = tir_print_expr(dbr->iter_values->items[k]);
+      sch_error(s, P, &ibr->hdr, "this block",
+                "iteration variable %s is bound to %s, which does not follow desc '%s''s binding %s over these loops", it->var->name,
+                a, name, b);
+      free(a);
+      free(b);
+      goto done;
+    }
+    tvars[k] = id->var;
+    tvals[k] = &it->var->hdr;
+  }
+  if (!tir_is_one(ibr->predicate) && tir_uses_any_var(ibr->predicate, nd, lvars_t)) {
+    sch_error(s, P, &ibr->hdr, "this block",
+              "block '%s' has a predicate over the loops being tensorized (a split that does not divide): an intrinsic covers "
+              "whole tiles; pad the problem or choose factors that divide",
+              I->name);
+    goto done;
+  }
+  if (!!I->init != !!D->init) {
+    sch_error(s, P, &ibr->hdr, "this block",
+              I->init ? "block '%s' has an init, desc '%s' does not: decompose_reduction first, then tensorize the init and the update separately"
+                      : "desc '%s' has an init, block '%s' does not",
+              I->init ? I->name : name, I->init ? name : I->name);
+    goto done;
+  }
+  /* pair the buffers: accesses in the same order */
+  {
+    Accesses *ta = calloc(1, sizeof *ta), *da = calloc(1, sizeof *da);
+    if (I->init) tir_visit(I->init, collect, ta);
+    tir_visit(I->body, collect, ta);
+    if (D->init) tir_visit(D->init, collect, da);
+    tir_visit(D->body, collect, da);
+    tir_Buffer *dbuf[MAXN], *tbuf[MAXN];
+    int nb = 0, bad = 0;
+    char msg[2048] = "";
+    if (ta->n != da->n) {
+      snprintf(msg, sizeof msg, "the block makes %d buffer access(es), desc '%s' makes %d", ta->n, name, da->n);
+      bad = 1;
+    }
+    for (int i = 0; !bad && i < ta->n; i++) {
+      const tir_Buffer *d = access_buffer(da->items[i]), *t = access_buffer(ta->items[i]);
+      if (da->items[i]->kind != ta->items[i]->kind) {
+        snprintf(msg, sizeof msg, "access %d is a %s in the block but a %s in desc", i + 1, tir_kind_name(ta->items[i]->kind),
+                 tir_kind_name(da->items[i]->kind));
+        bad = 1;
+        break;
+      }
+      int j;
+      for (j = 0; j < nb; j++)
+        if (dbuf[j] == d) break;
+      if (j < nb) {
+        if (tbuf[j] != t) {
+          snprintf(msg, sizeof msg, "desc uses its buffer %s for both %s and %s", d->name, tbuf[j]->name, t->name);
+          bad = 1;
+        }
+        continue;
+      }
+      for (j = 0; j < nb; j++)
+        if (tbuf[j] == t) {
+          snprintf(msg, sizeof msg, "the block uses %s where desc uses both %s and %s", t->name, dbuf[j]->name, d->name);
+          bad = 1;
+        }
+      if (bad) break;
+      if (!tir_dtype_eq(d->hdr.dtype, t->hdr.dtype)) {
+        char x[32], y[32];
+        snprintf(msg, sizeof msg, "desc's %s is %s, the block's %s is %s", d->name, tir_dtype_str(d->hdr.dtype, x), t->name,
+                 tir_dtype_str(t->hdr.dtype, y));
+        bad = 1;
+        break;
+      }
+      if (!scope_compatible(d->scope, t->scope)) {
+        snprintf(msg, sizeof msg, "desc's %s is in scope '%s', the block's %s is in scope '%s' (cache_read/cache_write or set_scope it)",
+                 d->name, d->scope, t->name, t->scope);
+        bad = 1;
+        break;
+      }
+      if (d->shape->size != t->shape->size) {
+        snprintf(msg, sizeof msg, "desc's %s has %d dimensions, the block's %s has %d", d->name, d->shape->size, t->name,
+                 t->shape->size);
+        bad = 1;
+        break;
+      }
+      if (nb == MAXN) {
+        bad = 1;
+        break;
+      }
+      dbuf[nb] = (tir_Buffer *)d;
+      tbuf[nb] = (tir_Buffer *)t;
+      nb++;
+    }
+    /* the bodies must be equal after the mapping */
+    if (!bad) {
+      for (int w = 0; w < 2 && !bad; w++) {
+        const tir_Node *dbody = w ? D->body : D->init, *tbody = w ? I->body : I->init;
+        if (!dbody) continue;
+        tir_Node *b1 = tir_substitute_buffers(dbody, nb, dbuf, tbuf);
+        tir_Node *b2 = tir_substitute(b1, nv, tvars, tvals);
+        tir_release(b1);
+        char diff[400];
+        if (!tir_structural_equal(b2, tbody)) {
+          tir_structural_diff(b2, tbody, diff, sizeof diff, 0);
+          char *x = tir_print(b2), *y = tir_print(tbody);
+          snprintf(msg, sizeof msg, "the block's %s differs from desc '%s': %s\n  desc (mapped): %.150s\n  block:         %.150s",
+                   w ? "body" : "init", name, diff, x, y);
+          free(x);
+          free(y);
+          bad = 1;
+        }
+        tir_release(b2);
+      }
+    }
+    /* every desc parameter must be used */
+    int param_of[MAXN];
+    for (int p = 0; !bad && p < desc->params->size; p++) {
+      param_of[p] = -1;
+      for (int j = 0; j < nb; j++)
+        if (&dbuf[j]->hdr == desc->params->items[p]) param_of[p] = j;
+      if (param_of[p] < 0) {
+        snprintf(msg, sizeof msg, "intrinsic '%s': desc's parameter %s is not accessed by its block", name,
+                 ((const tir_Buffer *)desc->params->items[p])->name);
+        bad = 1;
+      }
+    }
+    if (bad) {
+      free(ta);
+      free(da);
+      sch_error(s, P, top, "this nest", "%s", msg);
+      goto done;
+    }
+    /* regions: accesses of each target buffer over our loops */
+    tir_DomEntry doms[MAXN];
+    for (int i = 0; i < nd; i++) sch_loop_dom(tl[i], &doms[i]);
+    tir_Array *match = tir_array_empty(), *reads = tir_array_empty(), *writes = tir_array_empty();
+    tir_Var *from[MAXN];
+    tir_Node *to[MAXN];
+    int nsub = 0;
+    tir_Buffer *impl_new[MAXN] = {0};
+    tir_Buffer *impl_old[MAXN] = {0};
+    int np = desc->params->size;
+    for (int p = 0; p < np && !bad; p++) {
+      int j = param_of[p];
+      const tir_Buffer *db_ = dbuf[j], *tb = tbuf[j];
+      int nd_ = tb->shape->size;
+      tir_Node **lo = calloc((size_t)nd_, sizeof *lo), **hi = calloc((size_t)nd_, sizeof *hi);
+      int is_read = 0, is_write = 0;
+      for (int i = 0; i < ta->n && !bad; i++) {
+        if (access_buffer(ta->items[i]) != tb) continue;
+        if (ta->items[i]->kind == TIR_BufferStore) is_write = 1;
+        else is_read = 1;
+        const tir_Array *idx = access_indices(ta->items[i]);
+        tir_Array *reg = tir_array_new(idx->size);
+        for (int d = 0; d < idx->size; d++) {
+          /* block vars -> bindings */
+          tir_Var *bv[MAXN];
+          for (int k = 0; k < nv; k++) bv[k] = ((const tir_IterVar *)I->iter_vars->items[k])->var;
+          tir_Node *e = tir_substitute(idx->items[d], nv, bv, ibr->iter_values->items);
+          reg->items[d] = &tir_range(e, tir_i32(1))->hdr;
+        }
+        tir_Array *rel = tir_relax_region(an, reg, doms, nd, NULL);
+        tir_release(reg);
+        if (!rel) {
+          snprintf(msg, sizeof msg, "cannot bound the region of %s the block accesses", tb->name);
+          bad = 1;
+          break;
+        }
+        for (int d = 0; d < nd_; d++) {
+          const tir_Range *r = (const tir_Range *)rel->items[d];
+          tir_Node *h = tir_simplify(an, tir_sub(tir_add(R(r->min), R(r->extent)), tir_i32(1)));
+          if (!lo[d]) {
+            lo[d] = tir_simplify(an, r->min);
+            hi[d] = h;
+          } else {
+            tir_Node *l2 = tir_simplify(an, tir_min(lo[d], R(r->min)));
+            tir_Node *h2 = tir_simplify(an, tir_max(hi[d], h));
+            lo[d] = l2;
+            hi[d] = h2;
+          }
+        }
+        tir_release(rel);
+      }
+      tir_Array *region = tir_array_new(nd_);
+      for (int d = 0; d < nd_ && !bad; d++) {
+        tir_Node *ext = tir_simplify(an, tir_add(tir_sub(R(hi[d]), R(lo[d])), tir_i32(1)));
+        int64_t e, want;
+        tir_is_const_int(db_->shape->items[d], &want);
+        if (!tir_is_const_int(ext, &e) || e != want) {
+          char *x = tir_print_expr(ext);
+          snprintf(msg, sizeof msg, "desc's %s has extent %lld in dimension %d, but the nest covers %s of %s there", db_->name,
+                   (long long)want, d, x, tb->name);
+          free(x);
+          bad = 1;
+        }
+        region->items[d] = &tir_range(R(lo[d]), ext)->hdr;
+      }
+      for (int d = 0; d < nd_; d++) {
+        tir_release(lo[d]);
+        tir_release(hi[d]);
+      }
+      free(lo);
+      free(hi);
+      if (bad) {
+        tir_release(region);
+        break;
+      }
+      const tir_Buffer *ib = (const tir_Buffer *)impl->params->items[p];
+      tir_Buffer *nbuf = fresh_buffer(ib, from, to, &nsub);
+      impl_old[p] = (tir_Buffer *)ib;
+      impl_new[p] = nbuf;
+      match = tir_array_push(match, &tir_match_buffer_region((tir_Buffer *)R(&nbuf->hdr),
+                                                             tir_buffer_region((tir_Buffer *)R(&tb->hdr), (tir_Array *)R(&region->hdr)))->hdr);
+      if (is_read) reads = tir_array_push(reads, &tir_buffer_region((tir_Buffer *)R(&tb->hdr), (tir_Array *)R(&region->hdr))->hdr);
+      if (is_write) writes = tir_array_push(writes, &tir_buffer_region((tir_Buffer *)R(&tb->hdr), (tir_Array *)R(&region->hdr))->hdr);
+      tir_release(region);
+    }
+    for (int i = 0; i < nd; i++) {
+      tir_release(doms[i].set.min);
+      tir_release(doms[i].set.max);
+    }
+    free(ta);
+    free(da);
+    if (bad) {
+      for (int p = 0; p < np; p++) tir_release(impl_new[p]);
+      tir_release(match);
+      tir_release(reads);
+      tir_release(writes);
+      for (int i = 0; i < nsub; i++) tir_release(to[i]);
+      sch_error(s, P, top, "this nest", "%s", msg);
+      goto done;
+    }
+    /* impl's body with its buffers and symbols renamed */
+    const tir_Node *ibody = impl->body;
+    if (ibody->kind == TIR_BlockRealize && ((const tir_BlockRealize *)ibody)->block->iter_vars->size == 0 &&
+        ((const tir_BlockRealize *)ibody)->block->alloc_buffers->size == 0)
+      ibody = ((const tir_BlockRealize *)ibody)->block->body;
+    tir_Node *b1 = tir_substitute_buffers(ibody, np, impl_old, impl_new);
+    tir_Node *body = tir_substitute(b1, nsub, from, to);
+    tir_release(b1);
+    for (int p = 0; p < np; p++) tir_release(impl_new[p]);
+    for (int i = 0; i < nsub; i++) tir_release(to[i]);
+    char *bname = tir_strprintf("%s_o", I->name);
+    tir_Array *anns = tir_array_of(1, &tir_ann("tensor_intrin", tir_string_imm(name))->hdr);
+    tir_Block *nb_ = tir_block_new(bname, NULL, reads, writes, NULL, NULL, match, anns, body);
+    free(bname);
+    rc = nb_->uid;
+    tir_Node *pred = R(ibr->predicate);
+    tir_Node *realize = tir_block_realize(tir_array_empty(), pred, nb_);
+    sch_replace(s, top, realize);
+  }
+done:
+  tir_analyzer_free(an);
+  return rc;
+}

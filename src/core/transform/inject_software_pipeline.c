@@ -1,0 +1,794 @@
+/* inject_software_pipeline.c -- software pipelining of annotated loops (TVM
+ * src/tir/transforms/inject_software_pipeline.cc; RFC apache/tvm-rfcs#80).
+ *
+ * A serial loop annotated with
+ *   software_pipeline_stage        {s_0, ..., s_n-1}  one per statement of the loop body
+ *   software_pipeline_order        a permutation of 0..n-1 (optional; default: body order)
+ *   software_pipeline_async_stages {a}                (optional)
+ * is rewritten so that statement k of iteration i runs in iteration i + s_k: a prologue
+ * (iterations [min, min + S), unrolled), a steady-state body and an epilogue (S more
+ * iterations, unrolled), S the largest stage.  In each emitted iteration j the statements
+ * run in `order`, statement k on original iteration j - s_k, under a predicate when that
+ * iteration may be out of range (the loop's extent may be symbolic or smaller than S).
+ *
+ * The loop body is a sequence of statements, optionally inside an opaque block that
+ * allocates buffers (what plan_buffer_allocation makes); an opaque block child whose body
+ * is a sequence is flattened into its statements (its buffers join the pipeline's).
+ * Buffers allocated there ("pipeline buffers") are fresh in every iteration, so they get
+ * V versions: a new leading dimension indexed by (i - min) % V, where V is the fewest
+ * versions such that iteration i + V never writes a version before iteration i is done
+ * with it:  V = max over writers w and accessors a of  s_a - s_w + (o_w > o_a ? 0 : 1)
+ * (order o; TVM's use - def + 1, with its "reader before writer" reduction generalized).
+ * Double buffering (stages {0, 0, 1}) gives 2 versions, {0, 0, 2} three.
+ *
+ * Legality (checked, so a pipeline never changes the result): a dependence between two
+ * statements through a pipeline buffer must keep its direction -- the earlier statement
+ * has a smaller (stage, order) -- and statements of different stages may not both access
+ * (one of them writing) a buffer allocated outside the loop, which cannot be versioned.
+ * Stages must be non-negative, lists as long as the body, the order a permutation.
+ *
+ * Async stages (CUDA cp.async): every statement of the async stage must be a copy from
+ * global to shared memory; it is wrapped in AttrStmt "async_scope" (inject_ptx_async_copy
+ * turns its stores into ptx_cp_async).  After each run of consecutive async statements
+ * (in emission order) the pass emits ptx_commit_group, unconditionally: a thread whose
+ * copies are predicated off commits an empty group, so group counts are exact without
+ * TVM's if_then_else(pred, n, 0) counts.  Before a statement reading a buffer the async
+ * stage writes, ptx_wait_group(n) is emitted with n = the number of commit groups issued
+ * after the one holding the data it reads (TVM async_wait_inflight_count): for copies
+ * emitted before their consumer, n = s_consumer - s_copy in the steady state (1 for double
+ * buffering, 2 for stages {0, 0, 2}) and n shrinks by one per epilogue iteration, where no
+ * copies are issued.  Only one async stage is allowed (one group queue per thread; TVM's
+ * CUDA codegen has the same limit).  thread_sync puts a barrier after every wait.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pass_util.h"
+#include "tir/arith.h"
+
+#define PASS "inject_software_pipeline"
+#define KEY_STAGE "software_pipeline_stage"
+#define KEY_ORDER "software_pipeline_order"
+#define KEY_ASYNC "software_pipeline_async_stages"
+
+/* ---- sets of data variables ---- */
+typedef struct {
+  const tir_Node **v;
+  int n, cap;
+} VSet;
+
+static void vs_add(VSet *s, const tir_Node *x) {
+  for (int i = 0; i < s->n; i++)
+    if (s->v[i] == x) return;
+  if (s->n == s->cap) {
+    s->cap = s->cap ? s->cap * 2 : 8;
+    s->v = realloc(s->v, sizeof(*s->v) * (size_t)s->cap);
+  }
+  s->v[s->n++] = x;
+}
+static int vs_has(const VSet *s, const tir_Node *x) {
+  for (int i = 0; i < s->n; i++)
+    if (s->v[i] == x) return 1;
+  return 0;
+}
+static int vs_meets(const VSet *a, const VSet *b) {
+  for (int i = 0; i < a->n; i++)
+    if (vs_has(b, a->v[i])) return 1;
+  return 0;
+}
+
+/* ---- one statement of the pipeline body ---- */
+typedef struct {
+  const tir_Node *stmt; /* borrowed */
+  int stage, order, async;
+  VSet rd, wr; /* data vars of the buffers it reads / writes */
+} PStmt;
+
+/* Buffers read and written by a statement: loads, stores, regions declared by nested blocks
+ * and match_buffer sources (both), address_of operands (both: builtins may write them). */
+static int access_fn(const tir_Node *n, void *p) {
+  PStmt *s = p;
+  switch (n->kind) {
+    case TIR_BufferLoad: vs_add(&s->rd, &((const tir_BufferLoad *)n)->buffer->data->hdr); break;
+    case TIR_BufferStore: vs_add(&s->wr, &((const tir_BufferStore *)n)->buffer->data->hdr); break;
+    case TIR_Block: {
+      const tir_Block *b = (const tir_Block *)n;
+      for (int i = 0; i < b->reads->size; i++) vs_add(&s->rd, &((const tir_BufferRegion *)b->reads->items[i])->buffer->data->hdr);
+      for (int i = 0; i < b->writes->size; i++) vs_add(&s->wr, &((const tir_BufferRegion *)b->writes->items[i])->buffer->data->hdr);
+      for (int i = 0; i < b->match_buffers->size; i++) {
+        const tir_Node *d = &((const tir_MatchBufferRegion *)b->match_buffers->items[i])->source->buffer->data->hdr;
+        vs_add(&s->rd, d);
+        vs_add(&s->wr, d);
+      }
+      break;
+    }
+    case TIR_Call: {
+      const tir_Call *c = (const tir_Call *)n;
+      if (strcmp(c->op, "address_of") == 0 && c->args->size == 1 && c->args->items[0]->kind == TIR_BufferLoad)
+        vs_add(&s->wr, &((const tir_BufferLoad *)c->args->items[0])->buffer->data->hdr);
+      break;
+    }
+    default: break;
+  }
+  return 0;
+}
+
+/* ---- pass state ---- */
+typedef struct {
+  const tir_PrimFunc *func; /* for error reports */
+} Ctx;
+
+typedef struct {
+  const tir_Buffer *old;
+  tir_Buffer *nb; /* owned */
+  int versions;
+} Remap;
+
+typedef struct {
+  Ctx *ctx;
+  const tir_For *loop;      /* the annotated loop (original, for error marks) */
+  const tir_For *cur;       /* the same loop with its children already rewritten */
+  PStmt *st;                /* statements in body order */
+  int n;
+  int *ord;                 /* ord[pos] = statement emitted at position pos */
+  int S;                    /* largest stage */
+  int async_stage;          /* -1: none */
+  int *commit_after;        /* per position: a commit group closes after it */
+  int *run_of;              /* per position of an async statement: its commit group index */
+  int R;                    /* commit groups per iteration */
+  VSet async_written;       /* buffers the async stage writes */
+  Remap *remap;
+  int n_remap;
+  tir_Analyzer *an;
+} Pipe;
+
+static tir_Node *pfail(Pipe *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static tir_Node *pfail(Pipe *p, const char *fmt, ...) {
+  char msg[768];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  tir_error_set(TIR_ERR_LOWER, PASS, "loop %s: %s", p->loop->loop_var->name, msg);
+  tir_error_set_ir(&p->ctx->func->hdr);
+  tir_error_mark(&p->loop->hdr, "pipelined loop");
+  return NULL;
+}
+
+static const char *buf_name_of(Pipe *p, const tir_Node *data) {
+  (void)p;
+  return ((const tir_Var *)data)->name;
+}
+
+/* Reads an annotation that must be a list of integers; returns the count, -1 if absent,
+ * -2 if malformed. */
+static int int_list(const tir_Array *anns, const char *key, int64_t **out) {
+  const tir_Node *v = tir_ann_get(anns, key);
+  *out = NULL;
+  if (!v) return -1;
+  if (v->kind != TIR_Array) {
+    int64_t x;
+    if (!tir_is_const_int(v, &x)) return -2;
+    *out = malloc(sizeof(int64_t));
+    (*out)[0] = x;
+    return 1;
+  }
+  const tir_Array *a = (const tir_Array *)v;
+  *out = malloc(sizeof(int64_t) * (size_t)(a->size + 1));
+  for (int i = 0; i < a->size; i++)
+    if (!a->items[i] || !tir_is_const_int(a->items[i], &(*out)[i])) {
+      free(*out);
+      *out = NULL;
+      return -2;
+    }
+  return a->size;
+}
+
+/* Is every store of s a copy from a global buffer into a shared one (the value a load, or
+ * if_then_else / select of a condition, a load and zero)? */
+typedef struct {
+  int stores, bad;
+  const tir_Node *why;
+} CopyCheck;
+
+static const tir_BufferLoad *copy_source(const tir_Node *v) {
+  if (v->kind == TIR_BufferLoad) return (const tir_BufferLoad *)v;
+  const tir_Node *a = NULL, *z = NULL;
+  if (v->kind == TIR_Call && strcmp(((const tir_Call *)v)->op, "if_then_else") == 0 && ((const tir_Call *)v)->args->size == 3) {
+    a = ((const tir_Call *)v)->args->items[1];
+    z = ((const tir_Call *)v)->args->items[2];
+  } else if (v->kind == TIR_Select) {
+    a = ((const tir_Select *)v)->true_value;
+    z = ((const tir_Select *)v)->false_value;
+  }
+  if (!a || a->kind != TIR_BufferLoad) return NULL;
+  if (z->kind == TIR_Broadcast) z = ((const tir_Broadcast *)z)->value;
+  double fz;
+  int64_t iz;
+  if ((tir_is_const_float(z, &fz) && fz == 0.0) || (tir_is_const_int(z, &iz) && iz == 0)) return (const tir_BufferLoad *)a;
+  return NULL;
+}
+
+static int copy_fn(const tir_Node *n, void *p) {
+  CopyCheck *c = p;
+  if (c->bad) return 1;
+  if (n->kind == TIR_BufferStore) {
+    const tir_BufferStore *s = (const tir_BufferStore *)n;
+    const tir_BufferLoad *l = copy_source(s->value);
+    c->stores++;
+    if (strncmp(s->buffer->scope, "shared", 6) != 0 || !l || strcmp(l->buffer->scope, "global") != 0 ||
+        tir_dtype_bytes(tir_dtype_element(l->buffer->hdr.dtype)) != tir_dtype_bytes(tir_dtype_element(s->buffer->hdr.dtype))) {
+      c->bad = 1;
+      c->why = n;
+    }
+    return 0;
+  }
+  if (n->kind == TIR_Evaluate && ((const tir_Evaluate *)n)->value->kind != TIR_IntImm) {
+    c->bad = 1;
+    c->why = n;
+  }
+  return 0;
+}
+
+/* ---- rewriting accesses of pipeline buffers ---- */
+static tir_Node *version_index(Pipe *p, const Remap *r) {
+  /* (loop_var - min) % V; the loop var is substituted per instance afterwards */
+  tir_DType t = p->cur->loop_var->hdr.dtype;
+  return tir_floormod(tir_sub(R((tir_Node *)p->cur->loop_var), R(p->cur->min)), tir_int_imm(t, r->versions));
+}
+
+static const Remap *find_remap(Pipe *p, const tir_Buffer *b) {
+  for (int i = 0; i < p->n_remap; i++)
+    if (p->remap[i].old == b || p->remap[i].old->data == b->data) return &p->remap[i];
+  return NULL;
+}
+
+static tir_Array *prepend(tir_Node *first, const tir_Array *rest) {
+  tir_Array *a = tir_array_new(rest->size + 1);
+  a->items[0] = first;
+  for (int i = 0; i < rest->size; i++) a->items[i + 1] = tir_retain(rest->items[i]);
+  return a;
+}
+
+static tir_Node *ver_mut(const tir_Node *n, void *arg) {
+  Pipe *p = arg;
+  switch (n->kind) {
+    case TIR_BufferLoad: {
+      tir_Node *m = tir_mutate_children(n, ver_mut, arg);
+      if (!m) return TIR_MUTATE_ERROR;
+      const tir_BufferLoad *l = (const tir_BufferLoad *)m;
+      const Remap *r = find_remap(p, l->buffer);
+      if (!r) return m;
+      if (l->buffer != r->old) goto opaque;
+      tir_Node *out = tir_buffer_load((tir_Buffer *)R(r->nb), prepend(version_index(p, r), l->indices));
+      tir_release(m);
+      return out;
+    opaque:
+      tir_release(m);
+      tir_error_set(TIR_ERR_LOWER, PASS, "buffer %s is accessed through another buffer object sharing its data", l->buffer->name);
+      return TIR_MUTATE_ERROR;
+    }
+    case TIR_BufferStore: {
+      tir_Node *m = tir_mutate_children(n, ver_mut, arg);
+      if (!m) return TIR_MUTATE_ERROR;
+      const tir_BufferStore *s = (const tir_BufferStore *)m;
+      const Remap *r = find_remap(p, s->buffer);
+      if (!r) return m;
+      if (s->buffer != r->old) {
+        tir_error_set(TIR_ERR_LOWER, PASS, "buffer %s is accessed through another buffer object sharing its data", s->buffer->name);
+        tir_release(m);
+        return TIR_MUTATE_ERROR;
+      }
+      tir_Node *out = tir_buffer_store((tir_Buffer *)R(r->nb), R(s->value), prepend(version_index(p, r), s->indices));
+      tir_release(m);
+      return out;
+    }
+    case TIR_BufferRegion: {
+      const tir_BufferRegion *br = (const tir_BufferRegion *)n;
+      const Remap *r = find_remap(p, br->buffer);
+      if (!r) return NULL;
+      tir_Node *m = tir_mutate_children(n, ver_mut, arg);
+      if (!m) return TIR_MUTATE_ERROR;
+      const tir_BufferRegion *mb = (const tir_BufferRegion *)m;
+      tir_Node *rg = &tir_range(version_index(p, r), tir_int_imm(p->cur->loop_var->hdr.dtype, 1))->hdr;
+      tir_Node *out = &tir_buffer_region((tir_Buffer *)R(r->nb), prepend(rg, mb->region))->hdr;
+      tir_release(m);
+      return out;
+    }
+    default: return NULL;
+  }
+}
+
+/* After rewriting, no use of an old pipeline buffer's data may remain (an opaque use such
+ * as a handle argument would read the wrong version). */
+typedef struct {
+  Pipe *p;
+  const tir_Node *bad;
+} StaleCheck;
+
+static int stale_fn(const tir_Node *n, void *arg) {
+  StaleCheck *c = arg;
+  if (c->bad) return 1;
+  if (n->kind == TIR_Var)
+    for (int i = 0; i < c->p->n_remap; i++)
+      if (n == &c->p->remap[i].old->data->hdr) c->bad = n;
+  return 0;
+}
+
+/* ---- versions ---- */
+static int versions_of(Pipe *p, const tir_Node *data) {
+  int v = 1, any_writer = 0;
+  for (int w = 0; w < p->n; w++) {
+    if (!vs_has(&p->st[w].wr, data)) continue;
+    any_writer = 1;
+    for (int a = 0; a < p->n; a++) {
+      if (!vs_has(&p->st[a].wr, data) && !vs_has(&p->st[a].rd, data)) continue;
+      int need = p->st[a].stage - p->st[w].stage + (p->st[w].order > p->st[a].order ? 0 : 1);
+      if (need > v) v = need;
+    }
+  }
+  return any_writer ? v : 1;
+}
+
+static tir_Buffer *versioned_buffer(const tir_Buffer *b, int versions) {
+  tir_Buffer *nb = (tir_Buffer *)tir_node_copy(&b->hdr);
+  tir_DType it = b->shape->size ? b->shape->items[0]->dtype : TIR_INT32;
+  tir_Array *shape = prepend(tir_int_imm(it, versions), b->shape);
+  tir_release(nb->shape);
+  nb->shape = shape;
+  if (b->strides->size) {
+    tir_Node *s0 = tir_mul(R(b->strides->items[0]), R(b->shape->items[0]));
+    tir_Array *strides = prepend(s0, b->strides);
+    tir_release(nb->strides);
+    nb->strides = strides;
+  }
+  /* a fresh data var: the versioned buffer is a different allocation */
+  tir_release(nb->data);
+  nb->data = tir_var_new(b->data->name, b->data->hdr.dtype);
+  return nb;
+}
+
+/* ---- emission ---- */
+enum { SEC_PROLOGUE, SEC_BODY, SEC_EPILOGUE };
+
+static tir_Node *commit_stmt(void) { return tir_evaluate(tir_call(TIR_VOID, "ptx_commit_group", tir_array_empty())); }
+static tir_Node *wait_stmt(tir_Node *n) { return tir_evaluate(tir_call(TIR_VOID, "ptx_wait_group", tir_array_of(1, n))); }
+
+/* Commit groups that close before position pos. */
+static int commits_before(Pipe *p, int pos) {
+  int c = 0;
+  for (int q = 0; q < pos; q++) c += p->commit_after[q];
+  return c;
+}
+
+/* Groups that may still be in flight when the statement at position pc (section sec,
+ * emitted iteration j = start + v) reads what the async statement at position pq wrote;
+ * `async_here`: copies are issued in this section.  See the file comment. */
+static tir_Node *inflight(Pipe *p, int pc, int pq, int sec, int async_here, tir_Var *v) {
+  int sc = p->st[p->ord[pc]].stage;
+  int d = sc - p->async_stage;
+  int r = p->run_of[pq];
+  int cb = commits_before(p, pc);
+  if (d < 0) return tir_i32(0); /* excluded by the legality check; waiting for all is safe */
+  if (d == 0) return tir_i32(cb - r - 1);
+  int64_t tail = p->R - 1 - r;
+  if (sec != SEC_EPILOGUE || async_here) return tir_i32((int)(tail + (int64_t)p->R * (d - 1) + cb));
+  /* epilogue without copies: iterations E0 .. j-1 issued none */
+  tir_Node *k = v ? tir_sub(tir_i32(d - 1), tir_cast(TIR_INT32, R((tir_Node *)v))) : tir_i32(d - 1);
+  k = tir_max(k, tir_i32(0));
+  return tir_add(tir_i32((int)tail), tir_mul(tir_i32(p->R), k));
+}
+
+static tir_Node *emit_section(Pipe *p, tir_Node *start, tir_Node *end, int sec, const tir_Node *extra_lb, int *err) {
+  tir_DType lt = p->cur->loop_var->hdr.dtype;
+  tir_Node *ext0 = tir_sub(R(end), R(start));
+  tir_Node *ext = tir_simplify(p->an, ext0);
+  tir_release(ext0);
+  tir_Node *zero = tir_int_imm(lt, 0), *one = tir_int_imm(lt, 1);
+  tir_Node *le0 = tir_cmp(TIR_LE, R(ext), R(zero));
+  int empty = tir_can_prove(p->an, le0);
+  tir_release(le0);
+  if (empty) {
+    tir_release(ext), tir_release(zero), tir_release(one);
+    return NULL;
+  }
+  int unit = tir_can_prove_equal(p->an, ext, one);
+  int mark = tir_analyzer_mark(p->an);
+  tir_Var *v = NULL;
+  tir_Node *j; /* the emitted iteration */
+  if (unit) {
+    j = tir_simplify(p->an, start);
+  } else {
+    v = tir_var_new(p->cur->loop_var->name, lt);
+    tir_analyzer_bind_range(p->an, v, zero, ext);
+    tir_Node *j0 = tir_add(R((tir_Node *)v), R(start));
+    j = tir_simplify(p->an, j0);
+    tir_release(j0);
+  }
+  tir_release(zero), tir_release(one);
+  const tir_Node *mn = p->cur->min;
+  tir_Node *hi = tir_add(R(mn), R(p->cur->extent));
+  /* which statements run in this section, and on which original iteration */
+  tir_Node **skew = calloc((size_t)p->n, sizeof *skew), **pred = calloc((size_t)p->n, sizeof *pred);
+  int *present = calloc((size_t)p->n, sizeof *present);
+  int async_here = 0;
+  for (int pos = 0; pos < p->n; pos++) {
+    const PStmt *s = &p->st[p->ord[pos]];
+    tir_Node *sk0 = tir_sub(R(j), tir_int_imm(lt, s->stage));
+    skew[pos] = tir_simplify(p->an, sk0);
+    tir_release(sk0);
+    tir_Node *in = tir_and(tir_cmp(TIR_LE, R(mn), R(skew[pos])), tir_cmp(TIR_LT, R(skew[pos]), R(hi)));
+    if (extra_lb) in = tir_and(in, tir_cmp(TIR_GE, R(j), R((tir_Node *)extra_lb)));
+    pred[pos] = tir_simplify(p->an, in);
+    tir_release(in);
+    tir_Node *notin = tir_not(R(pred[pos]));
+    present[pos] = !tir_can_prove(p->an, notin);
+    tir_release(notin);
+    if (present[pos] && s->async) async_here = 1;
+  }
+  tir_release(hi);
+  tir_Array *items = tir_array_empty();
+  tir_Node *last_wait = NULL; /* in-flight count of the last wait in this iteration */
+  int commits_since = 0;
+  for (int pos = 0; pos < p->n && !*err; pos++) {
+    const PStmt *s = &p->st[p->ord[pos]];
+    if (!present[pos]) goto next;
+    /* a wait before a statement that reads what the async stage wrote */
+    if (p->async_stage >= 0 && !s->async && vs_meets(&s->rd, &p->async_written)) {
+      tir_Node *need = NULL;
+      for (int q = 0; q < p->n; q++) {
+        const PStmt *a = &p->st[p->ord[q]];
+        if (!a->async || !vs_meets(&a->wr, &s->rd)) continue;
+        tir_Node *x = inflight(p, pos, q, sec, async_here, v);
+        need = need ? tir_min(need, x) : x;
+      }
+      if (need) {
+        tir_Node *ns = tir_simplify(p->an, need);
+        tir_release(need);
+        tir_Node *neg = tir_cmp(TIR_LT, R(ns), tir_i32(0));
+        if (tir_can_prove(p->an, neg)) {
+          tir_release(ns);
+          ns = tir_i32(0);
+        }
+        tir_release(neg);
+        int covered = 0;
+        if (last_wait) {
+          tir_Node *c = tir_cmp(TIR_LE, tir_add(R(last_wait), tir_i32(commits_since)), R(ns));
+          covered = tir_can_prove(p->an, c);
+          tir_release(c);
+        }
+        if (!covered) {
+          items = tir_array_push(items, wait_stmt(R(ns)));
+          tir_release(last_wait);
+          last_wait = R(ns);
+          commits_since = 0;
+        }
+        tir_release(ns);
+      }
+    }
+    {
+      /* versions first, in terms of the loop var; then the instance's iteration */
+      tir_Node *vr = p->n_remap ? tir_mutate(s->stmt, ver_mut, p) : tir_retain(s->stmt);
+      if (!vr) {
+        *err = 1;
+        goto next;
+      }
+      StaleCheck sc = {p, NULL};
+      tir_visit(vr, stale_fn, &sc);
+      if (sc.bad) {
+        tir_release(vr);
+        pfail(p, "buffer %s is used opaquely (not through loads and stores) in statement %d, so its versions cannot be "
+                 "selected", ((const tir_Var *)sc.bad)->name, p->ord[pos]);
+        *err = 1;
+        goto next;
+      }
+      tir_Node *sub = tir_substitute(vr, 1, (tir_Var *const *)&p->cur->loop_var, &skew[pos]);
+      tir_release(vr);
+      tir_Node *inst = tir_simplify_stmt(p->an, sub);
+      tir_release(sub);
+      if (s->async) inst = tir_attr_stmt(NULL, "async_scope", tir_i32(1), inst);
+      if (!tir_can_prove(p->an, pred[pos])) inst = tir_if(R(pred[pos]), inst, NULL);
+      items = tir_array_push(items, inst);
+    }
+  next:
+    if (p->commit_after[pos] && async_here) {
+      items = tir_array_push(items, commit_stmt());
+      commits_since++;
+    }
+  }
+  tir_release(last_wait);
+  for (int pos = 0; pos < p->n; pos++) {
+    tir_release(skew[pos]);
+    tir_release(pred[pos]);
+  }
+  free(skew), free(pred), free(present);
+  tir_release(j);
+  tir_analyzer_reset(p->an, mark);
+  if (*err || items->size == 0) {
+    tir_release(items);
+    tir_release(ext);
+    tir_release(v);
+    return NULL;
+  }
+  tir_Node *body = tir_seq(items);
+  if (unit) {
+    tir_release(ext);
+    return body;
+  }
+  tir_Array *anns = tir_ann_remove(p->cur->annotations, KEY_STAGE);
+  tir_Array *a2 = tir_ann_remove(anns, KEY_ORDER);
+  tir_release(anns);
+  anns = tir_ann_remove(a2, KEY_ASYNC);
+  tir_release(a2);
+  int kind = sec == SEC_BODY ? (int)p->cur->kind : TIR_FOR_UNROLLED;
+  return tir_for(v, tir_int_imm(lt, 0), ext, kind, "", anns, body);
+}
+
+/* ---- the annotated loop ---- */
+static int is_plain_opaque(const tir_BlockRealize *br) {
+  const tir_Block *b = br->block;
+  return tir_is_one(br->predicate) && b->iter_vars->size == 0 && !b->init && b->match_buffers->size == 0;
+}
+
+static tir_Node *pipeline(Ctx *ctx, const tir_For *orig, const tir_For *f) {
+  Pipe P;
+  memset(&P, 0, sizeof P);
+  P.ctx = ctx;
+  P.loop = orig;
+  P.cur = f;
+  P.async_stage = -1;
+  tir_Node *result = NULL;
+  int64_t *stages = NULL, *orders = NULL, *asyncs = NULL;
+  tir_Array *allocs = tir_array_empty();
+  const tir_Node **kids = NULL;
+  int nk = 0;
+
+  if (f->kind != TIR_FOR_SERIAL && f->kind != TIR_FOR_UNROLLED) {
+    pfail(&P, "only serial loops can be software-pipelined (this one is %s)",
+          f->kind == TIR_FOR_THREAD_BINDING ? "thread-bound" : f->kind == TIR_FOR_VECTORIZED ? "vectorized" : "parallel");
+    goto done;
+  }
+  /* the statements of the body */
+  const tir_Node *body = f->body;
+  if (body->kind == TIR_BlockRealize && is_plain_opaque((const tir_BlockRealize *)body)) {
+    const tir_Block *b = ((const tir_BlockRealize *)body)->block;
+    tir_Array *x = tir_array_concat(allocs, b->alloc_buffers);
+    tir_release(allocs);
+    allocs = x;
+    body = b->body;
+  }
+  if (body->kind != TIR_SeqStmt) {
+    pfail(&P, "the body of a software-pipelined loop must be a sequence of statements (got a single %s)",
+          tir_kind_name(body->kind));
+    goto done;
+  }
+  {
+    const tir_Array *seq = ((const tir_SeqStmt *)body)->seq;
+    for (int i = 0; i < seq->size; i++) {
+      const tir_Node *c = seq->items[i];
+      const tir_Array *grand = NULL;
+      if (c->kind == TIR_BlockRealize && is_plain_opaque((const tir_BlockRealize *)c) &&
+          ((const tir_BlockRealize *)c)->block->body->kind == TIR_SeqStmt) {
+        const tir_Block *b = ((const tir_BlockRealize *)c)->block;
+        tir_Array *x = tir_array_concat(allocs, b->alloc_buffers);
+        tir_release(allocs);
+        allocs = x;
+        grand = ((const tir_SeqStmt *)b->body)->seq;
+      }
+      int add = grand ? grand->size : 1;
+      kids = realloc(kids, sizeof(*kids) * (size_t)(nk + add));
+      if (grand)
+        for (int k = 0; k < grand->size; k++) kids[nk++] = grand->items[k];
+      else
+        kids[nk++] = c;
+    }
+  }
+  P.n = nk;
+  int ns = int_list(f->annotations, KEY_STAGE, &stages);
+  int no = int_list(f->annotations, KEY_ORDER, &orders);
+  int na = int_list(f->annotations, KEY_ASYNC, &asyncs);
+  if (ns == -2 || no == -2 || na == -2) {
+    pfail(&P, "%s must be a list of integers", ns == -2 ? KEY_STAGE : no == -2 ? KEY_ORDER : KEY_ASYNC);
+    goto done;
+  }
+  if (ns == -1) {
+    pfail(&P, "%s is given without %s", no >= 0 ? KEY_ORDER : KEY_ASYNC, KEY_STAGE);
+    goto done;
+  }
+  if (ns != nk) {
+    pfail(&P, "%s has %d entries but the loop body has %d statements (one stage per statement, in body order)", KEY_STAGE,
+          ns, nk);
+    goto done;
+  }
+  if (no >= 0 && no != nk) {
+    pfail(&P, "%s has %d entries but the loop body has %d statements", KEY_ORDER, no, nk);
+    goto done;
+  }
+  P.st = calloc((size_t)nk, sizeof *P.st);
+  P.ord = calloc((size_t)nk, sizeof *P.ord);
+  for (int i = 0; i < nk; i++) P.ord[i] = -1;
+  for (int i = 0; i < nk; i++) {
+    if (stages[i] < 0 || stages[i] > 64) {
+      pfail(&P, "stage %lld of statement %d is out of range (stages are 0 .. 64)", (long long)stages[i], i);
+      goto done;
+    }
+    int64_t o = no >= 0 ? orders[i] : i;
+    if (o < 0 || o >= nk || P.ord[o] >= 0) {
+      pfail(&P, "%s must be a permutation of 0 .. %d (entry %d is %lld)", KEY_ORDER, nk - 1, i, (long long)o);
+      goto done;
+    }
+    P.ord[o] = i;
+    P.st[i].stmt = kids[i];
+    P.st[i].stage = (int)stages[i];
+    P.st[i].order = (int)o;
+    if (P.st[i].stage > P.S) P.S = P.st[i].stage;
+    tir_visit(kids[i], access_fn, &P.st[i]);
+  }
+  for (int i = 0; i < (na > 0 ? na : 0); i++) {
+    if (asyncs[i] < 0) {
+      pfail(&P, "%s: stage %lld is negative", KEY_ASYNC, (long long)asyncs[i]);
+      goto done;
+    }
+    if (P.async_stage >= 0 && P.async_stage != asyncs[i]) {
+      pfail(&P, "%s lists stages %d and %lld: cp.async has one group queue per thread, so one async stage is supported",
+            KEY_ASYNC, P.async_stage, (long long)asyncs[i]);
+      goto done;
+    }
+    P.async_stage = (int)asyncs[i];
+  }
+  /* async statements must be global -> shared copies */
+  for (int i = 0; i < nk && P.async_stage >= 0; i++) {
+    if (P.st[i].stage != P.async_stage) continue;
+    P.st[i].async = 1;
+    CopyCheck cc = {0, 0, NULL};
+    tir_visit(kids[i], copy_fn, &cc);
+    if (cc.bad || cc.stores == 0) {
+      pfail(&P, "statement %d is in async stage %d but is not a copy from global to shared memory (every store must be "
+                "shared[...] = global[...], optionally if_then_else(cond, global[...], 0))", i, P.async_stage);
+      if (cc.why) tir_error_mark(cc.why, "not a global -> shared copy");
+      goto done;
+    }
+    for (int k = 0; k < P.st[i].wr.n; k++) vs_add(&P.async_written, P.st[i].wr.v[k]);
+  }
+  /* legality: dependences keep their direction; unversioned buffers stay within a stage */
+  for (int a = 0; a < nk; a++)
+    for (int b = a + 1; b < nk; b++) {
+      const PStmt *x = &P.st[a], *y = &P.st[b];
+      VSet dep = {0};
+      for (int k = 0; k < x->wr.n; k++)
+        if (vs_has(&y->rd, x->wr.v[k]) || vs_has(&y->wr, x->wr.v[k])) vs_add(&dep, x->wr.v[k]);
+      for (int k = 0; k < x->rd.n; k++)
+        if (vs_has(&y->wr, x->rd.v[k])) vs_add(&dep, x->rd.v[k]);
+      const char *bad = NULL;
+      int local = 0;
+      for (int k = 0; k < dep.n && !bad; k++) {
+        int in_pipe = 0;
+        for (int q = 0; q < allocs->size; q++)
+          if (&((const tir_Buffer *)allocs->items[q])->data->hdr == dep.v[k]) in_pipe = 1;
+        if (in_pipe) {
+          if (!(x->stage < y->stage || (x->stage == y->stage && x->order < y->order))) bad = buf_name_of(&P, dep.v[k]), local = 1;
+        } else if (x->stage != y->stage || x->order > y->order) {
+          bad = buf_name_of(&P, dep.v[k]);
+        }
+      }
+      free(dep.v);
+      if (bad && local) {
+        pfail(&P, "statement %d depends on statement %d through %s, but would run before it (stages %d and %d, orders %d "
+                  "and %d): a dependence needs a later stage, or the same stage and a later order",
+              b, a, bad, y->stage, x->stage, y->order, x->order);
+        goto done;
+      }
+      if (bad) {
+        pfail(&P, "statements %d and %d (stages %d and %d, orders %d and %d) both access %s, which is allocated outside the "
+                  "pipelined loop and so cannot get versions: they must be in the same stage, in body order",
+              a, b, x->stage, y->stage, x->order, y->order, bad);
+        goto done;
+      }
+    }
+  /* commit groups: runs of consecutive async statements in emission order */
+  P.commit_after = calloc((size_t)nk, sizeof(int));
+  P.run_of = calloc((size_t)nk, sizeof(int));
+  for (int pos = 0; pos < nk; pos++) {
+    if (!P.st[P.ord[pos]].async) continue;
+    P.run_of[pos] = P.R;
+    if (pos == nk - 1 || !P.st[P.ord[pos + 1]].async) {
+      P.commit_after[pos] = 1;
+      P.R++;
+    }
+  }
+  /* versions of the pipeline buffers */
+  P.remap = calloc((size_t)(allocs->size + 1), sizeof *P.remap);
+  for (int q = 0; q < allocs->size; q++) {
+    const tir_Buffer *b = (const tir_Buffer *)allocs->items[q];
+    int vv = versions_of(&P, &b->data->hdr);
+    if (vv > 1) {
+      P.remap[P.n_remap].old = b;
+      P.remap[P.n_remap].nb = versioned_buffer(b, vv);
+      P.remap[P.n_remap].versions = vv;
+      P.n_remap++;
+    }
+  }
+  /* prologue, body, epilogue */
+  {
+    P.an = tir_analyzer_new();
+    tir_DType lt = f->loop_var->hdr.dtype;
+    const tir_Node *mn = f->min, *ex = f->extent;
+    tir_Node *S = tir_int_imm(lt, P.S);
+    tir_Node *pro_end = tir_add(R(mn), R(S));
+    tir_Node *end = tir_add(R(mn), R(ex));
+    tir_Node *epi_start = R(end), *extra_lb = NULL;
+    tir_Node *ge = tir_cmp(TIR_GE, R(ex), R(S));
+    if (P.S > 1 && !tir_can_prove(P.an, ge)) {
+      int64_t c;
+      if (tir_as_const_int(P.an, end, &c)) {
+        tir_release(epi_start);
+        epi_start = tir_max(R(end), R(pro_end));
+      } else {
+        extra_lb = R(pro_end);
+      }
+    }
+    tir_release(ge);
+    tir_Node *epi_end = tir_add(R(end), R(S));
+    int err = 0;
+    tir_Node *secs[3];
+    secs[0] = emit_section(&P, (tir_Node *)mn, pro_end, SEC_PROLOGUE, NULL, &err);
+    secs[1] = err ? NULL : emit_section(&P, pro_end, end, SEC_BODY, NULL, &err);
+    secs[2] = err ? NULL : emit_section(&P, epi_start, epi_end, SEC_EPILOGUE, extra_lb, &err);
+    tir_release(S), tir_release(pro_end), tir_release(end), tir_release(epi_start), tir_release(extra_lb),
+        tir_release(epi_end);
+    if (err) {
+      for (int i = 0; i < 3; i++) tir_release(secs[i]);
+      if (!tir_error_occurred()) pfail(&P, "internal error while emitting the pipeline");
+      goto done;
+    }
+    tir_Array *parts = tir_array_empty();
+    for (int i = 0; i < 3; i++)
+      if (secs[i]) parts = tir_array_push(parts, secs[i]);
+    tir_Node *seq = parts->size ? tir_seq(parts) : (tir_release(parts), tir_evaluate(tir_i32(0)));
+    if (allocs->size) {
+      tir_Array *nallocs = tir_array_new(allocs->size);
+      for (int q = 0; q < allocs->size; q++) {
+        const Remap *r = find_remap(&P, (const tir_Buffer *)allocs->items[q]);
+        nallocs->items[q] = tir_retain(r ? &r->nb->hdr : allocs->items[q]);
+      }
+      tir_Block *blk = tir_block_new("", NULL, NULL, NULL, NULL, nallocs, NULL, NULL, seq);
+      result = tir_block_realize(tir_array_empty(), tir_bool_imm(1), blk);
+    } else {
+      result = seq;
+    }
+  }
+done:
+  for (int i = 0; P.st && i < nk; i++) {
+    free(P.st[i].rd.v);
+    free(P.st[i].wr.v);
+  }
+  for (int i = 0; i < P.n_remap; i++) tir_release(P.remap[i].nb);
+  free(P.remap);
+  free(P.st), free(P.ord), free(P.commit_after), free(P.run_of), free(P.async_written.v);
+  free(stages), free(orders), free(asyncs), free(kids);
+  tir_release(allocs);
+  if (P.an) tir_analyzer_free(P.an);
+  return result;
+}
+
+static tir_Node *mut(const tir_Node *n, void *arg) {
+  Ctx *c = arg;
+  if (tir_is_expr(n)) return tir_retain(n);
+  if (n->kind != TIR_For) return NULL;
+  const tir_For *f = (const tir_For *)n;
+  if (!tir_ann_get(f->annotations, KEY_STAGE) && !tir_ann_get(f->annotations, KEY_ORDER) &&
+      !tir_ann_get(f->annotations, KEY_ASYNC))
+    return NULL;
+  /* inner pipelines first (TVM's post-order) */
+  tir_Node *m = tir_mutate_children(n, mut, arg);
+  if (!m) return TIR_MUTATE_ERROR;
+  tir_Node *r = pipeline(c, f, (const tir_For *)m);
+  tir_release(m);
+  return r ? r : TIR_MUTATE_ERROR;
+}
+
+tir_PrimFunc *tir_pass_inject_software_pipeline(const tir_PrimFunc *f) {
+  Ctx c = {f};
+  return pass_with_body(f, tir_mutate(f->body, mut, &c));
+}
