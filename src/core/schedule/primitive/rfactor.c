@@ -31,12 +31,7 @@
 #include "../sched_util.h"
 #include "tir/strbuf.h"
 
-typedef struct {
-  const tir_Var *var;
-  int kind; /* 1 spatial, 2 reduction, 3 both */
-} Touch;
-
-/* Loops whose variables the bindings of spatial (kind 1) / reduction (kind 2) variables use. */
+/* 1 when a spatial variable's binding uses loop variable v, 2 a reduction one's, 3 both. */
 static int touched(const tir_BlockRealize *br, const tir_Var *v) {
   int k = 0;
   for (int i = 0; i < br->iter_values->size; i++) {
@@ -47,26 +42,46 @@ static int touched(const tir_BlockRealize *br, const tir_Var *v) {
   return k;
 }
 
-/* Recognizes  buf[idx] = combine(buf[idx], rhs)  (either operand order).  Returns the
- * combiner's kind (TIR_Add, TIR_Mul, TIR_Min, TIR_Max) and the rhs, or 0. */
-static int match_update(const tir_BufferStore *st, const tir_Node **rhs) {
-  const tir_Node *v = st->value;
-  if (v->kind != TIR_Add && v->kind != TIR_Mul && v->kind != TIR_Min && v->kind != TIR_Max) return 0;
-  const tir_Add *b = (const tir_Add *)v;
-  for (int side = 0; side < 2; side++) {
-    const tir_Node *x = side ? b->b : b->a, *y = side ? b->a : b->b;
-    if (x->kind != TIR_BufferLoad) continue;
-    const tir_BufferLoad *l = (const tir_BufferLoad *)x;
-    if (l->buffer != st->buffer || !tir_expr_deep_equal(&l->indices->hdr, &st->indices->hdr)) continue;
-    if (tir_uses_var(y, st->buffer->data)) continue;
-    /* the rhs may not read the output */
-    int reads_out = 0;
-    if (y->kind == TIR_BufferLoad && ((const tir_BufferLoad *)y)->buffer == st->buffer) reads_out = 1;
-    if (reads_out) continue;
-    *rhs = y;
-    return v->kind;
+/* Operands of a tree of one associative, commutative operator (kind). */
+static void flatten(const tir_Node *e, int kind, const tir_Node **ops, int *n, int cap) {
+  if (e->kind == kind) {
+    const tir_Add *b = (const tir_Add *)e;
+    flatten(b->a, kind, ops, n, cap);
+    flatten(b->b, kind, ops, n, cap);
+  } else if (*n < cap) {
+    ops[(*n)++] = e;
+  } else {
+    *n = cap + 1; /* too many: no match */
   }
-  return 0;
+}
+
+/* Recognizes  buf[idx] = combine(..., buf[idx], ...)  where combine is +, *, min or max and
+ * buf[idx] is one operand of the (flattened) tree.  Returns the combiner's kind and the
+ * rest of the operands combined (owned), or 0. */
+static int match_update(const tir_BufferStore *st, tir_Node **rhs) {
+  int kind = st->value->kind;
+  if (kind != TIR_Add && kind != TIR_Mul && kind != TIR_Min && kind != TIR_Max) return 0;
+  const tir_Node *ops[64];
+  int n = 0, self = -1;
+  flatten(st->value, kind, ops, &n, 64);
+  if (n > 64) return 0;
+  for (int i = 0; i < n; i++) {
+    if (ops[i]->kind != TIR_BufferLoad) continue;
+    const tir_BufferLoad *l = (const tir_BufferLoad *)ops[i];
+    if (l->buffer != st->buffer || !tir_expr_deep_equal(&l->indices->hdr, &st->indices->hdr)) continue;
+    if (self >= 0) return 0; /* the output twice */
+    self = i;
+  }
+  if (self < 0) return 0;
+  tir_Node *r = NULL;
+  for (int i = 0; i < n; i++) {
+    if (i == self) continue;
+    tir_Node *x = tir_retain(ops[i]);
+    r = r ? tir_binary(kind, r, x) : x;
+  }
+  if (!r) return 0;
+  *rhs = r;
+  return kind;
 }
 
 static int loads_buffer(const tir_Node *n, void *p) {
@@ -217,28 +232,6 @@ int64_t tir_sched_rfactor(tir_Schedule *s, const tir_Var *lv, int factor_axis) {
       return sch_error(s, P, &br->hdr, "this block", "the reduction variable %s of block '%s' indexes its output %s", iv->var->name,
                        blk->name, out->name);
   }
-  /* ---- the reduction pattern (TVM GetReducerAndCombinerLhsRhs) ---- */
-  const tir_Node *rhs = NULL;
-  int comb = match_update(upd, &rhs);
-  if (!comb || ini->buffer != out || !tir_expr_deep_equal(&ini->indices->hdr, &upd->indices->hdr))
-    return sch_error(s, P, &br->hdr, "this block",
-                     "the body of block '%s' is not  %s[...] = %s[...] op rhs  (op one of +, *, min, max) with its init storing to "
-                     "the same element",
-                     blk->name, out->name, out->name);
-  {
-    const tir_Buffer *probe = out;
-    tir_visit(rhs, loads_buffer, &probe);
-    if (!probe)
-      return sch_error(s, P, &br->hdr, "this block", "the update of block '%s' reads its output %s outside the reduction", blk->name,
-                       out->name);
-  }
-  if (!is_identity(comb, ini->value, out->hdr.dtype)) {
-    char *iv = tir_print_expr(ini->value);
-    sch_error(s, P, &br->hdr, "this block", "the init value %s of block '%s' is not the identity of its reduction (%s)", iv ? iv : "?",
-              blk->name, comb == TIR_Add ? "+ needs 0" : comb == TIR_Mul ? "* needs 1" : comb == TIR_Max ? "max needs the lowest value" : "min needs the highest value");
-    free(iv);
-    return -1;
-  }
   /* ---- the loops (TVM LoopPropertyError) ---- */
   if (rf_loop->kind != TIR_FOR_SERIAL)
     return sch_error(s, P, &rf_loop->hdr, "this loop", "loop %s must be serial to rfactor (it is %s)", lv->name,
@@ -294,10 +287,41 @@ int64_t tir_sched_rfactor(tir_Schedule *s, const tir_Var *lv, int factor_axis) {
   if (!rf_reduces)
     return sch_error(s, P, &rf_loop->hdr, "this loop", "loop %s is not bound to any reduction variable of block '%s'", lv->name,
                      blk->name);
+  /* ---- the reduction pattern (TVM GetReducerAndCombinerLhsRhs) ---- */
+  tir_Node *rhs = NULL; /* owned once matched */
+  int comb = match_update(upd, &rhs);
+  if (comb && (ini->buffer != out || !tir_expr_deep_equal(&ini->indices->hdr, &upd->indices->hdr))) {
+    tir_release(rhs);
+    comb = 0;
+  }
+  if (!comb)
+    return sch_error(s, P, &br->hdr, "this block",
+                     "the body of block '%s' is not  %s[...] = %s[...] op rhs  (op one of +, *, min, max) with its init storing to "
+                     "the same element",
+                     blk->name, out->name, out->name);
+  {
+    const tir_Buffer *probe = out;
+    tir_visit(rhs, loads_buffer, &probe);
+    if (!probe) {
+      tir_release(rhs);
+      return sch_error(s, P, &br->hdr, "this block", "the update of block '%s' reads its output %s outside the reduction", blk->name,
+                       out->name);
+    }
+  }
+  if (!is_identity(comb, ini->value, out->hdr.dtype)) {
+    char *iv = tir_print_expr(ini->value);
+    sch_error(s, P, &br->hdr, "this block", "the init value %s of block '%s' is not the identity of its reduction (%s)", iv ? iv : "?",
+              blk->name, comb == TIR_Add ? "+ needs 0" : comb == TIR_Mul ? "* needs 1" : comb == TIR_Max ? "max needs the lowest value" : "min needs the highest value");
+    free(iv);
+    tir_release(rhs);
+    return -1;
+  }
   int ndim = out->shape->size;
-  if (factor_axis < -(ndim + 1) || factor_axis > ndim)
+  if (factor_axis < -(ndim + 1) || factor_axis > ndim) {
+    tir_release(rhs);
     return sch_error(s, P, &br->hdr, "this block", "factor_axis %d is out of range: %s has %d dimension(s), so it must be in [%d, %d]",
                      factor_axis, out->name, ndim, -(ndim + 1), ndim);
+  }
   if (factor_axis < 0) factor_axis += ndim + 1;
 
   /* ---- the rf buffer ---- */
@@ -428,6 +452,7 @@ int64_t tir_sched_rfactor(tir_Schedule *s, const tir_Var *lv, int factor_axis) {
   for (int i = 0; i < nw; i++) tir_release(wnew[i]);
   free(lmap_from), free(lmap_to), free(old_r), free(new_r), free(wold), free(wnew);
   tir_release(rf_idx);
+  tir_release(rhs);
   tir_release(add);
   tir_release(wadd);
   return rf_uid;
