@@ -401,6 +401,52 @@ describe("cache_read", function()
     check(sch, expected)
   end)
 
+  it("copies only what an inner scope reads of its input", function()
+    local f = T.prim_func("main", {A = T.Buffer({32, 32}, "float32"), C = T.Buffer({32, 32}, "float32")}, function(A, C)
+      for i, j in T.grid(2, 2) do
+        T.block("C_outer", function()
+          local vi_o, vj_o = T.axis.remap("SS", {i, j})
+          T.reads(A[{{vi_o * 16, vi_o * 16 + 16}, {vj_o * 16, vj_o * 16 + 16}}])
+          T.writes(C[{{vi_o * 16, vi_o * 16 + 16}, {vj_o * 16, vj_o * 16 + 16}}])
+          for i_i, j_i in T.grid(16, 16) do
+            T.block("C_inner", function()
+              local vi = T.axis.spatial(32, vi_o * 16 + i_i)
+              local vj = T.axis.spatial(32, vj_o * 16 + j_i)
+              C[{vi, vj}] = A[{vi, vj}] + 1.0
+            end)
+          end
+        end)
+      end
+    end)
+    local expected = T.prim_func("main", {A = T.Buffer({32, 32}, "float32"), C = T.Buffer({32, 32}, "float32")}, function(A, C)
+      for i, j in T.grid(2, 2) do
+        T.block("C_outer", function()
+          local vi_o, vj_o = T.axis.remap("SS", {i, j})
+          T.reads(A[{{vi_o * 16, vi_o * 16 + 16}, {vj_o * 16, vj_o * 16 + 16}}])
+          T.writes(C[{{vi_o * 16, vi_o * 16 + 16}, {vj_o * 16, vj_o * 16 + 16}}])
+          local A_local = T.alloc_buffer({32, 32}, "float32", {scope = "local"})
+          for ax0, ax1 in T.grid(16, 16) do
+            T.block("A_local", function()
+              local v0 = T.axis.spatial(32, vi_o * 16 + ax0)
+              local v1 = T.axis.spatial(32, vj_o * 16 + ax1)
+              A_local[{v0, v1}] = A[{v0, v1}]
+            end)
+          end
+          for i_i, j_i in T.grid(16, 16) do
+            T.block("C_inner", function()
+              local vi = T.axis.spatial(32, vi_o * 16 + i_i)
+              local vj = T.axis.spatial(32, vj_o * 16 + j_i)
+              C[{vi, vj}] = A_local[{vi, vj}] + 1.0
+            end)
+          end
+        end)
+      end
+    end)
+    local sch = tir.Schedule(f)
+    sch:cache_read("C_inner", 0, "local")
+    check(sch, expected)
+  end)
+
   it("rewrites loads in a reader's predicate", function()
     local f = T.prim_func("main", {A = T.Buffer({8}, "int32"), C = T.Buffer({8}, "int32")}, function(A, C)
       for i in T.serial(8) do

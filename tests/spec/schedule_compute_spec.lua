@@ -280,6 +280,96 @@ describe("compute_inline", function()
     assert.are.equal(0, U.count(tostring(sch.mod), "alloc_buffer"))
   end)
 
+  it("inlines into blocks nested in a consumer and recomputes their regions", function()
+    local f = T.prim_func("main", {A = T.Buffer({32, 32}, "float32"), C = T.Buffer({32, 32}, "float32")}, function(A, C)
+      local B = T.alloc_buffer({32, 32}, "float32")
+      for i, j in T.grid(32, 32) do
+        T.block("B", function()
+          local vi, vj = T.axis.remap("SS", {i, j})
+          B[{vi, vj}] = A[{vi, vj}] * 2.0
+        end)
+      end
+      for i, j in T.grid(2, 2) do
+        T.block("C_outer", function()
+          local vi_o, vj_o = T.axis.remap("SS", {i, j})
+          T.reads(B[{{vi_o * 16, vi_o * 16 + 16}, {vj_o * 16, vj_o * 16 + 16}}])
+          T.writes(C[{{vi_o * 16, vi_o * 16 + 16}, {vj_o * 16, vj_o * 16 + 16}}])
+          for i_i, j_i in T.grid(16, 16) do
+            T.block("C_inner", function()
+              local vi = T.axis.spatial(32, vi_o * 16 + i_i)
+              local vj = T.axis.spatial(32, vj_o * 16 + j_i)
+              C[{vi, vj}] = B[{vi, vj}] + 1.0
+            end)
+          end
+        end)
+      end
+    end)
+    local expected = T.prim_func("main", {A = T.Buffer({32, 32}, "float32"), C = T.Buffer({32, 32}, "float32")}, function(A, C)
+      for i, j in T.grid(2, 2) do
+        T.block("C_outer", function()
+          local vi_o, vj_o = T.axis.remap("SS", {i, j})
+          T.reads(A[{{vi_o * 16, vi_o * 16 + 16}, {vj_o * 16, vj_o * 16 + 16}}])
+          T.writes(C[{{vi_o * 16, vi_o * 16 + 16}, {vj_o * 16, vj_o * 16 + 16}}])
+          for i_i, j_i in T.grid(16, 16) do
+            T.block("C_inner", function()
+              local vi = T.axis.spatial(32, vi_o * 16 + i_i)
+              local vj = T.axis.spatial(32, vj_o * 16 + j_i)
+              C[{vi, vj}] = A[{vi, vj}] * 2.0 + 1.0
+            end)
+          end
+        end)
+      end
+    end)
+    local sch = tir.Schedule(f)
+    sch:compute_inline("B")
+    check(sch, expected)
+  end)
+
+  it("refuses a buffer used other than through loads (TVM buffer_matched / opaque_access)", function()
+    local f = T.prim_func("main", {A = T.Buffer({8, 8}, "float32"), C = T.Buffer({8, 8}, "float32")}, function(A, C)
+      local B = T.alloc_buffer({8, 8}, "float32")
+      for i, j in T.grid(8, 8) do
+        T.block("B", function()
+          local vi, vj = T.axis.remap("SS", {i, j})
+          B[{vi, vj}] = A[{vi, vj}] * 2.0
+        end)
+      end
+      for i, j in T.grid(8, 4) do
+        T.block("C", function()
+          local vi, vj = T.axis.remap("SS", {i, j})
+          local Bb = T.match_buffer(B[{vi, {vj * 2, vj * 2 + 2}}], {2}, "float32")
+          C[{vi, vj * 2}] = Bb[{0}] + 1.0
+          C[{vi, vj * 2 + 1}] = Bb[{1}] + 1.0
+        end)
+      end
+    end)
+    local sch = tir.Schedule(f)
+    -- a view may be written through, so the viewing block counts as a writer
+    U.expect_error(function() sch:compute_inline("B") end, "compute_inline",
+                   "block 'C' also writes B; block 'B' must be the only writer of B in its scope")
+    assert.is_true(tir.structural_equal(sch.mod, f))
+    local g = T.prim_func("main", {A = T.Buffer({8}, "float32"), C = T.Buffer({8}, "float32")}, function(A, C)
+      local B = T.alloc_buffer({8}, "float32")
+      for i in T.serial(8) do
+        T.block("B", function()
+          local vi = T.axis.spatial(8, i)
+          B[{vi}] = A[{vi}] * 2.0
+        end)
+      end
+      for i in T.serial(8) do
+        T.block("C", function()
+          local vi = T.axis.spatial(8, i)
+          T.evaluate(T.call("int32", "opaque_use", B.data))
+          C[{vi}] = B[{vi}] + 1.0
+        end)
+      end
+    end)
+    local sch2 = tir.Schedule(g)
+    U.expect_error(function() sch2:compute_inline("B") end, "compute_inline",
+                   "B is used other than through loads B[...] by blocks of this scope")
+    assert.is_true(tir.structural_equal(sch2.mod, g))
+  end)
+
   it("checks its preconditions", function()
     -- a reduction (has an init)
     local sch = tir.Schedule(U.matmul(4, 4, 4))

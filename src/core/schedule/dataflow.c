@@ -293,7 +293,11 @@ tir_Array *sch_cache_region(const tir_Node *root, const tir_Block *scope, const 
   int nd = buf->shape->size;
   const tir_Array *reg = writer ? sch_region_of(writer->block->writes, buf) : NULL;
   tir_Array *out = NULL;
-  (void)scope;
+  if (!writer) {
+    /* an input of the scope: what the scope block reads of it (TVM), else all of it */
+    const tir_Array *sr = sch_region_of(scope->reads, buf);
+    if (sr && sr->size == nd) return (tir_Array *)tir_retain(sr);
+  }
   if (reg) {
     tir_Analyzer *an = tir_analyzer_new();
     SchPath ph, pw;

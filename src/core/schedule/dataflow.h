@@ -67,7 +67,8 @@ void sch_cache_location(const tir_Block *scope, const tir_BlockRealize *writer, 
 
 /* The region of buf a cache stage at `host` copies: the writer's write region relaxed over
  * the loops between host and the writer (honouring its predicate) and clipped to buf's
- * shape; all of buf without a writer.  root: the function body (what is known above host).
+ * shape; without a writer, what the scope block reads of buf (all of it at the root).
+ * root: the function body (what is known above host).
  * Owned Array of Range. */
 tir_Array *sch_cache_region(const tir_Node *root, const tir_Block *scope, const tir_Node *host,
                             const tir_BlockRealize *writer, const tir_Buffer *buf);
