@@ -1539,7 +1539,7 @@ describe("compute_at", function()
     end)
     local sch = tir.Schedule(f)
     U.expect_error(function() sch:compute_at("B", (sch:get_loops("C"))) end, "compute_at",
-                   "block 'D' consumes what block 'B' but is not under loop i")
+                   "block 'D' reads what block 'B' writes but is not under loop i; compute_at needs every consumer of the block under the loop")
   end)
 
   it("refuses a block that is not the only writer (TVM fail_subtree_complete_block)", function()
@@ -1979,7 +1979,7 @@ describe("reverse_compute_at", function()
     end)
     local sch = tir.Schedule(f)
     U.expect_error(function() sch:reverse_compute_at("D", (sch:get_loops("C"))) end, "ScheduleError in reverse_compute_at",
-                   "block 'B' produces what block 'D' but is not under loop i")
+                   "block 'B' writes what block 'D' reads but is not under loop i; reverse_compute_at needs every producer of the block under the loop")
   end)
 
   it("refuses a loop that runs after the block", function()
@@ -2011,7 +2011,7 @@ describe("reverse_compute_at", function()
     end)
     local sch = tir.Schedule(f)
     U.expect_error(function() sch:reverse_compute_at("C", (sch:get_loops("D"))) end, "reverse_compute_at",
-                   "block 'B' produces what block 'C' but is not under loop i")
+                   "block 'B' writes what block 'C' reads but is not under loop i")
     local g = T.prim_func("main", {A = T.Buffer({8}, "float32"), C = T.Buffer({8}, "float32")}, function(A, C)
       local B = T.alloc_buffer({8}, "float32")
       for i in T.serial(8) do

@@ -373,8 +373,10 @@ int sch_compute_location(tir_Schedule *s, const char *P, int64_t uid, const tir_
     n_dep++;
     if (!sch_contains_stmt(loop->body, &all[i]->hdr)) {
       sch_error(s, P, &all[i]->hdr, reverse ? "a producer outside the loop" : "a consumer outside the loop",
-                "block '%s' %s block '%s' but is not under loop %s", all[i]->block->name,
-                reverse ? "produces what" : "consumes what", blk->name, lv->name);
+                "block '%s' %s block '%s' %s but is not under loop %s; %s", all[i]->block->name,
+                reverse ? "writes what" : "reads what", blk->name, reverse ? "reads" : "writes", lv->name,
+                reverse ? "reverse_compute_at needs every producer of the block under the loop"
+                        : "compute_at needs every consumer of the block under the loop");
       tir_error_mark(&loop->hdr, "the target loop");
       free(all);
       return -1;
