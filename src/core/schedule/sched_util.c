@@ -215,20 +215,6 @@ int sch_block_is_reduction(const tir_Block *b) {
   return b->init != NULL;
 }
 
-int sch_check_complete_or_reduction(tir_Schedule *s, const char *prim, const tir_BlockRealize *br) {
-  const tir_Block *b = br->block;
-  for (int i = 0; i < b->iter_vars->size; i++) {
-    const tir_IterVar *iv = (const tir_IterVar *)b->iter_vars->items[i];
-    if (iv->iter_type != TIR_ITER_DATA_PAR && iv->iter_type != TIR_ITER_COMM_REDUCE)
-      return sch_error(s, prim, &br->hdr, "this block",
-                       "block '%s' has an iteration variable (%s) that is neither spatial nor reduction", b->name,
-                       iv->var->name);
-  }
-  if (b->writes->size == 0)
-    return sch_error(s, prim, &br->hdr, "this block", "block '%s' writes no buffer", b->name);
-  return 0;
-}
-
 /* ---- caches ---- */
 int sch_valid_scope(const char *scope) {
   static const char *const exact[] = {"global", "shared", "shared.dyn", "local", "warp", NULL};
@@ -246,40 +232,6 @@ tir_Buffer *sch_cache_buffer(const tir_PrimFunc *f, const tir_Buffer *src, const
   tir_Buffer *b = tir_buffer_new(name, src->hdr.dtype, (tir_Array *)R(src->shape), NULL, NULL, scope);
   free(name);
   return b;
-}
-
-tir_Node *sch_make_copy_nest(const char *name, const tir_Buffer *src, const tir_Buffer *dst, int64_t *uid) {
-  int nd = src->shape->size;
-  tir_Array *ivs = tir_array_new(nd), *vals = tir_array_new(nd), *idx = tir_array_new(nd);
-  tir_Var **loops = calloc((size_t)nd + 1, sizeof *loops);
-  for (int d = 0; d < nd; d++) {
-    tir_DType t = src->shape->items[d]->dtype;
-    char *vn = tir_strprintf("v%d", d), *ln = tir_strprintf("ax%d", d);
-    tir_Var *v = tir_var_new(vn, t);
-    loops[d] = tir_var_new(ln, t);
-    free(vn);
-    free(ln);
-    ivs->items[d] = &tir_iter_var(v, tir_range(tir_int_imm(t, 0), R(src->shape->items[d])), TIR_ITER_DATA_PAR, "")->hdr;
-    vals->items[d] = R(&loops[d]->hdr);
-    idx->items[d] = R(&v->hdr);
-  }
-  tir_Node *load = tir_buffer_load((tir_Buffer *)R(src), (tir_Array *)R(idx));
-  tir_Node *store = tir_buffer_store((tir_Buffer *)R(dst), load, idx);
-  tir_Block *b = tir_block_new(name, ivs, NULL, NULL, NULL, NULL, NULL, NULL, store);
-  tir_Block *bd = tir_block_with_detected_access(b);
-  tir_release(b);
-  *uid = bd->uid;
-  tir_Node *nest = tir_block_realize(vals, NULL, bd);
-  for (int d = nd - 1; d >= 0; d--)
-    nest = tir_for(loops[d], tir_int_imm(loops[d]->hdr.dtype, 0), R(src->shape->items[d]), TIR_FOR_SERIAL, NULL, NULL, nest);
-  free(loops);
-  return nest;
-}
-
-tir_Node *sch_block_with_alloc(const tir_Block *scope, tir_Buffer *buf) {
-  tir_Block *nb = (tir_Block *)tir_node_copy(&scope->hdr);
-  nb->alloc_buffers = tir_array_push(nb->alloc_buffers, &buf->hdr);
-  return &nb->hdr;
 }
 
 int sch_top_child_index(const tir_Node *body, const tir_Node *target) {
@@ -315,60 +267,4 @@ tir_Node *sch_map_blocks(const tir_Node *root, const int64_t *uids, int n,
 
 tir_Node *sch_scope_with_body(const tir_Block *scope, tir_Node *body) {
   return &tir_block_with_body(scope, body)->hdr;
-}
-
-/* Inserts nest into the lowest loop (or the scope block) whose body holds the writer and
- * every related block: after the child holding the writer and before the first child
- * holding a related block (TVM cache_read_write.cc, CacheLocDetector).  Without a writer
- * the position is 0 of the scope body; without related blocks, right after the writer.
- * Returns the new scope block (owned); the function's scope is not replaced here. */
-tir_Node *sch_insert_cache_stage(const tir_Block *scope, const tir_BlockRealize *writer, const tir_BlockRealize *const *related,
-                                 int n_related, tir_Node *nest) {
-  if (!writer) return &tir_block_with_body(scope, sch_insert_into(scope->body, 0, nest))->hdr;
-  if (n_related == 0) {
-    /* nobody reads it in this scope (an output): after the writer's top-level statement */
-    int pos = sch_top_child_index(scope->body, &writer->hdr) + 1;
-    return &tir_block_with_body(scope, sch_insert_into(scope->body, pos, nest))->hdr;
-  }
-  SchPath pw;
-  sch_path_to(&scope->hdr, &writer->hdr, &pw);
-  int depth = pw.n - 1; /* common prefix length with all related paths */
-  for (int r = 0; r < n_related; r++) {
-    SchPath pr;
-    if (!sch_path_to(&scope->hdr, &related[r]->hdr, &pr)) continue;
-    int d = 0;
-    while (d < depth && d < pr.n && pw.nodes[d] == pr.nodes[d]) d++;
-    depth = d;
-  }
-  /* the lowest For or Block on the common prefix */
-  int at = 0;
-  for (int i = depth - 1; i >= 0; i--)
-    if (pw.nodes[i]->kind == TIR_For || pw.nodes[i]->kind == TIR_Block) {
-      at = i;
-      break;
-    }
-  const tir_Node *host = pw.nodes[at];
-  const tir_Node *body = host->kind == TIR_For ? ((const tir_For *)host)->body : ((const tir_Block *)host)->body;
-  int n = sch_seq_size(body), wpos = -1, rpos = n;
-  for (int i = 0; i < n; i++) {
-    const tir_Node *ch = sch_seq_item(body, i);
-    if (sch_contains_stmt(ch, &writer->hdr)) wpos = i;
-    for (int r = 0; r < n_related && rpos == n; r++)
-      if (sch_contains_stmt(ch, &related[r]->hdr)) rpos = i;
-  }
-  int pos = n_related ? rpos : wpos + 1;
-  if (pos <= wpos) pos = wpos + 1;
-  tir_Node *nbody = sch_insert_into(body, pos, nest);
-  tir_Node *nhost;
-  if (host->kind == TIR_For) {
-    tir_For *f = (tir_For *)tir_node_copy(host);
-    tir_release(f->body);
-    f->body = nbody;
-    nhost = &f->hdr;
-  } else {
-    nhost = &tir_block_with_body((const tir_Block *)host, nbody)->hdr;
-  }
-  if (host == &scope->hdr) return nhost;
-  tir_Node *r = tir_replace_stmt(&scope->hdr, host, nhost);
-  return r;
 }

@@ -37,19 +37,15 @@ tir_Node *sch_realize_with_block(const tir_BlockRealize *br, tir_Block *blk);
 /* A copy of b with new reads/writes (stolen; NULL keeps). */
 tir_Block *sch_block_with_regions(const tir_Block *b, tir_Array *reads, tir_Array *writes);
 int sch_block_is_reduction(const tir_Block *b);
-int sch_check_complete_or_reduction(tir_Schedule *s, const char *prim, const tir_BlockRealize *br);
 /* compute_at (reverse = 0) / reverse_compute_at (reverse = 1); index -1 = default position. */
 int sch_compute_location(tir_Schedule *s, const char *prim, int64_t uid, const tir_Var *loop, int preserve_unit_loops,
                          int index, int reverse);
 
-/* Storage scopes accepted by cache_read/cache_write/set_scope. */
+/* Storage scopes accepted by cache_read/cache_write/set_scope.  (Cache stage placement and
+ * regions: dataflow.h.) */
 int sch_valid_scope(const char *scope);
 /* A new buffer like src (shape, dtype) named <src>_<scope>, unique in f (owned). */
 tir_Buffer *sch_cache_buffer(const tir_PrimFunc *f, const tir_Buffer *src, const char *scope);
-/* Loops over src's shape and a block `name` doing dst[v] = src[v] (owned); uid of the block. */
-tir_Node *sch_make_copy_nest(const char *name, const tir_Buffer *src, const tir_Buffer *dst, int64_t *uid);
-/* A copy of a scope block with buf (stolen) allocated in it. */
-tir_Node *sch_block_with_alloc(const tir_Block *scope, tir_Buffer *buf);
 /* Index of the item of body's sequence that contains target, or -1. */
 int sch_top_child_index(const tir_Node *body, const tir_Node *target);
 
@@ -63,8 +59,5 @@ tir_Node *sch_drop_allocation(const tir_Node *root, const tir_Buffer *buf);
 /* Producers (1) or consumers (0) of a block in its scope, as int64 uids (owned). */
 tir_Array *sch_dependents(tir_Schedule *s, int64_t uid, int producers, const char *prim);
 
-/* Places a cache copy nest in scope (see sched_util.c); owned new scope block. */
-tir_Node *sch_insert_cache_stage(const tir_Block *scope, const tir_BlockRealize *writer, const tir_BlockRealize *const *related,
-                                 int n_related, tir_Node *nest);
 
 #endif
