@@ -546,6 +546,32 @@ describe("cache_read", function()
     U.expect_error(function() sch:cache_read("C", 0, "global", {"B"}) end, "cache_read", "consumer block 'B' does not read B")
   end)
 
+  it("refuses consumers outside the block's scope", function()
+    local f = T.prim_func("main", {A = T.Buffer({32}, "float32"), C = T.Buffer({32}, "float32"),
+                                   D = T.Buffer({32}, "float32")}, function(A, C, D)
+      for i in T.serial(32) do
+        T.block("D", function()
+          local vi = T.axis.spatial(32, i)
+          D[{vi}] = A[{vi}]
+        end)
+      end
+      for i in T.serial(2) do
+        T.block("C_outer", function()
+          local vo = T.axis.spatial(2, i)
+          for ii in T.serial(16) do
+            T.block("C_inner", function()
+              local vi = T.axis.spatial(32, vo * 16 + ii)
+              C[{vi}] = A[{vi}] + 1.0
+            end)
+          end
+        end)
+      end
+    end)
+    local sch = tir.Schedule(f)
+    U.expect_error(function() sch:cache_read("D", 0, "shared", {"C_inner"}) end, "cache_read",
+                   "some consumer blocks given are not in the scope of block 'D'")
+  end)
+
   it("refuses a reader that runs before the writer", function()
     local f = T.prim_func("main", {X = T.Buffer({8}, "float32"), Y = T.Buffer({8}, "float32"),
                                    Z = T.Buffer({8}, "float32")}, function(X, Y, Z)

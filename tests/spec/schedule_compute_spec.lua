@@ -625,6 +625,37 @@ describe("compute_inline", function()
                    "block 'B' is the only statement of its scope and cannot be removed")
   end)
 
+  it("refuses the root block and a consumer running before the producer", function()
+    local sch = tir.Schedule(two_stage(4, 4))
+    U.expect_error(function() sch:compute_inline("root") end, "compute_inline", "block 'root' is the root block; it cannot be inlined")
+    U.expect_error(function() sch:reverse_compute_inline("root") end, "reverse_compute_inline",
+                   "block 'root' is the root block; it cannot be inlined")
+    local f = T.prim_func("main", {A = T.Buffer({8}, "float32"), C = T.Buffer({8}, "float32"),
+                                   D = T.Buffer({8}, "float32")}, function(A, C, D)
+      local B = T.alloc_buffer({8}, "float32")
+      for i in T.serial(8) do
+        T.block("D", function()
+          local vi = T.axis.spatial(8, i)
+          D[{vi}] = B[{vi}]
+        end)
+      end
+      for i in T.serial(8) do
+        T.block("B", function()
+          local vi = T.axis.spatial(8, i)
+          B[{vi}] = A[{vi}] * 2.0
+        end)
+      end
+      for i in T.serial(8) do
+        T.block("C", function()
+          local vi = T.axis.spatial(8, i)
+          C[{vi}] = B[{vi}] + 1.0
+        end)
+      end
+    end)
+    local sch2 = tir.Schedule(f)
+    U.expect_error(function() sch2:compute_inline("B") end, "compute_inline", "block 'D' reads B before block 'B' writes it")
+  end)
+
   it("fails clearly on a stale handle", function()
     local sch = tir.Schedule(two_stage(4, 4))
     local b = sch:get_block("B")
@@ -1018,6 +1049,72 @@ describe("reverse_compute_inline", function()
     local sch = tir.Schedule(f)
     U.expect_error(function() sch:reverse_compute_inline("C") end, "reverse_compute_inline",
                    "block 'C' reads D, which it writes, so it is not a complete block")
+  end)
+
+  it("refuses a consumer that is not complete: not the only writer, a reduction variable without init", function()
+    local f = T.prim_func("main", {A = T.Buffer({8}, "float32"), D = T.Buffer({8}, "float32")}, function(A, D)
+      local B = T.alloc_buffer({8}, "float32")
+      for i in T.serial(8) do
+        T.block("B", function()
+          local vi = T.axis.spatial(8, i)
+          B[{vi}] = A[{vi}] * 2.0
+        end)
+      end
+      for i in T.serial(8) do
+        T.block("C", function()
+          local vi = T.axis.spatial(8, i)
+          D[{vi}] = B[{vi}] + 1.0
+        end)
+      end
+      for i in T.serial(8) do
+        T.block("C2", function()
+          local vi = T.axis.spatial(8, i)
+          D[{vi}] = A[{vi}]
+        end)
+      end
+    end)
+    local sch = tir.Schedule(f)
+    U.expect_error(function() sch:reverse_compute_inline("C") end, "reverse_compute_inline",
+                   "block 'C2' also writes D; block 'C' must be the only writer of D in its scope")
+    local g = T.prim_func("main", {A = T.Buffer({8}, "float32"), D = T.Buffer({1}, "float32")}, function(A, D)
+      local B = T.alloc_buffer({8}, "float32")
+      for i in T.serial(8) do
+        T.block("B", function()
+          local vi = T.axis.spatial(8, i)
+          B[{vi}] = A[{vi}] * 2.0
+        end)
+      end
+      for i in T.serial(8) do
+        T.block("C", function()
+          local vi = T.axis.reduce(8, i)
+          D[{0}] = B[{vi}]
+        end)
+      end
+    end)
+    local sch2 = tir.Schedule(g)
+    U.expect_error(function() sch2:reverse_compute_inline("C") end, "reverse_compute_inline",
+                   "block 'C' has a non-spatial iteration variable (vi)")
+  end)
+
+  it("refuses a consumer running before its producer", function()
+    local f = T.prim_func("main", {A = T.Buffer({8}, "float32"), D = T.Buffer({8}, "float32")}, function(A, D)
+      local B = T.alloc_buffer({8}, "float32")
+      for i in T.serial(8) do
+        T.block("C", function()
+          local vi = T.axis.spatial(8, i)
+          D[{vi}] = B[{vi}] + 1.0
+        end)
+      end
+      for i in T.serial(8) do
+        T.block("B", function()
+          local vi = T.axis.spatial(8, i)
+          B[{vi}] = A[{vi}] * 2.0
+        end)
+      end
+    end)
+    local sch = tir.Schedule(f)
+    U.expect_error(function() sch:reverse_compute_inline("C") end, "reverse_compute_inline",
+                   "block 'C' reads B before its producer 'B' writes it")
   end)
 
   it("refuses when a block between producer and consumer uses what the consumer writes", function()
@@ -1670,6 +1767,54 @@ describe("compute_at", function()
     local sch = tir.Schedule(f)
     U.expect_error(function() sch:compute_at("B", (sch:get_loops("C"))) end, "compute_at",
                    "block 'X2' writes X, which block 'B' reads, after the block's old place; under loop i the block would read the new values")
+  end)
+
+  it("refuses a loop of consumers that runs before the block", function()
+    local f = T.prim_func("main", {A = T.Buffer({8}, "float32"), C = T.Buffer({8}, "float32")}, function(A, C)
+      local B = T.alloc_buffer({8}, "float32")
+      for i in T.serial(8) do
+        T.block("C", function()
+          local vi = T.axis.spatial(8, i)
+          C[{vi}] = B[{vi}] + 1.0
+        end)
+      end
+      for i in T.serial(8) do
+        T.block("B", function()
+          local vi = T.axis.spatial(8, i)
+          B[{vi}] = A[{vi}] * 2.0
+        end)
+      end
+    end)
+    local sch = tir.Schedule(f)
+    U.expect_error(function() sch:compute_at("B", (sch:get_loops("C"))) end, "compute_at",
+                   "loop i runs before block 'B'; compute_at moves a producer into a loop of its consumers that runs after it")
+  end)
+
+  it("refuses iteration variables that are neither spatial nor reduction, and a reduction without init", function()
+    local function with_axis(kind, init)
+      return T.prim_func("main", {A = T.Buffer({8}, "float32"), C = T.Buffer({8}, "float32")}, function(A, C)
+        local B = T.alloc_buffer({8}, "float32")
+        for i in T.serial(8) do
+          T.block("B", function()
+            local vi = T.axis[kind](8, i)
+            if init then T.init(function() B[{0}] = 0.0 end) end
+            B[{0}] = A[{vi}]
+          end)
+        end
+        for i in T.serial(8) do
+          T.block("C", function()
+            local vi = T.axis.spatial(8, i)
+            C[{vi}] = B[{0}] + 1.0
+          end)
+        end
+      end)
+    end
+    local sch = tir.Schedule(with_axis("opaque"))
+    U.expect_error(function() sch:compute_at("B", (sch:get_loops("C"))) end, "compute_at",
+                   "block 'B' has an iteration variable (vi) that is neither spatial nor reduction")
+    local sch2 = tir.Schedule(with_axis("reduce"))
+    U.expect_error(function() sch2:compute_at("B", (sch2:get_loops("C"))) end, "compute_at",
+                   "block 'B' has reduction variables but no init, so it is neither a complete nor a reduction block")
   end)
 
   it("refuses a loop that runs before the block", function()

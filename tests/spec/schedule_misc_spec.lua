@@ -341,6 +341,26 @@ describe("decompose_reduction", function()
                    "loop i is not an ancestor of block 'C'")
   end)
 
+  it("refuses a loop outside the block's scope", function()
+    local f = T.prim_func("main", {A = T.Buffer({2, 8}, "float32"), B = T.Buffer({2}, "float32")}, function(A, B)
+      for i in T.serial(2) do
+        T.block("outer", function()
+          local vi = T.axis.spatial(2, i)
+          for k in T.serial(8) do
+            T.block("inner", function()
+              local vk = T.axis.reduce(8, k)
+              T.init(function() B[{vi}] = 0.0 end)
+              B[{vi}] = B[{vi}] + A[{vi, vk}]
+            end)
+          end
+        end)
+      end
+    end)
+    local sch = tir.Schedule(f)
+    local i = sch:get_loops("outer")
+    U.expect_error(function() sch:decompose_reduction("inner", i) end, "decompose_reduction", "loop i is outside the block's scope")
+  end)
+
   it("refuses a loop below a loop of a reduction variable (TVM LoopHeightError)", function()
     local f = T.prim_func("main", {A = T.Buffer({8, 8}, "int32"), B = T.Buffer({8, 8}, "int32"),
                                    C = T.Buffer({8, 8}, "int32")}, function(A, B, C)
