@@ -28,6 +28,15 @@ typedef struct {
  * unknown builtin). */
 int tir_interpret(const tir_PrimFunc *f, const tir_InterpArg *args, int nargs);
 
+/* Options of tir_interpret_opts.  async_deferred: async copies (ptx_cp_async, stores
+ * inside an async_scope) land only when a ptx_wait_group covers their commit group, and
+ * touching an element with a copy in flight fails -- a check of pipelines' wait counts
+ * (docs/BUILTINS.md).  Default (NULL or 0): copies land at once, commit/wait do nothing. */
+typedef struct {
+  int async_deferred;
+} tir_InterpOptions;
+int tir_interpret_opts(const tir_PrimFunc *f, const tir_InterpArg *args, int nargs, const tir_InterpOptions *opts);
+
 /* Checks that args match the function's parameters (dtype, ndim, shape; constant or
  * consistently bound symbolic dims).  `require_dev` (-1: any) checks the device type.
  * Used by the interpreter and before every GPU launch. */

@@ -44,6 +44,13 @@ tir_PrimFunc *tir_pass_vectorize_loop(const tir_PrimFunc *f);
 /* Inserts __syncthreads where shared memory written by one thread may be read by
  * another (TVM ThreadSync("shared")). */
 tir_PrimFunc *tir_pass_thread_sync(const tir_PrimFunc *f);
+/* Loops annotated software_pipeline_stage (/ _order / _async_stages) become prologue,
+ * steady state and epilogue, their buffers multi-versioned; async stages get async_scope,
+ * ptx_commit_group and ptx_wait_group (TVM InjectSoftwarePipeline). Block-level IR. */
+tir_PrimFunc *tir_pass_inject_software_pipeline(const tir_PrimFunc *f);
+/* Inside async_scope: shared <- global copies of 4, 8 or 16 bytes become ptx_cp_async
+ * (TVM InjectPTXAsyncCopy). Flat IR (after flatten_buffer / vectorize_loop). */
+tir_PrimFunc *tir_pass_inject_ptx_async_copy(const tir_PrimFunc *f);
 
 /* One device kernel split from the function (TVM SplitHostDevice). */
 typedef struct {

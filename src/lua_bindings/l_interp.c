@@ -29,8 +29,19 @@ int tirL_read_args(lua_State *L, const tir_PrimFunc *f, int first, int nargs, ti
   return 0;
 }
 
+static int interpret_with(lua_State *L, const tir_InterpOptions *o);
+
 /* interpret(func, {a, b, c}) or interpret(func, a, b, c) */
-static int l_interpret(lua_State *L) {
+static int l_interpret(lua_State *L) { return interpret_with(L, NULL); }
+
+/* interpret_async_deferred(func, args...): async copies land at their ptx_wait_group, and
+ * touching data still in flight fails (tir_interpret_opts; checks pipelines' waits). */
+static int l_interpret_async_deferred(lua_State *L) {
+  tir_InterpOptions o = {1};
+  return interpret_with(L, &o);
+}
+
+static int interpret_with(lua_State *L, const tir_InterpOptions *o) {
   tir_Node *fn = tirL_check_node(L, 1, -1, NULL);
   if (fn->kind == TIR_IRModule && ((tir_IRModule *)fn)->functions->size == 1) fn = ((tir_IRModule *)fn)->functions->items[0];
   if (fn->kind != TIR_PrimFunc) return luaL_argerror(L, 1, "PrimFunc expected");
@@ -44,11 +55,13 @@ static int l_interpret(lua_State *L) {
   int nargs = lua_gettop(L) - 1;
   tir_InterpArg *args = lua_newuserdatauv(L, sizeof(tir_InterpArg) * (size_t)(nargs + 1), 0);
   tirL_read_args(L, f, 2, nargs, args);
-  if (tir_interpret(f, args, nargs)) return tirL_raise_core(L);
+  if (tir_interpret_opts(f, args, nargs, o)) return tirL_raise_core(L);
   return 0;
 }
 
 void tirL_open_interp(lua_State *L) {
   lua_pushcfunction(L, l_interpret);
   lua_setfield(L, -2, "interpret");
+  lua_pushcfunction(L, l_interpret_async_deferred);
+  lua_setfield(L, -2, "interpret_async_deferred");
 }

@@ -83,6 +83,8 @@ static int l_run_pass(lua_State *L) {
   else if (strcmp(name, "lower_thread_binding") == 0) r = tir_pass_lower_thread_binding(f);
   else if (strcmp(name, "thread_sync") == 0) r = tir_pass_thread_sync(f);
   else if (strcmp(name, "vectorize_loop") == 0) r = tir_pass_vectorize_loop(f);
+  else if (strcmp(name, "inject_software_pipeline") == 0) r = tir_pass_inject_software_pipeline(f);
+  else if (strcmp(name, "inject_ptx_async_copy") == 0) r = tir_pass_inject_ptx_async_copy(f);
   else if (strcmp(name, "unroll_loop") == 0) r = tir_pass_unroll_loop(f, (int)luaL_optinteger(L, 3, 16));
   else return luaL_argerror(L, 1, lua_pushfstring(L, "unknown pass '%s'", name));
   if (!r) return tirL_raise_core(L);
@@ -227,6 +229,9 @@ static int m_resources(lua_State *L) {
   lua_setfield(L, -2, "local_bytes");
   lua_pushinteger(L, smem);
   lua_setfield(L, -2, "static_smem_bytes");
+  const tir_Kernel *k = tir_module_kernel(m, i);
+  lua_pushinteger(L, k ? k->dyn_smem_bytes : 0);
+  lua_setfield(L, -2, "dynamic_smem_bytes");
   return 1;
 }
 

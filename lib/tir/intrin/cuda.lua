@@ -123,5 +123,109 @@ function M.register_wmma()
   end
 end
 
+-- mma.sync (PTX ISA 9.7.14.5 "Matrix multiply-accumulate operation using mma instruction"),
+-- m16n8k16 with fp16/bf16 inputs and fp32 accumulation, operands in "warp" buffers filled by
+-- ldmatrix (PTX ISA 9.7.14.5.15).  Tiles are 16x16 (two m16n8k16 per multiply):
+--   mma_ldmatrix_16x16_<t>_a   shared [16,16] row-major (m x k)  -> warp   (ldmatrix.x4)
+--   mma_ldmatrix_16x16_<t>_b   shared [16,16] row-major (k x n)  -> warp   (ldmatrix.x4.trans)
+--   mma_sync_16x16x16_<t>f32   C[16,16] f32 += A * B
+--   mma_fill_16x16_f32         C = 0
+--   mma_store_16x16_f32_<scope>        warp f32 -> [16,16] f32 (shared or global)
+--   mma_store_16x16_f32_f16_<scope>    warp f32 -> [16,16] f16, the cast fused into the store
+-- A warp buffer's 16x16 tiles must each be contiguous (transform_layout (r, c) -> (r // 16,
+-- c // 16, r % 16, c % 16)); each lane keeps 8 elements of a tile.  ldmatrix's per-lane row
+-- addresses: lane l gives row l % 16, column 8 * (l // 16) of the tile, so matrices 0..3 are
+-- (rows 0-7, cols 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15): for A exactly a0..a3 of the
+-- m16n8k16 A fragment; for B (transposed) b0,b1 of the first n8 tile and b0,b1 of the second.
+function M.register_mma()
+  for _, t in ipairs({{"f16", "float16"}, {"bf16", "bfloat16"}}) do
+    for _, ab in ipairs({{"a", 0}, {"b", 1}}) do
+      local name = ("mma_ldmatrix_16x16_%s_%s"):format(t[1], ab[1])
+      local desc = copy_desc(name, t[2], "shared", t[2], "warp")
+      local impl = T.prim_func(name .. "_impl", {S = buf(t[2], "shared", true), D = buf(t[2], "warp")}, function(S, D)
+        T.block("root", function()
+          T.reads(region(S))
+          T.writes(region(D))
+          local lane = T.call("int32", "tir_lane_id")
+          T.evaluate(T.call("void", "mma_ldmatrix", ab[2], 4, T.address_of(D[{0, 0}]), T.address_of(S[{lane % 16, lane // 16 * 8}])))
+        end)
+      end)
+      register(name, desc, impl)
+    end
+    local name = ("mma_sync_16x16x16_%sf32"):format(t[1])
+    local function sig() return {A = buf(t[2], "warp"), B = buf(t[2], "warp"), C = buf("float32", "warp")} end
+    local desc = T.prim_func(name, sig(), function(A, B, C)
+      T.block("root", function()
+        T.reads(region(C), region(A), region(B))
+        T.writes(region(C))
+        for i, j, k in T.grid(16, 16, 16) do
+          T.block("update", function()
+            local vi, vj, vk = T.axis.remap("SSR", {i, j, k})
+            C[{vi, vj}] = C[{vi, vj}] + T.cast("float32", A[{vi, vk}]) * T.cast("float32", B[{vk, vj}])
+          end)
+        end
+      end)
+    end)
+    local impl = T.prim_func(name .. "_impl", sig(), function(A, B, C)
+      T.block("root", function()
+        T.reads(region(C), region(A), region(B))
+        T.writes(region(C))
+        T.evaluate(T.call("void", "mma_sync", T.address_of(C[{0, 0}]), T.address_of(A[{0, 0}]), T.address_of(B[{0, 0}]),
+                          T.address_of(C[{0, 0}])))
+      end)
+    end)
+    register(name, desc, impl)
+  end
+  do
+    local name = "mma_fill_16x16_f32"
+    local desc = T.prim_func(name, {C = buf("float32", "warp")}, function(C)
+      T.block("root", function()
+        T.reads()
+        T.writes(region(C))
+        for i, j in T.grid(16, 16) do
+          T.block("init", function()
+            local vi, vj = T.axis.remap("SS", {i, j})
+            C[{vi, vj}] = T.float32(0)
+          end)
+        end
+      end)
+    end)
+    local impl = T.prim_func(name .. "_impl", {C = buf("float32", "warp")}, function(C)
+      T.block("root", function()
+        T.reads()
+        T.writes(region(C))
+        T.evaluate(T.call("void", "mma_fill", T.address_of(C[{0, 0}]), T.float32(0)))
+      end)
+    end)
+    register(name, desc, impl)
+  end
+  for _, scope in ipairs({"shared", "global"}) do
+    for _, out in ipairs({{"f32", "float32"}, {"f32_f16", "float16"}}) do
+      local name = ("mma_store_16x16_%s_%s"):format(out[1], scope)
+      local desc = T.prim_func(name, {S = buf("float32", "warp"), D = buf(out[2], scope)}, function(S, D)
+        T.block("root", function()
+          T.reads(region(S))
+          T.writes(region(D))
+          for i, j in T.grid(16, 16) do
+            T.block("store", function()
+              local vi, vj = T.axis.remap("SS", {i, j})
+              if out[2] == "float32" then D[{vi, vj}] = S[{vi, vj}] else D[{vi, vj}] = T.cast(out[2], S[{vi, vj}]) end
+            end)
+          end
+        end)
+      end)
+      local impl = T.prim_func(name .. "_impl", {S = buf("float32", "warp"), D = buf(out[2], scope, true)}, function(S, D)
+        T.block("root", function()
+          T.reads(region(S))
+          T.writes(region(D))
+          T.evaluate(T.call("void", "mma_store", T.address_of(S[{0, 0}]), T.address_of(D[{0, 0}]), D.strides[1]))
+        end)
+      end)
+      register(name, desc, impl)
+    end
+  end
+end
+
 M.register_wmma()
+M.register_mma()
 return M

@@ -31,6 +31,8 @@ typedef struct {
   int failed;
   int uses_fp16, uses_bf16;
   int uses_wmma, uses_lane_id;
+  int uses_cp_async;
+  int64_t dyn_off; /* next free byte of the kernel's dynamic shared memory */
   const tir_Kernel *kernel;
 } CG;
 
@@ -856,6 +858,90 @@ static const char *raw_type(int bytes) {
   }
 }
 
+/* ---- async copies (docs/BUILTINS.md; PTX ISA 9.7.9.25 cp.async, cp.async.commit_group,
+ * cp.async.wait_group) ----
+ * ptx_cp_async(address_of(shared[i]), address_of(global[j]), bytes [, src_bytes]) calls the
+ * helper tir_cp_async<bytes>: inline PTX, .cg for 16 bytes (L2 only), .ca for 4 and 8; the
+ * shared address converted with __cvta_generic_to_shared; src_bytes < bytes zero-fills.
+ * Before sm_80 the helpers copy synchronously (and commit/wait do nothing), which has the
+ * same result.  The wait's group count must be a constant (an immediate); when it is not
+ * (an epilogue loop left rolled), waiting for all groups (0) is the safe choice. */
+static const char *cp_async_helpers =
+    "\n// cp.async (PTX ISA 9.7.9.25); sm_80+, else plain copies\n"
+    "template <int N> __device__ __forceinline__ void tir_cp_async(void *smem, const void *gmem) {\n"
+    "#if __CUDA_ARCH__ >= 800\n"
+    "  unsigned int s = (unsigned int)__cvta_generic_to_shared(smem);\n"
+    "  if (N == 16) asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16;\\n\" :: \"r\"(s), \"l\"(gmem) : \"memory\");\n"
+    "  else asm volatile(\"cp.async.ca.shared.global [%0], [%1], %2;\\n\" :: \"r\"(s), \"l\"(gmem), \"n\"(N) : \"memory\");\n"
+    "#else\n"
+    "  for (int i = 0; i < N; i++) ((char *)smem)[i] = ((const char *)gmem)[i];\n"
+    "#endif\n"
+    "}\n"
+    "template <int N> __device__ __forceinline__ void tir_cp_async_zfill(void *smem, const void *gmem, int src_bytes) {\n"
+    "#if __CUDA_ARCH__ >= 800\n"
+    "  unsigned int s = (unsigned int)__cvta_generic_to_shared(smem);\n"
+    "  if (N == 16) asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\\n\" :: \"r\"(s), \"l\"(gmem), \"r\"(src_bytes) : \"memory\");\n"
+    "  else asm volatile(\"cp.async.ca.shared.global [%0], [%1], %2, %3;\\n\" :: \"r\"(s), \"l\"(gmem), \"n\"(N), \"r\"(src_bytes) : \"memory\");\n"
+    "#else\n"
+    "  for (int i = 0; i < N; i++) ((char *)smem)[i] = i < src_bytes ? ((const char *)gmem)[i] : 0;\n"
+    "#endif\n"
+    "}\n"
+    "__device__ __forceinline__ void tir_cp_async_commit() {\n"
+    "#if __CUDA_ARCH__ >= 800\n"
+    "  asm volatile(\"cp.async.commit_group;\\n\" ::: \"memory\");\n"
+    "#endif\n"
+    "}\n"
+    "template <int N> __device__ __forceinline__ void tir_cp_async_wait() {\n"
+    "#if __CUDA_ARCH__ >= 800\n"
+    "  asm volatile(\"cp.async.wait_group %0;\\n\" :: \"n\"(N) : \"memory\");\n"
+    "#endif\n"
+    "}\n";
+
+/* Statement-level cp.async builtins; returns 1 when `c` was one. */
+static int async_copy_stmt(CG *g, const tir_Call *c) {
+  const char *op = c->op;
+  int n = c->args->size;
+  if (strcmp(op, "ptx_cp_async") == 0) {
+    int64_t bytes;
+    if ((n != 3 && n != 4) || !tir_is_const_int(c->args->items[2], &bytes) || (bytes != 4 && bytes != 8 && bytes != 16)) {
+      cg_fail(g, &c->hdr, "ptx_cp_async takes (address_of(shared), address_of(global), 4 | 8 | 16 [, src_bytes])");
+      return 1;
+    }
+    const tir_BufferLoad *d = addr_load(c->args->items[0]), *sl = addr_load(c->args->items[1]);
+    if (!d || !sl || strncmp(d->buffer->scope, "shared", 6) != 0 || strcmp(sl->buffer->scope, "global") != 0) {
+      cg_fail(g, &c->hdr, "ptx_cp_async copies from a global buffer to a shared one (address_of operands)");
+      return 1;
+    }
+    g->uses_cp_async = 1;
+    line(g);
+    putf(g, n == 4 ? "tir_cp_async_zfill<%lld>(" : "tir_cp_async<%lld>(", (long long)bytes);
+    ptr_ref(g, c->args->items[0]);
+    put(g, ", ");
+    ptr_ref(g, c->args->items[1]);
+    if (n == 4) {
+      put(g, ", ");
+      expr(g, c->args->items[3]);
+    }
+    put(g, ");\n");
+    return 1;
+  }
+  if (strcmp(op, "ptx_commit_group") == 0) {
+    g->uses_cp_async = 1;
+    line(g);
+    put(g, "tir_cp_async_commit();\n");
+    return 1;
+  }
+  if (strcmp(op, "ptx_wait_group") == 0) {
+    int64_t k = 0;
+    if (n != 1 || !tir_as_const_int(g->an, c->args->items[0], &k) || k < 0) k = 0;
+    g->uses_cp_async = 1;
+    line(g);
+    putf(g, "tir_cp_async_wait<%lld>();\n", (long long)k);
+    return 1;
+  }
+  return 0;
+}
+
 static void stmt(CG *g, const tir_Node *s);
 
 static void block_body(CG *g, const tir_Node *s) {
@@ -1054,6 +1140,7 @@ static void stmt(CG *g, const tir_Node *s) {
           return;
         }
         if (tc_stmt(g, (const tir_Call *)v)) return;
+        if (async_copy_stmt(g, (const tir_Call *)v)) return;
       }
       line(g);
       expr(g, v);
@@ -1077,6 +1164,21 @@ static void stmt(CG *g, const tir_Node *s) {
         put(g, "{\n");
         g->indent += 2;
         tc_alloc(g, a, n);
+        stmt(g, a->body);
+        g->indent -= 2;
+        line(g);
+        put(g, "}\n");
+        return;
+      }
+      if (strncmp(b->scope, "shared", 6) == 0 && g->kernel && g->kernel->dyn_smem_bytes > 0) {
+        /* a slice of the kernel's dynamic shared memory (offsets in the order split_host_device counted) */
+        line(g);
+        put(g, "{\n");
+        g->indent += 2;
+        line(g);
+        const char *ct = ctype(g, b->hdr.dtype, s);
+        putf(g, "%s* %s = (%s*)(tir_dyn_smem + %lld);\n", ct, name_of(g, &b->data->hdr, b->name), ct, (long long)g->dyn_off);
+        g->dyn_off += (n * tir_dtype_bytes(b->hdr.dtype) + 15) / 16 * 16;
         stmt(g, a->body);
         g->indent -= 2;
         line(g);
@@ -1131,6 +1233,8 @@ static void kernel(CG *g, const tir_Kernel *k) {
   }
   put(g, ") {\n");
   g->indent = 2;
+  g->dyn_off = 0;
+  if (k->dyn_smem_bytes > 0) put(g, "  extern __shared__ __align__(16) unsigned char tir_dyn_smem[];\n");
   stmt(g, f->body);
   g->indent = 0;
   put(g, "}\n\n");
@@ -1160,6 +1264,7 @@ char *tir_codegen_cuda(const tir_DeviceSplit *split, const char *arch) {
   if (g.uses_fp16) tir_sb_puts(&all, "#include <cuda_fp16.h>\n");
   if (g.uses_bf16) tir_sb_puts(&all, "#include <cuda_bf16.h>\n");
   if (g.uses_wmma) tir_sb_puts(&all, "#include <mma.h>\n");
+  if (g.uses_cp_async) tir_sb_puts(&all, cp_async_helpers);
   if (g.uses_lane_id)
     tir_sb_puts(&all, "\n__device__ __forceinline__ int tir_lane_id() {\n  int l;\n  asm(\"mov.u32 %0, %%laneid;\" : \"=r\"(l));\n  return l;\n}\n");
   tir_sb_puts(&all,

@@ -81,6 +81,7 @@ typedef struct {
   Storage *storages;
   int n_st, cap_st;
   int failed;
+  struct AsyncState *async; /* cp.async bookkeeping (see "async copies" below) */
 } Interp;
 
 #include <signal.h>
@@ -219,6 +220,11 @@ static Storage *buffer_storage(Interp *I, const tir_Buffer *b, const tir_Node *w
   return &I->storages[s];
 }
 
+/* async copies in deferred mode (defined below with the async builtins) */
+static int async_deferred(const Interp *I);
+static int check_inflight(Interp *I, const char *addr, int size, const tir_Node *where, const char *name);
+static int async_store(Interp *I, char *addr, const void *bytes, int size);
+
 static Val load(Interp *I, const tir_BufferLoad *l, int lane) {
   Val v = {0};
   Storage *st = buffer_storage(I, l->buffer, &l->hdr);
@@ -237,6 +243,8 @@ static Val load(Interp *I, const tir_BufferLoad *l, int lane) {
          (long long)el, (long long)st->n);
     return v;
   }
+  if (async_deferred(I) && check_inflight(I, st->base + el * tir_dtype_bytes(et), tir_dtype_bytes(et), &l->hdr, l->buffer->name))
+    return v;
   if (is_f(et)) v.f = tir_load_scalar_f(st->base, et, el);
   else v.i = tir_load_scalar_i(st->base, et, el);
   /* the buffer may be viewed with another dtype of the same width (rare): convert */
@@ -262,6 +270,16 @@ static int store(Interp *I, const tir_BufferStore *s) {
       return fail(I, &s->hdr, "out-of-bounds write to %s: element %lld outside the allocation of %lld", s->buffer->name,
                   (long long)el, (long long)st->n);
     tir_DType vt = tir_dtype_element(s->value->dtype);
+    if (async_deferred(I)) {
+      /* in an async_scope the element is written when its group is waited for */
+      int esz = tir_dtype_bytes(st->dtype);
+      unsigned char tmp[16];
+      if (is_f(st->dtype)) tir_store_scalar_f(tmp, st->dtype, 0, is_f(vt) ? v.f : as_f(vt, v).f);
+      else tir_store_scalar_i(tmp, st->dtype, 0, is_f(vt) ? (int64_t)v.f : v.i);
+      int rc = async_store(I, st->base + el * esz, tmp, esz);
+      if (rc < 0) return -1;
+      if (rc == 1) continue;
+    }
     if (is_f(st->dtype)) tir_store_scalar_f(st->base, st->dtype, el, is_f(vt) ? v.f : as_f(vt, v).f);
     else tir_store_scalar_i(st->base, st->dtype, el, is_f(vt) ? (int64_t)v.f : v.i);
   }
@@ -403,6 +421,10 @@ static Val call(Interp *I, const tir_Call *c, int lane) {
     r.i = ~eval(I, c->args->items[0], lane).i;
     return norm(t, r);
   }
+  if (strcmp(op, "address_of") == 0) {
+    fail(I, &c->hdr, "address_of(...) is only valid as an operand of a builtin that takes addresses (ptx_cp_async, ...)");
+    return r;
+  }
   fail(I, &c->hdr, "the interpreter does not know builtin '%s' with %d argument(s)", op, n);
   return r;
 }
@@ -463,6 +485,192 @@ static Val eval(Interp *I, const tir_Node *e, int lane) {
   }
 }
 
+/* ---- async copies (docs/BUILTINS.md: ptx_cp_async, ptx_commit_group, ptx_wait_group) ----
+ * Immediate mode (tir_interpret): a copy lands when it is issued; commit and wait do
+ * nothing.  Deferred mode (async_deferred): copies made by ptx_cp_async and stores inside
+ * an async_scope go to the open group; ptx_commit_group closes it; ptx_wait_group(n) lands
+ * every closed group but the newest n (PTX ISA 9.7.9.25.3).  Touching an element whose
+ * copy is still in flight fails, so a missing or too weak wait shows as an error. */
+typedef struct {
+  char *addr;
+  int size;
+  unsigned char bytes[16];
+} PendingWrite;
+
+typedef struct {
+  PendingWrite *w;
+  int n, cap;
+} CopyGroup;
+
+struct AsyncState {
+  int deferred;
+  int in_scope;        /* inside AttrStmt async_scope */
+  CopyGroup open;      /* issued, not committed */
+  CopyGroup *closed;   /* committed, oldest first */
+  int n_closed, cap_closed;
+  PMap inflight;       /* element address -> number of copies in flight to it */
+};
+
+static void group_free(CopyGroup *g) {
+  free(g->w);
+  memset(g, 0, sizeof *g);
+}
+
+static void async_free(struct AsyncState *a) {
+  if (!a) return;
+  group_free(&a->open);
+  for (int i = 0; i < a->n_closed; i++) group_free(&a->closed[i]);
+  free(a->closed);
+  pmap_free(&a->inflight);
+  free(a);
+}
+
+/* Fails when an access of `size` bytes at addr overlaps a copy in flight (deferred mode). */
+static int check_inflight(Interp *I, const char *addr, int size, const tir_Node *where, const char *name) {
+  struct AsyncState *a = I->async;
+  if (!a || !a->deferred || !a->inflight.n) return 0;
+  for (int k = -15; k < size; k++) {
+    int *c = pmap_slot(&a->inflight, addr + k, 0);
+    if (!c || *c <= 0) continue;
+    /* a pending write starting at addr + k: does it reach addr? */
+    for (int gi = -1; gi < a->n_closed; gi++) {
+      CopyGroup *g = gi < 0 ? &a->open : &a->closed[gi];
+      for (int i = 0; i < g->n; i++)
+        if (g->w[i].addr == addr + k && g->w[i].addr + g->w[i].size > addr)
+          return fail(I, where, "%s is accessed while an async copy to it is in flight (a ptx_wait_group is missing or allows "
+                                "too many groups in flight)", name);
+    }
+  }
+  return 0;
+}
+
+static void async_record(Interp *I, char *addr, const void *bytes, int size) {
+  struct AsyncState *a = I->async;
+  CopyGroup *g = &a->open;
+  if (g->n == g->cap) {
+    g->cap = g->cap ? g->cap * 2 : 64;
+    g->w = realloc(g->w, sizeof(PendingWrite) * (size_t)g->cap);
+  }
+  PendingWrite *w = &g->w[g->n++];
+  w->addr = addr;
+  w->size = size;
+  memcpy(w->bytes, bytes, (size_t)size);
+  int *c = pmap_slot(&a->inflight, addr, 1);
+  *c = *c < 0 ? 1 : *c + 1;
+}
+
+static void async_land(Interp *I, CopyGroup *g) {
+  for (int i = 0; i < g->n; i++) {
+    memcpy(g->w[i].addr, g->w[i].bytes, (size_t)g->w[i].size);
+    int *c = pmap_slot(&I->async->inflight, g->w[i].addr, 0);
+    if (c) (*c)--;
+  }
+  group_free(g);
+}
+
+static int async_deferred(const Interp *I) { return I->async && I->async->deferred; }
+
+static int async_pending_in(Interp *I, const char *lo, const char *hi) {
+  struct AsyncState *a = I->async;
+  for (int gi = -1; gi < a->n_closed; gi++) {
+    CopyGroup *g = gi < 0 ? &a->open : &a->closed[gi];
+    for (int i = 0; i < g->n; i++)
+      if (g->w[i].addr >= lo && g->w[i].addr < hi) return 1;
+  }
+  return 0;
+}
+
+/* A plain store in deferred mode: checked against copies in flight; inside an async_scope
+ * recorded in the open group (returns 1), else done by the caller (returns 0). */
+static int async_store(Interp *I, char *addr, const void *bytes, int size) {
+  if (check_inflight(I, addr, size, NULL, "a stored element")) return -1;
+  if (!I->async->in_scope) return 0;
+  async_record(I, addr, bytes, size);
+  return 1;
+}
+
+/* An element address of address_of(BufferLoad) (the buffer's storage, its dtype). */
+static char *element_addr(Interp *I, const tir_Node *arg, Storage **st_out, const char *op) {
+  if (arg->kind != TIR_Call || strcmp(((const tir_Call *)arg)->op, "address_of") != 0 || ((const tir_Call *)arg)->args->size != 1 ||
+      ((const tir_Call *)arg)->args->items[0]->kind != TIR_BufferLoad) {
+    fail(I, arg, "%s expects address_of(buffer[index]) operands", op);
+    return NULL;
+  }
+  const tir_BufferLoad *l = (const tir_BufferLoad *)((const tir_Call *)arg)->args->items[0];
+  Storage *st = buffer_storage(I, l->buffer, &l->hdr);
+  if (!st) return NULL;
+  int64_t el = flat_offset(I, l->buffer, l->indices, 0, &l->hdr);
+  if (I->failed) return NULL;
+  if (el < 0 || el >= st->n) {
+    fail(I, &l->hdr, "%s: element %lld of %s is outside its allocation of %lld", op, (long long)el, l->buffer->name,
+         (long long)st->n);
+    return NULL;
+  }
+  *st_out = st;
+  return st->base + el * tir_dtype_bytes(st->dtype);
+}
+
+/* ptx_cp_async(dst, src, bytes [, src_bytes]): src_bytes < bytes zero-fills the rest. */
+static int exec_cp_async(Interp *I, const tir_Call *c) {
+  int n = c->args->size;
+  if (n != 3 && n != 4) return fail(I, &c->hdr, "ptx_cp_async takes (dst, src, bytes [, src_bytes]), got %d arguments", n);
+  Storage *ds = NULL, *ss = NULL;
+  char *dst = element_addr(I, c->args->items[0], &ds, "ptx_cp_async");
+  char *src = dst ? element_addr(I, c->args->items[1], &ss, "ptx_cp_async") : NULL;
+  if (!src) return -1;
+  int64_t bytes = eval(I, c->args->items[2], 0).i;
+  int64_t src_bytes = n == 4 ? eval(I, c->args->items[3], 0).i : bytes;
+  if (I->failed) return -1;
+  if (bytes != 4 && bytes != 8 && bytes != 16) return fail(I, &c->hdr, "ptx_cp_async copies 4, 8 or 16 bytes, not %lld", (long long)bytes);
+  if (src_bytes < 0 || src_bytes > bytes)
+    return fail(I, &c->hdr, "ptx_cp_async: src_bytes %lld is outside [0, %lld]", (long long)src_bytes, (long long)bytes);
+  if ((uintptr_t)(dst - ds->base) % (uintptr_t)bytes || (src_bytes && (uintptr_t)(src - ss->base) % (uintptr_t)bytes))
+    return fail(I, &c->hdr, "ptx_cp_async: addresses must be aligned to the copy size (%lld bytes)", (long long)bytes);
+  if (dst + bytes > ds->base + ds->n * tir_dtype_bytes(ds->dtype) || src + src_bytes > ss->base + ss->n * tir_dtype_bytes(ss->dtype))
+    return fail(I, &c->hdr, "ptx_cp_async: the %lld-byte copy runs past the end of its buffer", (long long)bytes);
+  unsigned char tmp[16] = {0};
+  if (check_inflight(I, src, (int)src_bytes, &c->hdr, "the copy's source")) return -1;
+  memcpy(tmp, src, (size_t)src_bytes);
+  if (I->async && I->async->deferred) {
+    if (check_inflight(I, dst, (int)bytes, &c->hdr, "the copy's destination")) return -1;
+    async_record(I, dst, tmp, (int)bytes);
+  } else {
+    memcpy(dst, tmp, (size_t)bytes);
+  }
+  return 0;
+}
+
+/* Statement-level async builtins; returns 1 when `op` is not one of them. */
+static int exec_async_builtin(Interp *I, const tir_Call *c) {
+  const char *op = c->op;
+  if (strcmp(op, "ptx_cp_async") == 0) return exec_cp_async(I, c);
+  if (strcmp(op, "ptx_commit_group") == 0) {
+    struct AsyncState *a = I->async;
+    if (!a || !a->deferred) return 0;
+    if (a->n_closed == a->cap_closed) {
+      a->cap_closed = a->cap_closed ? a->cap_closed * 2 : 8;
+      a->closed = realloc(a->closed, sizeof(CopyGroup) * (size_t)a->cap_closed);
+    }
+    a->closed[a->n_closed++] = a->open;
+    memset(&a->open, 0, sizeof a->open);
+    return 0;
+  }
+  if (strcmp(op, "ptx_wait_group") == 0) {
+    if (c->args->size != 1) return fail(I, &c->hdr, "ptx_wait_group takes one argument (the groups allowed in flight)");
+    int64_t keep = eval(I, c->args->items[0], 0).i;
+    if (I->failed) return -1;
+    if (keep < 0) return fail(I, &c->hdr, "ptx_wait_group: %lld groups in flight is negative", (long long)keep);
+    struct AsyncState *a = I->async;
+    if (!a || !a->deferred || a->n_closed <= keep) return 0;
+    int land = a->n_closed - (int)keep;
+    for (int i = 0; i < land; i++) async_land(I, &a->closed[i]);
+    memmove(a->closed, a->closed + land, sizeof(CopyGroup) * (size_t)(a->n_closed - land));
+    a->n_closed -= land;
+    return 0;
+  }
+  return 1;
+}
+
 /* ---- statements ---- */
 static int exec(Interp *I, const tir_Node *s);
 
@@ -495,10 +703,16 @@ static int alloc_buffer(Interp *I, const tir_Buffer *b) {
   return 0;
 }
 
+static int async_pending_in(Interp *I, const char *lo, const char *hi);
+
 static void free_buffer(Interp *I, const tir_Buffer *b) {
   int *s = pmap_slot(&I->stores, b->data, 0);
   if (!s || *s < 0) return;
   Storage *st = &I->storages[*s];
+  if (async_deferred(I) && st->base && async_pending_in(I, st->base, st->base + st->n * tir_dtype_bytes(st->dtype))) {
+    fail(I, &b->hdr, "buffer %s goes out of scope while async copies to it are in flight", b->name);
+    return; /* keep the storage: the copies still point into it (freed at the end) */
+  }
   if (st->owned) free(st->base);
   st->base = NULL; /* the entry is reused by the next allocation of this buffer */
   st->n = 0;
@@ -646,6 +860,8 @@ static int exec(Interp *I, const tir_Node *s) {
         const char *op = ((const tir_Call *)v)->op;
         /* barriers are no-ops when threads run one after another */
         if (strcmp(op, "tvm_storage_sync") == 0 || strcmp(op, "syncthreads") == 0) return 0;
+        int rc = exec_async_builtin(I, (const tir_Call *)v);
+        if (rc != 1) return rc;
       }
       eval(I, v, 0);
       return I->failed ? -1 : 0;
@@ -662,6 +878,12 @@ static int exec(Interp *I, const tir_Node *s) {
           if (exec(I, a->body)) return -1;
         }
         return 0;
+      }
+      if (strcmp(a->key, "async_scope") == 0 && I->async) {
+        I->async->in_scope++;
+        int rc = exec(I, a->body);
+        I->async->in_scope--;
+        return rc;
       }
       return exec(I, a->body);
     }
@@ -747,11 +969,17 @@ int tir_check_args(const tir_PrimFunc *f, const tir_InterpArg *args, int nargs, 
 }
 
 int tir_interpret(const tir_PrimFunc *f, const tir_InterpArg *args, int nargs) {
+  return tir_interpret_opts(f, args, nargs, NULL);
+}
+
+int tir_interpret_opts(const tir_PrimFunc *f, const tir_InterpArg *args, int nargs, const tir_InterpOptions *opts) {
   interrupt_requested = 0;
   if (tir_check_args(f, args, nargs, TIR_DEV_CPU, "interpret") != 0) return -1;
   Interp I;
   memset(&I, 0, sizeof I);
   I.func = f;
+  I.async = calloc(1, sizeof *I.async);
+  I.async->deferred = opts && opts->async_deferred;
   for (int i = 0; i < nargs; i++) {
     const tir_Node *p = f->params->items[i];
     if (p->kind == TIR_Buffer) {
@@ -770,6 +998,12 @@ int tir_interpret(const tir_PrimFunc *f, const tir_InterpArg *args, int nargs) {
     }
   }
   int rc = exec(&I, f->body);
+  if (!rc && !I.failed && I.async->deferred) {
+    int left = I.async->open.n;
+    for (int i = 0; i < I.async->n_closed; i++) left += I.async->closed[i].n;
+    if (left) fail(&I, NULL, "%d async copies were never waited for (ptx_wait_group)", left);
+  }
+  async_free(I.async);
   for (int i = 0; i < I.n_st; i++)
     if (I.storages[i].owned) free(I.storages[i].base);
   pmap_free(&I.vars);

@@ -40,6 +40,7 @@
  * copies are issued.  Only one async stage is allowed (one group queue per thread; TVM's
  * CUDA codegen has the same limit).  thread_sync puts a barrier after every wait.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -349,6 +350,74 @@ static tir_Buffer *versioned_buffer(const tir_Buffer *b, int versions) {
   return nb;
 }
 
+/* ---- fresh copies: every instance of a statement defines its own variables and buffers
+ * (printing and structural equality map each definition once, as TVM's ConvertSSA) ---- */
+typedef struct {
+  tir_Var **vars;
+  int nv, cv;
+  tir_Buffer **bufs;
+  int nb, cb;
+} Defs;
+
+static void def_var(Defs *d, const tir_Var *v) {
+  for (int i = 0; i < d->nv; i++)
+    if (d->vars[i] == v) return;
+  if (d->nv == d->cv) {
+    d->cv = d->cv ? d->cv * 2 : 16;
+    d->vars = realloc(d->vars, sizeof(*d->vars) * (size_t)d->cv);
+  }
+  d->vars[d->nv++] = (tir_Var *)v;
+}
+
+static void def_buf(Defs *d, const tir_Buffer *b) {
+  for (int i = 0; i < d->nb; i++)
+    if (d->bufs[i] == b) return;
+  if (d->nb == d->cb) {
+    d->cb = d->cb ? d->cb * 2 : 8;
+    d->bufs = realloc(d->bufs, sizeof(*d->bufs) * (size_t)d->cb);
+  }
+  d->bufs[d->nb++] = (tir_Buffer *)b;
+}
+
+static int defs_fn(const tir_Node *n, void *p) {
+  Defs *d = p;
+  switch (n->kind) {
+    case TIR_For: def_var(d, ((const tir_For *)n)->loop_var); break;
+    case TIR_LetStmt: def_var(d, ((const tir_LetStmt *)n)->var); break;
+    case TIR_Let: def_var(d, ((const tir_Let *)n)->var); break;
+    case TIR_Block: {
+      const tir_Block *b = (const tir_Block *)n;
+      for (int i = 0; i < b->iter_vars->size; i++) def_var(d, ((const tir_IterVar *)b->iter_vars->items[i])->var);
+      for (int i = 0; i < b->alloc_buffers->size; i++) def_buf(d, (const tir_Buffer *)b->alloc_buffers->items[i]);
+      for (int i = 0; i < b->match_buffers->size; i++) def_buf(d, ((const tir_MatchBufferRegion *)b->match_buffers->items[i])->buffer);
+      break;
+    }
+    case TIR_Allocate: def_buf(d, ((const tir_Allocate *)n)->buffer); break;
+    default: break;
+  }
+  return 0;
+}
+
+static tir_Node *fresh_copy(const tir_Node *s) {
+  Defs d = {0};
+  tir_visit(s, defs_fn, &d);
+  tir_Node **nv = calloc((size_t)d.nv + 1, sizeof *nv);
+  tir_Buffer **nb = calloc((size_t)d.nb + 1, sizeof *nb);
+  for (int i = 0; i < d.nv; i++) nv[i] = &tir_var_new(d.vars[i]->name, d.vars[i]->hdr.dtype)->hdr;
+  for (int i = 0; i < d.nb; i++) {
+    nb[i] = (tir_Buffer *)tir_node_copy(&d.bufs[i]->hdr);
+    tir_release(nb[i]->data);
+    nb[i]->data = tir_var_new(d.bufs[i]->data->name, d.bufs[i]->data->hdr.dtype);
+  }
+  tir_Node *a = tir_substitute(s, d.nv, d.vars, nv);
+  tir_Node *out = tir_substitute_buffers(a, d.nb, d.bufs, nb);
+  tir_release(a);
+  for (int i = 0; i < d.nv; i++) tir_release(nv[i]);
+  for (int i = 0; i < d.nb; i++) tir_release(nb[i]);
+  free(nv), free(nb), free(d.vars), free(d.bufs);
+  return out;
+}
+
 /* ---- emission ---- */
 enum { SEC_PROLOGUE, SEC_BODY, SEC_EPILOGUE };
 
@@ -407,7 +476,7 @@ static tir_Node *emit_section(Pipe *p, tir_Node *start, tir_Node *end, int sec, 
     tir_release(j0);
   }
   tir_release(zero), tir_release(one);
-  const tir_Node *mn = p->cur->min;
+  tir_Node *mn = p->cur->min;
   tir_Node *hi = tir_add(R(mn), R(p->cur->extent));
   /* which statements run in this section, and on which original iteration */
   tir_Node **skew = calloc((size_t)p->n, sizeof *skew), **pred = calloc((size_t)p->n, sizeof *pred);
@@ -485,8 +554,10 @@ static tir_Node *emit_section(Pipe *p, tir_Node *start, tir_Node *end, int sec, 
       }
       tir_Node *sub = tir_substitute(vr, 1, (tir_Var *const *)&p->cur->loop_var, &skew[pos]);
       tir_release(vr);
-      tir_Node *inst = tir_simplify_stmt(p->an, sub);
+      tir_Node *simp = tir_simplify_stmt(p->an, sub);
       tir_release(sub);
+      tir_Node *inst = fresh_copy(simp);
+      tir_release(simp);
       if (s->async) inst = tir_attr_stmt(NULL, "async_scope", tir_i32(1), inst);
       if (!tir_can_prove(p->an, pred[pos])) inst = tir_if(R(pred[pos]), inst, NULL);
       items = tir_array_push(items, inst);
@@ -713,7 +784,7 @@ static tir_Node *pipeline(Ctx *ctx, const tir_For *orig, const tir_For *f) {
   {
     P.an = tir_analyzer_new();
     tir_DType lt = f->loop_var->hdr.dtype;
-    const tir_Node *mn = f->min, *ex = f->extent;
+    tir_Node *mn = f->min, *ex = f->extent;
     tir_Node *S = tir_int_imm(lt, P.S);
     tir_Node *pro_end = tir_add(R(mn), R(S));
     tir_Node *end = tir_add(R(mn), R(ex));

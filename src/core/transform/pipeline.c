@@ -37,11 +37,13 @@ tir_PrimFunc *tir_lower(const tir_PrimFunc *f, tir_LowerOptions *opts) {
   RUN("verify_memory_scope", tir_pass_verify_memory_scope(cur));
   RUN("compact_buffer_allocation", tir_pass_compact_buffer_allocation(cur));
   RUN("lower_match_buffer", tir_pass_lower_match_buffer(cur));
+  RUN("inject_software_pipeline", tir_pass_inject_software_pipeline(cur));
   RUN("lower_opaque_block", tir_pass_lower_opaque_block(cur));
   RUN("simplify", tir_pass_simplify(cur));
   RUN("flatten_buffer", tir_pass_flatten_buffer(cur));
   RUN("simplify", tir_pass_simplify(cur));
   RUN("vectorize_loop", tir_pass_vectorize_loop(cur));
+  RUN("inject_ptx_async_copy", tir_pass_inject_ptx_async_copy(cur));
   RUN("unroll_loop", tir_pass_unroll_loop(cur, unroll_max));
   RUN("lower_thread_binding", tir_pass_lower_thread_binding(cur));
   RUN("simplify", tir_pass_simplify(cur));

@@ -81,6 +81,31 @@ static int host_rank(const tir_PrimFunc *host, const tir_Buffer *b) {
   return host->params->size;
 }
 
+typedef struct {
+  int64_t bytes;
+  int any_dyn, unknown;
+} SmemCtx;
+
+/* bytes of every shared allocation of a kernel (each rounded up to 16), in visiting order */
+static int smem_fn(const tir_Node *n, void *p) {
+  SmemCtx *c = p;
+  if (n->kind != TIR_Allocate) return 0;
+  const tir_Buffer *b = ((const tir_Allocate *)n)->buffer;
+  if (strncmp(b->scope, "shared", 6) != 0) return 0;
+  if (strcmp(b->scope, "shared.dyn") == 0) c->any_dyn = 1;
+  int64_t e = tir_dtype_bytes(b->hdr.dtype);
+  for (int i = 0; i < b->shape->size; i++) {
+    int64_t d;
+    if (!tir_is_const_int(b->shape->items[i], &d)) {
+      c->unknown = 1;
+      return 0;
+    }
+    e *= d;
+  }
+  c->bytes += (e + 15) / 16 * 16;
+  return 0;
+}
+
 static int make_kernel(const tir_Node *region, const char *name, const tir_PrimFunc *host, tir_Kernel *k) {
   memset(k, 0, sizeof *k);
   for (int i = 0; i < 3; i++) {
@@ -152,6 +177,13 @@ static int make_kernel(const tir_Node *region, const char *name, const tir_PrimF
   free(c.scalars);
   k->name = tir_strdup(name);
   k->func = tir_prim_func(name, params, tir_retain(region), NULL);
+  /* shared memory beyond the 48 KB a kernel may declare statically (or asked for as
+   * "shared.dyn") becomes one dynamic allocation: the codegen carves the buffers out of it
+   * in the order it meets them, and the launch raises the kernel's limit (build.c) */
+  SmemCtx sm = {0, 0, 0};
+  tir_visit(region, smem_fn, &sm);
+  k->dyn_smem_bytes = (sm.any_dyn || sm.bytes > 48 * 1024) ? sm.bytes : 0;
+  if (sm.unknown) k->dyn_smem_bytes = 0;
   return 0;
 }
 

@@ -25,7 +25,21 @@ typedef struct {
 typedef struct {
   const tir_Node *thread_vars[16];
   int n_thread;
+  const tir_Node *stranded_wait; /* a ptx_wait_group where no barrier can follow it */
 } Ctx;
+
+/* cp.async data other threads copied is visible after their ptx_wait_group and a barrier
+ * (TVM ThreadSyncAfterWaitQueueInserter): every wait is followed by a barrier, which also
+ * serves the read-after-write of the consumer that follows it. */
+static int is_wait(const tir_Node *s) {
+  return s->kind == TIR_Evaluate && ((const tir_Evaluate *)s)->value->kind == TIR_Call &&
+         strcmp(((const tir_Call *)((const tir_Evaluate *)s)->value)->op, "ptx_wait_group") == 0;
+}
+
+static int find_wait(const tir_Node *n, void *p) {
+  if (!*(const tir_Node **)p && is_wait(n)) *(const tir_Node **)p = n;
+  return 0;
+}
 
 static void add(const tir_Node **set, int *n, const tir_Node *x) {
   for (int i = 0; i < *n; i++)
@@ -63,16 +77,27 @@ static int access_fn(const tir_Node *n, void *p) {
   if (n->kind == TIR_BufferStore && is_shared(((const tir_BufferStore *)n)->buffer))
     add(a->w, &a->nw, &((const tir_BufferStore *)n)->buffer->data->hdr);
   if (n->kind == TIR_Call) {
-    /* builtins writing shared memory through address_of (wmma_store, cp.async, ...) */
+    /* builtins reading or writing shared memory through address_of (wmma_store, cp.async,
+     * ...): an operand the builtin writes is a write only (not also a read, or consecutive
+     * cp.async of a tile would get barriers between them); the others are reads */
     const tir_Call *c = (const tir_Call *)n;
+    int addr_args = 0;
     for (int i = 0; i < c->args->size; i++) {
       const tir_Node *x = c->args->items[i];
       if (x->kind == TIR_Call && strcmp(((const tir_Call *)x)->op, "address_of") == 0 && ((const tir_Call *)x)->args->size == 1 &&
-          ((const tir_Call *)x)->args->items[0]->kind == TIR_BufferLoad && tir_builtin_writes_arg(c->op, i)) {
+          ((const tir_Call *)x)->args->items[0]->kind == TIR_BufferLoad) {
         const tir_BufferLoad *l = (const tir_BufferLoad *)((const tir_Call *)x)->args->items[0];
-        if (is_shared(l->buffer)) add(a->w, &a->nw, &l->buffer->data->hdr);
+        if (is_shared(l->buffer)) {
+          if (tir_builtin_writes_arg(c->op, i)) add(a->w, &a->nw, &l->buffer->data->hdr);
+          else add(a->r, &a->nr, &l->buffer->data->hdr);
+        }
+        for (int k = 0; k < l->indices->size; k++) tir_visit(l->indices->items[k], access_fn, a);
+        addr_args = 1;
+      } else {
+        tir_visit(x, access_fn, a);
       }
     }
+    if (addr_args) return 1; /* operands visited above */
   }
   if (n->kind == TIR_Evaluate) {
     const tir_Node *v = ((const tir_Evaluate *)n)->value;
@@ -125,6 +150,11 @@ static tir_Node *visit_seq(Ctx *c, const tir_Node *const *items, int n, Acc *sta
     } else {
       out = tir_array_push(out, tir_retain(items[i]));
       merge(state, &acc);
+      if (compound && !c->stranded_wait) tir_visit(items[i], find_wait, &c->stranded_wait);
+    }
+    if (is_wait(items[i])) {
+      out = tir_array_push(out, sync_stmt());
+      memset(state, 0, sizeof *state);
     }
   }
   return tir_seq(out);
@@ -202,5 +232,15 @@ tir_PrimFunc *tir_pass_thread_sync(const tir_PrimFunc *f) {
   memset(&c, 0, sizeof c);
   Acc state;
   memset(&state, 0, sizeof state);
-  return pass_with_body(f, visit(&c, f->body, &state));
+  tir_Node *body = visit(&c, f->body, &state);
+  if (c.stranded_wait) {
+    tir_release(body);
+    tir_error_set(TIR_ERR_LOWER, "thread_sync",
+                  "ptx_wait_group under a condition or loop bound that depends on threadIdx: the barrier that must follow "
+                  "it (so that other threads' cp.async data is visible) cannot be placed there");
+    tir_error_set_ir(&f->hdr);
+    tir_error_mark(c.stranded_wait, "wait");
+    return NULL;
+  }
+  return pass_with_body(f, body);
 }

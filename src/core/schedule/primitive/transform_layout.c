@@ -83,6 +83,122 @@ static tir_Array *map_region(const Ctx *c, const tir_Array *region) {
   return out;
 }
 
+/* Does the map send the view's region onto a window: leading dimensions single elements,
+ * trailing ones the view's shape, element (min + i) going to (new min + i)? */
+static int is_window(const Ctx *c, const tir_MatchBufferRegion *m) {
+  const tir_Array *reg = m->source->region;
+  tir_Array *nreg = map_region(c, reg);
+  int vd = m->buffer->shape->size, lead = c->n_out - vd, ok = lead >= 0 && reg->size == vd;
+  for (int d = 0; ok && d < c->n_out; d++) {
+    const tir_Node *ext = ((const tir_Range *)nreg->items[d])->extent;
+    ok = d < lead ? tir_is_one(ext) : tir_can_prove_equal(NULL, ext, m->buffer->shape->items[d - lead]);
+  }
+  if (ok) {
+    tir_Analyzer *an = tir_analyzer_new();
+    tir_Array *pt = tir_array_new(vd);
+    tir_Var **iv = calloc((size_t)vd + 1, sizeof *iv);
+    for (int d = 0; d < vd; d++) {
+      iv[d] = tir_var_new("i", TIR_INT32);
+      int64_t e = 1;
+      tir_is_const_int(m->buffer->shape->items[d], &e);
+      tir_analyzer_bind_bound(an, iv[d], 0, e - 1);
+      pt->items[d] = tir_add(R(((const tir_Range *)reg->items[d])->min), R(&iv[d]->hdr));
+    }
+    tir_Array *img = map_point(c, pt);
+    for (int d = 0; ok && d < c->n_out; d++) {
+      tir_Node *want = d < lead ? R(((const tir_Range *)nreg->items[d])->min)
+                                : tir_add(R(((const tir_Range *)nreg->items[d])->min), R(&iv[d - lead]->hdr));
+      ok = tir_can_prove_equal(an, img->items[d], want);
+      tir_release(want);
+    }
+    tir_release(img);
+    tir_release(pt);
+    for (int d = 0; d < vd; d++) tir_release(iv[d]);
+    free(iv);
+    tir_analyzer_free(an);
+  }
+  tir_release(nreg);
+  return ok;
+}
+
+typedef struct {
+  const tir_Node *var;
+  int found;
+} UseCtx;
+
+/* finds var in expressions, not in buffer definitions (a buffer's own strides) */
+static int use_fn(const tir_Node *n, void *p) {
+  UseCtx *u = p;
+  if (n->kind == TIR_Buffer) return 1;
+  if (n == u->var) u->found = 1;
+  return u->found;
+}
+
+/* Does block b use view m's symbolic strides / elem_offset (other than in buffer definitions)? */
+static int view_symbols_used(const tir_Block *b, const tir_MatchBufferRegion *m) {
+  for (int k = 0; k <= m->buffer->strides->size; k++) {
+    const tir_Node *v = k < m->buffer->strides->size ? m->buffer->strides->items[k] : m->buffer->elem_offset;
+    if (!v || v->kind != TIR_Var) continue;
+    UseCtx u = {v, 0};
+    tir_visit(b->body, use_fn, &u);
+    if (b->init) tir_visit(b->init, use_fn, &u);
+    if (u.found) return 1;
+  }
+  return 0;
+}
+
+typedef struct {
+  const tir_MatchBufferRegion *m;
+} Dissolve;
+
+static tir_Array *view_indices(const tir_MatchBufferRegion *m, const tir_Array *idx) {
+  const tir_Array *reg = m->source->region;
+  int lead = reg->size - idx->size;
+  tir_Array *out = tir_array_new(reg->size);
+  for (int d = 0; d < reg->size; d++) {
+    const tir_Node *mn = ((const tir_Range *)reg->items[d])->min;
+    out->items[d] = d < lead ? R((tir_Node *)mn) : tir_add(R((tir_Node *)mn), R(idx->items[d - lead]));
+  }
+  return out;
+}
+
+static tir_Node *dissolve_fn(const tir_Node *n, void *p) {
+  const Dissolve *d = p;
+  if (n->kind == TIR_BufferLoad && ((const tir_BufferLoad *)n)->buffer == d->m->buffer) {
+    tir_BufferLoad *l = (tir_BufferLoad *)tir_mutate_children(n, dissolve_fn, p);
+    if (!l) return TIR_MUTATE_ERROR;
+    tir_Node *r = tir_buffer_load((tir_Buffer *)R(&d->m->source->buffer->hdr), view_indices(d->m, l->indices));
+    tir_release(l);
+    return r;
+  }
+  if (n->kind == TIR_BufferStore && ((const tir_BufferStore *)n)->buffer == d->m->buffer) {
+    tir_BufferStore *st = (tir_BufferStore *)tir_mutate_children(n, dissolve_fn, p);
+    if (!st) return TIR_MUTATE_ERROR;
+    tir_Node *r = tir_buffer_store((tir_Buffer *)R(&d->m->source->buffer->hdr), R(st->value), view_indices(d->m, st->indices));
+    tir_release(st);
+    return r;
+  }
+  return NULL;
+}
+
+/* b without view m: its accesses go to m's source at the region's offset (owned). */
+static tir_Block *dissolve_view(const tir_Block *b, const tir_MatchBufferRegion *m) {
+  Dissolve d = {m};
+  tir_Node *body = tir_mutate(b->body, dissolve_fn, &d);
+  tir_Block *nb = tir_block_with_body(b, body);
+  tir_Array *mbs = tir_array_empty();
+  for (int i = 0; i < b->match_buffers->size; i++)
+    if (b->match_buffers->items[i] != &m->hdr) mbs = tir_array_push(mbs, R(b->match_buffers->items[i]));
+  tir_release(nb->match_buffers);
+  nb->match_buffers = mbs;
+  if (b->init) {
+    tir_Node *init = tir_mutate(b->init, dissolve_fn, &d);
+    tir_release(nb->init);
+    nb->init = init;
+  }
+  return nb;
+}
+
 static tir_Node *rewrite(const tir_Node *n, void *vctx) {
   const Ctx *c = vctx;
   if (n == &c->old->hdr) return R(&c->nb->hdr);
@@ -102,50 +218,44 @@ static tir_Node *rewrite(const tir_Node *n, void *vctx) {
     st->indices = idx;
     return &st->hdr;
   }
+  if (n->kind == TIR_Block) {
+    /* views of the buffer that the map does not keep as windows are dissolved first (their
+     * accesses become accesses of the buffer itself), when their impl does not use the view's
+     * strides or offset: e.g. ldmatrix's per-lane row addresses into an XOR-swizzled tile */
+    const tir_Block *b = (const tir_Block *)n;
+    tir_Block *tmp = NULL;
+    for (int i = 0; i < b->match_buffers->size; i++) {
+      const tir_MatchBufferRegion *m = (const tir_MatchBufferRegion *)b->match_buffers->items[i];
+      if (m->source->buffer != c->old || is_window(c, m)) continue;
+      if (view_symbols_used(b, m)) {
+        tir_release(tmp);
+        tir_error_set(TIR_ERR_SCHEDULE, "transform_layout",
+                      "the view %s (match_buffer) of %s would not stay a window of the new layout, and block '%s' uses its strides "
+                      "or offset (e.g. a wmma load's leading dimension): the map must send the view's region to single elements in "
+                      "the leading dimensions and to the view's shape, in order, in the trailing ones",
+                      m->buffer->name, c->old->name, b->name);
+        return TIR_MUTATE_ERROR;
+      }
+      const tir_Block *cur = tmp ? tmp : b;
+      tir_Block *next = dissolve_view(cur, m);
+      tir_release(tmp);
+      tmp = next;
+    }
+    if (tmp) {
+      tir_Node *r = tir_mutate_children(&tmp->hdr, rewrite, vctx);
+      tir_release(tmp);
+      return r ? r : TIR_MUTATE_ERROR;
+    }
+    return NULL;
+  }
   if (n->kind == TIR_MatchBufferRegion && ((const tir_MatchBufferRegion *)n)->source->buffer == c->old) {
-    /* a view (e.g. a tensorized block's 16x16 fragment) stays a view only if the map sends its
-     * window onto a window: leading dimensions single elements, trailing ones the view's shape,
-     * and element (min + i) going to (new min + i) */
     const tir_MatchBufferRegion *m = (const tir_MatchBufferRegion *)n;
-    const tir_Array *reg = m->source->region;
-    tir_Array *nreg = map_region(c, reg);
-    int vd = m->buffer->shape->size, lead = c->n_out - vd, ok = lead >= 0 && reg->size == vd;
-    for (int d = 0; ok && d < c->n_out; d++) {
-      const tir_Node *ext = ((const tir_Range *)nreg->items[d])->extent;
-      ok = d < lead ? tir_is_one(ext) : tir_can_prove_equal(NULL, ext, m->buffer->shape->items[d - lead]);
-    }
-    if (ok) {
-      tir_Analyzer *an = tir_analyzer_new();
-      tir_Array *pt = tir_array_new(vd);
-      tir_Var **iv = calloc((size_t)vd + 1, sizeof *iv);
-      for (int d = 0; d < vd; d++) {
-        iv[d] = tir_var_new("i", TIR_INT32);
-        int64_t e = 1;
-        tir_is_const_int(m->buffer->shape->items[d], &e);
-        tir_analyzer_bind_bound(an, iv[d], 0, e - 1);
-        pt->items[d] = tir_add(R(((const tir_Range *)reg->items[d])->min), R(&iv[d]->hdr));
-      }
-      tir_Array *img = map_point(c, pt);
-      for (int d = 0; ok && d < c->n_out; d++) {
-        tir_Node *want = d < lead ? R(((const tir_Range *)nreg->items[d])->min)
-                                  : tir_add(R(((const tir_Range *)nreg->items[d])->min), R(&iv[d - lead]->hdr));
-        ok = tir_can_prove_equal(an, img->items[d], want);
-        tir_release(want);
-      }
-      tir_release(img);
-      tir_release(pt);
-      for (int d = 0; d < vd; d++) tir_release(iv[d]);
-      free(iv);
-      tir_analyzer_free(an);
-    }
-    if (!ok) {
-      tir_release(nreg);
-      tir_error_set(TIR_ERR_SCHEDULE, "transform_layout",
-                    "the view %s (match_buffer) of %s would not stay a window of the new layout: the map must send its region "
-                    "to single elements in the leading dimensions and to the view's shape, in order, in the trailing ones",
+    if (!is_window(c, m)) {
+      tir_error_set(TIR_ERR_SCHEDULE, "transform_layout", "the view %s (match_buffer) of %s would not stay a window of the new layout",
                     m->buffer->name, c->old->name);
       return TIR_MUTATE_ERROR;
     }
+    tir_Array *nreg = map_region(c, m->source->region);
     return &tir_match_buffer_region((tir_Buffer *)R(&m->buffer->hdr), tir_buffer_region((tir_Buffer *)R(&c->nb->hdr), nreg))->hdr;
   }
   if (n->kind == TIR_BufferRegion && ((const tir_BufferRegion *)n)->buffer == c->old) {
