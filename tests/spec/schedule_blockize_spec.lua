@@ -288,6 +288,27 @@ describe("blockize", function()
     assert.is_not_nil(ii)
   end)
 
+  it("keeps a predicate that only narrows one loop, on that loop's side", function()
+    -- split(3, 4): the binding is i_1 alone and the predicate i_1 < 3 narrows its loop
+    for _, at in ipairs({"i_1", "j"}) do
+      local f = U.elementwise(3, 8)
+      local sch = tir.Schedule(f)
+      local i = sch:get_loops(sch:get_block("B"))
+      local _, i1 = sch:split(i, {nil, 4})
+      local _, _, j = sch:get_loops(sch:get_block("B"))
+      sch:blockize(at == "i_1" and i1 or j)
+      local s = tostring(sch.mod)
+      local outer_where = s:match('T.block%("B_o".-T.block%("B"')
+      if at == "i_1" then
+        assert.is_nil(outer_where:find("T.where", 1, true))
+        assert.matches('T.block%("B", function%(%).-T.where%(T.lt%(i_1, 3%)%)', s)
+      else
+        assert.matches("T.where%(T.lt%(i_1, 3%)%)", outer_where)
+      end
+      assert_lowered_equiv(f, sch.mod)
+    end
+  end)
+
   it("checks its preconditions", function()
     -- two blocks under the loop
     local A = tir.te.placeholder({16}, "float32", "A")

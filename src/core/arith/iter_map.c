@@ -58,8 +58,9 @@ typedef struct {
 
 typedef struct {
   const tir_Var *var;
-  int64_t lo, hi; /* [lo, hi) after predicate tightening */
-  Mark *mark;     /* NULL when simplified away (extent 1) */
+  int64_t lo, hi;           /* [lo, hi) after predicate tightening */
+  int64_t loop_lo, loop_hi; /* the loop's own range */
+  Mark *mark;               /* NULL when simplified away (extent 1) */
 } InputIter;
 
 typedef struct {
@@ -1095,8 +1096,8 @@ static int ctx_init(Ctx *c, const tir_LoopIter *loops, int n_loops, int level, i
   c->n_in = n_loops;
   for (int i = 0; i < n_loops; i++) {
     c->in[i].var = loops[i].var;
-    c->in[i].lo = loops[i].min;
-    c->in[i].hi = loops[i].min + loops[i].extent;
+    c->in[i].lo = c->in[i].loop_lo = loops[i].min;
+    c->in[i].hi = c->in[i].loop_hi = loops[i].min + loops[i].extent;
     c->in_vars[i] = (tir_Var *)loops[i].var;
     if (i == 0) c->dt = loops[i].var->hdr.dtype;
     if (loops[i].extent <= 0) {
@@ -1433,6 +1434,23 @@ static int divide_attempt(tir_Analyzer *a, const tir_Node *const *bindings, int 
   collector_init(&c, &col, sums, ok ? n : 0);
   Divider d = {&c, &col, inner_vars, n_inner, NULL, NULL, 0, 0, NULL, NULL};
   Div *res = calloc((size_t)n + 1, sizeof(Div));
+  /* a predicate that only narrowed one loop's range goes to that loop's side (the marks
+   * know the narrowed range, the loops do not) */
+  for (int i = 0; i < c.n_in && ok; i++) {
+    const InputIter *it = &c.in[i];
+    int inner = 0;
+    for (int k = 0; k < n_inner; k++) inner |= inner_vars[k] == it->var;
+    tir_Node **pred = inner ? &d.inner_pred : &d.outer_pred;
+    tir_Node *v = (tir_Node *)&it->var->hdr;
+    if (it->hi < it->loop_hi) {
+      tir_Node *cond = tir_cmp(TIR_LT, tir_retain(v), tir_int_imm(v->dtype, it->hi));
+      *pred = *pred ? tir_and(*pred, cond) : cond;
+    }
+    if (it->lo > it->loop_lo) {
+      tir_Node *cond = tir_cmp(TIR_GE, tir_retain(v), tir_int_imm(v->dtype, it->lo));
+      *pred = *pred ? tir_and(*pred, cond) : cond;
+    }
+  }
   for (int i = 0; i < n && ok; i++) {
     res[i] = divide_sum(&d, sums[i], 0);
     if (res[i].kind == K_FAIL || c.failed) {
