@@ -181,14 +181,12 @@ int64_t tir_sched_blockize(tir_Schedule *s, const tir_Var *lv, int preserve_unit
     tir_error_mark(&loop->hdr, "from here");
     return -1;
   }
-  /* an init's block iterates over the inner loops that its spatial bindings use; a
-   * predicate on other inner loops would be lost there */
+  /* the outer and inner iteration variables; each old variable's substitution */
   int64_t rc = -1;
   tir_Var **old = calloc((size_t)nv + 1, sizeof *old);
   tir_Node **sub = calloc((size_t)nv + 1, sizeof *sub);
   tir_Array *o_ivs = tir_array_new(nv), *o_vals = tir_array_new(nv), *i_ivs = tir_array_empty(), *i_vals = tir_array_empty();
   tir_Analyzer *an = tir_analyzer_new();
-  int has_outer_reduce = 0;
   for (int i = 0; i < nv; i++) {
     const tir_IterVar *iv = (const tir_IterVar *)blk->iter_vars->items[i];
     tir_DType t = iv->var->hdr.dtype;
@@ -198,7 +196,6 @@ int64_t tir_sched_blockize(tir_Schedule *s, const tir_Var *lv, int preserve_unit
                                     (int)iv->iter_type, iv->thread_tag)->hdr;
     o_vals->items[i] = tir_retain(d.outer[i]);
     tir_analyzer_bind_bound(an, ov, 0, d.outer_extent[i] - 1);
-    if (iv->iter_type == TIR_ITER_COMM_REDUCE) has_outer_reduce = 1;
     /* v = v_o * inner_extent + v_i (TVM DeriveBlockBinding): an outer part of extent 1 is
      * 0, an inner part of extent 1 is a constant (the binding's offset) */
     tir_Node *e;
@@ -259,7 +256,8 @@ int64_t tir_sched_blockize(tir_Schedule *s, const tir_Var *lv, int preserve_unit
     for (int i = 0; i < nused; i++) tir_release(inew[i]);
     free(iold);
     free(inew);
-    /* loops of the init: the inner loops its bindings use, with fresh variables */
+    /* loops of the init: the inner loops its bindings use, with fresh variables; a
+     * predicate on other inner loops (reduction loops) would be lost there */
     int nin = n_loops - first_inner, nl = 0;
     tir_Var **lold = calloc((size_t)nin + 1, sizeof *lold);
     tir_Node **lnew = calloc((size_t)nin + 1, sizeof *lnew);
@@ -303,7 +301,8 @@ int64_t tir_sched_blockize(tir_Schedule *s, const tir_Var *lv, int preserve_unit
     }
     free(lold), free(lnew), free(lsrc);
   }
-  (void)has_outer_reduce; /* the inner block's reads come from its body, which reads the output */
+  /* (TVM adds the writes to the inner block's reads when an outer variable reduces; here
+   * the reads are detected from the body, which reads the output of a reduction) */
   {
     char *oname = tir_strprintf("%s_o", blk->name);
     char *uname = sch_unique_name(s->func, oname);
