@@ -19,9 +19,21 @@ assert(core.cublas_available())
 local VARIANTS = {
   mma = {desc = "mma.sync m16n8k16 + ldmatrix, 128x128x32 CTA, 64x64 warp tiles, padded shared rows", opts = {intrin = "mma"}},
   mma_s3 = {desc = "as mma, 3-stage cp.async pipeline", opts = {intrin = "mma", stages = 3}},
+  mma_s4 = {desc = "as mma, 4-stage cp.async pipeline", opts = {intrin = "mma", stages = 4}},
   mma_256 = {desc = "mma.sync, 128x256x32 CTA (8 warps of 64x64)", opts = {intrin = "mma", BN = 256}},
+  mma_256_s3 = {desc = "mma.sync, 128x256x32 CTA, 3-stage cp.async pipeline", opts = {intrin = "mma", BN = 256, stages = 3}},
+  mma_256_s4 = {desc = "mma.sync, 128x256x32 CTA, 4-stage cp.async pipeline", opts = {intrin = "mma", BN = 256, stages = 4}},
+  wmma_s3 = {desc = "WMMA, 3-stage cp.async pipeline", opts = {intrin = "wmma", stages = 3}},
   wmma = {desc = "WMMA 16x16x16, 128x128x32 CTA, 64x64 warp tiles", opts = {intrin = "wmma"}},
 }
+
+-- extra configurations for experiments: TIRLUA_BENCH_EXTRA="name:BK=64,stages=3;name2:..."
+for spec in (os.getenv("TIRLUA_BENCH_EXTRA") or ""):gmatch("[^;]+") do
+  local name, kv = spec:match("^([%w_]+):(.*)$")
+  local opts = {intrin = "mma"}
+  for k, v in kv:gmatch("([%w_]+)=([%w_]+)") do opts[k] = math.tointeger(tonumber(v)) or v end
+  VARIANTS[name] = {desc = "experiment: " .. kv, opts = opts}
+end
 
 local shapes = {}
 for i = 1, #arg do

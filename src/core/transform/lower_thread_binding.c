@@ -108,6 +108,16 @@ static tir_Node *replace_fn(const tir_Node *n, void *p) {
   return sub;
 }
 
+typedef struct {
+  tir_Node *lane;
+} LaneCtx;
+
+static tir_Node *lane_fn(const tir_Node *n, void *p) {
+  if (n->kind == TIR_Call && strcmp(((const tir_Call *)n)->op, "tir_lane_id") == 0 && ((const tir_Call *)n)->args->size == 0)
+    return tir_retain(((LaneCtx *)p)->lane);
+  return NULL;
+}
+
 static tir_Node *lower_region(const tir_Node *s) {
   Region r;
   memset(&r, 0, sizeof r);
@@ -129,6 +139,21 @@ static tir_Node *lower_region(const tir_Node *s) {
     }
   out = tir_mutate(s, replace_fn, &r);
   if (!out) goto done;
+  /* the lane id is threadIdx.x % 32 when x is a whole number of warps (x varies fastest in the
+   * linear thread index that splits into warps); then the simplifier sees through it */
+  {
+    int64_t ex;
+    const tir_Node *x = r.extent[N_TAGS - 1];
+    if (x && tir_is_const_int(x, &ex) && ex % 32 == 0) {
+      LaneCtx lc = {ex == 32 ? tir_retain(&r.var[N_TAGS - 1]->hdr)
+                             : tir_floormod(tir_retain(&r.var[N_TAGS - 1]->hdr), tir_int_imm(TIR_INT32, 32))};
+      tir_Node *o2 = tir_mutate(out, lane_fn, &lc);
+      tir_release(lc.lane);
+      tir_release(out);
+      out = o2;
+      if (!out) goto done;
+    }
+  }
   for (int i = N_TAGS - 1; i >= 0; i--) {
     if (!r.extent[i]) continue;
     tir_Node *zero = tir_int_imm(TIR_INT32, 0);

@@ -19,6 +19,13 @@
 
 #include "../sched_util.h"
 
+/* simplifies e, stealing it */
+static tir_Node *simp(tir_Analyzer *a, tir_Node *e) {
+  tir_Node *r = tir_simplify(a, e);
+  tir_release(e);
+  return r;
+}
+
 typedef struct {
   const tir_Buffer *old;
   tir_Buffer *nb;
@@ -62,13 +69,13 @@ static tir_Array *map_region(const Ctx *c, const tir_Array *region) {
     const tir_Range *r = (const tir_Range *)region->items[d];
     doms[d].var = c->vars[d];
     doms[d].set.min = R(r->min);
-    doms[d].set.max = tir_simplify(NULL, tir_sub(tir_add(R(r->min), R(r->extent)), tir_int_imm(r->min->dtype, 1)));
+    doms[d].set.max = simp(NULL, tir_sub(tir_add(R(r->min), R(r->extent)), tir_int_imm(r->min->dtype, 1)));
   }
   for (int o = 0; o < c->n_out; o++) {
     tir_IntSet set;
     const tir_Node *ext_full = c->nb->shape->items[o];
     if (tir_int_set_eval(NULL, c->exprs[o], doms, c->n_in, &set) == 0) {
-      tir_Node *ext = tir_simplify(NULL, tir_add(tir_sub(R(set.max), R(set.min)), tir_int_imm(set.min->dtype, 1)));
+      tir_Node *ext = simp(NULL, tir_add(tir_sub(R(set.max), R(set.min)), tir_int_imm(set.min->dtype, 1)));
       out->items[o] = &tir_range(R(set.min), ext)->hdr;
       tir_int_set_free(&set);
     } else {
