@@ -51,7 +51,7 @@ for v in (os.getenv("TIRLUA_BENCH_VARIANTS") or "mma,wmma"):gmatch("[^,]+") do
   names[#names + 1] = v
 end
 
-local function config_for(v, m, n)
+local function config_for(v, m, n, k)
   local o = {epilogue = "D"}
   for k, x in pairs(VARIANTS[v].opts) do o[k] = x end
   -- small M: a CTA of 1 x 4 warps over 16 (or 32) rows
@@ -78,7 +78,9 @@ for _, s in ipairs(shapes) do
   local flops = 2.0 * m * n * k
   for _, v in ipairs(names) do
     local o = config_for(v, m, n)
-    local okb, mod = pcall(function() return tir.build(tc.schedule(tc.workload(m, n, k, "float16", "float16"), o).mod, "cuda") end)
+    local BM, BN, BK = o.BM or 128, o.BN or 128, o.BK or 32
+    local pad = (m % BM ~= 0 or n % BN ~= 0 or k % BK ~= 0) and {BM, BN, BK} or nil
+    local okb, mod = pcall(function() return tir.build(tc.schedule(tc.workload(m, n, k, "float16", "float16", pad), o).mod, "cuda") end)
     if not okb then
       print(("%-8s %-18s  not built: %s"):format(v, ("%dx%dx%d"):format(m, n, k), tostring(mod):match("[^\n]*")))
     else

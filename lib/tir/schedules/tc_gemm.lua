@@ -34,18 +34,38 @@ local INTRIN = {
 
 --- The te workload: returns a PrimFunc computing C (and D = cast(out_dtype, C) when out_dtype
 -- is "float16"), with blocks "C" (and "D").
-function M.workload(Mx, N, K, dtype, out_dtype)
+-- pad = {BM, BN, BK}: when the extents are not multiples of these, the computation runs on
+-- padded extents (TVM's pad_einsum): stages "A_pad"/"B_pad" read A/B or 0 outside them (they
+-- become the shared tiles, loaded with predicates), "C" is a padded fp32 workspace, and "D"
+-- (M x N; cast to out_dtype, or a copy) reads what the caller asked for.
+function M.workload(Mx, N, K, dtype, out_dtype, pad)
   local tir = require("tir")
   local te = tir.te
   local A = te.placeholder({Mx, K}, dtype or "float16", "A")
   local B = te.placeholder({K, N}, dtype or "float16", "B")
-  local k = te.reduce_axis({0, K}, "k")
-  local C = te.compute({Mx, N}, function(i, j) return te.sum(te.cast("float32", A[{i, k}]) * te.cast("float32", B[{k, j}]), {k}) end, "C")
-  if out_dtype == "float16" then
-    local D = te.compute({Mx, N}, function(i, j) return te.cast("float16", C[{i, j}]) end, "D")
-    return te.create_prim_func({A, B, D})
+  local function up(x, m) return (x + m - 1) // m * m end
+  local Mp, Np, Kp = Mx, N, K
+  if pad then Mp, Np, Kp = up(Mx, pad[1]), up(N, pad[2]), up(K, pad[3]) end
+  if Mp == Mx and Np == N and Kp == K then
+    local k = te.reduce_axis({0, K}, "k")
+    local C = te.compute({Mx, N}, function(i, j) return te.sum(te.cast("float32", A[{i, k}]) * te.cast("float32", B[{k, j}]), {k}) end, "C")
+    if out_dtype == "float16" then
+      local D = te.compute({Mx, N}, function(i, j) return te.cast("float16", C[{i, j}]) end, "D")
+      return te.create_prim_func({A, B, D})
+    end
+    return te.create_prim_func({A, B, C})
   end
-  return te.create_prim_func({A, B, C})
+  local zero = tir.const(0, dtype or "float16")
+  local Ap = te.compute({Mp, Kp}, function(i, k)
+    return tir.core.call(dtype or "float16", "if_then_else", tir.And(tir.lt(i, Mx), tir.lt(k, K)), A[{i, k}], zero)
+  end, "A_pad")
+  local Bp = te.compute({Kp, Np}, function(k, j)
+    return tir.core.call(dtype or "float16", "if_then_else", tir.And(tir.lt(k, K), tir.lt(j, N)), B[{k, j}], zero)
+  end, "B_pad")
+  local k = te.reduce_axis({0, Kp}, "k")
+  local C = te.compute({Mp, Np}, function(i, j) return te.sum(te.cast("float32", Ap[{i, k}]) * te.cast("float32", Bp[{k, j}]), {k}) end, "C")
+  local D = te.compute({Mx, N}, function(i, j) return te.cast(out_dtype or "float32", C[{i, j}]) end, "D")
+  return te.create_prim_func({A, B, D})
 end
 
 --- Schedules the "C" block of M.workload (or an equivalent T script); returns the Schedule.
@@ -67,8 +87,17 @@ function M.schedule(func, opts)
   end
   local sch = tir.Schedule(func)
   local C = sch:get_block("C")
-  local AS = sch:cache_read(C, 1, "shared")
-  local BS = sch:cache_read(C, 2, "shared")
+  local padded = pcall(function() return sch:get_block("A_pad") end)
+  local AS, BS
+  if padded then
+    -- the padding stages are the shared tiles; the padded C is a workspace, D a second kernel
+    AS, BS = sch:get_block("A_pad"), sch:get_block("B_pad")
+    sch:set_scope(AS, 0, "shared"); sch:set_scope(BS, 0, "shared")
+    o.epilogue = nil
+  else
+    AS = sch:cache_read(C, 1, "shared")
+    BS = sch:cache_read(C, 2, "shared")
+  end
   local AF = sch:cache_read(C, 1, I.scope_a)
   local BF = sch:cache_read(C, 2, I.scope_b)
   local CF = sch:cache_write(C, 0, I.scope_c)
@@ -149,6 +178,13 @@ function M.schedule(func, opts)
   if o.pad then
     sch:storage_align(AS, 0, 0, 32, 8)
     sch:storage_align(BS, 0, 0, 32, 8)
+  end
+  if padded then
+    local D = sch:get_block("D")
+    local l = {sch:get_loops(D)}
+    local f = sch:fuse(l[1], l[2])
+    local bxd, txd = sch:split(f, {nil, 256})
+    sch:bind(bxd, "blockIdx.x"); sch:bind(txd, "threadIdx.x")
   end
   if o.stages > 1 then
     sch:annotate(ko, "software_pipeline_stage", {0, 0, o.stages - 1})
