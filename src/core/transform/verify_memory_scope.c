@@ -1,7 +1,9 @@
 /* verify_memory_scope.c -- checks, after plan_buffer_allocation has placed every
- * allocation at the lowest common ancestor of its accesses, that no thread-private
- * buffer is shared by thread indices in the IR (in the spirit of TVM's VerifyMemory /
- * VerifyGPUCode, which reject host or cross-thread uses of device memory).
+ * allocation at the lowest common ancestor of its accesses, that the SPMD reading of the
+ * kernels computes what the IR says (in the spirit of TVM's VerifyMemory / VerifyGPUCode,
+ * which reject host or cross-thread uses of device memory).  Two rules:
+ *
+ * 1. No thread-private buffer is shared by thread indices in the IR.
  *
  * The IR reads as if every thread-bound loop ran serially, so a buffer allocated above
  * such a loop is one buffer for all its iterations.  On the GPU a "local" buffer exists
@@ -10,7 +12,24 @@
  * another would be lost.  So a local buffer must be allocated inside every thread-bound
  * loop around its accesses, and a shared buffer inside every blockIdx loop (threadIdx
  * loops below a shared allocation are the point of shared memory).  Schedules get there
- * with compute_at / reverse_compute_at of the producers and consumers of the buffer. */
+ * with compute_at / reverse_compute_at of the producers and consumers of the buffer.
+ *
+ * 2. No in-place update runs redundantly.  Every top-level statement of a function with
+ * thread bindings is a kernel (lower_thread_binding, split_host_device), and code outside
+ * its thread-bound loops runs in every thread.  That is harmless for a block that only
+ * writes values computed from other buffers, but a block that reads what it writes (the
+ * update of a reduction) into global or shared memory would apply its update once per
+ * thread: it must be under a loop for every thread axis its kernel launches with more
+ * than one thread.
+ *
+ * 3. Redundant and distributed writes do not meet.  In a kernel launching more than one
+ * thread on an axis, a block outside that axis's loops writes what it writes in every
+ * thread; if another block of the kernel writes the same buffer under a loop of the axis,
+ * the copies overwrite each other's results (an init left outside blockIdx loops clears
+ * what other thread blocks already accumulated).  For global buffers the same holds for a
+ * redundant reader: nothing orders it after other threads' writes (thread_sync places
+ * barriers for shared memory only).  Shared buffers count only threadIdx axes (each
+ * thread block has its own) and only writers (barriers order the readers). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,10 +42,14 @@ typedef struct {
   int depth; /* index in the stack of the block that allocates it */
 } Alloc;
 
+#define N_AXES 6
+static const char *const AXES[N_AXES] = {"blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z"};
+
 typedef struct {
   const tir_PrimFunc *func;
   const tir_Node *stack[MAXD]; /* For and Block ancestors */
   int sp;
+  const tir_For *launch[N_AXES]; /* per axis, a loop of the current kernel bound to it with extent > 1 */
   Alloc *allocs;
   int n, cap;
   int failed;
@@ -69,6 +92,165 @@ static void access(V *v, const tir_Buffer *b) {
     v->failed = 1;
     return;
   }
+}
+
+static int axis_of(const char *tag) {
+  for (int i = 0; i < N_AXES; i++)
+    if (strcmp(AXES[i], tag) == 0) return i;
+  return -1;
+}
+
+/* Records the loops of a kernel that launch more than one thread per axis. */
+static int launch_fn(const tir_Node *n, void *p) {
+  V *v = p;
+  if (tir_is_expr(n)) return 1;
+  if (n->kind != TIR_For || ((const tir_For *)n)->kind != TIR_FOR_THREAD_BINDING) return 0;
+  const tir_For *f = (const tir_For *)n;
+  int a = axis_of(f->thread_tag);
+  int64_t e;
+  if (a >= 0 && !(tir_is_const_int(f->extent, &e) && e <= 1) && !v->launch[a]) v->launch[a] = f;
+  return 0;
+}
+
+static int find_block(const tir_Node *n, void *p) {
+  if (tir_is_expr(n) || *(int *)p) return 1;
+  if (n->kind == TIR_BlockRealize) *(int *)p = 1;
+  return 0;
+}
+
+/* Blocks holding other blocks (blockize's outer blocks, ...) only summarize what those
+ * do: rules 2 and 3 look at the leaves, which do the accesses. */
+static int is_leaf(const tir_Block *b) {
+  int found = 0;
+  if (b->init) tir_visit(b->init, find_block, &found);
+  if (!found) tir_visit(b->body, find_block, &found);
+  return !found;
+}
+
+/* Rule 2 for a block about to be entered (its ancestors are on the stack). */
+static void check_redundant_update(V *v, const tir_Block *b) {
+  if (v->failed || !is_leaf(b)) return;
+  for (int w = 0; w < b->writes->size; w++) {
+    const tir_Buffer *buf = ((const tir_BufferRegion *)b->writes->items[w])->buffer;
+    if (strcmp(buf->scope, "global") != 0 && strncmp(buf->scope, "shared", 6) != 0 && buf->scope[0] != '\0') continue;
+    int self = 0;
+    for (int r = 0; r < b->reads->size && !self; r++) self = ((const tir_BufferRegion *)b->reads->items[r])->buffer == buf;
+    if (!self) continue;
+    for (int a = 0; a < N_AXES; a++) {
+      if (!v->launch[a]) continue;
+      int under = 0;
+      for (int k = 0; k < v->sp && k < MAXD && !under; k++) {
+        const tir_Node *s = v->stack[k];
+        under = s->kind == TIR_For && ((const tir_For *)s)->kind == TIR_FOR_THREAD_BINDING &&
+                strcmp(((const tir_For *)s)->thread_tag, AXES[a]) == 0;
+      }
+      if (under) continue;
+      tir_error_set(TIR_ERR_LOWER, "verify_memory_scope",
+                    "block '%s' updates %s in place (it reads what it writes), but it is under no loop bound to %s while "
+                    "its kernel runs loop %s on that axis: every %s would apply the update again. Bind one of its loops "
+                    "to %s, or move it out of this kernel",
+                    b->name, buf->name, AXES[a], v->launch[a]->loop_var->name, a < 3 ? "thread block" : "thread", AXES[a]);
+      tir_error_set_ir(&v->func->hdr);
+      tir_error_mark(&b->hdr, "this block");
+      tir_error_mark(&v->launch[a]->hdr, "the kernel's loop");
+      v->failed = 1;
+      return;
+    }
+  }
+}
+
+/* Rule 3: blocks of one kernel with the axes they are under. */
+typedef struct {
+  const tir_Block *b;
+  int mask; /* bit a: under a loop bound to AXES[a] */
+} KBlock;
+
+typedef struct {
+  KBlock *a;
+  int n, cap;
+} KBlocks;
+
+static void collect_kblocks(const tir_Node *n, int mask, KBlocks *k) {
+  if (!n) return;
+  switch (n->kind) {
+    case TIR_SeqStmt: {
+      const tir_Array *a = ((const tir_SeqStmt *)n)->seq;
+      for (int i = 0; i < a->size; i++) collect_kblocks(a->items[i], mask, k);
+      return;
+    }
+    case TIR_For: {
+      const tir_For *f = (const tir_For *)n;
+      int ax = f->kind == TIR_FOR_THREAD_BINDING ? axis_of(f->thread_tag) : -1;
+      collect_kblocks(f->body, ax >= 0 ? mask | (1 << ax) : mask, k);
+      return;
+    }
+    case TIR_BlockRealize: {
+      const tir_Block *b = ((const tir_BlockRealize *)n)->block;
+      if (is_leaf(b)) {
+        if (k->n == k->cap) {
+          k->cap = k->cap ? k->cap * 2 : 16;
+          k->a = realloc(k->a, sizeof(KBlock) * (size_t)k->cap);
+        }
+        k->a[k->n].b = b;
+        k->a[k->n].mask = mask;
+        k->n++;
+      }
+      collect_kblocks(b->init, mask, k);
+      collect_kblocks(b->body, mask, k);
+      return;
+    }
+    case TIR_IfThenElse:
+      collect_kblocks(((const tir_IfThenElse *)n)->then_case, mask, k);
+      collect_kblocks(((const tir_IfThenElse *)n)->else_case, mask, k);
+      return;
+    case TIR_LetStmt: collect_kblocks(((const tir_LetStmt *)n)->body, mask, k); return;
+    case TIR_AttrStmt: collect_kblocks(((const tir_AttrStmt *)n)->body, mask, k); return;
+    case TIR_Allocate: collect_kblocks(((const tir_Allocate *)n)->body, mask, k); return;
+    default: return;
+  }
+}
+
+static int region_has(const tir_Array *regions, const tir_Buffer *buf) {
+  for (int i = 0; i < regions->size; i++)
+    if (((const tir_BufferRegion *)regions->items[i])->buffer == buf) return 1;
+  return 0;
+}
+
+static void check_distributed_writes(V *v, const tir_Node *kernel) {
+  KBlocks k = {NULL, 0, 0};
+  collect_kblocks(kernel, 0, &k);
+  for (int i = 0; i < k.n && !v->failed; i++) {
+    const tir_Block *w = k.a[i].b;
+    for (int wi = 0; wi < w->writes->size && !v->failed; wi++) {
+      const tir_Buffer *buf = ((const tir_BufferRegion *)w->writes->items[wi])->buffer;
+      int shared = strncmp(buf->scope, "shared", 6) == 0;
+      if (!shared && strcmp(buf->scope, "global") != 0) continue;
+      for (int a = 0; a < N_AXES && !v->failed; a++) {
+        if (!v->launch[a] || !(k.a[i].mask & (1 << a)) || (shared && a < 3)) continue;
+        for (int j = 0; j < k.n; j++) {
+          const tir_Block *o = k.a[j].b;
+          if (j == i || (k.a[j].mask & (1 << a))) continue;
+          int writes = region_has(o->writes, buf), reads = !writes && region_has(o->reads, buf);
+          if (!writes && !(reads && !shared)) continue;
+          tir_error_set(TIR_ERR_LOWER, "verify_memory_scope",
+                        "block '%s' %s %s in every %s of its kernel (it is under no loop bound to %s), while block '%s' "
+                        "writes %s under loop %s, which is bound to %s: %s. Bind a loop of '%s' to %s too, or put the "
+                        "two blocks in separate kernels",
+                        o->name, writes ? "writes" : "reads", buf->name, a < 3 ? "thread block" : "thread", AXES[a],
+                        w->name, buf->name, v->launch[a]->loop_var->name, AXES[a],
+                        writes ? "the copies would overwrite each other's results"
+                               : "nothing makes it wait for the other threads' writes to global memory",
+                        o->name, AXES[a]);
+          tir_error_set_ir(&v->func->hdr);
+          tir_error_mark(&o->hdr, "this block");
+          tir_error_mark(&w->hdr, "the distributed writer");
+          v->failed = 1;
+          break;
+        }
+      }
+    }
+  }
+  free(k.a);
 }
 
 static int expr_fn(const tir_Node *n, void *p) {
@@ -120,6 +302,7 @@ static void walk(V *v, const tir_Node *n) {
         v->allocs[v->n].depth = v->sp < MAXD ? v->sp : MAXD - 1;
         v->n++;
       }
+      check_redundant_update(v, b);
       push(v, &b->hdr);
       walk(v, b->init);
       walk(v, b->body);
@@ -157,7 +340,36 @@ tir_PrimFunc *tir_pass_verify_memory_scope(const tir_PrimFunc *f) {
   V v;
   memset(&v, 0, sizeof v);
   v.func = f;
-  walk(&v, f->body);
+  int kernels = 0;
+  tir_visit(f->body, launch_fn, &v);
+  for (int a = 0; a < N_AXES; a++) kernels |= v.launch[a] != NULL;
+  if (!kernels || f->body->kind != TIR_BlockRealize) {
+    walk(&v, f->body);
+  } else {
+    /* the root block, then each top-level statement (a kernel) with its own launch axes */
+    const tir_BlockRealize *root = (const tir_BlockRealize *)f->body;
+    const tir_Node *body = root->block->body;
+    const tir_Array *items = body->kind == TIR_SeqStmt ? ((const tir_SeqStmt *)body)->seq : NULL;
+    int n = items ? items->size : 1;
+    for (int a = 0; a < root->block->alloc_buffers->size; a++) {
+      if (v.n == v.cap) {
+        v.cap = v.cap ? v.cap * 2 : 16;
+        v.allocs = realloc(v.allocs, sizeof(Alloc) * (size_t)v.cap);
+      }
+      v.allocs[v.n].buf = (const tir_Buffer *)root->block->alloc_buffers->items[a];
+      v.allocs[v.n].depth = 0;
+      v.n++;
+    }
+    push(&v, &root->block->hdr);
+    for (int i = 0; i < n && !v.failed; i++) {
+      const tir_Node *item = items ? items->items[i] : body;
+      memset(v.launch, 0, sizeof v.launch);
+      tir_visit(item, launch_fn, &v);
+      walk(&v, item);
+      if (!v.failed) check_distributed_writes(&v, item);
+    }
+    v.sp--;
+  }
   free(v.allocs);
   if (v.failed) return NULL;
   return (tir_PrimFunc *)tir_retain(f);
