@@ -12,7 +12,12 @@
 --     reading chunks 2t (and 2t + 1) hit 8 different bank groups; padding (storage_align) is
 --     the alternative for A (pad_a);
 --   * inner loops are unrolled; the C tile is written back with vector stores;
---   * the reduction's init is decomposed out of the K loop.
+--   * the reduction's init is decomposed out of the K loop;
+--   * stages >= 2 software-pipelines the K loop (annotations read by inject_software_pipeline):
+--     the shared tiles get `stages` versions and the copies for step ko + stages - 1 are issued
+--     while step ko computes, as cp.async (async = true, the default) on sm_80+.  With the
+--     transposed A tile (a_transpose) A's copies are 4-byte cp.async per element; a_transpose =
+--     false (with pad_a) makes them 16-byte ones.
 -- schedule(func, opts) works on the "C" block of a te/T matmul C[i, j] += A[i, k] * B[k, j].
 -- Extents that BM/BN/BK do not divide work (split adds predicates), but the vector accesses
 -- then fall back to scalar ones unless rows stay 16-byte aligned.
@@ -21,8 +26,10 @@ local M = {}
 -- a_transpose: A's shared tile as [k][i]; b_swizzle: XOR-swizzle B's shared rows;
 -- pad_a: {factor, offset} storage_align of A's rows (with a_transpose = false);
 -- vec: elements per vector access (4 floats = 16 bytes).
+-- stages: 1 = no pipeline; 2 = double buffering; n = n shared buffers, copies n - 1 steps ahead.
+-- async: with stages >= 2, the copies are cp.async (software_pipeline_async_stages = {0}).
 M.defaults = {BM = 128, BN = 128, BK = 8, TY = 16, TX = 16, vec = 4, a_transpose = true, b_swizzle = true, pad_a = false,
-              local_vec = true, store_vec = true}
+              local_vec = true, store_vec = true, stages = 1, async = true}
 
 --- Returns the schedule (tir.Schedule).  opts override M.defaults; errors on unknown options
 -- and on tiles that do not divide (BM by TY, BN by TX, TM and TN by vec when vectorizing).
@@ -33,6 +40,9 @@ function M.schedule(func, opts)
   for k, v in pairs(opts or {}) do
     if M.defaults[k] == nil then error("simt_gemm: unknown option " .. tostring(k), 2) end
     o[k] = v
+  end
+  if math.type(o.stages) ~= "integer" or o.stages < 1 then
+    error(("simt_gemm: stages must be an integer >= 1, got %s"):format(tostring(o.stages)), 2)
   end
   local TM, TN = o.BM // o.TY, o.BN // o.TX
   if o.BM % o.TY ~= 0 or o.BN % o.TX ~= 0 or TM % o.vec ~= 0 or TN % o.vec ~= 0 then
@@ -95,6 +105,12 @@ function M.schedule(func, opts)
     sch:transform_layout(BS, {"write", 0}, function(k, j) return k, (j // v) ~ (j // (8 * v) % 2), j % v end)
   end
   sch:decompose_reduction(C, ko)
+  if o.stages > 1 then
+    -- ko's body: [A copy, B copy, ki loop]; the copies run stages - 1 iterations ahead
+    sch:annotate(ko, "software_pipeline_stage", {0, 0, o.stages - 1})
+    sch:annotate(ko, "software_pipeline_order", {0, 1, 2})
+    if o.async then sch:annotate(ko, "software_pipeline_async_stages", {0}) end
+  end
   return sch
 end
 

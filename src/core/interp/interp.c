@@ -508,7 +508,8 @@ struct AsyncState {
   CopyGroup open;      /* issued, not committed */
   CopyGroup *closed;   /* committed, oldest first */
   int n_closed, cap_closed;
-  PMap inflight;       /* element address -> number of copies in flight to it */
+  PMap inflight;       /* byte address -> number of copies in flight to it */
+  int64_t n_inflight;  /* copies in flight */
 };
 
 static void group_free(CopyGroup *g) {
@@ -528,18 +529,12 @@ static void async_free(struct AsyncState *a) {
 /* Fails when an access of `size` bytes at addr overlaps a copy in flight (deferred mode). */
 static int check_inflight(Interp *I, const char *addr, int size, const tir_Node *where, const char *name) {
   struct AsyncState *a = I->async;
-  if (!a || !a->deferred || !a->inflight.n) return 0;
-  for (int k = -15; k < size; k++) {
+  if (!a || !a->deferred || !a->n_inflight) return 0;
+  for (int k = 0; k < size; k++) {
     int *c = pmap_slot(&a->inflight, addr + k, 0);
-    if (!c || *c <= 0) continue;
-    /* a pending write starting at addr + k: does it reach addr? */
-    for (int gi = -1; gi < a->n_closed; gi++) {
-      CopyGroup *g = gi < 0 ? &a->open : &a->closed[gi];
-      for (int i = 0; i < g->n; i++)
-        if (g->w[i].addr == addr + k && g->w[i].addr + g->w[i].size > addr)
-          return fail(I, where, "%s is accessed while an async copy to it is in flight (a ptx_wait_group is missing or allows "
-                                "too many groups in flight)", name);
-    }
+    if (c && *c > 0)
+      return fail(I, where, "%s is accessed while an async copy to it is in flight (a ptx_wait_group is missing or allows "
+                            "too many groups in flight)", name);
   }
   return 0;
 }
@@ -555,15 +550,21 @@ static void async_record(Interp *I, char *addr, const void *bytes, int size) {
   w->addr = addr;
   w->size = size;
   memcpy(w->bytes, bytes, (size_t)size);
-  int *c = pmap_slot(&a->inflight, addr, 1);
-  *c = *c < 0 ? 1 : *c + 1;
+  for (int k = 0; k < size; k++) {
+    int *c = pmap_slot(&a->inflight, addr + k, 1);
+    *c = *c < 0 ? 1 : *c + 1;
+  }
+  a->n_inflight++;
 }
 
 static void async_land(Interp *I, CopyGroup *g) {
   for (int i = 0; i < g->n; i++) {
     memcpy(g->w[i].addr, g->w[i].bytes, (size_t)g->w[i].size);
-    int *c = pmap_slot(&I->async->inflight, g->w[i].addr, 0);
-    if (c) (*c)--;
+    for (int k = 0; k < g->w[i].size; k++) {
+      int *c = pmap_slot(&I->async->inflight, g->w[i].addr + k, 0);
+      if (c) (*c)--;
+    }
+    I->async->n_inflight--;
   }
   group_free(g);
 }

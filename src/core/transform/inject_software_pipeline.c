@@ -11,9 +11,11 @@
  * run in `order`, statement k on original iteration j - s_k, under a predicate when that
  * iteration may be out of range (the loop's extent may be symbolic or smaller than S).
  *
- * The loop body is a sequence of statements, optionally inside an opaque block that
- * allocates buffers (what plan_buffer_allocation makes); an opaque block child whose body
- * is a sequence is flattened into its statements (its buffers join the pipeline's).
+ * The loop body is a sequence of statements, optionally inside opaque blocks that allocate
+ * buffers (what plan_buffer_allocation makes).  Nested pipelines are rewritten inner first;
+ * unlike TVM, which flattens a child block's statements into the outer pipeline (so outer
+ * stages count an inner pipeline as prologue, body and epilogue), the rewritten inner loop
+ * stays one statement: stages count the statements the schedule shows.
  * Buffers allocated there ("pipeline buffers") are fresh in every iteration, so they get
  * V versions: a new leading dimension indexed by (i - min) % V, where V is the fewest
  * versions such that iteration i + V never writes a version before iteration i is done
@@ -620,9 +622,9 @@ static tir_Node *pipeline(Ctx *ctx, const tir_For *orig, const tir_For *f) {
           f->kind == TIR_FOR_THREAD_BINDING ? "thread-bound" : f->kind == TIR_FOR_VECTORIZED ? "vectorized" : "parallel");
     goto done;
   }
-  /* the statements of the body */
+  /* the statements of the body (inside the opaque blocks that allocate its buffers) */
   const tir_Node *body = f->body;
-  if (body->kind == TIR_BlockRealize && is_plain_opaque((const tir_BlockRealize *)body)) {
+  while (body->kind == TIR_BlockRealize && is_plain_opaque((const tir_BlockRealize *)body)) {
     const tir_Block *b = ((const tir_BlockRealize *)body)->block;
     tir_Array *x = tir_array_concat(allocs, b->alloc_buffers);
     tir_release(allocs);
@@ -635,25 +637,11 @@ static tir_Node *pipeline(Ctx *ctx, const tir_For *orig, const tir_For *f) {
     goto done;
   }
   {
+    /* unlike TVM, a child that is itself an opaque block (an inner pipeline already
+     * rewritten) stays one statement: stages count the statements the schedule shows */
     const tir_Array *seq = ((const tir_SeqStmt *)body)->seq;
-    for (int i = 0; i < seq->size; i++) {
-      const tir_Node *c = seq->items[i];
-      const tir_Array *grand = NULL;
-      if (c->kind == TIR_BlockRealize && is_plain_opaque((const tir_BlockRealize *)c) &&
-          ((const tir_BlockRealize *)c)->block->body->kind == TIR_SeqStmt) {
-        const tir_Block *b = ((const tir_BlockRealize *)c)->block;
-        tir_Array *x = tir_array_concat(allocs, b->alloc_buffers);
-        tir_release(allocs);
-        allocs = x;
-        grand = ((const tir_SeqStmt *)b->body)->seq;
-      }
-      int add = grand ? grand->size : 1;
-      kids = realloc(kids, sizeof(*kids) * (size_t)(nk + add));
-      if (grand)
-        for (int k = 0; k < grand->size; k++) kids[nk++] = grand->items[k];
-      else
-        kids[nk++] = c;
-    }
+    kids = malloc(sizeof(*kids) * (size_t)seq->size);
+    for (int i = 0; i < seq->size; i++) kids[nk++] = seq->items[i];
   }
   P.n = nk;
   int ns = int_list(f->annotations, KEY_STAGE, &stages);

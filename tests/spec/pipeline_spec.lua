@@ -1,0 +1,402 @@
+-- pipeline_spec.lua -- software pipelining (inject_software_pipeline) and cp.async
+-- (inject_ptx_async_copy, the interpreter's async copies, thread_sync's barrier after a wait,
+-- CUDA codegen).  Every pipelined function is checked on the interpreter against the
+-- unpipelined one, and again with copies landing only at their ptx_wait_group (deferred mode),
+-- which fails on any read of data still in flight.
+local tir = require("tir")
+local te = tir.te
+local U = require("spec_util")
+local simt = require("tir.schedules.simt_gemm")
+
+local nvrtc_ok, nvrtc_why = tir.core.nvrtc_available()
+
+local TO_PIPELINE = {"lower_init_block", "plan_buffer_allocation", "compact_buffer_allocation", "inject_software_pipeline"}
+local TO_ASYNC_COPY = {"lower_init_block", "plan_buffer_allocation", "compact_buffer_allocation", "inject_software_pipeline",
+                       "lower_opaque_block", "simplify", "flatten_buffer", "simplify", "vectorize_loop", "inject_ptx_async_copy"}
+
+local function through(f, passes)
+  if type(f) == "table" and f.func then f = f.func end
+  for _, p in ipairs(passes) do f = tir.core.run_pass(p, f) end
+  return f
+end
+
+--- f0 and g agree on random inputs: exactly (pipelining keeps every operation's order), with
+-- copies landing at once and with copies landing at their waits.
+local function check_equiv(f0, g, arrays, no_roundtrip)
+  if type(f0) == "table" and f0.func then f0 = f0.func end
+  local args = arrays or tir.testing.random_args(f0, 3)
+  local r0 = tir.testing.copy_args(args)
+  tir.interpret(f0, r0)
+  for _, run in ipairs({tir.interpret, tir.core.interpret_async_deferred}) do
+    local r = tir.testing.copy_args(args)
+    run(g, r)
+    for i = 1, #r0 do assert.are.same(r0[i]:to_table(), r[i]:to_table()) end
+  end
+  if not no_roundtrip then U.assert_roundtrip(g) end
+end
+
+local function gemm(M, N, K)
+  return U.matmul(M, N, K)
+end
+
+local function small_simt(opts)
+  local o = {BM = 16, BN = 16, BK = 4, TY = 4, TX = 4}
+  for k, v in pairs(opts or {}) do o[k] = v end
+  return o
+end
+
+-- A chain B = A * 2, C = B + 3, D = C + 4, E = D + 5 computed per i (B, C, D in shared
+-- memory), as TVM's test_less_loop_than_num_stage.
+local function chain(n)
+  local A = te.placeholder({n}, "float32", "A")
+  local B = te.compute({n}, function(i) return A[{i}] * 2.0 end, "B")
+  local C = te.compute({n}, function(i) return B[{i}] + 3.0 end, "C")
+  local D = te.compute({n}, function(i) return C[{i}] + 4.0 end, "D")
+  local E = te.compute({n}, function(i) return D[{i}] + 5.0 end, "E")
+  local f = te.create_prim_func({A, E})
+  local sch = tir.Schedule(f)
+  local i = sch:get_loops(sch:get_block("E"))
+  for _, b in ipairs({"D", "C", "B"}) do sch:compute_at(sch:get_block(b), i) end
+  for _, b in ipairs({"B", "C", "D"}) do sch:set_scope(sch:get_block(b), 0, "shared") end
+  return sch, i
+end
+
+-- S[i] = A[i] (a copy into shared memory, optionally select(i < 10, A[i], 0)), O[i] = S[i] * 2,
+-- per i: the loop body is [copy, compute].
+local function copy_then_compute(n, padded)
+  local A = te.placeholder({n}, "float32", "A")
+  local S = te.compute({n}, function(i)
+    if padded then return tir.select(tir.lt(i, 10), A[{i}], 0.0) end
+    return A[{i}]
+  end, "S")
+  local O = te.compute({n}, function(i) return S[{i}] * 2.0 end, "O")
+  local f = te.create_prim_func({A, O})
+  local sch = tir.Schedule(f)
+  local i = sch:get_loops(sch:get_block("O"))
+  sch:compute_at(sch:get_block("S"), i)
+  sch:set_scope(sch:get_block("S"), 0, "shared")
+  return sch, i
+end
+
+describe("inject_software_pipeline", function()
+  it("double-buffers a copy/compute loop: prologue, steady state, epilogue", function()
+    local sch, i = copy_then_compute(16)
+    sch:annotate(i, "software_pipeline_stage", {0, 1})
+    sch:annotate(i, "software_pipeline_order", {0, 1})
+    local g = through(sch.mod, TO_PIPELINE)
+    local s = tostring(g)
+    assert.matches('local S = T.alloc_buffer%({2, 1}, "float32", {scope = "shared"}%)', s)
+    assert.matches("for i in T.serial%(15%)", s)          -- steady state (the prologue is one step)
+    assert.matches("S%[{%(i %+ 1%) %% 2, ", s)           -- the copy fills the next version
+    assert.matches("S%[{i %% 2, ", s)                   -- the compute reads this one
+    assert.matches("S%[{0, ", s)                        -- prologue
+    assert.matches("S%[{1, ", s)                        -- epilogue
+    assert.is_nil(s:find("software_pipeline"))
+    check_equiv(sch.mod, g)
+  end)
+
+  it("reorders statements with software_pipeline_order and needs no versions then", function()
+    local sch, i = copy_then_compute(8)
+    -- the compute of iteration i - 1 runs before the copy of iteration i: one buffer suffices
+    sch:annotate(i, "software_pipeline_stage", {0, 1})
+    sch:annotate(i, "software_pipeline_order", {1, 0})
+    local g = through(sch.mod, TO_PIPELINE)
+    assert.matches('local S = T.alloc_buffer%({1}, "float32", {scope = "shared"}%)', tostring(g))
+    check_equiv(sch.mod, g)
+  end)
+
+  it("handles loops shorter than the pipeline and symbolic extents (TVM test_less_loop_than_num_stage)", function()
+    for _, n in ipairs({1, 2, 3, 4, 7}) do
+      local sch, i = chain(n)
+      sch:annotate(i, "software_pipeline_stage", {0, 1, 2, 3})
+      sch:annotate(i, "software_pipeline_order", {0, 1, 2, 3})
+      local g = through(sch.mod, TO_PIPELINE)
+      check_equiv(sch.mod, g)
+      if n == 2 then
+        local s = tostring(g)
+        assert.matches('local B = T.alloc_buffer%({2, 1}, "float32", {scope = "shared"}%)', s)
+        assert.matches("for i in T.unroll%(3%)", s) -- prologue; the body is empty
+        assert.matches("for i_1 in T.unroll%(2%)", s) -- epilogue from max(extent, stages)
+        assert.are.equal(0, U.count(s, "T.serial"))
+      end
+    end
+    local n = tir.var("n")
+    local sch, i = chain(n)
+    sch:annotate(i, "software_pipeline_stage", {0, 1, 2, 3})
+    local g = through(sch.mod, TO_PIPELINE)
+    local s = tostring(g)
+    assert.matches("T.serial%(n %- 3%)", s)
+    assert.matches("T.ge%(i_2 %+ n, 3%)", s) -- the epilogue starts after the prologue's iterations
+    for _, len in ipairs({1, 2, 3, 4, 9}) do
+      local a = tir.nd.random({len}, "float32", tir.nd.cpu(), {seed = len})
+      -- (functions with symbolic shapes do not print -> load yet)
+      check_equiv(sch.mod, g, {a, tir.nd.empty({len}, "float32", tir.nd.cpu())}, true)
+    end
+  end)
+
+  it("pipelines a tiled GEMM: shared tiles per k-step, 2 and 3 stages, with and without cp.async", function()
+    local f = gemm(32, 32, 32)
+    for _, stages in ipairs({2, 3}) do
+      for _, async in ipairs({true, false}) do
+        local sch = simt.schedule(f, small_simt({stages = stages, async = async}))
+        local g = through(sch.mod, TO_PIPELINE)
+        local s = tostring(g)
+        -- versioned tiles: a new leading dimension of `stages`
+        assert.matches(('local A_shared = T.alloc_buffer%%({%d, 4, 16}, "float32", {scope = "shared"}%%)'):format(stages), s)
+        assert.matches(('local B_shared = T.alloc_buffer%%({%d, 4, 4, 4}, "float32", {scope = "shared"}%%)'):format(stages), s)
+        -- 8 k-steps: prologue (stages - 1 steps of copies), body, epilogue (stages - 1 computes)
+        assert.matches(("for k_0_?%%d* in T.serial%%(%d%%)"):format(8 - (stages - 1)), s)
+        if stages == 3 then assert.are.equal(2, U.count(s, "in T.unroll%(2%)")) end
+        if async then
+          assert.are.equal(4, U.count(s, 'T.attr%(nil, "async_scope", 1')) -- 2 copies in the prologue and the body
+          assert.are.equal(2, U.count(s, '"ptx_commit_group"')) -- after the prologue's and the body's copies
+          -- the steady state waits until stages - 1 groups are left in flight
+          assert.matches(('T.call%%("void", "ptx_wait_group", %d%%)'):format(stages - 1), s)
+          if stages == 2 then
+            assert.matches('T.call%("void", "ptx_wait_group", 0%)', s) -- epilogue
+          else
+            assert.matches('T.call%("void", "ptx_wait_group", 1 %- k_0_2%)', s) -- fewer each epilogue step
+          end
+          -- order: prologue copies and commit, then the loop
+          local commit, loop = s:find('"ptx_commit_group"'), s:find("T.serial")
+          assert.is_true(commit < loop)
+        else
+          assert.is_nil(s:find("ptx_"))
+        end
+        check_equiv(f, g)
+      end
+    end
+  end)
+
+  it("pipelines predicated tiles (sizes the tiles do not divide)", function()
+    local f = gemm(20, 18, 22)
+    local sch = simt.schedule(f, small_simt({stages = 3, vec = 1, local_vec = false, store_vec = false, b_swizzle = false}))
+    check_equiv(f, through(sch.mod, TO_PIPELINE))
+    check_equiv(f, through(sch.mod, TO_ASYNC_COPY))
+  end)
+
+  it("pipelines nested loops (an inner shared->local pipeline inside the k-step pipeline)", function()
+    local f = gemm(32, 32, 32)
+    local sch = simt.schedule(f, small_simt({stages = 2, BK = 4}))
+    local ki = select(6, sch:get_loops(sch:get_block("C_update")))
+    -- ki's body: [A_shared -> local, B_shared -> local, the update]
+    sch:annotate(ki, "software_pipeline_stage", {0, 0, 1})
+    check_equiv(f, through(sch.mod, TO_PIPELINE))
+  end)
+
+  it("keeps other loop annotations on the loops it makes", function()
+    local sch, i = copy_then_compute(8)
+    sch:annotate(i, "software_pipeline_stage", {0, 1})
+    sch:annotate(i, "pragma_note", 7)
+    local s = tostring(through(sch.mod, TO_PIPELINE))
+    assert.matches('%["pragma_note"%] = 7', s)
+  end)
+
+  describe("refuses", function()
+    local function fails(setup, ...)
+      local sch, i = copy_then_compute(8)
+      setup(sch, i)
+      U.expect_error(function() through(sch.mod, TO_PIPELINE) end, "LoweringError", "inject_software_pipeline", ...)
+    end
+
+    it("a stage list whose length is not the number of statements", function()
+      fails(function(sch, i) sch:annotate(i, "software_pipeline_stage", {0}) end,
+            "software_pipeline_stage has 1 entries but the loop body has 2 statements")
+    end)
+
+    it("negative stages", function()
+      fails(function(sch, i) sch:annotate(i, "software_pipeline_stage", {0, -1}) end, "stage -1 of statement 1 is out of range")
+    end)
+
+    it("an order that is not a permutation", function()
+      fails(function(sch, i)
+        sch:annotate(i, "software_pipeline_stage", {0, 1})
+        sch:annotate(i, "software_pipeline_order", {0, 0})
+      end, "software_pipeline_order must be a permutation of 0 .. 1")
+      fails(function(sch, i)
+        sch:annotate(i, "software_pipeline_stage", {0, 1})
+        sch:annotate(i, "software_pipeline_order", {0, 1, 2})
+      end, "software_pipeline_order has 3 entries")
+    end)
+
+    it("an order or async stages without stages", function()
+      fails(function(sch, i) sch:annotate(i, "software_pipeline_order", {0, 1}) end, "is given without software_pipeline_stage")
+    end)
+
+    it("a consumer in an earlier stage than its producer", function()
+      fails(function(sch, i) sch:annotate(i, "software_pipeline_stage", {1, 0}) end,
+            "statement 1 depends on statement 0 through S, but would run before it")
+    end)
+
+    it("statements of different stages sharing a buffer that cannot be versioned", function()
+      -- X is a parameter: allocated outside the loop
+      local f = tir.script.parse([[
+T.prim_func("main", {A = T.Buffer({8}, "float32"), X = T.Buffer({8}, "float32"), O = T.Buffer({8}, "float32")}, function(A, X, O)
+  for i in T.serial(8, {annotations = {software_pipeline_stage = {0, 1}}}) do
+    T.block("X", function()
+      local v = T.axis.remap("S", {i})
+      X[{v}] = A[{v}]
+    end)
+    T.block("O", function()
+      local v = T.axis.remap("S", {i})
+      O[{v}] = X[{v}] * T.float32(2.0)
+    end)
+  end
+end)]])
+      U.expect_error(function() through(f, TO_PIPELINE) end, "both access X, which is allocated outside the pipelined loop")
+    end)
+
+    it("an async stage that is not a copy from global to shared memory", function()
+      fails(function(sch, i)
+        sch:annotate(i, "software_pipeline_stage", {0, 1})
+        sch:annotate(i, "software_pipeline_async_stages", {1})
+      end, "statement 1 is in async stage 1 but is not a copy from global to shared memory")
+      local A = te.placeholder({8}, "float32", "A")
+      local S = te.compute({8}, function(j) return A[{j}] * 2.0 end, "S")
+      local O = te.compute({8}, function(j) return S[{j}] + 1.0 end, "O")
+      local sch = tir.Schedule(te.create_prim_func({A, O}))
+      local i = sch:get_loops(sch:get_block("O"))
+      sch:compute_at(sch:get_block("S"), i)
+      sch:set_scope(sch:get_block("S"), 0, "shared")
+      sch:annotate(i, "software_pipeline_stage", {0, 1})
+      sch:annotate(i, "software_pipeline_async_stages", {0})
+      U.expect_error(function() through(sch.mod, TO_PIPELINE) end, "statement 0 is in async stage 0 but is not a copy")
+    end)
+
+    it("two async stages (cp.async has one group queue)", function()
+      fails(function(sch, i)
+        sch:annotate(i, "software_pipeline_stage", {0, 1})
+        sch:annotate(i, "software_pipeline_async_stages", {0, 1})
+      end, "one async stage is supported")
+    end)
+
+    it("a loop body that is not a sequence, and loops that are not serial", function()
+      local f = U.elementwise(4, 8)
+      local sch = tir.Schedule(f)
+      local i, j = sch:get_loops(sch:get_block("B"))
+      sch:annotate(j, "software_pipeline_stage", {0})
+      U.expect_error(function() through(sch.mod, TO_PIPELINE) end, "must be a sequence of statements")
+      local sch2, i2 = copy_then_compute(8)
+      sch2:bind(i2, "threadIdx.x")
+      sch2:annotate(i2, "software_pipeline_stage", {0, 1})
+      U.expect_error(function() through(sch2.mod, TO_PIPELINE) end, "only serial loops can be software-pipelined")
+      assert.is_not_nil(i)
+    end)
+  end)
+end)
+
+describe("async copies", function()
+  it("become ptx_cp_async after vectorization, 16-byte vectors and zero-filled predicated scalars", function()
+    local f = gemm(32, 32, 32)
+    local sch = simt.schedule(f, small_simt({stages = 2, a_transpose = false}))
+    local g = through(sch.mod, TO_ASYNC_COPY)
+    local s = tostring(g)
+    assert.is_nil(s:find("async_scope"))
+    -- A and B tiles: one 16-byte copy per thread and tile, in the prologue and the body
+    assert.are.equal(4, U.count(s, '"ptx_cp_async", T.call%("handle", "address_of", [AB]_shared%[{[^}]*}%]%), T.call%("handle", "address_of", [AB]_1%[{[^}]*}%]%), 16%)'))
+    check_equiv(f, g)
+
+    local sch2, i = copy_then_compute(16, true)
+    sch2:annotate(i, "software_pipeline_stage", {0, 1})
+    sch2:annotate(i, "software_pipeline_async_stages", {0})
+    local h = through(sch2.mod, TO_ASYNC_COPY)
+    local t = tostring(h)
+    -- select(i < 10, A[i], 0): src_bytes = 4 or 0 (the rest zero-filled)
+    assert.matches('"ptx_cp_async", T.call%("handle", "address_of", S%[{[^}]*}%]%), T.call%("handle", "address_of", A%[{[^}]*}%]%), 4, T.Select%(', t)
+    check_equiv(sch2.mod, h)
+  end)
+
+  it("deferred interpretation catches a wait that allows too many groups in flight", function()
+    local f = gemm(32, 32, 32)
+    local sch = simt.schedule(f, small_simt({stages = 3}))
+    local g = through(sch.mod, TO_PIPELINE)
+    local text = tostring(g):gsub('"ptx_wait_group", 2%)', '"ptx_wait_group", 3)')
+    local bad = tir.script.parse(text)
+    local args = tir.testing.random_args(f, 1)
+    tir.interpret(bad, tir.testing.copy_args(args)) -- copies land at once: no difference
+    U.expect_error(function() tir.core.interpret_async_deferred(bad, tir.testing.copy_args(args)) end,
+                   "is accessed while an async copy to it is in flight")
+  end)
+
+  it("interpreter: ptx_cp_async copies (and zero-fills), address_of stands only in builtins", function()
+    local fn = tir.script.parse([[
+T.prim_func("main", {A = T.Buffer({8}, "float32"), B = T.Buffer({8}, "float32")}, function(A, B)
+  local S = T.allocate({8}, "float32", "shared")
+  T.evaluate(T.call("void", "ptx_cp_async", T.call("handle", "address_of", S[{0}]), T.call("handle", "address_of", A[{0}]), 16))
+  T.evaluate(T.call("void", "ptx_cp_async", T.call("handle", "address_of", S[{4}]), T.call("handle", "address_of", A[{4}]), 16, 8))
+  T.evaluate(T.call("void", "ptx_commit_group"))
+  T.evaluate(T.call("void", "ptx_wait_group", 0))
+  for i in T.serial(8) do
+    B[{i}] = S[{i}]
+  end
+end)]])
+    local a = tir.nd.array({1, 2, 3, 4, 5, 6, 7, 8}, "float32")
+    for _, run in ipairs({tir.interpret, tir.core.interpret_async_deferred}) do
+      local b = tir.nd.empty({8}, "float32", tir.nd.cpu())
+      run(fn, {a, b})
+      assert.are.same({1, 2, 3, 4, 5, 6, 0, 0}, b:to_table())
+    end
+    local nowait = tir.script.parse(tostring(fn):gsub('T.evaluate%(T.call%("void", "ptx_wait_group", 0%)%)', ""))
+    U.expect_error(function() tir.core.interpret_async_deferred(nowait, {a, tir.nd.empty({8}, "float32", tir.nd.cpu())}) end,
+                   "in flight")
+    local addr = tir.script.parse([[
+T.prim_func("main", {A = T.Buffer({8}, "float32")}, function(A)
+  T.evaluate(T.call("handle", "address_of", A[{0}]))
+end)]])
+    U.expect_error(function() tir.interpret(addr, {a}) end, "address_of(...) is only valid as an operand")
+  end)
+
+  it("thread_sync puts a barrier after every wait and before refilling a version others read", function()
+    local f = gemm(32, 32, 32)
+    local sch = simt.schedule(f, small_simt({stages = 2}))
+    local s = tostring(tir.lower(sch.mod))
+    local sync = 'T.evaluate%(T.call%("int32", "tvm_storage_sync", "shared"%)%)'
+    for w in s:gmatch('T.evaluate%(T.call%("void", "ptx_wait_group", %d+%)%)%s*\n%s*' .. sync) do assert.is_not_nil(w) end
+    assert.are.equal(U.count(s, '"ptx_wait_group"'), select(2, s:gsub('"ptx_wait_group", %d+%)%)%s*\n%s*' .. sync, "")))
+    -- the steady state's body starts with a barrier (its copies overwrite the version read in the
+    -- previous iteration)
+    assert.matches("for k_0 in T.serial%(7%) do%s*\n%s*" .. sync, s)
+  end)
+end)
+
+describe("pipelined GEMM codegen", function()
+  if not nvrtc_ok then
+    it("is skipped: " .. tostring(nvrtc_why), function() pending(nvrtc_why) end)
+    return
+  end
+  it("compiles cp.async, commit and wait for sm_80 and sm_90", function()
+    local f = gemm(256, 256, 256)
+    for _, arch in ipairs({"sm_80", "sm_90"}) do
+      for _, stages in ipairs({2, 3}) do
+        local sch = simt.schedule(f, {stages = stages})
+        local mod = tir.build(sch.mod, "cuda -arch=" .. arch)
+        local src, ptx = mod:get_source("cuda"), mod:get_source("ptx")
+        assert.matches("tir_cp_async_wait<" .. (stages - 1) .. ">%(%);\n%s*__syncthreads%(%);", src)
+        assert.matches("cp%.async%.cg%.shared%.global %[%%r%d+%], %[%%rd%d+%], 16;", ptx)
+        assert.matches("cp%.async%.ca%.shared%.global %[%%r%d+%], %[%%rd%d+%], 4;", ptx) -- the transposed A tile
+        assert.matches("cp%.async%.commit_group;", ptx)
+        assert.matches("cp%.async%.wait_group " .. (stages - 1) .. ";", ptx)
+        assert.matches("cp%.async%.wait_group 0;", ptx)
+      end
+    end
+  end)
+
+  it("emits the zero-filling form for predicated copies", function()
+    local A = te.placeholder({256}, "float32", "A")
+    local S = te.compute({256}, function(i) return tir.select(tir.lt(i, 200), A[{i}], 0.0) end, "S")
+    local O = te.compute({256}, function(i) return S[{i}] * 2.0 end, "O")
+    local sch = tir.Schedule(te.create_prim_func({A, O}))
+    local i = sch:get_loops(sch:get_block("O"))
+    local io, ii = sch:split(i, {nil, 32})
+    sch:bind(ii, "threadIdx.x")
+    sch:compute_at(sch:get_block("S"), io)
+    sch:set_scope(sch:get_block("S"), 0, "shared")
+    local si = select(2, sch:get_loops(sch:get_block("S")))
+    sch:bind(si, "threadIdx.x")
+    sch:annotate(io, "software_pipeline_stage", {0, 1})
+    sch:annotate(io, "software_pipeline_async_stages", {0})
+    local mod = tir.build(sch.mod, "cuda -arch=sm_80")
+    assert.matches("tir_cp_async_zfill<4>", mod:get_source("cuda"))
+    assert.matches("cp%.async%.ca%.shared%.global %[%%r%d+%], %[%%rd%d+%], 4, %%r%d+;", mod:get_source("ptx"))
+  end)
+end)
