@@ -322,7 +322,7 @@ end
 
 -- A buffer of a block named as {"read", i} / {"write", i} (0-based, as in TVM) or by name.
 local function block_buffer(self, block, buffer, prim)
-  local blk = self._state:block_realize(block.uid).block
+  local blk = self._state:block_realize(block.uid, prim).block
   if type(buffer) == "string" then
     for _, kind in ipairs({"write", "read"}) do
       local regions = kind == "write" and blk.writes or blk.reads

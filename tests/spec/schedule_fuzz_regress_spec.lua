@@ -253,3 +253,15 @@ describe("verify_memory_scope: code outside thread loops runs in every thread", 
     assert_lowered_equiv(f, sch2.mod)
   end)
 end)
+
+describe("errors name the primitive", function()
+  it("transform_layout with a block handle that is gone", function()
+    -- fuzz seed 24989: the error came from "schedule", not transform_layout
+    local f = chain(1, 5, 2)
+    local sch = tir.Schedule(f)
+    local t1 = sch:get_block("T1")
+    sch:compute_inline(t1)
+    U.expect_error(function() sch:transform_layout(t1, {"write", 0}, function(i, j) return i, j end) end,
+                   "ScheduleError in transform_layout", "no longer refers to a block")
+  end)
+end)
