@@ -44,6 +44,43 @@ describe("#gpu tensor-core GEMM", function()
       end)
     end
   end
+  for _, v in ipairs({{"mma", 3}, {"wmma", 1}}) do
+    for _, lay in ipairs({"NT", "TN", "TT"}) do
+      it(("%s, layout %s (operands stored transposed) matches cuBLAS at 512x384x256"):format(v[1], lay), function()
+        local m, n, k = 512, 384, 256
+        local ta, tb = lay:sub(1, 1) == "T", lay:sub(2, 2) == "T"
+        local f = tc.workload(m, n, k, "float16", "float16", nil, lay)
+        local mod = tir.build(tc.schedule(f, {intrin = v[1], stages = v[2], epilogue = "D"}).mod, "cuda")
+        local a = tir.nd.random(ta and {k, m} or {m, k}, "float16", dev, {seed = 3})
+        local b = tir.nd.random(tb and {n, k} or {k, n}, "float16", dev, {seed = 4})
+        local c = tir.nd.empty({m, n}, "float16", dev)
+        local ref = tir.nd.empty({m, n}, "float16", dev)
+        mod(a, b, c)
+        tir.core.cublas_gemm(a, b, ref, ta, tb, 1.0, 0.0)
+        tir.testing.assert_allclose(c, ref, {rtol = 2e-2, atol = 4e-2})
+      end)
+    end
+  end
+  it("auto_tensorize: a batched matmul with B transposed matches the interpreter", function()
+    local te = tir.te
+    local A = te.placeholder({3, 128, 64}, "float16", "A")
+    local B = te.placeholder({3, 96, 64}, "float16", "B")
+    local k = te.reduce_axis({0, 64}, "k")
+    local C = te.compute({3, 128, 96}, function(bb, i, j)
+      return te.sum(te.cast("float32", A[{bb, i, k}]) * te.cast("float32", B[{bb, j, k}]), {k})
+    end, "bmm")
+    local f = te.create_prim_func({A, B, C})
+    for _, ins in ipairs({"mma.m16n8k16", "wmma.m16n16k16"}) do
+      local mod = tir.build(tc.auto_tensorize(f, ins, "bmm").mod, "cuda")
+      local args = tir.testing.random_args(f, 9)
+      local want = tir.testing.copy_args(args)
+      tir.interpret(f, want)
+      local da, db = args[1]:to(dev), args[2]:to(dev)
+      local dc = tir.nd.empty({3, 128, 96}, "float32", dev)
+      mod(da, db, dc)
+      tir.testing.assert_allclose(dc, want[3], {rtol = 1e-3, atol = 1e-3})
+    end
+  end)
   it("the SIMT GEMM (fp32) matches float64 at 1000^3 (predicated tiles)", function()
     local A = tir.te.placeholder({1000, 1000}, "float32", "A")
     local B = tir.te.placeholder({1000, 1000}, "float32", "B")

@@ -8,6 +8,7 @@
 -- Instructions", wmma.load/wmma.mma/wmma.store), shape m16n16k16, fp16 inputs:
 --   wmma_load_16x16x16_f16_a      shared [16,16] f16 (row-major)     -> wmma.matrix_a
 --   wmma_load_16x16x16_f16_b      shared [16,16] f16 (row-major, k x n) -> wmma.matrix_b
+--   wmma_load_16x16x16_f16_{a,b}_trans   operands stored transposed (col_major fragments)
 --   wmma_sync_16x16x16_f16f16f32  C[16,16] f32 += A[16,16] * B[16,16] (fp32 accumulate)
 --   wmma_fill_16x16x16_f32        wmma.accumulator [16,16] f32 = 0
 --   wmma_store_16x16x16_f32_shared / _global   wmma.accumulator -> [16,16] f32
@@ -45,6 +46,22 @@ local function copy_desc(name, src_dt, src_scope, dst_dt, dst_scope)
   end)
 end
 
+-- transposed copy: dst[j, i] = src[i, j] (an operand stored transposed: A as k x m, B as n x k)
+local function copy_t_desc(name, src_dt, src_scope, dst_dt, dst_scope)
+  return T.prim_func(name, {S = buf(src_dt, src_scope), D = buf(dst_dt, dst_scope)}, function(S, D)
+    T.block("root", function()
+      T.reads(region(S))
+      T.writes(region(D))
+      for i, j in T.grid(16, 16) do
+        T.block("copy", function()
+          local vi, vj = T.axis.remap("SS", {i, j})
+          D[{vj, vi}] = S[{vi, vj}]
+        end)
+      end
+    end)
+  end)
+end
+
 function M.register_wmma()
   for _, ab in ipairs({{"a", "wmma.matrix_a"}, {"b", "wmma.matrix_b"}}) do
     local name = "wmma_load_16x16x16_f16_" .. ab[1]
@@ -55,6 +72,20 @@ function M.register_wmma()
         T.writes(region(D))
         T.evaluate(T.call("void", "wmma_load", T.address_of(D[{0, 0}]), 16, 16, 16, T.address_of(S[{0, 0}]), S.strides[1],
                           "row_major"))
+      end)
+    end)
+    register(name, desc, impl)
+  end
+  -- operands stored transposed (A as k x m, B as n x k): col_major fragments
+  for _, ab in ipairs({{"a", "wmma.matrix_a"}, {"b", "wmma.matrix_b"}}) do
+    local name = "wmma_load_16x16x16_f16_" .. ab[1] .. "_trans"
+    local desc = copy_t_desc(name, "float16", "shared", "float16", ab[2])
+    local impl = T.prim_func(name .. "_impl", {S = buf("float16", "shared", true), D = buf("float16", ab[2])}, function(S, D)
+      T.block("root", function()
+        T.reads(region(S))
+        T.writes(region(D))
+        T.evaluate(T.call("void", "wmma_load", T.address_of(D[{0, 0}]), 16, 16, 16, T.address_of(S[{0, 0}]), S.strides[1],
+                          "col_major"))
       end)
     end)
     register(name, desc, impl)
@@ -128,6 +159,8 @@ end
 -- ldmatrix (PTX ISA 9.7.14.5.15).  Tiles are 16x16 (two m16n8k16 per multiply):
 --   mma_ldmatrix_16x16_<t>_a   shared [16,16] row-major (m x k)  -> warp   (ldmatrix.x4)
 --   mma_ldmatrix_16x16_<t>_b   shared [16,16] row-major (k x n)  -> warp   (ldmatrix.x4.trans)
+--   mma_ldmatrix_16x16_<t>_a_trans / _b_trans: the operand stored transposed (A as k x m, B as n x k);
+--                              desc D[j, i] = S[i, j]
 --   mma_sync_16x16x16_<t>f32   C[16,16] f32 += A * B
 --   mma_fill_16x16_f32         C = 0
 --   mma_store_16x16_f32_<scope>        warp f32 -> [16,16] f32 (shared or global)
@@ -148,6 +181,23 @@ function M.register_mma()
           T.writes(region(D))
           local lane = T.call("int32", "tir_lane_id")
           T.evaluate(T.call("void", "mma_ldmatrix", ab[2], 4, T.address_of(D[{0, 0}]), T.address_of(S[{lane % 16, lane // 16 * 8}])))
+        end)
+      end)
+      register(name, desc, impl)
+    end
+    -- operands stored transposed: A as k x m (ldmatrix.trans), B as n x k (ldmatrix without .trans);
+    -- lane l gives row (l % 8) + 8 * (l // 16), column 8 * ((l // 8) % 2) of the stored 16x16 tile, so
+    -- the four 8x8 matrices come out in the order of the m16n8k16 fragments (PTX ISA 9.7.14.5.15)
+    for _, ab in ipairs({{"a", 1}, {"b", 0}}) do
+      local name = ("mma_ldmatrix_16x16_%s_%s_trans"):format(t[1], ab[1])
+      local desc = copy_t_desc(name, t[2], "shared", t[2], "warp")
+      local impl = T.prim_func(name .. "_impl", {S = buf(t[2], "shared", true), D = buf(t[2], "warp")}, function(S, D)
+        T.block("root", function()
+          T.reads(region(S))
+          T.writes(region(D))
+          local lane = T.call("int32", "tir_lane_id")
+          T.evaluate(T.call("void", "mma_ldmatrix", ab[2], 4, T.address_of(D[{0, 0}]),
+                            T.address_of(S[{lane % 8 + lane // 16 * 8, lane // 8 % 2 * 8}])))
         end)
       end)
       register(name, desc, impl)

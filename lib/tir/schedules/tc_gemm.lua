@@ -38,17 +38,24 @@ local INTRIN = {
 -- padded extents (TVM's pad_einsum): stages "A_pad"/"B_pad" read A/B or 0 outside them (they
 -- become the shared tiles, loaded with predicates), "C" is a padded fp32 workspace, and "D"
 -- (M x N; cast to out_dtype, or a copy) reads what the caller asked for.
-function M.workload(Mx, N, K, dtype, out_dtype, pad)
+function M.workload(Mx, N, K, dtype, out_dtype, pad, layout)
   local tir = require("tir")
   local te = tir.te
-  local A = te.placeholder({Mx, K}, dtype or "float16", "A")
-  local B = te.placeholder({K, N}, dtype or "float16", "B")
+  layout = layout or "NN"
+  local ta, tb = layout:sub(1, 1) == "T", layout:sub(2, 2) == "T"
+  -- A is M x K ("N") or K x M ("T"); B is K x N ("N") or N x K ("T")
+  local A = te.placeholder(ta and {K, Mx} or {Mx, K}, dtype or "float16", "A")
+  local B = te.placeholder(tb and {N, K} or {K, N}, dtype or "float16", "B")
+  local function a_at(X, i, k) return ta and X[{k, i}] or X[{i, k}] end
+  local function b_at(X, k, j) return tb and X[{j, k}] or X[{k, j}] end
   local function up(x, m) return (x + m - 1) // m * m end
   local Mp, Np, Kp = Mx, N, K
   if pad then Mp, Np, Kp = up(Mx, pad[1]), up(N, pad[2]), up(K, pad[3]) end
   if Mp == Mx and Np == N and Kp == K then
     local k = te.reduce_axis({0, K}, "k")
-    local C = te.compute({Mx, N}, function(i, j) return te.sum(te.cast("float32", A[{i, k}]) * te.cast("float32", B[{k, j}]), {k}) end, "C")
+    local C = te.compute({Mx, N}, function(i, j)
+      return te.sum(te.cast("float32", a_at(A, i, k)) * te.cast("float32", b_at(B, k, j)), {k})
+    end, "C")
     if out_dtype == "float16" then
       local D = te.compute({Mx, N}, function(i, j) return te.cast("float16", C[{i, j}]) end, "D")
       return te.create_prim_func({A, B, D})
@@ -56,17 +63,81 @@ function M.workload(Mx, N, K, dtype, out_dtype, pad)
     return te.create_prim_func({A, B, C})
   end
   local zero = tir.const(0, dtype or "float16")
-  local Ap = te.compute({Mp, Kp}, function(i, k)
-    return tir.core.call(dtype or "float16", "if_then_else", tir.And(tir.lt(i, Mx), tir.lt(k, K)), A[{i, k}], zero)
-  end, "A_pad")
-  local Bp = te.compute({Kp, Np}, function(k, j)
-    return tir.core.call(dtype or "float16", "if_then_else", tir.And(tir.lt(k, K), tir.lt(j, N)), B[{k, j}], zero)
-  end, "B_pad")
+  local function guarded(X, r, c, R, Cc)
+    return tir.core.call(dtype or "float16", "if_then_else", tir.And(tir.lt(r, R), tir.lt(c, Cc)), X[{r, c}], zero)
+  end
+  local Ap = ta and te.compute({Kp, Mp}, function(k, i) return guarded(A, k, i, K, Mx) end, "A_pad")
+              or te.compute({Mp, Kp}, function(i, k) return guarded(A, i, k, Mx, K) end, "A_pad")
+  local Bp = tb and te.compute({Np, Kp}, function(j, k) return guarded(B, j, k, N, K) end, "B_pad")
+              or te.compute({Kp, Np}, function(k, j) return guarded(B, k, j, K, N) end, "B_pad")
   local k = te.reduce_axis({0, Kp}, "k")
-  local C = te.compute({Mp, Np}, function(i, j) return te.sum(te.cast("float32", Ap[{i, k}]) * te.cast("float32", Bp[{k, j}]), {k}) end, "C")
+  local C = te.compute({Mp, Np}, function(i, j)
+    return te.sum(te.cast("float32", a_at(Ap, i, k)) * te.cast("float32", b_at(Bp, k, j)), {k})
+  end, "C")
   local D = te.compute({Mx, N}, function(i, j) return te.cast(out_dtype or "float32", C[{i, j}]) end, "D")
   return te.create_prim_func({A, B, D})
 end
+
+-- The roles in a matmul-like block: C[b.., i, j] (+)= A[b.., i|k, k|i] * B[b.., k|j, j|k] with casts;
+-- returns {a_index, b_index (read positions), layout "NN".."TT", loops = {batch.., i, j, k} (LoopRVs)}.
+local function analyze(sch, blk)
+  local tir = require("tir")
+  local b = sch:get(blk)
+  local ivs = b.iter_vars
+  local role = {}
+  local reads = b.reads
+  local wbuf = b.writes[1] and b.writes[1].buffer
+  if #b.writes ~= 1 or #reads ~= 3 then
+    error(("tc_gemm: block '%s' is not matmul-like (it must write one buffer and read it and two operands)"):format(b.name), 3)
+  end
+  local ops = {}
+  for r = 1, #reads do
+    if reads[r].buffer ~= wbuf then ops[#ops + 1] = {index = r - 1, region = reads[r]} end
+  end
+  if #ops ~= 2 then error(("tc_gemm: block '%s' must read two operands besides its output"):format(b.name), 3) end
+  local function vars_of(region)
+    local out = {}
+    for d = 1, #region.region do
+      local mn = region.region[d].min
+      local found
+      for q = 1, #ivs do if mn == ivs[q].var then found = q end end
+      if not found then error(("tc_gemm: block '%s': operand %s is not indexed by plain iteration variables"):format(b.name,
+        region.buffer.name), 4) end
+      out[d] = found
+    end
+    return out
+  end
+  local wv = vars_of(b.writes[1])
+  local av, bv = vars_of(ops[1].region), vars_of(ops[2].region)
+  local function has(list, q) for _, x in ipairs(list) do if x == q then return true end end return false end
+  local kq
+  for q = 1, #ivs do if ivs[q].iter_type == 2 then kq = q end end
+  if not kq then error(("tc_gemm: block '%s' has no reduction variable"):format(b.name), 3) end
+  local iq, jq = wv[#wv - 1], wv[#wv]
+  local batch = {}
+  for d = 1, #wv - 2 do batch[#batch + 1] = wv[d] end
+  -- operand roles: A uses i and k, B uses k and j (swap if given the other way round)
+  if has(av, jq) and has(bv, iq) then av, bv, ops[1], ops[2] = bv, av, ops[2], ops[1] end
+  if not (has(av, iq) and has(av, kq) and has(bv, jq) and has(bv, kq)) then
+    error(("tc_gemm: block '%s': cannot tell which operand is A (rows, k) and which is B (k, columns)"):format(b.name), 3)
+  end
+  local la = av[#av] == iq and "T" or "N"
+  local lb = bv[#bv] == kq and "T" or "N"
+  -- loops: trivial bindings, one loop per iteration variable
+  local loops = {sch:get_loops(blk)}
+  local lfor = {}
+  for q = 1, #ivs do
+    for _, l in ipairs(loops) do
+      if sch._state:block_realize(blk.uid).iter_values[q] == l.var then lfor[q] = l end
+    end
+    if not lfor[q] then error(("tc_gemm: block '%s': iteration variable %d is not bound to one loop (apply the schedule before other loop transformations)"):format(b.name, q), 3) end
+  end
+  local order = {}
+  for _, q in ipairs(batch) do order[#order + 1] = lfor[q] end
+  order[#order + 1], order[#order + 2], order[#order + 3] = lfor[iq], lfor[jq], lfor[kq]
+  return {a_index = ops[1].index, b_index = ops[2].index, layout = la .. lb, batch = #batch, loops = order}
+end
+M.analyze = analyze
 
 --- Schedules the "C" block of M.workload (or an equivalent T script); returns the Schedule.
 -- opts override M.defaults; epilogue = "D" fuses that cast block into the store.
@@ -76,7 +147,7 @@ function M.schedule(func, opts)
   local o = {}
   for k, v in pairs(M.defaults) do o[k] = v end
   for k, v in pairs(opts or {}) do
-    if M.defaults[k] == nil and k ~= "epilogue" then error("tc_gemm: unknown option " .. tostring(k), 2) end
+    if M.defaults[k] == nil and k ~= "epilogue" and k ~= "block" then error("tc_gemm: unknown option " .. tostring(k), 2) end
     o[k] = v
   end
   local I = assert(INTRIN[o.intrin], "tc_gemm: intrin must be \"mma\" or \"wmma\"")(o.dtype)
@@ -85,8 +156,10 @@ function M.schedule(func, opts)
     error(("tc_gemm: need BM %% warp_m == 0, BN %% warp_n == 0, warp tiles and BK multiples of 16 (BM=%d BN=%d BK=%d warp %dx%d)")
       :format(o.BM, o.BN, o.BK, o.warp_m, o.warp_n), 2)
   end
-  local sch = tir.Schedule(func)
-  local C = sch:get_block("C")
+  local sch = getmetatable(func) == tir.Schedule and func or tir.Schedule(func)
+  local C = sch:get_block(o.block or "C")
+  local info = analyze(sch, C)
+  local ta, tb = info.layout:sub(1, 1) == "T", info.layout:sub(2, 2) == "T"
   local padded = pcall(function() return sch:get_block("A_pad") end)
   local AS, BS
   if padded then
@@ -95,11 +168,11 @@ function M.schedule(func, opts)
     sch:set_scope(AS, 0, "shared"); sch:set_scope(BS, 0, "shared")
     o.epilogue = nil
   else
-    AS = sch:cache_read(C, 1, "shared")
-    BS = sch:cache_read(C, 2, "shared")
+    AS = sch:cache_read(C, info.a_index, "shared")
+    BS = sch:cache_read(C, info.b_index, "shared")
   end
-  local AF = sch:cache_read(C, 1, I.scope_a)
-  local BF = sch:cache_read(C, 2, I.scope_b)
+  local AF = sch:cache_read(C, info.a_index, I.scope_a)
+  local BF = sch:cache_read(C, info.b_index, I.scope_b)
   local CF = sch:cache_write(C, 0, I.scope_c)
   local store_intrin = I.store
   local CS -- wmma with an epilogue: accumulators staged in shared memory, then cast by all lanes
@@ -112,11 +185,20 @@ function M.schedule(func, opts)
       store_intrin = I.store_shared
     end
   end
-  local i, j, k = sch:get_loops(C)
+  info = analyze(sch, C)
+  local lp = info.loops
+  local i, j, k = lp[#lp - 2], lp[#lp - 1], lp[#lp]
   local by, wy, wi, i16 = sch:split(i, {nil, wm, o.warp_m // 16, 16})
   local bx, wz, wj, j16 = sch:split(j, {nil, wn, o.warp_n // 16, 16})
   local ko, ki, k16 = sch:split(k, {nil, o.BK // 16, 16})
-  sch:reorder(by, bx, wy, wz, ko, ki, wi, wj, i16, j16, k16)
+  local order = {}
+  for q = 1, info.batch do order[#order + 1] = lp[q] end
+  for _, l in ipairs({by, bx, wy, wz, ko, ki, wi, wj, i16, j16, k16}) do order[#order + 1] = l end
+  sch:reorder(table.unpack(order))
+  if info.batch > 0 then
+    local bz = info.batch > 1 and sch:fuse(table.unpack(order, 1, info.batch)) or lp[1]
+    sch:bind(bz, "blockIdx.z")
+  end
   sch:bind(by, "blockIdx.y"); sch:bind(bx, "blockIdx.x")
   sch:bind(wy, "threadIdx.y"); sch:bind(wz, "threadIdx.z")
   sch:compute_at(AF, ki); sch:compute_at(BF, ki)
@@ -158,8 +240,21 @@ function M.schedule(func, opts)
     unroll(a0); unroll(b0)
     return a1
   end
-  local LA = sch:tensorize(tile2(AF), I.load_a)
-  local LB = sch:tensorize(tile2(BF), I.load_b)
+  -- an operand stored transposed: its fragment buffer gets the mma's orientation (rows x k for A,
+  -- k x columns for B), and the load is the transposing one
+  local load_a, load_b = I.load_a, I.load_b
+  if ta then
+    local nd = #sch:get(AF).writes[1].buffer.shape
+    sch:transform_layout(AF, {"write", 0}, function(...) local x = {...} x[nd - 1], x[nd] = x[nd], x[nd - 1] return table.unpack(x) end)
+    load_a = I.load_a .. "_trans"
+  end
+  if tb then
+    local nd = #sch:get(BF).writes[1].buffer.shape
+    sch:transform_layout(BF, {"write", 0}, function(...) local x = {...} x[nd - 1], x[nd] = x[nd], x[nd - 1] return table.unpack(x) end)
+    load_b = I.load_b .. "_trans"
+  end
+  local LA = sch:tensorize(tile2(AF), load_a)
+  local LB = sch:tensorize(tile2(BF), load_b)
   sch:tensorize(i16, I.sync)
   local il = {sch:get_loops(init)}
   unroll(il[#il - 3]); unroll(il[#il - 2])
@@ -167,7 +262,13 @@ function M.schedule(func, opts)
   local ST = sch:tensorize(tile2(CFB), store_intrin)
   unroll(ki); unroll(wi); unroll(wj)
   -- each 16x16 fragment tile contiguous (one wmma fragment / 8 registers per lane)
-  local tiled = function(r, c) return r // 16, c // 16, r % 16, c % 16 end
+  local tiled = function(...)
+    local x = {...}
+    local n = #x
+    local r, c = x[n - 1], x[n]
+    x[n - 1], x[n], x[n + 1], x[n + 2] = r // 16, c // 16, r % 16, c % 16
+    return table.unpack(x)
+  end
   sch:transform_layout(LA, {"write", 0}, tiled)
   sch:transform_layout(LB, {"write", 0}, tiled)
   sch:transform_layout(ST, {"read", 0}, tiled)
@@ -192,6 +293,42 @@ function M.schedule(func, opts)
     sch:annotate(ko, "software_pipeline_async_stages", {0})
   end
   return sch
+end
+
+--- Auto-tensorization (TVM users know it from MetaSchedule's tensor-core rules): schedules a
+-- matmul-like block of `func` (or of a Schedule) onto tensor cores with tiles chosen from its shape.
+--   instr: "mma.m16n8k16" (mma.sync + ldmatrix) or "wmma.m16n16k16"; block: its name (default "C").
+-- The block may have batch dimensions (bound to blockIdx.z) and either operand transposed; its
+-- M, N, K extents must be multiples of 16 (use M.workload(..., pad) for other shapes).  Returns
+-- the Schedule and the options it chose.
+function M.auto_tensorize(func, instr, block, extra)
+  local tir = require("tir")
+  local intrin = ({["mma.m16n8k16"] = "mma", mma = "mma", ["wmma.m16n16k16"] = "wmma", wmma = "wmma"})[instr or "mma.m16n8k16"]
+  if not intrin then error(("auto_tensorize: unknown instruction %q (mma.m16n8k16, wmma.m16n16k16)"):format(tostring(instr)), 2) end
+  local sch = getmetatable(func) == tir.Schedule and func or tir.Schedule(func)
+  local blk = sch:get_block(block or "C")
+  local info = analyze(sch, blk)
+  local ext = {}
+  for q = #info.loops - 2, #info.loops do
+    local e = sch:get(info.loops[q]).extent
+    ext[#ext + 1] = math.tointeger(tonumber(tostring(e)))
+    if not ext[#ext] then error("auto_tensorize: the block's extents must be constants", 2) end
+  end
+  local m, n, k = ext[1], ext[2], ext[3]
+  for _, v in ipairs({m, n, k}) do
+    if v % 16 ~= 0 then
+      error(("auto_tensorize: M, N, K = %d, %d, %d must be multiples of 16 (build the workload with tc_gemm.workload(..., pad))")
+        :format(m, n, k), 2)
+    end
+  end
+  local function pick(x, cands) for _, c in ipairs(cands) do if x % c == 0 then return c end end end
+  local o = {intrin = intrin, block = block}
+  o.BM = pick(m, {128, 64, 32, 16}); o.BN = pick(n, {128, 64, 32, 16}); o.BK = pick(k, {32, 16})
+  o.warp_m = math.min(64, o.BM); o.warp_n = math.min(64, o.BN)
+  if o.BM * o.BN <= 64 * 64 then o.warp_m, o.warp_n = math.max(16, o.BM // 2), math.max(16, o.BN // 2) end
+  o.stages = k // o.BK >= 3 and 3 or 1
+  for key, v in pairs(extra or {}) do o[key] = v end
+  return M.schedule(sch, o), o
 end
 
 return M

@@ -103,6 +103,30 @@ static tir_Buffer *fresh_buffer(const tir_Buffer *b, tir_Var **from, tir_Node **
   return nb;
 }
 
+typedef struct {
+  tir_Buffer *const *from, *const *to;
+  tir_Array *const *lead;
+  int n;
+} PrefixCtx;
+
+/* desc's accesses rewritten onto the block's buffers, with their leading indices prepended */
+static tir_Node *prefix_fn(const tir_Node *n, void *p) {
+  const PrefixCtx *c = p;
+  if (n->kind != TIR_BufferLoad && n->kind != TIR_BufferStore) return NULL;
+  const tir_Buffer *b = access_buffer(n);
+  for (int j = 0; j < c->n; j++) {
+    if (c->from[j] != b) continue;
+    tir_Node *m = tir_mutate_children(n, prefix_fn, p);
+    if (!m) return TIR_MUTATE_ERROR;
+    tir_Array *idx = tir_array_concat(c->lead[j], access_indices(m));
+    tir_Node *r = n->kind == TIR_BufferLoad ? tir_buffer_load((tir_Buffer *)R(&c->to[j]->hdr), idx)
+                                            : tir_buffer_store((tir_Buffer *)R(&c->to[j]->hdr), R(((tir_BufferStore *)m)->value), idx);
+    tir_release(m);
+    return r;
+  }
+  return NULL;
+}
+
 int64_t tir_sched_tensorize(tir_Schedule *s, const tir_Var *lv, int64_t uid, const char *name) {
   const char *P = "tensorize";
   const tir_PrimFunc *desc, *impl;
@@ -171,10 +195,7 @@ int64_t tir_sched_tensorize(tir_Schedule *s, const tir_Var *lv, int64_t uid, con
       return sch_error(s, P, &tl[i]->hdr, "this loop", "loop %s must start at 0", tl[i]->loop_var->name);
   }
   /* the block */
-  if (I->iter_vars->size != D->iter_vars->size)
-    return sch_error(s, P, &ibr->hdr, "this block", "block '%s' has %d iteration variables, desc '%s' has %d", I->name,
-                     I->iter_vars->size, name, D->iter_vars->size);
-  int nv = I->iter_vars->size;
+  int nv = I->iter_vars->size, ndv = D->iter_vars->size;
   if (nv > MAXN) return sch_error(s, P, &ibr->hdr, "this block", "too many iteration variables");
   tir_Var *tvars[MAXN], *lvars_t[MAXN], *dvars[MAXN];
   tir_Node *tvals[MAXN], *lvals[MAXN];
@@ -183,26 +204,36 @@ int64_t tir_sched_tensorize(tir_Schedule *s, const tir_Var *lv, int64_t uid, con
     lvals[i] = &tl[i]->loop_var->hdr;
     lvars_t[i] = tl[i]->loop_var;
   }
+  /* the block's iteration variables bound through the nest's loops correspond, in order, to
+   * desc's; the others (e.g. a batch index bound to an outer loop) stay outside the intrinsic */
+  int inner[MAXN], n_inner = 0;
+  for (int k = 0; k < nv; k++)
+    if (tir_uses_any_var(ibr->iter_values->items[k], nd, lvars_t)) inner[n_inner++] = k;
+  if (n_inner != ndv)
+    return sch_error(s, P, &ibr->hdr, "this block",
+                     "block '%s' has %d iteration variable(s) bound through these loops, desc '%s' has %d", I->name, n_inner, name,
+                     ndv);
   tir_Analyzer *an = tir_analyzer_new();
   for (int i = 0; i < nd; i++) tir_analyzer_bind_range(an, tl[i]->loop_var, tl[i]->min, tl[i]->extent);
   int64_t rc = -1;
-  for (int k = 0; k < nv; k++) {
-    const tir_IterVar *it = (const tir_IterVar *)I->iter_vars->items[k], *id = (const tir_IterVar *)D->iter_vars->items[k];
+  for (int q = 0; q < ndv; q++) {
+    int k = inner[q];
+    const tir_IterVar *it = (const tir_IterVar *)I->iter_vars->items[k], *id = (const tir_IterVar *)D->iter_vars->items[q];
     if (it->iter_type != id->iter_type) {
-      sch_error(s, P, &ibr->hdr, "this block", "iteration variable %d of block '%s' (%s) is %s, desc's (%s) is %s", k + 1, I->name,
-                it->var->name, it->iter_type == TIR_ITER_COMM_REDUCE ? "a reduction" : "spatial", id->var->name,
+      sch_error(s, P, &ibr->hdr, "this block", "iteration variable %s of block '%s' is %s, desc's %s is %s", it->var->name, I->name,
+                it->iter_type == TIR_ITER_COMM_REDUCE ? "a reduction" : "spatial", id->var->name,
                 id->iter_type == TIR_ITER_COMM_REDUCE ? "a reduction" : "spatial");
       goto done;
     }
     /* binding_I - binding_D[desc loops := our loops] must not depend on our loops */
-    tir_Node *db = tir_substitute(dbr->iter_values->items[k], nd, dvars, lvals);
+    tir_Node *db = tir_substitute(dbr->iter_values->items[q], nd, dvars, lvals);
     tir_Node *diff = tir_sub(R(ibr->iter_values->items[k]), db);
     tir_Node *sd = tir_simplify(an, diff);
     tir_release(diff);
     int dep = tir_uses_any_var(sd, nd, lvars_t);
     tir_release(sd);
     if (dep) {
-      char *a = tir_print_expr(ibr->iter_values->items[k]), *b = tir_print_expr(dbr->iter_values->items[k]);
+      char *a = tir_print_expr(ibr->iter_values->items[k]), *b = tir_print_expr(dbr->iter_values->items[q]);
       sch_error(s, P, &ibr->hdr, "this block",
                 "iteration variable %s is bound to %s, which does not follow desc '%s''s binding %s over these loops", it->var->name,
                 a, name, b);
@@ -210,8 +241,8 @@ int64_t tir_sched_tensorize(tir_Schedule *s, const tir_Var *lv, int64_t uid, con
       free(b);
       goto done;
     }
-    tvars[k] = id->var;
-    tvals[k] = &it->var->hdr;
+    tvars[q] = id->var;
+    tvals[q] = &it->var->hdr;
   }
   if (!tir_is_one(ibr->predicate) && tir_uses_any_var(ibr->predicate, nd, lvars_t)) {
     sch_error(s, P, &ibr->hdr, "this block",
@@ -235,6 +266,7 @@ int64_t tir_sched_tensorize(tir_Schedule *s, const tir_Var *lv, int64_t uid, con
     if (D->init) tir_visit(D->init, collect, da);
     tir_visit(D->body, collect, da);
     tir_Buffer *dbuf[MAXN], *tbuf[MAXN];
+    tir_Array *lead[MAXN] = {0};
     int nb = 0, bad = 0;
     char msg[2048] = "";
     if (ta->n != da->n) {
@@ -278,7 +310,7 @@ int64_t tir_sched_tensorize(tir_Schedule *s, const tir_Var *lv, int64_t uid, con
         bad = 1;
         break;
       }
-      if (d->shape->size != t->shape->size) {
+      if (d->shape->size > t->shape->size) {
         snprintf(msg, sizeof msg, "desc's %s has %d dimensions, the block's %s has %d", d->name, d->shape->size, t->name,
                  t->shape->size);
         bad = 1;
@@ -290,15 +322,35 @@ int64_t tir_sched_tensorize(tir_Schedule *s, const tir_Var *lv, int64_t uid, con
       }
       dbuf[nb] = (tir_Buffer *)d;
       tbuf[nb] = (tir_Buffer *)t;
+      /* a higher-rank buffer: its leading indices (e.g. a batch index) are fixed over the intrinsic */
+      int extra = t->shape->size - d->shape->size;
+      lead[nb] = tir_array_slice(access_indices(ta->items[i]), 0, extra);
       nb++;
     }
+    /* every access of a higher-rank buffer must use the same leading indices */
+    for (int i = 0; !bad && i < ta->n; i++)
+      for (int j = 0; j < nb; j++)
+        if (access_buffer(ta->items[i]) == tbuf[j] && lead[j]->size > 0) {
+          tir_Array *li = tir_array_slice(access_indices(ta->items[i]), 0, lead[j]->size);
+          int same = tir_structural_equal(&li->hdr, &lead[j]->hdr);
+          for (int q = 0; same && q < li->size; q++)
+            for (int v = 0; v < ndv; v++)
+              if (tir_uses_var(li->items[q], (const tir_Var *)tvals[v])) same = 0;
+          tir_release(li);
+          if (!same) {
+            snprintf(msg, sizeof msg, "the block indexes %s's leading dimensions differently in different accesses, or through the "
+                     "intrinsic's iteration variables", tbuf[j]->name);
+            bad = 1;
+          }
+        }
     /* the bodies must be equal after the mapping */
     if (!bad) {
       for (int w = 0; w < 2 && !bad; w++) {
         const tir_Node *dbody = w ? D->body : D->init, *tbody = w ? I->body : I->init;
         if (!dbody) continue;
-        tir_Node *b1 = tir_substitute_buffers(dbody, nb, dbuf, tbuf);
-        tir_Node *b2 = tir_substitute(b1, nv, tvars, tvals);
+        PrefixCtx pc = {dbuf, tbuf, lead, nb};
+        tir_Node *b1 = tir_mutate(dbody, prefix_fn, &pc);
+        tir_Node *b2 = tir_substitute(b1, ndv, tvars, tvals);
         tir_release(b1);
         char diff[400];
         if (!tir_structural_equal(b2, tbody)) {
@@ -328,6 +380,7 @@ int64_t tir_sched_tensorize(tir_Schedule *s, const tir_Var *lv, int64_t uid, con
     if (bad) {
       free(ta);
       free(da);
+      for (int j = 0; j < nb; j++) tir_release(lead[j]);
       sch_error(s, P, top, "this nest", "%s", msg);
       goto done;
     }
@@ -385,8 +438,9 @@ int64_t tir_sched_tensorize(tir_Schedule *s, const tir_Var *lv, int64_t uid, con
       tir_Array *region = tir_array_new(nd_);
       for (int d = 0; d < nd_ && !bad; d++) {
         tir_Node *ext = simp(an, tir_add(tir_sub(R(hi[d]), R(lo[d])), tir_i32(1)));
-        int64_t e, want;
-        tir_is_const_int(db_->shape->items[d], &want);
+        int64_t e, want = 1;
+        int lead_n = nd_ - db_->shape->size;
+        if (d >= lead_n) tir_is_const_int(db_->shape->items[d - lead_n], &want);
         if (!tir_is_const_int(ext, &e) || e != want) {
           char *x = tir_print_expr(ext);
           snprintf(msg, sizeof msg, "desc's %s has extent %lld in dimension %d, but the nest covers %s of %s there", db_->name,
@@ -422,6 +476,7 @@ int64_t tir_sched_tensorize(tir_Schedule *s, const tir_Var *lv, int64_t uid, con
     }
     free(ta);
     free(da);
+    for (int j = 0; j < nb; j++) tir_release(lead[j]);
     if (bad) {
       for (int p = 0; p < np; p++) tir_release(impl_new[p]);
       tir_release(match);

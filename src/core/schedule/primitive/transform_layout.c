@@ -95,21 +95,24 @@ static tir_Array *map_region(const Ctx *c, const tir_Array *region) {
 static int is_window(const Ctx *c, const tir_MatchBufferRegion *m) {
   const tir_Array *reg = m->source->region;
   tir_Array *nreg = map_region(c, reg);
-  int vd = m->buffer->shape->size, lead = c->n_out - vd, ok = lead >= 0 && reg->size == vd;
+  /* the view covers the region's trailing dimensions; the leading ones are single elements */
+  int vd = m->buffer->shape->size, lead = c->n_out - vd, rlead = reg->size - vd, ok = lead >= 0 && rlead >= 0;
+  for (int d = 0; ok && d < rlead; d++) ok = tir_is_one(((const tir_Range *)reg->items[d])->extent);
   for (int d = 0; ok && d < c->n_out; d++) {
     const tir_Node *ext = ((const tir_Range *)nreg->items[d])->extent;
     ok = d < lead ? tir_is_one(ext) : tir_can_prove_equal(NULL, ext, m->buffer->shape->items[d - lead]);
   }
   if (ok) {
     tir_Analyzer *an = tir_analyzer_new();
-    tir_Array *pt = tir_array_new(vd);
+    tir_Array *pt = tir_array_new(reg->size);
     tir_Var **iv = calloc((size_t)vd + 1, sizeof *iv);
+    for (int d = 0; d < rlead; d++) pt->items[d] = R(((const tir_Range *)reg->items[d])->min);
     for (int d = 0; d < vd; d++) {
       iv[d] = tir_var_new("i", TIR_INT32);
       int64_t e = 1;
       tir_is_const_int(m->buffer->shape->items[d], &e);
       tir_analyzer_bind_bound(an, iv[d], 0, e - 1);
-      pt->items[d] = tir_add(R(((const tir_Range *)reg->items[d])->min), R(&iv[d]->hdr));
+      pt->items[rlead + d] = tir_add(R(((const tir_Range *)reg->items[rlead + d])->min), R(&iv[d]->hdr));
     }
     tir_Array *img = map_point(c, pt);
     for (int d = 0; ok && d < c->n_out; d++) {
