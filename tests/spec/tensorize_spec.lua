@@ -145,6 +145,46 @@ describe("tensor-core GEMM schedules", function()
     end)
   end
 
+  for _, lay in ipairs({"NT", "TN", "TT"}) do
+    it("layout " .. lay .. " (operands stored transposed): interpreter-equivalent, transposing loads in the PTX", function()
+      local f = tc.workload(64, 64, 64, "float16", "float16", nil, lay)
+      for _, intrin in ipairs({"mma", "wmma"}) do
+        local sch = tc.schedule(f, {intrin = intrin, BM = 32, BN = 32, BK = 32, warp_m = 16, warp_n = 16, epilogue = "D"})
+        U.assert_equiv(f, sch.mod, {rtol = 2e-2, atol = 2e-2, trials = 1})
+        local ptx = tir.build(sch.mod, "cuda -arch=sm_80"):get_source("ptx")
+        if intrin == "wmma" then
+          assert.matches(lay:sub(1, 1) == "T" and "wmma%.load%.a%.sync%.aligned%.col" or "wmma%.load%.a%.sync%.aligned%.row", ptx)
+        else
+          local _, trans = ptx:gsub("ldmatrix%.sync%.aligned%.m8n8%.x4%.trans", "")
+          local _, plain = ptx:gsub("ldmatrix%.sync%.aligned%.m8n8%.x4%.shared", "")
+          -- A loads with .trans when stored transposed; B with .trans when stored k x n (not transposed)
+          local ta, tb = lay:sub(1, 1) == "T", lay:sub(2, 2) == "T"
+          assert.are.equal(ta or not tb, trans > 0)
+          assert.are.equal(not ta or tb, plain > 0)
+        end
+      end
+    end)
+  end
+
+  it("auto_tensorize schedules a batched matmul-like block with a transposed operand", function()
+    local te = tir.te
+    local A = te.placeholder({2, 64, 32}, "float16", "A")
+    local B = te.placeholder({2, 48, 32}, "float16", "B")
+    local k = te.reduce_axis({0, 32}, "k")
+    local C = te.compute({2, 64, 48}, function(b, i, j)
+      return te.sum(te.cast("float32", A[{b, i, k}]) * te.cast("float32", B[{b, j, k}]), {k})
+    end, "bmm")
+    local f = te.create_prim_func({A, B, C})
+    for _, ins in ipairs({"mma.m16n8k16", "wmma.m16n16k16"}) do
+      local sch, o = tc.auto_tensorize(f, ins, "bmm")
+      assert.are.equal(64, o.BM)
+      U.assert_equiv(f, sch.mod, {rtol = 2e-3, atol = 2e-3, trials = 1})
+      assert.matches("blockIdx.z", tir.build(sch.mod, "cuda -arch=sm_90"):get_source("cuda"))
+    end
+    U.expect_error(function() tc.auto_tensorize(f, "mma.m8n8k4", "bmm") end, "unknown instruction")
+    U.expect_error(function() tc.auto_tensorize(tc.workload(40, 32, 32), "mma.m16n8k16") end, "must be multiples of 16")
+  end)
+
   it("uses dynamic shared memory beyond 48 KB", function()
     local f = tc.workload(256, 256, 64, "float16", "float16")
     local m = tir.build(tc.schedule(f, {intrin = "wmma", epilogue = "D"}).mod, "cuda -arch=sm_90")
