@@ -254,6 +254,20 @@ describe("verify_memory_scope: code outside thread loops runs in every thread", 
   end)
 end)
 
+describe("verify_memory_scope: a local buffer of the root block makes the body one kernel", function()
+  it("rejects reading, in every thread, what that kernel writes under a thread loop", function()
+    -- fuzz seed 31469: a local cache at the root merged all nests into one kernel
+    local f = chain(4, 5, 3)
+    local sch = tir.Schedule(f)
+    local _, j = sch:get_loops(sch:get_block("T2"))
+    sch:bind(j, "threadIdx.x")
+    sch:cache_read(sch:get_block("T3"), 0, "local")
+    U.assert_equiv(f, sch.mod)
+    U.expect_error(function() tir.lower(sch.mod) end, "LoweringError in verify_memory_scope",
+                   "block 'T2_local' reads T2 in every thread of its kernel", "block 'T2' writes T2 under loop j")
+  end)
+end)
+
 describe("errors name the primitive", function()
   it("transform_layout with a block handle that is gone", function()
     -- fuzz seed 24989: the error came from "schedule", not transform_layout

@@ -15,7 +15,8 @@
  * with compute_at / reverse_compute_at of the producers and consumers of the buffer.
  *
  * 2. No in-place update runs redundantly.  Every top-level statement of a function with
- * thread bindings is a kernel (lower_thread_binding, split_host_device), and code outside
+ * thread bindings is a kernel (lower_thread_binding, split_host_device; the whole body is
+ * one when the root block allocates a non-global buffer), and code outside
  * its thread-bound loops runs in every thread.  That is harmless for a block that only
  * writes values computed from other buffers, but a block that reads what it writes (the
  * update of a reduction) into global or shared memory would apply its update once per
@@ -349,7 +350,12 @@ tir_PrimFunc *tir_pass_verify_memory_scope(const tir_PrimFunc *f) {
     /* the root block, then each top-level statement (a kernel) with its own launch axes */
     const tir_BlockRealize *root = (const tir_BlockRealize *)f->body;
     const tir_Node *body = root->block->body;
-    const tir_Array *items = body->kind == TIR_SeqStmt ? ((const tir_SeqStmt *)body)->seq : NULL;
+    /* a non-global buffer of the root block becomes an allocation around the whole body,
+     * which lower_thread_binding then makes one kernel */
+    int whole = 0;
+    for (int a = 0; a < root->block->alloc_buffers->size; a++)
+      whole |= strcmp(((const tir_Buffer *)root->block->alloc_buffers->items[a])->scope, "global") != 0;
+    const tir_Array *items = body->kind == TIR_SeqStmt && !whole ? ((const tir_SeqStmt *)body)->seq : NULL;
     int n = items ? items->size : 1;
     for (int a = 0; a < root->block->alloc_buffers->size; a++) {
       if (v.n == v.cap) {
