@@ -28,8 +28,10 @@ local M = {}
 -- vec: elements per vector access (4 floats = 16 bytes).
 -- stages: 1 = no pipeline; 2 = double buffering; n = n shared buffers, copies n - 1 steps ahead.
 -- async: with stages >= 2, the copies are cp.async (software_pipeline_async_stages = {0}).
+-- early_wait: with async, wait for the copies at the start of each k-step, before issuing the
+-- next ones (CUTLASS's order: one barrier per step instead of two; software_pipeline_early_wait).
 M.defaults = {BM = 128, BN = 128, BK = 8, TY = 16, TX = 16, vec = 4, a_transpose = true, b_swizzle = true, pad_a = false,
-              local_vec = true, store_vec = true, stages = 1, async = true}
+              local_vec = true, store_vec = true, stages = 1, async = true, early_wait = false}
 
 --- Returns the schedule (tir.Schedule).  opts override M.defaults; errors on unknown options
 -- and on tiles that do not divide (BM by TY, BN by TX, TM and TN by vec when vectorizing).
@@ -110,6 +112,7 @@ function M.schedule(func, opts)
     sch:annotate(ko, "software_pipeline_stage", {0, 0, o.stages - 1})
     sch:annotate(ko, "software_pipeline_order", {0, 1, 2})
     if o.async then sch:annotate(ko, "software_pipeline_async_stages", {0}) end
+    if o.async and o.early_wait then sch:annotate(ko, "software_pipeline_early_wait", 1) end
   end
   return sch
 end

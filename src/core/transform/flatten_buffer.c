@@ -126,6 +126,14 @@ static tir_Node *mut(const tir_Node *n, void *p) {
       if (!body) return TIR_MUTATE_ERROR;
       return tir_allocate((tir_Buffer *)R(flat_of(c, a->buffer)), body);
     }
+    case TIR_AttrStmt: {
+      /* an attribute about a buffer (e.g. pipeline_version) names its flat view */
+      const tir_AttrStmt *a = (const tir_AttrStmt *)n;
+      if (!a->node || a->node->kind != TIR_Buffer) return NULL;
+      tir_Node *body = tir_mutate(a->body, mut, p);
+      if (!body) return TIR_MUTATE_ERROR;
+      return tir_attr_stmt(tir_retain(&flat_of(c, (const tir_Buffer *)a->node)->hdr), a->key, R(a->value), body);
+    }
     case TIR_Block:
     case TIR_BlockRealize:
       tir_error_set(TIR_ERR_LOWER, "flatten_buffer", "blocks must be lowered before flattening");

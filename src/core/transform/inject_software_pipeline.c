@@ -41,6 +41,16 @@
  * buffering, 2 for stages {0, 0, 2}) and n shrinks by one per epilogue iteration, where no
  * copies are issued.  Only one async stage is allowed (one group queue per thread; TVM's
  * CUDA codegen has the same limit).  thread_sync puts a barrier after every wait.
+ * tirlua extension: software_pipeline_early_wait = 1 puts one wait at the start of each
+ * iteration instead (n one smaller per group the iteration commits before the consumer: for
+ * copies emitted first, n = s_consumer - s_copy - 1, CUTLASS's "stages - 2"); the barrier
+ * after it then also orders the previous iteration's reads before this iteration's copies,
+ * so a steady state needs one barrier, not two.
+ *
+ * Each statement instance that touches a versioned buffer is wrapped in AttrStmt
+ * "pipeline_version" (node: the buffer, value: the version it touches), so that thread_sync
+ * knows two versions are disjoint and needs no barrier between, say, filling version
+ * (i + 1) % 2 and reading version i % 2.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -54,6 +64,7 @@
 #define KEY_STAGE "software_pipeline_stage"
 #define KEY_ORDER "software_pipeline_order"
 #define KEY_ASYNC "software_pipeline_async_stages"
+#define KEY_EARLY "software_pipeline_early_wait"
 
 /* ---- sets of data variables ---- */
 typedef struct {
@@ -141,6 +152,7 @@ typedef struct {
   int *run_of;              /* per position of an async statement: its commit group index */
   int R;                    /* commit groups per iteration */
   VSet async_written;       /* buffers the async stage writes */
+  int early_wait;           /* one wait at the start of each iteration (software_pipeline_early_wait) */
   Remap *remap;
   int n_remap;
   tir_Analyzer *an;
@@ -426,7 +438,7 @@ enum { SEC_PROLOGUE, SEC_BODY, SEC_EPILOGUE };
 static tir_Node *commit_stmt(void) { return tir_evaluate(tir_call(TIR_VOID, "ptx_commit_group", tir_array_empty())); }
 static tir_Node *wait_stmt(tir_Node *n) { return tir_evaluate(tir_call(TIR_VOID, "ptx_wait_group", tir_array_of(1, n))); }
 
-/* Commit groups that close before position pos. */
+/* Commit groups that close before position pos (in the full emission order). */
 static int commits_before(Pipe *p, int pos) {
   int c = 0;
   for (int q = 0; q < pos; q++) c += p->commit_after[q];
@@ -449,6 +461,42 @@ static tir_Node *inflight(Pipe *p, int pc, int pq, int sec, int async_here, tir_
   tir_Node *k = v ? tir_sub(tir_i32(d - 1), tir_cast(TIR_INT32, R((tir_Node *)v))) : tir_i32(d - 1);
   k = tir_max(k, tir_i32(0));
   return tir_add(tir_i32((int)tail), tir_mul(tir_i32(p->R), k));
+}
+
+/* The in-flight count the statement at position pc needs (min over the copies it reads),
+ * or NULL when it reads nothing the async stage writes.  Owned. */
+static tir_Node *wait_need(Pipe *p, int pc, int sec, int async_here, tir_Var *v) {
+  const PStmt *s = &p->st[p->ord[pc]];
+  if (p->async_stage < 0 || s->async || !vs_meets(&s->rd, &p->async_written)) return NULL;
+  tir_Node *need = NULL;
+  for (int q = 0; q < p->n; q++) {
+    const PStmt *a = &p->st[p->ord[q]];
+    if (!a->async || !vs_meets(&a->wr, &s->rd)) continue;
+    tir_Node *x = inflight(p, pc, q, sec, async_here, v);
+    need = need ? tir_min(need, x) : x;
+  }
+  return need;
+}
+
+/* simplify(max(n, 0)): waiting for more groups than issued is a no-op, never an error. Steals n. */
+static tir_Node *clamp0(Pipe *p, tir_Node *n) {
+  tir_Node *ns = tir_simplify(p->an, n);
+  tir_release(n);
+  tir_Node *neg = tir_cmp(TIR_LT, R(ns), tir_i32(0));
+  if (tir_can_prove(p->an, neg)) {
+    tir_release(ns);
+    ns = tir_i32(0);
+  } else {
+    tir_Node *ge = tir_cmp(TIR_GE, R(ns), tir_i32(0));
+    if (!tir_can_prove(p->an, ge)) {
+      tir_Node *m = tir_max(ns, tir_i32(0));
+      ns = tir_simplify(p->an, m);
+      tir_release(m);
+    }
+    tir_release(ge);
+  }
+  tir_release(neg);
+  return ns;
 }
 
 static tir_Node *emit_section(Pipe *p, tir_Node *start, tir_Node *end, int sec, const tir_Node *extra_lb, int *err) {
@@ -502,27 +550,27 @@ static tir_Node *emit_section(Pipe *p, tir_Node *start, tir_Node *end, int sec, 
   tir_Array *items = tir_array_empty();
   tir_Node *last_wait = NULL; /* in-flight count of the last wait in this iteration */
   int commits_since = 0;
+  if (p->early_wait) {
+    /* one wait at the start of the iteration, for every consumer in it: as many fewer
+     * groups in flight as the iteration commits before each consumer */
+    tir_Node *need = NULL;
+    for (int pc = 0; pc < p->n; pc++) {
+      if (!present[pc]) continue;
+      tir_Node *x = wait_need(p, pc, sec, async_here, v);
+      if (!x) continue;
+      if (async_here) x = tir_sub(x, tir_i32(commits_before(p, pc)));
+      need = need ? tir_min(need, x) : x;
+    }
+    if (need) items = tir_array_push(items, wait_stmt(clamp0(p, need)));
+  }
   for (int pos = 0; pos < p->n && !*err; pos++) {
     const PStmt *s = &p->st[p->ord[pos]];
     if (!present[pos]) goto next;
     /* a wait before a statement that reads what the async stage wrote */
-    if (p->async_stage >= 0 && !s->async && vs_meets(&s->rd, &p->async_written)) {
-      tir_Node *need = NULL;
-      for (int q = 0; q < p->n; q++) {
-        const PStmt *a = &p->st[p->ord[q]];
-        if (!a->async || !vs_meets(&a->wr, &s->rd)) continue;
-        tir_Node *x = inflight(p, pos, q, sec, async_here, v);
-        need = need ? tir_min(need, x) : x;
-      }
+    if (!p->early_wait) {
+      tir_Node *need = wait_need(p, pos, sec, async_here, v);
       if (need) {
-        tir_Node *ns = tir_simplify(p->an, need);
-        tir_release(need);
-        tir_Node *neg = tir_cmp(TIR_LT, R(ns), tir_i32(0));
-        if (tir_can_prove(p->an, neg)) {
-          tir_release(ns);
-          ns = tir_i32(0);
-        }
-        tir_release(neg);
+        tir_Node *ns = clamp0(p, need);
         int covered = 0;
         if (last_wait) {
           tir_Node *c = tir_cmp(TIR_LE, tir_add(R(last_wait), tir_i32(commits_since)), R(ns));
@@ -561,6 +609,16 @@ static tir_Node *emit_section(Pipe *p, tir_Node *start, tir_Node *end, int sec, 
       tir_Node *inst = fresh_copy(simp);
       tir_release(simp);
       if (s->async) inst = tir_attr_stmt(NULL, "async_scope", tir_i32(1), inst);
+      /* which version of each versioned buffer the instance touches, for thread_sync */
+      for (int r = p->n_remap - 1; r >= 0; r--) {
+        const tir_Node *d = &p->remap[r].old->data->hdr;
+        if (!vs_has(&s->rd, d) && !vs_has(&s->wr, d)) continue;
+        tir_DType lt2 = p->cur->loop_var->hdr.dtype;
+        tir_Node *ver = tir_floormod(tir_sub(R(skew[pos]), R(p->cur->min)), tir_int_imm(lt2, p->remap[r].versions));
+        tir_Node *vs = tir_simplify(p->an, ver);
+        tir_release(ver);
+        inst = tir_attr_stmt(tir_retain(&p->remap[r].nb->hdr), "pipeline_version", vs, inst);
+      }
       if (!tir_can_prove(p->an, pred[pos])) inst = tir_if(R(pred[pos]), inst, NULL);
       items = tir_array_push(items, inst);
     }
@@ -592,8 +650,10 @@ static tir_Node *emit_section(Pipe *p, tir_Node *start, tir_Node *end, int sec, 
   tir_Array *anns = tir_ann_remove(p->cur->annotations, KEY_STAGE);
   tir_Array *a2 = tir_ann_remove(anns, KEY_ORDER);
   tir_release(anns);
-  anns = tir_ann_remove(a2, KEY_ASYNC);
+  tir_Array *a3 = tir_ann_remove(a2, KEY_ASYNC);
   tir_release(a2);
+  anns = tir_ann_remove(a3, KEY_EARLY);
+  tir_release(a3);
   int kind = sec == SEC_BODY ? (int)p->cur->kind : TIR_FOR_UNROLLED;
   return tir_for(v, tir_int_imm(lt, 0), ext, kind, "", anns, body);
 }
@@ -647,12 +707,21 @@ static tir_Node *pipeline(Ctx *ctx, const tir_For *orig, const tir_For *f) {
   int ns = int_list(f->annotations, KEY_STAGE, &stages);
   int no = int_list(f->annotations, KEY_ORDER, &orders);
   int na = int_list(f->annotations, KEY_ASYNC, &asyncs);
+  {
+    const tir_Node *ew = tir_ann_get(f->annotations, KEY_EARLY);
+    int64_t x = 0;
+    if (ew && !tir_is_const_int(ew, &x)) {
+      pfail(&P, "%s must be 0 or 1", KEY_EARLY);
+      goto done;
+    }
+    P.early_wait = x != 0;
+  }
   if (ns == -2 || no == -2 || na == -2) {
     pfail(&P, "%s must be a list of integers", ns == -2 ? KEY_STAGE : no == -2 ? KEY_ORDER : KEY_ASYNC);
     goto done;
   }
   if (ns == -1) {
-    pfail(&P, "%s is given without %s", no >= 0 ? KEY_ORDER : KEY_ASYNC, KEY_STAGE);
+    pfail(&P, "%s is given without %s", no >= 0 ? KEY_ORDER : na >= 0 ? KEY_ASYNC : KEY_EARLY, KEY_STAGE);
     goto done;
   }
   if (ns != nk) {
@@ -837,7 +906,7 @@ static tir_Node *mut(const tir_Node *n, void *arg) {
   if (n->kind != TIR_For) return NULL;
   const tir_For *f = (const tir_For *)n;
   if (!tir_ann_get(f->annotations, KEY_STAGE) && !tir_ann_get(f->annotations, KEY_ORDER) &&
-      !tir_ann_get(f->annotations, KEY_ASYNC))
+      !tir_ann_get(f->annotations, KEY_ASYNC) && !tir_ann_get(f->annotations, KEY_EARLY))
     return NULL;
   /* inner pipelines first (TVM's post-order) */
   tir_Node *m = tir_mutate_children(n, mut, arg);

@@ -9,23 +9,50 @@
  * write-after-read (refilling a tile others still read) gets its barrier too.  Barriers
  * are only placed where every thread of the CTA arrives: never inside an if whose
  * condition or a loop whose bounds depend on threadIdx; such a statement is treated as
- * one unit and the barrier goes before it. */
+ * one unit and the barrier goes before it.
+ *
+ * Multi-versioned buffers (software pipelines): accesses under AttrStmt "pipeline_version"
+ * are to that version of the buffer only, and two versions conflict unless provably
+ * different (distinct constants, or floormod(x, V) and floormod(y, V) with x - y a constant
+ * V does not divide).  A loop's next iteration sees the previous one's versions with the
+ * loop variable decreased by one; the analysis iterates to a fixpoint, widening versions to
+ * "any" if an iteration can leave accesses of ever older iterations (no barrier on its
+ * way).  So filling version (k + 1) % 2 while version k % 2 is read needs no barrier, but
+ * refilling the version the previous iteration read does.  After every ptx_wait_group a
+ * barrier follows (cp.async data of other threads is visible only then). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "pass_util.h"
 
+#include "tir/arith.h"
+
 #define MAXB 64
+#define MAXM 16
+
+/* An access to a shared buffer: its data var, and the version of a multi-versioned buffer
+ * (the value of an enclosing AttrStmt "pipeline_version" from inject_software_pipeline), or
+ * NULL for "any element". */
+typedef struct {
+  const tir_Node *buf;
+  const tir_Node *ver;
+} Ent;
 
 typedef struct {
-  const tir_Node *r[MAXB], *w[MAXB]; /* data vars of shared buffers */
+  Ent r[MAXB], w[MAXB];
   int nr, nw;
+  int all;     /* too many entries to track: conflicts with every access */
+  int barrier; /* the statement holds a barrier */
 } Acc;
 
 typedef struct {
   const tir_Node *thread_vars[16];
   int n_thread;
   const tir_Node *stranded_wait; /* a ptx_wait_group where no barrier can follow it */
+  const tir_Node *mbuf[MAXM], *mver[MAXM]; /* enclosing pipeline_version markers */
+  int nm;
+  tir_Node **pool; /* versions made here (shifted to the previous iteration), owned */
+  int npool, cpool;
 } Ctx;
 
 /* cp.async data other threads copied is visible after their ptx_wait_group and a barrier
@@ -41,21 +68,59 @@ static int find_wait(const tir_Node *n, void *p) {
   return 0;
 }
 
-static void add(const tir_Node **set, int *n, const tir_Node *x) {
+static int same_ver(const tir_Node *a, const tir_Node *b) {
+  return a == b || (a && b && tir_expr_deep_equal(a, b));
+}
+
+static void add(Acc *a, int write, const tir_Node *buf, const tir_Node *ver) {
+  Ent *set = write ? a->w : a->r;
+  int *n = write ? &a->nw : &a->nr;
   for (int i = 0; i < *n; i++)
-    if (set[i] == x) return;
-  if (*n < MAXB) set[(*n)++] = x;
+    if (set[i].buf == buf && (!set[i].ver || same_ver(set[i].ver, ver))) return;
+  if (*n < MAXB) {
+    set[(*n)++] = (Ent){buf, ver};
+    return;
+  }
+  /* full: widen an entry of the same buffer to all versions, or give up precision */
+  for (int i = 0; i < *n; i++)
+    if (set[i].buf == buf) {
+      set[i].ver = NULL;
+      return;
+    }
+  a->all = 1;
 }
 
 static void merge(Acc *a, const Acc *b) {
-  for (int i = 0; i < b->nr; i++) add(a->r, &a->nr, b->r[i]);
-  for (int i = 0; i < b->nw; i++) add(a->w, &a->nw, b->w[i]);
+  for (int i = 0; i < b->nr; i++) add(a, 0, b->r[i].buf, b->r[i].ver);
+  for (int i = 0; i < b->nw; i++) add(a, 1, b->w[i].buf, b->w[i].ver);
+  a->all |= b->all;
 }
 
-static int meets(const tir_Node *const *x, int nx, const tir_Node *const *y, int ny) {
+/* May two versions of one buffer be the same?  Only distinct constants, or
+ * floormod(x, V) and floormod(y, V) with x - y a constant that V does not divide, are
+ * provably different. */
+static int may_alias(const tir_Node *v1, const tir_Node *v2) {
+  if (!v1 || !v2 || same_ver(v1, v2)) return 1;
+  int64_t c1, c2;
+  if (tir_is_const_int(v1, &c1) && tir_is_const_int(v2, &c2)) return c1 == c2;
+  if (v1->kind == TIR_FloorMod && v2->kind == TIR_FloorMod) {
+    const tir_FloorMod *m1 = (const tir_FloorMod *)v1, *m2 = (const tir_FloorMod *)v2;
+    int64_t V1, V2, d;
+    if (!tir_is_const_int(m1->b, &V1) || !tir_is_const_int(m2->b, &V2) || V1 != V2 || V1 <= 0) return 1;
+    tir_Node *diff = tir_sub(R(m1->a), R(m2->a));
+    tir_Node *sd = tir_simplify(NULL, diff);
+    tir_release(diff);
+    int known = tir_is_const_int(sd, &d);
+    tir_release(sd);
+    return !known || d % V1 == 0;
+  }
+  return 1;
+}
+
+static int meets(const Ent *x, int nx, const Ent *y, int ny) {
   for (int i = 0; i < nx; i++)
     for (int j = 0; j < ny; j++)
-      if (x[i] == y[j]) return 1;
+      if (x[i].buf == y[j].buf && may_alias(x[i].ver, y[j].ver)) return 1;
   return 0;
 }
 
@@ -65,51 +130,145 @@ static int meets(const tir_Node *const *x, int nx, const tir_Node *const *y, int
  * copies of a tile write disjoint elements (at buffer granularity they would otherwise get a
  * barrier per iteration of the copy loop). */
 static int conflicts(const Acc *state, const Acc *acc) {
+  if ((state->all && (acc->nr || acc->nw || acc->all)) || (acc->all && (state->nr || state->nw))) return 1;
   return meets(acc->r, acc->nr, state->w, state->nw) || meets(acc->w, acc->nw, state->r, state->nr);
 }
 
 static int is_shared(const tir_Buffer *b) { return strncmp(b->scope, "shared", 6) == 0; }
 
+/* Collecting a statement's accesses: the markers around them and the loops inside the
+ * statement (a version using such a loop's variable means "any version"). */
+typedef struct {
+  Acc *acc;
+  const tir_Node *mbuf[MAXM], *mver[MAXM];
+  int nm;
+  const tir_Node *loops[64];
+  int nl;
+} Coll;
+
+static int access_fn(const tir_Node *n, void *p);
+
+static void record(Coll *c, int write, const tir_Buffer *b) {
+  if (!is_shared(b)) return;
+  const tir_Node *ver = NULL;
+  for (int i = c->nm - 1; i >= 0; i--)
+    if (c->mbuf[i] == &b->data->hdr) {
+      ver = c->mver[i];
+      break;
+    }
+  for (int i = 0; ver && i < c->nl; i++)
+    if (tir_uses_var(ver, (const tir_Var *)c->loops[i])) ver = NULL;
+  add(c->acc, write, &b->data->hdr, ver);
+}
+
 static int access_fn(const tir_Node *n, void *p) {
-  Acc *a = p;
-  if (n->kind == TIR_BufferLoad && is_shared(((const tir_BufferLoad *)n)->buffer))
-    add(a->r, &a->nr, &((const tir_BufferLoad *)n)->buffer->data->hdr);
-  if (n->kind == TIR_BufferStore && is_shared(((const tir_BufferStore *)n)->buffer))
-    add(a->w, &a->nw, &((const tir_BufferStore *)n)->buffer->data->hdr);
+  Coll *c = p;
+  if (n->kind == TIR_AttrStmt && strcmp(((const tir_AttrStmt *)n)->key, "pipeline_version") == 0 &&
+      ((const tir_AttrStmt *)n)->node && ((const tir_AttrStmt *)n)->node->kind == TIR_Buffer && c->nm < MAXM) {
+    const tir_AttrStmt *a = (const tir_AttrStmt *)n;
+    c->mbuf[c->nm] = &((const tir_Buffer *)a->node)->data->hdr;
+    c->mver[c->nm++] = a->value;
+    tir_visit(a->body, access_fn, c);
+    c->nm--;
+    return 1;
+  }
+  if (n->kind == TIR_For && c->nl < 64) {
+    const tir_For *f = (const tir_For *)n;
+    tir_visit(f->min, access_fn, c);
+    tir_visit(f->extent, access_fn, c);
+    c->loops[c->nl++] = &f->loop_var->hdr;
+    tir_visit(f->body, access_fn, c);
+    c->nl--;
+    return 1;
+  }
+  if (n->kind == TIR_For) c->acc->all = 1; /* too deep to track versions */
+  if (n->kind == TIR_BufferLoad) record(c, 0, ((const tir_BufferLoad *)n)->buffer);
+  if (n->kind == TIR_BufferStore) record(c, 1, ((const tir_BufferStore *)n)->buffer);
   if (n->kind == TIR_Call) {
     /* builtins reading or writing shared memory through address_of (wmma_store, cp.async,
      * ...): an operand the builtin writes is a write only (not also a read, or consecutive
      * cp.async of a tile would get barriers between them); the others are reads */
-    const tir_Call *c = (const tir_Call *)n;
+    const tir_Call *cl = (const tir_Call *)n;
     int addr_args = 0;
-    for (int i = 0; i < c->args->size; i++) {
-      const tir_Node *x = c->args->items[i];
+    for (int i = 0; i < cl->args->size; i++) {
+      const tir_Node *x = cl->args->items[i];
       if (x->kind == TIR_Call && strcmp(((const tir_Call *)x)->op, "address_of") == 0 && ((const tir_Call *)x)->args->size == 1 &&
           ((const tir_Call *)x)->args->items[0]->kind == TIR_BufferLoad) {
         const tir_BufferLoad *l = (const tir_BufferLoad *)((const tir_Call *)x)->args->items[0];
-        if (is_shared(l->buffer)) {
-          if (tir_builtin_writes_arg(c->op, i)) add(a->w, &a->nw, &l->buffer->data->hdr);
-          else add(a->r, &a->nr, &l->buffer->data->hdr);
-        }
-        for (int k = 0; k < l->indices->size; k++) tir_visit(l->indices->items[k], access_fn, a);
+        record(c, tir_builtin_writes_arg(cl->op, i), l->buffer);
+        for (int k = 0; k < l->indices->size; k++) tir_visit(l->indices->items[k], access_fn, c);
         addr_args = 1;
       } else {
-        tir_visit(x, access_fn, a);
+        tir_visit(x, access_fn, c);
       }
     }
     if (addr_args) return 1; /* operands visited above */
   }
   if (n->kind == TIR_Evaluate) {
     const tir_Node *v = ((const tir_Evaluate *)n)->value;
-    if (v->kind == TIR_Call && strcmp(((const tir_Call *)v)->op, "tvm_storage_sync") == 0) a->nr = a->nw = -1;
+    if (v->kind == TIR_Call && strcmp(((const tir_Call *)v)->op, "tvm_storage_sync") == 0) c->acc->barrier = 1;
   }
   return 0;
 }
 
-static void accesses(const tir_Node *s, Acc *a) {
+static void accesses(Ctx *cx, const tir_Node *s, Acc *a) {
   memset(a, 0, sizeof *a);
-  tir_visit(s, access_fn, a);
-  if (a->nr < 0) a->nr = a->nw = 0; /* contains a barrier: treat as fresh (conservative enough here) */
+  Coll c;
+  memset(&c, 0, sizeof c);
+  c.acc = a;
+  c.nm = cx->nm;
+  for (int i = 0; i < cx->nm; i++) c.mbuf[i] = cx->mbuf[i], c.mver[i] = cx->mver[i];
+  tir_visit(s, access_fn, &c);
+  if (a->barrier) memset(a, 0, sizeof *a); /* contains a barrier: treat as fresh (conservative enough here) */
+}
+
+static const tir_Node *pooled(Ctx *c, tir_Node *x) {
+  if (c->npool == c->cpool) {
+    c->cpool = c->cpool ? c->cpool * 2 : 16;
+    c->pool = realloc(c->pool, sizeof(*c->pool) * (size_t)c->cpool);
+  }
+  c->pool[c->npool++] = x;
+  return x;
+}
+
+/* Versions recorded in one iteration of loop v, seen from the next one (v := v - 1). */
+static void shift_back(Ctx *c, Acc *a, const tir_Var *v) {
+  for (int w = 0; w < 2; w++) {
+    Ent *set = w ? a->w : a->r;
+    int n = w ? a->nw : a->nr;
+    for (int i = 0; i < n; i++)
+      if (set[i].ver && tir_uses_var(set[i].ver, v)) {
+        tir_Node *prev = tir_sub(R((tir_Node *)v), tir_int_imm(v->hdr.dtype, 1));
+        tir_Node *sub = tir_substitute(set[i].ver, 1, (tir_Var *const *)&v, &prev);
+        tir_release(prev);
+        tir_Node *simp = tir_simplify(NULL, sub);
+        tir_release(sub);
+        set[i].ver = pooled(c, simp);
+      }
+  }
+}
+
+/* Is every access of b also in a (with the same or a wider version)? */
+static int covers(const Acc *a, const Acc *b) {
+  if (b->all && !a->all) return 0;
+  for (int w = 0; w < 2; w++) {
+    const Ent *x = w ? b->w : b->r, *y = w ? a->w : a->r;
+    int nx = w ? b->nw : b->nr, ny = w ? a->nw : a->nr;
+    for (int i = 0; i < nx; i++) {
+      int found = a->all;
+      for (int j = 0; j < ny && !found; j++) found = y[j].buf == x[i].buf && (!y[j].ver || same_ver(y[j].ver, x[i].ver));
+      if (!found) return 0;
+    }
+  }
+  return 1;
+}
+
+/* After loop v: its variable is gone, so versions using it mean "any version". */
+static void forget_var(Acc *a, const tir_Var *v) {
+  for (int i = 0; i < a->nr; i++)
+    if (a->r[i].ver && tir_uses_var(a->r[i].ver, v)) a->r[i].ver = NULL;
+  for (int i = 0; i < a->nw; i++)
+    if (a->w[i].ver && tir_uses_var(a->w[i].ver, v)) a->w[i].ver = NULL;
 }
 
 static int thread_dependent(Ctx *c, const tir_Node *e) {
@@ -129,7 +288,7 @@ static tir_Node *visit_seq(Ctx *c, const tir_Node *const *items, int n, Acc *sta
   tir_Array *out = tir_array_empty();
   for (int i = 0; i < n; i++) {
     Acc acc;
-    accesses(items[i], &acc);
+    accesses(c, items[i], &acc);
     /* a barrier before a conflicting statement, if that statement cannot take one inside */
     int compound = items[i]->kind == TIR_For || items[i]->kind == TIR_SeqStmt || items[i]->kind == TIR_LetStmt ||
                    items[i]->kind == TIR_AttrStmt || items[i]->kind == TIR_Allocate || items[i]->kind == TIR_IfThenElse;
@@ -168,14 +327,34 @@ static tir_Node *visit(Ctx *c, const tir_Node *s, Acc *state) {
     }
     case TIR_For: {
       const tir_For *f = (const tir_For *)s;
-      /* first pass: what one iteration leaves; second: with that carried around */
-      Acc entry = *state, probe = *state;
-      tir_Node *once = visit_seq(c, (const tir_Node *const *)&f->body, 1, &probe);
-      tir_release(once);
-      Acc carried = entry;
-      merge(&carried, &probe);
-      tir_Node *body = visit_seq(c, (const tir_Node *const *)&f->body, 1, &carried);
-      *state = carried;
+      /* The state at the start of an iteration: what was there before the loop, plus what
+       * the previous iteration left (its versions seen from this iteration: v := v - 1).
+       * Iterate to a fixpoint; if versions keep changing (an iteration without a barrier
+       * leaves accesses of ever older iterations), widen them to "any version". */
+      Acc *entry = malloc(sizeof(Acc)), *carried = malloc(sizeof(Acc)), *st = malloc(sizeof(Acc)), *next = malloc(sizeof(Acc));
+      *entry = *state;
+      *st = *state;
+      tir_Node *body = visit_seq(c, (const tir_Node *const *)&f->body, 1, st);
+      *carried = *entry;
+      for (int round = 0;; round++) {
+        shift_back(c, st, f->loop_var);
+        if (round >= 3) forget_var(st, f->loop_var);
+        *next = *carried;
+        merge(next, st);
+        if (round >= 3) forget_var(next, f->loop_var);
+        int done = covers(carried, next) && round > 0;
+        *carried = *next;
+        if (done) break;
+        tir_release(body);
+        *st = *carried;
+        body = visit_seq(c, (const tir_Node *const *)&f->body, 1, st);
+        if (round > 8) break; /* cannot happen: after widening the sets only grow, and they are finite */
+      }
+      /* after the loop: what its last iteration left (or, if it ran no iteration, the entry) */
+      *state = *st;
+      merge(state, entry);
+      forget_var(state, f->loop_var);
+      free(entry), free(carried), free(st), free(next);
       tir_For *nf = (tir_For *)tir_node_copy(s);
       tir_release(nf->body);
       nf->body = body;
@@ -206,13 +385,19 @@ static tir_Node *visit(Ctx *c, const tir_Node *s, Acc *state) {
         c->thread_vars[c->n_thread++] = &((const tir_IterVar *)a->node)->var->hdr;
         pushed = 1;
       }
+      int marker = strcmp(a->key, "pipeline_version") == 0 && a->node && a->node->kind == TIR_Buffer && c->nm < MAXM;
+      if (marker) {
+        c->mbuf[c->nm] = &((const tir_Buffer *)a->node)->data->hdr;
+        c->mver[c->nm++] = a->value;
+      }
       tir_Node *body = visit_seq(c, (const tir_Node *const *)&a->body, 1, state);
+      if (marker) c->nm--;
       if (pushed) c->n_thread--;
       return tir_attr_stmt(R(a->node), a->key, R(a->value), body);
     }
     default: {
       Acc acc;
-      accesses(s, &acc);
+      accesses(c, s, &acc);
       merge(state, &acc);
       return tir_retain(s);
     }
@@ -233,6 +418,8 @@ tir_PrimFunc *tir_pass_thread_sync(const tir_PrimFunc *f) {
   Acc state;
   memset(&state, 0, sizeof state);
   tir_Node *body = visit(&c, f->body, &state);
+  for (int i = 0; i < c.npool; i++) tir_release(c.pool[i]);
+  free(c.pool);
   if (c.stranded_wait) {
     tir_release(body);
     tir_error_set(TIR_ERR_LOWER, "thread_sync",
