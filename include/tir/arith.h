@@ -139,6 +139,20 @@ int tir_subspace_divide(tir_Analyzer *a, const tir_Node *const *bindings, int n,
                         int simplify_trivial, tir_SubspaceDivision *out, char *why, int why_cap);
 void tir_subspace_division_free(tir_SubspaceDivision *d);
 
+/* Inverse of a bijective affine map (TVM IndexMap::Inverse / InverseAffineIterMap).
+ * outputs[n_out] are expressions of the loops' variables that tir_detect_iter_map accepts
+ * (each one split of a fused iterator plus a constant offset, together covering the loops'
+ * box exactly).  On success returns 1 and fills, per output, out_min (its offset) and
+ * out_extent (how many values it takes), and per loop inverse[l] (owned): loops[l].var as
+ * an expression of new_vars (one per output, of the loops' dtype, ranging over
+ * [out_min, out_min + out_extent)), simplified with those ranges; each input is recovered
+ * digit by digit (floordiv/floormod by the scales of the fused sums).  Loops of extent 1
+ * that no output uses become their minimum.  Otherwise returns 0 with the reason in why
+ * (inverse all NULL).  Constant extents only, no predicate. */
+int tir_iter_map_inverse(const tir_Node *const *outputs, int n_out, const tir_LoopIter *loops, int n_loops,
+                         const tir_Var *const *new_vars, int64_t *out_min, int64_t *out_extent, tir_Node **inverse, char *why,
+                         int why_cap);
+
 /* ---- index maps (index_map.c) ----
  * Exact range and injectivity of `outputs` (integer expressions of `vars`) over the box
  * 0 <= vars[i] < extents[i], by enumeration of independent components (outputs sharing an

@@ -95,6 +95,15 @@ int tir_sched_storage_align(tir_Schedule *s, int64_t block, int index, int axis,
  * one-to-one and non-negative over the old shape (checked exactly); new shape = ranges. */
 int tir_sched_transform_layout(tir_Schedule *s, int64_t block, int is_write, int index, const tir_Array *vars,
                                const tir_Array *exprs);
+/* Remaps the block's iteration space (TVM TransformBlockLayout): vars (one Var per iteration
+ * variable, of their dtype) map to exprs, the new iteration variables v0, v1, ... (domain
+ * [0, extent of output k)), bound to new serial loops ax0, ax1, ...; the old variables in the
+ * block become their value under the map's inverse.  The map must be a bijective affine map
+ * of the (constant) iteration domain with outputs from 0, each output using variables of one
+ * kind (spatial or reduction).  The block must be the only block under perfectly nested,
+ * serial, unannotated loops starting at 0 that bind its variables one to one (trivial
+ * binding), without predicate.  0 or -1 (ScheduleError naming the rule). */
+int tir_sched_transform_block_layout(tir_Schedule *s, int64_t block, const tir_Array *vars, const tir_Array *exprs);
 
 /* ---- reduction ---- */
 /* Splits a reduction block's init into "<name>_init" placed before `loop`; returns its uid. */

@@ -286,20 +286,27 @@ end
 
 -- An index map given as a Lua function of the buffer's indices, returning the new indices
 -- (several returns or one list).  Returns vars, exprs and its text (a Lua function, for traces).
-local function index_map(fn, ndim, prim)
+-- opts (optional): dtype of the inputs (default int32); arity_in_core: a function taking
+-- other than ndim parameters gets as many inputs, for the core to report (as a ScheduleError).
+local function index_map(fn, ndim, prim, opts)
+  opts = opts or {}
   if type(fn) ~= "function" then
     raise("TypeError", prim, "the index map must be a Lua function of the %d indices, e.g. function(i, j) return j, i end", ndim)
   end
   local info = debug.getinfo(fn, "u")
   if not info.isvararg and info.nparams ~= ndim then
-    raise("ValueError", prim, "the index map takes %d parameter(s), but the buffer has %d dimension(s)", info.nparams, ndim)
+    if opts.arity_in_core then
+      ndim = info.nparams
+    else
+      raise("ValueError", prim, "the index map takes %d parameter(s), but the buffer has %d dimension(s)", info.nparams, ndim)
+    end
   end
   local vars, names = {}, {}
   for d = 1, ndim do
     local name = debug.getlocal(fn, d)
     if not name or name:sub(1, 1) == "(" then name = "i" .. (d - 1) end
     names[d] = name
-    vars[d] = core.var(name, "int32")
+    vars[d] = core.var(name, opts.dtype or "int32")
   end
   local ok, r = pcall(function() return table.pack(fn(table.unpack(vars, 1, ndim))) end)
   if not ok then raise("ValueError", prim, "the index map raised an error: %s", tostring(r)) end
@@ -356,6 +363,28 @@ function Schedule:transform_layout(block, buffer, fn)
   local vars, exprs, text = index_map(fn, ndim, "transform_layout")
   self._state:transform_layout(block.uid, is_write, index, vars, exprs)
   record(self, "transform_layout", {block, {is_write and "write" or "read", index}, setmetatable({text = text}, {__tostring = function(t) return t.text end})})
+end
+
+--- Remaps a block's iteration space (TVM transform_block_layout):
+--   sch:transform_block_layout(block, function(i, j) return i * 128 + j end)   -- fuse
+--   sch:transform_block_layout(block, function(i, j) return j, i end)          -- permute
+--   sch:transform_block_layout("conv", function(n, h, w, co, rh, rw, rc)       -- implicit GEMM
+--     return n * 49 + h * 7 + w, co, rh * 21 + rw * 3 + rc end)
+-- fn takes the block's iteration variables and returns the new ones (v0, v1, ...), each
+-- over [0, extent), bound to new serial loops ax0, ax1, ...; the block's body uses the
+-- map's inverse.  The map must be a bijective affine map of the iteration domain (sums of
+-- splits of the inputs, e.g. fusions, permutations, i // 4 and i % 4), each output of one
+-- kind (spatial or reduction).  The block must be the only block under perfectly nested
+-- serial loops from 0 that are its iteration variables' bindings, in order.  Errors are
+-- ScheduleErrors naming the rule (src/core/schedule/primitive/transform_block_layout.c).
+function Schedule:transform_block_layout(block, fn)
+  block = check_block(self, block, "transform_block_layout", 1)
+  local blk = self._state:block_realize(block.uid, "transform_block_layout").block
+  local ivs = blk.iter_vars
+  local dtype = #ivs > 0 and ivs[1].var.dtype or "int32"
+  local vars, exprs, text = index_map(fn, #ivs, "transform_block_layout", {dtype = dtype, arity_in_core = true})
+  self._state:transform_block_layout(block.uid, vars, exprs)
+  record(self, "transform_block_layout", {block, setmetatable({text = text}, {__tostring = function(t) return t.text end})})
 end
 
 --- Replaces a loop nest by a registered tensor intrinsic (tir.TensorIntrin); returns the new

@@ -3,7 +3,9 @@
  * doms maps variables to ranges: {[i] = {0, 16}} means 0 <= i < 16 (like range(0, 16)).
  * The same functions and the affine iteration maps are in the table tir.arith:
  *   tir.arith.detect_iter_map(bindings, iters [, opts]) -> ok, reason
- *   tir.arith.subspace_divide(bindings, iters, inner_vars [, opts]) -> parts, outer_pred, inner_pred | nil, reason */
+ *   tir.arith.subspace_divide(bindings, iters, inner_vars [, opts]) -> parts, outer_pred, inner_pred | nil, reason
+ *   tir.arith.iter_map_inverse(outputs, iters, new_vars) -> inverse, ranges | nil, reason
+ *     (inverse[l]: iters[l]'s variable in terms of new_vars; ranges[o] = {min, extent}) */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,6 +198,47 @@ static int l_subspace_divide(lua_State *L) {
   return 3;
 }
 
+static int l_iter_map_inverse(lua_State *L) {
+  lua_settop(L, 3);
+  tir_Array *b = tirL_check_expr_list(L, 1, "outputs");
+  tirL_push_node(L, &b->hdr);
+  int n_loops;
+  tir_LoopIter *it = read_iters(L, 2, &n_loops);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  if ((int)luaL_len(L, 3) != b->size) return luaL_error(L, "new_vars must have one variable per output (%d)", b->size);
+  const tir_Var **nv = lua_newuserdatauv(L, sizeof(tir_Var *) * (size_t)(b->size + 1), 0);
+  for (int i = 1; i <= b->size; i++) {
+    lua_geti(L, 3, i);
+    tir_Node *v = tirL_to_node(L, -1);
+    if (!v || v->kind != TIR_Var) return luaL_error(L, "new_vars[%d] must be a variable", i);
+    nv[i - 1] = (const tir_Var *)v;
+    lua_pop(L, 1);
+  }
+  int64_t *mn = lua_newuserdatauv(L, sizeof(int64_t) * (size_t)(2 * b->size + 1), 0), *ext = mn + b->size;
+  tir_Node **inv = lua_newuserdatauv(L, sizeof(tir_Node *) * (size_t)(n_loops + 1), 0);
+  char why[400];
+  if (!tir_iter_map_inverse((const tir_Node *const *)b->items, b->size, it, n_loops, nv, mn, ext, inv, why, sizeof why)) {
+    lua_pushnil(L);
+    lua_pushstring(L, why);
+    return 2;
+  }
+  lua_createtable(L, n_loops, 0);
+  for (int l = 0; l < n_loops; l++) {
+    tirL_push_node(L, inv[l]); /* takes the reference */
+    lua_rawseti(L, -2, l + 1);
+  }
+  lua_createtable(L, b->size, 0);
+  for (int o = 0; o < b->size; o++) {
+    lua_createtable(L, 2, 0);
+    lua_pushinteger(L, mn[o]);
+    lua_rawseti(L, -2, 1);
+    lua_pushinteger(L, ext[o]);
+    lua_rawseti(L, -2, 2);
+    lua_rawseti(L, -2, o + 1);
+  }
+  return 2;
+}
+
 void tirL_open_arith(lua_State *L) {
   static const luaL_Reg fns[] = {{"simplify", l_simplify}, {"can_prove", l_can_prove}, {"const_int_bound", l_const_int_bound}, {NULL, NULL}};
   static const luaL_Reg arith[] = {{"simplify", l_simplify},
@@ -203,6 +246,7 @@ void tirL_open_arith(lua_State *L) {
                                    {"const_int_bound", l_const_int_bound},
                                    {"detect_iter_map", l_detect_iter_map},
                                    {"subspace_divide", l_subspace_divide},
+                                   {"iter_map_inverse", l_iter_map_inverse},
                                    {NULL, NULL}};
   luaL_setfuncs(L, fns, 0);
   luaL_newlib(L, arith);

@@ -258,6 +258,20 @@ static int m_transform_layout(lua_State *L) {
   return 0;
 }
 
+/* transform_block_layout(block_uid, {vars}, {exprs}) */
+static int m_transform_block_layout(lua_State *L) {
+  tir_Schedule *s = check(L, 1);
+  int64_t uid = check_uid(L, 2);
+  tir_Array *vars = tirL_check_expr_list(L, 3, "index map inputs");
+  tirL_push_node(L, &vars->hdr); /* owned by the stack from here */
+  for (int i = 0; i < vars->size; i++)
+    if (vars->items[i]->kind != TIR_Var) return luaL_argerror(L, 3, "index map inputs must be variables");
+  tir_Array *exprs = tirL_check_expr_list(L, 4, "index map outputs");
+  tirL_push_node(L, &exprs->hdr);
+  if (tir_sched_transform_block_layout(s, uid, vars, exprs)) return tirL_raise_core(L);
+  return 0;
+}
+
 /* tensorize(loop_var | nil, block_uid | nil, name) -> uid of the new block */
 static int m_tensorize(lua_State *L) {
   tir_Schedule *s = check(L, 1);
@@ -403,6 +417,7 @@ void tirL_open_schedule(lua_State *L) {
                                      {"set_scope", m_set_scope},
                                      {"storage_align", m_storage_align},
                                      {"transform_layout", m_transform_layout},
+                                     {"transform_block_layout", m_transform_block_layout},
                                      {"tensorize", m_tensorize},
                                      {"decompose_reduction", m_decompose_reduction},
                                      {"blockize", m_blockize},

@@ -1525,3 +1525,121 @@ void tir_subspace_division_free(tir_SubspaceDivision *d) {
   tir_release(d->inner_pred);
   memset(d, 0, sizeof *d);
 }
+
+/* ---- inverse of a bijective map (TVM IndexMap::Inverse, InverseAffineIterMap) ----
+ * After detection every output is  split(M, lower, extent) + base  and every mark is covered
+ * exactly by its splits.  Going backwards, a mark's value is the sum of its splits' values
+ * times their lower factors; a fused mark's value V (over [0, extent)) gives each of its
+ * splits the digit  floormod(floordiv(V, scale), extent)  (no floormod for the largest scale,
+ * whose digit is already below its extent).  Marks are visited parents first (reverse
+ * post-order), so a mark is read only after every split using it has contributed. */
+typedef struct {
+  Ctx *c;
+  char *state; /* by mark id: 0 new, 1 visiting, 2 done */
+  Mark **post;
+  int n_post;
+  tir_Node **acc; /* by mark id: the accumulated value (owned) */
+} Inverter;
+
+static void inv_visit(Inverter *iv, Mark *m) {
+  if (iv->state[m->id]) return;
+  iv->state[m->id] = 1;
+  if (!m->var)
+    for (int k = 0; k < m->sum.n; k++) inv_visit(iv, m->sum.a[k]->src);
+  iv->state[m->id] = 2;
+  iv->post[iv->n_post++] = m;
+}
+
+/* acc[m] += value * lower (value stolen) */
+static void inv_add(Inverter *iv, const Split *s, tir_Node *value) {
+  tir_Node *v = s->lower == 1 ? value : tir_mul(value, imm(iv->c, s->lower));
+  tir_Node **slot = &iv->acc[s->src->id];
+  *slot = *slot ? tir_add(*slot, v) : v;
+}
+
+int tir_iter_map_inverse(const tir_Node *const *outputs, int n_out, const tir_LoopIter *loops, int n_loops,
+                         const tir_Var *const *new_vars, int64_t *out_min, int64_t *out_extent, tir_Node **inverse, char *why,
+                         int why_cap) {
+  Ctx c;
+  Sum *sums = calloc((size_t)n_out + 1, sizeof(Sum));
+  for (int l = 0; l < n_loops; l++) inverse[l] = NULL;
+  int ok = attempt(&c, outputs, NULL, n_out, loops, n_loops, NULL, TIR_ITER_MAP_BIJECTIVE, 0, 0, sums);
+  for (int o = 0; ok && o < n_out; o++) {
+    if (sums[o].sym) {
+      fail_expr(&c, "the output has a symbolic offset", outputs[o]);
+      ok = 0;
+      break;
+    }
+    out_min[o] = sums[o].base;
+    out_extent[o] = sums[o].n ? sums[o].a[0]->extent : 1;
+  }
+  Inverter iv = {&c, NULL, NULL, 0, NULL};
+  if (ok) {
+    iv.state = calloc((size_t)c.n_marks + 1, 1);
+    iv.post = calloc((size_t)c.n_marks + 1, sizeof(Mark *));
+    iv.acc = calloc((size_t)c.n_marks + 1, sizeof(tir_Node *));
+    for (int o = 0; o < n_out; o++)
+      if (sums[o].n) inv_visit(&iv, sums[o].a[0]->src);
+    for (int o = 0; o < n_out; o++) {
+      if (!sums[o].n) continue;
+      tir_Node *nv = tir_retain(&new_vars[o]->hdr);
+      inv_add(&iv, sums[o].a[0], sums[o].base ? tir_sub(nv, imm(&c, sums[o].base)) : nv);
+    }
+    for (int k = iv.n_post - 1; k >= 0 && ok; k--) {
+      Mark *m = iv.post[k];
+      tir_Node *v = iv.acc[m->id];
+      if (!v) continue; /* cannot happen: a visited mark has a use */
+      if (m->var) {
+        for (int l = 0; l < n_loops; l++)
+          if (loops[l].var == m->var && !inverse[l])
+            inverse[l] = m->var_min ? tir_add(tir_retain(v), tir_int_imm(v->dtype, m->var_min)) : tir_retain(v);
+        continue;
+      }
+      if (m->sum.sym) {
+        fail(&c, "a fused iterator has a symbolic offset");
+        ok = 0;
+        break;
+      }
+      int top = -1;
+      for (int q = 0; q < m->sum.n; q++)
+        if (top < 0 || m->sum.a[q]->scale > m->sum.a[top]->scale) top = q;
+      for (int q = 0; q < m->sum.n; q++) {
+        const Split *s = m->sum.a[q];
+        tir_Node *d = m->sum.base ? tir_sub(tir_retain(v), imm(&c, m->sum.base)) : tir_retain(v);
+        if (s->scale != 1) d = tir_floordiv(d, imm(&c, s->scale));
+        if (q != top) d = tir_floormod(d, imm(&c, s->extent));
+        inv_add(&iv, s, d);
+      }
+    }
+    /* loops no output uses have extent 1 (bijective detection checked it): their minimum */
+    for (int l = 0; l < n_loops && ok; l++)
+      if (!inverse[l]) {
+        if (loops[l].extent != 1) {
+          fail(&c, "loop variable %s is not recovered by the inverse", loops[l].var->name);
+          ok = 0;
+        } else {
+          inverse[l] = tir_int_imm(loops[l].var->hdr.dtype, loops[l].min);
+        }
+      }
+  }
+  if (ok) {
+    tir_Analyzer *an = tir_analyzer_new();
+    for (int o = 0; o < n_out; o++) tir_analyzer_bind_bound(an, new_vars[o], out_min[o], out_min[o] + out_extent[o] - 1);
+    for (int l = 0; l < n_loops; l++) inverse[l] = simplified(an, inverse[l]);
+    tir_analyzer_free(an);
+  } else {
+    for (int l = 0; l < n_loops; l++) {
+      tir_release(inverse[l]);
+      inverse[l] = NULL;
+    }
+  }
+  copy_why(&c, why, why_cap);
+  if (iv.acc)
+    for (int i = 0; i < c.n_marks; i++) tir_release(iv.acc[i]);
+  free(iv.acc);
+  free(iv.state);
+  free(iv.post);
+  free(sums);
+  ctx_free(&c);
+  return ok;
+}
