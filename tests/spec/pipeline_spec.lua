@@ -467,3 +467,27 @@ describe("pipelined GEMM codegen", function()
     assert.matches("cp%.async%.ca%.shared%.global %[%%r%d+%], %[%%rd%d+%], 4, %%r%d+;", mod:get_source("ptx"))
   end)
 end)
+
+describe("#gpu pipelined SIMT GEMM", function()
+  local dev = tir.device("cuda", 0)
+  local has_gpu, why = dev:exists()
+  if not has_gpu then
+    it("is skipped: " .. tostring(why), function() pending("no GPU: " .. tostring(why)) end)
+    return
+  end
+  it("matches cuBLAS with 2 to 4 stages, cp.async or not, early waits, tiles that do not divide", function()
+    for _, n in ipairs({512, 1000}) do
+      local f = gemm(n, n, n)
+      local a = tir.nd.random({n, n}, "float32", dev, {seed = 5})
+      local b = tir.nd.random({n, n}, "float32", dev, {seed = 6})
+      local ref = tir.nd.empty({n, n}, "float32", dev)
+      tir.core.cublas_gemm(a, b, ref, false, false, 1.0, 0.0)
+      for _, o in ipairs({{stages = 2}, {stages = 3}, {stages = 4}, {stages = 2, async = false}, {stages = 3, early_wait = true},
+                          {stages = 3, a_transpose = false, pad_a = {16, 12}}}) do
+        local c = tir.nd.empty({n, n}, "float32", dev)
+        tir.build(simt.schedule(f, o).mod, "cuda")(a, b, c)
+        tir.testing.assert_allclose(c, ref, {rtol = 1e-4, atol = 2e-6 * math.sqrt(n)})
+      end
+    end
+  end)
+end)
