@@ -171,10 +171,8 @@ static tir_Node *pfail(Pipe *p, const char *fmt, ...) {
   return NULL;
 }
 
-static const char *buf_name_of(Pipe *p, const tir_Node *data) {
-  (void)p;
-  return ((const tir_Var *)data)->name;
-}
+/* A buffer's name from its data var (which carries the buffer's name). */
+static const char *data_name(const tir_Node *data) { return ((const tir_Var *)data)->name; }
 
 /* Reads an annotation that must be a list of integers; returns the count, -1 if absent,
  * -2 if malformed. */
@@ -795,9 +793,9 @@ static tir_Node *pipeline(Ctx *ctx, const tir_For *orig, const tir_For *f) {
         for (int q = 0; q < allocs->size; q++)
           if (&((const tir_Buffer *)allocs->items[q])->data->hdr == dep.v[k]) in_pipe = 1;
         if (in_pipe) {
-          if (!(x->stage < y->stage || (x->stage == y->stage && x->order < y->order))) bad = buf_name_of(&P, dep.v[k]), local = 1;
+          if (!(x->stage < y->stage || (x->stage == y->stage && x->order < y->order))) bad = data_name(dep.v[k]), local = 1;
         } else if (x->stage != y->stage || x->order > y->order) {
-          bad = buf_name_of(&P, dep.v[k]);
+          bad = data_name(dep.v[k]);
         }
       }
       free(dep.v);
