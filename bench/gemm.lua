@@ -38,7 +38,10 @@ local VARIANTS = {
     sch:bind(ti, "threadIdx.y"); sch:bind(tj, "threadIdx.x")
     return sch
   end},
-  simt = {desc = "simt_gemm defaults: 128x128x8 CTA tile, 16x16 threads, 8x8 per thread, A tile transposed and B tile XOR-swizzled in shared memory, float4 fetches", make = function(f)
+  simt = {desc = "simt_gemm: 128x128x8 CTA tile, 16x16 threads, 8x8 per thread, A tile transposed and B tile XOR-swizzled in shared memory, float4 fetches, shared tiles double-buffered (stages = 2, plain loads)", make = function(f)
+    return simt.schedule(f, {stages = 2, async = false})
+  end},
+  simt_s1 = {desc = "simt_gemm defaults: the same without the pipeline (one shared buffer per tile)", make = function(f)
     return simt.schedule(f)
   end},
   simt_bk16 = {desc = "simt_gemm with BK = 16", make = function(f) return simt.schedule(f, {BK = 16}) end},
@@ -54,7 +57,7 @@ local VARIANTS = {
 }
 
 local names = {}
-for v in (os.getenv("TIRLUA_BENCH_VARIANTS") or "naive,simt"):gmatch("[^,]+") do
+for v in (os.getenv("TIRLUA_BENCH_VARIANTS") or "naive,simt,simt_s1"):gmatch("[^,]+") do
   if not VARIANTS[v] then error("unknown variant " .. v) end
   names[#names + 1] = v
 end

@@ -11,10 +11,11 @@
 --   intrin = "wmma": nvcuda::wmma fragments (load_matrix_sync);
 --   shared rows padded by 16 bytes (pad) so ldmatrix / wmma loads are free of bank conflicts.
 -- stages > 1 software-pipelines the BK loop (annotations read by inject_software_pipeline;
--- the copies become cp.async).
+-- the copies become cp.async); early_wait waits once at the top of each k step, so that one
+-- barrier per step suffices.
 local M = {}
 
-M.defaults = {intrin = "mma", BM = 128, BN = 128, BK = 32, warp_m = 64, warp_n = 64, vec = 8, stages = 1, pad = true,
+M.defaults = {intrin = "mma", BM = 128, BN = 128, BK = 32, warp_m = 64, warp_n = 64, vec = 8, stages = 1, early_wait = true, pad = true,
               dtype = "float16", epilogue = nil, unroll = true}
 
 local INTRIN = {
@@ -291,6 +292,8 @@ function M.schedule(func, opts)
     sch:annotate(ko, "software_pipeline_stage", {0, 0, o.stages - 1})
     sch:annotate(ko, "software_pipeline_order", {0, 1, 2})
     sch:annotate(ko, "software_pipeline_async_stages", {0})
+    -- one wait at the top of each k step (CUTLASS's count, stages - 2): then one barrier per step
+    if o.early_wait then sch:annotate(ko, "software_pipeline_early_wait", 1) end
   end
   return sch
 end
