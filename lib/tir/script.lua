@@ -201,7 +201,12 @@ function T.match_buffer(region, shape, dtype, opts)
   discover()
   local f = top()
   if f.kind ~= "block" then err("match_buffer must be called directly in a block", 2) end
-  if core.is_node(region, "BufferLoad") then region = region.buffer[{}] end
+  if core.is_node(region, "BufferLoad") then
+    -- a point (how the printer shows a region of single elements): extent 1 in every dimension
+    local slices = {}
+    for d = 1, #region.indices do slices[d] = {region.indices[d], region.indices[d] + 1} end
+    region = region.buffer[slices]
+  end
   if not core.is_node(region, "BufferRegion") then err("match_buffer: the first argument must be a buffer region", 2) end
   opts = buffer_opts(opts)
   local b = core.buffer(opts.name or "buffer", shape, dtype or region.buffer.dtype, opts)
