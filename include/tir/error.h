@@ -22,7 +22,8 @@ typedef enum {
   TIR_ERR_CUDA,      /* CUDA driver call failed */
   TIR_ERR_RUNTIME,   /* argument checks before launch, interpreter faults */
   TIR_ERR_IO,        /* files */
-  TIR_ERR_INTERNAL   /* a bug in tirlua: please report */
+  TIR_ERR_INTERNAL,  /* a bug in tirlua: please report */
+  TIR_ERR_SIMULATION /* tir.simulate found a race, an out-of-bounds access, a divergent barrier, ... */
 } tir_ErrorKind;
 
 #define TIR_MAX_MARKS 4

@@ -120,6 +120,53 @@ function tir.interpret(func, ...)
   return core.interpret(as_func(func, "interpret"), ...)
 end
 
+--- Runs the lowered device code on the CPU with GPU semantics (docs/SIMULATOR.md): every CTA
+-- (or opts.ctas) runs its threads in lockstep; shared memory per CTA, races, out-of-bounds
+-- accesses, divergent barriers, cp.async waits and warp-level builtins (ldmatrix, mma.sync,
+-- wmma) are modeled lane by lane.  target: a tir.Module (tir.build(f, "cuda", {compile = false})
+-- is enough), a PrimFunc (lowered first unless it already is) or a Schedule.  args: a table of
+-- CPU arrays / numbers, updated in place as by tir.interpret.  opts:
+--   check = false      report issues instead of raising on the first (a SimulationError)
+--   ctas = {{x, y, z}, ...} or {[kernel name] = {...}}   which CTAs to run (default: all)
+--   reference = true | f   also run the interpreter on copies of args -- on f, else on the
+--                      module's function or the target itself -- and report differing elements
+--                      with the thread and statement that wrote them; exact unless rtol / atol
+--   max_issues = n     issues kept in the report (default 100)
+-- Returns a report: {issues = {{kind, message, kernel, cta, thread, other_thread, statement,
+-- other_statement, buffer, index, extent}...}, races, n_issues, hints (likely causes, e.g. an mma
+-- operand that is not a 16x16 tile), kernels, ctas, statements, thread_statements, barriers,
+-- warp_ops, cp_async, shared_reads, shared_writes}.  Errors: SimulationError (an issue, naming the
+-- kernel, CTA, thread, statement and address), RuntimeError (a program it cannot run).
+local SIM_OPTS = {check = true, ctas = true, reference = true, rtol = true, atol = true, max_issues = true}
+function tir.simulate(target, args, opts)
+  if type(target) == "table" and target.func then target = target.func end
+  local is_mod = type(target) == "userdata" and (getmetatable(target) or {}).__name == "tir.Module"
+  if not is_mod and not (core.is_node(target, "PrimFunc") or core.is_node(target, "IRModule")) then
+    util.raise("TypeError", "simulate", "expected a tir.Module, a PrimFunc or a Schedule, got %s", util.describe(target))
+  end
+  if type(args) ~= "table" then util.raise("TypeError", "simulate", "args must be a table of arrays, got %s", util.describe(args)) end
+  if opts ~= nil and type(opts) ~= "table" then util.raise("TypeError", "simulate", "options must be a table, got %s", util.describe(opts)) end
+  local o = {}
+  for k, v in pairs(opts or {}) do
+    if not SIM_OPTS[k] then util.raise("ValueError", "simulate", "unknown option '%s' (check, ctas, reference, rtol, atol, max_issues)", tostring(k)) end
+    o[k] = v
+  end
+  if o.ctas ~= nil and type(o.ctas) ~= "table" then util.raise("TypeError", "simulate", "ctas must be a table of {x, y, z}") end
+  if o.reference then
+    -- the oracle: the function given, else the module's (scheduled, unlowered) function
+    local oracle = o.reference
+    if oracle == true then oracle = is_mod and target:func() or target end
+    if type(oracle) == "table" and oracle.func then oracle = oracle.func end
+    if not (core.is_node(oracle, "PrimFunc") or core.is_node(oracle, "IRModule")) then
+      util.raise("TypeError", "simulate", "reference must be true or a PrimFunc (the oracle), got %s", util.describe(oracle))
+    end
+    o.expected = tir.testing.copy_args(args)
+    tir.interpret(oracle, o.expected)
+  end
+  o.reference = nil
+  return core.simulate(target, args, o)
+end
+
 -- Module methods written in Lua.
 local M = core.module_methods
 --- mod:time_evaluator{number = 20, repeat_ = 3, warmup = 2} returns f(args...) -> median

@@ -615,7 +615,7 @@ static int l_raise(lua_State *L) {
     tir_ErrorKind k;
   } kinds[] = {{"TypeError", TIR_ERR_TYPE},         {"ValueError", TIR_ERR_VALUE},   {"ScheduleError", TIR_ERR_SCHEDULE},
                {"LoweringError", TIR_ERR_LOWER},    {"RuntimeError", TIR_ERR_RUNTIME}, {"IOError", TIR_ERR_IO},
-               {"CudaError", TIR_ERR_CUDA},         {"InternalError", TIR_ERR_INTERNAL}};
+               {"CudaError", TIR_ERR_CUDA},         {"InternalError", TIR_ERR_INTERNAL}, {"SimulationError", TIR_ERR_SIMULATION}};
   tir_ErrorKind k = TIR_ERR_VALUE;
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
     if (strcmp(kinds[i].name, kind) == 0) k = kinds[i].k;

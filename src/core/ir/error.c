@@ -72,6 +72,7 @@ const char *tir_error_kind_name(tir_ErrorKind k) {
     case TIR_ERR_RUNTIME: return "RuntimeError";
     case TIR_ERR_IO: return "IOError";
     case TIR_ERR_INTERNAL: return "InternalError";
+    case TIR_ERR_SIMULATION: return "SimulationError";
   }
   return "Error";
 }

@@ -1,0 +1,717 @@
+/* sim_exec.c -- statements and expressions over the threads of one CTA, in lockstep.
+ *
+ * An expression is evaluated for all active threads at once (a vector of SVal indexed by
+ * thread id), so the tree is walked once per step, not once per thread.  Arithmetic follows
+ * the interpreter's rules exactly (interp.c: integers wrap at their width, float32/16 and
+ * bfloat16 results rounded after every operation), so results compare bit-exactly with it.
+ * Control flow splits the active set: an if runs its branches on the threads whose condition
+ * holds / fails, a loop runs while any thread still iterates. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_internal.h"
+#include "tir/runtime.h"
+
+/* ---- scratch stacks ---- */
+SVal *sim_vnew(Sim *S) {
+  if (S->vtop == S->vcap) {
+    int cap = S->vcap ? S->vcap * 2 : 64;
+    S->vpool = realloc(S->vpool, sizeof *S->vpool * (size_t)cap);
+    for (int i = S->vcap; i < cap; i++) S->vpool[i] = NULL;
+    S->vcap = cap;
+  }
+  if (!S->vpool[S->vtop]) S->vpool[S->vtop] = calloc(SIM_MAX_THREADS, sizeof(SVal));
+  return S->vpool[S->vtop++];
+}
+
+int *sim_inew(Sim *S) {
+  if (S->itop == S->icap) {
+    int cap = S->icap ? S->icap * 2 : 32;
+    S->ipool = realloc(S->ipool, sizeof *S->ipool * (size_t)cap);
+    for (int i = S->icap; i < cap; i++) S->ipool[i] = NULL;
+    S->icap = cap;
+  }
+  if (!S->ipool[S->itop]) S->ipool[S->itop] = malloc(sizeof(int) * SIM_MAX_THREADS);
+  return S->ipool[S->itop++];
+}
+
+/* ---- values (the interpreter's rules, interp.c) ---- */
+static int is_f(tir_DType t) { return tir_dtype_is_float(t); }
+
+SVal sim_norm(tir_DType t, SVal v) {
+  switch (t.code) {
+    case TIR_DT_INT:
+      if (t.bits < 64) {
+        uint64_t m = (1ull << t.bits) - 1, u = (uint64_t)v.i & m;
+        if (u >> (t.bits - 1)) u |= ~m;
+        v.i = (int64_t)u;
+      }
+      return v;
+    case TIR_DT_UINT:
+      if (t.bits < 64) v.i = (int64_t)((uint64_t)v.i & ((1ull << t.bits) - 1));
+      return v;
+    case TIR_DT_BOOL: v.i = v.i != 0; return v;
+    case TIR_DT_FLOAT:
+      if (t.bits == 32) v.f = (float)v.f;
+      else if (t.bits == 16) v.f = tir_f16_to_f32(tir_f32_to_f16((float)v.f));
+      return v;
+    case TIR_DT_BFLOAT: v.f = tir_bf16_to_f32(tir_f32_to_bf16((float)v.f)); return v;
+    default: return v;
+  }
+}
+
+static SVal as_f(tir_DType from, SVal v) {
+  if (!is_f(from)) v.f = (from.code == TIR_DT_UINT && from.bits == 64) ? (double)(uint64_t)v.i : (double)v.i;
+  return v;
+}
+
+SVal sim_cast(tir_DType to, tir_DType from, SVal v) {
+  SVal r = {0};
+  if (is_f(to)) {
+    r.f = is_f(from) ? v.f : as_f(from, v).f;
+  } else if (is_f(from)) {
+    /* float -> int truncates toward zero, saturating (CUDA's cvt.rzi.sat), as the interpreter */
+    double x = v.f, hi = tir_dtype_max(to), lo = tir_dtype_min(to);
+    if (x != x) r.i = 0;
+    else if (to.code == TIR_DT_BOOL) r.i = x != 0;
+    else if (x >= hi) r.i = to.bits >= 64 && to.code == TIR_DT_INT ? INT64_MAX : (int64_t)(uint64_t)hi;
+    else if (x <= lo) r.i = (int64_t)lo;
+    else r.i = (int64_t)x;
+    return to.code == TIR_DT_BOOL ? r : sim_norm(to, r);
+  } else {
+    r.i = v.i;
+    if (to.code == TIR_DT_BOOL) r.i = v.i != 0;
+  }
+  return sim_norm(to, r);
+}
+
+static void norm_vec(tir_DType t, SVal *r, const Act *a) {
+  t = tir_dtype_element(t);
+  if (t.code == TIR_DT_INT && t.bits == 64) return;
+  if (t.code == TIR_DT_FLOAT && t.bits == 64) return;
+  if (t.code == TIR_DT_INT && t.bits == 32) {
+    for (int k = 0; k < a->n; k++) r[a->ids[k]].i = (int32_t)r[a->ids[k]].i;
+    return;
+  }
+  if (t.code == TIR_DT_FLOAT && t.bits == 32) {
+    for (int k = 0; k < a->n; k++) r[a->ids[k]].f = (float)r[a->ids[k]].f;
+    return;
+  }
+  for (int k = 0; k < a->n; k++) r[a->ids[k]] = sim_norm(t, r[a->ids[k]]);
+}
+
+/* ---- variables ---- */
+SVal *sim_var(Sim *S, const tir_Var *v, int create) {
+  int *slot = sim_map_slot(&S->vars, v, create);
+  if (!slot) return NULL;
+  if (*slot < 0) {
+    if (S->n_vv == S->cap_vv) {
+      S->cap_vv = S->cap_vv ? S->cap_vv * 2 : 64;
+      S->vv = realloc(S->vv, sizeof *S->vv * (size_t)S->cap_vv);
+    }
+    S->vv[S->n_vv] = calloc(SIM_MAX_THREADS, sizeof(SVal));
+    *slot = S->n_vv++;
+  }
+  return S->vv[*slot];
+}
+
+/* ---- storage lookup ---- */
+Store *sim_store_of(Sim *S, const tir_Buffer *b, const tir_Node *where) {
+  int *slot = sim_map_slot(&S->stmap, b->data, 0);
+  if (!slot || *slot < 0 || !S->st[*slot]->base) {
+    sim_fail(S, where, "buffer %s is not allocated here (no storage bound to its data)", b->name);
+    return NULL;
+  }
+  return S->st[*slot];
+}
+
+/* Flat element index of an access for every active thread (indices at `lane`). */
+static SVal *flat_index(Sim *S, const tir_Buffer *b, const tir_Array *idx, int lane, const Act *a, const tir_Node *where) {
+  if (idx->size == 1) return sim_eval(S, idx->items[0], lane, a);
+  if (b->shape->size != idx->size) {
+    sim_fail(S, where, "buffer %s has %d dimensions but is accessed with %d indices", b->name, b->shape->size, idx->size);
+    return NULL;
+  }
+  /* multi-dimensional (not flattened): row-major over the shape, or the given strides */
+  SVal *r = sim_vnew(S);
+  int mark = S->vtop;
+  for (int k = 0; k < a->n; k++) r[a->ids[k]].i = 0;
+  int64_t stride = 1;
+  for (int d = idx->size - 1; d >= 0 && !S->fatal; d--) {
+    Act one = {S->all_ids, 1};
+    int64_t st = b->strides->size == idx->size ? sim_eval(S, b->strides->items[d], 0, &one)[0].i : stride;
+    SVal *x = sim_eval(S, idx->items[d], lane, a);
+    if (S->fatal) break;
+    for (int k = 0; k < a->n; k++) r[a->ids[k]].i += x[a->ids[k]].i * st;
+    if (b->strides->size != idx->size) stride *= sim_eval(S, b->shape->items[d], 0, &one)[0].i;
+    S->vtop = mark;
+  }
+  return S->fatal ? NULL : r;
+}
+
+static int vector_index(const tir_Array *idx) {
+  for (int i = 0; i < idx->size; i++)
+    if (idx->items[i]->dtype.lanes > 1) return 1;
+  return 0;
+}
+
+static SVal *load(Sim *S, const tir_BufferLoad *l, int lane, const Act *a) {
+  Store *st = sim_store_of(S, l->buffer, &l->hdr);
+  if (!st) return NULL;
+  if (st->kind == ST_FRAG) {
+    sim_fail(S, &l->hdr, "wmma fragment %s can only be used through the wmma builtins (the codegen declares fragments, not arrays)",
+             l->buffer->name);
+    return NULL;
+  }
+  SVal *r = sim_vnew(S);
+  int mark = S->vtop;
+  int vec = vector_index(l->indices);
+  SVal *ix = flat_index(S, l->buffer, l->indices, vec ? lane : 0, a, &l->hdr);
+  if (!ix) return NULL;
+  tir_DType lt = tir_dtype_element(l->hdr.dtype);
+  int blanes = l->buffer->hdr.dtype.lanes;
+  for (int k = 0; k < a->n && !S->fatal; k++) {
+    int t = a->ids[k];
+    int64_t el = ix[t].i;
+    if (blanes > 1 && !vec) el = el * blanes + lane;
+    r[t].i = 0;
+    if (sim_load_elem(S, st, el, t, lt, &r[t])) return NULL;
+  }
+  S->vtop = mark;
+  return S->fatal ? NULL : r;
+}
+
+/* ---- expressions ---- */
+static SVal *binop(Sim *S, const tir_Node *e, int lane, const Act *a) {
+  const tir_Add *b = (const tir_Add *)e;
+  tir_DType ot = tir_dtype_element(b->a->dtype);
+  SVal *r = sim_vnew(S);
+  int mark = S->vtop;
+  SVal *x = sim_eval(S, b->a, lane, a);
+  SVal *y = x ? sim_eval(S, b->b, lane, a) : NULL;
+  if (!y) return NULL;
+  int f = is_f(ot), uns = ot.code == TIR_DT_UINT, cmp = 0;
+  const int *ids = a->ids;
+  int n = a->n;
+#define LOOP(expr_)                       \
+  for (int k = 0; k < n; k++) {           \
+    int t = ids[k];                       \
+    expr_;                                \
+  }
+  switch (e->kind) {
+    case TIR_Add:
+      if (f) LOOP(r[t].f = x[t].f + y[t].f) else LOOP(r[t].i = (int64_t)((uint64_t)x[t].i + (uint64_t)y[t].i));
+      break;
+    case TIR_Sub:
+      if (f) LOOP(r[t].f = x[t].f - y[t].f) else LOOP(r[t].i = (int64_t)((uint64_t)x[t].i - (uint64_t)y[t].i));
+      break;
+    case TIR_Mul:
+      if (f) LOOP(r[t].f = x[t].f * y[t].f) else LOOP(r[t].i = (int64_t)((uint64_t)x[t].i * (uint64_t)y[t].i));
+      break;
+    case TIR_Div:
+    case TIR_Mod:
+    case TIR_FloorDiv:
+    case TIR_FloorMod:
+      if (f) {
+        if (e->kind == TIR_Div) LOOP(r[t].f = x[t].f / y[t].f)
+        else if (e->kind == TIR_FloorDiv) LOOP(r[t].f = floor(x[t].f / y[t].f))
+        else LOOP(r[t].f = x[t].f - floor(x[t].f / y[t].f) * y[t].f)
+        break;
+      }
+      for (int k = 0; k < n; k++) {
+        int t = ids[k];
+        int64_t p = x[t].i, q = y[t].i;
+        if (q == 0) {
+          char who[96];
+          sim_fail(S, e, "integer division by zero in %s", sim_thread_name(S, t, who, sizeof who));
+          return NULL;
+        }
+        if (p == INT64_MIN && q == -1) {
+          r[t].i = e->kind == TIR_Div || e->kind == TIR_FloorDiv ? INT64_MIN : 0;
+          continue;
+        }
+        if (uns) {
+          uint64_t up = (uint64_t)p, uq = (uint64_t)q;
+          r[t].i = (int64_t)((e->kind == TIR_Div || e->kind == TIR_FloorDiv) ? up / uq : up % uq);
+        } else if (e->kind == TIR_Div) r[t].i = p / q;
+        else if (e->kind == TIR_Mod) r[t].i = p % q;
+        else {
+          int64_t d = p / q;
+          if ((p % q != 0) && ((p < 0) != (q < 0))) d--;
+          r[t].i = e->kind == TIR_FloorDiv ? d : p - d * q;
+        }
+      }
+      break;
+    case TIR_Min:
+      if (f) LOOP(r[t].f = x[t].f < y[t].f ? x[t].f : y[t].f)
+      else LOOP(r[t].i = (uns ? (uint64_t)x[t].i < (uint64_t)y[t].i : x[t].i < y[t].i) ? x[t].i : y[t].i)
+      break;
+    case TIR_Max:
+      if (f) LOOP(r[t].f = x[t].f > y[t].f ? x[t].f : y[t].f)
+      else LOOP(r[t].i = (uns ? (uint64_t)x[t].i > (uint64_t)y[t].i : x[t].i > y[t].i) ? x[t].i : y[t].i)
+      break;
+    case TIR_EQ: cmp = 1; if (f) LOOP(r[t].i = x[t].f == y[t].f) else LOOP(r[t].i = x[t].i == y[t].i) break;
+    case TIR_NE: cmp = 1; if (f) LOOP(r[t].i = x[t].f != y[t].f) else LOOP(r[t].i = x[t].i != y[t].i) break;
+    case TIR_LT:
+      cmp = 1;
+      if (f) LOOP(r[t].i = x[t].f < y[t].f) else if (uns) LOOP(r[t].i = (uint64_t)x[t].i < (uint64_t)y[t].i) else LOOP(r[t].i = x[t].i < y[t].i)
+      break;
+    case TIR_LE:
+      cmp = 1;
+      if (f) LOOP(r[t].i = x[t].f <= y[t].f) else if (uns) LOOP(r[t].i = (uint64_t)x[t].i <= (uint64_t)y[t].i) else LOOP(r[t].i = x[t].i <= y[t].i)
+      break;
+    case TIR_GT:
+      cmp = 1;
+      if (f) LOOP(r[t].i = x[t].f > y[t].f) else if (uns) LOOP(r[t].i = (uint64_t)x[t].i > (uint64_t)y[t].i) else LOOP(r[t].i = x[t].i > y[t].i)
+      break;
+    case TIR_GE:
+      cmp = 1;
+      if (f) LOOP(r[t].i = x[t].f >= y[t].f) else if (uns) LOOP(r[t].i = (uint64_t)x[t].i >= (uint64_t)y[t].i) else LOOP(r[t].i = x[t].i >= y[t].i)
+      break;
+    default: break;
+  }
+#undef LOOP
+  if (!cmp) norm_vec(e->dtype, r, a);
+  S->vtop = mark;
+  return r;
+}
+
+/* The threads of `a` whose value in c is nonzero (want = 1) or zero (want = 0). */
+static Act split(Sim *S, const Act *a, const SVal *c, int want) {
+  int *ids = sim_inew(S);
+  int n = 0;
+  for (int k = 0; k < a->n; k++)
+    if ((c[a->ids[k]].i != 0) == want) ids[n++] = a->ids[k];
+  return (Act){ids, n};
+}
+
+static SVal *fill(Sim *S, const Act *a, SVal v) {
+  SVal *r = sim_vnew(S);
+  for (int k = 0; k < a->n; k++) r[a->ids[k]] = v;
+  return r;
+}
+
+static SVal *call(Sim *S, const tir_Call *c, int lane, const Act *a) {
+  const char *op = c->op;
+  int n = c->args->size;
+  tir_DType t = tir_dtype_element(c->hdr.dtype);
+  if (strcmp(op, "if_then_else") == 0 && n == 3) {
+    /* only the taken side is evaluated per thread (the codegen emits ?:) */
+    SVal *r = sim_vnew(S);
+    int vmark = S->vtop, imark = S->itop;
+    SVal *cond = sim_eval(S, c->args->items[0], lane, a);
+    if (!cond) return NULL;
+    for (int side = 0; side < 2; side++) {
+      Act sub = split(S, a, cond, side == 0);
+      if (!sub.n) continue;
+      SVal *v = sim_eval(S, c->args->items[side + 1], lane, &sub);
+      if (!v) return NULL;
+      for (int k = 0; k < sub.n; k++) r[sub.ids[k]] = v[sub.ids[k]];
+    }
+    S->vtop = vmark;
+    S->itop = imark;
+    return r;
+  }
+  if ((strcmp(op, "likely") == 0 || strcmp(op, "tir.likely") == 0) && n == 1) return sim_eval(S, c->args->items[0], lane, a);
+  if (strcmp(op, "tir_lane_id") == 0 && n == 0) {
+    /* %laneid: the thread's position in its warp (threads are numbered x-fastest) */
+    SVal *r = sim_vnew(S);
+    for (int k = 0; k < a->n; k++) r[a->ids[k]].i = a->ids[k] % 32;
+    return r;
+  }
+  if (strcmp(op, "address_of") == 0) {
+    sim_fail(S, &c->hdr, "address_of(...) is only valid as an operand of a builtin that takes addresses (ptx_cp_async, ...)");
+    return NULL;
+  }
+  static const struct {
+    const char *name;
+    double (*f1)(double);
+  } unary[] = {{"exp", exp},     {"log", log},   {"sqrt", sqrt},       {"tanh", tanh}, {"fabs", fabs}, {"abs", fabs},
+               {"floor", floor}, {"ceil", ceil}, {"round", nearbyint}, {"exp2", exp2}, {"log2", log2}, {"erf", erf},
+               {"sin", sin},     {"cos", cos},   {"trunc", trunc},     {"log1p", log1p}};
+  for (size_t i = 0; i < sizeof unary / sizeof unary[0]; i++)
+    if (n == 1 && strcmp(op, unary[i].name) == 0) {
+      SVal *r = sim_vnew(S);
+      int mark = S->vtop;
+      SVal *x = sim_eval(S, c->args->items[0], lane, a);
+      if (!x) return NULL;
+      tir_DType at = tir_dtype_element(c->args->items[0]->dtype);
+      for (int k = 0; k < a->n; k++) {
+        int id = a->ids[k];
+        SVal v = x[id];
+        if (!is_f(at)) {
+          if (strcmp(op, "abs") == 0) {
+            r[id].i = v.i < 0 ? -v.i : v.i;
+            r[id] = sim_norm(t, r[id]);
+            continue;
+          }
+          v = as_f(at, v);
+        }
+        r[id].f = unary[i].f1(v.f);
+        r[id] = sim_norm(t, r[id]);
+      }
+      S->vtop = mark;
+      return r;
+    }
+  int un2 = n == 1 && (strcmp(op, "rsqrt") == 0 || strcmp(op, "sigmoid") == 0 || strcmp(op, "bitwise_not") == 0);
+  int bin2 = n == 2 && (strcmp(op, "pow") == 0 || strcmp(op, "fmod") == 0 || strcmp(op, "fmin") == 0 || strcmp(op, "fmax") == 0 ||
+                        strcmp(op, "shift_left") == 0 || strcmp(op, "shift_right") == 0 || strcmp(op, "bitwise_and") == 0 ||
+                        strcmp(op, "bitwise_or") == 0 || strcmp(op, "bitwise_xor") == 0);
+  if (un2 || bin2) {
+    SVal *r = sim_vnew(S);
+    int mark = S->vtop;
+    SVal *x = sim_eval(S, c->args->items[0], lane, a);
+    SVal *y = x && bin2 ? sim_eval(S, c->args->items[1], lane, a) : x;
+    if (!y) return NULL;
+    for (int k = 0; k < a->n; k++) {
+      int id = a->ids[k];
+      SVal v = {0};
+      if (strcmp(op, "rsqrt") == 0) v.f = 1.0 / sqrt(x[id].f);
+      else if (strcmp(op, "sigmoid") == 0) v.f = 1.0 / (1.0 + exp(-x[id].f));
+      else if (strcmp(op, "bitwise_not") == 0) v.i = ~x[id].i;
+      else if (op[0] == 'p') v.f = pow(x[id].f, y[id].f);
+      else if (op[0] == 'f') v.f = op[1] == 'm' && op[2] == 'o' ? fmod(x[id].f, y[id].f) : op[2] == 'i' ? fmin(x[id].f, y[id].f) : fmax(x[id].f, y[id].f);
+      else if (op[0] == 's') {
+        int64_t p = x[id].i, q = y[id].i;
+        if (q >= 0 && q < 64) v.i = op[6] == 'l' ? (int64_t)((uint64_t)p << q) : (t.code == TIR_DT_UINT ? (int64_t)((uint64_t)p >> q) : p >> q);
+      } else {
+        v.i = op[8] == 'a' ? (x[id].i & y[id].i) : op[8] == 'o' ? (x[id].i | y[id].i) : (x[id].i ^ y[id].i);
+      }
+      r[id] = sim_norm(t, v);
+    }
+    S->vtop = mark;
+    return r;
+  }
+  sim_fail(S, &c->hdr, "the simulator does not know builtin '%s' with %d argument(s) here", op, n);
+  return NULL;
+}
+
+SVal *sim_eval(Sim *S, const tir_Node *e, int lane, const Act *a) {
+  if (S->fatal) return NULL;
+  switch (e->kind) {
+    case TIR_IntImm: return fill(S, a, (SVal){.i = ((const tir_IntImm *)e)->value});
+    case TIR_FloatImm: return fill(S, a, (SVal){.f = ((const tir_FloatImm *)e)->value});
+    case TIR_StringImm: return fill(S, a, (SVal){.i = 0});
+    case TIR_Var: {
+      SVal *v = sim_var(S, (const tir_Var *)e, 0);
+      if (!v) sim_fail(S, e, "variable %s is used outside the scope that defines it", ((const tir_Var *)e)->name);
+      return v;
+    }
+    case TIR_Add: case TIR_Sub: case TIR_Mul: case TIR_Div: case TIR_Mod: case TIR_FloorDiv: case TIR_FloorMod:
+    case TIR_Min: case TIR_Max: case TIR_EQ: case TIR_NE: case TIR_LT: case TIR_LE: case TIR_GT: case TIR_GE:
+      return binop(S, e, lane, a);
+    case TIR_And:
+    case TIR_Or: {
+      /* the right side only where it decides (C's && and ||) */
+      const tir_And *b = (const tir_And *)e;
+      SVal *r = sim_vnew(S);
+      int vmark = S->vtop, imark = S->itop;
+      SVal *x = sim_eval(S, b->a, lane, a);
+      if (!x) return NULL;
+      int is_and = e->kind == TIR_And;
+      for (int k = 0; k < a->n; k++) r[a->ids[k]].i = x[a->ids[k]].i != 0;
+      Act rest = split(S, a, x, is_and);
+      if (rest.n) {
+        SVal *y = sim_eval(S, b->b, lane, &rest);
+        if (!y) return NULL;
+        for (int k = 0; k < rest.n; k++) r[rest.ids[k]].i = y[rest.ids[k]].i != 0;
+      }
+      S->vtop = vmark;
+      S->itop = imark;
+      return r;
+    }
+    case TIR_Not: {
+      SVal *r = sim_vnew(S);
+      int mark = S->vtop;
+      SVal *x = sim_eval(S, ((const tir_Not *)e)->a, lane, a);
+      if (!x) return NULL;
+      for (int k = 0; k < a->n; k++) r[a->ids[k]].i = !x[a->ids[k]].i;
+      S->vtop = mark;
+      return r;
+    }
+    case TIR_Cast: {
+      const tir_Cast *c = (const tir_Cast *)e;
+      SVal *r = sim_vnew(S);
+      int mark = S->vtop;
+      SVal *x = sim_eval(S, c->value, lane, a);
+      if (!x) return NULL;
+      tir_DType to = tir_dtype_element(e->dtype), from = tir_dtype_element(c->value->dtype);
+      for (int k = 0; k < a->n; k++) r[a->ids[k]] = sim_cast(to, from, x[a->ids[k]]);
+      S->vtop = mark;
+      return r;
+    }
+    case TIR_Select: {
+      /* both sides are evaluated (TVM's Select, as the interpreter) */
+      const tir_Select *s = (const tir_Select *)e;
+      SVal *r = sim_vnew(S);
+      int mark = S->vtop;
+      SVal *c = sim_eval(S, s->cond, lane, a);
+      SVal *x = c ? sim_eval(S, s->true_value, lane, a) : NULL;
+      SVal *y = x ? sim_eval(S, s->false_value, lane, a) : NULL;
+      if (!y) return NULL;
+      for (int k = 0; k < a->n; k++) r[a->ids[k]] = c[a->ids[k]].i ? x[a->ids[k]] : y[a->ids[k]];
+      S->vtop = mark;
+      return r;
+    }
+    case TIR_BufferLoad: return load(S, (const tir_BufferLoad *)e, lane, a);
+    case TIR_Call: return call(S, (const tir_Call *)e, lane, a);
+    case TIR_Ramp: {
+      const tir_Ramp *rp = (const tir_Ramp *)e;
+      SVal *r = sim_vnew(S);
+      int mark = S->vtop;
+      SVal *b = sim_eval(S, rp->base, 0, a);
+      SVal *s = b ? sim_eval(S, rp->stride, 0, a) : NULL;
+      if (!s) return NULL;
+      for (int k = 0; k < a->n; k++) r[a->ids[k]].i = b[a->ids[k]].i + (int64_t)lane * s[a->ids[k]].i;
+      norm_vec(e->dtype, r, a);
+      S->vtop = mark;
+      return r;
+    }
+    case TIR_Broadcast: return sim_eval(S, ((const tir_Broadcast *)e)->value, 0, a);
+    case TIR_Let: {
+      const tir_Let *l = (const tir_Let *)e;
+      int mark = S->vtop;
+      SVal *x = sim_eval(S, l->value, lane, a);
+      if (!x) return NULL;
+      SVal *v = sim_var(S, l->var, 1);
+      for (int k = 0; k < a->n; k++) v[a->ids[k]] = x[a->ids[k]];
+      S->vtop = mark;
+      return sim_eval(S, l->body, lane, a);
+    }
+    default: sim_fail(S, e, "the simulator cannot evaluate a %s expression", tir_kind_name(e->kind)); return NULL;
+  }
+}
+
+/* ---- statements ---- */
+
+/* Alignment of the vector accesses the codegen emits for a store (codegen_cuda.c: a
+ * contiguous copy becomes one load and one store of `lanes * size` bytes; a contiguous load
+ * scattered by the store one vector load).  Misaligned vector accesses fault on the GPU. */
+static int raw_bytes_ok(int b) { return b == 2 || b == 4 || b == 8 || b == 16; }
+
+static int check_vector_alignment(Sim *S, const tir_BufferStore *st, const Act *a) {
+  const tir_Node *v = st->value, *ix = st->indices->items[0];
+  int bytes = tir_dtype_bytes(v->dtype);
+  if (!raw_bytes_ok(bytes) || v->kind != TIR_BufferLoad) return 0;
+  const tir_BufferLoad *l = (const tir_BufferLoad *)v;
+  if (l->indices->size != 1 || l->indices->items[0]->kind != TIR_Ramp || !tir_is_one(((const tir_Ramp *)l->indices->items[0])->stride))
+    return 0;
+  int contiguous_store = ix->kind == TIR_Ramp && tir_is_one(((const tir_Ramp *)ix)->stride) &&
+                         tir_dtype_bytes(l->buffer->hdr.dtype) == tir_dtype_bytes(st->buffer->hdr.dtype);
+  for (int side = 0; side < (contiguous_store ? 2 : 1); side++) {
+    const tir_Buffer *b = side ? st->buffer : l->buffer;
+    const tir_Node *base = side ? ((const tir_Ramp *)ix)->base : ((const tir_Ramp *)l->indices->items[0])->base;
+    Store *s = sim_store_of(S, b, &st->hdr);
+    if (!s) return -1;
+    int mark = S->vtop;
+    SVal *x = sim_eval(S, base, 0, a);
+    if (!x) return -1;
+    for (int k = 0; k < a->n; k++) {
+      int t = a->ids[k];
+      int64_t byte = x[t].i * s->esize;
+      if (byte % bytes) {
+        char who[96];
+        if (sim_issue(S, "misaligned", &st->hdr, t, NULL, -1, b->name, x[t].i, s->n,
+                      "misaligned vector access: the codegen %s %s[%lld .. %lld] as one %d-byte %s, but its byte offset %lld is "
+                      "not a multiple of %d (%s); the GPU faults (misaligned address)",
+                      side ? "stores" : "loads", b->name, (long long)x[t].i, (long long)(x[t].i + v->dtype.lanes - 1), bytes,
+                      side ? "store" : "load", (long long)byte, bytes, sim_thread_name(S, t, who, sizeof who)))
+          return -1;
+        break;
+      }
+    }
+    S->vtop = mark;
+  }
+  return 0;
+}
+
+static int exec_store(Sim *S, const tir_BufferStore *st, const Act *a) {
+  Store *s = sim_store_of(S, st->buffer, &st->hdr);
+  if (!s) return -1;
+  if (s->kind == ST_FRAG)
+    return sim_fail(S, &st->hdr, "wmma fragment %s can only be written through the wmma builtins", st->buffer->name);
+  int lanes = st->value->dtype.lanes;
+  int vec = vector_index(st->indices);
+  if (lanes > 1 && st->indices->size == 1 && check_vector_alignment(S, st, a)) return -1;
+  /* all lanes' values and indices first (a vector store reads before it writes) */
+  int mark = S->vtop;
+  SVal *few[32];
+  SVal **vals = lanes <= 16 ? few : malloc(sizeof(SVal *) * (size_t)lanes * 2);
+  SVal **idx = vals + lanes;
+  for (int l = 0; l < lanes; l++) {
+    vals[l] = sim_vnew(S);
+    idx[l] = sim_vnew(S);
+  }
+  int rc = 0;
+  for (int l = 0; l < lanes && !rc; l++) {
+    int m2 = S->vtop;
+    SVal *v = sim_eval(S, st->value, l, a);
+    if (!v) rc = -1;
+    else
+      for (int k = 0; k < a->n; k++) vals[l][a->ids[k]] = v[a->ids[k]];
+    S->vtop = m2;
+    if (rc || (l > 0 && !vec)) {
+      if (!rc)
+        for (int k = 0; k < a->n; k++) idx[l][a->ids[k]] = idx[0][a->ids[k]];
+      continue;
+    }
+    SVal *x = flat_index(S, st->buffer, st->indices, vec ? l : 0, a, &st->hdr);
+    if (!x) rc = -1;
+    else
+      for (int k = 0; k < a->n; k++) idx[l][a->ids[k]] = x[a->ids[k]];
+    S->vtop = m2;
+  }
+  tir_DType vt = tir_dtype_element(st->value->dtype);
+  int blanes = st->buffer->hdr.dtype.lanes;
+  for (int l = 0; l < lanes && !rc; l++)
+    for (int k = 0; k < a->n && !rc; k++) {
+      int t = a->ids[k];
+      int64_t el = idx[l][t].i;
+      if (!vec && lanes > 1) el = el * (blanes > 1 ? blanes : lanes) + l;
+      if (sim_store_elem(S, s, el, t, vt, vals[l][t])) rc = -1;
+    }
+  if (vals != few) free(vals);
+  S->vtop = mark;
+  return rc || S->fatal ? -1 : 0;
+}
+
+static int exec_for(Sim *S, const tir_For *f, const Act *a) {
+  if (f->kind == TIR_FOR_THREAD_BINDING)
+    return sim_fail(S, &f->hdr, "thread-bound loop %s was not lowered (simulate lowered code: tir.build or tir.lower)",
+                    f->loop_var->name);
+  int vmark = S->vtop, imark = S->itop;
+  SVal *lo = sim_eval(S, f->min, 0, a);
+  SVal *ext = lo ? sim_eval(S, f->extent, 0, a) : NULL;
+  if (!ext) return -1;
+  int64_t maxe = INT64_MIN, mine = INT64_MAX;
+  for (int k = 0; k < a->n; k++) {
+    int64_t e = ext[a->ids[k]].i;
+    if (e > maxe) maxe = e;
+    if (e < mine) mine = e;
+  }
+  SVal *v = sim_var(S, f->loop_var, 1);
+  int rc = 0;
+  for (int64_t i = 0; i < maxe && !rc; i++) {
+    Act sub = *a;
+    int im = S->itop;
+    if (i >= mine) { /* threads whose trip count is shorter have left the loop */
+      int *ids = sim_inew(S);
+      int n = 0;
+      for (int k = 0; k < a->n; k++)
+        if (i < ext[a->ids[k]].i) ids[n++] = a->ids[k];
+      sub = (Act){ids, n};
+    }
+    for (int k = 0; k < sub.n; k++) v[sub.ids[k]].i = lo[sub.ids[k]].i + i;
+    rc = sim_exec(S, f->body, &sub);
+    S->itop = im;
+  }
+  S->vtop = vmark;
+  S->itop = imark;
+  return rc;
+}
+
+static int exec_evaluate(Sim *S, const tir_Evaluate *ev, const Act *a) {
+  const tir_Node *v = ev->value;
+  if (v->kind == TIR_IntImm) return 0;
+  if (v->kind == TIR_Call) {
+    const tir_Call *c = (const tir_Call *)v;
+    if (strcmp(c->op, "tvm_storage_sync") == 0 || strcmp(c->op, "syncthreads") == 0) return sim_barrier(S, &ev->hdr, a);
+    int rc = sim_async_builtin(S, c, a);
+    if (rc != 1) return rc;
+    rc = sim_warp_builtin(S, c, a);
+    if (rc != 1) return rc;
+  }
+  int mark = S->vtop;
+  SVal *r = sim_eval(S, v, 0, a);
+  S->vtop = mark;
+  return r ? 0 : -1;
+}
+
+int sim_exec(Sim *S, const tir_Node *s, const Act *a) {
+  if (S->fatal) return -1;
+  if (a->n == 0) return 0;
+  const tir_Node *saved = S->cur;
+  S->cur = s;
+  S->rep->statements++;
+  int rc = 0;
+  switch (s->kind) {
+    case TIR_SeqStmt: {
+      const tir_Array *q = ((const tir_SeqStmt *)s)->seq;
+      S->rep->statements--; /* a sequence is not a statement of its own */
+      for (int i = 0; i < q->size && !rc; i++) rc = sim_exec(S, q->items[i], a);
+      break;
+    }
+    case TIR_For: rc = exec_for(S, (const tir_For *)s, a); break;
+    case TIR_BufferStore:
+      S->rep->thread_statements += a->n;
+      rc = exec_store(S, (const tir_BufferStore *)s, a);
+      break;
+    case TIR_Evaluate:
+      S->rep->thread_statements += a->n;
+      rc = exec_evaluate(S, (const tir_Evaluate *)s, a);
+      break;
+    case TIR_IfThenElse: {
+      const tir_IfThenElse *f = (const tir_IfThenElse *)s;
+      int vmark = S->vtop, imark = S->itop;
+      SVal *c = sim_eval(S, f->cond, 0, a);
+      if (!c) {
+        rc = -1;
+        break;
+      }
+      Act yes = split(S, a, c, 1), no = split(S, a, c, 0);
+      rc = sim_exec(S, f->then_case, &yes);
+      if (!rc && f->else_case) rc = sim_exec(S, f->else_case, &no);
+      S->vtop = vmark;
+      S->itop = imark;
+      break;
+    }
+    case TIR_LetStmt: {
+      const tir_LetStmt *l = (const tir_LetStmt *)s;
+      int mark = S->vtop;
+      SVal *x = sim_eval(S, l->value, 0, a);
+      if (!x) {
+        rc = -1;
+        break;
+      }
+      SVal *v = sim_var(S, l->var, 1);
+      for (int k = 0; k < a->n; k++) v[a->ids[k]] = x[a->ids[k]];
+      S->vtop = mark;
+      rc = sim_exec(S, l->body, a);
+      break;
+    }
+    case TIR_AttrStmt: {
+      const tir_AttrStmt *at = (const tir_AttrStmt *)s;
+      if (strcmp(at->key, "thread_extent") == 0 && at->node && at->node->kind == TIR_IterVar) {
+        /* a launch dimension: its variable is the thread's (or CTA's) coordinate */
+        const tir_IterVar *iv = (const tir_IterVar *)at->node;
+        const char *tag = iv->thread_tag;
+        SVal *v = sim_var(S, iv->var, 1);
+        if (strncmp(tag, "threadIdx.", 10) == 0 && tag[10] >= 'x' && tag[10] <= 'z' && !tag[11]) {
+          int d = tag[10] - 'x';
+          for (int k = 0; k < a->n; k++) {
+            int t = a->ids[k];
+            v[t].i = d == 0 ? t % S->bdim[0] : d == 1 ? t / S->bdim[0] % S->bdim[1] : t / (S->bdim[0] * S->bdim[1]);
+          }
+        } else if (strncmp(tag, "blockIdx.", 9) == 0 && tag[9] >= 'x' && tag[9] <= 'z' && !tag[10]) {
+          for (int k = 0; k < a->n; k++) v[a->ids[k]].i = S->cta[tag[9] - 'x'];
+        } else {
+          rc = sim_fail(S, s, "unsupported thread tag %s (the codegen knows threadIdx.x/y/z and blockIdx.x/y/z)", tag);
+          break;
+        }
+      }
+      S->rep->statements--;
+      rc = sim_exec(S, at->body, a);
+      break;
+    }
+    case TIR_Allocate: {
+      const tir_Allocate *al = (const tir_Allocate *)s;
+      rc = sim_alloc(S, al, a);
+      if (!rc) rc = sim_exec(S, al->body, a);
+      break;
+    }
+    default: rc = sim_fail(S, s, "the simulator cannot run a %s statement (is the function lowered?)", tir_kind_name(s->kind)); break;
+  }
+  S->cur = saved;
+  return rc || S->fatal ? -1 : 0;
+}

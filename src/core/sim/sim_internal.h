@@ -1,0 +1,187 @@
+/* sim_internal.h -- shared state of the GPU simulator (sim.c: launches and reports;
+ * sim_exec.c: statements and expressions over a CTA's threads; sim_mem.c: storage, the
+ * shared-memory race shadow, cp.async; sim_warp.c: warp-level builtins). */
+#ifndef TIR_SIM_INTERNAL_H
+#define TIR_SIM_INTERNAL_H
+
+#include <stdint.h>
+
+#include "tir/error.h"
+#include "tir/sim.h"
+
+#define SIM_MAX_THREADS 1024
+
+typedef union {
+  int64_t i;
+  double f;
+} SVal;
+
+/* ---- pointer-keyed map (open addressing) ---- */
+typedef struct {
+  const void **keys;
+  int *vals;
+  int cap, n;
+} SimMap;
+int *sim_map_slot(SimMap *m, const void *k, int insert); /* NULL when absent and !insert; new slots hold -1 */
+void sim_map_free(SimMap *m);
+
+/* the active threads of a step: thread ids (x + y*bx + z*bx*by), ascending */
+typedef struct {
+  const int *ids;
+  int n;
+} Act;
+
+enum { ST_GLOBAL, ST_SHARED, ST_LOCAL, ST_WARP, ST_FRAG };
+
+/* Race shadow of one byte of shared memory.  Epochs are barrier intervals (a global counter,
+ * so entries from earlier CTAs never match). */
+typedef struct {
+  const tir_Node *w_stmt, *r_stmt[2], *p_stmt;
+  int64_t w_epoch, r_epoch;
+  int16_t w_thr, r_thr[2], p_thr; /* p_*: the latest cp.async in flight to it */
+  uint16_t pending;               /* cp.async copies in flight to this byte */
+} Shadow;
+
+/* Provenance of a global element (for the oracle comparison). */
+typedef struct {
+  const tir_Node *stmt;
+  int64_t cta[3];
+  int32_t tid;
+  int32_t kernel;
+} Prov;
+
+typedef struct {
+  const tir_Var *data;
+  const tir_Buffer *buf;
+  int kind;          /* ST_* */
+  char *base;
+  tir_DType dtype;   /* element type */
+  int esize;
+  int64_t n;         /* elements per instance (per thread for local/warp, per warp for fragments) */
+  int64_t inst_bytes;
+  int owned;
+  Shadow *shadow;    /* shared */
+  int64_t cta_gen;   /* shared: the CTA that last entered its allocation */
+  Prov *prov;        /* global arguments compared with an oracle */
+  int64_t *origin;   /* warp buffers: per lane element, the shared element ldmatrix loaded it from
+                        ((storage index << 40) | element), -1 when it came from elsewhere */
+  int index;         /* position in Sim.st */
+  int entered;       /* local/warp/fragment: allocations are kept for the kernel */
+} Store;
+
+typedef struct {
+  Store *st;
+  int64_t byte;
+  int size;
+  unsigned char data[16];
+  const tir_Node *stmt;
+} Copy;
+
+typedef struct {
+  Copy *c;
+  int n, cap;
+} Group;
+
+typedef struct {
+  Group open;
+  Group *closed; /* oldest first */
+  int n_closed, cap_closed;
+} ThreadAsync;
+
+typedef struct {
+  const tir_Node *a, *b;
+  char kind[24];
+} Reported;
+
+typedef struct Sim {
+  const tir_SimOptions *opt;
+  tir_SimReport *rep;
+  int check, max_issues;
+  /* the launch */
+  const tir_Kernel *K;
+  int kernel_index;
+  int T, bdim[3];
+  int (*kbdim)[3]; /* block dims of each kernel (for messages after the run) */
+  int64_t gdim[3], cta[3];
+  int64_t epoch, cta_gen;
+  int fatal; /* stop: an issue in check mode or an error */
+  const tir_Node *cur; /* statement being executed */
+  /* per-thread scalars: Var -> slot -> SVal[SIM_MAX_THREADS] */
+  SimMap vars;
+  SVal **vv;
+  int n_vv, cap_vv;
+  /* storages: data Var -> index */
+  SimMap stmap;
+  Store **st;
+  int n_st, cap_st;
+  int n_global; /* the first n_global storages are the arguments and temporaries */
+  /* scratch: value vectors and thread-id lists, used as stacks */
+  SVal **vpool;
+  int vtop, vcap;
+  int **ipool;
+  int itop, icap;
+  int all_ids[SIM_MAX_THREADS];
+  ThreadAsync *async; /* per thread */
+  Reported *reported;
+  int n_reported, cap_reported;
+  const char *issue_tail; /* appended to the next issue's message */
+  const tir_Node **hinted; /* statements with a hint already */
+  int n_hinted;
+} Sim;
+
+/* ---- sim.c ---- */
+/* Records an issue.  Returns -1 (and sets S->fatal and the error) in check mode, else 0. */
+int sim_issue(Sim *S, const char *kind, const tir_Node *stmt, int tid, const tir_Node *other_stmt, int other_tid,
+              const char *buffer, int64_t index, int64_t extent, const char *fmt, ...) __attribute__((format(printf, 10, 11)));
+/* Whether an issue of this kind at this statement pair was reported already (and remembers it):
+ * with check off, each is reported once per CTA and only counted after that. */
+int sim_reported_before(Sim *S, const char *kind, const tir_Node *x, const tir_Node *y);
+/* A program the simulator cannot run: RuntimeError, always fatal. */
+int sim_fail(Sim *S, const tir_Node *where, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Adds a hint (a likely cause, reported with mismatches and in the report), once per statement. */
+void sim_hint(Sim *S, const tir_Node *stmt, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* "thread (x, y, z) (warp w, lane l)" into buf */
+const char *sim_thread_name(const Sim *S, int tid, char *buf, size_t cap);
+/* first line of a statement's text, at most ~160 characters (malloc'd) */
+char *sim_stmt_text(const tir_Node *s);
+
+/* ---- sim_exec.c ---- */
+SVal *sim_vnew(Sim *S);
+int *sim_inew(Sim *S);
+SVal *sim_eval(Sim *S, const tir_Node *e, int lane, const Act *a);
+/* the per-thread values of a variable (NULL when unknown and !create) */
+SVal *sim_var(Sim *S, const tir_Var *v, int create);
+int sim_exec(Sim *S, const tir_Node *s, const Act *a);
+SVal sim_norm(tir_DType t, SVal v);
+SVal sim_cast(tir_DType to, tir_DType from, SVal v);
+Store *sim_store_of(Sim *S, const tir_Buffer *b, const tir_Node *where);
+
+/* ---- sim_mem.c ---- */
+Store *sim_new_store(Sim *S, const tir_Var *data);
+int sim_alloc(Sim *S, const tir_Allocate *a, const Act *act);
+void sim_free_stores(Sim *S, int from);
+void sim_poison(char *p, tir_DType t, int64_t n);
+/* element el of st for thread tid (bounds already checked) */
+static inline char *sim_addr(const Store *st, int tid, int64_t el) {
+  int64_t inst = st->kind == ST_LOCAL || st->kind == ST_WARP ? tid : st->kind == ST_FRAG ? tid / 32 : 0;
+  return st->base + inst * st->inst_bytes + el * st->esize;
+}
+/* Bounds check of [el, el + count) in st; an issue when outside.  Returns 1 when in bounds. */
+int sim_in_bounds(Sim *S, Store *st, int64_t el, int64_t count, int tid, const char *what);
+/* Race bookkeeping of shared bytes [byte, byte + size) (no-op for other storages);
+ * returns -1 when an issue stops the run. */
+int sim_shared_read(Sim *S, Store *st, int64_t byte, int size, int tid);
+int sim_shared_write(Sim *S, Store *st, int64_t byte, int size, int tid, const tir_Node *stmt);
+/* One scalar element: loads (converted to `as`), stores (converted from `from`) with bounds
+ * and race checks.  Return -1 when the run stops; a skipped access (issue, check off) is 0. */
+int sim_load_elem(Sim *S, Store *st, int64_t el, int tid, tir_DType as, SVal *out);
+int sim_store_elem(Sim *S, Store *st, int64_t el, int tid, tir_DType from, SVal v);
+int sim_async_builtin(Sim *S, const tir_Call *c, const Act *a); /* 1: not an async builtin */
+int sim_async_cta_end(Sim *S);
+void sim_async_free(Sim *S);
+int sim_barrier(Sim *S, const tir_Node *stmt, const Act *a);
+
+/* ---- sim_warp.c ---- */
+int sim_warp_builtin(Sim *S, const tir_Call *c, const Act *a); /* 1: not a warp builtin */
+
+#endif

@@ -1,0 +1,528 @@
+/* sim_warp.c -- warp-level builtins, lane-accurately (docs/BUILTINS.md, lib/tir/intrin/cuda.lua,
+ * codegen_cuda.c's "tensor cores" part, which says how each runs on the GPU).
+ *
+ * Facts from the PTX ISA (8.x):
+ *  - 9.7.14.5.15 ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16: threads 8i..8i+7 give
+ *    the row addresses of matrix i (16-byte aligned rows of 8 b16 elements); without .trans lane
+ *    l receives row l/4, columns 2(l%4), 2(l%4)+1 of matrix i in its register i, with .trans
+ *    the elements (2(l%4), l/4) and (2(l%4)+1, l/4) -- the matrix read column by column.
+ *  - 9.7.14.5.8 fragments of mma.m16n8k16 (.f16/.bf16 inputs, .f32 accumulators), with
+ *    g = lane / 4, q = lane % 4:  A (16x16, row): a0,a1 = (g, 2q..2q+1), a2,a3 = (g+8, 2q..),
+ *    a4,a5 = (g, 2q+8..), a6,a7 = (g+8, 2q+8..);  B (16x8, col): b0,b1 = (k 2q..2q+1, n g),
+ *    b2,b3 = (k 2q+8.., n g);  C/D (16x8): c0,c1 = (g, 2q..2q+1), c2,c3 = (g+8, 2q..).
+ *    Our mma_sync is two of them on a 16x16 tile (codegen_cuda.c): a lane's B registers 0-1
+ *    and C/D floats 0-3 belong to columns 0-7, registers 2-3 and floats 4-7 to columns 8-15.
+ *  - 9.7.14.4 wmma.load/store/mma: the fragment layout is unspecified, so a fragment is
+ *    modeled as the warp's collective 16x16 tile (row-major in the warp's storage), loaded and
+ *    stored with the given leading dimension and layout.
+ *  - .sync.aligned (ldmatrix, mma, wmma): all 32 threads of the warp execute the same
+ *    instruction; operands that must agree (wmma's fragment, pointer, ldm) must agree.
+ * Accumulation: the products of a 16x16x16 step are added in k order with rounding to the
+ * accumulator type after every addition, as the interpreter runs the intrinsics' desc
+ * (hardware accumulates with more internal precision; results may differ in the last bits). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_internal.h"
+#include "tir/runtime.h"
+
+typedef struct {
+  Store *st;
+  SVal *el; /* per thread: the element index inside address_of(buf[index]) */
+  const tir_BufferLoad *load;
+} Addr;
+
+static int addr(Sim *S, const tir_Call *c, int i, const Act *a, Addr *out, int want_kind, const char *what) {
+  const tir_Node *arg = i < c->args->size ? c->args->items[i] : NULL;
+  const tir_Call *ac = (const tir_Call *)arg;
+  if (!arg || arg->kind != TIR_Call || strcmp(ac->op, "address_of") != 0 || ac->args->size != 1 ||
+      ac->args->items[0]->kind != TIR_BufferLoad || ((const tir_BufferLoad *)ac->args->items[0])->indices->size != 1)
+    return sim_fail(S, &c->hdr, "%s: operand %d must be address_of(%s[index]) of a flat buffer", c->op, i + 1, what);
+  out->load = (const tir_BufferLoad *)ac->args->items[0];
+  out->st = sim_store_of(S, out->load->buffer, arg);
+  if (!out->st) return -1;
+  if (want_kind >= 0 && out->st->kind != want_kind)
+    return sim_fail(S, &c->hdr, "%s: operand %d must be a %s buffer, but %s has scope '%s'", c->op, i + 1, what,
+                    out->load->buffer->name, out->load->buffer->scope);
+  out->el = sim_eval(S, out->load->indices->items[0], 0, a);
+  return out->el ? 0 : -1;
+}
+
+static int64_t const_arg(Sim *S, const tir_Call *c, int i, int64_t dflt) {
+  int64_t v;
+  if (i < c->args->size && tir_is_const_int(c->args->items[i], &v)) return v;
+  (void)S;
+  return dflt;
+}
+
+/* The warps of `a` (bitmask of lanes per warp); every warp present must be complete. */
+static int full_warps(Sim *S, const tir_Call *c, const Act *a, int *warps, int *nw) {
+  *nw = 0;
+  for (int k = 0; k < a->n;) {
+    int w = a->ids[k] / 32, cnt = 0;
+    while (k < a->n && a->ids[k] / 32 == w) cnt++, k++;
+    int size = S->T - 32 * w < 32 ? S->T - 32 * w : 32;
+    if (cnt != 32) {
+      char who[96];
+      S->rep->warp_ops++;
+      if (sim_issue(S, "warp_divergence", S->cur, a->ids[k - 1], NULL, -1, NULL, -1, -1,
+                    "%s is a warp-wide .sync.aligned instruction, but %s: all 32 lanes of the warp must execute it together "
+                    "(e.g. %s is here)%s",
+                    c->op, size < 32 ? "the CTA's last warp has fewer than 32 threads" : "only part of the warp executes it",
+                    sim_thread_name(S, a->ids[k - 1], who, sizeof who),
+                    size < 32 ? " -- launch a multiple of 32 threads" : " -- it is under a condition that differs across lanes"))
+        return -1;
+      continue;
+    }
+    warps[(*nw)++] = w;
+  }
+  return 0;
+}
+
+/* per-lane registers of a "warp" operand: element el / 32 of the lane's part (codegen's warp_ref) */
+static int lane_regs(Sim *S, const Addr *x, int t, int count, const char *op, int64_t *off) {
+  int64_t e = x->el[t].i;
+  *off = e >= 0 ? e / 32 : -((-e + 31) / 32);
+  if (sim_in_bounds(S, x->st, *off, count, t, op)) return 1;
+  return 0;
+}
+
+static double get_f(const Store *st, int t, int64_t el) { return tir_load_scalar_f(sim_addr(st, t, 0), st->dtype, el); }
+static void put_f(const Store *st, int t, int64_t el, double v) { tir_store_scalar_f(sim_addr(st, t, 0), st->dtype, el, v); }
+
+static int is16(tir_DType t) { return t.bits == 16 && t.lanes == 1; }
+
+/* ---- ldmatrix ---- */
+static int ldmatrix(Sim *S, const tir_Call *c, const Act *a) {
+  int64_t trans = const_arg(S, c, 0, 0), num = const_arg(S, c, 1, 4);
+  if (c->args->size != 4 || (num != 1 && num != 2 && num != 4))
+    return sim_fail(S, &c->hdr, "mma_ldmatrix takes (trans, 1 | 2 | 4, dst, src); it loads 1, 2 or 4 matrices");
+  Addr d, s;
+  if (addr(S, c, 2, a, &d, ST_WARP, "warp") || addr(S, c, 3, a, &s, ST_SHARED, "shared")) return -1;
+  if (!is16(d.st->dtype) || !is16(s.st->dtype))
+    return sim_fail(S, &c->hdr, "mma_ldmatrix moves 16-bit elements (.b16): %s and %s must be 16-bit buffers", d.load->buffer->name,
+                    s.load->buffer->name);
+  int warps[SIM_MAX_THREADS / 32], nw;
+  if (full_warps(S, c, a, warps, &nw)) return -1;
+  for (int wi = 0; wi < nw; wi++) {
+    int base = warps[wi] * 32;
+    S->rep->warp_ops++;
+    uint16_t m[4][8][8];
+    int64_t rows[4][8];
+    int ok = 1;
+    for (int i = 0; i < num && ok; i++)
+      for (int r = 0; r < 8 && ok; r++) {
+        int t = base + 8 * i + r;
+        int64_t el = s.el[t].i;
+        if ((el * 2) % 16) {
+          char who[96];
+          if (sim_issue(S, "misaligned", S->cur, t, NULL, -1, s.load->buffer->name, el, s.st->n,
+                        "ldmatrix: the row address %s[%lld] given by %s (row %d of matrix %d) is not 16-byte aligned",
+                        s.load->buffer->name, (long long)el, sim_thread_name(S, t, who, sizeof who), r, i))
+            return -1;
+          ok = 0;
+          break;
+        }
+        if (!sim_in_bounds(S, s.st, el, 8, t, "ldmatrix row read")) {
+          ok = 0;
+          break;
+        }
+        if (sim_shared_read(S, s.st, el * 2, 16, t)) return -1;
+        memcpy(m[i][r], sim_addr(s.st, t, el), 16);
+        rows[i][r] = el;
+      }
+    if (S->fatal) return -1;
+    if (!ok) continue;
+    for (int l = 0; l < 32; l++) {
+      int t = base + l;
+      int64_t off;
+      if (!lane_regs(S, &d, t, 2 * num, "ldmatrix write", &off)) {
+        if (S->fatal) return -1;
+        continue;
+      }
+      uint16_t *dst = (uint16_t *)sim_addr(d.st, t, off);
+      int64_t *org = d.st->origin ? d.st->origin + (int64_t)t * d.st->n + off : NULL;
+      for (int i = 0; i < num; i++) {
+        int g = l / 4, q = l % 4;
+        dst[2 * i] = trans ? m[i][2 * q][g] : m[i][g][2 * q];
+        dst[2 * i + 1] = trans ? m[i][2 * q + 1][g] : m[i][g][2 * q + 1];
+        if (org)
+          for (int e = 0; e < 2; e++)
+            org[2 * i + e] = ((int64_t)s.st->index << 40) | (trans ? rows[i][2 * q + e] + g : rows[i][g] + 2 * q + e);
+      }
+    }
+  }
+  return 0;
+}
+
+/* ---- mma.sync m16n8k16 x 2 ---- */
+/* (row, col) of element j (0..7) of a lane's A fragment, and of its C/D floats / B halves */
+static void a_pos(int l, int j, int *r, int *c) {
+  int g = l / 4, q = l % 4;
+  *r = g + 8 * ((j / 2) % 2);
+  *c = 2 * q + (j % 2) + 8 * (j / 4);
+}
+static void c_pos(int l, int j, int *r, int *c) { /* j in 0..7: tile j/4, c0..c3 */
+  int g = l / 4, q = l % 4, jj = j % 4;
+  *r = g + 8 * (jj / 2);
+  *c = 8 * (j / 4) + 2 * q + (jj % 2);
+}
+static void b_pos(int l, int j, int *k, int *n) { /* j in 0..7: tile j/4, b0..b3 */
+  int g = l / 4, q = l % 4, jj = j % 4;
+  *k = 2 * q + (jj % 2) + 8 * (jj / 2);
+  *n = 8 * (j / 4) + g;
+}
+
+/* D = C + A B in k order, rounded to the accumulator type after every step (the interpreter's
+ * desc: C[i, j] = C[i, j] + f32(A[i, k]) * f32(B[k, j])) */
+static void mma16(double A[16][16], double B[16][16], double C[16][16], tir_DType acc) {
+  for (int i = 0; i < 16; i++)
+    for (int j = 0; j < 16; j++) {
+      SVal c = {.f = C[i][j]};
+      if (!tir_dtype_is_float(acc)) c.i = (int64_t)C[i][j];
+      for (int k = 0; k < 16; k++) {
+        SVal p;
+        if (tir_dtype_is_float(acc)) {
+          p.f = A[i][k] * B[k][j];
+          p = sim_norm(acc, p);
+          c.f = c.f + p.f;
+        } else {
+          p.i = (int64_t)A[i][k] * (int64_t)B[k][j];
+          p = sim_norm(acc, p);
+          c.i = (int64_t)((uint64_t)c.i + (uint64_t)p.i);
+        }
+        c = sim_norm(acc, c);
+      }
+      C[i][j] = tir_dtype_is_float(acc) ? c.f : (double)c.i;
+    }
+}
+
+/* Whether the shared elements a 16x16 operand was loaded from (by ldmatrix) form a tile,
+ * origin(r, c) = origin(0, 0) + r * dr + c * dc; a hint naming the first element that does not
+ * fit otherwise (a wrong lane -> row mapping of the ldmatrix shows here).  Swizzled layouts do
+ * not fit either, which is why this is a hint and not an issue. */
+static void check_tile(Sim *S, const Addr *x, const int64_t *off, int base, int is_b) {
+  if (!x->st->origin) return;
+  const int64_t mask = ((int64_t)1 << 40) - 1;
+  int64_t o[16][16];
+  for (int l = 0; l < 32; l++)
+    for (int j = 0; j < 8; j++) {
+      int r, c;
+      if (is_b) b_pos(l, j, &r, &c);
+      else a_pos(l, j, &r, &c);
+      int64_t v = x->st->origin[(int64_t)(base + l) * x->st->n + off[l] + j];
+      if (v < 0) return; /* not (all) from ldmatrix */
+      o[r][c] = v;
+    }
+  int64_t b0 = o[0][0] & mask, dc = (o[0][1] & mask) - b0, dr = (o[1][0] & mask) - b0;
+  for (int r = 0; r < 16; r++)
+    for (int c = 0; c < 16; c++) {
+      if (o[r][c] >> 40 != o[0][0] >> 40) return;
+      int64_t want = b0 + r * dr + c * dc;
+      if ((o[r][c] & mask) == want) continue;
+      const Store *src = S->st[o[0][0] >> 40];
+      const char *sn = src->buf ? src->buf->name : "?";
+      sim_hint(S, S->cur,
+               "the %s operand of mma_sync in warp %d is not a 16x16 tile of %s: its element (%s %d, %s %d) was loaded from "
+               "%s[%lld], but the tile that starts at %s[%lld] (rows %lld elements apart) has %s[%lld] there -- check the lane "
+               "-> row mapping of the mma_ldmatrix that filled %s (PTX ISA 9.7.14.5.15: for .x4, lanes 8i..8i+7 give the row "
+               "addresses of matrix i, and the m16n8k16 %s fragment (9.7.14.5.8) needs matrices %s)",
+               is_b ? "B" : "A", base / 32, sn, is_b ? "k" : "row", r, is_b ? "n" : "col", c, sn, (long long)(o[r][c] & mask), sn,
+               (long long)b0, (long long)dr, sn, (long long)want, x->load->buffer->name, is_b ? "B" : "A",
+               is_b ? "(k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15), loaded with .trans"
+                    : "(rows 0-7, cols 0-7), (rows 8-15, cols 0-7), (rows 0-7, cols 8-15), (rows 8-15, cols 8-15)");
+      return;
+    }
+}
+
+static int mma_sync(Sim *S, const tir_Call *c, const Act *a) {
+  Addr x[4];
+  for (int i = 0; i < 4; i++)
+    if (addr(S, c, i, a, &x[i], ST_WARP, "warp")) return -1;
+  if (c->args->size != 4) return sim_fail(S, &c->hdr, "mma_sync takes (d, a, b, c)");
+  if (!is16(x[1].st->dtype) || !is16(x[2].st->dtype) || !tir_dtype_eq(x[0].st->dtype, TIR_FLOAT32) ||
+      !tir_dtype_eq(x[3].st->dtype, TIR_FLOAT32))
+    return sim_fail(S, &c->hdr, "mma_sync multiplies float16/bfloat16 A and B into float32 C and D");
+  int warps[SIM_MAX_THREADS / 32], nw;
+  if (full_warps(S, c, a, warps, &nw)) return -1;
+  for (int wi = 0; wi < nw; wi++) {
+    int base = warps[wi] * 32;
+    S->rep->warp_ops++;
+    double A[16][16], B[16][16], C[16][16];
+    int64_t off[4][32];
+    int ok = 1;
+    for (int l = 0; l < 32 && ok; l++)
+      for (int i = 0; i < 4 && ok; i++)
+        if (!lane_regs(S, &x[i], base + l, 8, i == 0 ? "mma_sync write" : "mma_sync read", &off[i][l])) ok = 0;
+    if (S->fatal) return -1;
+    if (!ok) continue;
+    for (int l = 0; l < 32; l++)
+      for (int j = 0; j < 8; j++) {
+        int r, cc;
+        a_pos(l, j, &r, &cc);
+        A[r][cc] = get_f(x[1].st, base + l, off[1][l] + j);
+        b_pos(l, j, &r, &cc);
+        B[r][cc] = get_f(x[2].st, base + l, off[2][l] + j);
+        c_pos(l, j, &r, &cc);
+        C[r][cc] = get_f(x[3].st, base + l, off[3][l] + j);
+      }
+    check_tile(S, &x[1], off[1], base, 0);
+    check_tile(S, &x[2], off[2], base, 1);
+    mma16(A, B, C, TIR_FLOAT32);
+    for (int l = 0; l < 32; l++)
+      for (int j = 0; j < 8; j++) {
+        int r, cc;
+        c_pos(l, j, &r, &cc);
+        put_f(x[0].st, base + l, off[0][l] + j, C[r][cc]);
+        if (x[0].st->origin) x[0].st->origin[(int64_t)(base + l) * x[0].st->n + off[0][l] + j] = -1;
+      }
+  }
+  return 0;
+}
+
+/* mma_fill(c, value): each lane sets its 8 accumulator floats (a per-thread loop in the codegen) */
+static int mma_fill(Sim *S, const tir_Call *c, const Act *a) {
+  Addr d;
+  if (c->args->size != 2 || addr(S, c, 0, a, &d, ST_WARP, "warp")) return c->args->size != 2 ? sim_fail(S, &c->hdr, "mma_fill takes (c, value)") : -1;
+  SVal *v = sim_eval(S, c->args->items[1], 0, a);
+  if (!v) return -1;
+  tir_DType vt = tir_dtype_element(c->args->items[1]->dtype);
+  for (int k = 0; k < a->n; k++) {
+    int t = a->ids[k];
+    int64_t off;
+    if (!lane_regs(S, &d, t, 8, "mma_fill write", &off)) {
+      if (S->fatal) return -1;
+      continue;
+    }
+    SVal x = sim_cast(d.st->dtype, vt, v[t]);
+    if (d.st->origin) memset(d.st->origin + (int64_t)t * d.st->n + off, 0xff, sizeof(int64_t) * 8);
+    for (int j = 0; j < 8; j++) {
+      if (tir_dtype_is_float(d.st->dtype)) put_f(d.st, t, off + j, x.f);
+      else tir_store_scalar_i(sim_addr(d.st, t, 0), d.st->dtype, off + j, x.i);
+    }
+  }
+  return 0;
+}
+
+/* mma_store(c, dst, ld): lane l writes rows l/4 and l/4 + 8, columns 2(l%4) + {0, 1} of each
+ * 8-column half, as pairs (one float2 / half2 store each in the codegen), cast to dst's type */
+static int mma_store(Sim *S, const tir_Call *c, const Act *a) {
+  Addr s, d;
+  if (c->args->size != 3) return sim_fail(S, &c->hdr, "mma_store takes (c, dst, ld)");
+  if (addr(S, c, 0, a, &s, ST_WARP, "warp") || addr(S, c, 1, a, &d, -1, "destination")) return -1;
+  if (d.st->kind != ST_SHARED && d.st->kind != ST_GLOBAL)
+    return sim_fail(S, &c->hdr, "mma_store writes to a shared or global buffer, not %s (scope '%s')", d.load->buffer->name,
+                    d.load->buffer->scope);
+  SVal *ld = sim_eval(S, c->args->items[2], 0, a);
+  if (!ld) return -1;
+  tir_DType dt = d.st->dtype;
+  int pair = tir_dtype_eq(dt, TIR_FLOAT32) || (dt.code == TIR_DT_FLOAT && dt.bits == 16);
+  for (int k = 0; k < a->n; k++) {
+    int t = a->ids[k], l = t % 32;
+    int64_t off;
+    if (!lane_regs(S, &s, t, 8, "mma_store read", &off)) {
+      if (S->fatal) return -1;
+      continue;
+    }
+    for (int tt = 0; tt < 2; tt++)
+      for (int h = 0; h < 2; h++) {
+        int64_t o = d.el[t].i + (l / 4 + 8 * h) * ld[t].i + 8 * tt + 2 * (l % 4);
+        if (pair && (o * d.st->esize) % (2 * d.st->esize)) {
+          char who[96];
+          if (sim_issue(S, "misaligned", S->cur, t, NULL, -1, d.load->buffer->name, o, d.st->n,
+                        "mma_store: the codegen stores %s[%lld .. %lld] as one %d-byte vector, but the offset is not %d-byte aligned "
+                        "(%s)",
+                        d.load->buffer->name, (long long)o, (long long)o + 1, 2 * d.st->esize, 2 * d.st->esize,
+                        sim_thread_name(S, t, who, sizeof who)))
+            return -1;
+          continue;
+        }
+        for (int e = 0; e < 2; e++) {
+          SVal v = {.f = get_f(s.st, t, off + 4 * tt + 2 * h + e)};
+          if (sim_store_elem(S, d.st, o + e, t, dt, sim_cast(dt, TIR_FLOAT32, v))) return -1;
+        }
+      }
+  }
+  return 0;
+}
+
+/* ---- wmma ---- */
+/* Lane 0's value of an operand, checking that every lane of the warp passes the same. */
+static int uniform(Sim *S, const tir_Call *c, int base, const SVal *v, const char *what, int64_t *out) {
+  for (int l = 1; l < 32; l++)
+    if (v[base + l].i != v[base].i) {
+      char who[96];
+      if (sim_issue(S, "warp_divergence", S->cur, base + l, NULL, base, NULL, -1, -1,
+                    "%s: the lanes of a warp pass different %s (lane 0: %lld, %s: %lld); a wmma operation takes one "
+                    "operand for the whole warp",
+                    c->op, what, (long long)v[base].i, sim_thread_name(S, base + l, who, sizeof who), (long long)v[base + l].i))
+        return -1;
+      return 1;
+    }
+  *out = v[base].i;
+  return 0;
+}
+
+typedef struct {
+  int rows, cols;
+  const char *role;
+} FragShape;
+
+static int frag_shape(Sim *S, const tir_Call *c, const Store *st, int64_t m, int64_t n, int64_t k, FragShape *fs) {
+  const char *scope = st->buf->scope;
+  if (strcmp(scope, "wmma.matrix_a") == 0) *fs = (FragShape){(int)m, (int)k, "matrix_a"};
+  else if (strcmp(scope, "wmma.matrix_b") == 0) *fs = (FragShape){(int)k, (int)n, "matrix_b"};
+  else if (strcmp(scope, "wmma.accumulator") == 0) *fs = (FragShape){(int)m, (int)n, "accumulator"};
+  else return sim_fail(S, &c->hdr, "%s: unknown wmma scope '%s'", c->op, scope);
+  if (fs->rows <= 0 || fs->cols <= 0 || fs->rows > 64 || fs->cols > 64)
+    return sim_fail(S, &c->hdr, "%s: unsupported fragment shape m%lld n%lld k%lld", c->op, (long long)m, (long long)n, (long long)k);
+  return 0;
+}
+
+/* first element of the fragment `el / elems` of the warp's storage (codegen's frag_ref) */
+static int frag_base(Sim *S, const tir_Call *c, const Addr *f, int base, int64_t elems, int64_t *first) {
+  int64_t e;
+  int u = uniform(S, c, base, f->el, "fragments", &e);
+  if (u) return u;
+  *first = (e / elems) * elems;
+  if (!sim_in_bounds(S, f->st, *first, elems, base, "fragment access")) return S->fatal ? -1 : 1;
+  return 0;
+}
+
+static int wmma_fill(Sim *S, const tir_Call *c, const Act *a) {
+  Addr f;
+  if (c->args->size != 5 || addr(S, c, 0, a, &f, ST_FRAG, "wmma fragment"))
+    return c->args->size != 5 ? sim_fail(S, &c->hdr, "wmma_fill takes (fragment, m, n, k, value)") : -1;
+  FragShape fs;
+  if (frag_shape(S, c, f.st, const_arg(S, c, 1, 16), const_arg(S, c, 2, 16), const_arg(S, c, 3, 16), &fs)) return -1;
+  SVal *v = sim_eval(S, c->args->items[4], 0, a);
+  if (!v) return -1;
+  int warps[SIM_MAX_THREADS / 32], nw;
+  if (full_warps(S, c, a, warps, &nw)) return -1;
+  tir_DType vt = tir_dtype_element(c->args->items[4]->dtype);
+  for (int wi = 0; wi < nw; wi++) {
+    int base = warps[wi] * 32;
+    S->rep->warp_ops++;
+    int64_t first;
+    int rc = frag_base(S, c, &f, base, (int64_t)fs.rows * fs.cols, &first);
+    if (rc < 0) return -1;
+    if (rc) continue;
+    SVal x = sim_cast(f.st->dtype, vt, v[base]);
+    for (int i = 0; i < fs.rows * fs.cols; i++) {
+      if (tir_dtype_is_float(f.st->dtype)) put_f(f.st, base, first + i, x.f);
+      else tir_store_scalar_i(sim_addr(f.st, base, 0), f.st->dtype, first + i, x.i);
+    }
+  }
+  return 0;
+}
+
+/* wmma_load(frag, m, n, k, ptr, ldm, layout) / wmma_store(frag, m, n, k, ptr, ldm, layout).
+ * CUDA C++ Programming Guide (WMMA): the pointer must be 256-bit aligned, ldm a multiple of 16
+ * bytes; accesses are attributed to the warp's lane 0 for the race check. */
+static int wmma_ldst(Sim *S, const tir_Call *c, const Act *a, int is_load) {
+  Addr f, p;
+  if (c->args->size != 7) return sim_fail(S, &c->hdr, "%s takes (fragment, m, n, k, pointer, ldm, layout)", c->op);
+  if (addr(S, c, 0, a, &f, ST_FRAG, "wmma fragment") || addr(S, c, 4, a, &p, -1, "memory")) return -1;
+  if (p.st->kind != ST_SHARED && p.st->kind != ST_GLOBAL)
+    return sim_fail(S, &c->hdr, "%s: the memory operand must be a shared or global buffer, not %s", c->op, p.load->buffer->name);
+  FragShape fs;
+  if (frag_shape(S, c, f.st, const_arg(S, c, 1, 16), const_arg(S, c, 2, 16), const_arg(S, c, 3, 16), &fs)) return -1;
+  if (!is_load && strcmp(fs.role, "accumulator") != 0)
+    return sim_fail(S, &c->hdr, "wmma_store stores accumulator fragments only (%s is a %s)", f.load->buffer->name, fs.role);
+  const tir_Node *lay = c->args->items[6];
+  int col = lay->kind == TIR_StringImm && strcmp(((const tir_StringImm *)lay)->value, "col_major") == 0;
+  SVal *ld = sim_eval(S, c->args->items[5], 0, a);
+  if (!ld) return -1;
+  int warps[SIM_MAX_THREADS / 32], nw;
+  if (full_warps(S, c, a, warps, &nw)) return -1;
+  for (int wi = 0; wi < nw; wi++) {
+    int base = warps[wi] * 32;
+    S->rep->warp_ops++;
+    int64_t first, ptr, ldm;
+    int rc = frag_base(S, c, &f, base, (int64_t)fs.rows * fs.cols, &first);
+    if (!rc) rc = uniform(S, c, base, p.el, "pointers", &ptr);
+    if (!rc) rc = uniform(S, c, base, ld, "leading dimensions", &ldm);
+    if (rc < 0) return -1;
+    if (rc) continue;
+    int es = p.st->esize;
+    if ((ptr * es) % 32 || (ldm * es) % 16) {
+      char who[96];
+      if (sim_issue(S, "misaligned", S->cur, base, NULL, -1, p.load->buffer->name, ptr, p.st->n,
+                    "%s: the pointer %s[%lld] must be 32-byte aligned and ldm (%lld elements) a multiple of 16 bytes (%s)", c->op,
+                    p.load->buffer->name, (long long)ptr, (long long)ldm, sim_thread_name(S, base, who, sizeof who)))
+        return -1;
+      continue;
+    }
+    for (int r = 0; r < fs.rows; r++)
+      for (int cc = 0; cc < fs.cols; cc++) {
+        int64_t el = ptr + (col ? (int64_t)cc * ldm + r : (int64_t)r * ldm + cc);
+        int64_t fe = first + (int64_t)r * fs.cols + cc;
+        if (is_load) {
+          SVal v;
+          if (sim_load_elem(S, p.st, el, base, f.st->dtype, &v)) return -1;
+          if (tir_dtype_is_float(f.st->dtype)) put_f(f.st, base, fe, sim_norm(f.st->dtype, v).f);
+          else tir_store_scalar_i(sim_addr(f.st, base, 0), f.st->dtype, fe, sim_norm(f.st->dtype, v).i);
+        } else {
+          SVal v;
+          if (tir_dtype_is_float(f.st->dtype)) v.f = get_f(f.st, base, fe);
+          else v.i = tir_load_scalar_i(sim_addr(f.st, base, 0), f.st->dtype, fe);
+          if (sim_store_elem(S, p.st, el, base, p.st->dtype, sim_cast(p.st->dtype, f.st->dtype, v))) return -1;
+        }
+      }
+  }
+  return 0;
+}
+
+/* wmma_mma(d, a, b, c): D = A B + C on 16x16x16 fragments (codegen: frag[index / 256]) */
+static int wmma_mma(Sim *S, const tir_Call *c, const Act *a) {
+  Addr x[4];
+  if (c->args->size != 4) return sim_fail(S, &c->hdr, "wmma_mma takes (d, a, b, c)");
+  for (int i = 0; i < 4; i++)
+    if (addr(S, c, i, a, &x[i], ST_FRAG, "wmma fragment")) return -1;
+  static const char *want[4] = {"wmma.accumulator", "wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator"};
+  for (int i = 0; i < 4; i++)
+    if (strcmp(x[i].st->buf->scope, want[i]) != 0)
+      return sim_fail(S, &c->hdr, "wmma_mma: operand %d must be a %s fragment, but %s is %s", i + 1, want[i], x[i].load->buffer->name,
+                      x[i].st->buf->scope);
+  int warps[SIM_MAX_THREADS / 32], nw;
+  if (full_warps(S, c, a, warps, &nw)) return -1;
+  for (int wi = 0; wi < nw; wi++) {
+    int base = warps[wi] * 32;
+    S->rep->warp_ops++;
+    int64_t first[4];
+    int rc = 0;
+    for (int i = 0; i < 4 && !rc; i++) rc = frag_base(S, c, &x[i], base, 256, &first[i]);
+    if (rc < 0) return -1;
+    if (rc) continue;
+    double M[3][16][16];
+    for (int i = 1; i < 4; i++)
+      for (int e = 0; e < 256; e++) {
+        const Store *st = x[i].st;
+        M[i - 1][e / 16][e % 16] = tir_dtype_is_float(st->dtype) ? get_f(st, base, first[i] + e)
+                                                                   : (double)tir_load_scalar_i(sim_addr(st, base, 0), st->dtype, first[i] + e);
+      }
+    mma16(M[0], M[1], M[2], x[3].st->dtype);
+    for (int e = 0; e < 256; e++) {
+      const Store *st = x[0].st;
+      if (tir_dtype_is_float(st->dtype)) put_f(st, base, first[0] + e, M[2][e / 16][e % 16]);
+      else tir_store_scalar_i(sim_addr(st, base, 0), st->dtype, first[0] + e, (int64_t)M[2][e / 16][e % 16]);
+    }
+  }
+  return 0;
+}
+
+int sim_warp_builtin(Sim *S, const tir_Call *c, const Act *a) {
+  const char *op = c->op;
+  int mark = S->vtop, rc;
+  if (strcmp(op, "mma_ldmatrix") == 0) rc = ldmatrix(S, c, a);
+  else if (strcmp(op, "mma_sync") == 0) rc = mma_sync(S, c, a);
+  else if (strcmp(op, "mma_fill") == 0) rc = mma_fill(S, c, a);
+  else if (strcmp(op, "mma_store") == 0) rc = mma_store(S, c, a);
+  else if (strcmp(op, "wmma_fill") == 0) rc = wmma_fill(S, c, a);
+  else if (strcmp(op, "wmma_load") == 0) rc = wmma_ldst(S, c, a, 1);
+  else if (strcmp(op, "wmma_store") == 0) rc = wmma_ldst(S, c, a, 0);
+  else if (strcmp(op, "wmma_mma") == 0) rc = wmma_mma(S, c, a);
+  else return 1;
+  S->vtop = mark;
+  return rc || S->fatal ? -1 : 0;
+}
