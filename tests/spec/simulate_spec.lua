@@ -466,6 +466,85 @@ describe("tir.simulate on hand-written kernels", function()
       "thread (0, 0, 0) [warp 0, lane 0] is not there")
   end)
 
+  it("ldmatrix gives each lane the elements of the PTX ISA layout (.x1, .x2, .x4, .trans)", function()
+    -- S is a 16x16 tile holding 16 * row + col; lane l gives row l % 16, column 8 * (l / 16)
+    for _, num in ipairs({1, 2, 4}) do
+      for _, trans in ipairs({0, 1}) do
+        local k = T.prim_func("ldm", {A = T.Buffer({256}, "float16"), O = T.Buffer({256}, "float16")}, function(A, O)
+          local bx = T.launch_thread("blockIdx.x", 1)
+          local tx = T.launch_thread("threadIdx.x", 32)
+          local S = T.allocate({256}, "float16", "shared")
+          local W = T.allocate({256}, "float16", "warp")
+          for i in T.serial(8) do S[{tx * 8 + i}] = A[{tx * 8 + i}] end
+          T.evaluate(T.call("int32", "tvm_storage_sync", "shared"))
+          T.evaluate(T.call("void", "mma_ldmatrix", trans, num, T.address_of(W[{0}]), T.address_of(S[{tx % 16 * 16 + tx // 16 * 8}])))
+          for i in T.serial(2 * num) do O[{tx * 8 + i}] = W[{i}] end
+        end)
+        local vals = {}
+        for e = 0, 255 do vals[e + 1] = e end
+        local a = tir.nd.array(vals, "float16")
+        local o = tir.nd.empty({256}, "float16")
+        assert.are.equal(0, tir.simulate(k, {a, o}).n_issues)
+        local got = o:to_table()
+        for l = 0, 31 do
+          for i = 0, num - 1 do
+            for e = 0, 1 do
+              -- matrix i covers rows 8 (i % 2).., columns 8 (i // 2)..; PTX ISA 9.7.14.5.15
+              local r, c = l // 4, 2 * (l % 4) + e
+              if trans == 1 then r, c = 2 * (l % 4) + e, l // 4 end
+              local want = (r + 8 * (i % 2)) * 16 + c + 8 * (i // 2)
+              assert.are.equal(want, got[l * 8 + 2 * i + e + 1], ("x%d trans=%d lane %d reg %d half %d"):format(num, trans, l, i, e))
+            end
+          end
+        end
+      end
+    end
+  end)
+
+  it("mma_store writes each lane's accumulators where the m16n8k16 C layout puts them", function()
+    local k = T.prim_func("st", {O = T.Buffer({256}, "float32")}, function(O)
+      local bx = T.launch_thread("blockIdx.x", 1)
+      local tx = T.launch_thread("threadIdx.x", 32)
+      local W = T.allocate({256}, "float32", "warp")
+      for j in T.serial(8) do W[{j}] = T.cast("float32", tx * 8 + j) end
+      T.evaluate(T.call("void", "mma_store", T.address_of(W[{0}]), T.address_of(O[{0}]), 16))
+    end)
+    local o = tir.nd.empty({256}, "float32")
+    assert.are.equal(0, tir.simulate(k, {o}).n_issues)
+    local got = o:to_table()
+    for l = 0, 31 do
+      for j = 0, 7 do
+        -- PTX ISA 9.7.14.5.8: c0,c1 at (g, 2q..), c2,c3 at (g + 8, 2q..); floats 4-7 are columns 8-15
+        local r, c = l // 4 + 8 * ((j % 4) // 2), 8 * (j // 4) + 2 * (l % 4) + j % 2
+        assert.are.equal(l * 8 + j, got[r * 16 + c + 1])
+      end
+    end
+  end)
+
+  it("cp.async: the zero-filling form, data landing at the issuing thread's wait", function()
+    local k = T.prim_func("cp", {A = T.Buffer({64}, "float32"), B = T.Buffer({64}, "float32")}, function(A, B)
+      local bx = T.launch_thread("blockIdx.x", 1)
+      local tx = T.launch_thread("threadIdx.x", 16)
+      local S = T.allocate({64}, "float32", "shared")
+      -- threads 8..15 copy 8 of their 16 bytes, the rest is zero-filled
+      T.evaluate(T.call("void", "ptx_cp_async", T.address_of(S[{tx * 4}]), T.address_of(A[{tx * 4}]), 16,
+                        tir.select(tir.lt(tx, 8), 16, 8)))
+      T.evaluate(T.call("void", "ptx_commit_group"))
+      T.evaluate(T.call("void", "ptx_wait_group", 0))
+      T.evaluate(T.call("int32", "tvm_storage_sync", "shared"))
+      for i in T.serial(4) do B[{tx * 4 + i}] = S[{63 - tx * 4 - i}] end
+    end)
+    local args = tir.testing.random_args(k, 1)
+    local rep = tir.simulate(k, args)
+    assert.are.equal(16, rep.cp_async)
+    local a, b = args[1]:to_table(), args[2]:to_table()
+    for j = 0, 63 do
+      local e = 63 - j
+      local want = (e < 32 or e % 4 < 2) and a[e + 1] or 0
+      assert.are.equal(want, b[j + 1])
+    end
+  end)
+
   it("reports out-of-bounds shared and local accesses with the extent", function()
     local f = kernel(32, function(A, B, tx)
       local S = T.allocate({32}, "float32", "shared")

@@ -442,16 +442,22 @@ SVal *sim_eval(Sim *S, const tir_Node *e, int lane, const Act *a) {
       return r;
     }
     case TIR_Select: {
-      /* both sides are evaluated (TVM's Select, as the interpreter) */
+      /* per thread only the side it selects, as the codegen's ?: runs (the interpreter evaluates
+       * both, TIR's license, so an access that is unsafe on the other side shows there) */
       const tir_Select *s = (const tir_Select *)e;
       SVal *r = sim_vnew(S);
-      int mark = S->vtop;
+      int vmark = S->vtop, imark = S->itop;
       SVal *c = sim_eval(S, s->cond, lane, a);
-      SVal *x = c ? sim_eval(S, s->true_value, lane, a) : NULL;
-      SVal *y = x ? sim_eval(S, s->false_value, lane, a) : NULL;
-      if (!y) return NULL;
-      for (int k = 0; k < a->n; k++) r[a->ids[k]] = c[a->ids[k]].i ? x[a->ids[k]] : y[a->ids[k]];
-      S->vtop = mark;
+      if (!c) return NULL;
+      for (int side = 0; side < 2; side++) {
+        Act sub = split(S, a, c, side == 0);
+        if (!sub.n) continue;
+        SVal *v = sim_eval(S, side == 0 ? s->true_value : s->false_value, lane, &sub);
+        if (!v) return NULL;
+        for (int k = 0; k < sub.n; k++) r[sub.ids[k]] = v[sub.ids[k]];
+      }
+      S->vtop = vmark;
+      S->itop = imark;
       return r;
     }
     case TIR_BufferLoad: return load(S, (const tir_BufferLoad *)e, lane, a);
