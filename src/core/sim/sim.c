@@ -343,6 +343,9 @@ static int pick_ctas(Sim *S, const tir_Kernel *K, int64_t (**out)[3], int64_t *n
   for (int i = 0; i < o->n_sel; i++)
     if (!o->sel[i].kernel || strcmp(o->sel[i].kernel, K->name) == 0) any = 1;
   if (!any) cnt = S->gdim[0] * S->gdim[1] * S->gdim[2];
+  if (cnt > ((int64_t)1 << 24))
+    return tir_error_set(TIR_ERR_VALUE, "simulate", "kernel %s launches %lld CTAs, too many to simulate: pick some with opts.ctas",
+                         K->name, (long long)cnt);
   *out = malloc(sizeof **out * (size_t)(cnt ? cnt : 1));
   *n = 0;
   if (!any) {
