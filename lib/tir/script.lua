@@ -280,7 +280,11 @@ local function range_args(a, b, c)
   else lo, hi, rest = a, b, c end
   if type(lo) ~= "number" and not core.is_node(lo, "Expr") then err("loop bounds must be integers or expressions", 4) end
   if type(hi) ~= "number" and not core.is_node(hi, "Expr") then err("loop bounds must be integers or expressions", 4) end
-  local extent = (type(lo) == "number" and type(hi) == "number") and (hi - lo) or core.simplify(core.sub(hi, lo))
+  -- (extent) keeps the extent as written, so that a printed loop loads back equal
+  local extent
+  if type(lo) == "number" and type(hi) == "number" then extent = hi - lo
+  elseif lo == 0 then extent = hi
+  else extent = core.simplify(core.sub(hi, lo)) end
   return lo, extent, rest
 end
 

@@ -268,6 +268,24 @@ describe("verify_memory_scope: a local buffer of the root block makes the body o
   end)
 end)
 
+describe("print -> load", function()
+  it("keeps a loop's symbolic extent as written", function()
+    -- fuzz seed 44457: a cache stage's extent (i * 2 + 1) * 2 - i * 4 loaded back simplified
+    local T = tir.script
+    local f = T.prim_func("main", {A = T.Buffer({8}, "float32")}, function(A)
+      for i in T.serial(2) do
+        for j in T.serial((i * 2 + 1) * 2 - i * 4 + 2) do
+          T.block("b", function()
+            local v = T.axis.spatial(8, i * 4 + j)
+            A[{v}] = T.float32(1)
+          end)
+        end
+      end
+    end)
+    U.assert_roundtrip(f)
+  end)
+end)
+
 describe("errors name the primitive", function()
   it("transform_layout with a block handle that is gone", function()
     -- fuzz seed 24989: the error came from "schedule", not transform_layout

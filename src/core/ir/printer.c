@@ -510,6 +510,11 @@ static void print_for(Printer *p, const tir_For *f) {
   int n = 0;
   const tir_Node *cur = &f->hdr;
   while (n < 64 && is_grid_loop(cur) && (n == 0 || !find_mark(p, cur))) {
+    /* T.grid evaluates every extent before any loop variable exists */
+    int inner_uses_outer = 0;
+    for (int k = 0; k < n && !inner_uses_outer; k++)
+      inner_uses_outer = tir_uses_var(((const tir_For *)cur)->extent, chain[k]->loop_var);
+    if (inner_uses_outer) break;
     chain[n++] = (const tir_For *)cur;
     cur = ((const tir_For *)cur)->body;
   }
