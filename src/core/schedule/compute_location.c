@@ -253,6 +253,55 @@ static int reduction_split_exact(const SchPath *pl, int sl, const tir_Block *blk
   return 0;
 }
 
+/* Conjuncts of pred that use none of the n vars (owned And of them, or NULL). */
+static tir_Node *conjuncts_without(const tir_Node *pred, const tir_Var *const *vars, int n) {
+  if (pred->kind == TIR_And) {
+    const tir_And *a = (const tir_And *)pred;
+    tir_Node *l = conjuncts_without(a->a, vars, n), *r = conjuncts_without(a->b, vars, n);
+    if (!l) return r;
+    if (!r) return l;
+    return tir_and(l, r);
+  }
+  if (tir_is_one(pred)) return NULL;
+  for (int i = 0; i < n; i++)
+    if (tir_uses_var(pred, vars[i])) return NULL;
+  return tir_retain(pred);
+}
+
+/* reverse_compute_at: a producer under the target loop whose predicate restricts the
+ * iterations of the loops at or above it (e.g. "j_1 < 1" after a split that does not
+ * divide, with j_1 bound to a thread) writes nothing in the other iterations, but the
+ * consumer's domain is solved from the regions alone.  The consumer takes over those
+ * conditions.  Returns them (owned; NULL: none), or sets *conflict when producers under
+ * the loop carry different ones. */
+static tir_Node *producer_guard(const tir_For *loop, const DepCtx *dc, int *conflict) {
+  const tir_BlockRealize **deps;
+  int nd = sch_child_blocks(loop->body, &deps);
+  tir_Node *guard = NULL;
+  int n_with = 0, n_prod = 0;
+  for (int d = 0; d < nd; d++) {
+    if (deps[d]->block == dc->moved || !is_dependent(deps[d]->block, dc)) continue;
+    n_prod++;
+    SchPath pd;
+    sch_path_to(loop->body, &deps[d]->hdr, &pd);
+    const tir_Var *inner[SCH_MAX_DEPTH];
+    int ni = 0;
+    for (int q = 0; q < pd.n; q++)
+      if (pd.nodes[q]->kind == TIR_For) inner[ni++] = ((const tir_For *)pd.nodes[q])->loop_var;
+    tir_Node *g = conjuncts_without(deps[d]->predicate, inner, ni);
+    if (!g) continue;
+    n_with++;
+    if (!guard) guard = g;
+    else {
+      if (!tir_expr_deep_equal(guard, g)) *conflict = 1;
+      tir_release(g);
+    }
+  }
+  free(deps);
+  if (guard && n_with != n_prod) *conflict = 1;
+  return guard;
+}
+
 static void free_reqs(Dom **reqs, const tir_Array *provided) {
   for (int pr = 0; pr < provided->size; pr++) {
     if (!reqs[pr]) continue;
@@ -660,6 +709,27 @@ int sch_compute_location(tir_Schedule *s, const char *P, int64_t uid, const tir_
       tir_node_set_str(&loop_vars[k]->name, name);
       free(name);
     }
+  if (reverse) {
+    int conflict = 0;
+    tir_Node *guard = producer_guard(loop, &dc, &conflict);
+    if (conflict) {
+      tir_release(guard);
+      free_reqs(reqs, provided);
+      for (int k = 0; k < nv; k++) {
+        tir_release(loop_vars[k]);
+        tir_release(extents[k]);
+      }
+      free(loop_vars);
+      free(extents);
+      tir_release(bindings);
+      tir_release(pred);
+      return sch_error(s, P, &br->hdr, "this block",
+                       "the producers of block '%s' under loop %s run under different conditions on the loops around "
+                       "them (their predicates); the block cannot follow all of them",
+                       blk->name, lv->name);
+    }
+    if (guard) pred = tir_and(pred, guard);
+  }
   {
     tir_Analyzer *pa = tir_analyzer_new();
     sch_bind_path(pa, &pl, pl.n);
