@@ -15,11 +15,12 @@
 --   * be accepted: the function still prints and loads back structurally equal, computes
 --     the same as the original on random inputs in the interpreter (bit-exact for int32;
 --     float32 too, unless a step may change the order of float additions -- reorder,
---     rfactor -- then rtol 1e-5), lowers (tir.lower), the lowered function computes the
---     same (when it has no shared memory: the interpreter runs threads one after another),
---     and, when it binds threads, CUDA C is generated (the last state of a sequence is also
---     compiled by NVRTC where NVRTC is available); lowering may refuse a state with one of
---     the clear errors listed in EXPECTED_LOWERING (counted as refused at lowering); or
+--     rfactor, transform_block_layout -- then rtol 1e-5), lowers (tir.lower), the
+--     lowered function computes the same (unless it has shared, warp or wmma memory: the
+--     interpreter runs threads one after another), and, when it binds threads, CUDA C is
+--     generated (the last state of a sequence is also compiled by NVRTC where NVRTC is
+--     available); lowering may refuse a state with one of the clear errors listed in
+--     EXPECTED_LOWERING (counted as refused at lowering); or
 --   * be rejected with a tir.Error (ScheduleError/TypeError/ValueError) whose text names
 --     the primitive, leaving the function unchanged.
 -- At the end of a sequence the trace (sch:trace()) must replay to the same function.
@@ -185,8 +186,13 @@ local function run_parent()
           os.remove(slot.file)
           slot.file = nil
           if slot.cur then
-            report_dead(slot, slot.killed and ("hang: the sequence ran longer than %d s and was killed"):format(opts.time_limit)
-                                          or ("crash: the child died (exit status %d) during this sequence; its output is above"):format(slot.exit))
+            local why
+            if slot.killed then
+              why = ("hang: the sequence ran longer than %d s and was killed"):format(opts.time_limit)
+            else
+              why = ("crash: the child died (exit status %d) during this sequence; its output is above"):format(slot.exit)
+            end
+            report_dead(slot, why)
             if slot.cur < slot.to then spawn(slot, slot.cur + 1) end
           elseif slot.exit ~= 0 then
             totals.fail = totals.fail + 1
@@ -500,9 +506,9 @@ local function interpret(func, inputs)
 end
 
 -- Primitives that may change the order of float operations: reorder (of reduction
--- loops), rfactor.  (The interpreter rounds float32 after every operation, so inlining
--- keeps results bit-exact.)
-local LOOSE = {reorder = true, rfactor = true}
+-- loops), rfactor, transform_block_layout (which may permute reduction variables).  (The
+-- interpreter rounds float32 after every operation, so inlining keeps results bit-exact.)
+local LOOSE = {reorder = true, rfactor = true, transform_block_layout = true}
 
 -- ---------------------------------------------------------------------------------------
 -- error classification
@@ -528,7 +534,8 @@ Seq.__index = Seq
 local stats = {seqs = 0, acc = 0, rej = 0, fail = 0, lower_rej = 0, built = 0, compiled = 0}
 
 local function new_seq(seed)
-  return setmetatable({seed = seed, acc = 0, rej = 0, lower_rej = 0, built = 0, stale_loops = {}, stale_blocks = {}, stale = {}, loose = false,
+  return setmetatable({seed = seed, acc = 0, rej = 0, lower_rej = 0, built = 0, stale_loops = {}, stale_blocks = {},
+                       stale = {}, loose = false,
                        log = {}}, Seq)
 end
 
