@@ -297,6 +297,33 @@ describe("reverse_compute_at after a split that does not divide", function()
   end)
 end)
 
+describe("cache_read in a nested scope", function()
+  it("clips the outer block's read region of an input to the buffer", function()
+    -- fuzz seed 52838: after blockize the outer block read rows 0..7 of a 7-row buffer
+    -- (its regions over-approximate), and the shared copy ran past the buffer
+    local T = tir.script
+    local f = T.prim_func("main", {A = T.Buffer({7, 3}, "float32"), B = T.Buffer({7, 3}, "float32")}, function(A, B)
+      T.block("o", function()
+        T.reads(A[{{0, 8}, {0, 3}}])
+        T.writes(B[{{0, 8}, {0, 3}}])
+        for f0, f1 in T.grid(3, 8) do
+          T.block("b", function()
+            local vi = T.axis.spatial(7, (f0 * 8 + f1) // 3)
+            local vj = T.axis.spatial(3, (f0 * 8 + f1) % 3)
+            T.where(T.lt(f0 * 8 + f1, 21))
+            B[{vi, vj}] = A[{vi, vj}] * T.float32(2)
+          end)
+        end
+      end)
+    end)
+    local sch = tir.Schedule(f)
+    local c = sch:cache_read(sch:get_block("b"), 0, "shared")
+    assert.matches("for ax0, ax1 in T.grid%(7, 3%)", tostring(sch.mod))
+    U.assert_equiv(f, sch.mod)
+    assert.are.equal("A_shared", c.name)
+  end)
+end)
+
 describe("print -> load", function()
   it("keeps a loop's symbolic extent as written", function()
     -- fuzz seed 44457: a cache stage's extent (i * 2 + 1) * 2 - i * 4 loaded back simplified

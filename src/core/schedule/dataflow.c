@@ -288,15 +288,48 @@ void sch_cache_location(const tir_Block *scope, const tir_BlockRealize *writer, 
   *pos = c.pos;
 }
 
+/* region clipped to the buffer: [max(min, 0), min(min + extent, shape)) per dimension. */
+static tir_Array *clip_to_shape(tir_Analyzer *an, const tir_Array *region, const tir_Buffer *buf) {
+  int nd = buf->shape->size;
+  tir_Array *out = tir_array_new(nd);
+  for (int d = 0; d < nd; d++) {
+    const tir_Range *r = (const tir_Range *)region->items[d];
+    tir_Node *zero = tir_int_imm(r->min->dtype, 0);
+    tir_Node *lo_c = tir_cmp(TIR_GE, R(r->min), R(zero));
+    tir_Node *lo = tir_can_prove(an, lo_c) ? tir_retain(r->min) : tir_max(R(r->min), R(zero));
+    tir_Node *end = tir_add(R(r->min), R(r->extent));
+    tir_Node *hi_c = tir_cmp(TIR_LE, R(end), R(buf->shape->items[d]));
+    tir_Node *hi = tir_can_prove(an, hi_c) ? tir_retain(end) : tir_min(R(end), R(buf->shape->items[d]));
+    tir_Node *ext = tir_sub(hi, R(lo));
+    tir_Node *slo = tir_simplify(an, lo), *sext = tir_simplify(an, ext);
+    out->items[d] = &tir_range(slo, sext)->hdr;
+    tir_release(lo);
+    tir_release(ext);
+    tir_release(end);
+    tir_release(lo_c);
+    tir_release(hi_c);
+    tir_release(zero);
+  }
+  return out;
+}
+
 tir_Array *sch_cache_region(const tir_Node *root, const tir_Block *scope, const tir_Node *host,
                             const tir_BlockRealize *writer, const tir_Buffer *buf) {
   int nd = buf->shape->size;
   const tir_Array *reg = writer ? sch_region_of(writer->block->writes, buf) : NULL;
   tir_Array *out = NULL;
   if (!writer) {
-    /* an input of the scope: what the scope block reads of it (TVM), else all of it */
+    /* an input of the scope: what the scope block reads of it (TVM), else all of it;
+     * clipped, as an outer block's regions may over-approximate (blockize relaxes them) */
     const tir_Array *sr = sch_region_of(scope->reads, buf);
-    if (sr && sr->size == nd) return (tir_Array *)tir_retain(sr);
+    if (sr && sr->size == nd) {
+      tir_Analyzer *an = tir_analyzer_new();
+      SchPath ph;
+      if (sch_path_to(root, host, &ph)) sch_bind_path(an, &ph, ph.n);
+      out = clip_to_shape(an, sr, buf);
+      tir_analyzer_free(an);
+      return out;
+    }
   }
   if (reg) {
     tir_Analyzer *an = tir_analyzer_new();
@@ -311,28 +344,7 @@ tir_Array *sch_cache_region(const tir_Node *root, const tir_Block *scope, const 
     tir_Array *relaxed = tir_relax_region_pred(an, (tir_Array *)sub, rel, nrel, buf->shape, writer->predicate);
     tir_release(sub);
     sch_doms_free(rel, nrel);
-    if (relaxed && relaxed->size == nd) {
-      /* clip to the buffer: [max(min, 0), min(min + extent, shape)) */
-      out = tir_array_new(nd);
-      for (int d = 0; d < nd; d++) {
-        const tir_Range *r = (const tir_Range *)relaxed->items[d];
-        tir_Node *zero = tir_int_imm(r->min->dtype, 0);
-        tir_Node *lo_c = tir_cmp(TIR_GE, R(r->min), R(zero));
-        tir_Node *lo = tir_can_prove(an, lo_c) ? tir_retain(r->min) : tir_max(R(r->min), R(zero));
-        tir_Node *end = tir_add(R(r->min), R(r->extent));
-        tir_Node *hi_c = tir_cmp(TIR_LE, R(end), R(buf->shape->items[d]));
-        tir_Node *hi = tir_can_prove(an, hi_c) ? tir_retain(end) : tir_min(R(end), R(buf->shape->items[d]));
-        tir_Node *ext = tir_sub(hi, R(lo));
-        tir_Node *slo = tir_simplify(an, lo), *sext = tir_simplify(an, ext);
-        out->items[d] = &tir_range(slo, sext)->hdr;
-        tir_release(lo);
-        tir_release(ext);
-        tir_release(end);
-        tir_release(lo_c);
-        tir_release(hi_c);
-        tir_release(zero);
-      }
-    }
+    if (relaxed && relaxed->size == nd) out = clip_to_shape(an, relaxed, buf);
     tir_release(relaxed);
     tir_analyzer_free(an);
   }
