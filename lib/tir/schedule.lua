@@ -544,7 +544,7 @@ function Schedule:trace()
     end
     return names[rv]
   end
-  local lines = {}
+  local lines, n_locals = {}, 0
   for _, step in ipairs(self._trace) do
     local function arg_text(a)
       local mt = getmetatable(a)
@@ -563,10 +563,14 @@ function Schedule:trace()
     if #step.outputs > 0 then
       local outs = {}
       for i, o in ipairs(step.outputs) do outs[i] = name_of(o) end
+      -- Lua allows 200 locals in a chunk: later handles are plain names (of apply_trace's
+      -- environment, or globals in a script)
+      n_locals = n_locals + #outs
+      local decl = n_locals <= 180 and "local " or ""
       if step.name == "get_child_blocks" or step.name == "get_producers" or step.name == "get_consumers" then
-        lines[#lines + 1] = ("local %s = table.unpack(%s)"):format(table.concat(outs, ", "), call)
+        lines[#lines + 1] = ("%s%s = table.unpack(%s)"):format(decl, table.concat(outs, ", "), call)
       else
-        lines[#lines + 1] = ("local %s = %s"):format(table.concat(outs, ", "), call)
+        lines[#lines + 1] = ("%s%s = %s"):format(decl, table.concat(outs, ", "), call)
       end
     else
       lines[#lines + 1] = call

@@ -48,6 +48,14 @@ describe("trace", function()
     replays(sch)
   end)
 
+  it("replays a trace with more than 200 handles (Lua's limit on locals)", function()
+    -- fuzz seed 61528: a long sequence's trace did not load
+    local sch = tir.Schedule(U.elementwise(4, 4))
+    for _ = 1, 120 do sch:get_loops(sch:get_block("B")) end
+    sch:split(sch:get_loops(sch:get_block("B")), {2, -1})
+    replays(sch)
+  end)
+
   it("replays cache_read with consumer blocks", function()
     local f = matmul_epilogue(4, 6, 5)
     local sch = tir.Schedule(f)
@@ -321,6 +329,25 @@ describe("cache_read in a nested scope", function()
     assert.matches("for ax0, ax1 in T.grid%(7, 3%)", tostring(sch.mod))
     U.assert_equiv(f, sch.mod)
     assert.are.equal("A_shared", c.name)
+  end)
+end)
+
+describe("reverse_compute_at under a fused producer", function()
+  it("refuses when the producer's writes in one iteration are not a whole box", function()
+    -- fuzz seed 63137: three consecutive elements of a fused 9x2 index per iteration; the
+    -- consumer's relaxed rows covered elements the next iteration writes
+    local f = chain(9, 2, 2)
+    local sch = tir.Schedule(f)
+    local fused = sch:fuse(sch:get_loops(sch:get_block("T1")))
+    local o = sch:split(fused, {8, -1})
+    U.expect_error(function() sch:reverse_compute_at(sch:get_block("T2"), o) end, "ScheduleError in reverse_compute_at",
+                   "what the producers of block 'T2' write of T1 in one iteration is not a whole box")
+    -- rows of whole width are a box
+    local sch2 = tir.Schedule(f)
+    local i = sch2:get_loops(sch2:get_block("T1"))
+    sch2:reverse_compute_at(sch2:get_block("T2"), i)
+    U.assert_equiv(f, sch2.mod)
+    assert_lowered_equiv(f, sch2.mod)
   end)
 end)
 

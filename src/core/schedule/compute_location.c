@@ -315,6 +315,213 @@ static void free_reqs(Dom **reqs, const tir_Array *provided) {
   free(reqs);
 }
 
+/* ---- exactness of a producer's write region (reverse_compute_at) ----
+ * The regions solved above are relaxed, i.e. over-approximated.  Whether the consumer reads
+ * only what was produced needs the opposite: the producer must write every element of its
+ * relaxed box.  That is proven for write indices that are, in the loops between the target
+ * loop and the producer, dense mixed-radix sums (coefficients 1, e1, e1*e2, ... in one
+ * dimension, each loop in one dimension at most), with a predicate that only clips whole
+ * dimensions (the form a split that does not divide leaves). */
+typedef struct {
+  const tir_Var *var;
+  int64_t extent, coef;
+  int dim;
+} LinTerm;
+
+/* Adds scale * e to terms (loop variables of vars[0..nv)); 0 when e is not linear in them. */
+static int linear_terms(const tir_Node *e, int64_t scale, const tir_Var *const *vars, const int64_t *exts, int nv, LinTerm *terms,
+                        int *nt, int dim) {
+  int uses = 0;
+  for (int i = 0; i < nv && !uses; i++) uses = tir_uses_var(e, vars[i]);
+  if (!uses) return 1;
+  int64_t c;
+  switch (e->kind) {
+    case TIR_Var:
+      for (int i = 0; i < nv; i++)
+        if ((const tir_Var *)e == vars[i]) {
+          if (*nt >= SCH_MAX_DEPTH) return 0;
+          terms[*nt].var = vars[i];
+          terms[*nt].extent = exts[i];
+          terms[*nt].coef = scale;
+          terms[*nt].dim = dim;
+          (*nt)++;
+          return 1;
+        }
+      return 0;
+    case TIR_Add:
+    case TIR_Sub: {
+      const tir_Add *a = (const tir_Add *)e;
+      return linear_terms(a->a, scale, vars, exts, nv, terms, nt, dim) &&
+             linear_terms(a->b, e->kind == TIR_Sub ? -scale : scale, vars, exts, nv, terms, nt, dim);
+    }
+    case TIR_Mul: {
+      const tir_Mul *m = (const tir_Mul *)e;
+      if (tir_is_const_int(m->b, &c)) return linear_terms(m->a, scale * c, vars, exts, nv, terms, nt, dim);
+      if (tir_is_const_int(m->a, &c)) return linear_terms(m->b, scale * c, vars, exts, nv, terms, nt, dim);
+      return 0;
+    }
+    case TIR_Cast: return linear_terms(((const tir_Cast *)e)->value, scale, vars, exts, nv, terms, nt, dim);
+    default: return 0;
+  }
+}
+
+/* Conjuncts of a predicate using inner loops must read "index_d < bound" (or <=, or
+ * bound > index_d ...) for a whole write index of one dimension, or use only inner loops
+ * that no write index uses and hold when those are 0 (their first iteration then writes
+ * every element: e.g. "k_1 < 2" on a reduction loop). */
+static int clips_dimensions(tir_Analyzer *an, const tir_Node *pred, const tir_Array *idx, const tir_Var *const *vars, int nv) {
+  if (pred->kind == TIR_And)
+    return clips_dimensions(an, ((const tir_And *)pred)->a, idx, vars, nv) &&
+           clips_dimensions(an, ((const tir_And *)pred)->b, idx, vars, nv);
+  int uses = 0, uses_indexed = 0;
+  for (int i = 0; i < nv; i++) {
+    if (!tir_uses_var(pred, vars[i])) continue;
+    uses = 1;
+    for (int d = 0; d < idx->size && !uses_indexed; d++) uses_indexed = tir_uses_var(idx->items[d], vars[i]);
+  }
+  if (!uses) return 1;
+  if (!uses_indexed) {
+    tir_Node **zeros = calloc((size_t)nv + 1, sizeof *zeros);
+    for (int i = 0; i < nv; i++) zeros[i] = tir_int_imm(vars[i]->hdr.dtype, 0);
+    tir_Node *at0 = tir_substitute(pred, nv, (tir_Var **)vars, zeros);
+    int holds = tir_can_prove(an, at0);
+    tir_release(at0);
+    for (int i = 0; i < nv; i++) tir_release(zeros[i]);
+    free(zeros);
+    return holds;
+  }
+  if (pred->kind != TIR_LT && pred->kind != TIR_LE && pred->kind != TIR_GT && pred->kind != TIR_GE) return 0;
+  const tir_LT *c = (const tir_LT *)pred;
+  const tir_Node *side = (pred->kind == TIR_LT || pred->kind == TIR_LE) ? c->a : c->b;
+  const tir_Node *bound = side == c->a ? c->b : c->a;
+  for (int i = 0; i < nv; i++)
+    if (tir_uses_var(bound, vars[i])) return 0;
+  for (int d = 0; d < idx->size; d++)
+    if (tir_can_prove_equal(NULL, side, idx->items[d])) return 1;
+  return 0;
+}
+
+static int cmp_coef(const void *x, const void *y) {
+  int64_t a = ((const LinTerm *)x)->coef, b = ((const LinTerm *)y)->coef;
+  if (a < 0) a = -a;
+  if (b < 0) b = -b;
+  return (a > b) - (a < b);
+}
+
+/* The leaf blocks under (and including) p that write buf, in program order. */
+static int leaf_writers(const tir_Node *n, const tir_Buffer *buf, const tir_BlockRealize **out, int cap) {
+  int cnt = 0;
+  if (n->kind == TIR_BlockRealize) {
+    const tir_BlockRealize *br = (const tir_BlockRealize *)n;
+    const tir_BlockRealize **kids;
+    int nk = sch_child_blocks(&br->block->hdr, &kids);
+    if (nk == 0 && sch_block_writes(br->block, buf) && cap > 0) out[cnt++] = br;
+    for (int i = 0; i < nk && cnt < cap; i++) cnt += leaf_writers(&kids[i]->hdr, buf, out + cnt, cap - cnt);
+    free(kids);
+  }
+  return cnt;
+}
+
+/* What leaf writer w of buf (under `loop`, possibly nested in outer blocks) writes in one
+ * iteration of the loop: its box (owned Array of Range, relaxed over the loops in between),
+ * or NULL when it cannot be shown to write all of that box.  an: what is known about the
+ * loops at and above `loop`. */
+static tir_Array *exact_box(tir_Analyzer *an, const tir_For *loop, const tir_BlockRealize *w, const tir_Buffer *buf) {
+  const tir_Array *reg = sch_region_of(w->block->writes, buf);
+  if (!reg) return NULL;
+  SchPath pd;
+  if (!sch_path_to(loop->body, &w->hdr, &pd)) return NULL;
+  const tir_Var *vars[SCH_MAX_DEPTH];
+  int64_t exts[SCH_MAX_DEPTH];
+  tir_DomEntry doms[SCH_MAX_DEPTH];
+  int nv = 0;
+  for (int q = 0; q < pd.n; q++) {
+    if (pd.nodes[q]->kind != TIR_For) continue;
+    const tir_For *f = (const tir_For *)pd.nodes[q];
+    if (!tir_is_const_int(f->extent, &exts[nv]) || !tir_is_zero(f->min)) {
+      sch_doms_free(doms, nv);
+      return NULL;
+    }
+    vars[nv] = f->loop_var;
+    sch_loop_dom(f, &doms[nv]);
+    nv++;
+  }
+  /* compose the bindings (and predicates) of the realizes from w up to the outermost */
+  tir_Node *region = tir_retain(&reg->hdr), *pred = tir_bool_imm(1);
+  for (int q = pd.n - 1; q >= 0; q--) {
+    if (pd.nodes[q]->kind != TIR_BlockRealize) continue;
+    const tir_BlockRealize *br = (const tir_BlockRealize *)pd.nodes[q];
+    tir_Node *r2 = sch_substitute_bindings(br, region), *p2 = sch_substitute_bindings(br, pred);
+    tir_release(region);
+    tir_release(pred);
+    region = r2;
+    pred = tir_and(p2, tir_retain(br->predicate));
+  }
+  const tir_Array *rg = (const tir_Array *)region;
+  tir_Array *idx = tir_array_new(rg->size);
+  int ok = 1;
+  for (int d = 0; d < rg->size; d++) {
+    const tir_Range *r = (const tir_Range *)rg->items[d];
+    idx->items[d] = tir_simplify(NULL, r->min);
+    if (!tir_is_one(r->extent)) ok = 0; /* a block writing a range: not analyzed */
+  }
+  LinTerm terms[SCH_MAX_DEPTH];
+  int nt = 0;
+  for (int d = 0; d < idx->size && ok; d++) ok = linear_terms(idx->items[d], 1, vars, exts, nv, terms, &nt, d);
+  /* each loop in one dimension at most, and dense per dimension */
+  for (int i = 0; i < nt && ok; i++)
+    for (int j = i + 1; j < nt && ok; j++)
+      if (terms[i].var == terms[j].var) ok = 0;
+  for (int d = 0; d < idx->size && ok; d++) {
+    LinTerm dt[SCH_MAX_DEPTH];
+    int n = 0;
+    for (int i = 0; i < nt; i++)
+      if (terms[i].dim == d && terms[i].extent > 1) dt[n++] = terms[i];
+    qsort(dt, (size_t)n, sizeof *dt, cmp_coef);
+    int64_t want = 1;
+    for (int i = 0; i < n && ok; i++) {
+      int64_t c = dt[i].coef < 0 ? -dt[i].coef : dt[i].coef;
+      if (c != want) ok = 0;
+      want = c * dt[i].extent;
+    }
+  }
+  tir_Node *spred = tir_simplify(NULL, pred);
+  if (ok && !tir_is_one(spred)) ok = clips_dimensions(an, spred, idx, vars, nv);
+  tir_Array *box = ok ? tir_relax_region_pred(an, rg, doms, nv, buf->shape, spred) : NULL;
+  tir_release(spred);
+  tir_release(idx);
+  tir_release(region);
+  tir_release(pred);
+  sch_doms_free(doms, nv);
+  return box;
+}
+
+/* What the producers under `loop` write of buf in one iteration, for sure: the box of the
+ * last leaf writer when there is one producer and every leaf writer of it is exact
+ * (owned), else NULL. */
+static tir_Array *produced_box(tir_Analyzer *an, const tir_For *loop, const DepCtx *dc, const tir_Buffer *buf) {
+  const tir_BlockRealize **deps;
+  int ndp = sch_child_blocks(loop->body, &deps), nprod = 0;
+  const tir_BlockRealize *prod = NULL;
+  for (int d = 0; d < ndp; d++) {
+    if (deps[d]->block == dc->moved || !is_dependent(deps[d]->block, dc) || !sch_block_writes(deps[d]->block, buf)) continue;
+    nprod++;
+    prod = deps[d];
+  }
+  free(deps);
+  if (nprod != 1) return NULL;
+  const tir_BlockRealize *leaves[64];
+  int nl = leaf_writers(&prod->hdr, buf, leaves, 64);
+  tir_Array *box = NULL;
+  for (int i = 0; i < nl; i++) {
+    tir_Array *b = exact_box(an, loop, leaves[i], buf);
+    tir_release(box);
+    box = b;
+    if (!b) break;
+  }
+  return box;
+}
+
 /* reverse_compute_at: the moved consumer, in one iteration of the target loop, may read
  * only what its producers under the loop write in that iteration.  Otherwise it would
  * read values produced in other iterations (later ones: not there yet; earlier ones: gone
@@ -322,7 +529,8 @@ static void free_reqs(Dom **reqs, const tir_Array *provided) {
  * over-approximation where a read index is not a plain function of one variable (e.g.
  * a convolution window).  Sets the error and returns -1 when that cannot be proven. */
 static int reads_unproduced(tir_Schedule *s, const char *P, const SchPath *pl, const tir_BlockRealize *nbr,
-                            tir_Var *const *loop_vars, tir_Node *const *extents, Dom *const *reqs, const tir_Var *lv) {
+                            tir_Var *const *loop_vars, tir_Node *const *extents, Dom *const *reqs, const tir_Var *lv,
+                            const tir_For *loop, const DepCtx *dc) {
   const tir_Block *blk = nbr->block;
   int nv = blk->iter_vars->size, nd = 0, bad = 0;
   tir_DomEntry *doms = calloc((size_t)nv + 1, sizeof *doms);
@@ -340,18 +548,28 @@ static int reads_unproduced(tir_Schedule *s, const char *P, const SchPath *pl, c
   for (int pr = 0; pr < blk->reads->size && !bad; pr++) {
     if (!reqs[pr]) continue;
     const tir_BufferRegion *rr = (const tir_BufferRegion *)blk->reads->items[pr];
+    tir_Array *box = produced_box(an, loop, dc, rr->buffer);
+    if (!box) {
+      sch_error(s, P, &nbr->block->hdr, "this block",
+                "under loop %s, what the producers of block '%s' write of %s in one iteration is not a whole box (a "
+                "fused or strided index, several producers, or a predicate that does not clip whole dimensions), so "
+                "it cannot be shown that the block reads only values produced there",
+                lv->name, blk->name, rr->buffer->name);
+      bad = 1;
+      break;
+    }
     tir_Node *sub = sch_substitute_bindings(nbr, &rr->region->hdr);
     tir_Array *rel = tir_relax_region_pred(an, (tir_Array *)sub, doms, nd, rr->buffer->shape, nbr->predicate);
     tir_release(sub);
-    for (int k = 0; k < rr->region->size && !bad; k++) {
-      const Dom *q = &reqs[pr][k];
-      if (!q->lo) continue;
+    for (int k = 0; k < rr->region->size && k < box->size && !bad; k++) {
+      const tir_Range *q = (const tir_Range *)box->items[k];
+      tir_Node *q_hi = tir_sub(tir_add(R(q->min), R(q->extent)), tir_int_imm(q->min->dtype, 1));
       const tir_Range *r = rel && k < rel->size ? (const tir_Range *)rel->items[k] : NULL;
-      tir_Node *c1 = r ? tir_cmp(TIR_GE, R(r->min), R(q->lo)) : NULL;
-      tir_Node *c2 = r ? tir_cmp(TIR_LE, tir_sub(tir_add(R(r->min), R(r->extent)), tir_int_imm(r->min->dtype, 1)), R(q->hi))
+      tir_Node *c1 = r ? tir_cmp(TIR_GE, R(r->min), R(q->min)) : NULL;
+      tir_Node *c2 = r ? tir_cmp(TIR_LE, tir_sub(tir_add(R(r->min), R(r->extent)), tir_int_imm(r->min->dtype, 1)), R(q_hi))
                        : NULL;
       if (!r || !tir_can_prove(an, c1) || !tir_can_prove(an, c2)) {
-        tir_Node *slo = tir_simplify(an, q->lo), *shi = tir_simplify(an, q->hi);
+        tir_Node *slo = tir_simplify(an, q->min), *shi = tir_simplify(an, q_hi);
         char *lo = tir_print_expr(slo), *hi = tir_print_expr(shi);
         tir_release(slo);
         tir_release(shi);
@@ -365,8 +583,10 @@ static int reads_unproduced(tir_Schedule *s, const char *P, const SchPath *pl, c
       }
       tir_release(c1);
       tir_release(c2);
+      tir_release(q_hi);
     }
     tir_release(rel);
+    tir_release(box);
   }
   tir_analyzer_free(an);
   for (int k = 0; k < nd; k++) {
@@ -739,7 +959,7 @@ int sch_compute_location(tir_Schedule *s, const char *P, int64_t uid, const tir_
     tir_analyzer_free(pa);
   }
   body = tir_block_realize(bindings, pred, (tir_Block *)R(blk));
-  if (reverse && reads_unproduced(s, P, &pl, (const tir_BlockRealize *)body, loop_vars, extents, reqs, lv)) {
+  if (reverse && reads_unproduced(s, P, &pl, (const tir_BlockRealize *)body, loop_vars, extents, reqs, lv, loop, &dc)) {
     free_reqs(reqs, provided);
     tir_release(body);
     for (int k = 0; k < nv; k++) {
