@@ -476,6 +476,35 @@ local function uses_cross_thread_memory(func)
   return found
 end
 
+--- Iterations of all blocks (products of the extents of the loops around them).
+local VOLUME_LIMIT = 2000000
+local function volume(func)
+  local total = 0
+  local function visit(st, iters)
+    if st == nil then return end
+    local k = st.kind
+    if k == "SeqStmt" then
+      for i = 1, #st.seq do visit(st.seq[i], iters) end
+    elseif k == "For" then
+      local e = st.extent.kind == "IntImm" and st.extent.value or 1024
+      visit(st.body, iters * e)
+    elseif k == "BlockRealize" then
+      total = total + iters
+      visit(st.block.init, iters)
+      visit(st.block.body, iters)
+    elseif k == "IfThenElse" then
+      visit(st.then_case, iters)
+      visit(st.else_case, iters)
+    elseif k == "LetStmt" or k == "AttrStmt" or k == "Allocate" then
+      visit(st.body, iters)
+    else
+      total = total + iters
+    end
+  end
+  visit(func.body, 1)
+  return total
+end
+
 local function has_thread_binding(func)
   local found = false
   walk_stmt(func.body, function(s)
@@ -531,7 +560,7 @@ local Seq = {}
 Seq.__index = Seq
 
 -- stats for this process
-local stats = {seqs = 0, acc = 0, rej = 0, fail = 0, lower_rej = 0, built = 0, compiled = 0}
+local stats = {seqs = 0, acc = 0, rej = 0, fail = 0, lower_rej = 0, built = 0, compiled = 0, too_big = 0}
 
 local function new_seq(seed)
   return setmetatable({seed = seed, acc = 0, rej = 0, lower_rej = 0, built = 0, stale_loops = {}, stale_blocks = {},
@@ -1106,6 +1135,12 @@ function Seq:check_function(func, phase)
   if not ok then return ("the printed function does not load back: %s"):format(err_text(g)) end
   local eq, diff = tir.structural_equal(func, g)
   if not eq then return ("print -> load is not structurally equal: %s"):format(tostring(diff)) end
+  -- splits by factors that do not divide (and splits of those) can multiply the loop
+  -- volume far beyond the workload: past a limit the sequence stops (it is no failure)
+  if volume(func) > VOLUME_LIMIT then
+    self.too_big = true
+    return nil
+  end
   -- the interpreter against the original
   local ok2, got = pcall(interpret, func, self.inputs)
   if not ok2 then return ("the interpreter fails on the scheduled function: %s"):format(err_text(got)) end
@@ -1170,6 +1205,13 @@ function Seq:fail(what, step_desc, err)
   out("%s", table.concat(lines, "\n"))
 end
 
+function Seq:stop_too_big()
+  stats.too_big = stats.too_big + 1
+  self.log[#self.log + 1] = "(stopped: the loops now run over " .. VOLUME_LIMIT .. " iterations)"
+  if opts.verbose then out("    stopped: the loops now run over %d iterations", VOLUME_LIMIT) end
+  return false
+end
+
 -- Runs one generated step; returns false when the sequence must stop.
 function Seq:step(i, forced)
   local prim = forced or draw_primitive()
@@ -1195,6 +1237,7 @@ function Seq:step(i, forced)
     if ret == "loops" and type(r) == "table" then self:remember_loops(r) end
     local why = self:check_function(func_of(after), "step")
     if why then self:fail(why, desc); return false end
+    if self.too_big then return self:stop_too_big() end
   else
     self.rej = self.rej + 1
     stats.rej = stats.rej + 1
@@ -1217,6 +1260,7 @@ function Seq:step(i, forced)
       -- a partly applied macro: what it did must still be valid
       local why = self:check_function(func_of(after), "step")
       if why then self:fail(why, desc); return false end
+      if self.too_big then return self:stop_too_big() end
     end
   end
   return true

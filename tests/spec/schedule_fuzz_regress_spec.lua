@@ -351,6 +351,29 @@ describe("reverse_compute_at under a fused producer", function()
   end)
 end)
 
+describe("decompose_reduction", function()
+  it("refuses to split the init above a loop that repeats the reduction", function()
+    -- fuzz seed 75493: a sum compute_at'ed under a consumer's loop is recomputed per
+    -- iteration (re-initialized each time); one init above that loop summed 6 times over
+    local T = tir.script
+    local f = T.prim_func("main", {A = T.Buffer({4}, "float32"), C = T.Buffer({1}, "float32")}, function(A, C)
+      for r, k in T.grid(3, 4) do
+        T.block("S", function()
+          local vk = T.axis.reduce(4, k)
+          T.init(function() C[{0}] = T.float32(0) end)
+          C[{0}] = C[{0}] + A[{vk}]
+        end)
+      end
+    end)
+    local sch = tir.Schedule(f)
+    local r, k = sch:get_loops("S")
+    U.expect_error(function() sch:decompose_reduction("S", r) end, "ScheduleError in decompose_reduction",
+                   "loop r repeats block 'S' without being bound to any of its iteration variables")
+    sch:decompose_reduction("S", k)
+    U.assert_equiv(f, sch.mod)
+  end)
+end)
+
 describe("print -> load", function()
   it("keeps a loop's symbolic extent as written", function()
     -- fuzz seed 44457: a cache stage's extent (i * 2 + 1) * 2 - i * 4 loaded back simplified

@@ -96,6 +96,23 @@ int64_t tir_sched_decompose_reduction(tir_Schedule *s, int64_t uid, const tir_Va
     if (iv->iter_type != TIR_ITER_DATA_PAR) continue;
     for (int i = 0; i < nb; i++) used[i] |= tir_uses_var(br->iter_values->items[k], below[i]->loop_var);
   }
+  /* a loop bound to no iteration variable repeats the whole reduction, which re-runs its
+   * init each time (the reduction variables start again); one init split off above it
+   * would be followed by every repetition's updates */
+  for (int i = 0; i < nb; i++) {
+    int any = 0;
+    int64_t ext;
+    for (int k = 0; k < nv && !any; k++) any = tir_uses_var(br->iter_values->items[k], below[i]->loop_var);
+    if (any || (tir_is_const_int(below[i]->extent, &ext) && ext <= 1)) continue;
+    free(used);
+    tir_release(ivs);
+    tir_release(vals);
+    return sch_error(s, P, &below[i]->hdr, "this loop",
+                     "loop %s repeats block '%s' without being bound to any of its iteration variables: with the init "
+                     "split off before loop %s, each repetition would add to the previous one's result; decompose at a "
+                     "loop inside %s",
+                     below[i]->loop_var->name, blk->name, lv->name, below[i]->loop_var->name);
+  }
   tir_Var **olds = calloc((size_t)nb + 1, sizeof *olds);
   tir_Node **news = calloc((size_t)nb + 1, sizeof *news);
   int nn = 0;
