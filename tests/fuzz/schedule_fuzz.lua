@@ -94,14 +94,14 @@ end
 -- Parent: runs children and watches them.
 -- =======================================================================================
 local SUMMARY = "schedule_fuzz: %d sequences (seeds %d..%d): steps %d accepted, %d rejected; %d checks refused " ..
-                "at lowering; %d CUDA C builds (%d compiled by NVRTC); %d failures"
+                "at lowering; %d CUDA C builds (%d compiled by NVRTC); %d stopped as too large; %d failures"
 
 local function shell_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 
 local function run_parent()
   local exe, script = arg[-1], arg[0]
   local last = opts.seed + opts.count - 1
-  local totals = {seqs = 0, acc = 0, rej = 0, fail = 0, lower_rej = 0, built = 0, compiled = 0}
+  local totals = {seqs = 0, acc = 0, rej = 0, fail = 0, lower_rej = 0, built = 0, compiled = 0, too_big = 0}
   local extra = (opts.verbose and " --verbose" or "") .. (opts.nvrtc and "" or " --no-nvrtc") ..
                 (" --steps %d"):format(opts.steps) ..
                 (opts.skip_text ~= "" and (" --skip " .. shell_quote(opts.skip_text)) or "") ..
@@ -145,13 +145,14 @@ local function run_parent()
     elseif tag == "RES" then slot.cur_lines[#slot.cur_lines] = (slot.cur_lines[#slot.cur_lines] or "") .. "  -> " .. rest
     elseif tag == "PHASE" then slot.cur_lines[#slot.cur_lines + 1] = "phase: " .. rest
     elseif tag == "END" then
-      local seed, status, acc, rej, lrej, built, comp = rest:match("^(%-?%d+) (%a+) (%d+) (%d+) (%d+) (%d+) (%d+)$")
+      local seed, status, acc, rej, lrej, built, comp, big = rest:match("^(%-?%d+) (%a+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+)$")
       totals.seqs = totals.seqs + 1
       totals.acc = totals.acc + tonumber(acc)
       totals.rej = totals.rej + tonumber(rej)
       totals.lower_rej = totals.lower_rej + tonumber(lrej)
       totals.built = totals.built + tonumber(built)
       totals.compiled = totals.compiled + tonumber(comp)
+      totals.too_big = totals.too_big + tonumber(big)
       if status ~= "pass" then totals.fail = totals.fail + 1 end
       slot.cur, slot.from = nil, math.tointeger(tonumber(seed)) + 1
     elseif tag == "EXIT" then slot.exit = math.tointeger(tonumber(rest)) or -1
@@ -214,7 +215,7 @@ local function run_parent()
     sleep = math.min(0.2, sleep * 1.5)
   end
   out(SUMMARY, totals.seqs, opts.seed, last, totals.acc, totals.rej, totals.lower_rej, totals.built, totals.compiled,
-      totals.fail)
+      totals.too_big, totals.fail)
   os.exit(totals.fail == 0 and totals.seqs == opts.count and 0 or 1, true)
 end
 
@@ -1327,8 +1328,8 @@ local function run_sequence(seed)
       out("  final function:\n%s", tostring(seq.sch.mod))
     end
   end
-  proto("END %d %s %d %d %d %d %d", seed, seq.failed and "fail" or "pass", seq.acc, seq.rej, seq.lower_rej, seq.built,
-        seq.compiled or 0)
+  proto("END %d %s %d %d %d %d %d %d", seed, seq.failed and "fail" or "pass", seq.acc, seq.rej, seq.lower_rej, seq.built,
+        seq.compiled or 0, seq.too_big and 1 or 0)
   if opts.verbose then out("seed %d: %s (%d accepted, %d rejected)", seed, seq.failed and "FAIL" or "ok", seq.acc, seq.rej) end
 end
 
@@ -1338,7 +1339,7 @@ for s = opts.seed, opts.seed + opts.count - 1 do
 end
 if not opts.child then
   out(SUMMARY, stats.seqs, opts.seed, opts.seed + opts.count - 1, stats.acc, stats.rej, stats.lower_rej, stats.built,
-      stats.compiled, stats.fail)
+      stats.compiled, stats.too_big, stats.fail)
 end
 -- A child reports failures through its protocol lines; its exit status tells the parent
 -- only about what happened after them (a leak check at exit, a crash).  Closing the state
