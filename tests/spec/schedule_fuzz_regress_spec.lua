@@ -374,6 +374,33 @@ describe("decompose_reduction", function()
   end)
 end)
 
+describe("blockize", function()
+  it("gives an inner unit loop its own iteration variable", function()
+    -- fuzz seed 11505 and others: blockize at a loop of extent 1 put the loop variable itself
+    -- into the inner block (and into the init, outside any loop)
+    local X = te.placeholder({6, 1}, "float32", "X")
+    local r = te.reduce_axis({0, 6}, "r")
+    local Y = te.compute({1}, function(i) return te.sum(X[{r, i}], {r}) end, "red")
+    local f = te.create_prim_func({X, Y})
+    local sch = tir.Schedule(f)
+    sch:blockize((sch:get_loops(sch:get_block("red"))))
+    U.assert_equiv(f, sch.mod)
+    assert_lowered_equiv(f, sch.mod)
+  end)
+
+  it("refuses to drop the predicate of a split that does not divide, behind a fuse", function()
+    -- fuzz seed 81085: the outer block of a fused, predicated nest ran past its domain
+    local f = chain(4, 7, 1)
+    local sch = tir.Schedule(f)
+    local i, j = sch:get_loops(sch:get_block("T1"))
+    local j0, j1 = sch:split(j, {2, -1})
+    sch:fuse(i, j0, j1)
+    local b = sch:get_block("T1")
+    U.expect_error(function() sch:blockize((sch:get_loops(b))) end, "ScheduleError in blockize",
+                   "the predicate of block 'T1' would be lost")
+  end)
+end)
+
 describe("print -> load", function()
   it("keeps a loop's symbolic extent as written", function()
     -- fuzz seed 44457: a cache stage's extent (i * 2 + 1) * 2 - i * 4 loaded back simplified

@@ -181,6 +181,21 @@ int64_t tir_sched_blockize(tir_Schedule *s, const tir_Var *lv, int preserve_unit
     tir_error_mark(&loop->hdr, "from here");
     return -1;
   }
+  /* the predicate must survive in the parts (unless the loop ranges imply it): a division
+   * that absorbed it into the extents would run the outer block out of its domain */
+  if (!tir_is_one(br->predicate) && tir_is_one(d.outer_pred) && tir_is_one(d.inner_pred)) {
+    tir_Analyzer *pa = tir_analyzer_new();
+    for (int i = 0; i < n_loops; i++) tir_analyzer_bind_range(pa, loops[i]->loop_var, loops[i]->min, loops[i]->extent);
+    int implied = tir_can_prove(pa, br->predicate);
+    tir_analyzer_free(pa);
+    if (!implied) {
+      tir_subspace_division_free(&d);
+      return sch_error(s, P, &br->hdr, "this block",
+                       "the predicate of block '%s' would be lost: the division of its bindings by the loops from %s "
+                       "does not keep it on the outer or the inner part",
+                       blk->name, lv->name);
+    }
+  }
   /* the outer and inner iteration variables; each old variable's substitution */
   int64_t rc = -1;
   tir_Var **old = calloc((size_t)nv + 1, sizeof *old);
@@ -199,7 +214,12 @@ int64_t tir_sched_blockize(tir_Schedule *s, const tir_Var *lv, int preserve_unit
     /* v = v_o * inner_extent + v_i (TVM DeriveBlockBinding): an outer part of extent 1 is
      * 0, an inner part of extent 1 is a constant (the binding's offset) */
     tir_Node *e;
-    if (d.inner_extent[i] == 1) {
+    /* an inner part of extent 1 that still names an inner loop (of extent 1, kept when
+     * preserving unit iterators) needs its own iteration variable: inlined, the loop
+     * variable would appear inside the block */
+    int names_inner = 0;
+    for (int l = first_inner; l < n_loops && !names_inner; l++) names_inner = tir_uses_var(d.inner[i], loops[l]->loop_var);
+    if (d.inner_extent[i] == 1 && !names_inner) {
       tir_Node *o = (d.outer_extent[i] == 1 && !preserve_unit_iters) ? tir_int_imm(t, 0) : tir_retain(&ov->hdr);
       e = tir_add(o, tir_retain(d.inner[i]));
     } else {
