@@ -307,6 +307,13 @@ static int node_index(lua_State *L) {
     lua_pushstring(L, tir_dtype_str(n->dtype, s));
     return 1;
   }
+  /* a For's own kind field is shadowed by the node kind: loop_kind names it */
+  if (n->kind == TIR_For && strcmp(k, "loop_kind") == 0) {
+    static const char *names[] = {"serial", "parallel", "vectorized", "unrolled", "thread_binding"};
+    int64_t lk = ((const tir_For *)n)->kind;
+    lua_pushstring(L, lk >= 0 && lk < 5 ? names[lk] : "unknown");
+    return 1;
+  }
   if (n->kind != TIR_Array) {
     const tir_KindInfo *ki = tir_kind_info(n->kind);
     for (int i = 0; i < ki->n_fields; i++)
