@@ -401,6 +401,51 @@ describe("blockize", function()
   end)
 end)
 
+describe("cache_write of an update without init", function()
+  it("is refused: the cache would not start from the values written before", function()
+    -- fuzz seed 90014: the update of a decomposed reduction inside an outer block read
+    -- an uninitialized cache
+    local T = tir.script
+    local f = T.prim_func("main", {A = T.Buffer({8}, "float32"), C = T.Buffer({8}, "float32")}, function(A, C)
+      for i in T.serial(8) do
+        T.block("acc", function()
+          local vi = T.axis.spatial(8, i)
+          C[{vi}] = C[{vi}] + A[{vi}]
+        end)
+      end
+    end)
+    local sch = tir.Schedule(f)
+    U.expect_error(function() sch:cache_write("acc", 0, "global") end, "ScheduleError in cache_write",
+                   "block 'acc' reads the C it writes and has no init")
+  end)
+end)
+
+describe("verify_memory_scope: two loops of one thread axis in one kernel", function()
+  it("rejects threads handing values to each other through global memory", function()
+    -- fuzz seed 91892: an init distributed over threadIdx.x by one loop, its update by another
+    local T = tir.script
+    local f = T.prim_func("main", {A = T.Buffer({4}, "float32"), C = T.Buffer({4}, "float32")}, function(A, C)
+      local B = T.alloc_buffer({4}, "float32")
+      for bx in T.thread_binding(1, "blockIdx.x") do
+        for tx in T.thread_binding(4, "threadIdx.x") do
+          T.block("W", function()
+            local v = T.axis.spatial(4, tx)
+            B[{v}] = A[{v}] * T.float32(2)
+          end)
+        end
+        for ty in T.thread_binding(4, "threadIdx.x") do
+          T.block("R", function()
+            local v = T.axis.spatial(4, ty)
+            C[{v}] = B[{3 - v}]
+          end)
+        end
+      end
+    end)
+    U.expect_error(function() tir.lower(f) end, "LoweringError in verify_memory_scope",
+                   "blocks 'W' and 'R' of one kernel write and read B under different loops bound to threadIdx.x")
+  end)
+end)
+
 describe("print -> load", function()
   it("keeps a loop's symbolic extent as written", function()
     -- fuzz seed 44457: a cache stage's extent (i * 2 + 1) * 2 - i * 4 loaded back simplified

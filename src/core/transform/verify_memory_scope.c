@@ -160,10 +160,14 @@ static void check_redundant_update(V *v, const tir_Block *b) {
   }
 }
 
-/* Rule 3: blocks of one kernel with the axes they are under. */
+/* Rule 3: blocks of one kernel with the loops of each axis they are under. */
+typedef struct {
+  const tir_For *under[N_AXES]; /* innermost loop bound to AXES[a] above the block, or NULL */
+} Axes;
+
 typedef struct {
   const tir_Block *b;
-  int mask; /* bit a: under a loop bound to AXES[a] */
+  Axes ax;
 } KBlock;
 
 typedef struct {
@@ -171,18 +175,19 @@ typedef struct {
   int n, cap;
 } KBlocks;
 
-static void collect_kblocks(const tir_Node *n, int mask, KBlocks *k) {
+static void collect_kblocks(const tir_Node *n, Axes ax, KBlocks *k) {
   if (!n) return;
   switch (n->kind) {
     case TIR_SeqStmt: {
       const tir_Array *a = ((const tir_SeqStmt *)n)->seq;
-      for (int i = 0; i < a->size; i++) collect_kblocks(a->items[i], mask, k);
+      for (int i = 0; i < a->size; i++) collect_kblocks(a->items[i], ax, k);
       return;
     }
     case TIR_For: {
       const tir_For *f = (const tir_For *)n;
-      int ax = f->kind == TIR_FOR_THREAD_BINDING ? axis_of(f->thread_tag) : -1;
-      collect_kblocks(f->body, ax >= 0 ? mask | (1 << ax) : mask, k);
+      int a = f->kind == TIR_FOR_THREAD_BINDING ? axis_of(f->thread_tag) : -1;
+      if (a >= 0) ax.under[a] = f;
+      collect_kblocks(f->body, ax, k);
       return;
     }
     case TIR_BlockRealize: {
@@ -193,20 +198,20 @@ static void collect_kblocks(const tir_Node *n, int mask, KBlocks *k) {
           k->a = realloc(k->a, sizeof(KBlock) * (size_t)k->cap);
         }
         k->a[k->n].b = b;
-        k->a[k->n].mask = mask;
+        k->a[k->n].ax = ax;
         k->n++;
       }
-      collect_kblocks(b->init, mask, k);
-      collect_kblocks(b->body, mask, k);
+      collect_kblocks(b->init, ax, k);
+      collect_kblocks(b->body, ax, k);
       return;
     }
     case TIR_IfThenElse:
-      collect_kblocks(((const tir_IfThenElse *)n)->then_case, mask, k);
-      collect_kblocks(((const tir_IfThenElse *)n)->else_case, mask, k);
+      collect_kblocks(((const tir_IfThenElse *)n)->then_case, ax, k);
+      collect_kblocks(((const tir_IfThenElse *)n)->else_case, ax, k);
       return;
-    case TIR_LetStmt: collect_kblocks(((const tir_LetStmt *)n)->body, mask, k); return;
-    case TIR_AttrStmt: collect_kblocks(((const tir_AttrStmt *)n)->body, mask, k); return;
-    case TIR_Allocate: collect_kblocks(((const tir_Allocate *)n)->body, mask, k); return;
+    case TIR_LetStmt: collect_kblocks(((const tir_LetStmt *)n)->body, ax, k); return;
+    case TIR_AttrStmt: collect_kblocks(((const tir_AttrStmt *)n)->body, ax, k); return;
+    case TIR_Allocate: collect_kblocks(((const tir_Allocate *)n)->body, ax, k); return;
     default: return;
   }
 }
@@ -219,7 +224,9 @@ static int region_has(const tir_Array *regions, const tir_Buffer *buf) {
 
 static void check_distributed_writes(V *v, const tir_Node *kernel) {
   KBlocks k = {NULL, 0, 0};
-  collect_kblocks(kernel, 0, &k);
+  Axes none;
+  memset(&none, 0, sizeof none);
+  collect_kblocks(kernel, none, &k);
   for (int i = 0; i < k.n && !v->failed; i++) {
     const tir_Block *w = k.a[i].b;
     for (int wi = 0; wi < w->writes->size && !v->failed; wi++) {
@@ -227,18 +234,36 @@ static void check_distributed_writes(V *v, const tir_Node *kernel) {
       int shared = strncmp(buf->scope, "shared", 6) == 0;
       if (!shared && strcmp(buf->scope, "global") != 0) continue;
       for (int a = 0; a < N_AXES && !v->failed; a++) {
-        if (!v->launch[a] || !(k.a[i].mask & (1 << a)) || (shared && a < 3)) continue;
+        const tir_For *lw = k.a[i].ax.under[a];
+        if (!v->launch[a] || !lw || (shared && a < 3)) continue;
         for (int j = 0; j < k.n; j++) {
           const tir_Block *o = k.a[j].b;
-          if (j == i || (k.a[j].mask & (1 << a))) continue;
+          const tir_For *lo = k.a[j].ax.under[a];
+          if (j == i || lo == lw) continue;
           int writes = region_has(o->writes, buf), reads = !writes && region_has(o->reads, buf);
+          if (lo) {
+            /* both distributed, by different loops: threads would hand values to each other
+             * through global memory, which nothing synchronizes (shared: thread_sync does) */
+            if (shared || (!writes && !reads)) continue;
+            tir_error_set(TIR_ERR_LOWER, "verify_memory_scope",
+                          "blocks '%s' and '%s' of one kernel %s %s under different loops bound to %s (%s and %s): "
+                          "a thread would %s values another thread handles, through global memory that nothing "
+                          "synchronizes. Bind them through one loop, or put them in separate kernels",
+                          w->name, o->name, writes ? "both write" : "write and read", buf->name, AXES[a],
+                          lw->loop_var->name, lo->loop_var->name, writes ? "overwrite" : "read");
+            tir_error_set_ir(&v->func->hdr);
+            tir_error_mark(&o->hdr, "this block");
+            tir_error_mark(&w->hdr, "and this one");
+            v->failed = 1;
+            break;
+          }
           if (!writes && !(reads && !shared)) continue;
           tir_error_set(TIR_ERR_LOWER, "verify_memory_scope",
                         "block '%s' %s %s in every %s of its kernel (it is under no loop bound to %s), while block '%s' "
                         "writes %s under loop %s, which is bound to %s: %s. Bind a loop of '%s' to %s too, or put the "
                         "two blocks in separate kernels",
                         o->name, writes ? "writes" : "reads", buf->name, a < 3 ? "thread block" : "thread", AXES[a],
-                        w->name, buf->name, v->launch[a]->loop_var->name, AXES[a],
+                        w->name, buf->name, lw->loop_var->name, AXES[a],
                         writes ? "the copies would overwrite each other's results"
                                : "nothing makes it wait for the other threads' writes to global memory",
                         o->name, AXES[a]);

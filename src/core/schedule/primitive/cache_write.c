@@ -26,6 +26,17 @@ int64_t tir_sched_cache_write(tir_Schedule *s, int64_t uid, int index, const cha
     return sch_error(s, P, &br->hdr, "this block", "write_buffer_index %d is out of range: block '%s' writes %d buffer(s)",
                      index, blk->name, blk->writes->size);
   tir_Buffer *buf = ((const tir_BufferRegion *)blk->writes->items[index])->buffer;
+  /* an update without an init (after decompose_reduction, or an in-place update) starts
+   * from values of buf written elsewhere, which the new cache would not hold (a block
+   * holding blocks only summarizes them: it may read what it wrote itself) */
+  const tir_BlockRealize **kids;
+  int n_kids = sch_child_blocks(&blk->hdr, &kids);
+  free(kids);
+  if (!blk->init && n_kids == 0 && sch_block_reads(blk, buf))
+    return sch_error(s, P, &br->hdr, "this block",
+                     "block '%s' reads the %s it writes and has no init: it continues from values written elsewhere "
+                     "(e.g. an init split off by decompose_reduction), which a cache would not hold",
+                     blk->name, buf->name);
   int sidx = sch_scope_index(&pb);
   if (sidx < 0) return sch_error(s, P, &br->hdr, "this block", "block '%s' has no enclosing scope", blk->name);
   const tir_Block *scope_blk = (const tir_Block *)pb.nodes[sidx];
