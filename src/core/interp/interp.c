@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "tir/error.h"
+#include "tir/arith.h"
 #include "tir/interp.h"
 #include "tir/schedule.h"
 #include "tir/strbuf.h"
@@ -77,6 +78,7 @@ typedef struct {
   PMap vars; /* Var* -> index into vals */
   Val *vals;
   int n_vals, cap_vals;
+  int thread_depth; /* inside a threadIdx launch dimension of lowered code */
   PMap stores; /* data Var* -> index into storages */
   Storage *storages;
   int n_st, cap_st;
@@ -874,10 +876,16 @@ static int exec(Interp *I, const tir_Node *s) {
         const tir_IterVar *iv = (const tir_IterVar *)a->node;
         int64_t ext = eval(I, a->value, 0).i;
         int slot = var_slot(I, &iv->var->hdr);
+        int is_thread = strncmp(iv->thread_tag, "threadIdx", 9) == 0;
+        I->thread_depth += is_thread;
         for (int64_t i = 0; i < ext; i++) {
           I->vals[slot].i = i;
-          if (exec(I, a->body)) return -1;
+          if (exec(I, a->body)) {
+            I->thread_depth -= is_thread;
+            return -1;
+          }
         }
+        I->thread_depth -= is_thread;
         return 0;
       }
       if (strcmp(a->key, "async_scope") == 0 && I->async) {
@@ -890,6 +898,15 @@ static int exec(Interp *I, const tir_Node *s) {
     }
     case TIR_Allocate: {
       const tir_Allocate *a = (const tir_Allocate *)s;
+      /* lowered code whose threads share memory: running the threads one after another (each
+       * with its own copy) would give wrong results -- that is tir.simulate's job */
+      if (I->thread_depth > 0 && (strncmp(a->buffer->scope, "shared", 6) == 0 || strcmp(a->buffer->scope, "warp") == 0 ||
+                                  strncmp(a->buffer->scope, "wmma.", 5) == 0))
+        return fail(I, s,
+                    "buffer %s (scope %s) lives inside a thread launch of lowered code: threads that share memory or work as a "
+                    "warp cannot run one after another; run the function before lowering, or use tir.simulate (threads in "
+                    "lockstep)",
+                    a->buffer->name, a->buffer->scope);
       if (alloc_buffer(I, a->buffer)) return -1;
       int rc = exec(I, a->body);
       free_buffer(I, a->buffer);
@@ -903,10 +920,18 @@ static int exec(Interp *I, const tir_Node *s) {
 int tir_check_args(const tir_PrimFunc *f, const tir_InterpArg *args, int nargs, int require_dev, const char *who) {
   if (nargs != f->params->size)
     return tir_error_set(TIR_ERR_RUNTIME, who, "function '%s' takes %d argument(s), got %d", f->name, f->params->size, nargs);
-  /* symbolic dims: var -> value seen first */
+  /* symbolic dims: var -> value (from scalar integer parameters, then from the first array
+   * dimension that is exactly the variable) */
   const tir_Node *sym_v[64];
   int64_t sym_x[64];
   int n_sym = 0;
+  for (int i = 0; i < nargs; i++) {
+    const tir_Node *p = f->params->items[i];
+    if (p->kind == TIR_Var && tir_dtype_is_int(p->dtype) && n_sym < 64) {
+      sym_v[n_sym] = p;
+      sym_x[n_sym++] = args[i].ival;
+    }
+  }
   for (int i = 0; i < nargs; i++) {
     const tir_Node *p = f->params->items[i];
     if (p->kind != TIR_Buffer) continue;
@@ -947,7 +972,7 @@ int tir_check_args(const tir_PrimFunc *f, const tir_InterpArg *args, int nargs, 
           if (sym_v[k] == dim) {
             found = 1;
             if (sym_x[k] != a->shape[d])
-              return tir_error_set(TIR_ERR_RUNTIME, who, "argument %d (%s): dimension %s is %lld here but %lld in an earlier argument",
+              return tir_error_set(TIR_ERR_RUNTIME, who, "argument %d (%s): dimension %s is %lld here but %lld in another argument",
                                    i + 1, b->name, ((const tir_Var *)dim)->name, (long long)a->shape[d], (long long)sym_x[k]);
           }
         if (!found && n_sym < 64) {
@@ -955,6 +980,46 @@ int tir_check_args(const tir_PrimFunc *f, const tir_InterpArg *args, int nargs, 
           sym_x[n_sym++] = a->shape[d];
         }
       }
+    }
+  }
+  /* dimensions given by expressions (n * 2, n + 1): evaluated with the values bound above */
+  for (int i = 0; i < nargs; i++) {
+    const tir_Node *p = f->params->items[i];
+    if (p->kind != TIR_Buffer) continue;
+    const tir_Buffer *b = (const tir_Buffer *)p;
+    const tir_NDArray *a = args[i].array;
+    for (int d = 0; d < a->ndim; d++) {
+      const tir_Node *dim = b->shape->items[d];
+      int64_t v;
+      if (tir_is_const_int(dim, &v) || dim->kind == TIR_Var) continue;
+      tir_Var *vars[64];
+      tir_Node *vals[64];
+      for (int k = 0; k < n_sym; k++) {
+        vars[k] = (tir_Var *)sym_v[k];
+        vals[k] = tir_int_imm(sym_v[k]->dtype, sym_x[k]);
+      }
+      tir_Node *sub = tir_substitute(dim, n_sym, vars, vals);
+      tir_Node *c = tir_simplify(NULL, sub);
+      tir_release(sub);
+      for (int k = 0; k < n_sym; k++) tir_release(vals[k]);
+      int ok = tir_is_const_int(c, &v);
+      char *e = tir_print_expr(dim);
+      tir_release(c);
+      if (!ok) {
+        tir_error_set(TIR_ERR_RUNTIME, who,
+                      "argument %d (%s): dimension %d is %s, whose variables no argument gives (pass them as scalar parameters "
+                      "or as a dimension of their own)",
+                      i + 1, b->name, d + 1, e);
+        free(e);
+        return -1;
+      }
+      if (v != a->shape[d]) {
+        tir_error_set(TIR_ERR_RUNTIME, who, "argument %d (%s): dimension %d is %s = %lld, got %lld", i + 1, b->name, d + 1, e,
+                      (long long)v, (long long)a->shape[d]);
+        free(e);
+        return -1;
+      }
+      free(e);
     }
   }
   /* devices last: a shape or dtype mistake is the more useful message */

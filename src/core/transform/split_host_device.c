@@ -82,6 +82,19 @@ static int host_rank(const tir_PrimFunc *host, const tir_Buffer *b) {
 }
 
 typedef struct {
+  const char *op;
+} WarpCtx;
+
+static int warp_fn(const tir_Node *n, void *p) {
+  WarpCtx *w = p;
+  if (n->kind == TIR_Call && !w->op) {
+    const char *op = ((const tir_Call *)n)->op;
+    if (strncmp(op, "wmma_", 5) == 0 || strncmp(op, "mma_", 4) == 0) w->op = op;
+  }
+  return 0;
+}
+
+typedef struct {
   int64_t bytes;
   int any_dyn, unknown;
 } SmemCtx;
@@ -158,6 +171,23 @@ static int make_kernel(const tir_Node *region, const char *name, const tir_PrimF
       tir_release(k->block[i]);
     }
     return -1;
+  }
+  /* warp-wide instructions (wmma, ldmatrix, mma.sync) need every lane of every warp */
+  {
+    WarpCtx wc = {NULL};
+    tir_visit(region, warp_fn, &wc);
+    if (wc.op && tir_is_const_int(k->block[0], &bx) && tir_is_const_int(k->block[1], &by) && tir_is_const_int(k->block[2], &bz) &&
+        (bx * by * bz) % 32 != 0) {
+      tir_error_set(TIR_ERR_LOWER, "split_host_device",
+                    "kernel %s uses the warp-wide builtin %s but launches %lld x %lld x %lld threads per block, not whole warps: "
+                    "bind threadIdx.x to 32 lanes (see docs/TENSOR_CORES.md)",
+                    name, wc.op, (long long)bx, (long long)by, (long long)bz);
+      for (int i = 0; i < 3; i++) {
+        tir_release(k->grid[i]);
+        tir_release(k->block[i]);
+      }
+      return -1;
+    }
   }
   FreeCtx c = {0};
   tir_visit(region, def_fn, &c);
