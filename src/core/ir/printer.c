@@ -108,6 +108,26 @@ static const tir_Mark *find_mark(Printer *p, const tir_Node *n) {
   return NULL;
 }
 
+/* A Lua string literal of s: user-given names and keys must not be able to end the literal
+ * (printing and loading a function must never run code that was not in it). */
+static void put_q(Printer *p, const char *s) {
+  tir_sb_putc(&p->out, '"');
+  for (; s && *s; s++) {
+    unsigned char ch = (unsigned char)*s;
+    if (ch == '"' || ch == '\\') {
+      tir_sb_putc(&p->out, '\\');
+      tir_sb_putc(&p->out, (char)ch);
+    } else if (ch == '\n') {
+      tir_sb_puts(&p->out, "\\n");
+    } else if (ch < 32 || ch == 127) {
+      tir_sb_printf(&p->out, "\\%03u", ch);
+    } else {
+      tir_sb_putc(&p->out, (char)ch);
+    }
+  }
+  tir_sb_putc(&p->out, '"');
+}
+
 static int col(Printer *p) { return (int)(p->out.len - p->line_start); }
 
 static void newline(Printer *p) {
@@ -255,16 +275,7 @@ static void print_expr_inner(Printer *p, const tir_Node *e, int ctx_prec) {
       print_float(p, ((const tir_FloatImm *)e)->value, e->dtype);
       put(p, ")");
       return;
-    case TIR_StringImm: {
-      put(p, "\"");
-      for (const char *s = ((const tir_StringImm *)e)->value; *s; s++) {
-        if (*s == '"' || *s == '\\') putf(p, "\\%c", *s);
-        else if (*s == '\n') put(p, "\\n");
-        else tir_sb_putc(&p->out, *s);
-      }
-      put(p, "\"");
-      return;
-    }
+    case TIR_StringImm: put_q(p, ((const tir_StringImm *)e)->value); return;
     case TIR_Var: put(p, var_name(p, (const tir_Var *)e)); return;
     case TIR_Add: case TIR_Sub: case TIR_Mul: case TIR_Div: case TIR_FloorDiv: case TIR_FloorMod: {
       const tir_Add *b = (const tir_Add *)e;
@@ -341,7 +352,8 @@ static void print_expr_inner(Printer *p, const tir_Node *e, int ctx_prec) {
           if (paren) put(p, ")");
           return;
         }
-      putf(p, "T.call(\"%s\", \"%s\"", tir_dtype_str(e->dtype, dt), c->op);
+      putf(p, "T.call(\"%s\", ", tir_dtype_str(e->dtype, dt));
+      put_q(p, c->op);
       for (int i = 0; i < c->args->size; i++) {
         put(p, ", ");
         print_expr(p, c->args->items[i], PREC_LOW);
@@ -377,7 +389,9 @@ static void print_expr_inner(Printer *p, const tir_Node *e, int ctx_prec) {
     }
     case TIR_Reduce: {
       const tir_Reduce *r = (const tir_Reduce *)e;
-      putf(p, "T.reduce(\"%s\", ", r->combiner);
+      put(p, "T.reduce(");
+      put_q(p, r->combiner);
+      put(p, ", ");
       print_expr(p, r->source, PREC_LOW);
       put(p, ", {");
       for (int i = 0; i < r->axis->size; i++) {
@@ -425,7 +439,8 @@ static void print_buffer_opts(Printer *p, const tir_Buffer *b, int with_scope, c
   }
   if (with_scope && strcmp(b->scope, "global") != 0) {
     SEP();
-    putf(p, "scope = \"%s\"", b->scope);
+    put(p, "scope = ");
+    put_q(p, b->scope);
   }
   if (b->align != 64) {
     SEP();
@@ -492,7 +507,9 @@ static void print_annotations(Printer *p, const tir_Array *anns) {
   for (int i = 0; i < anns->size; i++) {
     const tir_Ann *a = (const tir_Ann *)anns->items[i];
     if (i) put(p, ", ");
-    putf(p, "[\"%s\"] = ", a->key);
+    put(p, "[");
+    put_q(p, a->key);
+    put(p, "] = ");
     print_ann_value(p, a->value);
   }
   put(p, "}");
@@ -549,7 +566,10 @@ static void print_for(Printer *p, const tir_For *f) {
     print_expr(p, stop, PREC_LOW);
     tir_release(stop);
   }
-  if (f->kind == TIR_FOR_THREAD_BINDING) putf(p, ", \"%s\"", f->thread_tag);
+  if (f->kind == TIR_FOR_THREAD_BINDING) {
+    put(p, ", ");
+    put_q(p, f->thread_tag);
+  }
   if (f->annotations->size) {
     put(p, ", {annotations = ");
     print_annotations(p, f->annotations);
@@ -584,7 +604,9 @@ static void print_block_realize(Printer *p, const tir_BlockRealize *br) {
   const tir_Block *b = br->block;
   begin_line(p);
   int start = col(p);
-  putf(p, "T.block(\"%s\", function()", b->name);
+  put(p, "T.block(");
+  put_q(p, b->name);
+  put(p, ", function()");
   mark_header(p, &br->hdr, start);
   mark_header(p, &b->hdr, start);
   newline(p);
@@ -816,7 +838,9 @@ static void print_stmt_t(Printer *p, const tir_Node *s, int tail) {
       if (strcmp(a->key, "thread_extent") == 0 && a->node && a->node->kind == TIR_IterVar) {
         const tir_IterVar *iv = (const tir_IterVar *)a->node;
         if (!tail) {
-          putf(p, "T.launch_thread(\"%s\", ", iv->thread_tag);
+          put(p, "T.launch_thread(");
+          put_q(p, iv->thread_tag);
+          put(p, ", ");
           print_expr(p, a->value, PREC_LOW);
           putf(p, ", function(%s)", var_name(p, iv->var));
           mark_header(p, s, start);
@@ -827,7 +851,9 @@ static void print_stmt_t(Printer *p, const tir_Node *s, int tail) {
           newline(p);
           return;
         }
-        putf(p, "local %s = T.launch_thread(\"%s\", ", var_name(p, iv->var), iv->thread_tag);
+        putf(p, "local %s = T.launch_thread(", var_name(p, iv->var));
+        put_q(p, iv->thread_tag);
+        put(p, ", ");
         print_expr(p, a->value, PREC_LOW);
         put(p, ")");
         mark_header(p, s, start);
@@ -839,7 +865,9 @@ static void print_stmt_t(Printer *p, const tir_Node *s, int tail) {
       if (a->node && tir_is_expr(a->node)) print_expr(p, a->node, PREC_LOW);
       else if (a->node && a->node->kind == TIR_Buffer) put(p, buf_name(p, (const tir_Buffer *)a->node));
       else put(p, "nil");
-      putf(p, ", \"%s\", ", a->key);
+      put(p, ", ");
+      put_q(p, a->key);
+      put(p, ", ");
       print_expr(p, a->value, PREC_LOW);
       put(p, ", function()");
       mark_header(p, s, start);
@@ -867,7 +895,9 @@ static void print_stmt_t(Printer *p, const tir_Node *s, int tail) {
       if (!tail) {
         put(p, "T.allocate(");
         print_shape(p, a->buffer->shape);
-        putf(p, ", \"%s\", \"%s\", function(%s)", tir_dtype_str(a->buffer->hdr.dtype, dt), a->buffer->scope,
+        putf(p, ", \"%s\", ", tir_dtype_str(a->buffer->hdr.dtype, dt));
+        put_q(p, a->buffer->scope);
+        putf(p, ", function(%s)",
              buf_name(p, a->buffer));
         mark_header(p, s, start);
         newline(p);
@@ -879,7 +909,9 @@ static void print_stmt_t(Printer *p, const tir_Node *s, int tail) {
       }
       putf(p, "local %s = T.allocate(", buf_name(p, a->buffer));
       print_shape(p, a->buffer->shape);
-      putf(p, ", \"%s\", \"%s\")", tir_dtype_str(a->buffer->hdr.dtype, dt), a->buffer->scope);
+      putf(p, ", \"%s\", ", tir_dtype_str(a->buffer->hdr.dtype, dt));
+      put_q(p, a->buffer->scope);
+      put(p, ")");
       mark_header(p, s, start);
       newline(p);
       print_stmt(p, a->body);
@@ -953,7 +985,9 @@ static int is_root_block(const tir_Node *body) {
 static void print_func(Printer *p, const tir_PrimFunc *f) {
   char dt[32];
   begin_line(p);
-  putf(p, "T.prim_func(\"%s\", {", f->name);
+  put(p, "T.prim_func(");
+  put_q(p, f->name);
+  put(p, ", {");
   for (int i = 0; i < f->params->size; i++) {
     const tir_Node *prm = f->params->items[i];
     if (i) put(p, ", ");
@@ -1084,7 +1118,9 @@ static void print_any(Printer *p, const tir_Node *n) {
       const tir_IterVar *iv = (const tir_IterVar *)n;
       putf(p, "T.iter_var(%s, ", var_name(p, iv->var));
       print_any(p, &iv->dom->hdr);
-      putf(p, ", %lld, \"%s\")", (long long)iv->iter_type, iv->thread_tag);
+      putf(p, ", %lld, ", (long long)iv->iter_type);
+      put_q(p, iv->thread_tag);
+      put(p, ")");
       return;
     }
     case TIR_Array: {
@@ -1099,13 +1135,17 @@ static void print_any(Printer *p, const tir_Node *n) {
     }
     case TIR_Ann: {
       const tir_Ann *a = (const tir_Ann *)n;
-      putf(p, "[\"%s\"] = ", a->key);
+      put(p, "[");
+    put_q(p, a->key);
+    put(p, "] = ");
       print_any(p, a->value);
       return;
     }
     case TIR_ComputeOp: {
       const tir_ComputeOp *c = (const tir_ComputeOp *)n;
-      putf(p, "te.compute(\"%s\", {", c->name);
+      put(p, "te.compute(");
+      put_q(p, c->name);
+      put(p, ", {");
       for (int i = 0; i < c->axis->size; i++) {
         if (i) put(p, ", ");
         put(p, var_name(p, ((const tir_IterVar *)c->axis->items[i])->var));

@@ -230,6 +230,14 @@ static int walk(const tir_Node *s, const tir_PrimFunc *host, tir_DeviceSplit *ou
   }
   if (s->kind == TIR_Evaluate && tir_is_zero(((const tir_Evaluate *)s)->value)) return 0; /* no-op */
   char *name = out->n_kernels ? tir_strprintf("%s_kernel%d", host->name, out->n_kernels) : tir_strprintf("%s_kernel", host->name);
+  /* the kernel's name is a C identifier whatever the function is called */
+  for (char *c = name; *c; c++)
+    if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_')) *c = '_';
+  if (name[0] >= '0' && name[0] <= '9') {
+    char *n2 = tir_strprintf("k_%s", name);
+    free(name);
+    name = n2;
+  }
   out->kernels = realloc(out->kernels, sizeof(tir_Kernel) * (size_t)(out->n_kernels + 1));
   int rc = make_kernel(s, name, host, &out->kernels[out->n_kernels]);
   free(name);
