@@ -182,6 +182,12 @@ describe("tensor-core GEMM schedules", function()
       assert.matches("blockIdx.z", tir.build(sch.mod, "cuda -arch=sm_90"):get_source("cuda"))
     end
     U.expect_error(function() tc.auto_tensorize(f, "mma.m8n8k4", "bmm") end, "unknown instruction")
+    U.expect_error(function() tc.auto_tensorize(tc.workload(32, 32, 32, "float32"), "mma.m16n8k16") end,
+      "multiplies float32 into float32")
+    local fb = tc.workload(32, 32, 32, "bfloat16")
+    local sb, ob = tc.auto_tensorize(fb, "mma.m16n8k16")
+    assert.are.equal("bfloat16", ob.dtype)
+    U.assert_equiv(fb, sb.mod, {rtol = 2e-2, atol = 2e-2, trials = 1})
     U.expect_error(function() tc.auto_tensorize(tc.workload(40, 32, 32), "mma.m16n8k16") end, "must be multiples of 16")
   end)
 

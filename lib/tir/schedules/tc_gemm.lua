@@ -326,6 +326,15 @@ function M.auto_tensorize(func, instr, block, extra)
   end
   local function pick(x, cands) for _, c in ipairs(cands) do if x % c == 0 then return c end end end
   local o = {intrin = intrin, block = block}
+  -- the inputs' dtype picks the intrinsics: fp16 (mma and wmma) or bf16 (mma), fp32 accumulation
+  local b = sch:get(blk)
+  local in_dt = b.reads[info.a_index + 1].buffer.dtype
+  local out_dt = b.writes[1].buffer.dtype
+  if (in_dt ~= "float16" and in_dt ~= "bfloat16") or (in_dt == "bfloat16" and intrin ~= "mma") or out_dt ~= "float32" then
+    error(("auto_tensorize: block '%s' multiplies %s into %s; the intrinsics here take float16 (or bfloat16 with mma.m16n8k16) "
+      .. "inputs and accumulate in float32"):format(b.name, in_dt, out_dt), 2)
+  end
+  o.dtype = in_dt
   o.BM = pick(m, {128, 64, 32, 16}); o.BN = pick(n, {128, 64, 32, 16}); o.BK = pick(k, {32, 16})
   o.warp_m = math.min(64, o.BM); o.warp_n = math.min(64, o.BN)
   if o.BM * o.BN <= 64 * 64 then o.warp_m, o.warp_n = math.max(16, o.BM // 2), math.max(16, o.BN // 2) end
