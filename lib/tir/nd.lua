@@ -53,6 +53,16 @@ end
 -- [-128, 127], ...); deterministic for a seed.
 function nd.random(shape, dtype, dev, opts)
   opts = opts or {}
+  if type(opts) ~= "table" then util.raise("TypeError", "nd.random", "opts must be a table {seed =, low =, high =}, got %s", util.describe(opts)) end
+  if opts.seed ~= nil and math.type(opts.seed) ~= "integer" then
+    util.raise("TypeError", "nd.random", "opts.seed must be an integer, got %s", util.show(opts.seed))
+  end
+  for _, k in ipairs({"low", "high"}) do
+    local v = opts[k]
+    if v ~= nil and (type(v) ~= "number" or v ~= v) then
+      util.raise("TypeError", "nd.random", "opts.%s must be a number (not NaN), got %s", k, util.show(v))
+    end
+  end
   util.check_dtype(dtype, "nd.random")
   local a = util.guard("nd.random", core.nd_empty, shape, dtype or "float32", dev_arg(dev))
   return util.guard("nd.random", a.fill_random, a, opts.seed or 0, opts.low, opts.high)
@@ -60,6 +70,23 @@ end
 
 --- Loads a .npy file onto dev (host by default).
 function nd.load(path, dev) return util.guard("nd.load", core.nd_load, path, dev_arg(dev)) end
+
+-- NDArray methods (C): a bad argument raises a tir.Error naming the method, e.g. "TypeError in
+-- NDArray:copyfrom: bad argument #1 (tir.NDArray expected, got table)", not "... to '?'".
+for name, f in pairs(core.ndarray_methods) do
+  local prim = "NDArray:" .. name
+  local function pass(ok, ...)
+    if ok then return ... end
+    local e = ...
+    if type(e) == "string" then
+      e = e:gsub("^[^:\n]+:%d+: ", ""):gsub("bad argument #(%d+) to '[^']*'",
+                                             function(k) return ("bad argument #%d"):format(tonumber(k) - 1) end)
+      core.raise("TypeError", prim, e)
+    end
+    error(e, 0)
+  end
+  core.ndarray_methods[name] = function(...) return pass(pcall(f, ...)) end
+end
 
 --- a:numpy() is not available; a:to_table() returns nested Lua tables, a:save(path) writes .npy.
 return nd

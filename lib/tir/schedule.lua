@@ -33,9 +33,19 @@ local function describe(x)
   return type(x)
 end
 
+-- A value for an error message: numbers are shown (a float says so: 2^31 is a float).
+local function show(x)
+  if type(x) == "number" then return util.show(x) end
+  return describe(x)
+end
+
 local function check_loop(x, prim, i)
   if getmetatable(x) ~= LoopRV then
     raise("TypeError", prim, "argument %d must be a loop (LoopRV from get_loops/split/fuse), got %s", i, describe(x))
+  end
+  if not core.is_node(x.var, "Var") then -- a handle built by hand
+    raise("TypeError", prim, "argument %d is not a valid LoopRV (its loop variable is %s); use the handles get_loops/split/fuse return",
+          i, describe(x.var))
   end
   return x.var
 end
@@ -44,6 +54,9 @@ local function check_block(self, x, prim, i)
   if type(x) == "string" then return self:get_block(x) end
   if getmetatable(x) ~= BlockRV then
     raise("TypeError", prim, "argument %d must be a block (BlockRV from get_block, or a block name), got %s", i, describe(x))
+  end
+  if math.type(x.uid) ~= "integer" then -- a handle built by hand
+    raise("TypeError", prim, "argument %d is not a valid BlockRV (its uid is %s); use the handles get_block returns", i, describe(x.uid))
   end
   return x
 end
@@ -117,6 +130,19 @@ function Schedule:split(loop, factors)
     if math.type(k) ~= "integer" or k < 1 then raise("TypeError", "split", "factors must be a list like {nil, 16}") end
     if k > n then n = k end
   end
+  -- each factor is checked first: {0, nil} has one entry, but the problem is the 0
+  for i = 1, n do
+    local x = factors[i]
+    if core.is_node(x, "IntImm") then x = x.value end
+    if x ~= nil and x ~= false then
+      if math.type(x) ~= "integer" then
+        raise("TypeError", "split", "factor %d must be an integer or nil, got %s", i, show(x))
+      elseif x <= 0 and x ~= -1 then
+        raise("ValueError", "split", "factor %d is %d; factors must be positive (nil or -1 marks the inferred one)", i, x)
+      end
+    end
+  end
+  if n > 64 then raise("ValueError", "split", "got %d factors; split takes at most 64", n) end
   if n < 2 then
     raise("ValueError", "split",
           "got %d factor(s); at least 2 are needed. Lua drops trailing nils, so {16, nil} has one entry: write {16, -1} " ..
@@ -128,7 +154,7 @@ function Schedule:split(loop, factors)
     if x == nil or x == false then f[i] = -1
     elseif math.type(x) == "integer" then f[i] = x
     elseif core.is_node(x, "IntImm") then f[i] = x.value
-    else raise("TypeError", "split", "factor %d must be an integer or nil, got %s", i, describe(x)) end
+    else raise("TypeError", "split", "factor %d must be an integer or nil, got %s", i, show(x)) end
   end
   local vars = self._state:split(v, f)
   local out = {}
@@ -186,7 +212,10 @@ local function check_bool(x, prim, what)
 end
 
 local function check_int(x, prim, what)
-  if math.type(x) ~= "integer" then raise("TypeError", prim, "%s must be an integer, got %s", what, describe(x)) end
+  if math.type(x) ~= "integer" then raise("TypeError", prim, "%s must be an integer, got %s", what, show(x)) end
+  if x < -0x80000000 or x > 0x7fffffff then
+    raise("ValueError", prim, "%s is %d, outside the 32-bit integer range", what, x)
+  end
   return x
 end
 

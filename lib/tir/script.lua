@@ -26,6 +26,25 @@ local B = {frames = nil, pending = nil, names = nil}
 
 local function err(msg, level) error("T script: " .. msg, (level or 1) + 1) end
 
+local function lanes_of(dtype) return tonumber(dtype:match("x(%d+)$")) or 1 end
+
+-- An integer bound (loop extent/min, store index): a Lua integer or an integer expression.
+local function check_int_arg(x, what, level)
+  if math.type(x) == "integer" then return end
+  if core.is_node(x, "Expr") and x.dtype:match("^u?int%d+") then return end
+  local got = math.type(x) == "float" and (tostring(x) .. ", not an integer") or
+              core.is_node(x, "Expr") and ("an expression of dtype " .. x.dtype) or type(x)
+  err(("%s must be an integer or an integer expression, got %s"):format(what, got), level + 1)
+end
+
+-- A condition (T.where, T.If): a Lua boolean or a boolean expression.
+local function check_cond(c, what, level)
+  if type(c) == "boolean" or (core.is_node(c, "Expr") and c.dtype == "bool") then return end
+  local got = core.is_node(c, "Expr") and ("an expression of dtype " .. c.dtype) or
+              (type(c) == "number" and tostring(c) or type(c))
+  err(("%s needs a boolean condition (e.g. T.lt(i, n)), got %s"):format(what, got), level + 1)
+end
+
 local function top()
   if not B.frames then err("this must be called inside T.prim_func", 3) end
   return B.frames[#B.frames]
@@ -230,9 +249,30 @@ local function store_hook(buf, idx, value)
   else
     indices = {idx}
   end
+  if #indices ~= #buf then
+    err(("store to %s: %s has %d dimension(s) but was indexed with %d index(es)"):format(buf.name, buf.name, #buf, #indices), 3)
+  end
+  for i, x in ipairs(indices) do check_int_arg(x, ("store to %s: index %d"):format(buf.name, i), 3) end
+  for i = 1, #indices - 1 do
+    if core.is_node(indices[i]) and lanes_of(indices[i].dtype) ~= 1 then
+      err(("store to %s: only the last index may be a vector (index %d is %s)"):format(buf.name, i, indices[i].dtype), 3)
+    end
+  end
   local dt = buf.dtype
+  if math.type(value) == "float" and not dt:match("^float") and not dt:match("^bfloat") and
+     (value ~= value or value ~= math.floor(value)) then
+    err(("store to %s: %s is not an integer, but %s holds %s; cast it, e.g. T.cast(%q, T.float32(x))"):format(
+        buf.name, tostring(value), buf.name, dt, dt), 3)
+  end
   if type(value) == "number" or type(value) == "boolean" then value = core.const(value, dt) end
   if not core.is_node(value, "Expr") then err(("store to %s: the value must be an expression"):format(buf.name), 2) end
+  -- a vector store writes as many elements as its last index has lanes
+  local last = indices[#indices]
+  local want = (core.is_node(last) and lanes_of(last.dtype) or 1) * lanes_of(dt)
+  if lanes_of(value.dtype) ~= want then
+    err(("store to %s: the value has %d lane(s) but the index addresses %d element(s)"):format(buf.name,
+        lanes_of(value.dtype), want), 3)
+  end
   local elem = value.dtype:gsub("x%d+$", "") -- vector stores keep their lanes
   if elem ~= dt then value = core.cast(dt, value) end
   emit(core.make("BufferStore", {buffer = buf, value = value, indices = indices}))
@@ -278,8 +318,12 @@ local function range_args(a, b, c)
   local lo, hi, rest
   if b == nil or type(b) == "table" or type(b) == "string" then lo, hi, rest = 0, a, b
   else lo, hi, rest = a, b, c end
-  if type(lo) ~= "number" and not core.is_node(lo, "Expr") then err("loop bounds must be integers or expressions", 4) end
-  if type(hi) ~= "number" and not core.is_node(hi, "Expr") then err("loop bounds must be integers or expressions", 4) end
+  check_int_arg(lo, "a loop bound", 3)
+  check_int_arg(hi, "a loop bound", 3)
+  if type(lo) == "number" and type(hi) == "number" and hi < lo then
+    if b == nil or type(b) == "table" or type(b) == "string" then err(("the loop extent is negative (%d)"):format(hi), 3) end
+    err(("the loop range [%d, %d) is reversed (T.serial(min, stop) or T.serial(extent))"):format(lo, hi), 3)
+  end
   -- (extent) keeps the extent as written, so that a printed loop loads back equal
   local extent
   if type(lo) == "number" and type(hi) == "number" then extent = hi - lo
@@ -300,6 +344,7 @@ local function make_loop(kind)
       lo, extent, rest = range_args(a, b, c)
       opts = rest
     end
+    if math.type(extent) == "integer" and extent < 0 then err(("the loop extent is negative (%d)"):format(extent), 2) end
     local anns = opts and opts.annotations
     local annlist = {}
     if anns then
@@ -316,6 +361,11 @@ for name in pairs(KIND) do T[name] = make_loop(name) end
 --- for i, j, k in T.grid(M, N, K) do ... end: nested serial loops from 0.
 function T.grid(...)
   local ext = table.pack(...)
+  if ext.n == 0 then err("T.grid needs at least one extent, e.g. T.grid(16, 16)", 2) end
+  for i = 1, ext.n do
+    check_int_arg(ext[i], ("T.grid: extent %d"):format(i), 2)
+    if math.type(ext[i]) == "integer" and ext[i] < 0 then err(("T.grid: extent %d is negative (%d)"):format(i, ext[i]), 2) end
+  end
   local specs = {}
   for i = 1, ext.n do specs[i] = {min = 0, extent = ext[i], kind = 0, annotations = {}} end
   return loop_iter(specs)
@@ -377,7 +427,11 @@ function T.axis.remap(kinds, loops)
   return table.unpack(out)
 end
 
-function T.where(cond) discover() block_frame("T.where").predicate = cond end
+function T.where(cond)
+  discover()
+  check_cond(cond, "T.where", 2)
+  block_frame("T.where").predicate = cond
+end
 
 local function regions(list, what)
   local out = {}
@@ -448,6 +502,9 @@ end
 -- other statements
 function T.If(cond, then_fn, else_fn)
   discover()
+  check_cond(cond, "T.If", 2)
+  if type(then_fn) ~= "function" then err("T.If(cond, then_fn [, else_fn]): then_fn must be a function", 2) end
+  if else_fn ~= nil and type(else_fn) ~= "function" then err("T.If: else_fn must be a function", 2) end
   local f = push({kind = "if"})
   then_fn()
   pop(f)

@@ -75,7 +75,7 @@ local function check_shape(shape, fname)
     if math.type(d) == "integer" then
       if d <= 0 then raise("ValueError", fname, "shape[%d] must be positive, got %d", i, d) end
     elseif not (core.is_node(d, "Expr")) or not d.dtype:match("^u?int") then
-      raise("TypeError", fname, "shape[%d] must be an integer or an integer expression, got %s", i, util.describe(d))
+      raise("TypeError", fname, "shape[%d] must be an integer or an integer expression, got %s", i, util.show(d))
     end
   end
   return n

@@ -28,6 +28,13 @@ end
 -- index and both values, and the max absolute / relative errors.  Returns the stats.
 function testing.assert_allclose(actual, desired, opts)
   opts = opts or {}
+  if type(opts) ~= "table" then util.raise("TypeError", "assert_allclose", "opts must be a table {rtol =, atol =}, got %s", util.describe(opts)) end
+  for _, k in ipairs({"rtol", "atol"}) do
+    local v = opts[k]
+    if v ~= nil and (type(v) ~= "number" or not (v >= 0)) then
+      util.raise("ValueError", "assert_allclose", "opts.%s must be a non-negative number, got %s", k, util.show(v))
+    end
+  end
   local rtol, atol = opts.rtol or 1e-7, opts.atol or 0
   local a, d = to_host(actual, "assert_allclose"), to_host(desired, "assert_allclose")
   local sa, sd = a:shape(), d:shape()
@@ -39,10 +46,15 @@ function testing.assert_allclose(actual, desired, opts)
   end
   local ok, st = core.nd_allclose(a, d, rtol, atol)
   if not ok then
-    local msg = ("Not equal to tolerance rtol=%g, atol=%g\n%d of %d elements differ%s\n" ..
-                 "worst at %s: actual %.9g, desired %.9g\nmax abs error %.6g, max rel error %.6g, rel L2 error %.6g"):format(
+    local function num(v) return v ~= v and "NaN" or ("%.9g"):format(v) end
+    -- the error statistics skip NaN pairs: with NaN mismatches they describe only the rest
+    local errs = ("max abs error %.6g, max rel error %.6g, rel L2 error %.6g"):format(st.max_abs, st.max_rel, st.rel_l2)
+    if st.n_nan > 0 then
+      errs = ("%d element(s) are NaN in one array and a number in the other; among the other elements: %s"):format(st.n_nan, errs)
+    end
+    local msg = ("Not equal to tolerance rtol=%g, atol=%g\n%d of %d elements differ%s\nworst at %s: actual %s, desired %s\n%s"):format(
       rtol, atol, st.n_bad, st.n, st.n_nan > 0 and (" (" .. st.n_nan .. " NaN)") or "",
-      unravel(st.worst, sa), st.worst_actual, st.worst_desired, st.max_abs, st.max_rel, st.rel_l2)
+      unravel(st.worst, sa), num(st.worst_actual), num(st.worst_desired), errs)
     error(msg, 2)
   end
   return st
@@ -62,6 +74,13 @@ end
 --- Random host arrays for every buffer parameter of func (seeded), for interpreter tests.
 function testing.random_args(func, seed)
   if type(func) == "table" and func.func then func = func.func end
+  if core.is_node(func, "IRModule") and #func.functions == 1 then func = func.functions[1] end
+  if not core.is_node(func, "PrimFunc") then
+    util.raise("TypeError", "random_args", "expected a PrimFunc (or a Schedule), got %s", util.describe(func))
+  end
+  if seed ~= nil and math.type(seed) ~= "integer" then
+    util.raise("TypeError", "random_args", "seed must be an integer, got %s", util.show(seed))
+  end
   local args = {}
   for i = 1, #func.params do
     local p = func.params[i]

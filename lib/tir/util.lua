@@ -17,6 +17,14 @@ local function describe(x)
 end
 util.describe = describe
 
+--- A value for an error message: numbers are shown, a float says so (2^31 is a float in Lua).
+function util.show(x)
+  if x ~= x then return "NaN" end
+  if math.type(x) == "float" then return ("%s (a float)"):format(tostring(x)) end
+  if type(x) == "number" then return tostring(x) end
+  return describe(x)
+end
+
 --- Calls f(...); a plain string error from the bindings (a bad argument) becomes a
 -- tir.Error of kind TypeError for `prim`, positioned at the user's line.
 function util.guard(prim, f, ...)

@@ -19,11 +19,19 @@ int tirL_read_args(lua_State *L, const tir_PrimFunc *f, int first, int nargs, ti
       if (!p || p->kind == TIR_Buffer)
         return tirL_error(L, TIR_ERR_RUNTIME, f->name, "argument %d (%s) must be a tir.NDArray, got %s", i + 1, pname,
                           luaL_typename(L, idx));
-      if (!lua_isnumber(L, idx))
+      tir_DType pt = p->dtype;
+      if (lua_type(L, idx) != LUA_TNUMBER && !(tir_dtype_is_bool(pt) && lua_isboolean(L, idx)))
         return tirL_error(L, TIR_ERR_RUNTIME, f->name, "argument %d (%s) must be a number, got %s", i + 1, pname,
                           luaL_typename(L, idx));
-      args[i].ival = lua_isinteger(L, idx) ? lua_tointeger(L, idx) : (int64_t)lua_tonumber(L, idx);
-      args[i].fval = lua_tonumber(L, idx);
+      if (tir_dtype_is_float(pt)) {
+        args[i].fval = lua_tonumber(L, idx);
+        args[i].ival = 0;
+      } else { /* integer parameters: refused, never truncated or wrapped (7.5, 1 << 40 for int32, NaN) */
+        char why[160];
+        if (tirL_int_for_dtype(L, idx, pt, &args[i].ival, why, sizeof why))
+          return tirL_error(L, TIR_ERR_RUNTIME, f->name, "argument %d (%s) is %s", i + 1, pname, why);
+        args[i].fval = (double)args[i].ival;
+      }
     }
   }
   return 0;

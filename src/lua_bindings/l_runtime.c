@@ -65,6 +65,50 @@ tir_Device tirL_check_device(lua_State *L, int idx) {
   return d;
 }
 
+/* Reads the number (or boolean) at idx as a value of the integer dtype t (int, uint or
+ * bool): Lua integers and integral floats within t's range.  Returns 0 and sets *out, or -1
+ * with the reason in why ("7.5 is not an integer", "300 is outside int8's range [-128, 127]",
+ * "NaN ...", "a string ...").  Values are refused, never truncated or wrapped. */
+int tirL_int_for_dtype(lua_State *L, int idx, tir_DType t, int64_t *out, char *why, size_t n) {
+  int64_t lo, hi;
+  if (t.code == TIR_DT_BOOL) lo = 0, hi = 1;
+  else if (t.code == TIR_DT_UINT) lo = 0, hi = t.bits >= 63 ? INT64_MAX : (int64_t)(((uint64_t)1 << t.bits) - 1);
+  else if (t.bits >= 64) lo = INT64_MIN, hi = INT64_MAX;
+  else lo = -((int64_t)1 << (t.bits - 1)), hi = ((int64_t)1 << (t.bits - 1)) - 1;
+  char ts[32];
+  tir_dtype_str(t, ts);
+  int64_t x;
+  if (lua_isboolean(L, idx)) {
+    x = lua_toboolean(L, idx);
+  } else if (lua_type(L, idx) != LUA_TNUMBER) {
+    snprintf(why, n, "a %s, not a number", luaL_typename(L, idx));
+    return -1;
+  } else if (lua_isinteger(L, idx)) {
+    x = lua_tointeger(L, idx);
+  } else {
+    double v = lua_tonumber(L, idx);
+    if (v != v) {
+      snprintf(why, n, "NaN, which %s cannot hold", ts);
+      return -1;
+    }
+    if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) {
+      snprintf(why, n, "%.17g, outside %s's range [%lld, %lld]", v, ts, (long long)lo, (long long)hi);
+      return -1;
+    }
+    if (v != floor(v)) {
+      snprintf(why, n, "%.17g, not an integer (%s holds integers)", v, ts);
+      return -1;
+    }
+    x = (int64_t)v;
+  }
+  if (x < lo || x > hi) {
+    snprintf(why, n, "%lld, outside %s's range [%lld, %lld]", (long long)x, ts, (long long)lo, (long long)hi);
+    return -1;
+  }
+  *out = x;
+  return 0;
+}
+
 static int read_shape(lua_State *L, int idx, int64_t *shape) {
   luaL_checktype(L, idx, LUA_TTABLE);
   int n = tirL_table_maxn(L, idx);
@@ -97,24 +141,54 @@ static int l_empty(lua_State *L) {
   return 1;
 }
 
-/* Flattens a nested Lua table into values, checking a rectangular shape. */
-static int flatten_table(lua_State *L, int idx, int depth, int64_t *shape, int *ndim, double *out, int64_t *k, int64_t cap) {
+typedef union {
+  double f;
+  int64_t i;
+} Elem;
+
+/* "[2][3]": the Lua position of an element (pos[0..depth-1], 1-based) for messages. */
+static const char *elem_pos(lua_State *L, const int *pos, int depth) {
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  for (int d = 0; d < depth; d++) {
+    lua_pushfstring(L, "[%d]", pos[d]);
+    luaL_addvalue(&b);
+  }
+  luaL_pushresult(&b);
+  return lua_tostring(L, -1);
+}
+
+/* Flattens a nested Lua table into values of dtype t (integer dtypes: exact int64 values,
+ * checked against t's range), checking a rectangular shape. */
+static int flatten_table(lua_State *L, int idx, int depth, int *pos, int64_t *shape, int *ndim, tir_DType t, Elem *out,
+                         int64_t *k, int64_t cap) {
   int n = (int)lua_rawlen(L, idx);
-  if (depth >= TIR_MAX_NDIM) return luaL_error(L, "nd.array: nesting deeper than %d", TIR_MAX_NDIM);
+  if (depth >= TIR_MAX_NDIM) return luaL_error(L, "nesting deeper than %d", TIR_MAX_NDIM);
   if (depth >= *ndim) {
     *ndim = depth + 1;
     shape[depth] = n;
   } else if (shape[depth] != n) {
-    return luaL_error(L, "nd.array: ragged table (dimension %d has lengths %d and %d)", depth + 1, (int)shape[depth], n);
+    return luaL_error(L, "ragged table (dimension %d has lengths %d and %d)", depth + 1, (int)shape[depth], n);
   }
+  int is_int = !tir_dtype_is_float(t);
   for (int i = 1; i <= n; i++) {
+    pos[depth] = i;
     lua_geti(L, idx, i);
     if (lua_type(L, -1) == LUA_TTABLE) {
-      flatten_table(L, lua_gettop(L), depth + 1, shape, ndim, out, k, cap);
+      flatten_table(L, lua_gettop(L), depth + 1, pos, shape, ndim, t, out, k, cap);
     } else {
-      if (!lua_isnumber(L, -1) && !lua_isboolean(L, -1)) return luaL_error(L, "nd.array: element is not a number");
-      if (*k >= cap) return luaL_error(L, "nd.array: ragged table");
-      out[(*k)++] = lua_isboolean(L, -1) ? lua_toboolean(L, -1) : lua_tonumber(L, -1);
+      if (lua_type(L, -1) != LUA_TNUMBER && !lua_isboolean(L, -1))
+        return luaL_error(L, "element %s is %s%s, not a number", elem_pos(L, pos, depth + 1),
+                          lua_isnil(L, -1) ? "" : "a ", luaL_typename(L, -1));
+      if (*k >= cap) return luaL_error(L, "ragged table");
+      if (is_int) {
+        char why[160];
+        if (tirL_int_for_dtype(L, -1, t, &out[*k].i, why, sizeof why))
+          return tirL_error(L, TIR_ERR_VALUE, "nd.array", "element %s is %s", elem_pos(L, pos, depth + 1), why);
+      } else {
+        out[*k].f = lua_isboolean(L, -1) ? lua_toboolean(L, -1) : lua_tonumber(L, -1);
+      }
+      (*k)++;
     }
     lua_pop(L, 1);
   }
@@ -123,16 +197,26 @@ static int flatten_table(lua_State *L, int idx, int depth, int64_t *shape, int *
 
 /* Counts the numbers of a nested table; tables must nest uniformly (all leaves at one depth). */
 static int64_t count_leaves(lua_State *L, int idx, int depth, int *leaf_depth) {
-  if (depth > TIR_MAX_NDIM) luaL_error(L, "nd.array: tables nest deeper than %d (or refer to themselves)", TIR_MAX_NDIM);
+  if (depth > TIR_MAX_NDIM) luaL_error(L, "tables nest deeper than %d (or refer to themselves)", TIR_MAX_NDIM);
   int64_t c = 0;
   int n = (int)lua_rawlen(L, idx);
+  /* a list only: {a = 1} would otherwise become an empty array */
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1);
+    if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 1 || lua_tointeger(L, -1) > n) {
+      const char *key = lua_type(L, -1) == LUA_TSTRING ? lua_pushfstring(L, "'%s'", lua_tostring(L, -1))
+                                                          : lua_pushfstring(L, "%s", luaL_tolstring(L, -1, NULL));
+      luaL_error(L, "expected a (nested) list of numbers, but a table has the key %s", key);
+    }
+  }
   for (int i = 1; i <= n; i++) {
     lua_geti(L, idx, i);
     if (lua_type(L, -1) == LUA_TTABLE) {
       c += count_leaves(L, lua_gettop(L), depth + 1, leaf_depth);
     } else {
       if (*leaf_depth < 0) *leaf_depth = depth;
-      else if (*leaf_depth != depth) luaL_error(L, "nd.array: ragged table (numbers at nesting depths %d and %d)", *leaf_depth + 1, depth + 1);
+      else if (*leaf_depth != depth) luaL_error(L, "ragged table (numbers at nesting depths %d and %d)", *leaf_depth + 1, depth + 1);
       c++;
     }
     lua_pop(L, 1);
@@ -147,19 +231,23 @@ static int l_array(lua_State *L) {
   tir_Device d = tirL_check_device(L, 3);
   int leaf_depth = -1;
   int64_t cap = count_leaves(L, 1, 0, &leaf_depth);
-  double *vals = lua_newuserdatauv(L, sizeof(double) * (size_t)(cap ? cap : 1), 0); /* GC-owned scratch */
+  Elem *vals = lua_newuserdatauv(L, sizeof(Elem) * (size_t)(cap ? cap : 1), 0); /* GC-owned scratch */
   int64_t shape[TIR_MAX_NDIM];
+  int pos[TIR_MAX_NDIM];
   int ndim = 0;
   int64_t k = 0;
-  flatten_table(L, 1, 0, shape, &ndim, vals, &k, cap);
+  flatten_table(L, 1, 0, pos, shape, &ndim, t, vals, &k, cap);
   if (lua_rawlen(L, 1) == 0) ndim = 1, shape[0] = 0;
   tir_NDArray *host = tir_nd_empty(shape, ndim, t, (tir_Device){TIR_DEV_CPU, 0});
   if (!host) return tirL_raise_core(L);
   if (k != tir_nd_numel(host)) {
     tir_nd_release(host);
-    return luaL_error(L, "nd.array: ragged table");
+    return luaL_error(L, "ragged table");
   }
-  for (int64_t i = 0; i < k; i++) tir_nd_set_f(host, i, vals[i]);
+  for (int64_t i = 0; i < k; i++) {
+    if (tir_dtype_is_float(t)) tir_nd_set_f(host, i, vals[i].f);
+    else tir_nd_set_i(host, i, vals[i].i);
+  }
   if (d.type == TIR_DEV_CPU) {
     tirL_push_ndarray(L, host);
     return 1;
@@ -254,8 +342,16 @@ static int m_to(lua_State *L) {
 
 static int m_copyfrom(lua_State *L) {
   tir_NDArray *a = tirL_check_ndarray(L, 1), *b = tirL_check_ndarray(L, 2);
-  if (a->ndim != b->ndim || memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) != 0)
-    return luaL_error(L, "copyfrom: shapes differ");
+  if (a->ndim != b->ndim || memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) != 0) {
+    lua_pushcfunction(L, m_tostring);
+    lua_pushvalue(L, 1);
+    lua_call(L, 1, 1);
+    lua_pushcfunction(L, m_tostring);
+    lua_pushvalue(L, 2);
+    lua_call(L, 1, 1);
+    return tirL_error(L, TIR_ERR_VALUE, "NDArray:copyfrom", "the shapes differ: copying %s into %s", lua_tostring(L, -1),
+                      lua_tostring(L, -2));
+  }
   if (tir_nd_copy(a, b)) return tirL_raise_core(L);
   lua_settop(L, 1);
   return 1;
@@ -275,7 +371,7 @@ static int m_fill_random(lua_State *L) {
 
 /* The element addressed by arguments first..last: a table {i, j, ...}, the indices as
  * separate integers (one per dimension), or one flat row-major index. */
-static int64_t check_flat(lua_State *L, tir_NDArray *a, int first, int last) {
+static int64_t check_flat(lua_State *L, tir_NDArray *a, int first, int last, const char *prim) {
   if (a->dev.type != TIR_DEV_CPU) luaL_error(L, "element access needs a host array (use :to(\"cpu\") first)");
   int64_t flat = 0;
   int n = last - first + 1;
@@ -288,7 +384,7 @@ static int64_t check_flat(lua_State *L, tir_NDArray *a, int first, int last) {
       int64_t ix = lua_tointeger(L, -1);
       lua_pop(L, 1);
       if (ix < 0 || ix >= a->shape[i - 1])
-        luaL_error(L, "index %d is %lld, outside [0, %lld)", i, (long long)ix, (long long)a->shape[i - 1]);
+        tirL_error(L, TIR_ERR_VALUE, prim, "index %d is %lld, outside [0, %lld)", i, (long long)ix, (long long)a->shape[i - 1]);
       flat = flat * a->shape[i - 1] + ix;
     }
   } else if (n == a->ndim && n > 1) {
@@ -296,14 +392,14 @@ static int64_t check_flat(lua_State *L, tir_NDArray *a, int first, int last) {
       if (!lua_isinteger(L, first + i)) luaL_error(L, "index %d must be an integer", i + 1);
       int64_t ix = lua_tointeger(L, first + i);
       if (ix < 0 || ix >= a->shape[i])
-        luaL_error(L, "index %d is %lld, outside [0, %lld)", i + 1, (long long)ix, (long long)a->shape[i]);
+        tirL_error(L, TIR_ERR_VALUE, prim, "index %d is %lld, outside [0, %lld)", i + 1, (long long)ix, (long long)a->shape[i]);
       flat = flat * a->shape[i] + ix;
     }
   } else if (n == 1) {
     if (!lua_isinteger(L, first)) luaL_error(L, "the index must be an integer (or a table of indices)");
     flat = lua_tointeger(L, first);
     if (flat < 0 || flat >= tir_nd_numel(a))
-      luaL_error(L, "flat index %lld is outside [0, %lld)", (long long)flat, (long long)tir_nd_numel(a));
+      tirL_error(L, TIR_ERR_VALUE, prim, "flat index %lld is outside [0, %lld)", (long long)flat, (long long)tir_nd_numel(a));
   } else {
     luaL_error(L, "the array has %d dimensions: give %d indices, a table of them, or one flat index", a->ndim, a->ndim);
   }
@@ -312,7 +408,7 @@ static int64_t check_flat(lua_State *L, tir_NDArray *a, int first, int last) {
 
 static int m_get(lua_State *L) {
   tir_NDArray *a = tirL_check_ndarray(L, 1);
-  int64_t i = check_flat(L, a, 2, lua_gettop(L));
+  int64_t i = check_flat(L, a, 2, lua_gettop(L), "NDArray:get");
   if (tir_dtype_is_float(a->dtype)) lua_pushnumber(L, tir_nd_get_f(a, i));
   else if (a->dtype.code == TIR_DT_BOOL) lua_pushboolean(L, (int)tir_nd_get_i(a, i));
   else lua_pushinteger(L, tir_nd_get_i(a, i));
@@ -324,10 +420,18 @@ static int m_set(lua_State *L) {
   tir_NDArray *a = tirL_check_ndarray(L, 1);
   int top = lua_gettop(L);
   if (top < 3) return luaL_error(L, "set(index, value): missing value");
-  int64_t i = check_flat(L, a, 2, top - 1);
-  if (tir_dtype_is_float(a->dtype)) tir_nd_set_f(a, i, luaL_checknumber(L, top));
-  else if (lua_isboolean(L, top)) tir_nd_set_i(a, i, lua_toboolean(L, top));
-  else tir_nd_set_i(a, i, luaL_checkinteger(L, top));
+  int64_t i = check_flat(L, a, 2, top - 1, "NDArray:set");
+  if (tir_dtype_is_float(a->dtype)) {
+    if (lua_type(L, top) != LUA_TNUMBER)
+      return tirL_error(L, TIR_ERR_TYPE, "NDArray:set", "the value must be a number, got %s", luaL_typename(L, top));
+    tir_nd_set_f(a, i, lua_tonumber(L, top));
+  } else {
+    char why[160];
+    int64_t v;
+    if (tirL_int_for_dtype(L, top, a->dtype, &v, why, sizeof why))
+      return tirL_error(L, TIR_ERR_VALUE, "NDArray:set", "the value is %s", why);
+    tir_nd_set_i(a, i, v);
+  }
   return 0;
 }
 
@@ -367,7 +471,8 @@ static int l_allclose(lua_State *L) {
   double rtol = luaL_optnumber(L, 3, 1e-7), atol = luaL_optnumber(L, 4, 0);
   if (x->dev.type != TIR_DEV_CPU || y->dev.type != TIR_DEV_CPU) return luaL_error(L, "allclose needs host arrays");
   int64_t n = tir_nd_numel(x);
-  if (n != tir_nd_numel(y)) return luaL_error(L, "allclose: sizes differ (%d vs %d elements)", (int)n, (int)tir_nd_numel(y));
+  if (n != tir_nd_numel(y))
+    return luaL_error(L, "allclose: sizes differ (%I vs %I elements)", (lua_Integer)n, (lua_Integer)tir_nd_numel(y));
   double max_abs = 0, max_rel = 0, ref_norm = 0, diff_norm = 0;
   int64_t worst = -1, n_bad = 0, first_bad = -1, n_nan = 0;
   double worst_excess = -1;

@@ -1,6 +1,7 @@
 /* l_schedule.c -- the C schedule state as a Lua userdata ("tir.ScheduleState").  The
  * user-facing Schedule class (handles, trace) is lib/tir/schedule.lua; these methods
  * take and return plain IR values: loops are loop variables, blocks are uids. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -175,11 +176,20 @@ LOOP_KIND(m_vectorize, tir_sched_vectorize)
 
 static int64_t check_uid(lua_State *L, int idx) { return luaL_checkinteger(L, idx); }
 
+/* An int argument: out-of-range values are refused, not truncated (storage_align's factor
+ * math.maxinteger became -1). */
+static int int_arg(lua_State *L, int idx) {
+  lua_Integer v = luaL_checkinteger(L, idx);
+  if (v < INT_MIN || v > INT_MAX) luaL_argerror(L, idx, lua_pushfstring(L, "%I is out of the 32-bit integer range", v));
+  return (int)v;
+}
+static int opt_int_arg(lua_State *L, int idx, int def) { return lua_isnoneornil(L, idx) ? def : int_arg(L, idx); }
+
 /* compute_at(block, loop_var, preserve_unit_loops, index) */
 static int m_compute_at(lua_State *L) {
   tir_Schedule *s = check(L, 1);
   if (tir_sched_compute_at(s, check_uid(L, 2), (tir_Var *)tirL_check_node(L, 3, TIR_Var, "loop"), lua_toboolean(L, 4),
-                           (int)luaL_optinteger(L, 5, -1)))
+                           opt_int_arg(L, 5, -1)))
     return tirL_raise_core(L);
   return 0;
 }
@@ -187,7 +197,7 @@ static int m_compute_at(lua_State *L) {
 static int m_reverse_compute_at(lua_State *L) {
   tir_Schedule *s = check(L, 1);
   if (tir_sched_reverse_compute_at(s, check_uid(L, 2), (tir_Var *)tirL_check_node(L, 3, TIR_Var, "loop"), lua_toboolean(L, 4),
-                                   (int)luaL_optinteger(L, 5, -1)))
+                                   opt_int_arg(L, 5, -1)))
     return tirL_raise_core(L);
   return 0;
 }
@@ -206,7 +216,7 @@ static int m_reverse_compute_inline(lua_State *L) {
 static int m_cache_read(lua_State *L) {
   tir_Schedule *s = check(L, 1);
   int64_t uid = check_uid(L, 2);
-  int index = (int)luaL_checkinteger(L, 3);
+  int index = int_arg(L, 3);
   const char *scope = luaL_checkstring(L, 4);
   int n = lua_istable(L, 5) ? tirL_table_maxn(L, 5) : 0;
   int64_t cons[256];
@@ -223,21 +233,21 @@ static int m_cache_read(lua_State *L) {
 }
 
 static int m_cache_write(lua_State *L) {
-  int64_t r = tir_sched_cache_write(check(L, 1), check_uid(L, 2), (int)luaL_checkinteger(L, 3), luaL_checkstring(L, 4));
+  int64_t r = tir_sched_cache_write(check(L, 1), check_uid(L, 2), int_arg(L, 3), luaL_checkstring(L, 4));
   if (r < 0) return tirL_raise_core(L);
   lua_pushinteger(L, r);
   return 1;
 }
 
 static int m_set_scope(lua_State *L) {
-  if (tir_sched_set_scope(check(L, 1), check_uid(L, 2), (int)luaL_checkinteger(L, 3), luaL_checkstring(L, 4)))
+  if (tir_sched_set_scope(check(L, 1), check_uid(L, 2), int_arg(L, 3), luaL_checkstring(L, 4)))
     return tirL_raise_core(L);
   return 0;
 }
 
 static int m_storage_align(lua_State *L) {
-  if (tir_sched_storage_align(check(L, 1), check_uid(L, 2), (int)luaL_checkinteger(L, 3), (int)luaL_checkinteger(L, 4),
-                              (int)luaL_checkinteger(L, 5), (int)luaL_checkinteger(L, 6)))
+  if (tir_sched_storage_align(check(L, 1), check_uid(L, 2), int_arg(L, 3), int_arg(L, 4),
+                              int_arg(L, 5), int_arg(L, 6)))
     return tirL_raise_core(L);
   return 0;
 }
@@ -247,7 +257,7 @@ static int m_transform_layout(lua_State *L) {
   tir_Schedule *s = check(L, 1);
   int64_t uid = check_uid(L, 2);
   int is_write = lua_toboolean(L, 3);
-  int index = (int)luaL_checkinteger(L, 4);
+  int index = int_arg(L, 4);
   tir_Array *vars = tirL_check_expr_list(L, 5, "index map inputs");
   tirL_push_node(L, &vars->hdr); /* owned by the stack from here */
   for (int i = 0; i < vars->size; i++)
@@ -335,7 +345,7 @@ static int m_blockize(lua_State *L) {
 
 /* rfactor(loop_var, factor_axis) -> uid of the rf block */
 static int m_rfactor(lua_State *L) {
-  int64_t r = tir_sched_rfactor(check(L, 1), (tir_Var *)tirL_check_node(L, 2, TIR_Var, "loop"), (int)luaL_checkinteger(L, 3));
+  int64_t r = tir_sched_rfactor(check(L, 1), (tir_Var *)tirL_check_node(L, 2, TIR_Var, "loop"), int_arg(L, 3));
   if (r < 0) return tirL_raise_core(L);
   lua_pushinteger(L, r);
   return 1;
@@ -343,7 +353,7 @@ static int m_rfactor(lua_State *L) {
 
 /* reindex(block, is_write, index) -> uid of the new stage */
 static int m_reindex(lua_State *L) {
-  int64_t r = tir_sched_reindex(check(L, 1), check_uid(L, 2), lua_toboolean(L, 3), (int)luaL_checkinteger(L, 4));
+  int64_t r = tir_sched_reindex(check(L, 1), check_uid(L, 2), lua_toboolean(L, 3), int_arg(L, 4));
   if (r < 0) return tirL_raise_core(L);
   lua_pushinteger(L, r);
   return 1;

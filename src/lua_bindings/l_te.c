@@ -66,6 +66,11 @@ static int l_reduce(lua_State *L) {
   if (!lua_isnoneornil(L, 4)) {
     cond = tirL_to_expr(L, 4, TIR_BOOL, 1);
     tirL_push_node(L, cond);
+    if (!tir_dtype_is_bool(cond->dtype) || cond->dtype.lanes != 1) {
+      char t[32];
+      return luaL_error(L, "the where condition must be a boolean expression (e.g. tir.lt(k, n)), got %s",
+                        tir_dtype_str(cond->dtype, t));
+    }
     tir_retain(cond);
   }
   tir_Array *axes = tir_array_new(n);

@@ -37,6 +37,11 @@ tir_Array *tirL_check_expr_list(lua_State *L, int idx, const char *what);
 /* Number of entries of a table counting nil holes: the largest positive integer key. */
 int tirL_table_maxn(lua_State *L, int idx);
 
+/* Reads the number (or boolean) at idx as a value of the integer dtype t (int/uint/bool):
+ * integers and integral floats in t's range.  0 and *out, or -1 and the reason in why
+ * (l_runtime.c). */
+int tirL_int_for_dtype(lua_State *L, int idx, tir_DType t, int64_t *out, char *why, size_t n);
+
 /* Raises the core's current error as a tir.Error (never returns). */
 int tirL_raise_core(lua_State *L);
 /* Raises a tir.Error of the given kind with a formatted message (never returns). */

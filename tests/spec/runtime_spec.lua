@@ -20,8 +20,11 @@ describe("NDArray", function()
     local t = tir.nd.array({{1, 2}, {3, 4}}, "int8")
     assert.are.same({{1, 2}, {3, 4}}, t:to_table())
     assert.are.equal(3, t:get({1, 0}))
-    t:set({1, 0}, 300) -- wraps like the dtype
-    assert.are.equal(44, t:get({1, 0}))
+    t:set({1, 0}, -7)
+    assert.are.equal(-7, t:get({1, 0}))
+    -- values int8 cannot hold are refused, not wrapped
+    U.expect_error(function() t:set({1, 0}, 300) end, "NDArray:set", "300, outside int8's range [-128, 127]")
+    assert.are.equal(-7, t:get({1, 0}))
   end)
   it("starts uninitialized as NaN so unwritten outputs show", function()
     local e = tir.nd.empty({2}, "float32")

@@ -85,6 +85,8 @@ int tir_node_validate(const tir_Node *n) {
         if (!tir_is_expr(br->iter_values->items[j]))
           return tir_error_set(TIR_ERR_TYPE, "make", "binding %d of block '%s' is not an expression", j + 1,
                                br->block->name);
+      if (!tir_dtype_is_bool(br->predicate->dtype) || br->predicate->dtype.lanes != 1)
+        return tir_error_set(TIR_ERR_TYPE, "make", "the predicate of block '%s' must be a boolean expression", br->block->name);
       break;
     }
     case TIR_For: {
@@ -106,8 +108,36 @@ int tir_node_validate(const tir_Node *n) {
       const tir_Array *idx = n->kind == TIR_BufferLoad ? ((const tir_BufferLoad *)n)->indices : ((const tir_BufferStore *)n)->indices;
       for (int j = 0; j < idx->size; j++)
         if (!tir_is_expr(idx->items[j])) return tir_error_set(TIR_ERR_TYPE, "make", "index %d of %s is not an expression", j + 1, b->name);
+      /* as TVM's BufferStore/BufferLoad constructors: one integer index per dimension, only
+       * the last one a vector, and a stored value with as many lanes as the index addresses */
+      if (idx->size != b->shape->size)
+        return tir_error_set(TIR_ERR_VALUE, "make", "%s has %d dimension(s) but was indexed with %d index(es)", b->name,
+                             b->shape->size, idx->size);
+      for (int j = 0; j < idx->size; j++) {
+        tir_DType it = idx->items[j]->dtype;
+        if (!tir_dtype_is_int(it))
+          return tir_error_set(TIR_ERR_TYPE, "make", "index %d of %s must be an integer expression", j + 1, b->name);
+        if (it.lanes != 1 && j + 1 < idx->size)
+          return tir_error_set(TIR_ERR_VALUE, "make", "index %d of %s is a vector; only the last index may be", j + 1, b->name);
+      }
+      if (n->kind == TIR_BufferStore) {
+        const tir_Node *v = ((const tir_BufferStore *)n)->value;
+        int want = (idx->size ? idx->items[idx->size - 1]->dtype.lanes : 1) * b->hdr.dtype.lanes;
+        if (v->dtype.lanes != want)
+          return tir_error_set(TIR_ERR_VALUE, "make", "store to %s: the value has %d lane(s) but the index addresses %d element(s)",
+                               b->name, v->dtype.lanes, want);
+        if (v->dtype.code != b->hdr.dtype.code || v->dtype.bits != b->hdr.dtype.bits) {
+          char a[32], c[32];
+          return tir_error_set(TIR_ERR_TYPE, "make", "store to %s: the value is %s but %s holds %s (cast it)", b->name,
+                               tir_dtype_str(v->dtype, a), b->name, tir_dtype_str(b->hdr.dtype, c));
+        }
+      }
       break;
     }
+    case TIR_IfThenElse:
+      if (!tir_dtype_is_bool(((const tir_IfThenElse *)n)->cond->dtype) || ((const tir_IfThenElse *)n)->cond->dtype.lanes != 1)
+        return tir_error_set(TIR_ERR_TYPE, "make", "IfThenElse.cond must be a boolean expression");
+      break;
     case TIR_Buffer: {
       const tir_Buffer *b = (const tir_Buffer *)n;
       for (int j = 0; j < b->shape->size; j++)
@@ -116,7 +146,13 @@ int tir_node_validate(const tir_Node *n) {
     }
     case TIR_BufferRegion: CHECK_ARRAY(((const tir_BufferRegion *)n)->region, TIR_Range, "region"); break;
     case TIR_IRModule: CHECK_ARRAY(((const tir_IRModule *)n)->functions, TIR_PrimFunc, "functions"); break;
-    case TIR_Reduce: CHECK_ARRAY(((const tir_Reduce *)n)->axis, TIR_IterVar, "axis"); break;
+    case TIR_Reduce: {
+      const tir_Reduce *r = (const tir_Reduce *)n;
+      CHECK_ARRAY(r->axis, TIR_IterVar, "axis");
+      if (r->condition && (!tir_dtype_is_bool(r->condition->dtype) || r->condition->dtype.lanes != 1))
+        return tir_error_set(TIR_ERR_TYPE, "make", "Reduce.condition must be a boolean expression");
+      break;
+    }
     case TIR_ComputeOp: CHECK_ARRAY(((const tir_ComputeOp *)n)->axis, TIR_IterVar, "axis"); break;
     case TIR_PrimFunc: {
       const tir_Array *a = ((const tir_PrimFunc *)n)->params;

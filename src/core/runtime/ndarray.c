@@ -81,9 +81,13 @@ void tir_nd_release(tir_NDArray *a) {
 }
 
 int tir_nd_copy(tir_NDArray *dst, const tir_NDArray *src) {
-  if (!tir_dtype_eq(dst->dtype, src->dtype) || dst->nbytes != src->nbytes)
-    return tir_error_set(TIR_ERR_VALUE, "nd.copy", "arrays differ in dtype or size (%zu vs %zu bytes)", dst->nbytes,
-                         src->nbytes);
+  if (!tir_dtype_eq(dst->dtype, src->dtype)) {
+    char a[32], b[32];
+    return tir_error_set(TIR_ERR_VALUE, "nd.copy", "the arrays differ in dtype: the destination is %s, the source %s",
+                         tir_dtype_str(dst->dtype, a), tir_dtype_str(src->dtype, b));
+  }
+  if (dst->nbytes != src->nbytes)
+    return tir_error_set(TIR_ERR_VALUE, "nd.copy", "the arrays differ in size (%zu vs %zu bytes)", dst->nbytes, src->nbytes);
   int sd = src->dev.type, dd = dst->dev.type;
   if (sd == TIR_DEV_CPU && dd == TIR_DEV_CPU) {
     memcpy(dst->data, src->data, src->nbytes);

@@ -5,6 +5,7 @@
  * Preconditions: at least two loops, each the only child of the previous one, each
  * starting at 0, none bound to a thread or annotated, no extent using an outer var.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,12 @@ tir_Var *tir_sched_fuse(tir_Schedule *s, tir_Var *const *vars, int n) {
       tir_sched_loop(s, vars[i], P);
       goto done;
     }
+    for (int j = 0; j < i; j++)
+      if (loops[j] == loops[i]) {
+        sch_error(s, P, &loops[i]->hdr, "this loop", "loop %s is given twice (as loops %d and %d)", loops[i]->loop_var->name,
+                  j + 1, i + 1);
+        goto done;
+      }
   }
   for (int i = 0; i < n; i++) {
     const tir_For *l = loops[i];
@@ -63,6 +70,19 @@ tir_Var *tir_sched_fuse(tir_Schedule *s, tir_Var *const *vars, int n) {
   }
   {
     tir_DType t = loops[0]->loop_var->hdr.dtype;
+    /* the fused extent must fit the fused variable's type (constant extents only; a
+     * wrapped product would silently drop iterations) */
+    int64_t limit = t.bits >= 64 ? INT64_MAX : ((int64_t)1 << (t.bits - 1)) - 1, prod = 1;
+    for (int i = 0; i < n; i++) {
+      int64_t e;
+      if (!tir_is_const_int(loops[i]->extent, &e)) continue;
+      if (__builtin_mul_overflow(prod, e, &prod) || prod > limit) {
+        sch_error(s, P, &loops[i]->hdr, "this loop",
+                  "the fused extent (the product of the loop extents) does not fit the %d-bit loop variable (at most %lld)",
+                  t.bits, (long long)limit);
+        goto done;
+      }
+    }
     tir_StrBuf name;
     tir_sb_init(&name);
     for (int i = 0; i < n; i++) tir_sb_printf(&name, "%s_", loops[i]->loop_var->name);

@@ -76,7 +76,8 @@ tir_Array *tir_sched_split(tir_Schedule *s, const tir_Var *v, const int64_t *fac
       return NULL;
     }
     if (__builtin_mul_overflow(prod, factors[i], &prod)) {
-      sch_error(s, P, &loop->hdr, "this loop", "product of the factors overflows");
+      sch_error(s, P, &loop->hdr, "this loop", "the product of the factors overflows a 64-bit integer (factor %d is %lld)",
+                i + 1, (long long)factors[i]);
       return NULL;
     }
   }
@@ -90,17 +91,34 @@ tir_Array *tir_sched_split(tir_Schedule *s, const tir_Var *v, const int64_t *fac
               loop->loop_var->name);
     return NULL;
   }
-  if (infer >= 0) f[infer] = (extent + prod - 1) / prod, prod *= f[infer];
+  if (infer >= 0) {
+    /* ceildiv without forming extent + prod - 1, which can overflow */
+    f[infer] = extent / prod + (extent % prod != 0);
+    int64_t others = prod;
+    if (__builtin_mul_overflow(others, f[infer], &prod)) {
+      sch_error(s, P, &loop->hdr, "this loop",
+                "the inferred factor %d is %lld; times the other factors (%lld) it overflows a 64-bit integer", infer + 1,
+                (long long)f[infer], (long long)others);
+      free(f);
+      return NULL;
+    }
+  }
   /* every factor must fit the loop variable's type */
   tir_DType lt = loop->loop_var->hdr.dtype;
   int64_t limit = lt.bits >= 64 ? INT64_MAX : ((int64_t)1 << (lt.bits - 1)) - 1;
   for (int i = 0; i < n; i++)
-    if (f[i] > limit || (prod > limit && prod > extent)) {
-      sch_error(s, P, &loop->hdr, "this loop", "factor %lld (product %lld) does not fit the %d-bit loop variable %s",
-                (long long)f[i], (long long)prod, lt.bits, loop->loop_var->name);
+    if (f[i] > limit) {
+      sch_error(s, P, &loop->hdr, "this loop", "factor %d is %lld, which does not fit the %d-bit loop variable %s (at most %lld)",
+                i + 1, (long long)f[i], lt.bits, loop->loop_var->name, (long long)limit);
       free(f);
       return NULL;
     }
+  if (prod > limit && prod > extent) {
+    sch_error(s, P, &loop->hdr, "this loop", "the factors multiply to %lld, which does not fit the %d-bit loop variable %s",
+              (long long)prod, lt.bits, loop->loop_var->name);
+    free(f);
+    return NULL;
+  }
   if (prod < extent) {
     tir_StrBuf sb;
     tir_sb_init(&sb);
