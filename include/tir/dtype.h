@@ -59,6 +59,11 @@ char *tir_dtype_str(tir_DType t, char *buf);
 /* Largest and smallest finite value representable (for int types exact, floats as double). */
 double tir_dtype_max(tir_DType t);
 double tir_dtype_min(tir_DType t);
+/* x converted to the integer (or bool) type `to` as CUDA's cvt.rzi.sat does: truncated
+ * toward zero and saturated to to's range; NaN gives 0 (bool: x != 0, NaN false).  The
+ * result is the value's int64 bit pattern (uint64 values above INT64_MAX wrap).  The one
+ * float -> int rule of the constant folder, the interpreter and the simulator. */
+int64_t tir_float_to_int_sat(double x, tir_DType to);
 
 /* IEEE binary16 / bfloat16 conversions, round to nearest even (used by the interpreter and
  * NDArray).  Facts: IEEE 754-2008 binary16; bfloat16 is the top half of binary32. */

@@ -37,6 +37,11 @@ typedef struct {
 } tir_InterpOptions;
 int tir_interpret_opts(const tir_PrimFunc *f, const tir_InterpArg *args, int nargs, const tir_InterpOptions *opts);
 
+/* Sets the most bytes the interpreter's own allocations (alloc_buffer, allocate) may hold at
+ * once (default 4 GiB); a run that would exceed it fails with a RuntimeError naming the
+ * buffer.  bytes <= 0 only queries.  Returns the previous limit. */
+int64_t tir_interp_set_alloc_limit(int64_t bytes);
+
 /* Checks that args match the function's parameters (dtype, ndim, shape; constant or
  * consistently bound symbolic dims).  `require_dev` (-1: any) checks the device type.
  * Used by the interpreter and before every GPU launch. */

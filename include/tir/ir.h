@@ -292,5 +292,9 @@ char *tir_print_expr(const tir_Node *e);
 /* ---- builtins (builtin.c; docs/BUILTINS.md) ----
  * True when argument i of builtin call `op` is an address_of that the call writes through. */
 int tir_builtin_writes_arg(const char *op, int i);
+/* True for the math builtins that compute in floating point (exp, log, sqrt, pow, ...; not
+ * abs, which also takes integers): a call of one must have a float dtype, as CUDA's
+ * expf/sqrtf/... return floats (the codegen emits them only for float results). */
+int tir_builtin_is_float_math(const char *op);
 
 #endif

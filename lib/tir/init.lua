@@ -120,6 +120,13 @@ function tir.interpret(func, ...)
   return core.interpret(as_func(func, "interpret"), ...)
 end
 
+--- The most bytes the interpreter's own buffers (alloc_buffer, allocate) may hold at once,
+-- 4 GiB by default; a run that needs more fails with a RuntimeError naming the buffer.
+-- tir.interpret_alloc_limit(bytes) sets it and returns the previous limit; () returns it.
+function tir.interpret_alloc_limit(bytes)
+  return util.guard("interpret_alloc_limit", core.interpret_alloc_limit, bytes)
+end
+
 --- Runs the lowered device code on the CPU with GPU semantics (docs/SIMULATOR.md): every CTA
 -- (or opts.ctas) runs its threads in lockstep; shared memory per CTA, races, out-of-bounds
 -- accesses, divergent barriers, cp.async waits and warp-level builtins (ldmatrix, mma.sync,

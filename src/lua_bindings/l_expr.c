@@ -150,6 +150,13 @@ static int l_call(lua_State *L) {
   tir_DType t = tirL_check_dtype(L, 1);
   const char *op = luaL_checkstring(L, 2);
   int n = lua_gettop(L) - 2;
+  if (tir_builtin_is_float_math(op) && !tir_dtype_is_float(t)) {
+    char ts[32];
+    return tirL_error(L, TIR_ERR_TYPE, "call",
+                      "math builtin '%s' computes in floating point, but the dtype given is %s: use a float dtype and "
+                      "cast the result, e.g. T.cast(\"%s\", T.call(\"float32\", \"%s\", x))",
+                      op, tir_dtype_str(t, ts), ts, op);
+  }
   for (int i = 0; i < n; i++) {
     tir_Node *x = tirL_to_node(L, 3 + i);
     if (!(x && (tir_is_expr(x) || x->kind == TIR_Buffer)) && lua_type(L, 3 + i) != LUA_TNUMBER &&

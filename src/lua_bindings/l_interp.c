@@ -67,7 +67,18 @@ static int interpret_with(lua_State *L, const tir_InterpOptions *o) {
   return 0;
 }
 
+/* interpret_alloc_limit([bytes]) -> the previous limit (no argument: just the limit) */
+static int l_alloc_limit(lua_State *L) {
+  lua_Integer b = luaL_optinteger(L, 1, 0);
+  if (!lua_isnoneornil(L, 1) && b <= 0)
+    return tirL_error(L, TIR_ERR_VALUE, "interpret_alloc_limit", "the limit must be a positive number of bytes, got %lld", (long long)b);
+  lua_pushinteger(L, tir_interp_set_alloc_limit(b));
+  return 1;
+}
+
 void tirL_open_interp(lua_State *L) {
+  lua_pushcfunction(L, l_alloc_limit);
+  lua_setfield(L, -2, "interpret_alloc_limit");
   lua_pushcfunction(L, l_interpret);
   lua_setfield(L, -2, "interpret");
   lua_pushcfunction(L, l_interpret_async_deferred);

@@ -171,8 +171,9 @@ static tir_ConstIntBound bound_mul(tir_ConstIntBound x, tir_ConstIntBound y) {
   return r;
 }
 
-tir_ConstIntBound tir_const_int_bound(tir_Analyzer *a, const tir_Node *e) {
+static tir_ConstIntBound bound_of(tir_Analyzer *a, const tir_Node *e) {
   tir_ConstIntBound all = everything(e->dtype);
+  if (arith_work_exhausted()) return all; /* see arith_internal.h */
   if (e->dtype.lanes > 1 || !(tir_dtype_is_int(e->dtype) || tir_dtype_is_bool(e->dtype))) return all;
   switch (e->kind) {
     case TIR_IntImm: {
@@ -185,24 +186,24 @@ tir_ConstIntBound tir_const_int_bound(tir_Analyzer *a, const tir_Node *e) {
       return all;
     }
     case TIR_Add: {
-      tir_ConstIntBound x = tir_const_int_bound(a, ((const tir_Add *)e)->a);
-      tir_ConstIntBound y = tir_const_int_bound(a, ((const tir_Add *)e)->b);
+      tir_ConstIntBound x = bound_of(a, ((const tir_Add *)e)->a);
+      tir_ConstIntBound y = bound_of(a, ((const tir_Add *)e)->b);
       return intersect(all, make_bound(arith_sat_add(x.min, y.min), arith_sat_add(x.max, y.max)));
     }
     case TIR_Sub: {
-      tir_ConstIntBound x = tir_const_int_bound(a, ((const tir_Sub *)e)->a);
-      tir_ConstIntBound y = tir_const_int_bound(a, ((const tir_Sub *)e)->b);
+      tir_ConstIntBound x = bound_of(a, ((const tir_Sub *)e)->a);
+      tir_ConstIntBound y = bound_of(a, ((const tir_Sub *)e)->b);
       return intersect(all, make_bound(arith_sat_add(x.min, neg_sat(y.max)), arith_sat_add(x.max, neg_sat(y.min))));
     }
     case TIR_Mul: {
-      tir_ConstIntBound x = tir_const_int_bound(a, ((const tir_Mul *)e)->a);
-      tir_ConstIntBound y = tir_const_int_bound(a, ((const tir_Mul *)e)->b);
+      tir_ConstIntBound x = bound_of(a, ((const tir_Mul *)e)->a);
+      tir_ConstIntBound y = bound_of(a, ((const tir_Mul *)e)->b);
       return intersect(all, bound_mul(x, y));
     }
     case TIR_FloorDiv:
     case TIR_Div: {
-      tir_ConstIntBound x = tir_const_int_bound(a, ((const tir_Add *)e)->a);
-      tir_ConstIntBound y = tir_const_int_bound(a, ((const tir_Add *)e)->b);
+      tir_ConstIntBound x = bound_of(a, ((const tir_Add *)e)->a);
+      tir_ConstIntBound y = bound_of(a, ((const tir_Add *)e)->b);
       if (y.min > 0 && y.max != TIR_POS_INF) {
         /* positive divisor: extremes at the divisor's extremes */
         if (e->kind == TIR_Div && x.min < 0) return all;
@@ -221,8 +222,8 @@ tir_ConstIntBound tir_const_int_bound(tir_Analyzer *a, const tir_Node *e) {
       return all;
     }
     case TIR_FloorMod: {
-      tir_ConstIntBound x = tir_const_int_bound(a, ((const tir_FloorMod *)e)->a);
-      tir_ConstIntBound y = tir_const_int_bound(a, ((const tir_FloorMod *)e)->b);
+      tir_ConstIntBound x = bound_of(a, ((const tir_FloorMod *)e)->a);
+      tir_ConstIntBound y = bound_of(a, ((const tir_FloorMod *)e)->b);
       if (y.min > 0 && y.max != TIR_POS_INF) {
         if (x.min >= 0 && x.max < y.min) return x;
         return make_bound(0, y.max - 1);
@@ -230,8 +231,8 @@ tir_ConstIntBound tir_const_int_bound(tir_Analyzer *a, const tir_Node *e) {
       return all;
     }
     case TIR_Mod: {
-      tir_ConstIntBound x = tir_const_int_bound(a, ((const tir_Mod *)e)->a);
-      tir_ConstIntBound y = tir_const_int_bound(a, ((const tir_Mod *)e)->b);
+      tir_ConstIntBound x = bound_of(a, ((const tir_Mod *)e)->a);
+      tir_ConstIntBound y = bound_of(a, ((const tir_Mod *)e)->b);
       if (y.min > 0 && y.max != TIR_POS_INF) {
         if (x.min >= 0) return make_bound(0, x.max < y.max - 1 ? x.max : y.max - 1);
         return make_bound(-(y.max - 1), y.max - 1);
@@ -240,20 +241,20 @@ tir_ConstIntBound tir_const_int_bound(tir_Analyzer *a, const tir_Node *e) {
     }
     case TIR_Min:
     case TIR_Max: {
-      tir_ConstIntBound x = tir_const_int_bound(a, ((const tir_Min *)e)->a);
-      tir_ConstIntBound y = tir_const_int_bound(a, ((const tir_Min *)e)->b);
+      tir_ConstIntBound x = bound_of(a, ((const tir_Min *)e)->a);
+      tir_ConstIntBound y = bound_of(a, ((const tir_Min *)e)->b);
       if (e->kind == TIR_Min) return make_bound(x.min < y.min ? x.min : y.min, x.max < y.max ? x.max : y.max);
       return make_bound(x.min > y.min ? x.min : y.min, x.max > y.max ? x.max : y.max);
     }
     case TIR_Select: {
-      tir_ConstIntBound x = tir_const_int_bound(a, ((const tir_Select *)e)->true_value);
-      tir_ConstIntBound y = tir_const_int_bound(a, ((const tir_Select *)e)->false_value);
+      tir_ConstIntBound x = bound_of(a, ((const tir_Select *)e)->true_value);
+      tir_ConstIntBound y = bound_of(a, ((const tir_Select *)e)->false_value);
       return make_bound(x.min < y.min ? x.min : y.min, x.max > y.max ? x.max : y.max);
     }
     case TIR_Cast: {
       const tir_Node *v = ((const tir_Cast *)e)->value;
       if (tir_dtype_is_int(v->dtype) || tir_dtype_is_bool(v->dtype)) {
-        tir_ConstIntBound x = tir_const_int_bound(a, v);
+        tir_ConstIntBound x = bound_of(a, v);
         if (x.min >= all.min && x.max <= all.max) return x;
       }
       return all;
@@ -265,8 +266,8 @@ tir_ConstIntBound tir_const_int_bound(tir_Analyzer *a, const tir_Node *e) {
       int is_and = strcmp(c->op, "bitwise_and") == 0, is_or = strcmp(c->op, "bitwise_or") == 0;
       int is_xor = strcmp(c->op, "bitwise_xor") == 0, is_shr = strcmp(c->op, "shift_right") == 0;
       if (!(is_and || is_or || is_xor || is_shr)) return all;
-      tir_ConstIntBound x = tir_const_int_bound(a, c->args->items[0]);
-      tir_ConstIntBound y = tir_const_int_bound(a, c->args->items[1]);
+      tir_ConstIntBound x = bound_of(a, c->args->items[0]);
+      tir_ConstIntBound y = bound_of(a, c->args->items[1]);
       if (x.min < 0 || y.min < 0 || x.max == TIR_POS_INF || y.max == TIR_POS_INF) return all;
       if (is_shr) return y.max < 63 ? make_bound(x.min >> y.max, x.max >> y.min) : all;
       if (is_and) return make_bound(0, x.max < y.max ? x.max : y.max);
@@ -280,11 +281,18 @@ tir_ConstIntBound tir_const_int_bound(tir_Analyzer *a, const tir_Node *e) {
       tir_Analyzer *tmp = a ? NULL : tir_analyzer_new();
       tir_Analyzer *use = a ? a : tmp;
       tir_analyzer_bind_value(use, l->var, l->value);
-      tir_ConstIntBound r = tir_const_int_bound(use, l->body);
+      tir_ConstIntBound r = bound_of(use, l->body);
       if (tmp) tir_analyzer_free(tmp);
       else tir_analyzer_reset(a, mark);
       return r;
     }
     default: return all;
   }
+}
+
+tir_ConstIntBound tir_const_int_bound(tir_Analyzer *a, const tir_Node *e) {
+  arith_work_enter();
+  tir_ConstIntBound r = bound_of(a, e);
+  arith_work_leave();
+  return r;
 }

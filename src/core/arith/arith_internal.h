@@ -22,4 +22,12 @@ int64_t arith_sat_mul(int64_t x, int64_t y);
 int64_t arith_floordiv(int64_t a, int64_t b);
 int64_t arith_floormod(int64_t a, int64_t b);
 
+/* Work budget of one top-level tir_simplify / tir_const_int_bound call (simplify.c).  An
+ * expression DAG that repeats a subexpression (e = max(e, y) + min(e, z), 24 times) is a
+ * tree of 2^24 nodes; past the budget the simplifier returns subexpressions unchanged and
+ * bounds are the dtype's full range -- both always correct, only less simplified. */
+void arith_work_enter(void);
+void arith_work_leave(void);
+int arith_work_exhausted(void); /* spends one unit; 1 once the budget is used up */
+
 #endif

@@ -27,6 +27,25 @@ typedef struct {
 
 static tir_Node *simp(tir_Analyzer *a, const tir_Node *e);
 
+/* The work budget (arith_internal.h): units are simp and const_int_bound visits.  Index
+ * expressions of real programs take a few thousand; the budget stops exponential blowups. */
+#define ARITH_WORK_BUDGET (1 << 18)
+static _Thread_local struct {
+  int depth;
+  int64_t left;
+} work;
+
+void arith_work_enter(void) {
+  if (work.depth++ == 0) work.left = ARITH_WORK_BUDGET;
+}
+void arith_work_leave(void) { work.depth--; }
+int arith_work_exhausted(void) {
+  if (work.depth == 0) return 0; /* not inside a top-level call: unbounded (cannot happen) */
+  if (work.left <= 0) return 1;
+  work.left--;
+  return 0;
+}
+
 /* tir_binary (folding, type matching) that cannot fail on already-typed operands; a
  * division by a constant zero produced by simplification is kept as a raw node. */
 static tir_Node *bin(int kind, tir_Node *x, tir_Node *y) {
@@ -228,6 +247,17 @@ static int make_lin(tir_Analyzer *a, const tir_Node *e, Lin *l) {
   return !l->overflow;
 }
 
+/* Linear form of e whose atoms are already simplified (e is a result of simp): the atoms
+ * are not simplified again.  Re-simplifying them made nested min/max exponential: each
+ * level's comparison re-simplified both operands, which compare their own operands, ... */
+static int make_lin_simplified(const tir_Node *e, Lin *l) {
+  lin_init(l, e->dtype);
+  to_lin(NULL, l, e, 1, 1);
+  while (!l->overflow && lin_recombine(NULL, l)) lin_compact(l);
+  lin_compact(l);
+  return !l->overflow;
+}
+
 static tir_Node *div_mod_const(tir_Analyzer *a, const tir_Node *x, int64_t c, int is_mod);
 
 /* R = coarse + fine where every coarse coefficient is a multiple of d (a divisor of c, d >
@@ -281,7 +311,7 @@ static int split_fine(tir_Analyzer *a, const Lin *q, const Lin *r, int64_t c, in
 static tir_Node *div_mod_const(tir_Analyzer *a, const tir_Node *x, int64_t c, int is_mod) {
   tir_DType t = x->dtype;
   Lin l;
-  if (!make_lin(a, x, &l)) {
+  if (!make_lin_simplified(x, &l)) {
     lin_free(&l);
     return NULL;
   }
@@ -355,9 +385,10 @@ static tir_Node *div_mod_const(tir_Analyzer *a, const tir_Node *x, int64_t c, in
   return res;
 }
 
-static tir_Node *simp_linear(tir_Analyzer *a, const tir_Node *e) {
+/* e in simplest linear form; `simplified`: e's operands are results of simp already. */
+static tir_Node *simp_linear(tir_Analyzer *a, const tir_Node *e, int simplified) {
   Lin l;
-  if (!make_lin(a, e, &l)) {
+  if (!(simplified ? make_lin_simplified(e, &l) : make_lin(a, e, &l))) {
     lin_free(&l);
     return NULL;
   }
@@ -366,13 +397,13 @@ static tir_Node *simp_linear(tir_Analyzer *a, const tir_Node *e) {
   return r;
 }
 
-/* Simplified difference x - y as a linear form's bound. */
+/* Difference x - y of two simplified expressions as a linear form's bound. */
 static tir_ConstIntBound diff_bound(tir_Analyzer *a, const tir_Node *x, const tir_Node *y, int *ok) {
   tir_Node *d = tir_binary_raw(TIR_Sub, R((tir_Node *)x), R((tir_Node *)y));
   Lin l;
   tir_ConstIntBound b = {TIR_NEG_INF, TIR_POS_INF};
   *ok = 0;
-  if (make_lin(a, d, &l)) {
+  if (make_lin_simplified(d, &l)) {
     b = lin_bound(a, &l);
     *ok = 1;
   }
@@ -386,7 +417,8 @@ static tir_Node *simp_eq_gcd(tir_Analyzer *a, int kind, tir_Node *x, tir_Node *y
   tir_Node *d = tir_binary_raw(TIR_Sub, R(x), R(y));
   Lin l;
   tir_Node *r = NULL;
-  if (make_lin(a, d, &l) && l.n > 0) {
+  (void)a;
+  if (make_lin_simplified(d, &l) && l.n > 0) {
     int64_t g = 0;
     for (int i = 0; i < l.n; i++) g = gcd64(g, l.t[i].coef);
     if (g > 1) {
@@ -479,6 +511,7 @@ static tir_Node *negate_compare(const tir_Node *c) {
 }
 
 static tir_Node *simp(tir_Analyzer *a, const tir_Node *e) {
+  if (arith_work_exhausted()) return tir_retain(e); /* unchanged is always correct */
   switch (e->kind) {
     case TIR_IntImm:
     case TIR_FloatImm:
@@ -495,7 +528,7 @@ static tir_Node *simp(tir_Analyzer *a, const tir_Node *e) {
         tir_Node *x = simp(a, ((const tir_Mul *)e)->a), *y = simp(a, ((const tir_Mul *)e)->b);
         if (x->kind != TIR_IntImm && y->kind != TIR_IntImm) return bin(TIR_Mul, x, y);
         tir_Node *m = tir_binary_raw(TIR_Mul, x, y);
-        tir_Node *r = simp_linear(a, m);
+        tir_Node *r = simp_linear(a, m, 1);
         if (r) {
           tir_release(m);
           return r;
@@ -506,7 +539,7 @@ static tir_Node *simp(tir_Analyzer *a, const tir_Node *e) {
     case TIR_Add:
     case TIR_Sub:
       if (is_lin_int(e->dtype)) {
-        tir_Node *r = simp_linear(a, e);
+        tir_Node *r = simp_linear(a, e, 0);
         if (r) return r;
       }
       break;
@@ -647,7 +680,10 @@ static tir_Node *simp(tir_Analyzer *a, const tir_Node *e) {
 
 tir_Node *tir_simplify(tir_Analyzer *a, const tir_Node *e) {
   if (!e) return NULL;
-  return simp(a, e);
+  arith_work_enter();
+  tir_Node *r = simp(a, e);
+  arith_work_leave();
+  return r;
 }
 
 int tir_can_prove(tir_Analyzer *a, const tir_Node *cond) {

@@ -84,7 +84,18 @@ typedef struct {
   int n_st, cap_st;
   int failed;
   struct AsyncState *async; /* cp.async bookkeeping (see "async copies" below) */
+  int64_t alloc_bytes;      /* live allocations of the run (arguments excluded) */
 } Interp;
+
+/* The interpreter's allocation limit (tir_interp_set_alloc_limit): a transform_layout that
+ * spreads a 64x64 cache over 64M elements made a run take 16 GB before it failed. */
+static int64_t alloc_limit = (int64_t)4 << 30;
+
+int64_t tir_interp_set_alloc_limit(int64_t bytes) {
+  int64_t old = alloc_limit;
+  if (bytes > 0) alloc_limit = bytes;
+  return old;
+}
 
 #include <signal.h>
 static volatile sig_atomic_t interrupt_requested = 0;
@@ -251,7 +262,7 @@ static Val load(Interp *I, const tir_BufferLoad *l, int lane) {
   else v.i = tir_load_scalar_i(st->base, et, el);
   /* the buffer may be viewed with another dtype of the same width (rare): convert */
   tir_DType lt = tir_dtype_element(l->hdr.dtype);
-  if (is_f(lt) != is_f(et)) v = is_f(lt) ? as_f(et, v) : (Val){.i = (int64_t)v.f};
+  if (is_f(lt) != is_f(et)) v = is_f(lt) ? as_f(et, v) : (Val){.i = tir_float_to_int_sat(v.f, lt)};
   return v;
 }
 
@@ -277,13 +288,13 @@ static int store(Interp *I, const tir_BufferStore *s) {
       int esz = tir_dtype_bytes(st->dtype);
       unsigned char tmp[16];
       if (is_f(st->dtype)) tir_store_scalar_f(tmp, st->dtype, 0, is_f(vt) ? v.f : as_f(vt, v).f);
-      else tir_store_scalar_i(tmp, st->dtype, 0, is_f(vt) ? (int64_t)v.f : v.i);
+      else tir_store_scalar_i(tmp, st->dtype, 0, is_f(vt) ? tir_float_to_int_sat(v.f, st->dtype) : v.i);
       int rc = async_store(I, st->base + el * esz, tmp, esz);
       if (rc < 0) return -1;
       if (rc == 1) continue;
     }
     if (is_f(st->dtype)) tir_store_scalar_f(st->base, st->dtype, el, is_f(vt) ? v.f : as_f(vt, v).f);
-    else tir_store_scalar_i(st->base, st->dtype, el, is_f(vt) ? (int64_t)v.f : v.i);
+    else tir_store_scalar_i(st->base, st->dtype, el, is_f(vt) ? tir_float_to_int_sat(v.f, st->dtype) : v.i);
   }
   return 0;
 }
@@ -350,13 +361,7 @@ static Val cast(tir_DType to, tir_DType from, Val v) {
     r.f = is_f(from) ? v.f : as_f(from, v).f;
   } else if (is_f(from)) {
     /* float -> int: truncate toward zero, saturating (as CUDA's cvt.rzi.sat) */
-    double x = v.f;
-    double hi = tir_dtype_max(to), lo = tir_dtype_min(to);
-    if (x != x) r.i = 0;
-    else if (to.code == TIR_DT_BOOL) r.i = x != 0;
-    else if (x >= hi) r.i = to.bits >= 64 && to.code == TIR_DT_INT ? INT64_MAX : (int64_t)(uint64_t)hi;
-    else if (x <= lo) r.i = (int64_t)lo;
-    else r.i = (int64_t)x;
+    r.i = tir_float_to_int_sat(v.f, to);
     return to.code == TIR_DT_BOOL ? r : norm(to, r);
   } else {
     r.i = v.i;
@@ -375,6 +380,12 @@ static Val call(Interp *I, const tir_Call *c, int lane) {
     return eval(I, c->args->items[cond.i ? 1 : 2], lane);
   }
   if ((strcmp(op, "likely") == 0 || strcmp(op, "tir.likely") == 0) && n == 1) return eval(I, c->args->items[0], lane);
+  if (tir_builtin_is_float_math(op) && !is_f(t)) {
+    char ts[32];
+    fail(I, &c->hdr, "math builtin '%s' computes in floating point, but the call's dtype is %s: call it with a float dtype "
+         "and cast the result", op, tir_dtype_str(t, ts));
+    return r;
+  }
   static const struct {
     const char *name;
     double (*f1)(double);
@@ -395,16 +406,19 @@ static Val call(Interp *I, const tir_Call *c, int lane) {
       r.f = unary[i].f1(x.f);
       return norm(t, r);
     }
+  /* integer arguments of float builtins are converted (as C's implicit conversion) */
+#define FARG(k) as_f(tir_dtype_element(c->args->items[k]->dtype), eval(I, c->args->items[k], lane)).f
   if (strcmp(op, "rsqrt") == 0 && n == 1) {
-    r.f = 1.0 / sqrt(eval(I, c->args->items[0], lane).f);
+    r.f = 1.0 / sqrt(FARG(0));
     return norm(t, r);
   }
   if (strcmp(op, "sigmoid") == 0 && n == 1) {
-    r.f = 1.0 / (1.0 + exp(-eval(I, c->args->items[0], lane).f));
+    r.f = 1.0 / (1.0 + exp(-FARG(0)));
     return norm(t, r);
   }
   if ((strcmp(op, "pow") == 0 || strcmp(op, "fmod") == 0 || strcmp(op, "fmin") == 0 || strcmp(op, "fmax") == 0) && n == 2) {
-    double x = eval(I, c->args->items[0], lane).f, y = eval(I, c->args->items[1], lane).f;
+    double x = FARG(0), y = FARG(1);
+#undef FARG
     r.f = op[1] == 'o' ? pow(x, y) : op[1] == 'm' ? fmod(x, y) : op[2] == 'i' ? fmin(x, y) : fmax(x, y);
     return norm(t, r);
   }
@@ -695,6 +709,13 @@ static int alloc_buffer(Interp *I, const tir_Buffer *b) {
   if (I->failed) return -1;
   if (n < 0 || n > ((int64_t)1 << 34)) return fail(I, &b->hdr, "cannot allocate buffer %s of %lld elements", b->name, (long long)n);
   tir_DType et = tir_dtype_element(b->hdr.dtype);
+  int64_t bytes = n * tir_dtype_bytes(et);
+  if (bytes > alloc_limit - I->alloc_bytes)
+    return fail(I, &b->hdr,
+                "buffer %s needs %lld elements (%lld bytes), over the interpreter's allocation limit of %lld bytes (%lld in use); "
+                "tir.interpret_alloc_limit(bytes) raises it",
+                b->name, (long long)n, (long long)bytes, (long long)alloc_limit, (long long)I->alloc_bytes);
+  I->alloc_bytes += bytes;
   Storage st = {calloc((size_t)(n ? n : 1), (size_t)tir_dtype_bytes(et)), et, n, 1, b->name};
   if (!st.base) return fail(I, &b->hdr, "out of memory allocating %s", b->name);
   /* poison: NaN for floats, 0x5a bytes for ints */
@@ -716,7 +737,10 @@ static void free_buffer(Interp *I, const tir_Buffer *b) {
     fail(I, &b->hdr, "buffer %s goes out of scope while async copies to it are in flight", b->name);
     return; /* keep the storage: the copies still point into it (freed at the end) */
   }
-  if (st->owned) free(st->base);
+  if (st->owned) {
+    free(st->base);
+    I->alloc_bytes -= st->n * tir_dtype_bytes(st->dtype);
+  }
   st->base = NULL; /* the entry is reused by the next allocation of this buffer */
   st->n = 0;
   st->owned = 0;

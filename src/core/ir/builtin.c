@@ -4,6 +4,15 @@
 
 #include "tir/ir.h"
 
+int tir_builtin_is_float_math(const char *op) {
+  static const char *names[] = {"exp",  "log",   "sqrt", "tanh", "fabs",  "floor", "ceil", "round", "exp2", "log2", "erf",
+                                "sin",  "cos",   "trunc", "log1p", "rsqrt", "pow",  "fmod", "fmin",  "fmax", "sigmoid",
+                                "exp10"};
+  for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+    if (strcmp(op, names[k]) == 0) return 1;
+  return 0;
+}
+
 int tir_builtin_writes_arg(const char *op, int i) {
   static const struct {
     const char *op;

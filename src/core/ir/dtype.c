@@ -80,6 +80,22 @@ double tir_dtype_min(tir_DType t) {
   }
 }
 
+int64_t tir_float_to_int_sat(double x, tir_DType to) {
+  if (x != x) return 0;
+  if (to.code == TIR_DT_BOOL) return x != 0;
+  if (to.code == TIR_DT_UINT) {
+    if (x <= 0) return 0;
+    if (to.bits >= 64) return x >= 18446744073709551616.0 ? (int64_t)UINT64_MAX : (int64_t)(uint64_t)x;
+    double hi = ldexp(1.0, to.bits) - 1;
+    return x >= hi ? (int64_t)hi : (int64_t)x;
+  }
+  int bits = to.bits >= 64 ? 64 : to.bits;
+  double lim = ldexp(1.0, bits - 1); /* exact: -lim is the minimum, lim - 1 the maximum */
+  if (x >= lim) return bits >= 64 ? INT64_MAX : (int64_t)lim - 1;
+  if (x <= -lim) return bits >= 64 ? INT64_MIN : -(int64_t)lim;
+  return (int64_t)x;
+}
+
 /* binary16: 1 sign, 5 exponent (bias 15), 10 mantissa bits. */
 uint16_t tir_f32_to_f16(float f) {
   uint32_t x;

@@ -19,7 +19,7 @@ static double fval(const tir_Node *n) { return ((const tir_FloatImm *)n)->value;
 tir_Node *tir_make_const(tir_DType t, double v) {
   if (t.lanes > 1) return tir_broadcast(tir_make_const(tir_dtype_element(t), v), t.lanes);
   if (tir_dtype_is_float(t)) return tir_float_imm(t, v);
-  return tir_int_imm(t, (int64_t)v);
+  return tir_int_imm(t, tir_float_to_int_sat(v, t));
 }
 
 tir_Node *tir_make_zero(tir_DType t) { return tir_make_const(t, 0); }
@@ -45,8 +45,8 @@ tir_Node *tir_cast(tir_DType t, tir_Node *v) {
     if (tir_is_const_float(v, &fv)) {
       tir_release(v);
       if (tir_dtype_is_float(t)) return tir_float_imm(t, fv);
-      if (t.code == TIR_DT_BOOL) return tir_int_imm(t, fv != 0);
-      return tir_int_imm(t, (int64_t)fv);
+      /* saturating, as the interpreter and CUDA's cvt.rzi.sat: (int32)1e20f is INT32_MAX */
+      return tir_int_imm(t, tir_float_to_int_sat(fv, t));
     }
   }
   if (v->dtype.lanes == 1 && t.lanes > 1) {

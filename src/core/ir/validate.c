@@ -134,6 +134,13 @@ int tir_node_validate(const tir_Node *n) {
       }
       break;
     }
+    case TIR_Call: {
+      const tir_Call *c = (const tir_Call *)n;
+      if (tir_builtin_is_float_math(c->op) && !tir_dtype_is_float(n->dtype))
+        return tir_error_set(TIR_ERR_TYPE, "make", "math builtin '%s' computes in floating point: its call needs a float dtype",
+                             c->op);
+      break;
+    }
     case TIR_IfThenElse:
       if (!tir_dtype_is_bool(((const tir_IfThenElse *)n)->cond->dtype) || ((const tir_IfThenElse *)n)->cond->dtype.lanes != 1)
         return tir_error_set(TIR_ERR_TYPE, "make", "IfThenElse.cond must be a boolean expression");

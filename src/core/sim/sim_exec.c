@@ -72,12 +72,7 @@ SVal sim_cast(tir_DType to, tir_DType from, SVal v) {
     r.f = is_f(from) ? v.f : as_f(from, v).f;
   } else if (is_f(from)) {
     /* float -> int truncates toward zero, saturating (CUDA's cvt.rzi.sat), as the interpreter */
-    double x = v.f, hi = tir_dtype_max(to), lo = tir_dtype_min(to);
-    if (x != x) r.i = 0;
-    else if (to.code == TIR_DT_BOOL) r.i = x != 0;
-    else if (x >= hi) r.i = to.bits >= 64 && to.code == TIR_DT_INT ? INT64_MAX : (int64_t)(uint64_t)hi;
-    else if (x <= lo) r.i = (int64_t)lo;
-    else r.i = (int64_t)x;
+    r.i = tir_float_to_int_sat(v.f, to);
     return to.code == TIR_DT_BOOL ? r : sim_norm(to, r);
   } else {
     r.i = v.i;
@@ -322,6 +317,11 @@ static SVal *call(Sim *S, const tir_Call *c, int lane, const Act *a) {
   }
   if (strcmp(op, "address_of") == 0) {
     sim_fail(S, &c->hdr, "address_of(...) is only valid as an operand of a builtin that takes addresses (ptx_cp_async, ...)");
+    return NULL;
+  }
+  if (tir_builtin_is_float_math(op) && !is_f(t)) {
+    char ts[32];
+    sim_fail(S, &c->hdr, "math builtin '%s' computes in floating point, but the call's dtype is %s", op, tir_dtype_str(t, ts));
     return NULL;
   }
   static const struct {

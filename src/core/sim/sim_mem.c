@@ -241,7 +241,7 @@ int sim_load_elem(Sim *S, Store *st, int64_t el, int tid, tir_DType as, SVal *ou
   else v.i = tir_load_scalar_i(p, st->dtype, 0);
   /* viewed with another dtype of the same width (rare): convert, as the interpreter */
   if (tir_dtype_is_float(as) != tir_dtype_is_float(st->dtype))
-    v = tir_dtype_is_float(as) ? (SVal){.f = (double)v.i} : (SVal){.i = (int64_t)v.f};
+    v = tir_dtype_is_float(as) ? (SVal){.f = (double)v.i} : (SVal){.i = tir_float_to_int_sat(v.f, as)};
   *out = v;
   return 0;
 }
@@ -253,7 +253,7 @@ int sim_store_elem(Sim *S, Store *st, int64_t el, int tid, tir_DType from, SVal 
   if (st->origin) st->origin[(int64_t)tid * st->n + el] = -1;
   int ff = tir_dtype_is_float(from);
   if (tir_dtype_is_float(st->dtype)) tir_store_scalar_f(p, st->dtype, 0, ff ? v.f : (double)v.i);
-  else tir_store_scalar_i(p, st->dtype, 0, ff ? (int64_t)v.f : v.i);
+  else tir_store_scalar_i(p, st->dtype, 0, ff ? tir_float_to_int_sat(v.f, st->dtype) : v.i);
   if (st->prov) {
     Prov *pv = &st->prov[el];
     pv->stmt = S->cur;
