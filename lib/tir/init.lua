@@ -18,7 +18,10 @@ for k, v in pairs(core) do
   if type(v) == "function" and not k:match("^te_") and not k:match("^nd_") then tir[k] = v end
 end
 tir.core = core
-tir.arith = core.arith -- simplify, can_prove, const_int_bound, detect_iter_map, subspace_divide
+tir.arith = {} -- simplify, can_prove, const_int_bound, detect_iter_map, subspace_divide, ...
+for name, f in pairs(core.arith) do -- bad arguments raise a TypeError naming the function
+  tir.arith[name] = function(...) return util.guard("arith." .. name, f, ...) end
+end
 tir.version = core.version
 tir.config = tir.config or {}
 
@@ -48,7 +51,10 @@ tir.TensorIntrin = {
     end
     util.guard("TensorIntrin.register", core.tensor_intrin_register, name, desc, impl, override and true or false)
   end,
-  get = function(name) return core.tensor_intrin_get(name) end,
+  get = function(name)
+    if type(name) ~= "string" then util.raise("TypeError", "TensorIntrin.get", "the name must be a string, got %s", util.describe(name)) end
+    return util.guard("TensorIntrin.get", core.tensor_intrin_get, name)
+  end,
   list = function() return core.tensor_intrin_list() end,
 }
 
@@ -84,9 +90,21 @@ function tir.build(func, target, opts)
     if not BUILD_OPTS[k] then util.raise("ValueError", "build", "unknown option '%s' (dump, compile, unroll_max_extent, arch)", tostring(k)) end
     o[k] = v
   end
+  for _, k in ipairs({"dump", "compile"}) do
+    if o[k] ~= nil and type(o[k]) ~= "boolean" then
+      util.raise("TypeError", "build", "option %s must be a boolean, got %s", k, util.show(o[k]))
+    end
+  end
+  local u = o.unroll_max_extent
+  if u ~= nil and (math.type(u) ~= "integer" or u < 0 or u > 0x7fffffff) then
+    util.raise("ValueError", "build", "option unroll_max_extent must be a non-negative integer, got %s", util.show(u))
+  end
   for i = 2, #words do
     local arch = words[i]:match("^%-arch=(.+)$")
     if not arch then util.raise("ValueError", "build", "unknown target option '%s' (only -arch=sm_XX)", words[i]) end
+    if o.arch ~= nil and o.arch ~= arch then
+      util.raise("ValueError", "build", "the target says -arch=%s but opts.arch is %s: give the architecture once", arch, util.show(o.arch))
+    end
     o.arch = arch
   end
   if o.arch ~= nil then
@@ -111,7 +129,20 @@ end
 --- Lowers a PrimFunc through the pipeline without codegen: returns the lowered function
 -- and, with {dump = true}, a list of {pass = name, ir = text} after each pass.
 function tir.lower(func, opts)
-  return core.lower(as_func(func, "lower"), opts)
+  func = as_func(func, "lower")
+  if opts ~= nil then
+    if type(opts) ~= "table" then util.raise("TypeError", "lower", "options must be a table, got %s", util.describe(opts)) end
+    for k, v in pairs(opts) do
+      if k ~= "dump" and k ~= "unroll_max_extent" then
+        util.raise("ValueError", "lower", "unknown option '%s' (dump, unroll_max_extent)", tostring(k))
+      end
+      if k == "dump" and type(v) ~= "boolean" then util.raise("TypeError", "lower", "option dump must be a boolean, got %s", util.show(v)) end
+      if k == "unroll_max_extent" and (math.type(v) ~= "integer" or v < 0 or v > 0x7fffffff) then
+        util.raise("ValueError", "lower", "option unroll_max_extent must be a non-negative integer, got %s", util.show(v))
+      end
+    end
+  end
+  return core.lower(func, opts)
 end
 
 --- Runs func on host arrays: tir.interpret(func, {a, b, c}) (or a, b, c).  Raises

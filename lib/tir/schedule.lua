@@ -276,6 +276,11 @@ function Schedule:cache_read(block, index, scope, consumer_blocks)
   check_int(index, "cache_read", "read_buffer_index")
   if type(scope) ~= "string" then raise("TypeError", "cache_read", "storage scope must be a string such as \"shared\"") end
   local uids, rvs = {}, {}
+  if consumer_blocks ~= nil and (type(consumer_blocks) ~= "table" or getmetatable(consumer_blocks) ~= nil or
+                                 #consumer_blocks ~= util.count_keys(consumer_blocks)) then
+    raise("TypeError", "cache_read", "consumer_blocks must be a list of blocks (BlockRVs or names), e.g. {\"C\"}, got %s",
+          describe(consumer_blocks))
+  end
   for i, c in ipairs(consumer_blocks or {}) do
     rvs[i] = check_block(self, c, "cache_read", 4)
     uids[i] = rvs[i].uid
@@ -517,6 +522,9 @@ end
 function Schedule:annotate(x, key, value)
   if type(key) ~= "string" then raise("TypeError", "annotate", "key must be a string") end
   if type(value) == "table" and not core.is_node(value) then
+    if #value ~= util.count_keys(value) then
+      raise("TypeError", "annotate", "a table value must be a list (e.g. {0, 1, 2}); this one has other keys")
+    end
     for i, v in ipairs(value) do
       if type(v) ~= "number" and not core.is_node(v) then
         raise("TypeError", "annotate", "element %d of the value must be a number or an expression, got %s", i, describe(v))
@@ -610,6 +618,7 @@ end
 
 --- Replays a trace script (from :trace()) on this schedule.
 function Schedule:apply_trace(text)
+  if type(text) ~= "string" then raise("TypeError", "apply_trace", "expected the trace's text (a string from sch:trace()), got %s", describe(text)) end
   local env = setmetatable({sch = self, T = require("tir.script"), tir = require("tir")}, {__index = _G})
   local chunk, err = load(text, "=trace", "t", env)
   if not chunk then raise("ValueError", "apply_trace", "the trace does not load: %s", err) end

@@ -24,7 +24,8 @@ local T = {}
 -- builder state
 local B = {frames = nil, pending = nil, names = nil}
 
-local function err(msg, level) error("T script: " .. msg, (level or 1) + 1) end
+-- A ValueError "in T script", positioned at the user's line (core.raise skips lib/tir).
+local function err(msg, level) local _ = level core.raise("ValueError", "T script", msg) end
 
 local function lanes_of(dtype) return tonumber(dtype:match("x(%d+)$")) or 1 end
 

@@ -17,11 +17,19 @@ local function describe(x)
 end
 util.describe = describe
 
+--- The number of entries of a table (all keys); equal to #t exactly when t is a list.
+function util.count_keys(t)
+  local n = 0
+  for _ in pairs(t) do n = n + 1 end
+  return n
+end
+
 --- A value for an error message: numbers are shown, a float says so (2^31 is a float in Lua).
 function util.show(x)
   if x ~= x then return "NaN" end
   if math.type(x) == "float" then return ("%s (a float)"):format(tostring(x)) end
   if type(x) == "number" then return tostring(x) end
+  if type(x) == "string" then return ("'%s'"):format(x) end
   return describe(x)
 end
 
@@ -33,7 +41,7 @@ function util.guard(prim, f, ...)
   local e = r[2]
   if type(e) == "string" then
     -- drop the binding's own position prefix ("file:line: ")
-    e = e:gsub("^[^:\n]+:%d+: ", "")
+    e = e:gsub("^[^:\n]+:%d+: ", ""):gsub("bad argument (#%d+) to '%?'", "bad argument %1")
     core.raise("TypeError", prim, e)
   end
   error(e, 0)

@@ -235,18 +235,18 @@ static int l_buffer(lua_State *L) {
   int64_t elems = 1; /* the element count of the constant dimensions must fit int64 */
   for (int i = 0; i < shape->size; i++) {
     if (!tir_dtype_is_int(shape->items[i]->dtype))
-      return luaL_error(L, "tir.buffer: shape[%d] of %s must be an integer", i + 1, name);
+      return tirL_error(L, TIR_ERR_TYPE, "buffer", "shape[%d] of %s must be an integer", i + 1, name);
     int64_t v;
     if (tir_is_const_int(shape->items[i], &v) && v < 0)
-      return luaL_error(L, "tir.buffer: shape[%d] of %s is negative (%I)", i + 1, name, (lua_Integer)v);
+      return tirL_error(L, TIR_ERR_VALUE, "buffer", "shape[%d] of %s is negative (%lld)", i + 1, name, (long long)v);
     if (tir_is_const_int(shape->items[i], &v) && elems >= 0 && __builtin_mul_overflow(elems, v, &elems)) elems = -1;
   }
   if (elems < 0)
-    return tirL_error(L, TIR_ERR_VALUE, "tir.buffer",
+    return tirL_error(L, TIR_ERR_VALUE, "buffer",
                       "buffer %s has more elements than a 64-bit integer can count (the product of its shape overflows)",
                       name);
   if (strides && strides->size != shape->size)
-    return luaL_error(L, "tir.buffer: %s has %d dimensions but %d strides", name, shape->size, strides->size);
+    return tirL_error(L, TIR_ERR_VALUE, "buffer", "%s has %d dimensions but %d strides", name, shape->size, strides->size);
   tir_Buffer *b = tir_buffer_new(name, t, (tir_Array *)tir_retain(shape), (tir_Array *)tir_retain(strides),
                                  tir_retain(elem_offset), scope);
   if (data) {
