@@ -398,7 +398,7 @@ static Val call(Interp *I, const tir_Call *c, int lane) {
       tir_DType at = tir_dtype_element(c->args->items[0]->dtype);
       if (!is_f(at)) {
         if (strcmp(op, "abs") == 0) {
-          r.i = x.i < 0 ? -x.i : x.i;
+          r.i = x.i < 0 ? (int64_t)(0 - (uint64_t)x.i) : x.i; /* no overflow on INT64_MIN */
           return norm(t, r);
         }
         x = as_f(at, x);

@@ -342,7 +342,7 @@ static SVal *call(Sim *S, const tir_Call *c, int lane, const Act *a) {
         SVal v = x[id];
         if (!is_f(at)) {
           if (strcmp(op, "abs") == 0) {
-            r[id].i = v.i < 0 ? -v.i : v.i;
+            r[id].i = v.i < 0 ? (int64_t)(0 - (uint64_t)v.i) : v.i;
             r[id] = sim_norm(t, r[id]);
             continue;
           }
