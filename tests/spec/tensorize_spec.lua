@@ -191,6 +191,16 @@ describe("tensor-core GEMM schedules", function()
     U.expect_error(function() tc.auto_tensorize(tc.workload(40, 32, 32), "mma.m16n8k16") end, "must be multiples of 16")
   end)
 
+  it("frag_pipeline: the next k16 step's fragments load during this step's mma (nested pipeline), results unchanged", function()
+    local f = tc.workload(128, 128, 128, "float16", "float16")
+    local sch = tc.schedule(f, {intrin = "mma", BM = 64, BN = 64, BK = 32, warp_m = 32, warp_n = 32, epilogue = "D", stages = 3,
+                                frag_pipeline = true})
+    U.assert_equiv(f, sch.mod, {rtol = 2e-2, atol = 2e-2, trials = 1})
+    local m = tir.build(sch.mod, "cuda -arch=sm_80")
+    tir.simulate(m, tir.testing.random_args(f, 2), {reference = f, rtol = 1e-2, atol = 1e-2})
+    assert.is_nil(m:get_source("ptx"):find("ld%.local"))
+  end)
+
   it("refuses warp-wide builtins in blocks that are not whole warps", function()
     -- a wmma GEMM with only blockIdx bound: every thread block would be one thread
     local f = tc.workload(32, 32, 32)

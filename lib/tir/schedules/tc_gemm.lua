@@ -15,7 +15,7 @@
 -- barrier per step suffices.
 local M = {}
 
-M.defaults = {intrin = "mma", BM = 128, BN = 128, BK = 32, warp_m = 64, warp_n = 64, vec = 8, stages = 1, early_wait = true, pad = true,
+M.defaults = {intrin = "mma", BM = 128, BN = 128, BK = 32, warp_m = 64, warp_n = 64, vec = 8, stages = 1, early_wait = true, frag_pipeline = false, pad = true,
               dtype = "float16", epilogue = nil, unroll = true}
 
 local INTRIN = {
@@ -261,7 +261,15 @@ function M.schedule(func, opts)
   unroll(il[#il - 3]); unroll(il[#il - 2])
   sch:tensorize(il[#il - 1], I.fill)
   local ST = sch:tensorize(tile2(CFB), store_intrin)
-  unroll(ki); unroll(wi); unroll(wj)
+  if o.frag_pipeline and o.BK // 16 > 1 then
+    -- fragments of the next 16-deep step load while this step's mma run (a nested pipeline:
+    -- the warp buffers get two versions)
+    sch:annotate(ki, "software_pipeline_stage", {0, 0, 1})
+    sch:annotate(ki, "software_pipeline_order", {0, 1, 2})
+  else
+    unroll(ki)
+  end
+  unroll(wi); unroll(wj)
   -- each 16x16 fragment tile contiguous (one wmma fragment / 8 registers per lane)
   local tiled = function(...)
     local x = {...}
