@@ -44,6 +44,8 @@ void tir_analyzer_assume(tir_Analyzer *a, const tir_Node *cond);
 tir_ConstIntBound tir_const_int_bound(tir_Analyzer *a, const tir_Node *e);
 /* Simplifies e (borrowed) to canonical form; owned result.  a may be NULL (no facts). */
 tir_Node *tir_simplify(tir_Analyzer *a, const tir_Node *e);
+/* tir_simplify that takes ownership of e (for building and simplifying in one expression). */
+tir_Node *tir_simplify_take(tir_Analyzer *a, tir_Node *e);
 /* Simplifies every expression inside a statement/function (owned result). */
 tir_Node *tir_simplify_stmt(tir_Analyzer *a, const tir_Node *s);
 /* True when cond (a bool expression) is provably true. */

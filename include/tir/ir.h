@@ -258,6 +258,10 @@ tir_Node *tir_substitute(const tir_Node *root, int n, tir_Var *const *vars, tir_
 /* Substitutes buffers (by identity) in loads, stores, regions, allocations. */
 tir_Node *tir_substitute_buffers(const tir_Node *root, int n, tir_Buffer *const *from,
                                  tir_Buffer *const *to);
+/* The indices into a view's source of view element idx: a match_buffer view covers the
+ * trailing dimensions of its source region (the leading ones are single elements), element i
+ * of a dimension being region min + i (ramps get a broadcast min).  Owned result. */
+tir_Array *tir_view_source_indices(const tir_BufferRegion *src, const tir_Array *idx);
 /* Replaces the statement `target` (by identity) with `repl` (stolen) in root. */
 tir_Node *tir_replace_stmt(const tir_Node *root, const tir_Node *target, tir_Node *repl);
 /* True if var occurs in n. */
@@ -290,7 +294,11 @@ char *tir_print_marked(const tir_Node *n, const tir_Mark *marks, int n_marks);
 char *tir_print_expr(const tir_Node *e);
 
 /* ---- builtins (builtin.c; docs/BUILTINS.md) ----
- * True when argument i of builtin call `op` is an address_of that the call writes through. */
+ * The load inside address_of(buf[index]) (borrowed), or NULL when e is not that form. */
+const tir_BufferLoad *tir_address_of_load(const tir_Node *e);
+/* address_of(load) (steals load). */
+tir_Node *tir_address_of(tir_Node *load);
+/* True when argument i of builtin call `op` is an address_of that the call writes through. */
 int tir_builtin_writes_arg(const char *op, int i);
 /* True for the math builtins that compute in floating point (exp, log, sqrt, pow, ...; not
  * abs, which also takes integers): a call of one must have a float dtype, as CUDA's

@@ -69,6 +69,9 @@ typedef struct {
 } tir_DeviceSplit;
 
 int tir_split_host_device(const tir_PrimFunc *lowered, const tir_PrimFunc *host, tir_DeviceSplit *out);
+/* Bytes a shared buffer takes in a kernel's dynamic shared memory (its size rounded up to 16,
+ * so every slice stays 16-byte aligned for vector and cp.async accesses); -1 when symbolic. */
+int64_t tir_shared_slice_bytes(const tir_Buffer *b);
 void tir_device_split_free(tir_DeviceSplit *s);
 
 /* ---- pipeline (pipeline.c) ---- */

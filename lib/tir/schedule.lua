@@ -489,23 +489,7 @@ end
 -- Returns the new stage's block.
 function Schedule:reindex(block, buffer)
   block = check_block(self, block, "reindex", 1)
-  local is_write, index
-  if type(buffer) == "string" then
-    local blk = self._state:block_realize(block.uid, "reindex").block
-    for _, kind in ipairs({"write", "read"}) do
-      local regions = kind == "write" and blk.writes or blk.reads
-      for i = #regions, 1, -1 do
-        if regions[i].buffer.name == buffer then is_write, index = kind == "write", i - 1 end
-      end
-      if index then break end
-    end
-    if not index then raise("ValueError", "reindex", "block '%s' neither reads nor writes a buffer named '%s'", blk.name, buffer) end
-  elseif type(buffer) == "table" and getmetatable(buffer) == nil and (buffer[1] == "read" or buffer[1] == "write") and
-         math.type(buffer[2]) == "integer" then
-    is_write, index = buffer[1] == "write", buffer[2]
-  else
-    raise("TypeError", "reindex", "the buffer must be {\"read\", index}, {\"write\", index} or a buffer name, got %s", describe(buffer))
-  end
+  local is_write, index = block_buffer(self, block, buffer, "reindex")
   local uid = self._state:reindex(block.uid, is_write, index)
   local out = block_rv(uid, self._state:block_realize(uid).block.name)
   record(self, "reindex", {block, {is_write and "write" or "read", index}}, {out})

@@ -23,11 +23,7 @@ static int uses_dom(const tir_Node *e, const tir_DomEntry *doms, int n) {
   return 0;
 }
 
-static tir_Node *S(tir_Analyzer *a, tir_Node *e) {
-  tir_Node *s = tir_simplify(a, e);
-  tir_release(e);
-  return s;
-}
+#define S tir_simplify_take
 
 static int eval(tir_Analyzer *a, const tir_Node *e, const tir_DomEntry *doms, int n, tir_IntSet *out) {
   out->min = out->max = NULL;

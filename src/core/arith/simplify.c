@@ -762,3 +762,9 @@ int tir_bound_from_predicate(tir_Analyzer *a, const tir_Node *pred, const tir_Va
   }
   return bound_from_conjunct(a, pred, v, max_out);
 }
+
+tir_Node *tir_simplify_take(tir_Analyzer *a, tir_Node *e) {
+  tir_Node *s = tir_simplify(a, e);
+  tir_release(e);
+  return s;
+}

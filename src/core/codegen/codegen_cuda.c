@@ -210,13 +210,10 @@ static const char *math_fn(const char *op, tir_DType t) {
 static int is_wmma_scope(const char *s) { return strncmp(s, "wmma.", 5) == 0; }
 static int is_warp_scope(const char *s) { return strcmp(s, "warp") == 0; }
 
-/* The BufferLoad inside an address_of(...) argument, or NULL. */
+/* The flattened BufferLoad inside an address_of(...) argument, or NULL. */
 static const tir_BufferLoad *addr_load(const tir_Node *e) {
-  if (e->kind != TIR_Call || strcmp(((const tir_Call *)e)->op, "address_of") != 0) return NULL;
-  const tir_Call *c = (const tir_Call *)e;
-  if (c->args->size != 1 || c->args->items[0]->kind != TIR_BufferLoad) return NULL;
-  const tir_BufferLoad *l = (const tir_BufferLoad *)c->args->items[0];
-  return l->indices->size == 1 ? l : NULL;
+  const tir_BufferLoad *l = tir_address_of_load(e);
+  return l && l->indices->size == 1 ? l : NULL; /* flattened */
 }
 
 static void expr(CG *g, const tir_Node *e);
@@ -1178,7 +1175,7 @@ static void stmt(CG *g, const tir_Node *s) {
         line(g);
         const char *ct = ctype(g, b->hdr.dtype, s);
         putf(g, "%s* %s = (%s*)(tir_dyn_smem + %lld);\n", ct, name_of(g, &b->data->hdr, b->name), ct, (long long)g->dyn_off);
-        g->dyn_off += (n * tir_dtype_bytes(b->hdr.dtype) + 15) / 16 * 16;
+        g->dyn_off += tir_shared_slice_bytes(b);
         stmt(g, a->body);
         g->indent -= 2;
         line(g);

@@ -608,12 +608,11 @@ static int async_store(Interp *I, char *addr, const void *bytes, int size) {
 
 /* An element address of address_of(BufferLoad) (the buffer's storage, its dtype). */
 static char *element_addr(Interp *I, const tir_Node *arg, Storage **st_out, const char *op) {
-  if (arg->kind != TIR_Call || strcmp(((const tir_Call *)arg)->op, "address_of") != 0 || ((const tir_Call *)arg)->args->size != 1 ||
-      ((const tir_Call *)arg)->args->items[0]->kind != TIR_BufferLoad) {
+  const tir_BufferLoad *l = tir_address_of_load(arg);
+  if (!l) {
     fail(I, arg, "%s expects address_of(buffer[index]) operands", op);
     return NULL;
   }
-  const tir_BufferLoad *l = (const tir_BufferLoad *)((const tir_Call *)arg)->args->items[0];
   Storage *st = buffer_storage(I, l->buffer, &l->hdr);
   if (!st) return NULL;
   int64_t el = flat_offset(I, l->buffer, l->indices, 0, &l->hdr);

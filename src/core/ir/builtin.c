@@ -13,6 +13,15 @@ int tir_builtin_is_float_math(const char *op) {
   return 0;
 }
 
+const tir_BufferLoad *tir_address_of_load(const tir_Node *e) {
+  if (!e || e->kind != TIR_Call) return NULL;
+  const tir_Call *c = (const tir_Call *)e;
+  if (strcmp(c->op, "address_of") != 0 || c->args->size != 1 || c->args->items[0]->kind != TIR_BufferLoad) return NULL;
+  return (const tir_BufferLoad *)c->args->items[0];
+}
+
+tir_Node *tir_address_of(tir_Node *load) { return tir_call(TIR_HANDLE, "address_of", tir_array_of(1, load)); }
+
 int tir_builtin_writes_arg(const char *op, int i) {
   static const struct {
     const char *op;

@@ -202,3 +202,20 @@ int tir_uses_var(const tir_Node *n, const tir_Var *var) {
   tir_Var *v = (tir_Var *)var;
   return tir_uses_any_var(n, 1, &v);
 }
+
+tir_Array *tir_view_source_indices(const tir_BufferRegion *src, const tir_Array *idx) {
+  const tir_Array *reg = src->region;
+  int lead = reg->size - idx->size;
+  tir_Array *out = tir_array_new(reg->size);
+  for (int d = 0; d < reg->size; d++) {
+    const tir_Node *mn = ((const tir_Range *)reg->items[d])->min;
+    if (d < lead) {
+      out->items[d] = R((tir_Node *)mn);
+    } else {
+      const tir_Node *ix = idx->items[d - lead];
+      tir_Node *m = ix->dtype.lanes > 1 ? tir_broadcast(R((tir_Node *)mn), ix->dtype.lanes) : R((tir_Node *)mn);
+      out->items[d] = tir_add(m, R((tir_Node *)ix));
+    }
+  }
+  return out;
+}

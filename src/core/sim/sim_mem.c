@@ -307,11 +307,8 @@ static void group_push(Group *g, const Copy *c) {
 
 /* address_of(buf[index]) operand: storage and per-thread element index */
 static int addr_operand(Sim *S, const tir_Node *arg, const Act *a, Store **st, SVal **el, const char *op) {
-  const tir_Call *c = (const tir_Call *)arg;
-  if (arg->kind != TIR_Call || strcmp(c->op, "address_of") != 0 || c->args->size != 1 || c->args->items[0]->kind != TIR_BufferLoad ||
-      ((const tir_BufferLoad *)c->args->items[0])->indices->size != 1)
-    return sim_fail(S, arg, "%s expects address_of(buffer[index]) operands of flat buffers", op);
-  const tir_BufferLoad *l = (const tir_BufferLoad *)c->args->items[0];
+  const tir_BufferLoad *l = tir_address_of_load(arg);
+  if (!l || l->indices->size != 1) return sim_fail(S, arg, "%s expects address_of(buffer[index]) operands of flat buffers", op);
   *st = sim_store_of(S, l->buffer, arg);
   if (!*st) return -1;
   *el = sim_eval(S, l->indices->items[0], 0, a);

@@ -34,11 +34,9 @@ typedef struct {
 
 static int addr(Sim *S, const tir_Call *c, int i, const Act *a, Addr *out, int want_kind, const char *what) {
   const tir_Node *arg = i < c->args->size ? c->args->items[i] : NULL;
-  const tir_Call *ac = (const tir_Call *)arg;
-  if (!arg || arg->kind != TIR_Call || strcmp(ac->op, "address_of") != 0 || ac->args->size != 1 ||
-      ac->args->items[0]->kind != TIR_BufferLoad || ((const tir_BufferLoad *)ac->args->items[0])->indices->size != 1)
+  out->load = tir_address_of_load(arg);
+  if (!out->load || out->load->indices->size != 1)
     return sim_fail(S, &c->hdr, "%s: operand %d must be address_of(%s[index]) of a flat buffer", c->op, i + 1, what);
-  out->load = (const tir_BufferLoad *)ac->args->items[0];
   out->st = sim_store_of(S, out->load->buffer, arg);
   if (!out->st) return -1;
   if (want_kind >= 0 && out->st->kind != want_kind)

@@ -27,7 +27,7 @@ typedef struct {
 } Ctx;
 
 static tir_Node *addr(const tir_Buffer *b, tir_Node *index) {
-  return tir_call(TIR_HANDLE, "address_of", tir_array_of(1, tir_buffer_load((tir_Buffer *)R(b), tir_array_of(1, index))));
+  return tir_address_of(tir_buffer_load((tir_Buffer *)R(b), tir_array_of(1, index)));
 }
 
 static tir_Node *cp_async(const tir_Buffer *dst, tir_Node *di, const tir_Buffer *src, tir_Node *si, int bytes,

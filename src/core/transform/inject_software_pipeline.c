@@ -118,9 +118,8 @@ static int access_fn(const tir_Node *n, void *p) {
       break;
     }
     case TIR_Call: {
-      const tir_Call *c = (const tir_Call *)n;
-      if (strcmp(c->op, "address_of") == 0 && c->args->size == 1 && c->args->items[0]->kind == TIR_BufferLoad)
-        vs_add(&s->wr, &((const tir_BufferLoad *)c->args->items[0])->buffer->data->hdr);
+      const tir_BufferLoad *l = tir_address_of_load(n);
+      if (l) vs_add(&s->wr, &l->buffer->data->hdr);
       break;
     }
     default: break;

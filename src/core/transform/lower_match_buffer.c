@@ -40,23 +40,6 @@ static const View *view_of(const Ctx *c, const tir_Buffer *b) {
   return NULL;
 }
 
-static tir_Array *map_indices(const View *v, const tir_Array *idx) {
-  const tir_Array *reg = v->src->region;
-  int lead = reg->size - idx->size;
-  tir_Array *out = tir_array_new(reg->size);
-  for (int d = 0; d < reg->size; d++) {
-    const tir_Node *mn = ((const tir_Range *)reg->items[d])->min;
-    if (d < lead) {
-      out->items[d] = R((tir_Node *)mn);
-    } else {
-      const tir_Node *ix = idx->items[d - lead];
-      tir_Node *m = ix->dtype.lanes > 1 ? tir_broadcast(R((tir_Node *)mn), ix->dtype.lanes) : R((tir_Node *)mn);
-      out->items[d] = tir_add(m, R((tir_Node *)ix));
-    }
-  }
-  return out;
-}
-
 static tir_Node *mut(const tir_Node *n, void *p);
 
 static tir_Node *rewrite_access(const tir_Node *n, void *p) {
@@ -67,7 +50,7 @@ static tir_Node *rewrite_access(const tir_Node *n, void *p) {
       if (!v) return NULL;
       tir_BufferLoad *l = (tir_BufferLoad *)tir_mutate_children(n, rewrite_access, p);
       if (!l) return TIR_MUTATE_ERROR;
-      tir_Node *r = tir_buffer_load((tir_Buffer *)R(&v->src->buffer->hdr), map_indices(v, l->indices));
+      tir_Node *r = tir_buffer_load((tir_Buffer *)R(&v->src->buffer->hdr), tir_view_source_indices(v->src, l->indices));
       tir_release(l);
       return r;
     }
@@ -76,7 +59,7 @@ static tir_Node *rewrite_access(const tir_Node *n, void *p) {
       if (!v) return NULL;
       tir_BufferStore *st = (tir_BufferStore *)tir_mutate_children(n, rewrite_access, p);
       if (!st) return TIR_MUTATE_ERROR;
-      tir_Node *r = tir_buffer_store((tir_Buffer *)R(&v->src->buffer->hdr), R(st->value), map_indices(v, st->indices));
+      tir_Node *r = tir_buffer_store((tir_Buffer *)R(&v->src->buffer->hdr), R(st->value), tir_view_source_indices(v->src, st->indices));
       tir_release(st);
       return r;
     }

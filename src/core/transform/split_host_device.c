@@ -106,17 +106,20 @@ static int smem_fn(const tir_Node *n, void *p) {
   const tir_Buffer *b = ((const tir_Allocate *)n)->buffer;
   if (strncmp(b->scope, "shared", 6) != 0) return 0;
   if (strcmp(b->scope, "shared.dyn") == 0) c->any_dyn = 1;
+  int64_t e = tir_shared_slice_bytes(b);
+  if (e < 0) c->unknown = 1;
+  else c->bytes += e;
+  return 0;
+}
+
+int64_t tir_shared_slice_bytes(const tir_Buffer *b) {
   int64_t e = tir_dtype_bytes(b->hdr.dtype);
   for (int i = 0; i < b->shape->size; i++) {
     int64_t d;
-    if (!tir_is_const_int(b->shape->items[i], &d)) {
-      c->unknown = 1;
-      return 0;
-    }
+    if (!tir_is_const_int(b->shape->items[i], &d)) return -1;
     e *= d;
   }
-  c->bytes += (e + 15) / 16 * 16;
-  return 0;
+  return (e + 15) / 16 * 16;
 }
 
 static int make_kernel(const tir_Node *region, const char *name, const tir_PrimFunc *host, tir_Kernel *k) {

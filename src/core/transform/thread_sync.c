@@ -192,9 +192,8 @@ static int access_fn(const tir_Node *n, void *p) {
     int addr_args = 0;
     for (int i = 0; i < cl->args->size; i++) {
       const tir_Node *x = cl->args->items[i];
-      if (x->kind == TIR_Call && strcmp(((const tir_Call *)x)->op, "address_of") == 0 && ((const tir_Call *)x)->args->size == 1 &&
-          ((const tir_Call *)x)->args->items[0]->kind == TIR_BufferLoad) {
-        const tir_BufferLoad *l = (const tir_BufferLoad *)((const tir_Call *)x)->args->items[0];
+      const tir_BufferLoad *l = tir_address_of_load(x);
+      if (l) {
         record(c, tir_builtin_writes_arg(cl->op, i), l->buffer);
         for (int k = 0; k < l->indices->size; k++) tir_visit(l->indices->items[k], access_fn, c);
         addr_args = 1;

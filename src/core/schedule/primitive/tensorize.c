@@ -20,13 +20,6 @@
 #include "../sched_util.h"
 #include "tir/strbuf.h"
 
-/* simplifies e, stealing it */
-static tir_Node *simp(tir_Analyzer *a, tir_Node *e) {
-  tir_Node *r = tir_simplify(a, e);
-  tir_release(e);
-  return r;
-}
-
 #define MAXN 64
 
 /* desc's loops and block (borrowed), skipping a root block */
@@ -422,13 +415,13 @@ int64_t tir_sched_tensorize(tir_Schedule *s, const tir_Var *lv, int64_t uid, con
         }
         for (int d = 0; d < nd_; d++) {
           const tir_Range *r = (const tir_Range *)rel->items[d];
-          tir_Node *h = simp(an, tir_sub(tir_add(R(r->min), R(r->extent)), tir_i32(1)));
+          tir_Node *h = tir_simplify_take(an, tir_sub(tir_add(R(r->min), R(r->extent)), tir_i32(1)));
           if (!lo[d]) {
             lo[d] = tir_simplify(an, r->min);
             hi[d] = h;
           } else {
-            tir_Node *l2 = simp(an, tir_min(lo[d], R(r->min)));
-            tir_Node *h2 = simp(an, tir_max(hi[d], h));
+            tir_Node *l2 = tir_simplify_take(an, tir_min(lo[d], R(r->min)));
+            tir_Node *h2 = tir_simplify_take(an, tir_max(hi[d], h));
             lo[d] = l2;
             hi[d] = h2;
           }
@@ -437,7 +430,7 @@ int64_t tir_sched_tensorize(tir_Schedule *s, const tir_Var *lv, int64_t uid, con
       }
       tir_Array *region = tir_array_new(nd_);
       for (int d = 0; d < nd_ && !bad; d++) {
-        tir_Node *ext = simp(an, tir_add(tir_sub(R(hi[d]), R(lo[d])), tir_i32(1)));
+        tir_Node *ext = tir_simplify_take(an, tir_add(tir_sub(R(hi[d]), R(lo[d])), tir_i32(1)));
         int64_t e, want = 1;
         int lead_n = nd_ - db_->shape->size;
         if (d >= lead_n) tir_is_const_int(db_->shape->items[d - lead_n], &want);

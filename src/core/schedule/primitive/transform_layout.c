@@ -19,13 +19,6 @@
 
 #include "../sched_util.h"
 
-/* simplifies e, stealing it */
-static tir_Node *simp(tir_Analyzer *a, tir_Node *e) {
-  tir_Node *r = tir_simplify(a, e);
-  tir_release(e);
-  return r;
-}
-
 typedef struct {
   const tir_Buffer *old;
   tir_Buffer *nb;
@@ -69,13 +62,13 @@ static tir_Array *map_region(const Ctx *c, const tir_Array *region) {
     const tir_Range *r = (const tir_Range *)region->items[d];
     doms[d].var = c->vars[d];
     doms[d].set.min = R(r->min);
-    doms[d].set.max = simp(NULL, tir_sub(tir_add(R(r->min), R(r->extent)), tir_int_imm(r->min->dtype, 1)));
+    doms[d].set.max = tir_simplify_take(NULL, tir_sub(tir_add(R(r->min), R(r->extent)), tir_int_imm(r->min->dtype, 1)));
   }
   for (int o = 0; o < c->n_out; o++) {
     tir_IntSet set;
     const tir_Node *ext_full = c->nb->shape->items[o];
     if (tir_int_set_eval(NULL, c->exprs[o], doms, c->n_in, &set) == 0) {
-      tir_Node *ext = simp(NULL, tir_add(tir_sub(R(set.max), R(set.min)), tir_int_imm(set.min->dtype, 1)));
+      tir_Node *ext = tir_simplify_take(NULL, tir_add(tir_sub(R(set.max), R(set.min)), tir_int_imm(set.min->dtype, 1)));
       out->items[o] = &tir_range(R(set.min), ext)->hdr;
       tir_int_set_free(&set);
     } else {
@@ -161,30 +154,19 @@ typedef struct {
   const tir_MatchBufferRegion *m;
 } Dissolve;
 
-static tir_Array *view_indices(const tir_MatchBufferRegion *m, const tir_Array *idx) {
-  const tir_Array *reg = m->source->region;
-  int lead = reg->size - idx->size;
-  tir_Array *out = tir_array_new(reg->size);
-  for (int d = 0; d < reg->size; d++) {
-    const tir_Node *mn = ((const tir_Range *)reg->items[d])->min;
-    out->items[d] = d < lead ? R((tir_Node *)mn) : tir_add(R((tir_Node *)mn), R(idx->items[d - lead]));
-  }
-  return out;
-}
-
 static tir_Node *dissolve_fn(const tir_Node *n, void *p) {
   const Dissolve *d = p;
   if (n->kind == TIR_BufferLoad && ((const tir_BufferLoad *)n)->buffer == d->m->buffer) {
     tir_BufferLoad *l = (tir_BufferLoad *)tir_mutate_children(n, dissolve_fn, p);
     if (!l) return TIR_MUTATE_ERROR;
-    tir_Node *r = tir_buffer_load((tir_Buffer *)R(&d->m->source->buffer->hdr), view_indices(d->m, l->indices));
+    tir_Node *r = tir_buffer_load((tir_Buffer *)R(&d->m->source->buffer->hdr), tir_view_source_indices(d->m->source, l->indices));
     tir_release(l);
     return r;
   }
   if (n->kind == TIR_BufferStore && ((const tir_BufferStore *)n)->buffer == d->m->buffer) {
     tir_BufferStore *st = (tir_BufferStore *)tir_mutate_children(n, dissolve_fn, p);
     if (!st) return TIR_MUTATE_ERROR;
-    tir_Node *r = tir_buffer_store((tir_Buffer *)R(&d->m->source->buffer->hdr), R(st->value), view_indices(d->m, st->indices));
+    tir_Node *r = tir_buffer_store((tir_Buffer *)R(&d->m->source->buffer->hdr), R(st->value), tir_view_source_indices(d->m->source, st->indices));
     tir_release(st);
     return r;
   }
