@@ -5,10 +5,12 @@
 --   TIRLUA_BENCH_VARIANTS=naive,simt,...     which schedules (see VARIANTS below)
 --   TIRLUA_BENCH_OUT=file                    append the markdown table to that file
 --   TIRLUA_COMMIT                            the commit named in the table
+-- Every row is also appended to bench/results.jsonl (bench/common.lua says where on a GPU machine).
 local tir = require("tir")
 local te = tir.te
 local core = tir.core
 local simt = require("tir.schedules.simt_gemm")
+local common = dofile("bench/common.lua")
 
 local dev = tir.device("cuda", 0)
 local ok, why = dev:exists()
@@ -92,6 +94,9 @@ for _, n in ipairs(sizes) do
                  tf_cublas = flops / t_cublas / 1e12, regs = r.registers, spill = r.local_bytes, smem = r.static_smem_bytes}
     row.ratio = row.tf / row.tf_cublas
     rows[#rows + 1] = row
+    common.record{bench = "gemm_fp32", variant = v, shape = ("%dx%dx%d"):format(n, n, n), dtype = "float32",
+                  ms = t_ours * 1e3, tflops = row.tf, ref = "cuBLAS", ref_ms = t_cublas * 1e3, ref_tflops = row.tf_cublas,
+                  gpu = info.name, registers = row.regs}
     print(("%-12s %-7d %10.3f %10.2f %10.3f %10.2f %8.3f %6d %6d"):format(v, n, t_ours * 1e3, row.tf, t_cublas * 1e3,
       row.tf_cublas, row.ratio, row.regs, row.spill))
   end
@@ -99,12 +104,7 @@ end
 
 local out = os.getenv("TIRLUA_BENCH_OUT")
 if out then
-  local commit = os.getenv("TIRLUA_COMMIT")
-  if not commit then
-    local p = io.popen("git rev-parse --short HEAD 2>/dev/null")
-    commit = p and p:read("*l") or "unknown"
-    if p then p:close() end
-  end
+  local commit = common.commit()
   local f = assert(io.open(out, "a"))
   f:write("\n### fp32 GEMM vs cuBLAS SGEMM (FP32 pedantic, no TF32)\n\n")
   f:write(("%s, %s (%s, %d SMs), commit %s; CUDA events, median of 7 samples of 10 launches after 3 warm-ups, " ..

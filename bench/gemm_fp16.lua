@@ -4,9 +4,11 @@
 --   tirlua bench/gemm_fp16.lua [MxNxK ...]   (default: 1024^3 2048^3 4096^3 8192^3 and the LLM shapes)
 --   TIRLUA_BENCH_VARIANTS=mma,wmma,...       which configurations (see VARIANTS)
 --   TIRLUA_BENCH_OUT=file                    append the markdown table to that file
+-- Every row is also appended to bench/results.jsonl (bench/common.lua says where on a GPU machine).
 local tir = require("tir")
 local core = tir.core
 local tc = require("tir.schedules.tc_gemm")
+local common = dofile("bench/common.lua")
 
 local dev = tir.device("cuda", 0)
 local ok, why = dev:exists()
@@ -94,6 +96,9 @@ for _, s in ipairs(shapes) do
                    regs = r.registers, spill = r.local_bytes, smem = r.static_smem_bytes + (r.dynamic_smem_bytes or 0)}
       row.ratio = row.tf / row.tfc
       rows[#rows + 1] = row
+      common.record{bench = "gemm_fp16", variant = v, shape = row.shape, dtype = "float16", ms = t * 1e3, tflops = row.tf,
+                    ref = "cuBLAS", ref_ms = tcub * 1e3, ref_tflops = row.tfc, gpu = info.name, registers = row.regs,
+                    smem_bytes = row.smem}
       print(("%-8s %-18s %9.3f %9.1f %9.3f %9.1f %7.3f %5d %6d %6d"):format(v, row.shape, t * 1e3, row.tf, tcub * 1e3, row.tfc, row.ratio,
         row.regs, row.spill, row.smem))
     end
@@ -102,7 +107,7 @@ end
 
 local out = os.getenv("TIRLUA_BENCH_OUT")
 if out then
-  local commit = os.getenv("TIRLUA_COMMIT") or "unknown"
+  local commit = common.commit()
   local f = assert(io.open(out, "a"))
   f:write("\n### fp16 GEMM (fp32 accumulate, fp16 out) vs cuBLAS (cublasGemmEx)\n\n")
   f:write(("%s, %s (%s, %d SMs), commit %s; CUDA events, median of 7 samples of 10 launches after 3 warm-ups, cuBLAS timed " ..

@@ -1,0 +1,103 @@
+-- bench/common.lua -- what every benchmark in bench/ shares: the commit and date a result is
+-- recorded with, and the machine-readable record of each row (bench/results.jsonl, one JSON
+-- object per line, appended, never rewritten).
+--   local common = dofile("bench/common.lua")      (bench scripts run from the repository root)
+--   common.record{bench = "gemm_fp16", variant = "mma_s4", shape = "4096x4096x4096", dtype = "float16",
+--                 ms = 0.42, tflops = 325, ref = "cuBLAS", ref_ms = 0.18, ref_tflops = 768}
+-- The row gets ratio (= ref_ms / ms: > 1 means tirlua is faster), gpu, commit and date added when
+-- absent and goes to $TIRLUA_BENCH_JSONL (default: $OUT/results.jsonl when OUT is set, else
+-- bench/results.jsonl).  On the GPU machine the file comes back under $OUT; append its lines
+-- to bench/results.jsonl here (scripts/gpu/collect_results.sh).
+local M = {}
+
+-- The commit named in results: $TIRLUA_COMMIT, else git's short HEAD, else "unknown".
+function M.commit()
+  local c = os.getenv("TIRLUA_COMMIT")
+  if c and c ~= "" then return c end
+  local p = io.popen("git rev-parse --short HEAD 2>/dev/null")
+  if p then
+    c = p:read("*l")
+    p:close()
+  end
+  return (c and c ~= "") and c or "unknown"
+end
+
+-- UTC date as YYYY-MM-DD.
+function M.date() return os.date("!%Y-%m-%d") end
+
+local function quote(s)
+  return '"' .. s:gsub('[%c"\\]', function(ch)
+    local map = {['"'] = '\\"', ['\\'] = '\\\\', ['\n'] = '\\n', ['\t'] = '\\t', ['\r'] = '\\r'}
+    return map[ch] or ("\\u%04x"):format(ch:byte())
+  end) .. '"'
+end
+
+local function value(v)
+  local t = type(v)
+  if t == "string" then return quote(v) end
+  if t == "boolean" then return tostring(v) end
+  if t == "number" then
+    if v ~= v or v == math.huge or v == -math.huge then return "null" end -- JSON has no NaN/inf
+    if math.type(v) == "integer" then return tostring(v) end
+    return ("%.6g"):format(v)
+  end
+  if v == nil then return "null" end
+  error("bench/common.lua: cannot write a " .. t .. " as a JSON value", 3)
+end
+
+-- The keys every row carries, in this order (DEVELOPERS.md); others follow sorted.
+M.KEYS = {"bench", "variant", "shape", "dtype", "ms", "tflops", "ref", "ref_ms", "ref_tflops", "ratio", "gpu",
+          "commit", "date"}
+
+-- One JSON object (a line) for a flat table of strings, numbers and booleans.
+function M.json(row)
+  local parts, seen = {}, {}
+  for _, k in ipairs(M.KEYS) do
+    seen[k] = true
+    parts[#parts + 1] = quote(k) .. ": " .. value(row[k])
+  end
+  local extra = {}
+  for k in pairs(row) do if not seen[k] then extra[#extra + 1] = k end end
+  table.sort(extra)
+  for _, k in ipairs(extra) do parts[#parts + 1] = quote(k) .. ": " .. value(row[k]) end
+  return "{" .. table.concat(parts, ", ") .. "}"
+end
+
+function M.jsonl_path()
+  local p = os.getenv("TIRLUA_BENCH_JSONL")
+  if p and p ~= "" then return p end
+  local out = os.getenv("OUT")
+  if out and out ~= "" then return out .. "/results.jsonl" end
+  return "bench/results.jsonl"
+end
+
+local cached_gpu
+-- The GPU's name, e.g. "NVIDIA H200" (from the first CUDA device), or "none".
+function M.gpu()
+  if cached_gpu then return cached_gpu end
+  local ok, info = pcall(function() return require("tir").device("cuda", 0):info() end)
+  cached_gpu = ok and info and info.name or "none"
+  return cached_gpu
+end
+
+-- Appends one row (see the header) to the jsonl file; returns the line written.
+-- Errors: a row without bench/variant/shape/ms, or non-positive times.
+function M.record(row)
+  for _, k in ipairs({"bench", "variant", "shape", "dtype"}) do
+    if type(row[k]) ~= "string" then error(("bench/common.lua: record: row.%s must be a string"):format(k), 2) end
+  end
+  if type(row.ms) ~= "number" or row.ms <= 0 then error("bench/common.lua: record: row.ms must be a positive number", 2) end
+  local r = {}
+  for k, v in pairs(row) do r[k] = v end
+  if r.ratio == nil and type(r.ref_ms) == "number" then r.ratio = r.ref_ms / r.ms end
+  r.gpu = r.gpu or M.gpu()
+  r.commit = r.commit or M.commit()
+  r.date = r.date or M.date()
+  local line = M.json(r)
+  local f = assert(io.open(M.jsonl_path(), "a"))
+  f:write(line, "\n")
+  f:close()
+  return line
+end
+
+return M
