@@ -7,6 +7,11 @@
  * nest's loops; the same body (init included) once desc's buffers are mapped to the block's
  * buffers (same dtype, same scope) and desc's iteration variables to the block's.  The
  * region each mapped buffer's accesses cover over the nest must have desc's buffer shape.
+ * Loops of extent 1 count on neither side, and desc's iteration variables over them are fixed
+ * (their value goes into desc's body).  A desc buffer views the trailing dimensions of the
+ * block's buffer: each index of the block's access is desc's plus an offset that is fixed over
+ * the intrinsic (TVM ir_comparator.cc's buffer index base), so a per-thread intrinsic with a
+ * scalar output (TVM's dp4a desc C[0] += A[k] * B[k]) matches C[vi, vj].
  *
  * The nest becomes one opaque block "<name>_o" (TVM: blockize's outer block) whose
  * match_buffers bind impl's buffers to those regions, whose body is impl's body, and whose
@@ -96,24 +101,70 @@ static tir_Buffer *fresh_buffer(const tir_Buffer *b, tir_Var **from, tir_Node **
   return nb;
 }
 
+static int is_unit_loop(const tir_For *f) {
+  int64_t e;
+  return tir_is_const_int(f->extent, &e) && e == 1;
+}
+
 typedef struct {
   tir_Buffer *const *from, *const *to;
-  tir_Array *const *lead;
+  tir_Array *const *base;
   int n;
-} PrefixCtx;
+  tir_Analyzer *an;
+} RebaseCtx;
 
-/* desc's accesses rewritten onto the block's buffers, with their leading indices prepended */
-static tir_Node *prefix_fn(const tir_Node *n, void *p) {
-  const PrefixCtx *c = p;
+/* does buffer j's mapping offset any trailing index (a desc buffer viewing an element of the
+ * block's buffer that is not at index 0, e.g. a scalar C[0] against C[vi, vj]) */
+static int has_offset(const tir_Array *base, int extra) {
+  for (int d = extra; d < base->size; d++)
+    if (!tir_is_zero(base->items[d])) return 1;
+  return 0;
+}
+
+/* desc's accesses rewritten onto the block's buffers: leading indices are the base (fixed over
+ * the intrinsic), trailing ones desc's index plus the base's offset */
+static tir_Node *rebase_fn(const tir_Node *n, void *p) {
+  const RebaseCtx *c = p;
   if (n->kind != TIR_BufferLoad && n->kind != TIR_BufferStore) return NULL;
   const tir_Buffer *b = access_buffer(n);
   for (int j = 0; j < c->n; j++) {
     if (c->from[j] != b) continue;
-    tir_Node *m = tir_mutate_children(n, prefix_fn, p);
+    tir_Node *m = tir_mutate_children(n, rebase_fn, p);
     if (!m) return TIR_MUTATE_ERROR;
-    tir_Array *idx = tir_array_concat(c->lead[j], access_indices(m));
+    const tir_Array *di = access_indices(m), *base = c->base[j];
+    int extra = base->size - di->size, off = has_offset(base, extra);
+    tir_Array *idx = tir_array_new(base->size);
+    for (int d = 0; d < base->size; d++) {
+      if (d < extra) idx->items[d] = R(base->items[d]);
+      else if (!off) idx->items[d] = R(di->items[d - extra]);
+      else idx->items[d] = tir_simplify_take(c->an, tir_add(R(base->items[d]), R(di->items[d - extra])));
+    }
     tir_Node *r = n->kind == TIR_BufferLoad ? tir_buffer_load((tir_Buffer *)R(&c->to[j]->hdr), idx)
                                             : tir_buffer_store((tir_Buffer *)R(&c->to[j]->hdr), R(((tir_BufferStore *)m)->value), idx);
+    tir_release(m);
+    return r;
+  }
+  return NULL;
+}
+
+/* the block's accesses of buffers mapped with an offset, their trailing indices simplified the
+ * way rebase_fn simplifies desc's (so that both sides compare in one canonical form) */
+static tir_Node *canon_fn(const tir_Node *n, void *p) {
+  const RebaseCtx *c = p;
+  if (n->kind != TIR_BufferLoad && n->kind != TIR_BufferStore) return NULL;
+  const tir_Buffer *b = access_buffer(n);
+  for (int j = 0; j < c->n; j++) {
+    if (c->to[j] != b) continue;
+    const tir_Array *base = c->base[j];
+    int extra = base->size - c->from[j]->shape->size;
+    if (!has_offset(base, extra)) return NULL;
+    tir_Node *m = tir_mutate_children(n, canon_fn, p);
+    if (!m) return TIR_MUTATE_ERROR;
+    const tir_Array *ti = access_indices(m);
+    tir_Array *idx = tir_array_new(ti->size);
+    for (int d = 0; d < ti->size; d++) idx->items[d] = d < extra ? R(ti->items[d]) : tir_simplify(c->an, ti->items[d]);
+    tir_Node *r = n->kind == TIR_BufferLoad ? tir_buffer_load((tir_Buffer *)R(&b->hdr), idx)
+                                            : tir_buffer_store((tir_Buffer *)R(&b->hdr), R(((tir_BufferStore *)m)->value), idx);
     tir_release(m);
     return r;
   }
@@ -131,6 +182,15 @@ int64_t tir_sched_tensorize(tir_Schedule *s, const tir_Var *lv, int64_t uid, con
   if (desc_nest(desc, dl, &nd, &dbr))
     return tir_error_set(TIR_ERR_SCHEDULE, P, "intrinsic '%s': desc must be loops around one block", name);
   const tir_Block *D = dbr->block;
+  /* loops of extent 1 carry no iteration: they are matched by neither side (a split by 1 may
+   * have simplified them away in the nest, a desc may write them for readability) */
+  int du[MAXN], ndu = 0;
+  for (int i = 0; i < nd; i++) {
+    int64_t de;
+    if (!tir_is_const_int(dl[i]->extent, &de))
+      return tir_error_set(TIR_ERR_SCHEDULE, P, "intrinsic '%s': desc loop %d has a symbolic extent", name, i + 1);
+    if (de != 1) du[ndu++] = i;
+  }
 
   /* the target nest */
   const tir_For *tl[MAXN];
@@ -157,11 +217,16 @@ int64_t tir_sched_tensorize(tir_Schedule *s, const tir_Var *lv, int64_t uid, con
     if (!ibr) return tir_sched_block_realize(s, uid, P) ? -1 : -1;
     const tir_For *above[SCH_MAX_DEPTH];
     int na = sch_loops_above(&p, above, SCH_MAX_DEPTH);
-    if (na < nd)
+    /* the innermost loops above the block, up to desc's number of loops of extent > 1 */
+    int first = na, have = 0;
+    while (have < ndu && first > 0) {
+      first--;
+      if (!is_unit_loop(above[first])) have++;
+    }
+    if (have < ndu)
       return sch_error(s, P, &ibr->hdr, "this block", "block '%s' has %d loop(s) above it; desc '%s' has %d", ibr->block->name,
                        na, name, nd);
-    for (int i = 0; i < nd; i++) tl[i] = above[na - nd + i];
-    nt = nd;
+    for (int i = first; i < na && nt < MAXN; i++) tl[nt++] = above[i];
     for (int i = 0; i < nt - 1; i++)
       if (tl[i]->body != &tl[i + 1]->hdr)
         return sch_error(s, P, &tl[i]->hdr, "this loop", "loop %s has more than one statement in its body", tl[i]->loop_var->name);
@@ -171,46 +236,76 @@ int64_t tir_sched_tensorize(tir_Schedule *s, const tir_Var *lv, int64_t uid, con
     top = nt > 0 ? &tl[0]->hdr : &ibr->hdr;
   }
   const tir_Block *I = ibr->block;
-  if (nt != nd)
-    return sch_error(s, P, top, "this nest", "desc '%s' has %d loop(s) around its block, but this nest has %d", name, nd, nt);
-  for (int i = 0; i < nd; i++) {
+  int tu[MAXN], ntu = 0;
+  for (int i = 0; i < nt; i++)
+    if (!is_unit_loop(tl[i])) tu[ntu++] = i;
+  if (ntu != ndu)
+    return sch_error(s, P, top, "this nest",
+                     "desc '%s' has %d loop(s) around its block, but this nest has %d (loops of extent 1 not counted)", name, ndu,
+                     ntu);
+  for (int i = 0; i < ndu; i++) {
     int64_t de, te_, tm;
-    if (!tir_is_const_int(dl[i]->extent, &de))
-      return tir_error_set(TIR_ERR_SCHEDULE, P, "intrinsic '%s': desc loop %d has a symbolic extent", name, i + 1);
-    if (!tir_is_const_int(tl[i]->extent, &te_) || te_ != de) {
-      char *x = tir_print_expr(tl[i]->extent);
-      int r = sch_error(s, P, &tl[i]->hdr, "this loop", "desc '%s' loop %d (%s) has extent %lld, loop %s has extent %s", name,
-                        i + 1, dl[i]->loop_var->name, (long long)de, tl[i]->loop_var->name, x);
+    const tir_For *d = dl[du[i]], *t = tl[tu[i]];
+    tir_is_const_int(d->extent, &de);
+    if (!tir_is_const_int(t->extent, &te_) || te_ != de) {
+      char *x = tir_print_expr(t->extent);
+      int r = sch_error(s, P, &t->hdr, "this loop", "desc '%s' loop %d (%s) has extent %lld, loop %s has extent %s", name, du[i] + 1,
+                        d->loop_var->name, (long long)de, t->loop_var->name, x);
       free(x);
       return r;
     }
-    if (!tir_is_const_int(tl[i]->min, &tm) || tm != 0)
-      return sch_error(s, P, &tl[i]->hdr, "this loop", "loop %s must start at 0", tl[i]->loop_var->name);
+    if (!tir_is_const_int(t->min, &tm) || tm != 0)
+      return sch_error(s, P, &t->hdr, "this loop", "loop %s must start at 0", t->loop_var->name);
   }
   /* the block */
   int nv = I->iter_vars->size, ndv = D->iter_vars->size;
-  if (nv > MAXN) return sch_error(s, P, &ibr->hdr, "this block", "too many iteration variables");
-  tir_Var *tvars[MAXN], *lvars_t[MAXN], *dvars[MAXN];
-  tir_Node *tvals[MAXN], *lvals[MAXN];
-  for (int i = 0; i < nd; i++) {
-    dvars[i] = dl[i]->loop_var;
-    lvals[i] = &tl[i]->loop_var->hdr;
-    lvars_t[i] = tl[i]->loop_var;
+  if (nv > MAXN || ndv > MAXN) return sch_error(s, P, &ibr->hdr, "this block", "too many iteration variables");
+  tir_Var *lvars_t[MAXN], *all_t[MAXN], *dvars[MAXN], *dunit[MAXN];
+  tir_Node *tvals[MAXN], *lvals[MAXN], *dunit_min[MAXN];
+  int ndunit = 0;
+  for (int i = 0; i < ndu; i++) {
+    dvars[i] = dl[du[i]]->loop_var;
+    lvals[i] = &tl[tu[i]]->loop_var->hdr;
+    lvars_t[i] = tl[tu[i]]->loop_var;
+  }
+  for (int i = 0; i < nt; i++) all_t[i] = tl[i]->loop_var;
+  for (int i = 0; i < nd; i++)
+    if (is_unit_loop(dl[i])) {
+      dunit[ndunit] = dl[i]->loop_var;
+      dunit_min[ndunit++] = dl[i]->min;
+    }
+  tir_Analyzer *an = tir_analyzer_new();
+  for (int i = 0; i < nt; i++) tir_analyzer_bind_range(an, tl[i]->loop_var, tl[i]->min, tl[i]->extent);
+  int64_t rc = -1;
+  /* desc's iteration variables: those bound through its loops of extent > 1 pair, in order,
+   * with the block's bound through the nest's; the others are fixed (a scalar output's
+   * spatial variables over unit loops) and desc's body uses their value */
+  tir_Var *sub_from[2 * MAXN];
+  tir_Node *sub_to[2 * MAXN], *pbind[MAXN];
+  int nsubv = 0, npair = 0, pq[MAXN];
+  for (int q = 0; q < ndv; q++) {
+    tir_Node *bq = tir_substitute(dbr->iter_values->items[q], ndunit, dunit, dunit_min);
+    const tir_IterVar *id = (const tir_IterVar *)D->iter_vars->items[q];
+    if (tir_uses_any_var(bq, ndu, dvars)) {
+      pq[npair] = q;
+      pbind[npair++] = bq;
+    } else {
+      sub_from[nsubv] = id->var;
+      sub_to[nsubv++] = tir_simplify_take(an, bq);
+    }
   }
   /* the block's iteration variables bound through the nest's loops correspond, in order, to
    * desc's; the others (e.g. a batch index bound to an outer loop) stay outside the intrinsic */
   int inner[MAXN], n_inner = 0;
   for (int k = 0; k < nv; k++)
-    if (tir_uses_any_var(ibr->iter_values->items[k], nd, lvars_t)) inner[n_inner++] = k;
-  if (n_inner != ndv)
-    return sch_error(s, P, &ibr->hdr, "this block",
-                     "block '%s' has %d iteration variable(s) bound through these loops, desc '%s' has %d", I->name, n_inner, name,
-                     ndv);
-  tir_Analyzer *an = tir_analyzer_new();
-  for (int i = 0; i < nd; i++) tir_analyzer_bind_range(an, tl[i]->loop_var, tl[i]->min, tl[i]->extent);
-  int64_t rc = -1;
-  for (int q = 0; q < ndv; q++) {
-    int k = inner[q];
+    if (tir_uses_any_var(ibr->iter_values->items[k], ndu, lvars_t)) inner[n_inner++] = k;
+  if (n_inner != npair) {
+    sch_error(s, P, &ibr->hdr, "this block",
+              "block '%s' has %d iteration variable(s) bound through these loops, desc '%s' has %d", I->name, n_inner, name, npair);
+    goto done;
+  }
+  for (int qq = 0; qq < npair; qq++) {
+    int k = inner[qq], q = pq[qq];
     const tir_IterVar *it = (const tir_IterVar *)I->iter_vars->items[k], *id = (const tir_IterVar *)D->iter_vars->items[q];
     if (it->iter_type != id->iter_type) {
       sch_error(s, P, &ibr->hdr, "this block", "iteration variable %s of block '%s' is %s, desc's %s is %s", it->var->name, I->name,
@@ -219,11 +314,11 @@ int64_t tir_sched_tensorize(tir_Schedule *s, const tir_Var *lv, int64_t uid, con
       goto done;
     }
     /* binding_I - binding_D[desc loops := our loops] must not depend on our loops */
-    tir_Node *db = tir_substitute(dbr->iter_values->items[q], nd, dvars, lvals);
+    tir_Node *db = tir_substitute(pbind[qq], ndu, dvars, lvals);
     tir_Node *diff = tir_sub(R(ibr->iter_values->items[k]), db);
     tir_Node *sd = tir_simplify(an, diff);
     tir_release(diff);
-    int dep = tir_uses_any_var(sd, nd, lvars_t);
+    int dep = tir_uses_any_var(sd, ndu, lvars_t);
     tir_release(sd);
     if (dep) {
       char *a = tir_print_expr(ibr->iter_values->items[k]), *b = tir_print_expr(dbr->iter_values->items[q]);
@@ -234,10 +329,11 @@ int64_t tir_sched_tensorize(tir_Schedule *s, const tir_Var *lv, int64_t uid, con
       free(b);
       goto done;
     }
-    tvars[q] = id->var;
-    tvals[q] = &it->var->hdr;
+    tvals[qq] = &it->var->hdr;
+    sub_from[nsubv] = id->var;
+    sub_to[nsubv++] = R(&it->var->hdr);
   }
-  if (!tir_is_one(ibr->predicate) && tir_uses_any_var(ibr->predicate, nd, lvars_t)) {
+  if (!tir_is_one(ibr->predicate) && tir_uses_any_var(ibr->predicate, nt, all_t)) {
     sch_error(s, P, &ibr->hdr, "this block",
               "block '%s' has a predicate over the loops being tensorized (a split that does not divide): an intrinsic covers "
               "whole tiles; pad the problem or choose factors that divide",
@@ -253,13 +349,15 @@ int64_t tir_sched_tensorize(tir_Schedule *s, const tir_Var *lv, int64_t uid, con
   }
   /* pair the buffers: accesses in the same order */
   {
+    tir_Node *dsub[2] = {D->init ? tir_substitute(D->init, nsubv, sub_from, sub_to) : NULL,
+                         tir_substitute(D->body, nsubv, sub_from, sub_to)};
     Accesses *ta = calloc(1, sizeof *ta), *da = calloc(1, sizeof *da);
     if (I->init) tir_visit(I->init, collect, ta);
     tir_visit(I->body, collect, ta);
-    if (D->init) tir_visit(D->init, collect, da);
-    tir_visit(D->body, collect, da);
+    if (dsub[0]) tir_visit(dsub[0], collect, da);
+    tir_visit(dsub[1], collect, da);
     tir_Buffer *dbuf[MAXN], *tbuf[MAXN];
-    tir_Array *lead[MAXN] = {0};
+    tir_Array *base[MAXN] = {0};
     int nb = 0, bad = 0;
     char msg[2048] = "";
     if (ta->n != da->n) {
@@ -303,7 +401,8 @@ int64_t tir_sched_tensorize(tir_Schedule *s, const tir_Var *lv, int64_t uid, con
         bad = 1;
         break;
       }
-      if (d->shape->size > t->shape->size) {
+      const tir_Array *di = access_indices(da->items[i]), *ti = access_indices(ta->items[i]);
+      if (d->shape->size > t->shape->size || di->size != d->shape->size || ti->size != t->shape->size) {
         snprintf(msg, sizeof msg, "desc's %s has %d dimensions, the block's %s has %d", d->name, d->shape->size, t->name,
                  t->shape->size);
         bad = 1;
@@ -313,42 +412,41 @@ int64_t tir_sched_tensorize(tir_Schedule *s, const tir_Var *lv, int64_t uid, con
         bad = 1;
         break;
       }
+      /* desc's buffer views the trailing dimensions of the block's: leading indices (a batch
+       * index, the row of a scalar output) and the offsets of the trailing ones must be fixed
+       * over the intrinsic, i.e. not use the iteration variables paired with desc's */
+      int extra = t->shape->size - d->shape->size;
+      tir_Array *bs = tir_array_new(ti->size);
+      for (int q = 0; q < ti->size; q++)
+        bs->items[q] = q < extra ? R(ti->items[q]) : tir_simplify_take(an, tir_sub(R(ti->items[q]), R(di->items[q - extra])));
+      for (int q = 0; q < ti->size && !bad; q++)
+        if (tir_uses_any_var(bs->items[q], npair, (tir_Var *const *)tvals)) {
+          char *x = tir_print_expr(&ti->hdr), *y = tir_print_expr(&di->hdr);
+          snprintf(msg, sizeof msg,
+                   "the block's %s[%s] does not map onto desc's %s[%s]: desc's buffer views the trailing dimensions of the block's, "
+                   "each index offset by an amount fixed over the intrinsic, but dimension %d differs by an amount that varies "
+                   "with the intrinsic's iteration (reindex or transform_layout %s first)",
+                   t->name, x, d->name, y, q, t->name);
+          free(x);
+          free(y);
+          bad = 1;
+        }
       dbuf[nb] = (tir_Buffer *)d;
       tbuf[nb] = (tir_Buffer *)t;
-      /* a higher-rank buffer: its leading indices (e.g. a batch index) are fixed over the intrinsic */
-      int extra = t->shape->size - d->shape->size;
-      lead[nb] = tir_array_slice(access_indices(ta->items[i]), 0, extra);
-      nb++;
+      base[nb++] = bs;
     }
-    /* every access of a higher-rank buffer must use the same leading indices */
-    for (int i = 0; !bad && i < ta->n; i++)
-      for (int j = 0; j < nb; j++)
-        if (access_buffer(ta->items[i]) == tbuf[j] && lead[j]->size > 0) {
-          tir_Array *li = tir_array_slice(access_indices(ta->items[i]), 0, lead[j]->size);
-          int same = tir_structural_equal(&li->hdr, &lead[j]->hdr);
-          for (int q = 0; same && q < li->size; q++)
-            for (int v = 0; v < ndv; v++)
-              if (tir_uses_var(li->items[q], (const tir_Var *)tvals[v])) same = 0;
-          tir_release(li);
-          if (!same) {
-            snprintf(msg, sizeof msg, "the block indexes %s's leading dimensions differently in different accesses, or through the "
-                     "intrinsic's iteration variables", tbuf[j]->name);
-            bad = 1;
-          }
-        }
     /* the bodies must be equal after the mapping */
     if (!bad) {
+      RebaseCtx rc_ = {dbuf, tbuf, base, nb, an};
       for (int w = 0; w < 2 && !bad; w++) {
-        const tir_Node *dbody = w ? D->body : D->init, *tbody = w ? I->body : I->init;
+        const tir_Node *dbody = dsub[w], *tbody = w ? I->body : I->init;
         if (!dbody) continue;
-        PrefixCtx pc = {dbuf, tbuf, lead, nb};
-        tir_Node *b1 = tir_mutate(dbody, prefix_fn, &pc);
-        tir_Node *b2 = tir_substitute(b1, ndv, tvars, tvals);
-        tir_release(b1);
+        tir_Node *b2 = tir_mutate(dbody, rebase_fn, &rc_);
+        tir_Node *t2 = tir_mutate(tbody, canon_fn, &rc_);
         char diff[400];
-        if (!tir_structural_equal(b2, tbody)) {
-          tir_structural_diff(b2, tbody, diff, sizeof diff, 0);
-          char *x = tir_print(b2), *y = tir_print(tbody);
+        if (!tir_structural_equal(b2, t2)) {
+          tir_structural_diff(b2, t2, diff, sizeof diff, 0);
+          char *x = tir_print(b2), *y = tir_print(t2);
           snprintf(msg, sizeof msg, "the block's %s differs from desc '%s': %s\n  desc (mapped): %.150s\n  block:         %.150s",
                    w ? "body" : "init", name, diff, x, y);
           free(x);
@@ -356,8 +454,11 @@ int64_t tir_sched_tensorize(tir_Schedule *s, const tir_Var *lv, int64_t uid, con
           bad = 1;
         }
         tir_release(b2);
+        tir_release(t2);
       }
     }
+    tir_release(dsub[0]);
+    tir_release(dsub[1]);
     /* every desc parameter must be used */
     int param_of[MAXN];
     for (int p = 0; !bad && p < desc->params->size; p++) {
@@ -373,13 +474,13 @@ int64_t tir_sched_tensorize(tir_Schedule *s, const tir_Var *lv, int64_t uid, con
     if (bad) {
       free(ta);
       free(da);
-      for (int j = 0; j < nb; j++) tir_release(lead[j]);
+      for (int j = 0; j < nb; j++) tir_release(base[j]);
       sch_error(s, P, top, "this nest", "%s", msg);
       goto done;
     }
     /* regions: accesses of each target buffer over our loops */
     tir_DomEntry doms[MAXN];
-    for (int i = 0; i < nd; i++) sch_loop_dom(tl[i], &doms[i]);
+    for (int i = 0; i < nt; i++) sch_loop_dom(tl[i], &doms[i]);
     tir_Array *match = tir_array_empty(), *reads = tir_array_empty(), *writes = tir_array_empty();
     tir_Var *from[MAXN];
     tir_Node *to[MAXN];
@@ -406,7 +507,7 @@ int64_t tir_sched_tensorize(tir_Schedule *s, const tir_Var *lv, int64_t uid, con
           tir_Node *e = tir_substitute(idx->items[d], nv, bv, ibr->iter_values->items);
           reg->items[d] = &tir_range(e, tir_i32(1))->hdr;
         }
-        tir_Array *rel = tir_relax_region(an, reg, doms, nd, NULL);
+        tir_Array *rel = tir_relax_region(an, reg, doms, nt, NULL);
         tir_release(reg);
         if (!rel) {
           snprintf(msg, sizeof msg, "cannot bound the region of %s the block accesses", tb->name);
@@ -463,13 +564,13 @@ int64_t tir_sched_tensorize(tir_Schedule *s, const tir_Var *lv, int64_t uid, con
       if (is_write) writes = tir_array_push(writes, &tir_buffer_region((tir_Buffer *)R(&tb->hdr), (tir_Array *)R(&region->hdr))->hdr);
       tir_release(region);
     }
-    for (int i = 0; i < nd; i++) {
+    for (int i = 0; i < nt; i++) {
       tir_release(doms[i].set.min);
       tir_release(doms[i].set.max);
     }
     free(ta);
     free(da);
-    for (int j = 0; j < nb; j++) tir_release(lead[j]);
+    for (int j = 0; j < nb; j++) tir_release(base[j]);
     if (bad) {
       for (int p = 0; p < np; p++) tir_release(impl_new[p]);
       tir_release(match);
@@ -499,6 +600,8 @@ int64_t tir_sched_tensorize(tir_Schedule *s, const tir_Var *lv, int64_t uid, con
     sch_replace(s, top, realize);
   }
 done:
+  for (int i = 0; i < npair; i++) tir_release(pbind[i]);
+  for (int i = 0; i < nsubv; i++) tir_release(sub_to[i]);
   tir_analyzer_free(an);
   return rc;
 }
