@@ -138,7 +138,8 @@ function Schedule:split(loop, factors)
       if math.type(x) ~= "integer" then
         raise("TypeError", "split", "factor %d must be an integer or nil, got %s", i, show(x))
       elseif x <= 0 and x ~= -1 then
-        raise("ValueError", "split", "factor %d is %d; factors must be positive (nil or -1 marks the inferred one)", i, x)
+        -- a ScheduleError, as TVM's split (NonPositiveFactorError)
+        raise("ScheduleError", "split", "factor %d is %d; factors must be positive (nil or -1 marks the inferred one)", i, x)
       end
     end
   end
