@@ -20,6 +20,7 @@ typedef struct {
   int skip_compile;   /* stop after codegen (no NVRTC) */
   int unroll_max_extent;
   char arch[32];      /* "" = the device's, else sm_90 */
+  int no_cache;       /* do not look up or store the kernels in the on-disk cache (kernel_cache.h) */
 } tir_BuildOptions;
 
 typedef struct tir_BuiltModule tir_BuiltModule;
@@ -42,6 +43,9 @@ int tir_module_run(tir_BuiltModule *m, const tir_InterpArg *args, int nargs);
 int tir_module_time(tir_BuiltModule *m, const tir_InterpArg *args, int nargs, int warmup, int number, int repeat,
                     double *median_s, double *samples_s);
 /* Registers / local (spill) bytes / static shared bytes of kernel i, once loaded. */
+/* How the module's PTX/CUBIN were obtained: "hit" (the on-disk cache), "miss" (NVRTC, then
+ * stored), "off" (NVRTC; cache disabled or not writable), "none" (not compiled). */
+const char *tir_module_cache_status(const tir_BuiltModule *m);
 int tir_module_kernel_resources(tir_BuiltModule *m, int i, int dev, int *regs, int *local_bytes, int *smem_bytes);
 
 #endif

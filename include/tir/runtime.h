@@ -79,6 +79,8 @@ typedef struct {
 /* 1 when the driver loads and at least one device exists; otherwise 0 and why. */
 int tir_cuda_available(char *why, size_t cap);
 int tir_cuda_device_count(void);
+/* cuDriverGetVersion's number (e.g. 13000 for CUDA 13.0), or 0 without a usable driver. */
+int tir_cuda_driver_version(void);
 int tir_cuda_device_info(int dev, tir_DeviceInfo *out);
 /* Makes dev's primary context current (retained once per process). */
 int tir_cuda_set_device(int dev);

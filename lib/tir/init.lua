@@ -64,7 +64,7 @@ tir.TensorIntrin = {
 -- Returns a tir.Module: mod(a, b, c) launches on CUDA arrays (checked first),
 -- mod:get_source("cuda"|"ptx"|"ir"|"host"), mod:time_evaluator{...}(args) -> seconds.
 -- Raises LoweringError / CodegenError / NvrtcError (with NVRTC's log) on failure.
-local BUILD_OPTS = {dump = true, compile = true, unroll_max_extent = true, arch = true}
+local BUILD_OPTS = {dump = true, compile = true, unroll_max_extent = true, arch = true, cache = true}
 
 local function as_func(func, prim)
   if type(func) == "table" and func.func then func = func.func end
@@ -87,10 +87,10 @@ function tir.build(func, target, opts)
   end
   local o = {}
   for k, v in pairs(opts or {}) do
-    if not BUILD_OPTS[k] then util.raise("ValueError", "build", "unknown option '%s' (dump, compile, unroll_max_extent, arch)", tostring(k)) end
+    if not BUILD_OPTS[k] then util.raise("ValueError", "build", "unknown option '%s' (dump, compile, unroll_max_extent, arch, cache)", tostring(k)) end
     o[k] = v
   end
-  for _, k in ipairs({"dump", "compile"}) do
+  for _, k in ipairs({"dump", "compile", "cache"}) do
     if o[k] ~= nil and type(o[k]) ~= "boolean" then
       util.raise("TypeError", "build", "option %s must be a boolean, got %s", k, util.show(o[k]))
     end
@@ -124,6 +124,39 @@ function tir.build(func, target, opts)
     io.write(mod:get_source("ptx") or "", "\n")
   end
   return mod
+end
+
+--- The on-disk kernel cache (include/tir/kernel_cache.h): tir.build looks each module's PTX and
+-- CUBIN up there before calling NVRTC and stores what NVRTC made.  Keyed by the generated CUDA C,
+-- the lowered function's structural hash, arch, NVRTC/driver versions and compile options.
+-- Directory: $TIRLUA_CACHE_DIR, else $XDG_CACHE_HOME/tirlua, else ~/.cache/tirlua; TIRLUA_CACHE=0
+-- turns it off (tir.build's {cache = false} for one build).  mod:cache_status() says "hit",
+-- "miss" (compiled and stored), "off" or "none" (not compiled).
+tir.cache = {}
+
+--- {dir = path or nil, enabled = bool, entries = n, bytes = n}
+function tir.cache.info()
+  local dir, enabled, entries, bytes = core.kernel_cache_info()
+  return {dir = dir, enabled = enabled, entries = entries, bytes = bytes}
+end
+
+--- tir.cache.set(dir, enabled): this process's cache directory (nil: back to the environment's)
+-- and whether the cache is used (false: off, whatever TIRLUA_CACHE says).
+function tir.cache.set(dir, enabled)
+  if dir ~= nil and (type(dir) ~= "string" or dir == "") then
+    util.raise("TypeError", "cache.set", "dir must be a non-empty string or nil, got %s", util.show(dir))
+  end
+  if enabled == nil then enabled = true end
+  if type(enabled) ~= "boolean" then util.raise("TypeError", "cache.set", "enabled must be a boolean, got %s", util.show(enabled)) end
+  core.kernel_cache_set_dir(dir, enabled)
+end
+
+--- Removes every entry; returns the number of files removed.  Raises RuntimeError when the
+-- directory cannot be read.
+function tir.cache.clear()
+  local n, why = core.kernel_cache_clear()
+  if not n then util.raise("RuntimeError", "cache.clear", "%s", why) end
+  return n
 end
 
 --- Lowers a PrimFunc through the pipeline without codegen: returns the lowered function

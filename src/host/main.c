@@ -21,6 +21,7 @@
 #include <lua.h>
 #include <lualib.h>
 
+#include "tir/kernel_cache.h"
 #include "tir/interp.h"
 #include "tir/tirlua.h"
 
@@ -193,6 +194,8 @@ static void print_usage(FILE *f, const char *badoption) {
           "  -h        show this help (also --help)\n"
           "  --dump=ir|cuda|ptx  set tir.config.dump\n"
           "  --device=N          set tir.config.device (CUDA device ordinal)\n"
+          "  --cache-info        print the kernel cache's directory and size, then exit\n"
+          "  --cache-clear       remove every kernel cache entry, then exit\n"
           "  --debug=N           set tir.config.debug\n"
           "  --        stop handling options\n"
           "  -         stop handling options and execute stdin\n"
@@ -618,6 +621,34 @@ static int pmain(lua_State *L) {
   return 1;
 }
 
+/* tirlua --cache-info / --cache-clear: the kernel cache's commands (they stand alone). */
+static int cache_command(const char *cmd) {
+  char dir[PATH_MAX];
+  int on = tir_kcache_dir(dir, sizeof dir);
+  if (on < 0) {
+    fprintf(stderr, "%s: no kernel cache directory (set TIRLUA_CACHE_DIR or HOME)\n", PROGNAME);
+    return EXIT_FAILURE;
+  }
+  if (strcmp(cmd, "--cache-info") == 0) {
+    long entries;
+    long long bytes;
+    if (tir_kcache_info(&entries, &bytes) != 0) {
+      fprintf(stderr, "%s: cannot read the kernel cache directory '%s'\n", PROGNAME, dir);
+      return EXIT_FAILURE;
+    }
+    printf("kernel cache: %s\n  %s\n  %ld entries, %lld bytes\n", dir,
+           on ? "enabled" : "disabled (TIRLUA_CACHE)", entries, bytes);
+    return EXIT_SUCCESS;
+  }
+  long n = tir_kcache_clear();
+  if (n < 0) {
+    fprintf(stderr, "%s: cannot read the kernel cache directory '%s'\n", PROGNAME, dir);
+    return EXIT_FAILURE;
+  }
+  printf("kernel cache: %s: removed %ld files\n", dir, n);
+  return EXIT_SUCCESS;
+}
+
 int main(int argc, char **argv) {
   static char *noargs[] = {PROGNAME, NULL};
   lua_State *L;
@@ -626,6 +657,8 @@ int main(int argc, char **argv) {
     argc = 1;
     argv = noargs;
   }
+  if (argc == 2 && (strcmp(argv[1], "--cache-info") == 0 || strcmp(argv[1], "--cache-clear") == 0))
+    return cache_command(argv[1]);
   if ((L = luaL_newstate()) == NULL) {
     l_message(PROGNAME, "cannot create state: not enough memory");
     return EXIT_FAILURE;

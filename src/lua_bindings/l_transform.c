@@ -5,6 +5,7 @@
 
 #include "l_tir.h"
 #include "tir/codegen.h"
+#include "tir/kernel_cache.h"
 #include "tir/tirlua.h"
 #include "tir/transform.h"
 
@@ -122,6 +123,9 @@ static int l_build(lua_State *L) {
     lua_pop(L, 1);
     lua_getfield(L, 2, "compile");
     if (lua_isboolean(L, -1) && !lua_toboolean(L, -1)) o.skip_compile = 1;
+    lua_pop(L, 1);
+    lua_getfield(L, 2, "cache");
+    if (lua_isboolean(L, -1) && !lua_toboolean(L, -1)) o.no_cache = 1;
     lua_pop(L, 1);
   }
   Box *b = lua_newuserdatauv(L, sizeof(Box), 0);
@@ -272,6 +276,45 @@ static int m_time(lua_State *L) {
   return 2;
 }
 
+static int m_cache_status(lua_State *L) {
+  lua_pushstring(L, tir_module_cache_status(check_mod(L, 1)));
+  return 1;
+}
+
+/* kernel_cache_info() -> dir, enabled, entries, bytes */
+static int l_kcache_info(lua_State *L) {
+  char dir[4096];
+  int on = tir_kcache_dir(dir, sizeof dir);
+  long entries = 0;
+  long long bytes = 0;
+  if (on >= 0) tir_kcache_info(&entries, &bytes);
+  if (on >= 0) lua_pushstring(L, dir); else lua_pushnil(L);
+  lua_pushboolean(L, on == 1);
+  lua_pushinteger(L, entries);
+  lua_pushinteger(L, (lua_Integer)bytes);
+  return 4;
+}
+
+/* kernel_cache_set_dir(dir or nil, enabled) */
+static int l_kcache_set_dir(lua_State *L) {
+  tir_kcache_set_dir(luaL_optstring(L, 1, NULL), lua_toboolean(L, 2));
+  return 0;
+}
+
+/* kernel_cache_clear() -> files removed, or nil + message */
+static int l_kcache_clear(lua_State *L) {
+  long n = tir_kcache_clear();
+  if (n < 0) {
+    char dir[4096];
+    tir_kcache_dir(dir, sizeof dir);
+    lua_pushnil(L);
+    lua_pushfstring(L, "cannot read the kernel cache directory '%s'", dir);
+    return 2;
+  }
+  lua_pushinteger(L, n);
+  return 1;
+}
+
 static int m_tostring(lua_State *L) {
   tir_BuiltModule *m = check_mod(L, 1);
   lua_pushfstring(L, "tir.Module(%s, %s, %d kernel(s))", tir_module_func(m)->name, tir_module_arch(m), tir_module_num_kernels(m));
@@ -281,7 +324,8 @@ static int m_tostring(lua_State *L) {
 void tirL_open_transform(lua_State *L) {
   static const luaL_Reg methods[] = {{"get_source", m_source}, {"arch", m_arch},       {"func", m_func},
                                      {"lowered", m_lowered},   {"dumps", m_dumps},     {"kernels", m_kernels},
-                                     {"resources", m_resources}, {"time", m_time},     {NULL, NULL}};
+                                     {"resources", m_resources}, {"time", m_time},     {"cache_status", m_cache_status},
+                                     {NULL, NULL}};
   luaL_newmetatable(L, MT);
   lua_pushcfunction(L, m_gc);
   lua_setfield(L, -2, "__gc");
@@ -295,7 +339,10 @@ void tirL_open_transform(lua_State *L) {
   lua_getfield(L, -1, "__methods");
   lua_setfield(L, -2, "__index");
   lua_pop(L, 1);
-  static const luaL_Reg fns[] = {{"lower", l_lower}, {"run_pass", l_run_pass}, {"build", l_build}, {NULL, NULL}};
+  static const luaL_Reg fns[] = {{"lower", l_lower}, {"run_pass", l_run_pass}, {"build", l_build},
+                                 {"kernel_cache_info", l_kcache_info}, {"kernel_cache_clear", l_kcache_clear},
+                                 {"kernel_cache_set_dir", l_kcache_set_dir},
+                                 {NULL, NULL}};
   luaL_setfuncs(L, fns, 0);
   /* the module method table, so lib/tir can add methods (time_evaluator) */
   luaL_getmetatable(L, MT);

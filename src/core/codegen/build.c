@@ -6,6 +6,7 @@
 
 #include "tir/arith.h"
 #include "tir/codegen.h"
+#include "tir/kernel_cache.h"
 #include "tir/error.h"
 #include "tir/strbuf.h"
 
@@ -17,6 +18,7 @@ struct tir_BuiltModule {
   char *cubin;
   size_t cubin_len;
   char arch[32];
+  const char *cache_status; /* tir_module_cache_status */
   char **dump_pass, **dump_ir;
   int n_dumps;
   /* loaded state */
@@ -72,6 +74,29 @@ static char *describe_host(const tir_DeviceSplit *s) {
   return tir_sb_take(&sb);
 }
 
+/* The on-disk cache's key text for m (kernel_cache.h): everything the PTX/CUBIN depend on.
+** NULL when the cache is off.  The NVRTC version comes first so that an NVRTC that cannot be
+** opened (no toolkit) simply misses. */
+static char *cache_key(const tir_BuiltModule *m, const char *const *opts, int n_opts) {
+  char dir[4096];
+  if (tir_kcache_dir(dir, sizeof dir) != 1) return NULL; /* off, or no directory can be named */
+  int maj = 0, min = 0;
+  if (tir_nvrtc_version(&maj, &min) != 0) {
+    tir_error_clear();
+    return NULL; /* no NVRTC: the compile below reports it */
+  }
+  tir_StrBuf sb;
+  tir_sb_init(&sb);
+  tir_sb_printf(&sb, "tirlua kernel cache key v1\narch=%s\nnvrtc=%d.%d\ndriver=%d\nopts=", m->arch, maj, min,
+                tir_cuda_driver_version());
+  for (int i = 0; i < n_opts; i++) tir_sb_printf(&sb, "%s%s", i ? " " : "", opts[i]);
+  tir_sb_printf(&sb, "\nlowered=%016llx\n", (unsigned long long)tir_structural_hash(&m->lowered->hdr));
+  tir_sb_puts(&sb, m->cuda);
+  return tir_sb_take(&sb);
+}
+
+const char *tir_module_cache_status(const tir_BuiltModule *m) { return m->cache_status ? m->cache_status : "none"; }
+
 tir_BuiltModule *tir_build(const tir_PrimFunc *f, const tir_BuildOptions *opts) {
   tir_BuildOptions defaults;
   memset(&defaults, 0, sizeof defaults);
@@ -93,9 +118,16 @@ tir_BuiltModule *tir_build(const tir_PrimFunc *f, const tir_BuildOptions *opts) 
   m->cuda = tir_codegen_cuda(&m->split, m->arch);
   if (!m->cuda) goto fail;
   m->host_text = describe_host(&m->split);
+  m->cache_status = "none";
   if (!opts->skip_compile) {
     char *log = NULL;
     const char *extra[] = {"-lineinfo"};
+    char *key = opts->no_cache ? NULL : cache_key(m, extra, 1);
+    if (key && tir_kcache_lookup(key, &m->ptx, &m->cubin, &m->cubin_len)) {
+      m->cache_status = "hit";
+      free(key);
+      return m;
+    }
     if (tir_nvrtc_compile(m->cuda, "tirlua_kernel.cu", m->arch, extra, 1, &m->ptx, &m->cubin, &m->cubin_len, &log) != 0) {
       free(log);
       /* attach the source: the NVRTC log names its lines */
@@ -111,9 +143,12 @@ tir_BuiltModule *tir_build(const tir_PrimFunc *f, const tir_BuildOptions *opts) 
       }
       tir_error_set_detail(sb.data);
       tir_sb_free(&sb);
+      free(key);
       goto fail;
     }
     free(log);
+    m->cache_status = key && tir_kcache_store(key, m->ptx, m->cubin, m->cubin_len) == 0 ? "miss" : "off";
+    free(key);
   }
   return m;
 fail:

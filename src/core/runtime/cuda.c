@@ -92,6 +92,12 @@ int tir_cuda_available(char *why, size_t cap) {
 
 int tir_cuda_device_count(void) { return load_driver() ? D.n_devices : 0; }
 
+int tir_cuda_driver_version(void) {
+  int v = 0;
+  if (!load_driver() || D.cuDriverGetVersion(&v) != 0) return 0;
+  return v;
+}
+
 int tir_cuda_set_device(int dev) {
   if (need_driver()) return -1;
   if (dev < 0 || dev >= D.n_devices || dev >= 64)
