@@ -8,7 +8,10 @@
  *   floordiv(R, c) = k  when k*c <= R < (k+1)*c
  *   floormod(R, c) = R - k*c  in that same case
  *   floordiv(g*R, g*c) = floordiv(R, c), floormod(g*R, g*c) = g*floormod(R, c)   (g > 0)
- *   c*floordiv(E, c) + floormod(E, c) = E
+ *   c*floordiv(E, c) + floormod(E, c) = E, and generally the digits of one index merge:
+ *   floormod(floordiv(E, l1), h1/l1) * (l1/l2) + floormod(floordiv(E, l2), l1/l2)
+ *     = floormod(floordiv(E, l2), h1/l2)       (x // 32 % 3 * 32 + x % 32 = x % 96)
+ *   floordiv(floormod(E, d), c) = floormod(floordiv(E, c), d/c)   for c | d
  */
 #ifndef TIR_ARITH_H
 #define TIR_ARITH_H

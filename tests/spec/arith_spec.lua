@@ -113,3 +113,55 @@ describe("canonical simplifier, randomized", function()
     assert.is_true(checked > 100000)
   end)
 end)
+
+-- The digits of one index merge back (TVM's canonical simplifier keeps index terms as splits
+-- floormod(floordiv(E, lo), hi / lo); src/arith/canonical_simplify.cc).
+describe("canonical simplifier, split merging", function()
+  local x, n = tir.var("x"), tir.var("n")
+  it("merges touching digits of one expression", function()
+    assert.are.equal("x % 96", S(x // 32 % 3 * 32 + x % 32, {}))
+    assert.are.equal("x", S(x // 32 * 32 + x % 32, {}))
+    assert.are.equal("x", S(x // 32 % 3 * 32 + x % 32 + x // 96 * 96, {}))
+    assert.are.equal("x % 32", S((x // 8) % 4 * 8 + (x // 2) % 4 * 2 + x % 2, {}))
+    assert.are.equal("x // 2 % 16", S((x // 8) % 4 * 4 + (x // 2) % 4, {}))
+    assert.are.equal("(x + n) % 96", S((x + n) // 32 % 3 * 32 + (x + n) % 32, {}))
+    assert.are.equal("x % 96 * 2", S(x // 32 % 3 * 64 + x % 32 * 2, {}))
+    -- digits that do not touch stay apart
+    assert.are.equal("x // 64 % 3 * 32 + x % 32", S(x // 64 % 3 * 32 + x % 32, {}))
+  end)
+  it("uses bounds on the merged split", function()
+    assert.are.equal("x", S(x // 32 % 3 * 32 + x % 32, {[x] = {0, 96}}))
+    assert.are.equal("x * 4", S((x * 4) // 32 % 3 * 32 + (x * 4) % 32, {[x] = {0, 10}}))
+  end)
+  it("normalizes a division of a modulo into a split", function()
+    assert.are.equal("x // 32 % 3", S(x % 96 // 32, {}))
+    assert.are.equal("x // 8 % 4", S(x // 4 % 8 // 2, {}))
+    assert.are.equal("x % 96", S(x % 96 // 32 * 32 + x % 32, {}))
+  end)
+  it("agrees with the original on random digit sums, negative values included", function()
+    local rng = 777
+    local function rand(m)
+      rng = (rng * 1103515245 + 12345) % 2147483648
+      return rng % m
+    end
+    local cs = {1, 2, 3, 4, 6, 8}
+    for _ = 1, 300 do
+      -- E = a*x + b, then a chain of digits lo1 < lo2 < ... with random scales
+      local E = x * (rand(3) + 1) + (rand(9) - 4)
+      local lo, e, ref = 1, tir.const(0), {}
+      for _ = 1, rand(3) + 1 do
+        local w = cs[rand(#cs) + 1]
+        local scale = lo * (rand(4) == 0 and 2 or 1)
+        local d = (lo == 1) and (E % w) or (E // lo % w)
+        e = e + d * scale
+        lo = lo * w
+      end
+      if rand(2) == 0 then e = e + E // lo * lo end
+      local s = tir.simplify(e, {[x] = {-50, 50}})
+      for v = -50, 49 do
+        local want, got = eval(e, {[x] = v}), eval(s, {[x] = v})
+        if want ~= got then error(("simplify(%s) = %s differs at x=%d: %d vs %d"):format(tostring(e), tostring(s), v, want, got)) end
+      end
+    end
+  end)
+end)

@@ -150,27 +150,70 @@ static int64_t gcd64(int64_t x, int64_t y) {
   return x;
 }
 
-/* c*floordiv(E, c) + floormod(E, c) -> E (scaled by k). Returns 1 if something merged. */
+static tir_Node *div_mod_const(tir_Analyzer *a, const tir_Node *x, int64_t c, int is_mod);
+
+/* A "split" of E: floormod(floordiv(E, lo), hi / lo), the digits of E between lo and hi
+ * (hi = 0: unbounded, no floormod).  TVM's canonical simplifier (src/arith/canonical_simplify.cc,
+ * SplitExprNode) keeps index terms in this form so that the digits of one index merge back:
+ * floormod(floordiv(E, lo1), hi1/lo1) * (lo1/lo2) + floormod(floordiv(E, lo2), lo1/lo2)
+ *   = floormod(floordiv(E, lo2), hi1/lo2)
+ * which holds for every E under floor semantics.  E.g. x // 32 % 3 * 32 + x % 32 = x % 96 and
+ * x // 32 * 32 + x % 32 = x. */
+static int as_split(const tir_Node *atom, const tir_Node **E, int64_t *lo, int64_t *hi) {
+  int64_t c, d;
+  if (atom->kind == TIR_FloorMod && tir_is_const_int(((const tir_FloorMod *)atom)->b, &c) && c > 0) {
+    const tir_Node *x = ((const tir_FloorMod *)atom)->a;
+    if (x->kind == TIR_FloorDiv && tir_is_const_int(((const tir_FloorDiv *)x)->b, &d) && d > 0 && c <= INT64_MAX / d) {
+      *E = ((const tir_FloorDiv *)x)->a, *lo = d, *hi = d * c;
+      return 1;
+    }
+    *E = x, *lo = 1, *hi = c;
+    return 1;
+  }
+  if (atom->kind == TIR_FloorDiv && tir_is_const_int(((const tir_FloorDiv *)atom)->b, &c) && c > 0) {
+    const tir_Node *x = ((const tir_FloorDiv *)atom)->a;
+    if (x->kind == TIR_FloorMod && tir_is_const_int(((const tir_FloorMod *)x)->b, &d) && d > 0 && d % c == 0) {
+      *E = ((const tir_FloorMod *)x)->a, *lo = c, *hi = d;
+      return 1;
+    }
+    *E = x, *lo = c, *hi = 0;
+    return 1;
+  }
+  return 0;
+}
+
+/* Merges two splits of one expression whose digit ranges touch (see as_split) into one
+ * term; the merged split is simplified with the analyzer's bounds (x % 96 with x < 96 is x).
+ * Returns 1 if something merged. */
 static int lin_recombine(tir_Analyzer *a, Lin *l) {
   for (int i = 0; i < l->n; i++) {
-    const tir_Node *fd = l->t[i].atom;
-    if (fd->kind != TIR_FloorDiv || l->t[i].coef == 0) continue;
-    int64_t c;
-    if (!tir_is_const_int(((const tir_FloorDiv *)fd)->b, &c) || c <= 0) continue;
-    const tir_Node *E = ((const tir_FloorDiv *)fd)->a;
+    const tir_Node *Ei;
+    int64_t lo1, hi1, lo2, hi2, ci = l->t[i].coef;
+    if (ci == 0 || !as_split(l->t[i].atom, &Ei, &lo1, &hi1) || lo1 == 1) continue;
     for (int j = 0; j < l->n; j++) {
-      const tir_Node *fm = l->t[j].atom;
-      int64_t c2, k = l->t[j].coef;
-      if (fm->kind != TIR_FloorMod || k == 0 || !tir_is_const_int(((const tir_FloorMod *)fm)->b, &c2) || c2 != c ||
-          !tir_expr_deep_equal(((const tir_FloorMod *)fm)->a, E))
-        continue;
-      int64_t kc;
-      if (__builtin_mul_overflow(k, c, &kc) || l->t[i].coef != kc) continue;
-      tir_Node *E_own = tir_retain(E);
+      const tir_Node *Ej;
+      int64_t cj = l->t[j].coef, p1, p2;
+      if (j == i || cj == 0 || !as_split(l->t[j].atom, &Ej, &lo2, &hi2) || hi2 != lo1) continue;
+      if (__builtin_mul_overflow(ci, lo2, &p1) || __builtin_mul_overflow(cj, lo1, &p2) || p1 != p2) continue;
+      if (!tir_expr_deep_equal(Ei, Ej)) continue;
+      tir_Node *E = tir_retain(Ei), *m;
+      if (lo2 > 1) {
+        m = div_mod_const(a, E, lo2, 0);
+        if (!m) m = tir_binary_raw(TIR_FloorDiv, R(E), tir_int_imm(E->dtype, lo2));
+      } else {
+        m = tir_retain(E);
+      }
+      if (hi1) {
+        tir_Node *q = div_mod_const(a, m, hi1 / lo2, 1);
+        if (!q) q = tir_binary_raw(TIR_FloorMod, R(m), tir_int_imm(E->dtype, hi1 / lo2));
+        tir_release(m);
+        m = q;
+      }
+      tir_release(E);
       l->t[i].coef = 0;
       l->t[j].coef = 0;
-      to_lin(a, l, E_own, k, 1);
-      tir_release(E_own);
+      to_lin(a, l, m, cj, 1);
+      tir_release(m);
       return 1;
     }
   }
@@ -257,8 +300,6 @@ static int make_lin_simplified(const tir_Node *e, Lin *l) {
   lin_compact(l);
   return !l->overflow;
 }
-
-static tir_Node *div_mod_const(tir_Analyzer *a, const tir_Node *x, int64_t c, int is_mod);
 
 /* R = coarse + fine where every coarse coefficient is a multiple of d (a divisor of c, d >
  * 1) and 0 <= fine < d: then floordiv(R, c) = floordiv(coarse, c) and floormod(R, c) =
@@ -361,6 +402,15 @@ static tir_Node *div_mod_const(tir_Analyzer *a, const tir_Node *x, int64_t c, in
     if (rem->kind == TIR_FloorDiv && !is_mod && tir_is_const_int(((tir_FloorDiv *)rem)->b, &d) && d > 0 &&
         d <= INT64_MAX / cc) {
       inner = tir_binary_raw(TIR_FloorDiv, R(((tir_FloorDiv *)rem)->a), tir_int_imm(t, d * cc));
+    } else if (rem->kind == TIR_FloorMod && !is_mod && tir_is_const_int(((tir_FloorMod *)rem)->b, &d) && d > 0 &&
+               d % cc == 0 && d > cc) {
+      /* floordiv(floormod(E, d), cc) = floormod(floordiv(E, cc), d / cc) for cc | d: the
+       * split form of as_split (TVM's canonical simplifier normalizes the same way) */
+      tir_Node *q = div_mod_const(a, ((tir_FloorMod *)rem)->a, cc, 0);
+      if (!q) q = tir_binary_raw(TIR_FloorDiv, R(((tir_FloorMod *)rem)->a), tir_int_imm(t, cc));
+      inner = div_mod_const(a, q, d / cc, 1);
+      if (!inner) inner = tir_binary_raw(TIR_FloorMod, R(q), tir_int_imm(t, d / cc));
+      tir_release(q);
     } else if (rem->kind == TIR_FloorMod && is_mod && tir_is_const_int(((tir_FloorMod *)rem)->b, &d) && d > 0 &&
                d % cc == 0) {
       inner = tir_binary_raw(TIR_FloorMod, R(((tir_FloorMod *)rem)->a), tir_int_imm(t, cc));

@@ -25,14 +25,17 @@ typedef struct {
   tir_Var *const *vars;
   const tir_Node *const *exprs;
   int n_in, n_out;
+  tir_Analyzer *an; /* ranges of the enclosing loops and block iteration variables */
 } Ctx;
 
-/* exprs with vars := idx (owned array of simplified expressions) */
+/* exprs with vars := idx (owned array of expressions simplified with the ranges of the
+ * enclosing loops and block iteration variables, as TVM's TransformLayout does: the map
+ * i -> (i // 32 % 3, i % 32) over an access B[vi] with vi < 96 gives B[vi // 32, vi % 32]) */
 static tir_Array *map_point(const Ctx *c, const tir_Array *idx) {
   tir_Array *out = tir_array_new(c->n_out);
   for (int o = 0; o < c->n_out; o++) {
     tir_Node *sub = tir_substitute(c->exprs[o], c->n_in, c->vars, (tir_Node *const *)idx->items);
-    tir_Node *e = tir_simplify(NULL, sub);
+    tir_Node *e = tir_simplify(c->an, sub);
     tir_release(sub);
     if (e->dtype.bits != 32 && e->dtype.bits != 64) {
       e = tir_cast(TIR_INT32, e);
@@ -233,12 +236,24 @@ static tir_Node *rewrite(const tir_Node *n, void *vctx) {
       tir_release(tmp);
       tmp = next;
     }
-    if (tmp) {
-      tir_Node *r = tir_mutate_children(&tmp->hdr, rewrite, vctx);
-      tir_release(tmp);
-      return r ? r : TIR_MUTATE_ERROR;
+    const tir_Block *cur = tmp ? tmp : b;
+    int mark = tir_analyzer_mark(c->an);
+    for (int i = 0; i < cur->iter_vars->size; i++) {
+      const tir_IterVar *iv = (const tir_IterVar *)cur->iter_vars->items[i];
+      tir_analyzer_bind_range(c->an, iv->var, iv->dom->min, iv->dom->extent);
     }
-    return NULL;
+    tir_Node *r = tir_mutate_children(&cur->hdr, rewrite, vctx);
+    tir_analyzer_reset(c->an, mark);
+    tir_release(tmp);
+    return r ? r : TIR_MUTATE_ERROR;
+  }
+  if (n->kind == TIR_For) {
+    const tir_For *f = (const tir_For *)n;
+    int mark = tir_analyzer_mark(c->an);
+    tir_analyzer_bind_range(c->an, f->loop_var, f->min, f->extent);
+    tir_Node *r = tir_mutate_children(n, rewrite, vctx);
+    tir_analyzer_reset(c->an, mark);
+    return r ? r : TIR_MUTATE_ERROR;
   }
   if (n->kind == TIR_MatchBufferRegion && ((const tir_MatchBufferRegion *)n)->source->buffer == c->old) {
     const tir_MatchBufferRegion *m = (const tir_MatchBufferRegion *)n;
@@ -347,8 +362,9 @@ int tir_sched_transform_layout(tir_Schedule *s, int64_t uid, int is_write, int i
   for (int o = 0; o < n_out; o++) nb->shape->items[o] = tir_int_imm(mx[o] + 1 > INT32_MAX ? TIR_INT64 : TIR_INT32, mx[o] + 1);
   tir_release(nb->strides);
   nb->strides = tir_array_empty();
-  Ctx c = {buf, nb, (tir_Var *const *)vars->items, (const tir_Node *const *)exprs->items, nd, n_out};
+  Ctx c = {buf, nb, (tir_Var *const *)vars->items, (const tir_Node *const *)exprs->items, nd, n_out, tir_analyzer_new()};
   body = tir_mutate(s->func->body, rewrite, &c);
+  tir_analyzer_free(c.an);
   if (!body) {
     char msg[512];
     snprintf(msg, sizeof msg, "%s", tir_error_get()->message ? tir_error_get()->message : "rewriting the accesses failed");
