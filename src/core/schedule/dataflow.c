@@ -1,4 +1,5 @@
 /* dataflow.c -- block properties and dependence checks (see dataflow.h). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -404,4 +405,88 @@ tir_Node *sch_insert_at(const tir_Block *scope, const tir_Node *host, int pos, t
   }
   if (host == &scope->hdr) return nhost;
   return tir_replace_stmt(&scope->hdr, host, nhost);
+}
+
+/* ---- compact data flow under a loop (TVM CheckSubtreeCompactDataflow) ---- */
+
+/* Why the block is not a complete block (spatial variables only, reads nothing it writes),
+ * or NULL (dominance: see dataflow.h). */
+static const char *not_complete(const tir_Block *b, char *why, size_t cap) {
+  for (int i = 0; i < b->iter_vars->size; i++) {
+    const tir_IterVar *iv = (const tir_IterVar *)b->iter_vars->items[i];
+    if (iv->iter_type != TIR_ITER_DATA_PAR) {
+      snprintf(why, cap, "it has the non-spatial iteration variable %s", iv->var->name);
+      return why;
+    }
+  }
+  for (int r = 0; r < b->reads->size; r++)
+    if (sch_block_writes(b, region_buffer(b->reads, r))) {
+      snprintf(why, cap, "it reads %s, which it writes", region_buffer(b->reads, r)->name);
+      return why;
+    }
+  return NULL;
+}
+
+/* Why the block is not a reduction block, or NULL.  path: from the function body to br. */
+static const char *not_reduction(const SchPath *path, const tir_BlockRealize *br, char *why, size_t cap) {
+  const tir_Block *b = br->block;
+  if (!b->init) {
+    snprintf(why, cap, "it has no init");
+    return why;
+  }
+  for (int i = 0; i < b->iter_vars->size; i++) {
+    const tir_IterVar *iv = (const tir_IterVar *)b->iter_vars->items[i];
+    if (iv->iter_type != TIR_ITER_DATA_PAR && iv->iter_type != TIR_ITER_COMM_REDUCE) {
+      snprintf(why, cap, "its iteration variable %s is neither spatial nor reduction", iv->var->name);
+      return why;
+    }
+  }
+  for (int w = 0; w < b->writes->size; w++) {
+    const tir_BufferRegion *wr = (const tir_BufferRegion *)b->writes->items[w];
+    for (int i = 0; i < b->iter_vars->size; i++) {
+      const tir_IterVar *iv = (const tir_IterVar *)b->iter_vars->items[i];
+      if (iv->iter_type == TIR_ITER_COMM_REDUCE && tir_uses_var(&wr->region->hdr, iv->var)) {
+        snprintf(why, cap, "its reduction variable %s indexes the written buffer %s", iv->var->name, wr->buffer->name);
+        return why;
+      }
+    }
+  }
+  /* affine bindings (TVM IsAffineBlockBinding: surjective) over the loops up to the scope */
+  const tir_For *loops[SCH_MAX_DEPTH];
+  int n_loops = sch_loops_above(path, loops, SCH_MAX_DEPTH);
+  tir_LoopIter *it = calloc((size_t)n_loops + 1, sizeof *it);
+  int constant = 1;
+  for (int i = 0; i < n_loops && constant; i++) {
+    it[i].var = loops[i]->loop_var;
+    constant = tir_is_const_int(loops[i]->min, &it[i].min) && tir_is_const_int(loops[i]->extent, &it[i].extent);
+  }
+  char reason[300] = "";
+  int affine = !constant || tir_detect_iter_map_level(NULL, (const tir_Node *const *)br->iter_values->items, NULL,
+                                                      br->iter_values->size, it, n_loops, br->predicate,
+                                                      TIR_ITER_MAP_SURJECTIVE, reason, sizeof reason);
+  free(it);
+  if (!affine) {
+    snprintf(why, cap, "its bindings are not affine in its loops (%s)", reason);
+    return why;
+  }
+  return NULL;
+}
+
+int sch_check_compact_dataflow(tir_Schedule *s, const char *prim, const tir_For *loop) {
+  const tir_BlockRealize **blocks;
+  int n = sch_child_blocks(loop->body, &blocks), rc = 0;
+  for (int i = 0; i < n && !rc; i++) {
+    char why_c[200], why_r[400];
+    if (!not_complete(blocks[i]->block, why_c, sizeof why_c)) continue;
+    SchPath p;
+    sch_path_to(s->func->body, &blocks[i]->hdr, &p);
+    if (!not_reduction(&p, blocks[i], why_r, sizeof why_r)) continue;
+    rc = sch_error(s, prim, &loop->hdr, "this loop",
+                   "loop %s does not have compact data flow: block '%s' under it is neither a complete block (%s) nor a "
+                   "reduction block (%s), so its iterations may not run in parallel (TVM CheckSubtreeCompactDataflow)",
+                   loop->loop_var->name, blocks[i]->block->name, why_c, why_r);
+    tir_error_mark(&blocks[i]->hdr, "this block");
+  }
+  free(blocks);
+  return rc;
 }

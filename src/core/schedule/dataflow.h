@@ -26,6 +26,15 @@ int sch_check_complete(tir_Schedule *s, const char *prim, const tir_Block *scope
 int sch_check_complete_or_reduction_block(tir_Schedule *s, const char *prim, const tir_Block *scope,
                                           const tir_BlockRealize *br);
 
+/* TVM CheckSubtreeCompactDataflow for a loop (what parallel, vectorize and bind require):
+ * every child block under `loop` is a complete block (spatial iteration variables only, no
+ * buffer both read and written) or a reduction block (an init, bindings affine in the loops
+ * above it -- checked when those loops have constant ranges --, spatial and reduction
+ * variables only, reduction variables not indexing the written buffers).  TVM's
+ * loop-rooted check collects no writers for leaf blocks, so dominance is not checked here.
+ * The error names the loop and marks it and the block. */
+int sch_check_compact_dataflow(tir_Schedule *s, const char *prim, const tir_For *loop);
+
 /* Index of br among blocks[0..n) (the scope's child blocks in execution order), or -1. */
 int sch_block_index(const tir_BlockRealize *const *blocks, int n, const tir_BlockRealize *br);
 
