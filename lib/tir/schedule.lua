@@ -271,7 +271,8 @@ function Schedule:reverse_compute_inline(block)
 end
 
 --- Copies the block's read buffer `index` (0-based, into its reads) into `scope`;
--- readers (or just consumer_blocks) read the copy.  Returns the copy block.
+-- readers (or just consumer_blocks) read the copy.  Returns the copy block.  As in TVM, a
+-- block with an init does not read what it writes: a matmul block's reads are A, B.
 function Schedule:cache_read(block, index, scope, consumer_blocks)
   block = check_block(self, block, "cache_read", 1)
   check_int(index, "cache_read", "read_buffer_index")

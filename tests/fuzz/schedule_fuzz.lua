@@ -999,7 +999,7 @@ function gens.gemm_tile(seq)
       sch:bind(ii, "threadIdx.y")
       sch:bind(jj, "threadIdx.x")
       if shared then
-        for r = 1, 2 do
+        for r = 0, 1 do -- the two operands (a block with an init does not read its output)
           local c = sch:cache_read(b, r, "shared")
           sch:compute_at(c, ko)
         end

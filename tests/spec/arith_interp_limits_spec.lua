@@ -99,7 +99,7 @@ describe("interpreter allocation limit", function()
   it("is configurable", function()
     local f = U.matmul(16, 16, 16)
     local sch = tir.Schedule(f)
-    sch:cache_read(sch:get_block("C"), 1, "global")
+    sch:cache_read(sch:get_block("C"), 0, "global") -- A
     local args = tir.testing.random_args(f, 1)
     local old = tir.interpret_alloc_limit(256) -- the 16x16 float copy needs 1024 bytes
     local ok, e = pcall(tir.interpret, sch.mod, args)

@@ -63,7 +63,7 @@ describe("schedule argument messages", function()
   end)
   it("refuse integers outside the 32-bit range instead of truncating them", function()
     local sch, blk, _, _, k = sched()
-    local c = sch:cache_read(blk, 1, "shared")
+    local c = sch:cache_read(blk, 0, "shared")
     U.expect_error(function() sch:storage_align(c, 0, 0, math.maxinteger, 8) end,
                    "ValueError in storage_align", "factor is 9223372036854775807, outside the 32-bit integer range")
     local _ = k
@@ -194,10 +194,10 @@ describe("arguments of the Lua library are checked (tir.Error naming the functio
   it("schedule methods", function()
     local sch, blk, i = sched()
     U.expect_error(function() sch:apply_trace(nil) end, "TypeError in apply_trace", "got nil")
-    U.expect_error(function() sch:cache_read(blk, 1, "shared", "C") end, "TypeError in cache_read",
+    U.expect_error(function() sch:cache_read(blk, 0, "shared", "C") end, "TypeError in cache_read",
                    "consumer_blocks must be a list of blocks")
     U.expect_error(function() sch:annotate(i, "x", {a = 1}) end, "TypeError in annotate", "must be a list")
-    sch:cache_read(blk, 1, "shared", {"C"}) -- the list form works
+    sch:cache_read(blk, 0, "shared", {"C"}) -- the list form works
   end)
   it("TensorIntrin.get, arith functions", function()
     U.expect_error(function() tir.TensorIntrin.get(nil) end, "TypeError in TensorIntrin.get", "must be a string")

@@ -818,7 +818,7 @@ describe("trace", function()
     local f = U.matmul(32, 32, 16, "int32")
     local sch = tir.Schedule(f)
     local c = sch:get_block("C")
-    local as = sch:cache_read(c, 1, "shared")
+    local as = sch:cache_read(c, 0, "shared") -- A
     local cl = sch:cache_write(c, 0, "local")
     local i, j, k = sch:get_loops(c)
     local io, ii = sch:split(i, {nil, 8})

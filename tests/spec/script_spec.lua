@@ -26,7 +26,7 @@ describe("T script", function()
     end)
     local s = tostring(mm)
     assert.matches('T.prim_func%("mm", {A = T.Buffer%({16, 16}, "float16"%)', s)
-    assert.matches("T.reads%(C%[{vi, vj}%], A%[{vi, vk}%], B%[{vk, vj}%]%)", s) -- inferred
+    assert.matches("T.reads%(A%[{vi, vk}%], B%[{vk, vj}%]%)", s) -- inferred; with an init C is no read (TVM)
     roundtrip(mm)
     local args = tir.testing.random_args(mm, 1)
     tir.interpret(mm, args)
@@ -39,7 +39,7 @@ describe("T script", function()
       for i, j, k in T.grid(8, 6, 4) do
         T.block("C", function()
           local v_i, v_j, v_k = T.axis.remap("SSR", {i, j, k})
-          T.reads(C[{v_i, v_j}], A[{v_i, v_k}], B[{v_k, v_j}])
+          T.reads(A[{v_i, v_k}], B[{v_k, v_j}])
           T.writes(C[{v_i, v_j}])
           T.init(function() C[{v_i, v_j}] = T.float32(0) end)
           C[{v_i, v_j}] = C[{v_i, v_j}] + A[{v_i, v_k}] * B[{v_k, v_j}]

@@ -88,9 +88,10 @@ local function analyze(sch, blk)
   local role = {}
   local reads = b.reads
   local wbuf = b.writes[1] and b.writes[1].buffer
-  if #b.writes ~= 1 or #reads ~= 3 then
-    error(("tc_gemm: block '%s' is not matmul-like (it must write one buffer and read it and two operands)"):format(b.name), 3)
+  if #b.writes ~= 1 then
+    error(("tc_gemm: block '%s' is not matmul-like (it must write one buffer)"):format(b.name), 3)
   end
+  -- a block with an init reads A, B (TVM's read rule); without one (an update block) C, A, B
   local ops = {}
   for r = 1, #reads do
     if reads[r].buffer ~= wbuf then ops[#ops + 1] = {index = r - 1, region = reads[r]} end

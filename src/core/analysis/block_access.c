@@ -240,6 +240,19 @@ int tir_block_access_regions(const tir_Block *block, tir_Array **reads, tir_Arra
   walk(&c, block->init);
   walk(&c, block->body);
   tir_analyzer_free(c.an);
+  if (block->init) {
+    /* TVM's rule (GetBlockAccessRegion): a block with an init overwrites what it writes
+     * before reading it, so the value a written buffer had before the block is never read;
+     * such buffers are dropped from the reads (C = C + A*B reads A, B). */
+    int k = 0;
+    for (int i = 0; i < c.n_reads; i++) {
+      int written = 0;
+      for (int j = 0; j < c.n_writes && !written; j++) written = c.writes[j].buf == c.reads[i].buf;
+      if (written) tir_release(c.reads[i].region);
+      else c.reads[k++] = c.reads[i];
+    }
+    c.n_reads = k;
+  }
   *reads = to_regions(c.reads, c.n_reads);
   *writes = to_regions(c.writes, c.n_writes);
   return 0;
@@ -254,4 +267,16 @@ tir_Block *tir_block_with_detected_access(const tir_Block *block) {
   b->reads = r;
   b->writes = w;
   return b;
+}
+
+tir_Array *tir_reads_with_writes(const tir_Array *reads, const tir_Array *writes) {
+  tir_Array *out = tir_array_new(0);
+  for (int i = 0; i < writes->size; i++) {
+    const tir_Buffer *wb = ((const tir_BufferRegion *)writes->items[i])->buffer;
+    int read = 0;
+    for (int j = 0; j < reads->size && !read; j++) read = ((const tir_BufferRegion *)reads->items[j])->buffer == wb;
+    if (!read) out = tir_array_push(out, R(writes->items[i]));
+  }
+  for (int j = 0; j < reads->size; j++) out = tir_array_push(out, R(reads->items[j]));
+  return out;
 }

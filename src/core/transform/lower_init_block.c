@@ -1,7 +1,10 @@
 /* lower_init_block.c -- a reduction block's init runs when every reduction iteration
  * variable is at the start of its domain (TVM src/tir/transforms/lower_init_block.cc):
- *   block { init: S0; body: S1 }  ->  block { if (vk == k_min && ...) S0; S1 } */
+ *   block { init: S0; body: S1 }  ->  block { if (vk == k_min && ...) S0; S1 }
+ * The written buffers join the reads (TVM leaves reads as they are; tirlua's later passes
+ * take dependences from block regions). */
 #include "pass_util.h"
+#include "tir/analysis.h"
 
 static tir_Node *mut(const tir_Node *n, void *p) {
   (void)p;
@@ -26,6 +29,11 @@ static tir_Node *mut(const tir_Node *n, void *p) {
   tir_Block *nb = tir_block_with_body(b, tir_seq2(tir_if(cond, init, NULL), body));
   tir_release(nb->init);
   nb->init = NULL;
+  /* without the init the block reads what it writes (C = C + ...): the passes that follow
+   * (pipeline dependences, scope checks) must see that read */
+  tir_Array *reads = tir_reads_with_writes(b->reads, b->writes);
+  tir_release(nb->reads);
+  nb->reads = reads;
   return &nb->hdr;
 }
 

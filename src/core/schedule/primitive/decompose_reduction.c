@@ -191,9 +191,10 @@ int64_t tir_sched_decompose_reduction(tir_Schedule *s, int64_t uid, const tir_Va
   char *un = tir_strprintf("%s_update", blk->name);
   tir_node_set_str(&ub->name, un);
   free(un);
-  for (int i = 0; i < blk->writes->size; i++)
-    if (!sch_region_of(ub->reads, ((const tir_BufferRegion *)blk->writes->items[i])->buffer))
-      ub->reads = tir_array_push(ub->reads, R(blk->writes->items[i]));
+  /* without its init the update block reads what it writes (C = C + ...): as TVM's
+   * DecomposeReductionBlockReplacer, the written regions go back in front of the reads */
+  tir_release(ub->reads);
+  ub->reads = tir_reads_with_writes(blk->reads, blk->writes);
   const tir_Node *target = pb.nodes[lpos];
   tir_Node *nrealize = sch_realize_with_block(br, ub);
   tir_Node *newloop = tir_replace_stmt(target, &br->hdr, nrealize);
