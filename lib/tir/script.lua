@@ -144,6 +144,12 @@ T.eq, T.ne, T.lt, T.le, T.gt, T.ge = core.eq, core.ne, core.lt, core.le, core.gt
 T.And, T.Or, T.Not = core.And, core.Or, core.Not
 T.Ramp, T.Broadcast = core.Ramp, core.Broadcast
 T.call = core.call
+--- T.call_extern(dtype, name, args...): a call of the device function `name` (a CUDA built-in such
+-- as "__dp4a", or one registered with tir.register_extern), passed through to the CUDA C; the
+-- interpreter and the simulator need a CPU model (tir.register_extern_model).  T.call_pure_extern:
+-- the same for a function without side effects.  (TVM: T.call_extern / T.call_pure_extern.)
+T.call_extern = function(dtype, name, ...) return core.call_extern(dtype, name, ...) end
+T.call_pure_extern = function(dtype, name, ...) return core.call_pure_extern(dtype, name, ...) end
 --- T.address_of(A[{i, j}]): the address of an element (a handle), for builtins that take pointers.
 T.address_of = function(load) return core.call("handle", "address_of", load) end
 --- T.var(dtype): a fresh symbolic variable (e.g. a buffer's stride in a tensor intrinsic);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "l_tir.h"
+#include "tir/extern.h"
 #include "tir/analysis.h"
 
 static tir_DType opt_dtype(lua_State *L, int idx, tir_DType def) {
@@ -135,6 +136,18 @@ static int l_select(lua_State *L) {
   return 1;
 }
 
+static int l_call(lua_State *L);
+
+/* tir.call_extern(dtype, name, args...) / tir.call_pure_extern: include/tir/extern.h */
+static int call_extern_as(lua_State *L, const char *op) {
+  luaL_checkany(L, 1);
+  lua_pushstring(L, op);
+  lua_insert(L, 2);
+  return l_call(L);
+}
+static int l_call_extern(lua_State *L) { return call_extern_as(L, "call_extern"); }
+static int l_call_pure_extern(lua_State *L) { return call_extern_as(L, "call_pure_extern"); }
+
 /* tir.cast(dtype, x) */
 static int l_cast(lua_State *L) {
   tir_DType t = tirL_check_dtype(L, 1);
@@ -150,6 +163,12 @@ static int l_call(lua_State *L) {
   tir_DType t = tirL_check_dtype(L, 1);
   const char *op = luaL_checkstring(L, 2);
   int n = lua_gettop(L) - 2;
+  if (strcmp(op, "call_extern") == 0 || strcmp(op, "call_pure_extern") == 0) {
+    if (lua_type(L, 3) != LUA_TSTRING || !tir_extern_name_valid(lua_tostring(L, 3)))
+      return tirL_error(L, TIR_ERR_VALUE, op, "the function name must be a C identifier string (got %s%s%s)",
+                        luaL_typename(L, 3), lua_type(L, 3) == LUA_TSTRING ? " " : "",
+                        lua_type(L, 3) == LUA_TSTRING ? lua_tostring(L, 3) : "");
+  }
   if (tir_builtin_is_float_math(op) && !tir_dtype_is_float(t)) {
     char ts[32];
     return tirL_error(L, TIR_ERR_TYPE, "call",
@@ -516,6 +535,8 @@ static const luaL_Reg expr_fns[] = {{"substitute_buffers", l_substitute_buffers}
                                     {"if_then_else", l_select},
                                     {"cast", l_cast},
                                     {"call", l_call},
+                                    {"call_extern", l_call_extern},
+                                    {"call_pure_extern", l_call_pure_extern},
                                     {"Ramp", l_ramp},
                                     {"Broadcast", l_broadcast},
                                     {"buffer", l_buffer},

@@ -63,7 +63,10 @@ static int interpret_with(lua_State *L, const tir_InterpOptions *o) {
   int nargs = lua_gettop(L) - 1;
   tir_InterpArg *args = lua_newuserdatauv(L, sizeof(tir_InterpArg) * (size_t)(nargs + 1), 0);
   tirL_read_args(L, f, 2, nargs, args);
-  if (tir_interpret_opts(f, args, nargs, o)) return tirL_raise_core(L);
+  lua_State *prev = tirL_extern_enter(L);
+  int rc = tir_interpret_opts(f, args, nargs, o);
+  tirL_extern_leave(prev);
+  if (rc) return tirL_raise_core(L);
   return 0;
 }
 

@@ -261,7 +261,9 @@ static int l_simulate(lua_State *L) {
     lua_pop(L, 1);
   }
   tir_SimReport rep;
+  lua_State *prev = tirL_extern_enter(L);
   int rc = tir_simulate(lowered, host, sc->args, nargs, &o, &rep);
+  tirL_extern_leave(prev);
   if (rc) {
     tir_sim_report_free(&rep);
     return tirL_raise_core(L);

@@ -13,6 +13,7 @@ int luaopen_tir_core(lua_State *L) {
   tirL_open_interp(L);
   tirL_open_arith(L);
   tirL_open_sim(L);
+  tirL_open_extern(L);
   lua_pushstring(L, TIRLUA_VERSION);
   lua_setfield(L, -2, "version");
 #ifdef TIRLUA_SOURCE_DIR

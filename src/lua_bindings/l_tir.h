@@ -61,4 +61,10 @@ void tirL_open_sim(lua_State *L);       /* tir.core.simulate (the GPU simulator)
 /* Registry key of the tir.Error metatable. */
 #define TIRL_ERROR_MT "tir.Error"
 
+/* The Lua state running interpret/simulate, for CPU models of extern functions written in
+ * Lua (l_extern.c): enter returns the previous one for leave. */
+lua_State *tirL_extern_enter(lua_State *L);
+void tirL_extern_leave(lua_State *prev);
+void tirL_open_extern(lua_State *L);
+
 #endif

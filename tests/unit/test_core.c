@@ -9,6 +9,7 @@
 #include "tir/arith.h"
 #include "tir/codegen.h"
 #include "tir/error.h"
+#include "tir/extern.h"
 #include "tir/interp.h"
 #include "tir/schedule.h"
 #include "tir/te.h"
@@ -154,11 +155,59 @@ static void test_printer_and_equality(void) {
   tir_release(h);
 }
 
+/* a C model of an extern device function: x * x + y */
+static int sq_plus_model(void *ctx, const char *name, int nargs, const tir_ExternValue *args, tir_ExternValue *ret, char *err,
+                         size_t errlen) {
+  (*(int *)ctx)++;
+  if (nargs != 2) {
+    snprintf(err, errlen, "%s takes 2 arguments, got %d", name, nargs);
+    return -1;
+  }
+  ret->i = args[0].i * args[0].i + args[1].i;
+  return 0;
+}
+
+/* call_pure_extern through a te compute: refused without a model, run with one */
+static void test_extern_model(void) {
+  int N = 6;
+  tir_Buffer *A = tir_buffer_new("A", TIR_INT32, tir_array_of(1, tir_i32(N)), NULL, NULL, NULL);
+  tir_Buffer *B = tir_buffer_new("B", TIR_INT32, tir_array_of(1, tir_i32(N)), NULL, NULL, NULL);
+  tir_IterVar *i = tir_iter_var(tir_var_new("i", TIR_INT32), tir_range(tir_i32(0), tir_i32(N)), TIR_ITER_DATA_PAR, "");
+  tir_Node *a = tir_buffer_load(R(A), tir_array_of(1, R(&i->var->hdr)));
+  tir_Node *body = tir_call(TIR_INT32, "call_pure_extern", tir_array_of(3, tir_string_imm("test_sq_plus"), a, tir_i32(7)));
+  tir_ComputeOp *op = tir_compute_op("B", tir_array_of(1, R(&i->hdr)), body, (tir_Buffer *)R(B));
+  tir_Array *params = tir_array_of(2, &A->hdr, &B->hdr);
+  tir_Array *ops = tir_array_of(1, &op->hdr);
+  tir_PrimFunc *f = tir_te_create_prim_func(params, ops, "ext");
+  tir_release(params);
+  tir_release(ops);
+  tir_release(i);
+  tir_Device cpu = {TIR_DEV_CPU, 0};
+  int64_t sh[1] = {N};
+  tir_NDArray *x = tir_nd_empty(sh, 1, TIR_INT32, cpu), *y = tir_nd_empty(sh, 1, TIR_INT32, cpu);
+  for (int k = 0; k < N; k++) tir_nd_set_i(x, k, k - 2);
+  tir_InterpArg args[2] = {{x, 0, 0}, {y, 0, 0}};
+  CHECK(tir_interpret(f, args, 2) != 0);
+  CHECK(strstr(tir_error_get()->message, "register a CPU model") != NULL);
+  tir_error_clear();
+  int calls = 0;
+  CHECK(tir_extern_register("test_sq_plus", NULL, sq_plus_model, &calls, NULL) == 0);
+  CHECK(tir_interpret(f, args, 2) == 0);
+  CHECK(calls == N);
+  for (int k = 0; k < N; k++) CHECK(tir_nd_get_i(y, k) == (k - 2) * (k - 2) + 7);
+  CHECK(tir_extern_register("1bad", NULL, NULL, NULL, NULL) != 0);
+  tir_error_clear();
+  tir_extern_clear();
+  tir_nd_release(x), tir_nd_release(y);
+  tir_release(f);
+}
+
 int main(void) {
   long base = tir_node_live_count();
   test_schedule_and_lower();
   test_arith();
   test_printer_and_equality();
+  test_extern_model();
   CHECK(tir_node_live_count() == base);
   printf("%d passed, %d failed\n", checks - failures, failures);
   return failures ? 1 : 0;

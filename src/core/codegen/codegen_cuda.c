@@ -14,6 +14,7 @@
 
 #include "tir/arith.h"
 #include "tir/codegen.h"
+#include "tir/extern.h"
 #include "tir/error.h"
 #include "tir/strbuf.h"
 
@@ -31,6 +32,8 @@ typedef struct {
   int failed;
   int uses_fp16, uses_bf16;
   int uses_wmma, uses_lane_id;
+  const char *extern_src[64]; /* registered sources of the call_extern functions used (borrowed) */
+  int n_extern_src;
   int uses_cp_async;
   int64_t dyn_off; /* next free byte of the kernel's dynamic shared memory */
   const tir_Kernel *kernel;
@@ -545,6 +548,33 @@ static void tc_alloc(CG *g, const tir_Allocate *a, int64_t n) {
   putf(g, "> %s[%lld];\n", name, (long long)(n / elems));
 }
 
+
+/* call_extern / call_pure_extern: `name(args...)` as written (include/tir/extern.h); a
+ * registered source is emitted once before the kernels */
+static void extern_call(CG *g, const tir_Call *c) {
+  const char *name = tir_extern_call_name(&c->hdr);
+  if (!name || !tir_extern_name_valid(name)) {
+    cg_fail(g, &c->hdr, "%s needs a C function name as its first argument", c->op);
+    return;
+  }
+  const char *src = NULL;
+  if (tir_extern_lookup(name, &src, NULL, NULL) && src) {
+    int seen = 0;
+    for (int i = 0; i < g->n_extern_src; i++) seen |= g->extern_src[i] == src;
+    if (!seen && g->n_extern_src < 64) g->extern_src[g->n_extern_src++] = src;
+  }
+  putf(g, "%s(", name);
+  for (int i = 1; i < c->args->size; i++) {
+    if (c->args->items[i]->kind == TIR_StringImm) {
+      cg_fail(g, &c->hdr, "argument %d of %s '%s' is a string; device functions take expressions", i, c->op, name);
+      return;
+    }
+    if (i > 1) put(g, ", ");
+    expr(g, c->args->items[i]);
+  }
+  put(g, ")");
+}
+
 static void call_expr(CG *g, const tir_Call *c) {
   const char *op = c->op;
   int n = c->args->size;
@@ -578,6 +608,10 @@ static void call_expr(CG *g, const tir_Call *c) {
   if (strcmp(op, "tir_lane_id") == 0 && n == 0) {
     g->uses_lane_id = 1;
     put(g, "tir_lane_id()");
+    return;
+  }
+  if (strcmp(op, "call_extern") == 0 || strcmp(op, "call_pure_extern") == 0) {
+    extern_call(g, c);
     return;
   }
   if (strcmp(op, "sigmoid") == 0 && n == 1 && tir_dtype_is_float(t) && !is_low_float(t)) {
@@ -1270,6 +1304,11 @@ char *tir_codegen_cuda(const tir_DeviceSplit *split, const char *arch) {
               "  T q = a / b;\n  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;\n}\n"
               "template <typename T> __device__ __forceinline__ T tir_floormod(T a, T b) {\n"
               "  T r = a % b;\n  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n}\n\n");
+  for (int i = 0; i < g.n_extern_src; i++) {
+    tir_sb_puts(&all, "// registered with tir.register_extern\n");
+    tir_sb_puts(&all, g.extern_src[i]);
+    tir_sb_puts(&all, "\n\n");
+  }
   tir_sb_puts(&all, g.out.data ? g.out.data : "");
   tir_sb_free(&g.out);
   return tir_sb_take(&all);

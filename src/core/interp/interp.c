@@ -6,6 +6,7 @@
 
 #include "tir/error.h"
 #include "tir/arith.h"
+#include "tir/extern.h"
 #include "tir/interp.h"
 #include "tir/schedule.h"
 #include "tir/strbuf.h"
@@ -370,6 +371,34 @@ static Val cast(tir_DType to, tir_DType from, Val v) {
   return norm(to, r);
 }
 
+/* call_extern / call_pure_extern: the registered CPU model (include/tir/extern.h) */
+static Val call_extern(Interp *I, const tir_Call *c, int lane) {
+  Val r = {0};
+  tir_ExternModelFn model;
+  void *ctx = NULL;
+  char err[512];
+  int n = tir_extern_prepare(c, &model, &ctx, err, sizeof err);
+  if (n < 0) {
+    fail(I, &c->hdr, "%s", err);
+    return r;
+  }
+  tir_ExternValue a[TIR_EXTERN_MAX_ARGS], ret = {c->hdr.dtype, 0, 0};
+  for (int i = 0; i < n; i++) {
+    const tir_Node *x = c->args->items[i + 1];
+    Val v = eval(I, x, lane);
+    a[i] = (tir_ExternValue){x->dtype, is_f(x->dtype) ? 0 : v.i, is_f(x->dtype) ? v.f : 0};
+  }
+  if (I->failed) return r;
+  if (model(ctx, tir_extern_call_name(&c->hdr), n, a, &ret, err, sizeof err)) {
+    fail(I, &c->hdr, "the CPU model of %s '%s' failed: %s", c->op, tir_extern_call_name(&c->hdr), err);
+    return r;
+  }
+  tir_DType t = tir_dtype_element(c->hdr.dtype);
+  if (is_f(t)) r.f = ret.f;
+  else r.i = ret.i;
+  return norm(t, r);
+}
+
 static Val call(Interp *I, const tir_Call *c, int lane) {
   Val r = {0};
   const char *op = c->op;
@@ -441,6 +470,7 @@ static Val call(Interp *I, const tir_Call *c, int lane) {
     fail(I, &c->hdr, "address_of(...) is only valid as an operand of a builtin that takes addresses (ptx_cp_async, ...)");
     return r;
   }
+  if (strcmp(op, "call_extern") == 0 || strcmp(op, "call_pure_extern") == 0) return call_extern(I, c, lane);
   fail(I, &c->hdr, "the interpreter does not know builtin '%s' with %d argument(s)", op, n);
   return r;
 }

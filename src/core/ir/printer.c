@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tir/extern.h"
 #include "tir/ir.h"
 #include "tir/strbuf.h"
 
@@ -352,8 +353,14 @@ static void print_expr_inner(Printer *p, const tir_Node *e, int ctx_prec) {
           if (paren) put(p, ")");
           return;
         }
-      putf(p, "T.call(\"%s\", ", tir_dtype_str(e->dtype, dt));
-      put_q(p, c->op);
+      /* extern calls print as TVMScript writes them: T.call_extern(dtype, name, args...) */
+      int ext = tir_extern_call_name(e) != NULL;
+      if (ext) {
+        putf(p, "T.%s(\"%s\"", c->op, tir_dtype_str(e->dtype, dt));
+      } else {
+        putf(p, "T.call(\"%s\", ", tir_dtype_str(e->dtype, dt));
+        put_q(p, c->op);
+      }
       for (int i = 0; i < c->args->size; i++) {
         put(p, ", ");
         print_expr(p, c->args->items[i], PREC_LOW);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "tir/error.h"
+#include "tir/extern.h"
 #include "tir/ir.h"
 
 /* Fields of type tir_Node that may be NULL. */
@@ -139,6 +140,9 @@ int tir_node_validate(const tir_Node *n) {
       if (tir_builtin_is_float_math(c->op) && !tir_dtype_is_float(n->dtype))
         return tir_error_set(TIR_ERR_TYPE, "make", "math builtin '%s' computes in floating point: its call needs a float dtype",
                              c->op);
+      if ((strcmp(c->op, "call_extern") == 0 || strcmp(c->op, "call_pure_extern") == 0) &&
+          !tir_extern_name_valid(tir_extern_call_name(n)))
+        return tir_error_set(TIR_ERR_VALUE, "make", "%s takes a C function name (a string) as its first argument", c->op);
       break;
     }
     case TIR_IfThenElse:

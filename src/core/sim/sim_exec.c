@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "sim_internal.h"
+#include "tir/extern.h"
 #include "tir/runtime.h"
 
 /* ---- scratch stacks ---- */
@@ -287,6 +288,42 @@ static SVal *fill(Sim *S, const Act *a, SVal v) {
   return r;
 }
 
+/* call_extern / call_pure_extern: the registered CPU model, once per active thread */
+static SVal *call_extern(Sim *S, const tir_Call *c, int lane, const Act *a) {
+  tir_ExternModelFn model;
+  void *ctx = NULL;
+  char err[512];
+  int n = tir_extern_prepare(c, &model, &ctx, err, sizeof err);
+  if (n < 0) {
+    sim_fail(S, &c->hdr, "%s", err);
+    return NULL;
+  }
+  SVal *r = sim_vnew(S);
+  int mark = S->vtop;
+  SVal *x[TIR_EXTERN_MAX_ARGS];
+  for (int i = 0; i < n; i++)
+    if (!(x[i] = sim_eval(S, c->args->items[i + 1], lane, a))) return NULL;
+  tir_DType t = tir_dtype_element(c->hdr.dtype);
+  for (int k = 0; k < a->n; k++) {
+    int id = a->ids[k];
+    tir_ExternValue av[TIR_EXTERN_MAX_ARGS], ret = {c->hdr.dtype, 0, 0};
+    for (int i = 0; i < n; i++) {
+      tir_DType at = c->args->items[i + 1]->dtype;
+      av[i] = (tir_ExternValue){at, is_f(at) ? 0 : x[i][id].i, is_f(at) ? x[i][id].f : 0};
+    }
+    if (model(ctx, tir_extern_call_name(&c->hdr), n, av, &ret, err, sizeof err)) {
+      sim_fail(S, &c->hdr, "the CPU model of %s '%s' failed (thread %d): %s", c->op, tir_extern_call_name(&c->hdr), id, err);
+      return NULL;
+    }
+    SVal v = {0};
+    if (is_f(t)) v.f = ret.f;
+    else v.i = ret.i;
+    r[id] = sim_norm(t, v);
+  }
+  S->vtop = mark;
+  return r;
+}
+
 static SVal *call(Sim *S, const tir_Call *c, int lane, const Act *a) {
   const char *op = c->op;
   int n = c->args->size;
@@ -383,6 +420,7 @@ static SVal *call(Sim *S, const tir_Call *c, int lane, const Act *a) {
     S->vtop = mark;
     return r;
   }
+  if (strcmp(op, "call_extern") == 0 || strcmp(op, "call_pure_extern") == 0) return call_extern(S, c, lane, a);
   sim_fail(S, &c->hdr, "the simulator does not know builtin '%s' with %d argument(s) here", op, n);
   return NULL;
 }
