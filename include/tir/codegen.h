@@ -43,6 +43,25 @@ int tir_module_run(tir_BuiltModule *m, const tir_InterpArg *args, int nargs);
 int tir_module_time(tir_BuiltModule *m, const tir_InterpArg *args, int nargs, int warmup, int number, int repeat,
                     double *median_s, double *samples_s);
 /* Registers / local (spill) bytes / static shared bytes of kernel i, once loaded. */
+/* Compiles a module built with skip_compile (no-op when it has PTX): cache lookup or NVRTC,
+ * as tir_build does.  -1 with the error set. */
+int tir_module_compile(tir_BuiltModule *m);
+/* Compiles the modules of ms (NULL entries and compiled ones are skipped) on up to n_threads
+ * threads (NVRTC is the slow part of a build: ~60-300 ms a kernel).  Returns how many failed
+ * (each failure is kept with its module: tir_module_compile_error), or -1 with the error set
+ * when NVRTC cannot be loaded at all. */
+int tir_module_compile_many(tir_BuiltModule **ms, int n, int n_threads);
+/* The same in the background: starts the threads and returns at once (NULL with the error set
+ * when NVRTC cannot be loaded).  The modules must stay alive and must not be compiled, freed
+ * or launched until tir_module_compile_wait(job) returns (other modules may be used meanwhile:
+ * a tuner measures the last batch while the next one compiles).  wait returns how many failed
+ * and frees the job. */
+typedef struct tir_CompileJob tir_CompileJob;
+tir_CompileJob *tir_module_compile_start(tir_BuiltModule **ms, int n, int n_threads);
+int tir_module_compile_wait(tir_CompileJob *job);
+/* 0 when the module's last tir_module_compile_many attempt did not fail; else sets this
+ * thread's error to that failure and returns -1. */
+int tir_module_compile_error(const tir_BuiltModule *m);
 /* How the module's PTX/CUBIN were obtained: "hit" (the on-disk cache), "miss" (NVRTC, then
  * stored), "off" (NVRTC; cache disabled or not writable), "none" (not compiled). */
 const char *tir_module_cache_status(const tir_BuiltModule *m);

@@ -126,6 +126,55 @@ function tir.build(func, target, opts)
   return mod
 end
 
+--- Builds several functions at once, as tir.build does each: lowering and codegen one after
+-- another here, then NVRTC (the slow part, ~60-300 ms a kernel) on up to opts.jobs threads
+-- (default: the CPU cores).  funcs: a list of PrimFuncs or Schedules; target and the other
+-- options as tir.build's (compile must not be false).  Returns a list in the order of funcs of
+-- {mod = Module} or {err = tir.Error}: a function that fails does not stop the others.
+function tir.build_many(funcs, target, opts)
+  if type(funcs) ~= "table" then util.raise("TypeError", "build_many", "funcs must be a list, got %s", util.describe(funcs)) end
+  if opts ~= nil and type(opts) ~= "table" then util.raise("TypeError", "build_many", "options must be a table, got %s", util.describe(opts)) end
+  local o, jobs = {}, core.cpu_count()
+  for k, v in pairs(opts or {}) do
+    if k == "jobs" then
+      if math.type(v) ~= "integer" or v < 1 or v > 64 then
+        util.raise("ValueError", "build_many", "option jobs must be an integer in 1..64, got %s", util.show(v))
+      end
+      jobs = v
+    elseif k == "compile" and v == false then
+      util.raise("ValueError", "build_many", "compile = false makes no sense here: use tir.build")
+    else
+      o[k] = v
+    end
+  end
+  o.compile = false
+  local results, mods, idx = {}, {}, {}
+  for i, f in ipairs(funcs) do
+    local ok, mod = pcall(tir.build, f, target, o)
+    if ok then
+      results[i] = {mod = mod}
+      mods[#mods + 1], idx[#mods + 1] = mod, i
+    else
+      results[i] = {err = mod}
+    end
+  end
+  if #mods > 0 then
+    core.compile_many(mods, jobs)
+    for j, mod in ipairs(mods) do
+      local ok, err = pcall(mod.compile_error, mod)
+      if not ok then results[idx[j]] = {err = err} end
+    end
+  end
+  return results
+end
+
+--- tir.tune{...}: the tuner (lib/tir/tune.lua; loaded on first use): tir.tune(spec),
+-- tir.tune.best(workload, target), tir.tune.lookup(...), tir.tune.records(db).
+tir.tune = setmetatable({}, {
+  __index = function(_, k) return require("tir.tune")[k] end,
+  __call = function(_, spec) return require("tir.tune").run(spec) end,
+})
+
 --- The on-disk kernel cache (include/tir/kernel_cache.h): tir.build looks each module's PTX and
 -- CUBIN up there before calling NVRTC and stores what NVRTC made.  Keyed by the generated CUDA C,
 -- the lowered function's structural hash, arch, NVRTC/driver versions and compile options.

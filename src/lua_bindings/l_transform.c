@@ -2,6 +2,7 @@
  * core.build(func, opts) -> "tir.Module" (sources, launch, timing). */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "l_tir.h"
 #include "tir/codegen.h"
@@ -276,6 +277,75 @@ static int m_time(lua_State *L) {
   return 2;
 }
 
+static int m_compile(lua_State *L) {
+  if (tir_module_compile(check_mod(L, 1)) != 0) return tirL_raise_core(L);
+  return 0;
+}
+
+/* mod:compile_error(): raises the error its last compile_many attempt failed with, if any. */
+static int m_compile_error(lua_State *L) {
+  if (tir_module_compile_error(check_mod(L, 1)) != 0) return tirL_raise_core(L);
+  return 0;
+}
+
+#define JOB_MT "tir.CompileJob"
+typedef struct {
+  tir_CompileJob *job; /* NULL once waited for */
+} JobBox;
+
+/* compile_start({mod, ...}, n_threads) -> job; the job keeps the list (and so the modules)
+** alive until job:wait() (or its collection, which waits). */
+static int l_compile_start(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  int threads = (int)luaL_optinteger(L, 2, 1);
+  lua_Integer n = luaL_len(L, 1);
+  if (n < 0 || n > 100000) return luaL_error(L, "compile_start: bad list length");
+  JobBox *jb = lua_newuserdatauv(L, sizeof *jb, 1);
+  jb->job = NULL;
+  luaL_setmetatable(L, JOB_MT);
+  lua_createtable(L, (int)n, 0); /* a copy of the list: the caller may change theirs */
+  tir_BuiltModule **ms = lua_newuserdatauv(L, sizeof(*ms) * (size_t)(n + 1), 0);
+  lua_rawseti(L, -2, 0); /* the scratch array lives with the list */
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_geti(L, 1, i);
+    ms[i - 1] = check_mod(L, -1);
+    lua_rawseti(L, -2, i);
+  }
+  lua_setiuservalue(L, -2, 1);
+  jb->job = tir_module_compile_start(ms, (int)n, threads);
+  if (!jb->job) return tirL_raise_core(L);
+  return 1;
+}
+
+/* job:wait() -> number of modules that failed (0 when already waited for) */
+static int job_wait(lua_State *L) {
+  JobBox *jb = luaL_checkudata(L, 1, JOB_MT);
+  int failed = 0;
+  if (jb->job) failed = tir_module_compile_wait(jb->job);
+  jb->job = NULL;
+  lua_pushinteger(L, failed);
+  return 1;
+}
+
+/* compile_many({mod, ...}, n_threads) -> number of modules that failed */
+static int l_compile_many(lua_State *L) {
+  l_compile_start(L);
+  lua_replace(L, 1);
+  lua_settop(L, 1);
+  return job_wait(L);
+}
+
+static int l_stderr_isatty(lua_State *L) {
+  lua_pushboolean(L, isatty(2));
+  return 1;
+}
+
+static int l_cpu_count(lua_State *L) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  lua_pushinteger(L, n > 0 ? n : 1);
+  return 1;
+}
+
 static int m_cache_status(lua_State *L) {
   lua_pushstring(L, tir_module_cache_status(check_mod(L, 1)));
   return 1;
@@ -325,6 +395,7 @@ void tirL_open_transform(lua_State *L) {
   static const luaL_Reg methods[] = {{"get_source", m_source}, {"arch", m_arch},       {"func", m_func},
                                      {"lowered", m_lowered},   {"dumps", m_dumps},     {"kernels", m_kernels},
                                      {"resources", m_resources}, {"time", m_time},     {"cache_status", m_cache_status},
+                                     {"compile", m_compile},   {"compile_error", m_compile_error},
                                      {NULL, NULL}};
   luaL_newmetatable(L, MT);
   lua_pushcfunction(L, m_gc);
@@ -339,9 +410,18 @@ void tirL_open_transform(lua_State *L) {
   lua_getfield(L, -1, "__methods");
   lua_setfield(L, -2, "__index");
   lua_pop(L, 1);
+  luaL_newmetatable(L, JOB_MT);
+  lua_pushcfunction(L, job_wait);
+  lua_setfield(L, -2, "__gc");
+  lua_newtable(L);
+  lua_pushcfunction(L, job_wait);
+  lua_setfield(L, -2, "wait");
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
   static const luaL_Reg fns[] = {{"lower", l_lower}, {"run_pass", l_run_pass}, {"build", l_build},
                                  {"kernel_cache_info", l_kcache_info}, {"kernel_cache_clear", l_kcache_clear},
                                  {"kernel_cache_set_dir", l_kcache_set_dir},
+                                 {"compile_many", l_compile_many}, {"compile_start", l_compile_start}, {"cpu_count", l_cpu_count}, {"stderr_isatty", l_stderr_isatty},
                                  {NULL, NULL}};
   luaL_setfuncs(L, fns, 0);
   /* the module method table, so lib/tir can add methods (time_evaluator) */

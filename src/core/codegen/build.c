@@ -1,5 +1,6 @@
 /* build.c -- tir_build: lower, split, emit CUDA C, compile with NVRTC; and the built
  * module's launch path (argument checks, launch dimensions, temporaries, timing). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,9 @@ struct tir_BuiltModule {
   size_t cubin_len;
   char arch[32];
   const char *cache_status; /* tir_module_cache_status */
+  int no_cache;             /* the build's no_cache option, for a later tir_module_compile */
+  int compiling;            /* in a tir_CompileJob not yet waited for (set and cleared by the caller's thread) */
+  tir_Error compile_error;  /* what the last tir_module_compile_many attempt failed with (kind NONE: none) */
   char **dump_pass, **dump_ir;
   int n_dumps;
   /* loaded state */
@@ -97,6 +101,152 @@ static char *cache_key(const tir_BuiltModule *m, const char *const *opts, int n_
 
 const char *tir_module_cache_status(const tir_BuiltModule *m) { return m->cache_status ? m->cache_status : "none"; }
 
+static const char *const COMPILE_OPTS[] = {"-lineinfo"};
+#define N_COMPILE_OPTS 1
+
+/* PTX + CUBIN for m from the cache (key, owned, NULL: no cache) or NVRTC; stores what NVRTC
+** made.  Safe to run on several modules in several threads at once (the cache locks its own
+** state; NVRTC is thread-safe once loaded).  -1 with the error set (the source attached). */
+static int compile_module(tir_BuiltModule *m, char *key) {
+  char *log = NULL;
+  if (key && tir_kcache_lookup(key, &m->ptx, &m->cubin, &m->cubin_len)) {
+    m->cache_status = "hit";
+    free(key);
+    return 0;
+  }
+  if (tir_nvrtc_compile(m->cuda, "tirlua_kernel.cu", m->arch, COMPILE_OPTS, N_COMPILE_OPTS, &m->ptx, &m->cubin,
+                        &m->cubin_len, &log) != 0) {
+    free(log);
+    free(key);
+    /* attach the source: the NVRTC log names its lines */
+    tir_Error *e = tir_error_get();
+    tir_StrBuf sb;
+    tir_sb_init(&sb);
+    tir_sb_printf(&sb, "%s\n---- generated CUDA C ----\n", e->detail ? e->detail : "");
+    int ln = 1;
+    tir_sb_printf(&sb, "%4d  ", ln);
+    for (const char *c = m->cuda; *c; c++) {
+      tir_sb_putc(&sb, *c);
+      if (*c == '\n' && c[1]) tir_sb_printf(&sb, "%4d  ", ++ln);
+    }
+    tir_error_set_detail(sb.data);
+    tir_sb_free(&sb);
+    return -1;
+  }
+  free(log);
+  m->cache_status = key && tir_kcache_store(key, m->ptx, m->cubin, m->cubin_len) == 0 ? "miss" : "off";
+  free(key);
+  return 0;
+}
+
+static void clear_saved_error(tir_Error *e) {
+  free(e->message);
+  free(e->detail);
+  memset(e, 0, sizeof *e);
+}
+
+int tir_module_compile(tir_BuiltModule *m) {
+  if (m->compiling) return tir_error_set(TIR_ERR_RUNTIME, "compile", "the module is already being compiled in the background");
+  if (m->ptx) return 0;
+  return compile_module(m, m->no_cache ? NULL : cache_key(m, COMPILE_OPTS, N_COMPILE_OPTS));
+}
+
+struct tir_CompileJob {
+  tir_BuiltModule **ms; /* borrowed: the caller keeps the modules alive until the wait */
+  char **keys;
+  int n;
+  int next; /* the next module to take, under lock */
+  pthread_mutex_t lock;
+  pthread_t threads[64];
+  int n_threads;
+};
+
+static void *compile_worker(void *arg) {
+  tir_CompileJob *q = arg;
+  for (;;) {
+    pthread_mutex_lock(&q->lock);
+    int i = q->next++;
+    pthread_mutex_unlock(&q->lock);
+    if (i >= q->n) return NULL;
+    tir_BuiltModule *m = q->ms[i];
+    char *key = q->keys[i];
+    q->keys[i] = NULL;
+    if (!m) {
+      free(key);
+      continue;
+    }
+    if (compile_module(m, key) != 0) { /* keep this thread's error with the module */
+      tir_Error *e = tir_error_get();
+      m->compile_error.kind = e->kind;
+      snprintf(m->compile_error.primitive, sizeof m->compile_error.primitive, "%s", e->primitive);
+      m->compile_error.message = strdup(e->message ? e->message : "");
+      m->compile_error.detail = e->detail ? strdup(e->detail) : NULL;
+      tir_error_clear();
+    }
+  }
+}
+
+tir_CompileJob *tir_module_compile_start(tir_BuiltModule **ms, int n, int n_threads) {
+  int maj, min;
+  /* load NVRTC and the driver here, in one thread, before the workers use them */
+  if (tir_nvrtc_version(&maj, &min) != 0) return NULL;
+  (void)tir_cuda_driver_version();
+  tir_CompileJob *q = calloc(1, sizeof *q);
+  q->ms = malloc(sizeof *q->ms * (size_t)(n > 0 ? n : 1));
+  q->keys = calloc((size_t)(n > 0 ? n : 1), sizeof(char *));
+  q->n = n;
+  pthread_mutex_init(&q->lock, NULL);
+  for (int i = 0; i < n; i++) {
+    q->ms[i] = ms[i];
+    if (!ms[i] || ms[i]->ptx || ms[i]->compiling) {
+      q->ms[i] = NULL; /* nothing to do, or another job's */
+      continue;
+    }
+    ms[i]->compiling = 1;
+    clear_saved_error(&ms[i]->compile_error);
+    q->keys[i] = ms[i]->no_cache ? NULL : cache_key(ms[i], COMPILE_OPTS, N_COMPILE_OPTS); /* hashing: here */
+  }
+  if (n_threads < 1) n_threads = 1;
+  if (n_threads > 64) n_threads = 64;
+  if (n_threads > n) n_threads = n > 0 ? n : 1;
+  for (int t = 0; t < n_threads; t++) {
+    if (pthread_create(&q->threads[q->n_threads], NULL, compile_worker, q) != 0) break;
+    q->n_threads++;
+  }
+  if (q->n_threads == 0) compile_worker(q); /* no thread could start: compile here */
+  return q;
+}
+
+int tir_module_compile_wait(tir_CompileJob *q) {
+  for (int t = 0; t < q->n_threads; t++) pthread_join(q->threads[t], NULL);
+  int failed = 0;
+  for (int i = 0; i < q->n; i++) {
+    if (q->ms[i]) {
+      failed += q->ms[i]->compile_error.kind != TIR_ERR_NONE;
+      q->ms[i]->compiling = 0;
+    }
+    free(q->keys[i]);
+  }
+  pthread_mutex_destroy(&q->lock);
+  free(q->keys);
+  free(q->ms);
+  free(q);
+  return failed;
+}
+
+int tir_module_compile_many(tir_BuiltModule **ms, int n, int n_threads) {
+  tir_CompileJob *q = tir_module_compile_start(ms, n, n_threads);
+  return q ? tir_module_compile_wait(q) : -1;
+}
+
+int tir_module_compile_error(const tir_BuiltModule *m) {
+  const tir_Error *e = &m->compile_error;
+  if (e->kind == TIR_ERR_NONE) return 0;
+  tir_error_set(e->kind, e->primitive, "%s", e->message ? e->message : "");
+  if (e->detail) tir_error_set_detail(e->detail);
+  return -1;
+}
+
 tir_BuiltModule *tir_build(const tir_PrimFunc *f, const tir_BuildOptions *opts) {
   tir_BuildOptions defaults;
   memset(&defaults, 0, sizeof defaults);
@@ -119,37 +269,9 @@ tir_BuiltModule *tir_build(const tir_PrimFunc *f, const tir_BuildOptions *opts) 
   if (!m->cuda) goto fail;
   m->host_text = describe_host(&m->split);
   m->cache_status = "none";
-  if (!opts->skip_compile) {
-    char *log = NULL;
-    const char *extra[] = {"-lineinfo"};
-    char *key = opts->no_cache ? NULL : cache_key(m, extra, 1);
-    if (key && tir_kcache_lookup(key, &m->ptx, &m->cubin, &m->cubin_len)) {
-      m->cache_status = "hit";
-      free(key);
-      return m;
-    }
-    if (tir_nvrtc_compile(m->cuda, "tirlua_kernel.cu", m->arch, extra, 1, &m->ptx, &m->cubin, &m->cubin_len, &log) != 0) {
-      free(log);
-      /* attach the source: the NVRTC log names its lines */
-      tir_Error *e = tir_error_get();
-      tir_StrBuf sb;
-      tir_sb_init(&sb);
-      tir_sb_printf(&sb, "%s\n---- generated CUDA C ----\n", e->detail ? e->detail : "");
-      int ln = 1;
-      tir_sb_printf(&sb, "%4d  ", ln);
-      for (const char *c = m->cuda; *c; c++) {
-        tir_sb_putc(&sb, *c);
-        if (*c == '\n' && c[1]) tir_sb_printf(&sb, "%4d  ", ++ln);
-      }
-      tir_error_set_detail(sb.data);
-      tir_sb_free(&sb);
-      free(key);
-      goto fail;
-    }
-    free(log);
-    m->cache_status = key && tir_kcache_store(key, m->ptx, m->cubin, m->cubin_len) == 0 ? "miss" : "off";
-    free(key);
-  }
+  m->no_cache = opts->no_cache;
+  if (!opts->skip_compile && compile_module(m, m->no_cache ? NULL : cache_key(m, COMPILE_OPTS, N_COMPILE_OPTS)) != 0)
+    goto fail;
   return m;
 fail:
   tir_module_free(m);
@@ -158,6 +280,7 @@ fail:
 
 void tir_module_free(tir_BuiltModule *m) {
   if (!m) return;
+  clear_saved_error(&m->compile_error);
   tir_release(m->func);
   tir_release(m->lowered);
   if (m->split.host) tir_device_split_free(&m->split);
@@ -194,6 +317,7 @@ int tir_module_num_kernels(const tir_BuiltModule *m) { return m->split.n_kernels
 const tir_Kernel *tir_module_kernel(const tir_BuiltModule *m, int i) { return &m->split.kernels[i]; }
 
 static int ensure_loaded(tir_BuiltModule *m, int dev) {
+  if (m->compiling) return tir_error_set(TIR_ERR_RUNTIME, "module", "the module is still being compiled in the background (wait for its job first)");
   if (m->cu && m->loaded_dev == dev) return 0;
   if (!m->cubin) return tir_error_set(TIR_ERR_RUNTIME, "module", "the module was built without compiling (no CUBIN)");
   tir_DeviceInfo info;

@@ -2,6 +2,7 @@
  * GPU.  The library is searched in $TIRLUA_NVRTC, the loader path, then the toolkit
  * (/usr/local/cuda/lib64, $CUDA_HOME/lib64). */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,9 +88,13 @@ int tir_nvrtc_version(int *major, int *minor) {
   return N.version(major, minor) == 0 ? 0 : tir_error_set(TIR_ERR_NVRTC, "nvrtcVersion", "failed");
 }
 
-/* The CUDA include directory, for headers such as cuda_fp16.h. */
-static const char *cuda_include_dir(void) {
-  static char buf[1024];
+/* The CUDA include directory, for headers such as cuda_fp16.h ("" when none).  Found once:
+** tir_module_compile_many calls NVRTC from several threads. */
+static char include_opt[1024];
+static pthread_once_t include_once = PTHREAD_ONCE_INIT;
+
+static void find_include_dir(void) {
+  char buf[1024];
   const char *home = getenv("CUDA_HOME");
   const char *cands[] = {home, "/usr/local/cuda", NULL};
   for (int i = 0; i < 2; i++) {
@@ -98,11 +103,15 @@ static const char *cuda_include_dir(void) {
     FILE *f = fopen(buf, "r");
     if (f) {
       fclose(f);
-      snprintf(buf, sizeof buf, "-I%s/include", cands[i]);
-      return buf;
+      snprintf(include_opt, sizeof include_opt, "-I%s/include", cands[i]);
+      return;
     }
   }
-  return NULL;
+}
+
+static const char *cuda_include_dir(void) {
+  pthread_once(&include_once, find_include_dir);
+  return include_opt[0] ? include_opt : NULL;
 }
 
 int tir_nvrtc_compile(const char *src, const char *name, const char *arch, const char *const *opts, int n_opts,

@@ -1,0 +1,133 @@
+--- tir.schedules.tc_gemm_tune: tir.tune over tc_gemm's parameters, and the tuned options a
+-- later run reads back.
+--   local tt = require("tir.schedules.tc_gemm_tune")
+--   local best = tt.tune(4096, 4096, 4096, {dtype = "float16", out_dtype = "float16"})
+--   local opts, how = tt.options(4096, 4096, 4096, {dtype = "float16"})   -- how: "tuned",
+--        "nearest tc_gemm:...:4096x4096x11008" or "defaults"
+--   local sch = tt.schedule(4096, 4096, 4096, {dtype = "float16"})       -- prints which it used
+-- The space (tt.space): 8 CTA/warp tilings x 4 (BK, stages) pairs = 32 points, those whose
+-- shared tiles fit in 227 KB (the sm_90 limit; sm_80: 163 KB) and the problem.  Every candidate's result is compared
+-- with cuBLAS before it is timed.
+local tir = require("tir")
+local tc = require("tir.schedules.tc_gemm")
+local util = require("tir.util")
+
+local M = {}
+
+local OPT_KEYS = {dtype = true, out_dtype = true, layout = true, intrin = true, db = true, trials = true, jobs = true,
+                  search = true, space = true, progress = true, seed = true, smem_limit = true, target = true}
+
+local function check_opts(prim, o)
+  if o ~= nil and type(o) ~= "table" then util.raise("TypeError", prim, "options must be a table, got %s", util.show(o)) end
+  for k in pairs(o or {}) do
+    if not OPT_KEYS[k] then util.raise("ValueError", prim, "unknown option '%s'", tostring(k)) end
+  end
+  o = o or {}
+  return {dtype = o.dtype or "float16", out_dtype = o.out_dtype or "float16", layout = o.layout or "NN",
+          intrin = o.intrin or "mma", db = o.db, trials = o.trials, jobs = o.jobs, search = o.search, space = o.space,
+          progress = o.progress, seed = o.seed, smem_limit = o.smem_limit or 227 * 1024, target = o.target or "cuda"}
+end
+
+--- The database key of a GEMM: "tc_gemm:<intrin>:<dtype>:<out_dtype>:<layout>:MxNxK".
+function M.workload_key(m, n, k, o)
+  o = check_opts("tc_gemm_tune.workload_key", o)
+  return ("tc_gemm:%s:%s:%s:%s:%dx%dx%d"):format(o.intrin, o.dtype, o.out_dtype, o.layout, m, n, k)
+end
+
+-- Shared bytes of a configuration: stages x (A tile + B tile), rows padded by 16 bytes.
+local function smem_bytes(p, elem)
+  local pad = 16 // elem
+  return p.stages * ((p.BM * (p.BK + pad)) + (p.BK * (p.BN + pad))) * elem
+end
+
+-- CTA tiles with their warp tiles (CUTLASS's sm80 shapes: 64x64 warp tiles, 4 or 8 warps;
+-- 32-wide warp tiles where a CTA side is 64), and the k depth with the pipeline stages.
+M.TILES = {{128, 128, 64, 64}, {128, 256, 64, 64}, {256, 128, 64, 64}, {64, 128, 32, 64}, {128, 64, 64, 32},
+           {64, 256, 64, 64}, {256, 64, 64, 64}, {64, 64, 32, 32}}
+M.DEPTHS = {{32, 3}, {32, 4}, {64, 2}, {64, 3}}
+
+--- The default space (a list of tc_gemm option tables, 32 points) and its constraint for an
+-- M x N x K GEMM: tiles larger than the problem (rounded up to 64) are dropped, and those whose
+-- shared tiles exceed smem_limit or whose k loop is shorter than the pipeline.
+function M.space(m, n, k, o)
+  o = check_opts("tc_gemm_tune.space", o)
+  local space = {}
+  for _, t in ipairs(M.TILES) do
+    for _, d in ipairs(M.DEPTHS) do
+      space[#space + 1] = {BM = t[1], BN = t[2], warp_m = t[3], warp_n = t[4], BK = d[1], stages = d[2]}
+    end
+  end
+  local function up(x, q) return (x + q - 1) // q * q end
+  local constraint = function(p)
+    if smem_bytes(p, 2) > o.smem_limit then return false end
+    if p.BM > up(m, 64) or p.BN > up(n, 64) then return false end
+    if up(k, p.BK) // p.BK < p.stages then return false end
+    return true
+  end
+  return space, constraint
+end
+
+local function layout_flags(layout) return layout:sub(1, 1) == "T", layout:sub(2, 2) == "T" end
+
+--- Tunes tc_gemm for one GEMM on the GPU; records go to the tuning database.  Returns
+-- tir.tune's result (best.params are tc_gemm options).
+function M.tune(m, n, k, opts)
+  local o = check_opts("tc_gemm_tune.tune", opts)
+  local dev = tir.device("cuda", 0)
+  local ta, tb = layout_flags(o.layout)
+  local a = tir.nd.random(ta and {k, m} or {m, k}, o.dtype, dev, {seed = 31})
+  local b = tir.nd.random(tb and {n, k} or {k, n}, o.dtype, dev, {seed = 32})
+  local cref = tir.nd.empty({m, n}, o.out_dtype, dev)
+  tir.core.cublas_gemm(a, b, cref, ta, tb, 1.0, 0.0)
+  tir.core.cuda_sync(0)
+  local tol = {rtol = 2e-2, atol = 2e-2 * math.sqrt(k / 64)}
+  local space, constraint = M.space(m, n, k, o)
+  return tir.tune{
+    workload = M.workload_key(m, n, k, o), target = o.target, space = o.space or space,
+    constraint = not o.space and constraint or nil, trials = o.trials, jobs = o.jobs, search = o.search,
+    seed = o.seed, db = o.db, progress = o.progress,
+    build = function(p) return M.build(m, n, k, o, p) end,
+    args = function() return {a, b, tir.nd.empty({m, n}, o.out_dtype, dev)} end,
+    check = function(mod, args)
+      mod(table.unpack(args))
+      local ok, err = pcall(tir.testing.assert_allclose, args[3], cref, tol)
+      return ok, not ok and tostring(err):match("[^\n]*") or nil
+    end,
+  }
+end
+
+--- The tc_gemm schedule of an M x N x K GEMM with options p (a point of the space): padded
+-- when the tiles do not divide the extents.
+function M.build(m, n, k, o, p)
+  local sopts = {intrin = o.intrin, dtype = o.dtype}
+  for key, v in pairs(p) do sopts[key] = v end
+  local BM, BN, BK = sopts.BM or tc.defaults.BM, sopts.BN or tc.defaults.BN, sopts.BK or tc.defaults.BK
+  local pad = (m % BM ~= 0 or n % BN ~= 0 or k % BK ~= 0) and {BM, BN, BK} or nil
+  local func = tc.workload(m, n, k, o.dtype, o.out_dtype, pad, o.layout)
+  if not pad and o.out_dtype == "float16" then sopts.epilogue = "D" end
+  return tc.schedule(func, sopts)
+end
+
+--- The options to schedule an M x N x K GEMM with: the tuned ones, the nearest tuned shape's,
+-- or tc_gemm's defaults.  Returns opts, how ("tuned", "nearest <key>", "defaults").
+function M.options(m, n, k, opts)
+  local o = check_opts("tc_gemm_tune.options", opts)
+  local rec, how = tir.tune.lookup(M.workload_key(m, n, k, o), o.target, {db = o.db})
+  if not rec then return {}, "defaults" end
+  local p = {}
+  for key, v in pairs(rec.params) do p[key] = v end
+  return p, how
+end
+
+--- A schedule of the GEMM with M.options' choice; says on stdout which it used (quiet = true
+-- keeps it silent).  Returns the schedule, the options and how.
+function M.schedule(m, n, k, opts, quiet)
+  local o = check_opts("tc_gemm_tune.schedule", opts)
+  local p, how = M.options(m, n, k, opts)
+  if not quiet then
+    print(("tc_gemm %dx%dx%d: %s options%s"):format(m, n, k, how, next(p) and (" " .. require("tir.json").encode(p)) or ""))
+  end
+  return M.build(m, n, k, o, p), p, how
+end
+
+return M

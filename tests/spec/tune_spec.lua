@@ -1,0 +1,270 @@
+-- tune_spec.lua -- tir.tune (search, pipeline of background NVRTC builds, failures recorded,
+-- database, best/lookup/nearest, progress bar), tir.build_many, tir.json and the tc_gemm space.
+-- Without a GPU the candidates are real builds (schedule, lower, NVRTC) timed by a given
+-- measure function (a cost of the parameters), so the search itself is checked exactly.
+local tir = require("tir")
+local te = tir.te
+local json = require("tir.json")
+local tune = require("tir.tune")
+
+local function vadd(n, factor)
+  local A = te.placeholder({n}, "float32", "A")
+  local B = te.compute({n}, function(i) return A[{i}] + 1.0 end, "B")
+  local sch = tir.Schedule(te.create_prim_func({A, B}))
+  local bi, ti = sch:split(sch:get_loops(sch:get_block("B")), {nil, factor})
+  sch:bind(bi, "blockIdx.x")
+  sch:bind(ti, "threadIdx.x")
+  return sch
+end
+
+local function tmp() local p = os.tmpname(); os.remove(p); return p end
+
+describe("tir.json", function()
+  it("round-trips records and rejects malformed text", function()
+    local v = {a = 1, b = {2.5, "x\n\"y\""}, c = true, d = {e = -3}, f = "\u{e9}"}
+    local back = json.decode(json.encode(v))
+    assert.are.same(v, back)
+    assert.are.equal('{"a": 1, "b": [2.5, "x\\n\\"y\\""], "c": true, "d": {"e": -3}, "f": "\u{e9}"}', json.encode(v))
+    assert.are.equal(json.null, json.decode("null"))
+    assert.are.equal("null", json.encode(0 / 0))
+    assert.are.same({1, 2, {}}, json.decode(" [1, 2, {}] "))
+    assert.are.equal(1e-5, json.decode("1e-5"))
+    assert.has_error(function() json.decode('{"a": }') end, "json.decode: unexpected character at position 7")
+    assert.has_error(function() json.decode("[1] x") end, "json.decode: trailing characters at position 5")
+  end)
+end)
+
+describe("tir.build_many", function()
+  it("builds several functions, NVRTC on threads; a failing function does not stop the others", function()
+    tir.cache.set(nil, false)
+    local A = te.placeholder({8}, "float32", "A")
+    local B = te.compute({8}, function(i) return A[{i}] * 2.0 end, "B")
+    local unbound = te.create_prim_func({A, B}) -- no thread binding: refused by split_host_device
+    local r = tir.build_many({vadd(1000, 32), unbound, vadd(1000, 64), vadd(64, 64)}, "cuda -arch=sm_80", {jobs = 2})
+    tir.cache.set(nil, true)
+    assert.are.equal(4, #r)
+    for _, i in ipairs({1, 3, 4}) do
+      assert.truthy(r[i].mod, tostring(r[i].err))
+      assert.truthy(r[i].mod:get_source("ptx"):find("%.entry"))
+      assert.are.equal("off", r[i].mod:cache_status())
+    end
+    assert.is_nil(r[2].mod)
+    assert.are.equal("LoweringError", r[2].err.kind)
+    assert.has_error(function() tir.build_many({}, "cuda", {jobs = 0}) end)
+    assert.has_error(function() tir.build_many({}, "cuda", {compile = false}) end)
+  end)
+end)
+
+describe("tir.tune", function()
+  local db
+  before_each(function() db = tmp() end)
+  after_each(function() os.remove(db) end)
+
+  -- a fake cost of the parameters: smallest at factor 128, x = 3
+  local function cost(p) return 1e-3 * (1 + math.abs(math.log(p.factor / 128, 2)) + 0.1 * math.abs(p.x - 3)) end
+
+  it("enumerates a space as the product of its values, filtered by the constraint", function()
+    local pts = tune.enumerate({a = {1, 2, 3}, b = {"x", "y"}})
+    assert.are.equal(6, #pts)
+    assert.are.same({a = 1, b = "x"}, pts[1])
+    assert.are.same({a = 1, b = "y"}, pts[2])
+    assert.are.equal(2, #tune.enumerate({a = {1, 2, 3}, b = {"x", "y"}}, function(p) return p.a == 2 end))
+    assert.are.equal(2, #tune.enumerate({{a = 1}, {a = 5}}))
+  end)
+
+  it("searches a small space exhaustively, records every trial and its failure, finds the best", function()
+    local seen = {}
+    local best = tir.tune{
+      workload = "vadd:4096", db = db, jobs = 2, progress = false,
+      space = {factor = {32, 64, 128, 256, 2048}, x = {1, 3}},
+      build = function(p)
+        if p.factor == 256 and p.x == 1 then error("a planted build failure") end
+        return vadd(4096, p.factor) -- factor 2048: more than 1024 threads, refused at lowering
+      end,
+      measure = function(mod) -- the cost of the kernel's block size (x does not show in the kernel)
+        return cost({factor = mod:kernels()[1].block[1], x = 3})
+      end,
+      log = function(rec) seen[#seen + 1] = rec end,
+    }
+    assert.are.equal(10, best.tried)
+    assert.are.equal("exhaustive", best.search)
+    assert.are.equal(128, best.params.factor)
+    local statuses = {}
+    for _, r in ipairs(seen) do statuses[r.status] = (statuses[r.status] or 0) + 1 end
+    assert.are.same({ok = 7, build_error = 3}, statuses) -- 2048 twice, and the planted failure
+    -- the database holds every trial, and best() reads it back
+    local recs = tune.records(db)
+    assert.are.equal(10, #recs)
+    local b = tune.best("vadd:4096", "cuda", {db = db})
+    assert.are.equal(128, b.params.factor)
+    assert.are.equal("ok", b.status)
+    for _, r in ipairs(recs) do
+      if r.params.factor == 256 and r.params.x == 1 then
+        assert.are.equal("build_error", r.status)
+        assert.truthy(r.error:find("a planted build failure", 1, true))
+      elseif r.params.factor == 2048 then
+        assert.are.equal("build_error", r.status)
+        assert.truthy(r.error:find("LoweringError", 1, true), r.error)
+      end
+    end
+  end)
+
+  it("records results that fail the check or the run, and raises when nothing succeeds", function()
+    local n = 0
+    local best = tir.tune{
+      workload = "vadd:check", db = db, progress = false, space = {factor = {32, 64, 128}},
+      build = function(p) return vadd(512, p.factor) end,
+      check = function(mod) n = n + 1; if n == 1 then return false, "planted wrong result" end; return true end,
+      measure = function(mod) if n == 2 then error("planted launch failure") end; return 1e-3 end,
+    }
+    assert.are.equal(128, best.params.factor)
+    local st = {}
+    for _, r in ipairs(tune.records(db)) do st[#st + 1] = r.status .. ":" .. tostring(r.error ~= json.null and r.error or "") end
+    assert.are.equal("check_failed:planted wrong result", st[1])
+    assert.truthy(st[2]:find("^run_error:.*planted launch failure"))
+    local ok, err = pcall(tir.tune, {workload = "none", db = db, progress = false, space = {factor = {32}},
+                                     build = function() error("never builds") end, measure = function() return 1 end})
+    assert.is_false(ok)
+    assert.are.equal("RuntimeError", err.kind)
+    assert.truthy(err.message:find("no candidate of 'none' succeeded", 1, true))
+  end)
+
+  it("random and evolutionary searches try distinct points, as many as asked; evolution finds a good one", function()
+    local space = {factor = {16, 32, 64, 128, 256, 512}, x = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}} -- 60 points
+    local all = {}
+    for _, p in ipairs(tune.enumerate(space)) do all[#all + 1] = cost(p) end
+    table.sort(all)
+    for _, kind in ipairs({"random", "evolutionary"}) do
+      local keys = {}
+      local best = tir.tune{
+        workload = "fake:" .. kind, db = db, trials = 20, search = kind, seed = 7, progress = false, space = space,
+        build = function(p) keys[json.encode(p)] = true; return vadd(256, 32) end, -- one kernel: the cache-free build is cheap
+        measure = function() return 1 end, -- replaced below through log
+      }
+      assert.are.equal(20, best.tried)
+      local n = 0
+      for _ in pairs(keys) do n = n + 1 end
+      assert.are.equal(20, n)
+    end
+    -- evolution over the cost itself (measure sees the params through a closure)
+    local current
+    local best = tir.tune{
+      workload = "fake:evo2", db = db, trials = 20, search = "evolutionary", seed = 3, progress = false, space = space,
+      build = function(p) current = p; return vadd(256, 32) end, batch = 1,
+      measure = function() return cost(current) end,
+    }
+    assert.truthy(best.time_s <= all[4], ("evolution found %g; the 4th best of the space is %g"):format(best.time_s, all[4]))
+  end)
+
+  it("looks a workload up: tuned, the nearest tuned shape of its family, or nothing", function()
+    local f = assert(io.open(db, "w"))
+    for _, r in ipairs({
+      {workload = "g:f16:128x128x128", target = "cuda", params = {BM = 64}, status = "ok", time_s = 2e-3},
+      {workload = "g:f16:128x128x128", target = "cuda", params = {BM = 128}, status = "ok", time_s = 1e-3},
+      {workload = "g:f16:128x128x128", target = "cuda", params = {BM = 256}, status = "compile_error", error = "x"},
+      {workload = "g:f16:4096x4096x4096", target = "cuda", params = {BM = 256}, status = "ok", time_s = 5e-3},
+    }) do f:write(json.encode(r), "\n") end
+    f:write("{damaged line\n")
+    f:close()
+    local recs, bad = tune.records(db)
+    assert.are.equal(4, #recs)
+    assert.are.equal(1, bad)
+    local r, how = tune.lookup("g:f16:128x128x128", "cuda", {db = db})
+    assert.are.equal(128, r.params.BM)
+    assert.are.equal("tuned", how)
+    r, how = tune.lookup("g:f16:3000x4096x4096", "cuda", {db = db})
+    assert.are.equal(256, r.params.BM)
+    assert.are.equal("nearest g:f16:4096x4096x4096", how)
+    r, how = tune.lookup("g:bf16:128x128x128", "cuda", {db = db})
+    assert.is_nil(r)
+    assert.are.equal("not tuned", how)
+    assert.is_nil((tune.lookup("g:f16:3000x4096x4096", "cuda", {db = db, nearest = false})))
+  end)
+
+  it("refuses bad specs clearly", function()
+    local function err(spec)
+      local ok, e = pcall(tir.tune, spec)
+      assert.is_false(ok)
+      return e.kind .. ": " .. e.message
+    end
+    assert.truthy(err({workload = "w", space = {}, build = print, trails = 3}):find("unknown option 'trails'", 1, true))
+    assert.truthy(err({workload = "w", space = {a = {1}}}):find("option build is required", 1, true))
+    assert.truthy(err({workload = "w", space = {a = {}}, build = print}):find("space.a must be a non-empty list", 1, true))
+    assert.truthy(err({workload = "w", space = {a = {1}}, build = print, search = "grid"}):find("search must be", 1, true))
+    assert.truthy(err({workload = "w", space = {a = {1}}, build = print, trials = 0}):find("trials must be >= 1", 1, true))
+    if not tir.device("cuda", 0):exists() then
+      assert.truthy(err({workload = "w", space = {a = {1}}, build = print, db = db}):find("measuring needs a GPU", 1, true))
+    end
+  end)
+
+  it("draws a progress bar on stderr when asked (and is quiet when stderr is not a terminal)", function()
+    local script = os.tmpname()
+    local f = assert(io.open(script, "w"))
+    f:write(([[
+      local tir = require("tir")
+      local te = tir.te
+      local function vadd(factor)
+        local A = te.placeholder({256}, "float32", "A")
+        local B = te.compute({256}, function(i) return A[{i}] + 1.0 end, "B")
+        local sch = tir.Schedule(te.create_prim_func({A, B}))
+        local bi, ti = sch:split(sch:get_loops(sch:get_block("B")), {nil, factor})
+        sch:bind(bi, "blockIdx.x"); sch:bind(ti, "threadIdx.x")
+        return sch
+      end
+      tir.tune{workload = "p", db = %q, space = {f = {32, 64}}, progress = (arg[1] == "on") or nil,
+               build = function(p) return vadd(p.f) end, measure = function() return 1e-3 end}
+    ]]):format(db))
+    f:close()
+    local build = os.getenv("TIRLUA_BUILD_DIR") or "build"
+    local function run(a)
+      local p = io.popen(("%s/tirlua %s %s 2>&1 >/dev/null"):format(build, script, a))
+      local out = p:read("a")
+      p:close()
+      return out
+    end
+    local on = run("on")
+    assert.truthy(on:find("[tune] [" .. ("#"):rep(24) .. "] 2/2  best 1.000 ms", 1, true), on)
+    assert.truthy(on:find("ETA", 1, true), on)
+    assert.are.equal("", run("auto"))
+    os.remove(script)
+  end)
+end)
+
+describe("tc_gemm_tune", function()
+  local tt = require("tir.schedules.tc_gemm_tune")
+  it("has a space of 32 valid tc_gemm configurations for 4096^3 and builds its points", function()
+    local space, constraint = tt.space(4096, 4096, 4096)
+    local pts = tune.enumerate(space, constraint)
+    assert.are.equal(32, #pts)
+    for _, p in ipairs(pts) do
+      local warps = (p.BM // p.warp_m) * (p.BN // p.warp_n)
+      assert.truthy(warps == 4 or warps == 8)
+    end
+    -- small problems drop tiles larger than they are
+    for _, p in ipairs(tune.enumerate(tt.space(64, 64, 256))) do assert.are.equal(64, p.BM) end
+    -- a point builds to CUDA C (no NVRTC here), padded when it does not divide
+    local mod = tir.build(tt.build(1000, 1000, 256, {dtype = "float16", out_dtype = "float16", intrin = "mma", layout = "NN"},
+      {BM = 128, BN = 128, BK = 32, warp_m = 64, warp_n = 64, stages = 3}).mod, "cuda -arch=sm_80", {compile = false})
+    assert.truthy(mod:get_source("cuda"):find("mma.sync", 1, true))
+  end)
+
+  it("reads tuned options back, the nearest tuned shape's, or the defaults", function()
+    local db = tmp()
+    local f = assert(io.open(db, "w"))
+    f:write(json.encode({workload = tt.workload_key(4096, 4096, 4096), target = "cuda", status = "ok", time_s = 1e-3,
+                         params = {BM = 128, BN = 256, BK = 32, warp_m = 64, warp_n = 64, stages = 3}}), "\n")
+    f:close()
+    local p, how = tt.options(4096, 4096, 4096, {db = db})
+    assert.are.equal("tuned", how)
+    assert.are.equal(256, p.BN)
+    p, how = tt.options(4096, 11008, 4096, {db = db})
+    assert.are.equal("nearest " .. tt.workload_key(4096, 4096, 4096), how)
+    p, how = tt.options(4096, 4096, 4096, {db = db, dtype = "bfloat16"})
+    assert.are.equal("defaults", how)
+    assert.are.same({}, p)
+    local sch = tt.schedule(256, 256, 128, {db = db}, true)
+    assert.truthy(sch.mod)
+    assert.has_error(function() tt.options(1, 1, 1, {dtyp = "float16"}) end)
+    os.remove(db)
+  end)
+end)
