@@ -35,6 +35,12 @@ tir.te = require("tir.te")
 tir.script = require("tir.script")
 tir.Schedule = require("tir.schedule")
 tir.testing = require("tir.testing")
+-- tir.ops (ready-made operators, lib/tir/ops): loaded on first use (it requires tir itself)
+tir.ops = setmetatable({}, {__index = function(t, k)
+  setmetatable(t, nil)
+  for name, v in pairs(require("tir.ops")) do t[name] = v end
+  return rawget(t, k)
+end})
 
 --- tir.TensorIntrin: the registry of tensor intrinsics (TVM's tir.TensorIntrin).
 --   tir.TensorIntrin.register(name, desc, impl [, override])   desc/impl: PrimFuncs (T script) with the

@@ -1,0 +1,153 @@
+-- quantized_matmul_spec.lua -- tir.ops.quantized_matmul (qnn.dense + requantize): the 4-term
+-- rewrite against the direct compute accumulated in int64 (the oracle), bit-exact on random
+-- inputs with extreme values and zero points at the ends of their ranges, round-half-to-even
+-- ties, saturation, ReLU, every parameter form; bad options as tir.Errors.
+local tir = require("tir")
+local U = require("spec_util")
+local qm = tir.ops.quantized_matmul
+
+-- deterministic inputs: uniform in [lo, hi] with the first rows/columns at the extremes
+local function lcg(seed)
+  local s = seed
+  return function(lo, hi)
+    s = (s * 6364136223846793005 + 1442695040888963407) & 0x7fffffffffffffff
+    return lo + (s >> 17) % (hi - lo + 1)
+  end
+end
+local RANGE = {int8 = {-128, 127}, uint8 = {0, 255}}
+
+local function matrix(rows, cols, dtype, rnd)
+  local lo, hi = RANGE[dtype][1], RANGE[dtype][2]
+  local t = {}
+  for r = 1, rows do
+    t[r] = {}
+    for c = 1, cols do
+      local v = rnd(lo, hi)
+      if r == 1 then v = hi elseif r == 2 then v = lo elseif c == 1 then v = (r % 2 == 0) and lo or hi end
+      t[r][c] = v
+    end
+  end
+  return tir.nd.array(t, dtype)
+end
+
+-- the arguments of f (a quantized_matmul PrimFunc) built from the options
+local function inputs(o, seed)
+  local rnd = lcg(seed)
+  local args = {matrix(o.M, o.K, o.a_dtype or "int8", rnd)}
+  args[2] = (o.b_layout or "NK") == "NK" and matrix(o.N, o.K, o.b_dtype or "int8", rnd) or matrix(o.K, o.N, o.b_dtype or "int8", rnd)
+  local function vec(n, lo, hi, ends)
+    local t = {}
+    for i = 1, n do t[i] = i == 1 and ends[1] or i == 2 and ends[2] or rnd(lo, hi) end
+    return tir.nd.array(t, "int32")
+  end
+  if o.a_zero_point == "per_row" then args[#args + 1] = vec(o.M, 0, 255, {0, 255}) end
+  if o.b_zero_point == "per_column" then args[#args + 1] = vec(o.N, -128, 127, {-128, 127}) end
+  if o.bias then args[#args + 1] = vec(o.N, -5000, 5000, {-2 ^ 20 // 1, 2 ^ 20 // 1}) end
+  if o.scale == "per_tensor" or o.scale == "per_channel" then
+    local n = o.scale == "per_tensor" and 1 or o.N
+    local t = {}
+    -- scales around 1 / (K * 64) with a few exact halves (ties of the rounding)
+    for i = 1, n do t[i] = i % 3 == 0 and 0.5 or (rnd(1, 1000) / 1000) / (o.K * 128) end
+    args[#args + 1] = tir.nd.array(t, "float32")
+  end
+  return args
+end
+
+-- four_term vs the direct compute in int64: the same arguments, bit-exact outputs
+local function check(o, seeds)
+  local f = qm(o)
+  local ref_o = {}
+  for k, v in pairs(o) do ref_o[k] = v end
+  ref_o.four_term, ref_o.accum_dtype, ref_o.b_sums = false, "int64", nil
+  local ref = qm(ref_o)
+  local out_dt = o.out_dtype or "int8"
+  for _, seed in ipairs(seeds or {1, 2}) do
+    local args = inputs(o, seed)
+    local out_ref = tir.nd.empty({o.M, o.N}, out_dt)
+    local ra = {table.unpack(args)}
+    ra[#ra + 1] = out_ref
+    tir.interpret(ref, ra)
+    local fa = {table.unpack(args)}
+    if o.b_sums == "input" then fa[#fa + 1] = qm.col_sums(args[2], o.b_layout or "NK") end
+    local out = tir.nd.empty({o.M, o.N}, out_dt)
+    fa[#fa + 1] = out
+    tir.interpret(f, fa)
+    assert.are.same(out_ref:to_table(), out:to_table())
+  end
+  return f
+end
+
+describe("tir.ops.quantized_matmul", function()
+  it("prints the 4-term rewrite: a pure int8 GEMM, row sums of A, column sums of B, one epilogue", function()
+    local f = qm{M = 16, N = 8, K = 32, a_dtype = "uint8", a_zero_point = 7, b_zero_point = -3, bias = true, scale = 0.25}
+    local s = tostring(f)
+    assert.matches('C%[{v_i, v_j}%] = C%[{v_i, v_j}%] %+ T.cast%("int32", A%[{v_i, v_k}%]%) %* T.cast%("int32", B%[{v_j, v_k}%]%)', s)
+    assert.matches('T.block%("a_row_sum"', s)
+    assert.matches('T.block%("b_col_sum"', s)
+    -- - zb * sum a - za * sum b + K za zb, then bias
+    assert.matches('C%[{v_i_2, v_j_2}%] %- %(%-3%) %* a_row_sum%[{v_i_2}%] %- 7 %* b_col_sum%[{v_j_2}%] %+ %(%-672%)', s)
+    assert.matches('"round"', s)
+    -- terms a zero point of 0 removes are left out
+    local g = tostring(qm{M = 16, N = 8, K = 32})
+    assert.is_nil(g:find("a_row_sum", 1, true))
+    assert.is_nil(g:find("b_col_sum", 1, true))
+    U.assert_roundtrip(f)
+  end)
+
+  it("is bit-exact against the direct int64 compute: zero points at the ends, extremes, per-channel forms", function()
+    check({M = 9, N = 7, K = 20, a_dtype = "uint8", a_zero_point = 255, b_zero_point = -128, scale = "per_channel",
+           bias = true, out_zero_point = 3})
+    check({M = 8, N = 6, K = 16, a_dtype = "uint8", a_zero_point = 0, b_zero_point = 127, scale = "per_tensor"})
+    check({M = 5, N = 12, K = 24, a_dtype = "int8", a_zero_point = -128, b_zero_point = "per_column", scale = "per_channel",
+           bias = true, out_dtype = "uint8", out_zero_point = 128})
+    check({M = 6, N = 5, K = 8, a_zero_point = "per_row", b_zero_point = "per_column", b_layout = "KN", scale = 0.001,
+           out_zero_point = -128, relu = true})
+    check({M = 7, N = 9, K = 12, a_dtype = "uint8", a_zero_point = 128, b_zero_point = 5, b_sums = "input", scale = "per_channel"})
+  end)
+
+  it("rounds half to even and saturates at the output range", function()
+    -- A = 1, B = 1, zero points 0: acc = K; scale 0.5 puts acc = odd on ties
+    local f = qm{M = 1, N = 4, K = 3, b_layout = "KN", scale = "per_channel", out_zero_point = 0}
+    local a = tir.nd.array({{1, 1, 1}}, "int8")
+    local b = tir.nd.array({{1, 1, 1, 127}, {0, 1, 1, 127}, {0, 0, 1, 127}}, "int8")
+    local scale = tir.nd.array({0.5, 0.5, 0.5, 1.0}, "float32")
+    local out = tir.nd.empty({1, 4}, "int8")
+    tir.interpret(f, {a, b, scale, out})
+    -- 0.5 -> 0, 1.0 -> 1, 1.5 -> 2, 381 -> 127 (saturated)
+    assert.are.same({{0, 1, 2, 127}}, out:to_table())
+    -- ReLU with a zero point: the floor is the zero point
+    local g = qm{M = 1, N = 2, K = 1, b_layout = "KN", scale = 1.0, out_zero_point = 10, relu = true}
+    local o2 = tir.nd.empty({1, 2}, "int8")
+    tir.interpret(g, {tir.nd.array({{-100}}, "int8"), tir.nd.array({{1, -1}}, "int8"), o2})
+    assert.are.same({{10, 110}}, o2:to_table())
+  end)
+
+  it("has int32, float16 and float32 (dequantized) outputs", function()
+    for _, dt in ipairs({"int32", "float16", "float32"}) do
+      check({M = 4, N = 5, K = 8, a_dtype = "uint8", a_zero_point = 17, b_zero_point = "per_column", bias = true, out_dtype = dt,
+             scale = dt == "int32" and 1.0 or "per_channel"})
+    end
+  end)
+
+  it("refuses bad options with tir.Errors naming the op", function()
+    local base = {M = 4, N = 4, K = 8}
+    local function with(k, v)
+      local o = {}
+      for kk, vv in pairs(base) do o[kk] = vv end
+      o[k] = v
+      return function() qm(o) end
+    end
+    U.expect_error(with("a_zero_point", 1.5), "quantized_matmul", "a_zero_point must be an integer", "1.5 (a float)")
+    U.expect_error(with("b_zero_point", 200), "b_zero_point = 200 is outside the range of int8")
+    U.expect_error(with("a_dtype", "float16"), "a_dtype must be one of int8, uint8")
+    U.expect_error(with("out_dtype", "int4"), "out_dtype must be one of")
+    U.expect_error(with("M", 0), "M must be a positive integer")
+    U.expect_error(with("K", 2.5), "K must be a positive integer")
+    U.expect_error(with("zero_point", 1), "unknown option 'zero_point'")
+    U.expect_error(with("out_zero_point", 300), "out_zero_point = 300 is outside the range of int8")
+    U.expect_error(with("scale", "per_row"), "scale must be a number")
+    U.expect_error(with("relu", 1), "relu must be a boolean")
+    U.expect_error(function() qm(3) end, "expects a table of options")
+    U.expect_error(function() qm{M = 4, N = 4, K = 8, accum_dtype = "int64"} end, "accum_dtype int64 is for the direct compute")
+  end)
+end)
