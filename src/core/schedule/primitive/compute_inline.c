@@ -42,6 +42,10 @@ static tir_Node *inlined_value(const InlineCtx *c, const tir_BufferLoad *l) {
 
 static tir_Node *inline_fn(const tir_Node *n, void *p) {
   InlineCtx *c = p;
+  /* address_of(B[i]) is an opaque access (TVM: a pointer use of B), not a load: left as it
+   * is, so that the check below refuses the inlining instead of taking an expression's address */
+  const tir_BufferLoad *addr = tir_address_of_load(n);
+  if (addr && addr->buffer == c->buf) return tir_retain(n);
   if (n->kind == TIR_BufferLoad && ((const tir_BufferLoad *)n)->buffer == c->buf) {
     tir_Node *m = tir_mutate_children(n, inline_fn, p); /* indices may load B too */
     tir_Node *r = inlined_value(c, (const tir_BufferLoad *)m);

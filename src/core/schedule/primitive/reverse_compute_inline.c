@@ -40,6 +40,9 @@ typedef struct {
 
 static tir_Node *replace_load(const tir_Node *n, void *p) {
   ReplaceLoad *c = p;
+  /* address_of(B[i]) is an opaque access, not a load (left for the opaque-use check) */
+  const tir_BufferLoad *addr = tir_address_of_load(n);
+  if (addr && addr->buffer == c->buf) return tir_retain(n);
   if (n->kind == TIR_BufferLoad && ((const tir_BufferLoad *)n)->buffer == c->buf) return tir_retain(c->value);
   return NULL;
 }
