@@ -71,6 +71,10 @@ function Schedule.new(func)
   if not (core.is_node(func, "PrimFunc") or core.is_node(func, "IRModule")) then
     raise("TypeError", "Schedule", "expected a PrimFunc (from te.create_prim_func or T.prim_func), got %s", describe(func))
   end
+  if core.is_node(func, "IRModule") and #func.functions ~= 1 then
+    -- TVM schedules one function of a module at a time (work_on); so does tirlua
+    raise("ValueError", "Schedule", "the module holds %d functions; schedule one of them: tir.Schedule(func)", #func.functions)
+  end
   local state = core.ScheduleState(func)
   return setmetatable({_state = state, _orig = state:func(), _trace = {}}, Schedule)
 end
@@ -220,7 +224,8 @@ local function check_int(x, prim, what)
   return x
 end
 
---- Blocks of the same scope that write what `block` reads / read what it writes.
+--- Blocks of the same scope that write what `block` reads before it runs / read what it
+-- writes after it (TVM: the RAW dependences; a later writer of what it reads is no producer).
 function Schedule:get_producers(block)
   block = check_block(self, block, "get_producers", 1)
   local out = block_list(self, self._state:get_producers(block.uid))

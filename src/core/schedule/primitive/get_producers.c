@@ -1,5 +1,6 @@
-/* get_producers.c -- the blocks of the same scope that write what a block reads (TVM
- * get_block_loop.cc, GetProducers).  uids in scope order. */
+/* get_producers.c -- the blocks of the same scope that write what a block reads before it
+ * (TVM get_block_loop.cc, GetProducers: the sources of RAW edges; a block that writes the
+ * buffer only after the reader ran is a WAR edge, no producer).  uids in scope order. */
 #include <stdlib.h>
 
 #include "../sched_util.h"
@@ -16,9 +17,11 @@ tir_Array *sch_dependents(tir_Schedule *s, int64_t uid, int producers, const cha
   if (sidx < 0) return out;
   const tir_BlockRealize **all;
   int n = sch_child_blocks(pb.nodes[sidx], &all);
+  int self = 0;
+  while (self < n && all[self]->block != br->block) self++;
   for (int i = 0; i < n; i++) {
     const tir_Block *b = all[i]->block;
-    if (b == br->block) continue;
+    if (producers ? i >= self : i <= self) continue; /* producers run before, consumers after */
     if (producers ? sch_is_producer_of(b, br->block) : sch_is_producer_of(br->block, b))
       out = tir_array_push(out, tir_int_imm(TIR_INT64, b->uid));
   }
