@@ -243,6 +243,8 @@ describe("test_tir_schedule_reduction", function()
         for ko in T.serial(2) do
           T.block("outer_update", function()
             local vi, vko = T.axis.remap("SR", {i, ko})
+            T.reads(B[{vi}], A[{vi, {vko * 8, vko * 8 + 8}}]) -- as TVM's expected: B first
+            T.writes(B[{vi}])
             outer_body(A, B, vi, vko)
           end)
         end
