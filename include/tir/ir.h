@@ -298,6 +298,36 @@ char *tir_print_expr(const tir_Node *e);
 const tir_BufferLoad *tir_address_of_load(const tir_Node *e);
 /* address_of(load) (steals load). */
 tir_Node *tir_address_of(tir_Node *load);
+/* The builtin registry: one row per builtin in include/tir/builtins.def (op, arity, written
+ * arguments, attributes, doc); passes query the attributes instead of matching names. */
+enum {
+  TIR_BUILTIN_PURE = 1,       /* no side effects: a value of its arguments */
+  TIR_BUILTIN_BARRIER = 2,    /* a CTA-wide barrier (__syncthreads) */
+  TIR_BUILTIN_ASYNC = 4,      /* part of the cp.async group protocol */
+  TIR_BUILTIN_ASYNC_WAIT = 8, /* waits for async copies (thread_sync puts a barrier after it) */
+  TIR_BUILTIN_WARP = 16,      /* a warp-wide .sync.aligned instruction: all 32 lanes execute it */
+  TIR_BUILTIN_FLOAT_MATH = 32 /* computes in floating point: the call must have a float dtype */
+};
+typedef enum {
+#define TIR_BUILTIN(id, ...) TIR_BI_##id,
+#include "tir/builtins.def"
+#undef TIR_BUILTIN
+  TIR_BI_COUNT
+} tir_BuiltinId;
+typedef struct {
+  tir_BuiltinId id;
+  const char *op;
+  int min_args, max_args; /* max_args -1: any */
+  unsigned writes;        /* bit i: argument i is an address_of the call writes through */
+  unsigned flags;         /* TIR_BUILTIN_* */
+  const char *doc;
+} tir_BuiltinInfo;
+/* The row of builtin `op`, or NULL when op is not a builtin (static storage). */
+const tir_BuiltinInfo *tir_builtin_info(const char *op);
+/* All rows (TIR_BI_COUNT of them, in builtins.def order). */
+const tir_BuiltinInfo *tir_builtin_table(void);
+/* True when op is a builtin with every bit of `flags`. */
+int tir_builtin_has(const char *op, unsigned flags);
 /* True when argument i of builtin call `op` is an address_of that the call writes through. */
 int tir_builtin_writes_arg(const char *op, int i);
 /* True for the math builtins that compute in floating point (exp, log, sqrt, pow, ...; not

@@ -14,6 +14,7 @@ int luaopen_tir_core(lua_State *L) {
   tirL_open_arith(L);
   tirL_open_sim(L);
   tirL_open_extern(L);
+  tirL_open_tables(L);
   lua_pushstring(L, TIRLUA_VERSION);
   lua_setfield(L, -2, "version");
 #ifdef TIRLUA_SOURCE_DIR

@@ -1,277 +1,289 @@
 --- tir.intrin.cuda: tensor intrinsics for NVIDIA GPUs, registered in tir.TensorIntrin on require.
 --
 -- Each intrinsic is a desc (semantics: loops around one block, over buffers in given scopes) and
--- an impl (builtin calls the CUDA codegen knows; see docs/BUILTINS.md).  Names follow TVM's
--- python/tvm/tir/tensor_intrin/cuda.py where one exists.
+-- an impl (builtin calls the CUDA codegen knows; see docs/BUILTINS.md).  The intrinsics are
+-- generated per row of the core's instruction table (tir.core.mma_configs(), include/tir/mma.h),
+-- the way TVM's python/tvm/tir/tensor_intrin/cuda.py get_mma_intrin(k_dim, out_dtype,
+-- b_transposed) generates them; names follow TVM's where one exists.  <t> is the row's PTX input
+-- type (f16, bf16, s8, u8), <acc> its accumulator (f32, s32).
 --
 -- WMMA (CUDA C++ API nvcuda::wmma; PTX ISA 9.7.14 "Warp Level Matrix Multiply-Accumulate
--- Instructions", wmma.load/wmma.mma/wmma.store), shape m16n16k16, fp16 inputs:
---   wmma_load_16x16x16_f16_a      shared [16,16] f16 (row-major)     -> wmma.matrix_a
---   wmma_load_16x16x16_f16_b      shared [16,16] f16 (row-major, k x n) -> wmma.matrix_b
---   wmma_load_16x16x16_f16_{a,b}_trans   operands stored transposed (col_major fragments)
---   wmma_sync_16x16x16_f16f16f32  C[16,16] f32 += A[16,16] * B[16,16] (fp32 accumulate)
---   wmma_fill_16x16x16_f32        wmma.accumulator [16,16] f32 = 0
---   wmma_store_16x16x16_f32_shared / _global   wmma.accumulator -> [16,16] f32
--- A fragment buffer's 16x16 tiles must each be contiguous (e.g. a warp's 32x32 accumulator laid
--- out [2, 2, 16, 16]: transform_layout); the codegen declares one fragment per 256 elements.
+-- Instructions", wmma.load/wmma.mma/wmma.store), a row of shape m x n x k:
+--   wmma_load_<m>x<n>x<k>_<t>_a / _b      shared [m,k] / [k,n] (row-major)  -> wmma.matrix_a / _b
+--   wmma_load_<m>x<n>x<k>_<t>_{a,b}_trans operands stored transposed (col_major fragments)
+--   wmma_sync_<m>x<n>x<k>_<a><b><acc>    C[m,n] += A[m,k] * B[k,n] (accumulated in acc)
+--   wmma_fill_<m>x<n>x<k>_<acc>          wmma.accumulator [m,n] = 0
+--   wmma_store_<m>x<n>x<k>_<acc>_shared / _global   wmma.accumulator -> [m,n]
+-- A fragment buffer's tiles must each be contiguous (e.g. a warp's 32x32 accumulator laid out
+-- [2, 2, 16, 16]: transform_layout); the codegen declares one fragment per tile.
+--
+-- mma.sync (PTX ISA 9.7.14.5 "Matrix multiply-accumulate operation using mma instruction"), a row
+-- m16n8k, operands in "warp" buffers filled by ldmatrix (PTX ISA 9.7.14.5.15).  The warp tile is
+-- 16 x 16 (two instructions along n) and k deep (16 for 16-bit inputs, 32 for 8-bit):
+--   mma_ldmatrix_16x<k>_<t>_a        shared [16,k] row-major (m x k)    -> warp   (ldmatrix.x4)
+--   mma_ldmatrix_16x<k>_<t>_b        shared [k,16] row-major (k x n)    -> warp   (ldmatrix.x4.trans)
+--   mma_ldmatrix_16x<k>_<t>_a_trans / _b_trans: the operand stored transposed (A as k x m, B as
+--                                    n x k); desc D[j, i] = S[i, j]
+--   mma_sync_16x16x<k>_<t><acc>      C[16,16] += A * B   (inputs of one type; else _<a><b><acc>)
+--   mma_fill_16x16_<acc>             C = 0
+--   mma_store_16x16_<acc>_<scope>    warp acc -> [16,16] acc (shared or global)
+--   mma_store_16x16_f32_f16_<scope>  warp f32 -> [16,16] f16, the cast fused into the store
+-- ldmatrix moves 16-byte rows of b16 units and transposes b16 units only, so 8-bit operands must
+-- be k-major: of the 8-bit rows only _a (A m x k) and _b_trans (B stored n x k) exist.
+-- A warp buffer's tiles must each be contiguous (transform_layout (r, c) -> (r // 16, c // k, r %
+-- 16, c % k) for A; (r // k, c // 16, r % k, c % 16) for B; 16x16 for C); each lane keeps a 32nd
+-- of a tile.  ldmatrix's per-lane row addresses: lane l gives row l % 16, byte column 16 (l // 16)
+-- of the tile, so matrices 0..3 are (rows 0-7, bytes 0-15), (8-15, 0-15), (0-7, 16-31),
+-- (8-15, 16-31): for A exactly registers a0..a3 of the fragment; for B stored k x n (.trans) b0,b1
+-- of the first n8 tile and b0,b1 of the second; B stored n x k (no .trans): lane l gives row
+-- (l % 8) + 8 (l // 16), byte column 16 ((l // 8) % 2).
 local tir = require("tir")
 local T = tir.script
 local M = {}
 
-local function region(buf) return buf[{{0, 16}, {0, 16}}] end
+local function region(buf, r, c) return buf[{{0, r}, {0, c}}] end
 
--- a [16,16] buffer parameter; `strided` gives it a symbolic row stride (the leading dimension
+-- an [r, c] buffer parameter; `strided` gives it a symbolic row stride (the leading dimension
 -- a load/store needs), bound to the viewed buffer's actual stride by lower_match_buffer
-local function buf(dtype, scope, strided)
+local function buf(r, c, dtype, scope, strided)
   local opts = {scope = scope, offset_factor = 16}
   if strided then opts.strides = {tir.var("ld", "int32"), 1} end
-  return T.Buffer({16, 16}, dtype, opts)
+  return T.Buffer({r, c}, dtype, opts)
 end
 
 local function register(name, desc, impl) tir.TensorIntrin.register(name, desc, impl, true) end
 
--- copy intrinsics: dst[i, j] = src[i, j] over 16x16
-local function copy_desc(name, src_dt, src_scope, dst_dt, dst_scope)
-  return T.prim_func(name, {S = buf(src_dt, src_scope), D = buf(dst_dt, dst_scope)}, function(S, D)
+-- copy intrinsics over r x c: D[i, j] = S[i, j], or D[j, i] = S[i, j] (`trans`: an operand stored
+-- transposed, A as k x m, B as n x k); S is r x c, D c x r when transposed
+local function copy_desc(name, r, c, src_dt, src_scope, dst_dt, dst_scope, trans)
+  local dr, dc = r, c
+  if trans then dr, dc = c, r end
+  return T.prim_func(name, {S = buf(r, c, src_dt, src_scope), D = buf(dr, dc, dst_dt, dst_scope)}, function(S, D)
     T.block("root", function()
-      T.reads(region(S))
-      T.writes(region(D))
-      for i, j in T.grid(16, 16) do
+      T.reads(region(S, r, c))
+      T.writes(region(D, dr, dc))
+      for i, j in T.grid(r, c) do
         T.block("copy", function()
           local vi, vj = T.axis.remap("SS", {i, j})
-          D[{vi, vj}] = S[{vi, vj}]
+          if trans then D[{vj, vi}] = S[{vi, vj}] else D[{vi, vj}] = S[{vi, vj}] end
         end)
       end
     end)
   end)
 end
 
--- transposed copy: dst[j, i] = src[i, j] (an operand stored transposed: A as k x m, B as n x k)
-local function copy_t_desc(name, src_dt, src_scope, dst_dt, dst_scope)
-  return T.prim_func(name, {S = buf(src_dt, src_scope), D = buf(dst_dt, dst_scope)}, function(S, D)
+-- C[m, n] += acc(A[m, k]) * acc(B[k, n]) over the given scopes; `call(A, B, C)` is the impl's body
+local function sync_pair(name, m, n, kd, row, scopes, call)
+  local function sig()
+    return {A = buf(m, kd, row.a, scopes[1]), B = buf(kd, n, row.b, scopes[2]), C = buf(m, n, row.c, scopes[3])}
+  end
+  local desc = T.prim_func(name, sig(), function(A, B, C)
     T.block("root", function()
-      T.reads(region(S))
-      T.writes(region(D))
-      for i, j in T.grid(16, 16) do
-        T.block("copy", function()
-          local vi, vj = T.axis.remap("SS", {i, j})
-          D[{vj, vi}] = S[{vi, vj}]
+      T.reads(region(C, m, n), region(A, m, kd), region(B, kd, n))
+      T.writes(region(C, m, n))
+      for i, j, k in T.grid(m, n, kd) do
+        T.block("update", function()
+          local vi, vj, vk = T.axis.remap("SSR", {i, j, k})
+          C[{vi, vj}] = C[{vi, vj}] + T.cast(row.c, A[{vi, vk}]) * T.cast(row.c, B[{vk, vj}])
         end)
       end
     end)
   end)
+  local impl = T.prim_func(name .. "_impl", sig(), function(A, B, C)
+    T.block("root", function()
+      T.reads(region(C, m, n), region(A, m, kd), region(B, kd, n))
+      T.writes(region(C, m, n))
+      T.evaluate(call(A, B, C))
+    end)
+  end)
+  register(name, desc, impl)
 end
 
+-- C[m, n] = 0; `call(C)` is the impl's body
+local function fill_pair(name, m, n, dtype, scope, call)
+  local desc = T.prim_func(name, {C = buf(m, n, dtype, scope)}, function(C)
+    T.block("root", function()
+      T.reads()
+      T.writes(region(C, m, n))
+      for i, j in T.grid(m, n) do
+        T.block("init", function()
+          local vi, vj = T.axis.remap("SS", {i, j})
+          C[{vi, vj}] = tir.const(0, dtype)
+        end)
+      end
+    end)
+  end)
+  local impl = T.prim_func(name .. "_impl", {C = buf(m, n, dtype, scope)}, function(C)
+    T.block("root", function()
+      T.reads()
+      T.writes(region(C, m, n))
+      T.evaluate(call(C))
+    end)
+  end)
+  register(name, desc, impl)
+end
+
+-- D[m, n] = cast(out, S[m, n]) from an accumulator to memory (desc block `blk`); `call(S, D)` is
+-- the impl's body
+local function store_pair(name, blk, m, n, acc, src_scope, out, dst_scope, call)
+  local desc = T.prim_func(name, {S = buf(m, n, acc, src_scope), D = buf(m, n, out, dst_scope)}, function(S, D)
+    T.block("root", function()
+      T.reads(region(S, m, n))
+      T.writes(region(D, m, n))
+      for i, j in T.grid(m, n) do
+        T.block(blk, function()
+          local vi, vj = T.axis.remap("SS", {i, j})
+          if out == acc then D[{vi, vj}] = S[{vi, vj}] else D[{vi, vj}] = T.cast(out, S[{vi, vj}]) end
+        end)
+      end
+    end)
+  end)
+  local impl = T.prim_func(name .. "_impl", {S = buf(m, n, acc, src_scope), D = buf(m, n, out, dst_scope, true)}, function(S, D)
+    T.block("root", function()
+      T.reads(region(S, m, n))
+      T.writes(region(D, m, n))
+      T.evaluate(call(S, D))
+    end)
+  end)
+  register(name, desc, impl)
+end
+
+local function sync_suffix(row)
+  -- inputs of one float type keep TVM's short form (f16f32); integer rows name both inputs
+  if row.ptx_a == row.ptx_b and row.a:match("^b?float") then return row.ptx_a .. row.ptx_c end
+  return row.ptx_a .. row.ptx_b .. row.ptx_c
+end
+
+local function rows(family)
+  local out = {}
+  for _, r in ipairs(tir.core.mma_configs()) do
+    if r.family == family then out[#out + 1] = r end
+  end
+  return out
+end
+M.rows = rows
+
+--- The intrinsic names of a table row (tir.core.mma_configs() entry), for schedules:
+-- {load_a, load_b, load_a_trans, load_b_trans (nil where ldmatrix cannot), sync, fill, store =
+-- {shared=, global=}, store_f16 = {...} (f32 accumulators of mma.sync), tile = {m, n, k}}.
+function M.names(row)
+  local n = {}
+  if row.family == "mma" then
+    local k, t = row.k, row.ptx_a
+    local tb = row.ptx_b
+    local pre = ("mma_ldmatrix_16x%d_"):format(k)
+    n.load_a, n.load_b_trans = pre .. t .. "_a", pre .. tb .. "_b_trans"
+    if row.a:match("16$") then n.load_a_trans = pre .. t .. "_a_trans" end
+    if row.b:match("16$") then n.load_b = pre .. tb .. "_b" end
+    n.sync = ("mma_sync_16x16x%d_%s"):format(k, sync_suffix(row))
+    n.fill = "mma_fill_16x16_" .. row.ptx_c
+    n.store = {shared = "mma_store_16x16_" .. row.ptx_c .. "_shared", global = "mma_store_16x16_" .. row.ptx_c .. "_global"}
+    if row.c == "float32" then
+      n.store_f16 = {shared = "mma_store_16x16_f32_f16_shared", global = "mma_store_16x16_f32_f16_global"}
+    end
+    n.tile = {16, 16, k}
+  else
+    local shape = ("%dx%dx%d"):format(row.m, row.n, row.k)
+    n.load_a, n.load_b = ("wmma_load_%s_%s_a"):format(shape, row.ptx_a), ("wmma_load_%s_%s_b"):format(shape, row.ptx_b)
+    n.load_a_trans, n.load_b_trans = n.load_a .. "_trans", n.load_b .. "_trans"
+    n.sync = ("wmma_sync_%s_%s%s%s"):format(shape, row.ptx_a, row.ptx_b, row.ptx_c)
+    n.fill = ("wmma_fill_%s_%s"):format(shape, row.ptx_c)
+    n.store = {shared = ("wmma_store_%s_%s_shared"):format(shape, row.ptx_c), global = ("wmma_store_%s_%s_global"):format(shape, row.ptx_c)}
+    n.tile = {row.m, row.n, row.k}
+  end
+  return n
+end
+
+--- Registers the WMMA intrinsics of every wmma row of the table.
 function M.register_wmma()
-  for _, ab in ipairs({{"a", "wmma.matrix_a"}, {"b", "wmma.matrix_b"}}) do
-    local name = "wmma_load_16x16x16_f16_" .. ab[1]
-    local desc = copy_desc(name, "float16", "shared", "float16", ab[2])
-    local impl = T.prim_func(name .. "_impl", {S = buf("float16", "shared", true), D = buf("float16", ab[2])}, function(S, D)
-      T.block("root", function()
-        T.reads(region(S))
-        T.writes(region(D))
-        T.evaluate(T.call("void", "wmma_load", T.address_of(D[{0, 0}]), 16, 16, 16, T.address_of(S[{0, 0}]), S.strides[1],
-                          "row_major"))
+  for _, row in ipairs(rows("wmma")) do
+    local m, n, k = row.m, row.n, row.k
+    local names = M.names(row)
+    local function load(name, r, c, dt, scope, trans)
+      local desc = copy_desc(name, r, c, dt, "shared", dt, scope, trans)
+      local dr, dc = r, c
+      if trans then dr, dc = c, r end
+      local impl = T.prim_func(name .. "_impl", {S = buf(r, c, dt, "shared", true), D = buf(dr, dc, dt, scope)}, function(S, D)
+        T.block("root", function()
+          T.reads(region(S, r, c))
+          T.writes(region(D, dr, dc))
+          T.evaluate(T.call("void", "wmma_load", T.address_of(D[{0, 0}]), m, n, k, T.address_of(S[{0, 0}]), S.strides[1],
+                            trans and "col_major" or "row_major"))
+        end)
       end)
+      register(name, desc, impl)
+    end
+    load(names.load_a, m, k, row.a, "wmma.matrix_a", false)
+    load(names.load_b, k, n, row.b, "wmma.matrix_b", false)
+    load(names.load_a_trans, k, m, row.a, "wmma.matrix_a", true)
+    load(names.load_b_trans, n, k, row.b, "wmma.matrix_b", true)
+    local shaped = not (m == 16 and n == 16 and k == 16) -- wmma_mma's shape arguments (16^3 when left out)
+    sync_pair(names.sync, m, n, k, row, {"wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator"}, function(A, B, C)
+      local args = {T.address_of(C[{0, 0}]), T.address_of(A[{0, 0}]), T.address_of(B[{0, 0}]), T.address_of(C[{0, 0}])}
+      if shaped then args[5], args[6], args[7] = m, n, k end
+      return T.call("void", "wmma_mma", table.unpack(args))
     end)
-    register(name, desc, impl)
-  end
-  -- operands stored transposed (A as k x m, B as n x k): col_major fragments
-  for _, ab in ipairs({{"a", "wmma.matrix_a"}, {"b", "wmma.matrix_b"}}) do
-    local name = "wmma_load_16x16x16_f16_" .. ab[1] .. "_trans"
-    local desc = copy_t_desc(name, "float16", "shared", "float16", ab[2])
-    local impl = T.prim_func(name .. "_impl", {S = buf("float16", "shared", true), D = buf("float16", ab[2])}, function(S, D)
-      T.block("root", function()
-        T.reads(region(S))
-        T.writes(region(D))
-        T.evaluate(T.call("void", "wmma_load", T.address_of(D[{0, 0}]), 16, 16, 16, T.address_of(S[{0, 0}]), S.strides[1],
-                          "col_major"))
+    fill_pair(names.fill, m, n, row.c, "wmma.accumulator", function(C)
+      return T.call("void", "wmma_fill", T.address_of(C[{0, 0}]), m, n, k, tir.const(0, row.c))
+    end)
+    for _, scope in ipairs({"shared", "global"}) do
+      store_pair(names.store[scope], "copy", m, n, row.c, "wmma.accumulator", row.c, scope, function(S, D)
+        return T.call("void", "wmma_store", T.address_of(S[{0, 0}]), m, n, k, T.address_of(D[{0, 0}]), D.strides[1], "row_major")
       end)
-    end)
-    register(name, desc, impl)
-  end
-  do
-    local name = "wmma_sync_16x16x16_f16f16f32"
-    local sig = {A = buf("float16", "wmma.matrix_a"), B = buf("float16", "wmma.matrix_b"), C = buf("float32", "wmma.accumulator")}
-    local desc = T.prim_func(name, sig, function(A, B, C)
-      T.block("root", function()
-        T.reads(region(C), region(A), region(B))
-        T.writes(region(C))
-        for i, j, k in T.grid(16, 16, 16) do
-          T.block("update", function()
-            local vi, vj, vk = T.axis.remap("SSR", {i, j, k})
-            C[{vi, vj}] = C[{vi, vj}] + T.cast("float32", A[{vi, vk}]) * T.cast("float32", B[{vk, vj}])
-          end)
-        end
-      end)
-    end)
-    local sig2 = {A = buf("float16", "wmma.matrix_a"), B = buf("float16", "wmma.matrix_b"), C = buf("float32", "wmma.accumulator")}
-    local impl = T.prim_func(name .. "_impl", sig2, function(A, B, C)
-      T.block("root", function()
-        T.reads(region(C), region(A), region(B))
-        T.writes(region(C))
-        T.evaluate(T.call("void", "wmma_mma", T.address_of(C[{0, 0}]), T.address_of(A[{0, 0}]), T.address_of(B[{0, 0}]),
-                          T.address_of(C[{0, 0}])))
-      end)
-    end)
-    register(name, desc, impl)
-  end
-  do
-    local name = "wmma_fill_16x16x16_f32"
-    local desc = T.prim_func(name, {C = buf("float32", "wmma.accumulator")}, function(C)
-      T.block("root", function()
-        T.reads()
-        T.writes(region(C))
-        for i, j in T.grid(16, 16) do
-          T.block("init", function()
-            local vi, vj = T.axis.remap("SS", {i, j})
-            C[{vi, vj}] = T.float32(0)
-          end)
-        end
-      end)
-    end)
-    local impl = T.prim_func(name .. "_impl", {C = buf("float32", "wmma.accumulator")}, function(C)
-      T.block("root", function()
-        T.reads()
-        T.writes(region(C))
-        T.evaluate(T.call("void", "wmma_fill", T.address_of(C[{0, 0}]), 16, 16, 16, T.float32(0)))
-      end)
-    end)
-    register(name, desc, impl)
-  end
-  for _, scope in ipairs({"shared", "global"}) do
-    local name = "wmma_store_16x16x16_f32_" .. scope
-    local desc = copy_desc(name, "float32", "wmma.accumulator", "float32", scope)
-    local impl = T.prim_func(name .. "_impl", {S = buf("float32", "wmma.accumulator"), D = buf("float32", scope, true)}, function(S, D)
-      T.block("root", function()
-        T.reads(region(S))
-        T.writes(region(D))
-        T.evaluate(T.call("void", "wmma_store", T.address_of(S[{0, 0}]), 16, 16, 16, T.address_of(D[{0, 0}]), D.strides[1],
-                          "row_major"))
-      end)
-    end)
-    register(name, desc, impl)
+    end
   end
 end
 
--- mma.sync (PTX ISA 9.7.14.5 "Matrix multiply-accumulate operation using mma instruction"),
--- m16n8k16 with fp16/bf16 inputs and fp32 accumulation, operands in "warp" buffers filled by
--- ldmatrix (PTX ISA 9.7.14.5.15).  Tiles are 16x16 (two m16n8k16 per multiply):
---   mma_ldmatrix_16x16_<t>_a   shared [16,16] row-major (m x k)  -> warp   (ldmatrix.x4)
---   mma_ldmatrix_16x16_<t>_b   shared [16,16] row-major (k x n)  -> warp   (ldmatrix.x4.trans)
---   mma_ldmatrix_16x16_<t>_a_trans / _b_trans: the operand stored transposed (A as k x m, B as n x k);
---                              desc D[j, i] = S[i, j]
---   mma_sync_16x16x16_<t>f32   C[16,16] f32 += A * B
---   mma_fill_16x16_f32         C = 0
---   mma_store_16x16_f32_<scope>        warp f32 -> [16,16] f32 (shared or global)
---   mma_store_16x16_f32_f16_<scope>    warp f32 -> [16,16] f16, the cast fused into the store
--- A warp buffer's 16x16 tiles must each be contiguous (transform_layout (r, c) -> (r // 16,
--- c // 16, r % 16, c % 16)); each lane keeps 8 elements of a tile.  ldmatrix's per-lane row
--- addresses: lane l gives row l % 16, column 8 * (l // 16) of the tile, so matrices 0..3 are
--- (rows 0-7, cols 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15): for A exactly a0..a3 of the
--- m16n8k16 A fragment; for B (transposed) b0,b1 of the first n8 tile and b0,b1 of the second.
+--- Registers the mma.sync intrinsics (ldmatrix loads, the multiply, fill, stores) of every
+-- mma.sync row of the table.
 function M.register_mma()
-  for _, t in ipairs({{"f16", "float16"}, {"bf16", "bfloat16"}}) do
-    for _, ab in ipairs({{"a", 0}, {"b", 1}}) do
-      local name = ("mma_ldmatrix_16x16_%s_%s"):format(t[1], ab[1])
-      local desc = copy_desc(name, t[2], "shared", t[2], "warp")
-      local impl = T.prim_func(name .. "_impl", {S = buf(t[2], "shared", true), D = buf(t[2], "warp")}, function(S, D)
+  local done = {}
+  for _, row in ipairs(rows("mma")) do
+    local k = row.k
+    local names = M.names(row)
+    -- ldmatrix: `trans` the instruction's .trans; `stored_t` the operand stored transposed
+    local function ldm(name, dt, rows_, cols_, trans, stored_t)
+      local unit = 16 // (tonumber(dt:match("%d+$")) // 8) -- elements per 16-byte matrix row
+      local desc = copy_desc(name, rows_, cols_, dt, "shared", dt, "warp", stored_t)
+      local dr, dc = rows_, cols_
+      if stored_t then dr, dc = cols_, rows_ end
+      local impl = T.prim_func(name .. "_impl", {S = buf(rows_, cols_, dt, "shared", true), D = buf(dr, dc, dt, "warp")}, function(S, D)
         T.block("root", function()
-          T.reads(region(S))
-          T.writes(region(D))
+          T.reads(region(S, rows_, cols_))
+          T.writes(region(D, dr, dc))
           local lane = T.call("int32", "tir_lane_id")
-          T.evaluate(T.call("void", "mma_ldmatrix", ab[2], 4, T.address_of(D[{0, 0}]), T.address_of(S[{lane % 16, lane // 16 * 8}])))
+          -- an operand stored in the fragment's orientation (A m x k, B k x n): lane l gives row
+          -- l % 16, column unit * (l // 16); stored transposed: row l % 8 + 8 (l // 16), column
+          -- unit * ((l // 8) % 2), so the four 8x8 matrices come out in the fragments' order
+          local src = stored_t and S[{lane % 8 + lane // 16 * 8, lane // 8 % 2 * unit}] or S[{lane % 16, lane // 16 * unit}]
+          T.evaluate(T.call("void", "mma_ldmatrix", trans and 1 or 0, 4, T.address_of(D[{0, 0}]), T.address_of(src)))
         end)
       end)
       register(name, desc, impl)
     end
-    -- operands stored transposed: A as k x m (ldmatrix.trans), B as n x k (ldmatrix without .trans);
-    -- lane l gives row (l % 8) + 8 * (l // 16), column 8 * ((l // 8) % 2) of the stored 16x16 tile, so
-    -- the four 8x8 matrices come out in the order of the m16n8k16 fragments (PTX ISA 9.7.14.5.15)
-    for _, ab in ipairs({{"a", 1}, {"b", 0}}) do
-      local name = ("mma_ldmatrix_16x16_%s_%s_trans"):format(t[1], ab[1])
-      local desc = copy_t_desc(name, t[2], "shared", t[2], "warp")
-      local impl = T.prim_func(name .. "_impl", {S = buf(t[2], "shared", true), D = buf(t[2], "warp")}, function(S, D)
-        T.block("root", function()
-          T.reads(region(S))
-          T.writes(region(D))
-          local lane = T.call("int32", "tir_lane_id")
-          T.evaluate(T.call("void", "mma_ldmatrix", ab[2], 4, T.address_of(D[{0, 0}]),
-                            T.address_of(S[{lane % 8 + lane // 16 * 8, lane // 8 % 2 * 8}])))
-        end)
+    ldm(names.load_a, row.a, 16, k, false, false)
+    if names.load_b then ldm(names.load_b, row.b, k, 16, true, false) end
+    if names.load_a_trans then ldm(names.load_a_trans, row.a, k, 16, true, true) end
+    ldm(names.load_b_trans, row.b, 16, k, false, true)
+    sync_pair(names.sync, 16, 16, k, row, {"warp", "warp", "warp"}, function(A, B, C)
+      return T.call("void", "mma_sync", T.address_of(C[{0, 0}]), T.address_of(A[{0, 0}]), T.address_of(B[{0, 0}]),
+                    T.address_of(C[{0, 0}]))
+    end)
+    -- fill and stores depend on the accumulator only: once per accumulator type
+    if not done[row.c] then
+      done[row.c] = true
+      fill_pair(names.fill, 16, 16, row.c, "warp", function(C)
+        return T.call("void", "mma_fill", T.address_of(C[{0, 0}]), tir.const(0, row.c))
       end)
-      register(name, desc, impl)
-    end
-    local name = ("mma_sync_16x16x16_%sf32"):format(t[1])
-    local function sig() return {A = buf(t[2], "warp"), B = buf(t[2], "warp"), C = buf("float32", "warp")} end
-    local desc = T.prim_func(name, sig(), function(A, B, C)
-      T.block("root", function()
-        T.reads(region(C), region(A), region(B))
-        T.writes(region(C))
-        for i, j, k in T.grid(16, 16, 16) do
-          T.block("update", function()
-            local vi, vj, vk = T.axis.remap("SSR", {i, j, k})
-            C[{vi, vj}] = C[{vi, vj}] + T.cast("float32", A[{vi, vk}]) * T.cast("float32", B[{vk, vj}])
+      for _, scope in ipairs({"shared", "global"}) do
+        local outs = {{names.store[scope], row.c}}
+        if names.store_f16 then outs[2] = {names.store_f16[scope], "float16"} end
+        for _, o in ipairs(outs) do
+          store_pair(o[1], "store", 16, 16, row.c, "warp", o[2], scope, function(S, D)
+            return T.call("void", "mma_store", T.address_of(S[{0, 0}]), T.address_of(D[{0, 0}]), D.strides[1])
           end)
         end
-      end)
-    end)
-    local impl = T.prim_func(name .. "_impl", sig(), function(A, B, C)
-      T.block("root", function()
-        T.reads(region(C), region(A), region(B))
-        T.writes(region(C))
-        T.evaluate(T.call("void", "mma_sync", T.address_of(C[{0, 0}]), T.address_of(A[{0, 0}]), T.address_of(B[{0, 0}]),
-                          T.address_of(C[{0, 0}])))
-      end)
-    end)
-    register(name, desc, impl)
-  end
-  do
-    local name = "mma_fill_16x16_f32"
-    local desc = T.prim_func(name, {C = buf("float32", "warp")}, function(C)
-      T.block("root", function()
-        T.reads()
-        T.writes(region(C))
-        for i, j in T.grid(16, 16) do
-          T.block("init", function()
-            local vi, vj = T.axis.remap("SS", {i, j})
-            C[{vi, vj}] = T.float32(0)
-          end)
-        end
-      end)
-    end)
-    local impl = T.prim_func(name .. "_impl", {C = buf("float32", "warp")}, function(C)
-      T.block("root", function()
-        T.reads()
-        T.writes(region(C))
-        T.evaluate(T.call("void", "mma_fill", T.address_of(C[{0, 0}]), T.float32(0)))
-      end)
-    end)
-    register(name, desc, impl)
-  end
-  for _, scope in ipairs({"shared", "global"}) do
-    for _, out in ipairs({{"f32", "float32"}, {"f32_f16", "float16"}}) do
-      local name = ("mma_store_16x16_%s_%s"):format(out[1], scope)
-      local desc = T.prim_func(name, {S = buf("float32", "warp"), D = buf(out[2], scope)}, function(S, D)
-        T.block("root", function()
-          T.reads(region(S))
-          T.writes(region(D))
-          for i, j in T.grid(16, 16) do
-            T.block("store", function()
-              local vi, vj = T.axis.remap("SS", {i, j})
-              if out[2] == "float32" then D[{vi, vj}] = S[{vi, vj}] else D[{vi, vj}] = T.cast(out[2], S[{vi, vj}]) end
-            end)
-          end
-        end)
-      end)
-      local impl = T.prim_func(name .. "_impl", {S = buf("float32", "warp"), D = buf(out[2], scope, true)}, function(S, D)
-        T.block("root", function()
-          T.reads(region(S))
-          T.writes(region(D))
-          T.evaluate(T.call("void", "mma_store", T.address_of(S[{0, 0}]), T.address_of(D[{0, 0}]), D.strides[1]))
-        end)
-      end)
-      register(name, desc, impl)
+      end
     end
   end
 end

@@ -16,6 +16,8 @@
 #include "tir/codegen.h"
 #include "tir/extern.h"
 #include "tir/error.h"
+#include "tir/mma.h"
+#include "tir/scope.h"
 #include "tir/strbuf.h"
 
 typedef struct {
@@ -35,6 +37,8 @@ typedef struct {
   const char *extern_src[64]; /* registered sources of the call_extern functions used (borrowed) */
   int n_extern_src;
   int uses_cp_async;
+  unsigned long long uses_mma; /* bit i: row i of the mma table (ptx_mma.c) has its helper emitted */
+  int sm;                      /* the target's compute capability (80 for sm_80); 0 when unknown */
   int64_t dyn_off; /* next free byte of the kernel's dynamic shared memory */
   const tir_Kernel *kernel;
 } CG;
@@ -210,8 +214,6 @@ static const char *math_fn(const char *op, tir_DType t) {
  * fragments, one per 16x16 tile of the flat buffer; "warp" buffers (mma.sync operands) hold a
  * 16x16 tile per 256 logical elements, of which each lane keeps 8 (PTX ISA 9.7.14.5.8, fragments
  * of mma.m16n8k16), so the per-thread array is a 32nd of the logical size. */
-static int is_wmma_scope(const char *s) { return strncmp(s, "wmma.", 5) == 0; }
-static int is_warp_scope(const char *s) { return strcmp(s, "warp") == 0; }
 
 /* The flattened BufferLoad inside an address_of(...) argument, or NULL. */
 static const tir_BufferLoad *addr_load(const tir_Node *e) {
@@ -224,7 +226,7 @@ static void expr(CG *g, const tir_Node *e);
 /* fragment `frag[index / elems]` of a wmma buffer */
 static void frag_ref(CG *g, const tir_Node *arg, int64_t elems) {
   const tir_BufferLoad *l = addr_load(arg);
-  if (!l || !is_wmma_scope(l->buffer->scope)) {
+  if (!l || !tir_scope_is_wmma(l->buffer->scope)) {
     cg_fail(g, arg, "a wmma builtin needs address_of(fragment[...]) here");
     return;
   }
@@ -248,7 +250,7 @@ static void ptr_ref(CG *g, const tir_Node *arg) {
 /* the per-thread part of a warp buffer: `buf + index / 32` */
 static void warp_ref(CG *g, const tir_Node *arg) {
   const tir_BufferLoad *l = addr_load(arg);
-  if (!l || !is_warp_scope(l->buffer->scope)) {
+  if (!l || !tir_scope_is_warp(l->buffer->scope)) {
     cg_fail(g, arg, "an mma builtin needs address_of(warp_buffer[...]) here");
     return;
   }
@@ -263,6 +265,44 @@ static const char *str_arg(const tir_Call *c, int i) {
   return i < c->args->size && c->args->items[i]->kind == TIR_StringImm ? ((const tir_StringImm *)c->args->items[i])->value : NULL;
 }
 
+
+/* The table row of an mma_sync call: named by its 5th argument, else found from the warp
+ * buffers' dtypes; checked against the target's architecture.  NULL (and failed) when none. */
+static const tir_MmaConfig *mma_row(CG *g, const tir_Call *c) {
+  const tir_BufferLoad *x[4];
+  for (int i = 0; i < 4; i++) x[i] = addr_load(c->args->items[i]);
+  const char *name = str_arg(c, 4);
+  const tir_MmaConfig *cfg = NULL;
+  if (name) cfg = tir_mma_find(TIR_MMA_SYNC, name);
+  else if (x[0] && x[1] && x[2])
+    cfg = tir_mma_for(TIR_MMA_SYNC, x[1]->buffer->hdr.dtype, x[2]->buffer->hdr.dtype, x[0]->buffer->hdr.dtype, 0, 0, 0);
+  if (!cfg) {
+    int nrows;
+    const tir_MmaConfig *t = tir_mma_table(&nrows);
+    tir_StrBuf sb;
+    tir_sb_init(&sb);
+    for (int i = 0; i < nrows; i++)
+      if (t[i].family == TIR_MMA_SYNC) tir_sb_printf(&sb, "%s%s", sb.len ? ", " : "", t[i].name);
+    if (name) cg_fail(g, &c->hdr, "mma_sync: no mma.sync configuration '%s' (known: %s)", name, sb.data ? sb.data : "");
+    else if (!x[0] || !x[1] || !x[2] || !x[3]) cg_fail(g, &c->hdr, "mma_sync takes (address_of(d), address_of(a), address_of(b), address_of(c))");
+    else {
+      char a[32], b[32], d[32];
+      tir_dtype_str(x[1]->buffer->hdr.dtype, a), tir_dtype_str(x[2]->buffer->hdr.dtype, b), tir_dtype_str(x[0]->buffer->hdr.dtype, d);
+      cg_fail(g, &c->hdr, "mma_sync: no mma.sync configuration multiplies %s x %s into %s (known: %s)", a, b, d,
+              sb.data ? sb.data : "");
+    }
+    tir_sb_free(&sb);
+    return NULL;
+  }
+  if (g->sm && g->sm < cfg->min_sm) {
+    cg_fail(g, &c->hdr, "mma_sync: mma.sync.aligned.m%dn%dk%d.row.col.%s.%s.%s.%s needs sm_%d or newer, but the target is sm_%d",
+            cfg->m, cfg->n, cfg->k, cfg->ptx_c, cfg->ptx_a, cfg->ptx_b, cfg->ptx_c, cfg->min_sm, g->sm);
+    return NULL;
+  }
+  int nrows;
+  g->uses_mma |= 1ull << (cfg - tir_mma_table(&nrows));
+  return cfg;
+}
 
 /* Statement-level tensor-core builtins; returns 1 when `c` was one. */
 static int tc_stmt(CG *g, const tir_Call *c) {
@@ -282,10 +322,10 @@ static int tc_stmt(CG *g, const tir_Call *c) {
   if ((strcmp(op, "wmma_load") == 0 || strcmp(op, "wmma_store") == 0) && n == 7) {
     const_arg(c, 1, &m), const_arg(c, 2, &nn), const_arg(c, 3, &k);
     const tir_BufferLoad *f = addr_load(c->args->items[0]);
-    const char *role = f ? f->buffer->scope : "";
-    int64_t elems = strcmp(role, "wmma.matrix_a") == 0 ? m * k : strcmp(role, "wmma.matrix_b") == 0 ? k * nn : m * nn;
+    tir_ScopeRank role = f ? tir_scope_parse(f->buffer->scope).rank : TIR_SCOPE_UNKNOWN;
+    int64_t elems = role == TIR_SCOPE_WMMA_MATRIX_A ? m * k : role == TIR_SCOPE_WMMA_MATRIX_B ? k * nn : m * nn;
     const char *layout = str_arg(c, 6);
-    int acc = strcmp(role, "wmma.accumulator") == 0;
+    int acc = role == TIR_SCOPE_WMMA_ACCUMULATOR;
     const char *mem = layout && strcmp(layout, "col_major") == 0 ? "nvcuda::wmma::mem_col_major" : "nvcuda::wmma::mem_row_major";
     line(g);
     if (op[5] == 'l') {
@@ -308,16 +348,17 @@ static int tc_stmt(CG *g, const tir_Call *c) {
     put(g, ");\n");
     return 1;
   }
-  if (strcmp(op, "wmma_mma") == 0 && n == 4) {
+  /* wmma_mma(d, a, b, c [, m, n, k]): fragments of m x k (A), k x n (B), m x n (C, D); 16^3
+   * when no shape is given */
+  if (strcmp(op, "wmma_mma") == 0 && (n == 4 || n == 7)) {
+    if (n == 7) const_arg(c, 4, &m), const_arg(c, 5, &nn), const_arg(c, 6, &k);
+    int64_t elems[4] = {m * nn, m * k, k * nn, m * nn};
     line(g);
     put(g, "nvcuda::wmma::mma_sync(");
-    frag_ref(g, c->args->items[0], 256);
-    put(g, ", ");
-    frag_ref(g, c->args->items[1], 256);
-    put(g, ", ");
-    frag_ref(g, c->args->items[2], 256);
-    put(g, ", ");
-    frag_ref(g, c->args->items[3], 256);
+    for (int i = 0; i < 4; i++) {
+      if (i) put(g, ", ");
+      frag_ref(g, c->args->items[i], elems[i]);
+    }
     put(g, ");\n");
     return 1;
   }
@@ -352,52 +393,33 @@ static int tc_stmt(CG *g, const tir_Call *c) {
     put(g, "}\n");
     return 1;
   }
-  /* mma_sync(d, a, b, c): C[16,16] (f32) += A[16,16] (f16/bf16, row) * B[16,16] (col) as two
-   * mma.sync.aligned.m16n8k16 (PTX ISA 9.7.14.5.8): B's registers 0-1 are the first n8 tile,
-   * 2-3 the second; C's floats 0-3 the first tile, 4-7 the second */
-  if (strcmp(op, "mma_sync") == 0 && n == 4) {
-    const tir_BufferLoad *a = addr_load(c->args->items[1]);
-    const char *ab = a && tir_dtype_eq(a->buffer->hdr.dtype, tir_dtype(TIR_DT_BFLOAT, 16, 1)) ? "bf16" : "f16";
+  /* mma_sync(d, a, b, c [, config]): the 16x16 warp tile D = A B + C as two mma.sync of the
+   * table row (include/tir/mma.h) named by config or found from the operands' dtypes; one call
+   * of the row's helper (emitted once, ptx_mma.c) */
+  if (strcmp(op, "mma_sync") == 0 && (n == 4 || n == 5)) {
+    const tir_MmaConfig *cfg = mma_row(g, c);
+    if (!cfg) return 1;
+    const char *acc = tir_dtype_is_float(cfg->c) ? "float" : "int";
     line(g);
-    put(g, "{\n");
-    g->indent += 2;
-    line(g);
-    put(g, "float* d_ = ");
+    putf(g, "%s((%s*)", tir_mma_helper_name(cfg), acc);
     warp_ref(g, c->args->items[0]);
-    put(g, ";\n");
-    line(g);
-    put(g, "const unsigned* a_ = (const unsigned*)");
+    put(g, ", (const unsigned*)");
     warp_ref(g, c->args->items[1]);
-    put(g, ";\n");
-    line(g);
-    put(g, "const unsigned* b_ = (const unsigned*)");
+    put(g, ", (const unsigned*)");
     warp_ref(g, c->args->items[2]);
-    put(g, ";\n");
-    line(g);
-    put(g, "const float* c_ = ");
+    putf(g, ", (const %s*)", acc);
     warp_ref(g, c->args->items[3]);
-    put(g, ";\n");
-    for (int t = 0; t < 2; t++) {
-      line(g);
-      putf(g,
-           "asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32 {%%0, %%1, %%2, %%3}, {%%4, %%5, %%6, %%7}, {%%8, "
-           "%%9}, {%%10, %%11, %%12, %%13};\" : \"=f\"(d_[%d]), \"=f\"(d_[%d]), \"=f\"(d_[%d]), \"=f\"(d_[%d]) : \"r\"(a_[0]), "
-           "\"r\"(a_[1]), \"r\"(a_[2]), \"r\"(a_[3]), \"r\"(b_[%d]), \"r\"(b_[%d]), \"f\"(c_[%d]), \"f\"(c_[%d]), \"f\"(c_[%d]), "
-           "\"f\"(c_[%d]));\n",
-           ab, ab, 4 * t, 4 * t + 1, 4 * t + 2, 4 * t + 3, 2 * t, 2 * t + 1, 4 * t, 4 * t + 1, 4 * t + 2, 4 * t + 3);
-    }
-    g->indent -= 2;
-    line(g);
-    put(g, "}\n");
+    put(g, ");\n");
     return 1;
   }
-  /* mma_fill(c, value): the lane's 8 accumulator floats */
+  /* mma_fill(c, value): the lane's 8 accumulator elements (16x16 / 32) */
   if (strcmp(op, "mma_fill") == 0 && n == 2) {
+    const tir_BufferLoad *d = addr_load(c->args->items[0]);
     line(g);
     put(g, "{\n");
     g->indent += 2;
     line(g);
-    put(g, "float* d_ = ");
+    putf(g, "%s* d_ = ", d ? ctype(g, d->buffer->hdr.dtype, &c->hdr) : "float");
     warp_ref(g, c->args->items[0]);
     put(g, ";\n");
     line(g);
@@ -424,8 +446,10 @@ static int tc_stmt(CG *g, const tir_Call *c) {
     line(g);
     put(g, "{\n");
     g->indent += 2;
+    const tir_BufferLoad *src = addr_load(c->args->items[0]);
+    tir_DType at = src ? src->buffer->hdr.dtype : TIR_FLOAT32;
     line(g);
-    put(g, "const float* c_ = ");
+    putf(g, "const %s* c_ = ", ctype(g, at, &c->hdr));
     warp_ref(g, c->args->items[0]);
     put(g, ";\n");
     line(g);
@@ -447,9 +471,11 @@ static int tc_stmt(CG *g, const tir_Call *c) {
     line(g);
     put(g, "    const int o_ = ((l_ >> 2) + 8 * h_) * ld_ + 8 * t_ + 2 * (l_ & 3);\n");
     line(g);
-    if (tir_dtype_eq(dt, TIR_FLOAT32))
+    if (tir_dtype_eq(dt, TIR_FLOAT32) && tir_dtype_eq(at, TIR_FLOAT32))
       put(g, "    *(float2*)(p_ + o_) = make_float2(c_[4 * t_ + 2 * h_], c_[4 * t_ + 2 * h_ + 1]);\n");
-    else if (is_half(dt))
+    else if (tir_dtype_eq(dt, TIR_INT32) && tir_dtype_eq(at, TIR_INT32))
+      put(g, "    *(int2*)(p_ + o_) = make_int2(c_[4 * t_ + 2 * h_], c_[4 * t_ + 2 * h_ + 1]);\n");
+    else if (is_half(dt) && tir_dtype_eq(at, TIR_FLOAT32))
       put(g, "    *(__half2*)(p_ + o_) = __floats2half2_rn(c_[4 * t_ + 2 * h_], c_[4 * t_ + 2 * h_ + 1]);\n");
     else {
       putf(g, "    p_[o_] = (%s)c_[4 * t_ + 2 * h_]; p_[o_ + 1] = (%s)c_[4 * t_ + 2 * h_ + 1];\n", ctype(g, dt, &c->hdr),
@@ -481,9 +507,8 @@ static int frag_scan(const tir_Node *x, void *p) {
   for (int i = 0; i < c->args->size; i++) {
     const tir_BufferLoad *l = addr_load(c->args->items[i]);
     if (!l || l->buffer->data != fi->buf->data) continue;
-    if (strcmp(c->op, "wmma_mma") != 0) {
-      const_arg(c, 1, &fi->m), const_arg(c, 2, &fi->n), const_arg(c, 3, &fi->k);
-    }
+    if (strcmp(c->op, "wmma_mma") != 0) const_arg(c, 1, &fi->m), const_arg(c, 2, &fi->n), const_arg(c, 3, &fi->k);
+    else if (c->args->size == 7) const_arg(c, 4, &fi->m), const_arg(c, 5, &fi->n), const_arg(c, 6, &fi->k);
     if (strcmp(c->op, "wmma_load") == 0 && str_arg(c, 6)) fi->layout = str_arg(c, 6);
   }
   return 0;
@@ -510,7 +535,7 @@ static const char *wmma_elem_type(CG *g, tir_DType t, const tir_Node *where) {
 static void tc_alloc(CG *g, const tir_Allocate *a, int64_t n) {
   const tir_Buffer *b = a->buffer;
   const char *name = name_of(g, &b->data->hdr, b->name);
-  if (is_warp_scope(b->scope)) {
+  if (tir_scope_is_warp(b->scope)) {
     if (n % 256) {
       cg_fail(g, &a->hdr, "warp buffer %s has %lld elements, not a whole number of 16x16 tiles", b->name, (long long)n);
       return;
@@ -521,9 +546,11 @@ static void tc_alloc(CG *g, const tir_Allocate *a, int64_t n) {
   }
   FragInfo fi = {b, 16, 16, 16, NULL};
   tir_visit(a->body, frag_scan, &fi);
-  const char *role = strcmp(b->scope, "wmma.matrix_a") == 0 ? "matrix_a" : strcmp(b->scope, "wmma.matrix_b") == 0 ? "matrix_b"
-                     : strcmp(b->scope, "wmma.accumulator") == 0                                            ? "accumulator"
-                                                                                                             : NULL;
+  tir_ScopeRank rank = tir_scope_parse(b->scope).rank;
+  const char *role = rank == TIR_SCOPE_WMMA_MATRIX_A   ? "matrix_a"
+                     : rank == TIR_SCOPE_WMMA_MATRIX_B ? "matrix_b"
+                     : rank == TIR_SCOPE_WMMA_ACCUMULATOR ? "accumulator"
+                                                          : NULL;
   if (!role) {
     cg_fail(g, &a->hdr, "unknown wmma scope '%s' (wmma.matrix_a, wmma.matrix_b, wmma.accumulator)", b->scope);
     return;
@@ -595,7 +622,7 @@ static void call_expr(CG *g, const tir_Call *c) {
   }
   if (strcmp(op, "address_of") == 0 && n == 1) {
     const tir_BufferLoad *l = addr_load(&c->hdr);
-    if (l && (is_wmma_scope(l->buffer->scope) || is_warp_scope(l->buffer->scope))) {
+    if (l && (tir_scope_is_wmma(l->buffer->scope) || tir_scope_is_warp(l->buffer->scope))) {
       cg_fail(g, &c->hdr, "the address of a %s buffer (%s) has no meaning outside the tensor-core builtins", l->buffer->scope,
               l->buffer->name);
       return;
@@ -939,7 +966,7 @@ static int async_copy_stmt(CG *g, const tir_Call *c) {
       return 1;
     }
     const tir_BufferLoad *d = addr_load(c->args->items[0]), *sl = addr_load(c->args->items[1]);
-    if (!d || !sl || strncmp(d->buffer->scope, "shared", 6) != 0 || strcmp(sl->buffer->scope, "global") != 0) {
+    if (!d || !sl || !tir_scope_is_shared(d->buffer->scope) || !tir_scope_is_global(sl->buffer->scope)) {
       cg_fail(g, &c->hdr, "ptx_cp_async copies from a global buffer to a shared one (address_of operands)");
       return 1;
     }
@@ -1190,7 +1217,7 @@ static void stmt(CG *g, const tir_Node *s) {
         }
         n *= d;
       }
-      if (is_wmma_scope(b->scope) || is_warp_scope(b->scope)) {
+      if (tir_scope_is_wmma(b->scope) || tir_scope_is_warp(b->scope)) {
         line(g);
         put(g, "{\n");
         g->indent += 2;
@@ -1201,7 +1228,7 @@ static void stmt(CG *g, const tir_Node *s) {
         put(g, "}\n");
         return;
       }
-      if (strncmp(b->scope, "shared", 6) == 0 && g->kernel && g->kernel->dyn_smem_bytes > 0) {
+      if (tir_scope_is_shared(b->scope) && g->kernel && g->kernel->dyn_smem_bytes > 0) {
         /* a slice of the kernel's dynamic shared memory (offsets in the order split_host_device counted) */
         line(g);
         put(g, "{\n");
@@ -1217,8 +1244,9 @@ static void stmt(CG *g, const tir_Node *s) {
         return;
       }
       const char *qual;
-      if (strcmp(b->scope, "shared") == 0) qual = "__shared__ __align__(16) ";
-      else if (strcmp(b->scope, "local") == 0 || strcmp(b->scope, "register") == 0) qual = "";
+      tir_Scope sc = tir_scope_parse(b->scope);
+      if (sc.rank == TIR_SCOPE_SHARED && !*sc.tag) qual = "__shared__ __align__(16) ";
+      else if (sc.rank == TIR_SCOPE_LOCAL) qual = "";
       else {
         cg_fail(g, s, "buffer %s has scope '%s', which cannot be allocated inside a kernel", b->name, b->scope);
         return;
@@ -1276,6 +1304,7 @@ char *tir_codegen_cuda(const tir_DeviceSplit *split, const char *arch) {
   memset(&g, 0, sizeof g);
   tir_sb_init(&g.out);
   g.an = tir_analyzer_new();
+  if (arch && strncmp(arch, "sm_", 3) == 0) g.sm = atoi(arch + 3);
   for (int i = 0; i < split->n_kernels && !g.failed; i++) {
     /* names are per kernel */
     for (int j = 0; j < g.n_names; j++) free(g.names[j].name);
@@ -1296,6 +1325,16 @@ char *tir_codegen_cuda(const tir_DeviceSplit *split, const char *arch) {
   if (g.uses_bf16) tir_sb_puts(&all, "#include <cuda_bf16.h>\n");
   if (g.uses_wmma) tir_sb_puts(&all, "#include <mma.h>\n");
   if (g.uses_cp_async) tir_sb_puts(&all, cp_async_helpers);
+  {
+    int nrows;
+    const tir_MmaConfig *rows = tir_mma_table(&nrows);
+    for (int i = 0; i < nrows; i++)
+      if (g.uses_mma >> i & 1) {
+        char *h = tir_mma_helper_source(&rows[i]);
+        tir_sb_puts(&all, h);
+        free(h);
+      }
+  }
   if (g.uses_lane_id)
     tir_sb_puts(&all, "\n__device__ __forceinline__ int tir_lane_id() {\n  int l;\n  asm(\"mov.u32 %0, %%laneid;\" : \"=r\"(l));\n  return l;\n}\n");
   tir_sb_puts(&all,

@@ -10,6 +10,7 @@
 #include "tir/interp.h"
 #include "tir/schedule.h"
 #include "tir/strbuf.h"
+#include "tir/scope.h"
 
 typedef union {
   int64_t i;
@@ -953,8 +954,7 @@ static int exec(Interp *I, const tir_Node *s) {
       const tir_Allocate *a = (const tir_Allocate *)s;
       /* lowered code whose threads share memory: running the threads one after another (each
        * with its own copy) would give wrong results -- that is tir.simulate's job */
-      if (I->thread_depth > 0 && (strncmp(a->buffer->scope, "shared", 6) == 0 || strcmp(a->buffer->scope, "warp") == 0 ||
-                                  strncmp(a->buffer->scope, "wmma.", 5) == 0))
+      if (I->thread_depth > 0 && (tir_scope_is_shared(a->buffer->scope) || tir_scope_is_fragment(a->buffer->scope)))
         return fail(I, s,
                     "buffer %s (scope %s) lives inside a thread launch of lowered code: threads that share memory or work as a "
                     "warp cannot run one after another; run the function before lowering, or use tir.simulate (threads in "

@@ -1,17 +1,31 @@
-/* builtin.c -- what the builtin calls of docs/BUILTINS.md do to memory, for the passes that
- * reason about accesses (thread_sync) without knowing each builtin. */
+/* builtin.c -- the builtin registry (include/tir/builtins.def, docs/BUILTINS.md): what each
+ * builtin call does to memory and which attributes it has, for the passes that reason about
+ * calls (thread_sync, split_host_device) without knowing each builtin. */
 #include <string.h>
 
 #include "tir/ir.h"
 
-int tir_builtin_is_float_math(const char *op) {
-  static const char *names[] = {"exp",  "log",   "sqrt", "tanh", "fabs",  "floor", "ceil", "round", "exp2", "log2", "erf",
-                                "sin",  "cos",   "trunc", "log1p", "rsqrt", "pow",  "fmod", "fmin",  "fmax", "sigmoid",
-                                "exp10"};
-  for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
-    if (strcmp(op, names[k]) == 0) return 1;
-  return 0;
+static const tir_BuiltinInfo table[] = {
+#define TIR_BUILTIN(id, op, lo, hi, writes, flags, doc) {TIR_BI_##id, op, lo, hi, writes, flags, doc},
+#include "tir/builtins.def"
+#undef TIR_BUILTIN
+};
+
+const tir_BuiltinInfo *tir_builtin_table(void) { return table; }
+
+const tir_BuiltinInfo *tir_builtin_info(const char *op) {
+  if (!op) return NULL;
+  for (int k = 0; k < TIR_BI_COUNT; k++)
+    if (strcmp(op, table[k].op) == 0) return &table[k];
+  return NULL;
 }
+
+int tir_builtin_has(const char *op, unsigned flags) {
+  const tir_BuiltinInfo *b = tir_builtin_info(op);
+  return b && (b->flags & flags) == flags;
+}
+
+int tir_builtin_is_float_math(const char *op) { return tir_builtin_has(op, TIR_BUILTIN_FLOAT_MATH); }
 
 const tir_BufferLoad *tir_address_of_load(const tir_Node *e) {
   if (!e || e->kind != TIR_Call) return NULL;
@@ -23,15 +37,6 @@ const tir_BufferLoad *tir_address_of_load(const tir_Node *e) {
 tir_Node *tir_address_of(tir_Node *load) { return tir_call(TIR_HANDLE, "address_of", tir_array_of(1, load)); }
 
 int tir_builtin_writes_arg(const char *op, int i) {
-  /* an extern device function may write through any pointer it is given (call_pure_extern
-   * promises not to) */
-  if (strcmp(op, "call_extern") == 0 && i >= 1) return 1;
-  static const struct {
-    const char *op;
-    int arg;
-  } writes[] = {{"ptx_cp_async", 0}, {"wmma_store", 4}, {"wmma_load", 0}, {"wmma_fill", 0}, {"wmma_mma", 0},
-                {"mma_ldmatrix", 2}, {"mma_sync", 0}, {"mma_fill", 0}, {"mma_store", 0}};
-  for (size_t k = 0; k < sizeof writes / sizeof writes[0]; k++)
-    if (strcmp(op, writes[k].op) == 0 && writes[k].arg == i) return 1;
-  return 0;
+  const tir_BuiltinInfo *b = tir_builtin_info(op);
+  return b && i >= 0 && i < 32 && ((b->writes >> i) & 1u);
 }

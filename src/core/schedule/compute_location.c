@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "dataflow.h"
+#include "tir/scope.h"
 
 typedef struct {
   tir_Node *lo, *hi; /* owned; NULL = unconstrained */
@@ -143,7 +144,7 @@ static int is_thread_idx(const tir_For *f) {
 }
 
 static int relax_shared(const tir_Buffer *b) {
-  return strncmp(b->scope, "shared", 6) == 0;
+  return tir_scope_is_shared(b->scope);
 }
 
 /* Hull of buf's region in `regions` of realize br, relaxed over the loops between the

@@ -5,6 +5,7 @@
 
 #include "sched_internal.h"
 #include "sched_util.h"
+#include "tir/scope.h"
 
 int sch_scope_index(const SchPath *p) {
   for (int i = p->n - 2; i >= 0; i--)
@@ -216,11 +217,9 @@ int sch_block_is_reduction(const tir_Block *b) {
 }
 
 /* ---- caches ---- */
-int sch_valid_scope(const char *scope) {
-  static const char *const exact[] = {"global", "shared", "shared.dyn", "local", "warp", NULL};
-  for (int i = 0; exact[i]; i++)
-    if (strcmp(scope, exact[i]) == 0) return 1;
-  return strncmp(scope, "wmma.", 5) == 0 || strncmp(scope, "m16n8k", 6) == 0;
+int sch_check_scope(tir_Schedule *s, const char *P, const tir_Node *where, const char *scope) {
+  if (tir_scope_valid(scope)) return 0;
+  return sch_error(s, P, where, "this block", "invalid storage scope '%s' (%s)", scope, tir_scope_valid_list());
 }
 
 tir_Buffer *sch_cache_buffer(const tir_PrimFunc *f, const tir_Buffer *src, const char *scope) {

@@ -41,9 +41,10 @@ int sch_block_is_reduction(const tir_Block *b);
 int sch_compute_location(tir_Schedule *s, const char *prim, int64_t uid, const tir_Var *loop, int preserve_unit_loops,
                          int index, int reverse);
 
-/* Storage scopes accepted by cache_read/cache_write/set_scope.  (Cache stage placement and
- * regions: dataflow.h.) */
-int sch_valid_scope(const char *scope);
+/* 0 when cache_read/cache_write/set_scope accept `scope` (tir_scope_valid, include/tir/scope.h);
+ * else -1 with primitive P's "invalid storage scope" error marking `where`.  (Cache stage
+ * placement and regions: dataflow.h.) */
+int sch_check_scope(tir_Schedule *s, const char *P, const tir_Node *where, const char *scope);
 /* A new buffer like src (shape, dtype) named <src>_<scope>, unique in f (owned). */
 tir_Buffer *sch_cache_buffer(const tir_PrimFunc *f, const tir_Buffer *src, const char *scope);
 /* Index of the item of body's sequence that contains target, or -1. */

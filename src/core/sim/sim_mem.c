@@ -16,6 +16,7 @@
 
 #include "sim_internal.h"
 #include "tir/runtime.h"
+#include "tir/scope.h"
 
 /* ---- storages ---- */
 Store *sim_new_store(Sim *S, const tir_Var *data) {
@@ -54,11 +55,15 @@ void sim_poison(char *p, tir_DType t, int64_t n) {
 }
 
 static int scope_kind(const char *scope) {
-  if (strncmp(scope, "shared", 6) == 0) return ST_SHARED;
-  if (strcmp(scope, "local") == 0 || strcmp(scope, "register") == 0) return ST_LOCAL;
-  if (strcmp(scope, "warp") == 0) return ST_WARP;
-  if (strncmp(scope, "wmma.", 5) == 0) return ST_FRAG;
-  return -1;
+  switch (tir_scope_parse(scope).rank) {
+    case TIR_SCOPE_SHARED: return ST_SHARED;
+    case TIR_SCOPE_LOCAL: return ST_LOCAL;
+    case TIR_SCOPE_WARP: return ST_WARP;
+    case TIR_SCOPE_WMMA_MATRIX_A:
+    case TIR_SCOPE_WMMA_MATRIX_B:
+    case TIR_SCOPE_WMMA_ACCUMULATOR: return ST_FRAG;
+    default: return -1;
+  }
 }
 
 /* An Allocate inside a kernel.  Shared buffers are one per CTA and keep their contents when

@@ -24,7 +24,9 @@
 #include <string.h>
 
 #include "sim_internal.h"
+#include "tir/mma.h"
 #include "tir/runtime.h"
+#include "tir/scope.h"
 
 typedef struct {
   Store *st;
@@ -88,7 +90,14 @@ static int lane_regs(Sim *S, const Addr *x, int t, int count, const char *op, in
 static double get_f(const Store *st, int t, int64_t el) { return tir_load_scalar_f(sim_addr(st, t, 0), st->dtype, el); }
 static void put_f(const Store *st, int t, int64_t el, double v) { tir_store_scalar_f(sim_addr(st, t, 0), st->dtype, el, v); }
 
-static int is16(tir_DType t) { return t.bits == 16 && t.lanes == 1; }
+/* an element as a double: floats, and integers (exact up to 2^53: the 8- and 32-bit operands) */
+static double get_num(const Store *st, int t, int64_t el) {
+  return tir_dtype_is_float(st->dtype) ? get_f(st, t, el) : (double)tir_load_scalar_i(sim_addr(st, t, 0), st->dtype, el);
+}
+static void put_num(const Store *st, int t, int64_t el, double v) {
+  if (tir_dtype_is_float(st->dtype)) put_f(st, t, el, v);
+  else tir_store_scalar_i(sim_addr(st, t, 0), st->dtype, el, (int64_t)v);
+}
 
 /* ---- ldmatrix ---- */
 static int ldmatrix(Sim *S, const tir_Call *c, const Act *a) {
@@ -97,9 +106,16 @@ static int ldmatrix(Sim *S, const tir_Call *c, const Act *a) {
     return sim_fail(S, &c->hdr, "mma_ldmatrix takes (trans, 1 | 2 | 4, dst, src); it loads 1, 2 or 4 matrices");
   Addr d, s;
   if (addr(S, c, 2, a, &d, ST_WARP, "warp") || addr(S, c, 3, a, &s, ST_SHARED, "shared")) return -1;
-  if (!is16(d.st->dtype) || !is16(s.st->dtype))
-    return sim_fail(S, &c->hdr, "mma_ldmatrix moves 16-bit elements (.b16): %s and %s must be 16-bit buffers", d.load->buffer->name,
-                    s.load->buffer->name);
+  /* the instruction moves b16 units: 16-bit elements, or pairs of 8-bit ones (the m16n8k32
+   * operands); .trans transposes b16 units, so it needs 16-bit elements (PTX ISA 9.7.14.5.15) */
+  int esz = d.st->esize;
+  if (d.st->esize != s.st->esize || (esz != 2 && esz != 1) || d.st->dtype.lanes != 1 || s.st->dtype.lanes != 1)
+    return sim_fail(S, &c->hdr, "mma_ldmatrix moves 16-bit units (.b16): %s and %s must be both 16-bit or both 8-bit buffers",
+                    d.load->buffer->name, s.load->buffer->name);
+  if (trans && esz != 2)
+    return sim_fail(S, &c->hdr, "mma_ldmatrix: .trans transposes 16-bit elements only; %s has 8-bit elements (store the 8-bit "
+                    "operand k-major instead)", s.load->buffer->name);
+  int per = 2 / esz; /* elements per b16 unit */
   int warps[SIM_MAX_THREADS / 32], nw;
   if (full_warps(S, c, a, warps, &nw)) return -1;
   for (int wi = 0; wi < nw; wi++) {
@@ -112,7 +128,7 @@ static int ldmatrix(Sim *S, const tir_Call *c, const Act *a) {
       for (int r = 0; r < 8 && ok; r++) {
         int t = base + 8 * i + r;
         int64_t el = s.el[t].i;
-        if ((el * 2) % 16) {
+        if ((el * esz) % 16) {
           char who[96];
           if (sim_issue(S, "misaligned", S->cur, t, NULL, -1, s.load->buffer->name, el, s.st->n,
                         "ldmatrix: the row address %s[%lld] given by %s (row %d of matrix %d) is not 16-byte aligned",
@@ -121,11 +137,11 @@ static int ldmatrix(Sim *S, const tir_Call *c, const Act *a) {
           ok = 0;
           break;
         }
-        if (!sim_in_bounds(S, s.st, el, 8, t, "ldmatrix row read")) {
+        if (!sim_in_bounds(S, s.st, el, 8 * per, t, "ldmatrix row read")) {
           ok = 0;
           break;
         }
-        if (sim_shared_read(S, s.st, el * 2, 16, t)) return -1;
+        if (sim_shared_read(S, s.st, el * esz, 16, t)) return -1;
         memcpy(m[i][r], sim_addr(s.st, t, el), 16);
         rows[i][r] = el;
       }
@@ -134,7 +150,7 @@ static int ldmatrix(Sim *S, const tir_Call *c, const Act *a) {
     for (int l = 0; l < 32; l++) {
       int t = base + l;
       int64_t off;
-      if (!lane_regs(S, &d, t, 2 * num, "ldmatrix write", &off)) {
+      if (!lane_regs(S, &d, t, 2 * num * per, "ldmatrix write", &off)) {
         if (S->fatal) return -1;
         continue;
       }
@@ -145,53 +161,40 @@ static int ldmatrix(Sim *S, const tir_Call *c, const Act *a) {
         dst[2 * i] = trans ? m[i][2 * q][g] : m[i][g][2 * q];
         dst[2 * i + 1] = trans ? m[i][2 * q + 1][g] : m[i][g][2 * q + 1];
         if (org)
-          for (int e = 0; e < 2; e++)
-            org[2 * i + e] = ((int64_t)s.st->index << 40) | (trans ? rows[i][2 * q + e] + g : rows[i][g] + 2 * q + e);
+          for (int e = 0; e < 2 * per; e++) /* element e of the lane's register i */
+            org[2 * per * i + e] =
+                ((int64_t)s.st->index << 40) | (trans ? rows[i][2 * q + e] + g : rows[i][g] + 2 * per * q + e);
       }
     }
   }
   return 0;
 }
 
-/* ---- mma.sync m16n8k16 x 2 ---- */
-/* (row, col) of element j (0..7) of a lane's A fragment, and of its C/D floats / B halves */
-static void a_pos(int l, int j, int *r, int *c) {
-  int g = l / 4, q = l % 4;
-  *r = g + 8 * ((j / 2) % 2);
-  *c = 2 * q + (j % 2) + 8 * (j / 4);
-}
-static void c_pos(int l, int j, int *r, int *c) { /* j in 0..7: tile j/4, c0..c3 */
-  int g = l / 4, q = l % 4, jj = j % 4;
-  *r = g + 8 * (jj / 2);
-  *c = 8 * (j / 4) + 2 * q + (jj % 2);
-}
-static void b_pos(int l, int j, int *k, int *n) { /* j in 0..7: tile j/4, b0..b3 */
-  int g = l / 4, q = l % 4, jj = j % 4;
-  *k = 2 * q + (jj % 2) + 8 * (jj / 2);
-  *n = 8 * (j / 4) + g;
-}
+/* ---- mma.sync: a 16x16 warp tile as two instructions of a table row (include/tir/mma.h) ---- */
+#define MAXK 32 /* the deepest k of an mma.sync row */
 
 /* D = C + A B in k order, rounded to the accumulator type after every step (the interpreter's
- * desc: C[i, j] = C[i, j] + f32(A[i, k]) * f32(B[k, j])) */
-static void mma16(double A[16][16], double B[16][16], double C[16][16], tir_DType acc) {
-  for (int i = 0; i < 16; i++)
-    for (int j = 0; j < 16; j++) {
-      SVal c = {.f = C[i][j]};
-      if (!tir_dtype_is_float(acc)) c.i = (int64_t)C[i][j];
-      for (int k = 0; k < 16; k++) {
+ * desc: C[i, j] = C[i, j] + acc(A[i, k]) * acc(B[k, j])); integers exactly (int64 products,
+ * wrapped to the accumulator type like the interpreter) */
+static void mma_tile(const double *A, const double *B, double *C, int tm, int tn, int tk, tir_DType acc) {
+  for (int i = 0; i < tm; i++)
+    for (int j = 0; j < tn; j++) {
+      SVal c = {.f = C[i * tn + j]};
+      if (!tir_dtype_is_float(acc)) c.i = (int64_t)C[i * tn + j];
+      for (int k = 0; k < tk; k++) {
         SVal p;
         if (tir_dtype_is_float(acc)) {
-          p.f = A[i][k] * B[k][j];
+          p.f = A[i * tk + k] * B[k * tn + j];
           p = sim_norm(acc, p);
           c.f = c.f + p.f;
         } else {
-          p.i = (int64_t)A[i][k] * (int64_t)B[k][j];
+          p.i = (int64_t)A[i * tk + k] * (int64_t)B[k * tn + j];
           p = sim_norm(acc, p);
           c.i = (int64_t)((uint64_t)c.i + (uint64_t)p.i);
         }
         c = sim_norm(acc, c);
       }
-      C[i][j] = tir_dtype_is_float(acc) ? c.f : (double)c.i;
+      C[i * tn + j] = tir_dtype_is_float(acc) ? c.f : (double)c.i;
     }
 }
 
@@ -199,79 +202,109 @@ static void mma16(double A[16][16], double B[16][16], double C[16][16], tir_DTyp
  * origin(r, c) = origin(0, 0) + r * dr + c * dc; a hint naming the first element that does not
  * fit otherwise (a wrong lane -> row mapping of the ldmatrix shows here).  Swizzled layouts do
  * not fit either, which is why this is a hint and not an issue. */
-static void check_tile(Sim *S, const Addr *x, const int64_t *off, int base, int is_b) {
+static void check_tile(Sim *S, const Addr *x, const int64_t *off, int base, int is_b, const tir_MmaConfig *cfg) {
   if (!x->st->origin) return;
   const int64_t mask = ((int64_t)1 << 40) - 1;
-  int64_t o[16][16];
+  int64_t o[MAXK][MAXK];
+  int rows = is_b ? cfg->k : 16, cols = is_b ? 16 : cfg->k, ne = tir_mma_lane_elems(cfg, is_b ? 'b' : 'a');
   for (int l = 0; l < 32; l++)
-    for (int j = 0; j < 8; j++) {
+    for (int j = 0; j < ne; j++) {
       int r, c;
-      if (is_b) b_pos(l, j, &r, &c);
-      else a_pos(l, j, &r, &c);
+      (is_b ? cfg->map_b : cfg->map_a)(l, j, &r, &c);
       int64_t v = x->st->origin[(int64_t)(base + l) * x->st->n + off[l] + j];
       if (v < 0) return; /* not (all) from ldmatrix */
       o[r][c] = v;
     }
   int64_t b0 = o[0][0] & mask, dc = (o[0][1] & mask) - b0, dr = (o[1][0] & mask) - b0;
-  for (int r = 0; r < 16; r++)
-    for (int c = 0; c < 16; c++) {
+  for (int r = 0; r < rows; r++)
+    for (int c = 0; c < cols; c++) {
       if (o[r][c] >> 40 != o[0][0] >> 40) return;
       int64_t want = b0 + r * dr + c * dc;
       if ((o[r][c] & mask) == want) continue;
       const Store *src = S->st[o[0][0] >> 40];
       const char *sn = src->buf ? src->buf->name : "?";
       sim_hint(S, S->cur,
-               "the %s operand of mma_sync in warp %d is not a 16x16 tile of %s: its element (%s %d, %s %d) was loaded from "
+               "the %s operand of mma_sync in warp %d is not a %dx%d tile of %s: its element (%s %d, %s %d) was loaded from "
                "%s[%lld], but the tile that starts at %s[%lld] (rows %lld elements apart) has %s[%lld] there -- check the lane "
                "-> row mapping of the mma_ldmatrix that filled %s (PTX ISA 9.7.14.5.15: for .x4, lanes 8i..8i+7 give the row "
-               "addresses of matrix i, and the m16n8k16 %s fragment (9.7.14.5.8) needs matrices %s)",
-               is_b ? "B" : "A", base / 32, sn, is_b ? "k" : "row", r, is_b ? "n" : "col", c, sn, (long long)(o[r][c] & mask), sn,
-               (long long)b0, (long long)dr, sn, (long long)want, x->load->buffer->name, is_b ? "B" : "A",
-               is_b ? "(k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15), loaded with .trans"
-                    : "(rows 0-7, cols 0-7), (rows 8-15, cols 0-7), (rows 0-7, cols 8-15), (rows 8-15, cols 8-15)");
+               "addresses of matrix i, and the m%dn%dk%d %s fragment (%s) needs matrices %s)",
+               is_b ? "B" : "A", base / 32, rows, cols, sn, is_b ? "k" : "row", r, is_b ? "n" : "col", c, sn,
+               (long long)(o[r][c] & mask), sn, (long long)b0, (long long)dr, sn, (long long)want, x->load->buffer->name, cfg->m,
+               cfg->n, cfg->k, is_b ? "B" : "A", cfg->source,
+               cfg->k == 16 ? (is_b ? "(k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15), loaded with .trans"
+                                    : "(rows 0-7, cols 0-7), (rows 8-15, cols 0-7), (rows 0-7, cols 8-15), (rows 8-15, cols 8-15)")
+                            : (is_b ? "(n 0-7, k 0-15), (n 0-7, k 16-31), (n 8-15, k 0-15), (n 8-15, k 16-31) of the k-major B, "
+                                      "without .trans"
+                                    : "(rows 0-7, k 0-15), (rows 8-15, k 0-15), (rows 0-7, k 16-31), (rows 8-15, k 16-31)"));
       return;
     }
 }
 
+/* The table row of an mma_sync call (its 5th argument names it, else the operands' dtypes). */
+static const tir_MmaConfig *mma_row(Sim *S, const tir_Call *c, const Addr *x) {
+  const tir_Node *nm = c->args->size == 5 ? c->args->items[4] : NULL;
+  const tir_MmaConfig *cfg = NULL;
+  if (nm && nm->kind == TIR_StringImm) cfg = tir_mma_find(TIR_MMA_SYNC, ((const tir_StringImm *)nm)->value);
+  else if (!nm) cfg = tir_mma_for(TIR_MMA_SYNC, x[1].st->dtype, x[2].st->dtype, x[0].st->dtype, 0, 0, 0);
+  if (!cfg) {
+    sim_fail(S, &c->hdr, nm ? "mma_sync: unknown mma.sync configuration (include/tir/mma.h lists them)"
+                            : "mma_sync: no mma.sync configuration multiplies these A and B element types into this D "
+                              "(float16/bfloat16 into float32; include/tir/mma.h lists them)");
+    return NULL;
+  }
+  if (!tir_dtype_eq(x[1].st->dtype, cfg->a) || !tir_dtype_eq(x[2].st->dtype, cfg->b) || !tir_dtype_eq(x[0].st->dtype, cfg->c) ||
+      !tir_dtype_eq(x[3].st->dtype, cfg->c)) {
+    sim_fail(S, &c->hdr, "mma_sync: the operands' element types do not match configuration %s", cfg->name);
+    return NULL;
+  }
+  return cfg;
+}
+
 static int mma_sync(Sim *S, const tir_Call *c, const Act *a) {
   Addr x[4];
+  if (c->args->size != 4 && c->args->size != 5) return sim_fail(S, &c->hdr, "mma_sync takes (d, a, b, c [, configuration])");
   for (int i = 0; i < 4; i++)
     if (addr(S, c, i, a, &x[i], ST_WARP, "warp")) return -1;
-  if (c->args->size != 4) return sim_fail(S, &c->hdr, "mma_sync takes (d, a, b, c)");
-  if (!is16(x[1].st->dtype) || !is16(x[2].st->dtype) || !tir_dtype_eq(x[0].st->dtype, TIR_FLOAT32) ||
-      !tir_dtype_eq(x[3].st->dtype, TIR_FLOAT32))
-    return sim_fail(S, &c->hdr, "mma_sync multiplies float16/bfloat16 A and B into float32 C and D");
+  const tir_MmaConfig *cfg = mma_row(S, c, x);
+  if (!cfg) return -1;
+  int tk = cfg->k, ne[4] = {tir_mma_lane_elems(cfg, 'c'), tir_mma_lane_elems(cfg, 'a'), tir_mma_lane_elems(cfg, 'b'),
+                            tir_mma_lane_elems(cfg, 'c')};
   int warps[SIM_MAX_THREADS / 32], nw;
   if (full_warps(S, c, a, warps, &nw)) return -1;
   for (int wi = 0; wi < nw; wi++) {
     int base = warps[wi] * 32;
     S->rep->warp_ops++;
-    double A[16][16], B[16][16], C[16][16];
+    double A[16 * MAXK], B[MAXK * 16], C[16 * 16];
     int64_t off[4][32];
     int ok = 1;
     for (int l = 0; l < 32 && ok; l++)
       for (int i = 0; i < 4 && ok; i++)
-        if (!lane_regs(S, &x[i], base + l, 8, i == 0 ? "mma_sync write" : "mma_sync read", &off[i][l])) ok = 0;
+        if (!lane_regs(S, &x[i], base + l, ne[i], i == 0 ? "mma_sync write" : "mma_sync read", &off[i][l])) ok = 0;
     if (S->fatal) return -1;
     if (!ok) continue;
-    for (int l = 0; l < 32; l++)
-      for (int j = 0; j < 8; j++) {
-        int r, cc;
-        a_pos(l, j, &r, &cc);
-        A[r][cc] = get_f(x[1].st, base + l, off[1][l] + j);
-        b_pos(l, j, &r, &cc);
-        B[r][cc] = get_f(x[2].st, base + l, off[2][l] + j);
-        c_pos(l, j, &r, &cc);
-        C[r][cc] = get_f(x[3].st, base + l, off[3][l] + j);
+    for (int l = 0; l < 32; l++) {
+      int r, cc;
+      for (int j = 0; j < ne[1]; j++) {
+        cfg->map_a(l, j, &r, &cc);
+        A[r * tk + cc] = get_num(x[1].st, base + l, off[1][l] + j);
       }
-    check_tile(S, &x[1], off[1], base, 0);
-    check_tile(S, &x[2], off[2], base, 1);
-    mma16(A, B, C, TIR_FLOAT32);
+      for (int j = 0; j < ne[2]; j++) {
+        cfg->map_b(l, j, &r, &cc);
+        B[r * 16 + cc] = get_num(x[2].st, base + l, off[2][l] + j);
+      }
+      for (int j = 0; j < ne[3]; j++) {
+        cfg->map_c(l, j, &r, &cc);
+        C[r * 16 + cc] = get_num(x[3].st, base + l, off[3][l] + j);
+      }
+    }
+    check_tile(S, &x[1], off[1], base, 0, cfg);
+    check_tile(S, &x[2], off[2], base, 1, cfg);
+    mma_tile(A, B, C, 16, 16, tk, cfg->c);
     for (int l = 0; l < 32; l++)
-      for (int j = 0; j < 8; j++) {
+      for (int j = 0; j < ne[0]; j++) {
         int r, cc;
-        c_pos(l, j, &r, &cc);
-        put_f(x[0].st, base + l, off[0][l] + j, C[r][cc]);
+        cfg->map_c(l, j, &r, &cc);
+        put_num(x[0].st, base + l, off[0][l] + j, C[r * 16 + cc]);
         if (x[0].st->origin) x[0].st->origin[(int64_t)(base + l) * x[0].st->n + off[0][l] + j] = -1;
       }
   }
@@ -313,8 +346,10 @@ static int mma_store(Sim *S, const tir_Call *c, const Act *a) {
                     d.load->buffer->scope);
   SVal *ld = sim_eval(S, c->args->items[2], 0, a);
   if (!ld) return -1;
-  tir_DType dt = d.st->dtype;
-  int pair = tir_dtype_eq(dt, TIR_FLOAT32) || (dt.code == TIR_DT_FLOAT && dt.bits == 16);
+  tir_DType dt = d.st->dtype, at = s.st->dtype;
+  /* the codegen's vector stores: float2 / int2 of the accumulator type, __half2 from float */
+  int pair = (tir_dtype_eq(dt, at) && (tir_dtype_eq(dt, TIR_FLOAT32) || tir_dtype_eq(dt, TIR_INT32))) ||
+             (dt.code == TIR_DT_FLOAT && dt.bits == 16 && tir_dtype_eq(at, TIR_FLOAT32));
   for (int k = 0; k < a->n; k++) {
     int t = a->ids[k], l = t % 32;
     int64_t off;
@@ -336,8 +371,10 @@ static int mma_store(Sim *S, const tir_Call *c, const Act *a) {
           continue;
         }
         for (int e = 0; e < 2; e++) {
-          SVal v = {.f = get_f(s.st, t, off + 4 * tt + 2 * h + e)};
-          if (sim_store_elem(S, d.st, o + e, t, dt, sim_cast(dt, TIR_FLOAT32, v))) return -1;
+          SVal v;
+          if (tir_dtype_is_float(at)) v.f = get_f(s.st, t, off + 4 * tt + 2 * h + e);
+          else v.i = tir_load_scalar_i(sim_addr(s.st, t, 0), at, off + 4 * tt + 2 * h + e);
+          if (sim_store_elem(S, d.st, o + e, t, dt, sim_cast(dt, at, v))) return -1;
         }
       }
   }
@@ -368,10 +405,12 @@ typedef struct {
 
 static int frag_shape(Sim *S, const tir_Call *c, const Store *st, int64_t m, int64_t n, int64_t k, FragShape *fs) {
   const char *scope = st->buf->scope;
-  if (strcmp(scope, "wmma.matrix_a") == 0) *fs = (FragShape){(int)m, (int)k, "matrix_a"};
-  else if (strcmp(scope, "wmma.matrix_b") == 0) *fs = (FragShape){(int)k, (int)n, "matrix_b"};
-  else if (strcmp(scope, "wmma.accumulator") == 0) *fs = (FragShape){(int)m, (int)n, "accumulator"};
-  else return sim_fail(S, &c->hdr, "%s: unknown wmma scope '%s'", c->op, scope);
+  switch (tir_scope_parse(scope).rank) {
+    case TIR_SCOPE_WMMA_MATRIX_A: *fs = (FragShape){(int)m, (int)k, "matrix_a"}; break;
+    case TIR_SCOPE_WMMA_MATRIX_B: *fs = (FragShape){(int)k, (int)n, "matrix_b"}; break;
+    case TIR_SCOPE_WMMA_ACCUMULATOR: *fs = (FragShape){(int)m, (int)n, "accumulator"}; break;
+    default: return sim_fail(S, &c->hdr, "%s: unknown wmma scope '%s'", c->op, scope);
+  }
   if (fs->rows <= 0 || fs->cols <= 0 || fs->rows > 64 || fs->cols > 64)
     return sim_fail(S, &c->hdr, "%s: unsupported fragment shape m%lld n%lld k%lld", c->op, (long long)m, (long long)n, (long long)k);
   return 0;
@@ -471,42 +510,46 @@ static int wmma_ldst(Sim *S, const tir_Call *c, const Act *a, int is_load) {
   return 0;
 }
 
-/* wmma_mma(d, a, b, c): D = A B + C on 16x16x16 fragments (codegen: frag[index / 256]) */
+/* wmma_mma(d, a, b, c [, m, n, k]): D = A B + C on m x k, k x n and m x n fragments (16^3 when
+ * no shape is given; codegen: frag[index / elements]) */
 static int wmma_mma(Sim *S, const tir_Call *c, const Act *a) {
   Addr x[4];
-  if (c->args->size != 4) return sim_fail(S, &c->hdr, "wmma_mma takes (d, a, b, c)");
+  if (c->args->size != 4 && c->args->size != 7) return sim_fail(S, &c->hdr, "wmma_mma takes (d, a, b, c [, m, n, k])");
   for (int i = 0; i < 4; i++)
     if (addr(S, c, i, a, &x[i], ST_FRAG, "wmma fragment")) return -1;
-  static const char *want[4] = {"wmma.accumulator", "wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator"};
+  static const tir_ScopeRank want[4] = {TIR_SCOPE_WMMA_ACCUMULATOR, TIR_SCOPE_WMMA_MATRIX_A, TIR_SCOPE_WMMA_MATRIX_B,
+                                        TIR_SCOPE_WMMA_ACCUMULATOR};
+  static const char *want_s[4] = {"wmma.accumulator", "wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator"};
   for (int i = 0; i < 4; i++)
-    if (strcmp(x[i].st->buf->scope, want[i]) != 0)
-      return sim_fail(S, &c->hdr, "wmma_mma: operand %d must be a %s fragment, but %s is %s", i + 1, want[i], x[i].load->buffer->name,
+    if (tir_scope_parse(x[i].st->buf->scope).rank != want[i])
+      return sim_fail(S, &c->hdr, "wmma_mma: operand %d must be a %s fragment, but %s is %s", i + 1, want_s[i], x[i].load->buffer->name,
                       x[i].st->buf->scope);
+  int m = (int)const_arg(S, c, 4, 16), n = (int)const_arg(S, c, 5, 16), k = (int)const_arg(S, c, 6, 16);
+  const tir_MmaConfig *cfg = tir_mma_for(TIR_MMA_WMMA, x[1].st->dtype, x[2].st->dtype, x[3].st->dtype, m, n, k);
+  if (!cfg || !tir_dtype_eq(x[0].st->dtype, cfg->c))
+    return sim_fail(S, &c->hdr, "wmma_mma: no wmma configuration m%dn%dk%d multiplies %s's and %s's element types into %s's "
+                    "(include/tir/mma.h lists them)", m, n, k, x[1].load->buffer->name, x[2].load->buffer->name,
+                    x[0].load->buffer->name);
+  int64_t elems[4] = {(int64_t)m * n, (int64_t)m * k, (int64_t)k * n, (int64_t)m * n};
   int warps[SIM_MAX_THREADS / 32], nw;
   if (full_warps(S, c, a, warps, &nw)) return -1;
-  for (int wi = 0; wi < nw; wi++) {
+  double *M[3];
+  for (int i = 0; i < 3; i++) M[i] = malloc(sizeof(double) * (size_t)elems[i + 1]);
+  int rc = 0;
+  for (int wi = 0; wi < nw && rc >= 0; wi++) {
     int base = warps[wi] * 32;
     S->rep->warp_ops++;
     int64_t first[4];
-    int rc = 0;
-    for (int i = 0; i < 4 && !rc; i++) rc = frag_base(S, c, &x[i], base, 256, &first[i]);
-    if (rc < 0) return -1;
+    rc = 0;
+    for (int i = 0; i < 4 && !rc; i++) rc = frag_base(S, c, &x[i], base, elems[i], &first[i]);
     if (rc) continue;
-    double M[3][16][16];
     for (int i = 1; i < 4; i++)
-      for (int e = 0; e < 256; e++) {
-        const Store *st = x[i].st;
-        M[i - 1][e / 16][e % 16] = tir_dtype_is_float(st->dtype) ? get_f(st, base, first[i] + e)
-                                                                   : (double)tir_load_scalar_i(sim_addr(st, base, 0), st->dtype, first[i] + e);
-      }
-    mma16(M[0], M[1], M[2], x[3].st->dtype);
-    for (int e = 0; e < 256; e++) {
-      const Store *st = x[0].st;
-      if (tir_dtype_is_float(st->dtype)) put_f(st, base, first[0] + e, M[2][e / 16][e % 16]);
-      else tir_store_scalar_i(sim_addr(st, base, 0), st->dtype, first[0] + e, (int64_t)M[2][e / 16][e % 16]);
-    }
+      for (int64_t e = 0; e < elems[i]; e++) M[i - 1][e] = get_num(x[i].st, base, first[i] + e);
+    mma_tile(M[0], M[1], M[2], m, n, k, cfg->c);
+    for (int64_t e = 0; e < elems[0]; e++) put_num(x[0].st, base, first[0] + e, M[2][e]);
   }
-  return 0;
+  for (int i = 0; i < 3; i++) free(M[i]);
+  return rc < 0 ? -1 : 0;
 }
 
 int sim_warp_builtin(Sim *S, const tir_Call *c, const Act *a) {

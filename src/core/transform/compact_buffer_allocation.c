@@ -16,6 +16,7 @@
 #include "pass_util.h"
 #include "tir/analysis.h"
 #include "tir/arith.h"
+#include "tir/scope.h"
 
 #define MAXD 512
 
@@ -36,7 +37,7 @@ typedef struct {
   int want_shared; /* which buffers the current walk records (the relax sets differ) */
 } Ctx;
 
-static int is_shared(const tir_Buffer *b) { return strncmp(b->scope, "shared", 6) == 0; }
+static int is_shared(const tir_Buffer *b) { return tir_scope_is_shared(b->scope); }
 
 static Acc *acc_of(Ctx *c, const tir_Buffer *b) {
   for (int i = 0; i < c->n_acc; i++)

@@ -21,6 +21,7 @@
 
 #include "pass_util.h"
 #include "tir/arith.h"
+#include "tir/scope.h"
 
 typedef struct {
   int in_async;
@@ -68,10 +69,10 @@ static const tir_Ramp *unit_ramp(const tir_Node *e) {
 
 /* The cp.async statements for store s, or NULL to keep it. */
 static tir_Node *convert(const tir_BufferStore *s) {
-  if (strncmp(s->buffer->scope, "shared", 6) != 0 || s->indices->size != 1) return NULL;
+  if (!tir_scope_is_shared(s->buffer->scope) || s->indices->size != 1) return NULL;
   const tir_Node *cond;
   const tir_BufferLoad *l = source(s->value, &cond);
-  if (!l || strcmp(l->buffer->scope, "global") != 0 || l->indices->size != 1) return NULL;
+  if (!l || !tir_scope_is_global(l->buffer->scope) || l->indices->size != 1) return NULL;
   int e = tir_dtype_bytes(tir_dtype_element(l->hdr.dtype));
   if (e != tir_dtype_bytes(tir_dtype_element(s->buffer->hdr.dtype))) return NULL;
   int lanes = s->value->dtype.lanes;

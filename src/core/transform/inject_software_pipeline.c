@@ -59,6 +59,7 @@
 
 #include "pass_util.h"
 #include "tir/arith.h"
+#include "tir/scope.h"
 
 #define PASS "inject_software_pipeline"
 #define KEY_STAGE "software_pipeline_stage"
@@ -229,7 +230,7 @@ static int copy_fn(const tir_Node *n, void *p) {
     const tir_BufferStore *s = (const tir_BufferStore *)n;
     const tir_BufferLoad *l = copy_source(s->value);
     c->stores++;
-    if (strncmp(s->buffer->scope, "shared", 6) != 0 || !l || strcmp(l->buffer->scope, "global") != 0 ||
+    if (!tir_scope_is_shared(s->buffer->scope) || !l || !tir_scope_is_global(l->buffer->scope) ||
         tir_dtype_bytes(tir_dtype_element(l->buffer->hdr.dtype)) != tir_dtype_bytes(tir_dtype_element(s->buffer->hdr.dtype))) {
       c->bad = 1;
       c->why = n;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "pass_util.h"
+#include "tir/scope.h"
 
 static tir_Node *mut(const tir_Node *n, void *p) {
   if (tir_is_expr(n)) return tir_retain(n);
@@ -38,7 +39,7 @@ static tir_Node *mut(const tir_Node *n, void *p) {
   for (int global = 0; global < 2; global++)
     for (int i = b->alloc_buffers->size - 1; i >= 0; i--) {
       const tir_Buffer *buf = (const tir_Buffer *)b->alloc_buffers->items[i];
-      if ((strcmp(buf->scope, "global") == 0) != global) continue;
+      if (tir_scope_is_global(buf->scope) != global) continue;
       body = tir_allocate((tir_Buffer *)R(buf), body);
     }
   return body;

@@ -17,6 +17,7 @@
 
 #include "pass_util.h"
 #include "tir/arith.h"
+#include "tir/scope.h"
 
 static const char *const TAGS[] = {"blockIdx.z", "blockIdx.y", "blockIdx.x", "vthread", "vthread.z", "vthread.y",
                                    "vthread.x", "threadIdx.z", "threadIdx.y", "threadIdx.x"};
@@ -183,7 +184,7 @@ static tir_Node *walk_top(const tir_Node *s) {
     }
     return tir_seq(out);
   }
-  if (s->kind == TIR_Allocate && strcmp(((const tir_Allocate *)s)->buffer->scope, "global") == 0) {
+  if (s->kind == TIR_Allocate && tir_scope_is_global(((const tir_Allocate *)s)->buffer->scope)) {
     const tir_Allocate *a = (const tir_Allocate *)s;
     tir_Node *body = walk_top(a->body);
     return body ? tir_allocate((tir_Buffer *)R(a->buffer), body) : NULL;

@@ -9,6 +9,7 @@
 
 #include "pass_util.h"
 #include "tir/analysis.h"
+#include "tir/scope.h"
 
 #define MAXD 512
 
@@ -234,7 +235,7 @@ tir_PrimFunc *tir_pass_plan_buffer_allocation(const tir_PrimFunc *f) {
   for (int i = 0; i < c.n; i++) {
     Entry *e = &c.e[i];
     if (e->depth > e->limit) e->depth = e->limit;
-    if (kernels && e->depth > 1 && strcmp(e->buf->scope, "global") == 0) e->depth = 1;
+    if (kernels && e->depth > 1 && tir_scope_is_global(e->buf->scope)) e->depth = 1;
   }
   tir_Node *body = tir_mutate(f->body, rewrite, &c);
   free(c.e);

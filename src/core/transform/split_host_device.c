@@ -12,6 +12,7 @@
 #include "pass_util.h"
 #include "tir/strbuf.h"
 #include "tir/transform.h"
+#include "tir/scope.h"
 
 typedef struct {
   const tir_Node **defined;
@@ -89,7 +90,7 @@ static int warp_fn(const tir_Node *n, void *p) {
   WarpCtx *w = p;
   if (n->kind == TIR_Call && !w->op) {
     const char *op = ((const tir_Call *)n)->op;
-    if (strncmp(op, "wmma_", 5) == 0 || strncmp(op, "mma_", 4) == 0) w->op = op;
+    if (tir_builtin_has(op, TIR_BUILTIN_WARP)) w->op = op;
   }
   return 0;
 }
@@ -104,8 +105,9 @@ static int smem_fn(const tir_Node *n, void *p) {
   SmemCtx *c = p;
   if (n->kind != TIR_Allocate) return 0;
   const tir_Buffer *b = ((const tir_Allocate *)n)->buffer;
-  if (strncmp(b->scope, "shared", 6) != 0) return 0;
-  if (strcmp(b->scope, "shared.dyn") == 0) c->any_dyn = 1;
+  tir_Scope sc = tir_scope_parse(b->scope);
+  if (sc.rank != TIR_SCOPE_SHARED) return 0;
+  if (strcmp(sc.tag, ".dyn") == 0) c->any_dyn = 1;
   int64_t e = tir_shared_slice_bytes(b);
   if (e < 0) c->unknown = 1;
   else c->bytes += e;
@@ -227,7 +229,7 @@ static int walk(const tir_Node *s, const tir_PrimFunc *host, tir_DeviceSplit *ou
       if (walk(a->items[i], host, out)) return -1;
     return 0;
   }
-  if (s->kind == TIR_Allocate && strcmp(((const tir_Allocate *)s)->buffer->scope, "global") == 0) {
+  if (s->kind == TIR_Allocate && tir_scope_is_global(((const tir_Allocate *)s)->buffer->scope)) {
     out->host_allocs = tir_array_push(out->host_allocs, tir_retain(((const tir_Allocate *)s)->buffer));
     return walk(((const tir_Allocate *)s)->body, host, out);
   }

@@ -26,6 +26,7 @@
 #include "pass_util.h"
 
 #include "tir/arith.h"
+#include "tir/scope.h"
 
 #define MAXB 64
 #define MAXM 16
@@ -60,7 +61,7 @@ typedef struct {
  * serves the read-after-write of the consumer that follows it. */
 static int is_wait(const tir_Node *s) {
   return s->kind == TIR_Evaluate && ((const tir_Evaluate *)s)->value->kind == TIR_Call &&
-         strcmp(((const tir_Call *)((const tir_Evaluate *)s)->value)->op, "ptx_wait_group") == 0;
+         tir_builtin_has(((const tir_Call *)((const tir_Evaluate *)s)->value)->op, TIR_BUILTIN_ASYNC_WAIT);
 }
 
 static int find_wait(const tir_Node *n, void *p) {
@@ -134,7 +135,7 @@ static int conflicts(const Acc *state, const Acc *acc) {
   return meets(acc->r, acc->nr, state->w, state->nw) || meets(acc->w, acc->nw, state->r, state->nr);
 }
 
-static int is_shared(const tir_Buffer *b) { return strncmp(b->scope, "shared", 6) == 0; }
+static int is_shared(const tir_Buffer *b) { return tir_scope_is_shared(b->scope); }
 
 /* Collecting a statement's accesses: the markers around them and the loops inside the
  * statement (a version using such a loop's variable means "any version"). */

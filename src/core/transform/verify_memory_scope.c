@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "pass_util.h"
+#include "tir/scope.h"
 
 #define MAXD 512
 
@@ -59,13 +60,7 @@ typedef struct {
 /* Whether the iterations of a loop bound to `tag` get separate copies of a buffer in
  * `scope`: any thread tag for local (and wmma fragments), blockIdx for shared, blockIdx
  * and threadIdx.y/z for warp, none for global. */
-static int splits_storage(const char *scope, const char *tag) {
-  int block = strncmp(tag, "blockIdx.", 9) == 0;
-  if (strcmp(scope, "global") == 0 || scope[0] == '\0') return 0;
-  if (strncmp(scope, "shared", 6) == 0) return block;
-  if (strcmp(scope, "warp") == 0) return block || strcmp(tag, "threadIdx.y") == 0 || strcmp(tag, "threadIdx.z") == 0;
-  return 1; /* local, wmma.*, anything narrower */
-}
+static int splits_storage(const char *scope, const char *tag) { return tir_scope_splits(scope, tag); }
 
 static void access(V *v, const tir_Buffer *b) {
   if (v->failed) return;
@@ -86,7 +81,7 @@ static void access(V *v, const tir_Buffer *b) {
                   "bound to %s and accesses it: values cannot pass between the iterations of that loop. Compute its "
                   "producers and consumers under the same thread loops (compute_at / reverse_compute_at), or use a "
                   "wider scope",
-                  b->name, b->scope, strncmp(b->scope, "shared", 6) == 0 ? "thread block" : "thread",
+                  b->name, b->scope, tir_scope_is_shared(b->scope) ? "thread block" : "thread",
                   f->loop_var->name, f->thread_tag);
     tir_error_set_ir(&v->func->hdr);
     tir_error_mark(s, "this loop");
@@ -133,7 +128,7 @@ static void check_redundant_update(V *v, const tir_Block *b) {
   if (v->failed || !is_leaf(b)) return;
   for (int w = 0; w < b->writes->size; w++) {
     const tir_Buffer *buf = ((const tir_BufferRegion *)b->writes->items[w])->buffer;
-    if (strcmp(buf->scope, "global") != 0 && strncmp(buf->scope, "shared", 6) != 0 && buf->scope[0] != '\0') continue;
+    if (!tir_scope_is_global(buf->scope) && !tir_scope_is_shared(buf->scope)) continue;
     int self = 0;
     for (int r = 0; r < b->reads->size && !self; r++) self = ((const tir_BufferRegion *)b->reads->items[r])->buffer == buf;
     if (!self) continue;
@@ -231,8 +226,8 @@ static void check_distributed_writes(V *v, const tir_Node *kernel) {
     const tir_Block *w = k.a[i].b;
     for (int wi = 0; wi < w->writes->size && !v->failed; wi++) {
       const tir_Buffer *buf = ((const tir_BufferRegion *)w->writes->items[wi])->buffer;
-      int shared = strncmp(buf->scope, "shared", 6) == 0;
-      if (!shared && strcmp(buf->scope, "global") != 0) continue;
+      int shared = tir_scope_is_shared(buf->scope);
+      if (!shared && !tir_scope_is_global(buf->scope)) continue;
       for (int a = 0; a < N_AXES && !v->failed; a++) {
         const tir_For *lw = k.a[i].ax.under[a];
         if (!v->launch[a] || !lw || (shared && a < 3)) continue;
@@ -379,7 +374,7 @@ tir_PrimFunc *tir_pass_verify_memory_scope(const tir_PrimFunc *f) {
      * which lower_thread_binding then makes one kernel */
     int whole = 0;
     for (int a = 0; a < root->block->alloc_buffers->size; a++)
-      whole |= strcmp(((const tir_Buffer *)root->block->alloc_buffers->items[a])->scope, "global") != 0;
+      whole |= !tir_scope_is_global(((const tir_Buffer *)root->block->alloc_buffers->items[a])->scope);
     const tir_Array *items = body->kind == TIR_SeqStmt && !whole ? ((const tir_SeqStmt *)body)->seq : NULL;
     int n = items ? items->size : 1;
     for (int a = 0; a < root->block->alloc_buffers->size; a++) {

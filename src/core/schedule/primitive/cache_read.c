@@ -36,9 +36,7 @@ int64_t tir_sched_cache_read(tir_Schedule *s, int64_t uid, int index, const char
   const tir_BlockRealize *br = sch_find_block(s->func->body, uid, &pb);
   if (!br) return tir_sched_block_realize(s, uid, P) ? 0 : -1;
   const tir_Block *blk = br->block;
-  if (!sch_valid_scope(scope))
-    return sch_error(s, P, &br->hdr, "this block", "invalid storage scope '%s' (global, shared, shared.dyn, local, warp, wmma.*)",
-                     scope);
+  if (sch_check_scope(s, P, &br->hdr, scope)) return -1;
   if (index < 0 || index >= blk->reads->size) {
     tir_StrBuf sb;
     tir_sb_init(&sb);

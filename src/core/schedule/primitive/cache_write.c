@@ -19,9 +19,7 @@ int64_t tir_sched_cache_write(tir_Schedule *s, int64_t uid, int index, const cha
   const tir_BlockRealize *br = sch_find_block(s->func->body, uid, &pb);
   if (!br) return tir_sched_block_realize(s, uid, P) ? 0 : -1;
   const tir_Block *blk = br->block;
-  if (!sch_valid_scope(scope))
-    return sch_error(s, P, &br->hdr, "this block", "invalid storage scope '%s' (global, shared, shared.dyn, local, warp, wmma.*)",
-                     scope);
+  if (sch_check_scope(s, P, &br->hdr, scope)) return -1;
   if (index < 0 || index >= blk->writes->size)
     return sch_error(s, P, &br->hdr, "this block", "write_buffer_index %d is out of range: block '%s' writes %d buffer(s)",
                      index, blk->name, blk->writes->size);

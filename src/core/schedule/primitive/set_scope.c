@@ -33,9 +33,7 @@ int tir_sched_set_scope(tir_Schedule *s, int64_t uid, int index, const char *sco
   const tir_BlockRealize *br = tir_sched_block_realize(s, uid, P);
   if (!br) return -1;
   const tir_Block *blk = br->block;
-  if (!sch_valid_scope(scope))
-    return sch_error(s, P, &br->hdr, "this block", "invalid storage scope '%s' (global, shared, shared.dyn, local, warp, wmma.*)",
-                     scope);
+  if (sch_check_scope(s, P, &br->hdr, scope)) return -1;
   if (index < 0 || index >= blk->writes->size)
     return sch_error(s, P, &br->hdr, "this block", "write_buffer_index %d is out of range: block '%s' writes %d buffer(s)", index,
                      blk->name, blk->writes->size);

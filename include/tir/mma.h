@@ -1,0 +1,56 @@
+/* mma.h -- the tensor-core instruction configurations, one row each (TVM src/target/source/ptx.cc
+ * and TileLang's instruction/mma.h keep the same kind of table).  The CUDA codegen emits one
+ * helper per used row (ptx_mma.c), the simulator takes its lane maps and dtypes from the rows
+ * (sim_warp.c), and lib/tir/intrin/cuda.lua generates the desc/impl intrinsics per row
+ * (tir.core.mma_configs()).  Adding an instruction family is a row here plus its registration.
+ *
+ * The builtins work on warp tiles: mma_sync multiplies a 16 x k A tile by a k x 16 B tile into a
+ * 16x16 C tile, i.e. two instructions m16n8k (the second on columns 8-15); the "warp" buffer of an
+ * operand keeps its tile in (tile elements / 32) consecutive elements per lane, in the order of
+ * the lane maps below.  wmma rows are nvcuda::wmma fragment shapes (layout unspecified by PTX;
+ * the simulator models a fragment as the warp's collective tile).
+ */
+#ifndef TIR_MMA_H
+#define TIR_MMA_H
+
+#include "tir/dtype.h"
+
+typedef enum { TIR_MMA_SYNC, TIR_MMA_WMMA } tir_MmaFamily;
+
+/* element e of lane `lane`'s part of a warp-tile operand -> (row, col) of the tile
+ * (A: row m, col k; B: row k, col n; C/D: row m, col n) */
+typedef void (*tir_MmaLaneMap)(int lane, int e, int *row, int *col);
+
+typedef struct {
+  const char *name;      /* "<shape>.<A>.<B>.<C>", e.g. "m16n8k16.f16.f16.f32": the row's key */
+  tir_MmaFamily family;
+  int m, n, k;           /* one instruction's shape */
+  tir_DType a, b, c;     /* input and accumulator (C = D) element types */
+  const char *ptx_a, *ptx_b, *ptx_c; /* PTX type names (f16 bf16 s8 u8 f32 s32) */
+  int min_sm;            /* the oldest architecture with the instruction (80 = sm_80) */
+  /* mma.sync only: 32-bit registers per lane of one instruction, and the warp tile's lane maps
+   * (PTX ISA 9.7.14.5.8 for m16n8k16 .f16/.bf16, 9.7.14.5.10 for m16n8k32 .s8/.u8) */
+  int regs_a, regs_b, regs_c;
+  tir_MmaLaneMap map_a, map_b, map_c;
+  const char *source;    /* the PTX ISA / CUDA guide section the facts come from */
+} tir_MmaConfig;
+
+/* All rows (static storage); *n gets their number. */
+const tir_MmaConfig *tir_mma_table(int *n);
+/* The row named `name` of `family`, or NULL. */
+const tir_MmaConfig *tir_mma_find(tir_MmaFamily family, const char *name);
+/* The row of `family` with these element types (and shape, 0 = any), or NULL. */
+const tir_MmaConfig *tir_mma_for(tir_MmaFamily family, tir_DType a, tir_DType b, tir_DType c, int m, int n, int k);
+/* Warp-tile extents of a row: A is tile_m x k, B k x tile_n, C tile_m x tile_n (mma.sync: 16 x 16,
+ * two instructions along n; wmma: the fragment shape). */
+int tir_mma_tile_m(const tir_MmaConfig *c);
+int tir_mma_tile_n(const tir_MmaConfig *c);
+/* Elements per lane of a warp tile's operand ('a', 'b', 'c'); mma.sync rows only. */
+int tir_mma_lane_elems(const tir_MmaConfig *c, char operand);
+/* The device helper's name ("tir_mma_m16n8k16_f16_f16_f32") and its CUDA definition (static
+ * storage / owned string): void NAME(acc *d, const unsigned *a, const unsigned *b, const acc *c)
+ * issuing the two instructions of a 16x16 warp tile. */
+const char *tir_mma_helper_name(const tir_MmaConfig *c);
+char *tir_mma_helper_source(const tir_MmaConfig *c);
+
+#endif

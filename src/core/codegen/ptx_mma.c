@@ -1,0 +1,127 @@
+/* ptx_mma.c -- the tensor-core instruction table (include/tir/mma.h) and the device helper each
+ * mma.sync row emits.
+ *
+ * Lane maps of mma.sync (PTX ISA 9.7.14.5.8 "Matrix Fragments for mma.m16n8k16" and 9.7.14.5.10
+ * "Matrix Fragments for mma.m16n8k32"), with g = lane / 4 (groupID), q = lane % 4
+ * (threadID_in_group) and E = 32 / element bits (elements per 32-bit register):
+ *  - A (16 x k, row): register r holds E consecutive k of row g + 8 (r % 2), starting at column
+ *    E q + 4 E (r / 2);  i.e. a0..a(E-1) = (g, Eq ..), then (g+8, Eq ..), (g, Eq + 4E ..), ...
+ *  - B (k x 8, col): register r holds E consecutive k starting at E q + 4 E r, column g.
+ *  - C/D (16 x 8, 32-bit): c0, c1 = (g, 2q .. 2q+1), c2, c3 = (g+8, 2q ..).
+ * Our warp tile (16 x 16 C) is two instructions along n: a lane's B elements and C elements of
+ * the first half belong to columns 0-7, the second half to columns 8-15.  For 16-bit inputs
+ * this is the m16n8k16 layout; for 8-bit inputs m16n8k32 (k = 32: four 8-bit values a register).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "tir/mma.h"
+#include "tir/strbuf.h"
+
+static void a_map(int l, int e, int E, int *r, int *c) {
+  int g = l / 4, q = l % 4, reg = e / E, w = e % E;
+  *r = g + 8 * (reg % 2);
+  *c = E * q + w + 4 * E * (reg / 2);
+}
+static void b_map(int l, int e, int E, int *k, int *n) {
+  int g = l / 4, q = l % 4, t = e / (2 * E), ee = e % (2 * E), reg = ee / E, w = ee % E;
+  *k = E * q + w + 4 * E * reg;
+  *n = 8 * t + g;
+}
+static void c_map(int l, int e, int *r, int *c) {
+  int g = l / 4, q = l % 4, t = e / 4, jj = e % 4;
+  *r = g + 8 * (jj / 2);
+  *c = 8 * t + 2 * q + jj % 2;
+}
+static void a16(int l, int e, int *r, int *c) { a_map(l, e, 2, r, c); }
+static void b16(int l, int e, int *r, int *c) { b_map(l, e, 2, r, c); }
+
+#define F16 {TIR_DT_FLOAT, 16, 1}
+#define BF16 {TIR_DT_BFLOAT, 16, 1}
+#define F32 {TIR_DT_FLOAT, 32, 1}
+#define S8 {TIR_DT_INT, 8, 1}
+#define U8 {TIR_DT_UINT, 8, 1}
+#define S32 {TIR_DT_INT, 32, 1}
+#define MMA16(name, A, B, C, pa, pb, pc)                                                                             \
+  {name, TIR_MMA_SYNC, 16, 8, 16, A, B, C, pa, pb, pc, 80, 4, 2, 4, a16, b16, c_map,                               \
+   "PTX ISA 9.7.14.5.8 (mma.m16n8k16)"}
+#define WMMA(name, m, n, k, A, B, C, pa, pb, pc, sm)                                                                 \
+  {name, TIR_MMA_WMMA, m, n, k, A, B, C, pa, pb, pc, sm, 0, 0, 0, NULL, NULL, NULL,                                 \
+   "PTX ISA 9.7.14.4 (wmma); CUDA C++ Programming Guide, Warp Matrix Functions"}
+
+static const tir_MmaConfig table[] = {
+    MMA16("m16n8k16.f16.f16.f32", F16, F16, F32, "f16", "f16", "f32"),
+    MMA16("m16n8k16.bf16.bf16.f32", BF16, BF16, F32, "bf16", "bf16", "f32"),
+    WMMA("m16n16k16.f16.f16.f32", 16, 16, 16, F16, F16, F32, "f16", "f16", "f32", 70),
+};
+
+const tir_MmaConfig *tir_mma_table(int *n) {
+  *n = (int)(sizeof table / sizeof table[0]);
+  return table;
+}
+
+const tir_MmaConfig *tir_mma_find(tir_MmaFamily family, const char *name) {
+  for (size_t i = 0; name && i < sizeof table / sizeof table[0]; i++)
+    if (table[i].family == family && strcmp(table[i].name, name) == 0) return &table[i];
+  return NULL;
+}
+
+const tir_MmaConfig *tir_mma_for(tir_MmaFamily family, tir_DType a, tir_DType b, tir_DType c, int m, int n, int k) {
+  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+    const tir_MmaConfig *r = &table[i];
+    if (r->family == family && tir_dtype_eq(r->a, a) && tir_dtype_eq(r->b, b) && tir_dtype_eq(r->c, c) && (!m || r->m == m) &&
+        (!n || r->n == n) && (!k || r->k == k))
+      return r;
+  }
+  return NULL;
+}
+
+int tir_mma_tile_m(const tir_MmaConfig *c) { return c->family == TIR_MMA_SYNC ? 16 : c->m; }
+int tir_mma_tile_n(const tir_MmaConfig *c) { return c->family == TIR_MMA_SYNC ? 16 : c->n; }
+
+int tir_mma_lane_elems(const tir_MmaConfig *c, char operand) {
+  int tm = tir_mma_tile_m(c), tn = tir_mma_tile_n(c);
+  return operand == 'a' ? tm * c->k / 32 : operand == 'b' ? c->k * tn / 32 : tm * tn / 32;
+}
+
+const char *tir_mma_helper_name(const tir_MmaConfig *c) {
+  static char buf[8][64];
+  static int next;
+  char *b = buf[next++ % 8];
+  snprintf(b, sizeof buf[0], "tir_mma_%s", c->name);
+  for (char *p = b; *p; p++)
+    if (*p == '.') *p = '_';
+  return b;
+}
+
+char *tir_mma_helper_source(const tir_MmaConfig *c) {
+  int fl = tir_dtype_is_float(c->c);
+  const char *acc = fl ? "float" : "int", *cc = fl ? "f" : "r";
+  int na = c->regs_a, nb = c->regs_b, nc = c->regs_c;
+  tir_StrBuf sb;
+  tir_sb_init(&sb);
+  tir_sb_printf(&sb, "\n// %s: a 16x16 warp tile as two mma.sync m%dn%dk%d (columns 0-7, then 8-15)\n", c->source, c->m, c->n,
+                c->k);
+  tir_sb_printf(&sb, "__device__ __forceinline__ void %s(%s *d, const unsigned *a, const unsigned *b, const %s *c) {\n",
+                tir_mma_helper_name(c), acc, acc);
+  for (int t = 0; t < 2; t++) {
+    tir_sb_printf(&sb, "  asm volatile(\"mma.sync.aligned.m%dn%dk%d.row.col.%s.%s.%s.%s ", c->m, c->n, c->k, c->ptx_c, c->ptx_a,
+                  c->ptx_b, c->ptx_c);
+    int op = 0;
+    int groups[4] = {nc, na, nb, nc};
+    for (int gi = 0; gi < 4; gi++) {
+      tir_sb_puts(&sb, gi ? ", {" : "{");
+      for (int i = 0; i < groups[gi]; i++) tir_sb_printf(&sb, "%s%%%d", i ? ", " : "", op++);
+      tir_sb_puts(&sb, "}");
+    }
+    tir_sb_puts(&sb, ";\"\n               : ");
+    for (int i = 0; i < nc; i++) tir_sb_printf(&sb, "%s\"=%s\"(d[%d])", i ? ", " : "", cc, nc * t + i);
+    tir_sb_puts(&sb, "\n               : ");
+    for (int i = 0; i < na; i++) tir_sb_printf(&sb, "\"r\"(a[%d]), ", i);
+    for (int i = 0; i < nb; i++) tir_sb_printf(&sb, "\"r\"(b[%d]), ", nb * t + i);
+    for (int i = 0; i < nc; i++) tir_sb_printf(&sb, "%s\"%s\"(c[%d])", i ? ", " : "", cc, nc * t + i);
+    tir_sb_puts(&sb, ");\n");
+  }
+  tir_sb_puts(&sb, "}\n");
+  return tir_sb_take(&sb);
+}

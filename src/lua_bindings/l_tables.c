@@ -1,0 +1,100 @@
+/* l_tables.c -- the core's tables as Lua values (read-only copies):
+ *   tir.core.builtins()      -> {{op=, min_args=, max_args=, writes={i..} (0-based), pure=, barrier=,
+ *                                 async=, async_wait=, warp=, float_math=, doc=}, ...}  (builtins.def)
+ *   tir.core.mma_configs()   -> {{name=, family="mma"|"wmma", m=, n=, k=, a=, b=, c= (dtype strings),
+ *                                 ptx_a=, ptx_b=, ptx_c=, min_sm=, tile_m=, tile_n=, regs_a=, regs_b=,
+ *                                 regs_c=, source=}, ...}  (include/tir/mma.h)
+ *   tir.core.scope_valid(s)  -> boolean (include/tir/scope.h: what set_scope/cache_read accept)
+ *   tir.core.scope_list()    -> the list of valid scopes for messages (a string) */
+#include "l_tir.h"
+#include "tir/mma.h"
+#include "tir/scope.h"
+
+static void set_int(lua_State *L, const char *k, lua_Integer v) {
+  lua_pushinteger(L, v);
+  lua_setfield(L, -2, k);
+}
+static void set_str(lua_State *L, const char *k, const char *v) {
+  lua_pushstring(L, v);
+  lua_setfield(L, -2, k);
+}
+static void set_bool(lua_State *L, const char *k, int v) {
+  lua_pushboolean(L, v);
+  lua_setfield(L, -2, k);
+}
+
+static int l_builtins(lua_State *L) {
+  const tir_BuiltinInfo *t = tir_builtin_table();
+  lua_createtable(L, TIR_BI_COUNT, 0);
+  for (int i = 0; i < TIR_BI_COUNT; i++) {
+    lua_createtable(L, 0, 12);
+    set_str(L, "op", t[i].op);
+    set_int(L, "min_args", t[i].min_args);
+    set_int(L, "max_args", t[i].max_args);
+    lua_newtable(L);
+    for (int a = 0, n = 0; a < 32; a++)
+      if (t[i].writes >> a & 1u) {
+        lua_pushinteger(L, a);
+        lua_rawseti(L, -2, ++n);
+      }
+    lua_setfield(L, -2, "writes");
+    set_bool(L, "pure", t[i].flags & TIR_BUILTIN_PURE);
+    set_bool(L, "barrier", t[i].flags & TIR_BUILTIN_BARRIER);
+    set_bool(L, "async", t[i].flags & TIR_BUILTIN_ASYNC);
+    set_bool(L, "async_wait", t[i].flags & TIR_BUILTIN_ASYNC_WAIT);
+    set_bool(L, "warp", t[i].flags & TIR_BUILTIN_WARP);
+    set_bool(L, "float_math", t[i].flags & TIR_BUILTIN_FLOAT_MATH);
+    set_str(L, "doc", t[i].doc);
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 1;
+}
+
+static int l_mma_configs(lua_State *L) {
+  int n;
+  const tir_MmaConfig *t = tir_mma_table(&n);
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) {
+    char buf[32];
+    lua_createtable(L, 0, 20);
+    set_str(L, "name", t[i].name);
+    set_str(L, "family", t[i].family == TIR_MMA_SYNC ? "mma" : "wmma");
+    set_int(L, "m", t[i].m);
+    set_int(L, "n", t[i].n);
+    set_int(L, "k", t[i].k);
+    set_str(L, "a", tir_dtype_str(t[i].a, buf));
+    set_str(L, "b", tir_dtype_str(t[i].b, buf));
+    set_str(L, "c", tir_dtype_str(t[i].c, buf));
+    set_str(L, "ptx_a", t[i].ptx_a);
+    set_str(L, "ptx_b", t[i].ptx_b);
+    set_str(L, "ptx_c", t[i].ptx_c);
+    set_int(L, "min_sm", t[i].min_sm);
+    set_int(L, "tile_m", tir_mma_tile_m(&t[i]));
+    set_int(L, "tile_n", tir_mma_tile_n(&t[i]));
+    set_int(L, "regs_a", t[i].regs_a);
+    set_int(L, "regs_b", t[i].regs_b);
+    set_int(L, "regs_c", t[i].regs_c);
+    set_str(L, "source", t[i].source);
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 1;
+}
+
+static int l_scope_valid(lua_State *L) {
+  lua_pushboolean(L, tir_scope_valid(luaL_checkstring(L, 1)));
+  return 1;
+}
+
+static int l_scope_list(lua_State *L) {
+  lua_pushstring(L, tir_scope_valid_list());
+  return 1;
+}
+
+void tirL_open_tables(lua_State *L) {
+  static const luaL_Reg fns[] = {{"builtins", l_builtins},
+                                 {"mma_configs", l_mma_configs},
+                                 {"scope_valid", l_scope_valid},
+                                 {"scope_list", l_scope_list},
+                                 {NULL, NULL}};
+  luaL_setfuncs(L, fns, 0);
+}
