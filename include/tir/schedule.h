@@ -83,8 +83,11 @@ int64_t tir_sched_cache_read(tir_Schedule *s, int64_t block, int index, const ch
                              int n_consumers);
 /* The block writes a new buffer in `scope`; a new block copies what it writes back to the
  * original buffer, after it and before its first consumer (the lowest loop holding both; the
- * end of the scope without consumers).  Returns the copy block's uid or -1. */
-int64_t tir_sched_cache_write(tir_Schedule *s, int64_t block, int index, const char *scope);
+ * end of the scope without consumers).  With consumer uids (TVM consumer_blocks), those
+ * blocks read the cache instead, and the copy goes before the first other consumer (the end
+ * of the scope when there is none).  Returns the copy block's uid or -1. */
+int64_t tir_sched_cache_write(tir_Schedule *s, int64_t block, int index, const char *scope, const int64_t *consumers,
+                              int n_consumers);
 /* Changes the storage scope of a buffer the block writes (allocated by a block, not a
  * parameter or match_buffer view); views matched from it take the scope too. */
 int tir_sched_set_scope(tir_Schedule *s, int64_t block, int index, const char *scope);

@@ -275,38 +275,68 @@ function Schedule:reverse_compute_inline(block)
   record(self, "reverse_compute_inline", {block})
 end
 
---- Copies the block's read buffer `index` (0-based, into its reads) into `scope`;
--- readers (or just consumer_blocks) read the copy.  Returns the copy block.  As in TVM, a
--- block with an init does not read what it writes: a matmul block's reads are A, B.
-function Schedule:cache_read(block, index, scope, consumer_blocks)
-  block = check_block(self, block, "cache_read", 1)
-  check_int(index, "cache_read", "read_buffer_index")
-  if type(scope) ~= "string" then raise("TypeError", "cache_read", "storage scope must be a string such as \"shared\"") end
+-- consumer_blocks of cache_read/cache_write: nil or a list of blocks (BlockRVs or names).
+-- Returns their uids and handles.
+local function consumer_list(self, consumer_blocks, prim)
   local uids, rvs = {}, {}
   if consumer_blocks ~= nil and (type(consumer_blocks) ~= "table" or getmetatable(consumer_blocks) ~= nil or
                                  #consumer_blocks ~= util.count_keys(consumer_blocks)) then
-    raise("TypeError", "cache_read", "consumer_blocks must be a list of blocks (BlockRVs or names), e.g. {\"C\"}, got %s",
+    raise("TypeError", prim, "consumer_blocks must be a list of blocks (BlockRVs or names), e.g. {\"C\"}, got %s",
           describe(consumer_blocks))
   end
   for i, c in ipairs(consumer_blocks or {}) do
-    rvs[i] = check_block(self, c, "cache_read", 4)
+    rvs[i] = check_block(self, c, prim, 4)
     uids[i] = rvs[i].uid
   end
-  local uid = self._state:cache_read(block.uid, index, scope, uids)
+  return uids, rvs
+end
+
+-- A buffer index of cache_read/cache_write: an integer into the block's reads/writes
+-- (0-based), or the buffer's name (TVM accepts int | str | Buffer).
+local function buffer_index(self, block, index, kind, prim)
+  if type(index) == "string" then
+    local blk = self._state:block_realize(block.uid, prim).block
+    local regions = kind == "read" and blk.reads or blk.writes
+    local names = {}
+    for i = 1, #regions do
+      if regions[i].buffer.name == index then return i - 1 end
+      names[i] = regions[i].buffer.name
+    end
+    raise("ValueError", prim, "block '%s' %s no buffer named '%s' (it %s %s)", blk.name, kind == "read" and "reads" or "writes",
+          index, kind == "read" and "reads" or "writes", #names > 0 and table.concat(names, ", ") or "nothing")
+  end
+  return check_int(index, prim, kind .. "_buffer_index")
+end
+
+-- cache_read (kind "read") / cache_write (kind "write"): the arguments checked, the core
+-- called, the step recorded; returns the new block.
+local function cache_stage(self, kind, block, index, scope, consumer_blocks)
+  local prim = "cache_" .. kind
+  block = check_block(self, block, prim, 1)
+  local idx = buffer_index(self, block, index, kind, prim)
+  if type(scope) ~= "string" then
+    raise("TypeError", prim, "storage scope must be a string such as \"%s\"", kind == "read" and "shared" or "local")
+  end
+  local uids, rvs = consumer_list(self, consumer_blocks, prim)
+  local uid = self._state[prim](self._state, block.uid, idx, scope, uids)
   local out = block_rv(uid, self._state:block_realize(uid).block.name)
-  record(self, "cache_read", #rvs > 0 and {block, index, scope, rvs} or {block, index, scope}, {out})
+  record(self, prim, #rvs > 0 and {block, index, scope, rvs} or {block, index, scope}, {out})
   return out
 end
 
---- The block writes a cache in `scope`, copied back by a new block (returned).
-function Schedule:cache_write(block, index, scope)
-  block = check_block(self, block, "cache_write", 1)
-  check_int(index, "cache_write", "write_buffer_index")
-  if type(scope) ~= "string" then raise("TypeError", "cache_write", "storage scope must be a string such as \"local\"") end
-  local uid = self._state:cache_write(block.uid, index, scope)
-  local out = block_rv(uid, self._state:block_realize(uid).block.name)
-  record(self, "cache_write", {block, index, scope}, {out})
-  return out
+--- Copies the block's read buffer `index` (0-based, into its reads, or the buffer's name)
+-- into `scope`; readers (or just consumer_blocks) read the copy.  Returns the copy block.
+-- As in TVM, a block with an init does not read what it writes: a matmul block's reads are
+-- A, B.
+function Schedule:cache_read(block, index, scope, consumer_blocks)
+  return cache_stage(self, "read", block, index, scope, consumer_blocks)
+end
+
+--- The block writes a cache in `scope` (write buffer `index`, 0-based, or its name), copied
+-- back by a new block (returned).  consumer_blocks (TVM): those consumers read the cache,
+-- the others the original buffer; the copy goes before the first of the others.
+function Schedule:cache_write(block, index, scope, consumer_blocks)
+  return cache_stage(self, "write", block, index, scope, consumer_blocks)
 end
 
 --- Changes the scope of the block's write buffer `index`.

@@ -212,8 +212,8 @@ static int m_reverse_compute_inline(lua_State *L) {
   return 0;
 }
 
-/* cache_read(block, index, scope, {consumer uids}) -> uid */
-static int m_cache_read(lua_State *L) {
+/* cache_read / cache_write (block, index, scope, {consumer uids}) -> uid */
+static int cache_stage(lua_State *L, int64_t (*fn)(tir_Schedule *, int64_t, int, const char *, const int64_t *, int)) {
   tir_Schedule *s = check(L, 1);
   int64_t uid = check_uid(L, 2);
   int index = int_arg(L, 3);
@@ -226,18 +226,14 @@ static int m_cache_read(lua_State *L) {
     cons[i - 1] = luaL_checkinteger(L, -1);
     lua_pop(L, 1);
   }
-  int64_t r = tir_sched_cache_read(s, uid, index, scope, cons, n);
+  int64_t r = fn(s, uid, index, scope, cons, n);
   if (r < 0) return tirL_raise_core(L);
   lua_pushinteger(L, r);
   return 1;
 }
 
-static int m_cache_write(lua_State *L) {
-  int64_t r = tir_sched_cache_write(check(L, 1), check_uid(L, 2), int_arg(L, 3), luaL_checkstring(L, 4));
-  if (r < 0) return tirL_raise_core(L);
-  lua_pushinteger(L, r);
-  return 1;
-}
+static int m_cache_read(lua_State *L) { return cache_stage(L, tir_sched_cache_read); }
+static int m_cache_write(lua_State *L) { return cache_stage(L, tir_sched_cache_write); }
 
 static int m_set_scope(lua_State *L) {
   if (tir_sched_set_scope(check(L, 1), check_uid(L, 2), int_arg(L, 3), luaL_checkstring(L, 4)))

@@ -687,6 +687,93 @@ describe("cache_write", function()
     check(sch, expected)
   end)
 
+  -- TVM test_cache_write_location with consumer_blocks: the given consumers read the cache,
+  -- the others the original buffer; the copy-back goes before the first of the others.
+  local function consume_cache(b_reads, c_reads, copy_at_end)
+    return T.prim_func("main", {D = T.Buffer({128}, "int32"), E = T.Buffer({128}, "int32")}, function(D, E)
+      local A = T.alloc_buffer({128}, "int32")
+      local A_global = T.alloc_buffer({128}, "int32")
+      local bufs = {A = A, A_global = A_global}
+      local function copy()
+        for ax0 in T.serial(128) do
+          T.block("A_global", function()
+            local v0 = T.axis.spatial(128, ax0)
+            A[{v0}] = A_global[{v0}]
+          end)
+        end
+      end
+      for i in T.serial(8) do
+        for j in T.serial(16) do
+          T.block("A", function()
+            local vi = T.axis.spatial(128, i * 16 + j)
+            A_global[{vi}] = D[{vi}] + 1
+          end)
+        end
+        for j in T.serial(16) do
+          T.block("B", function()
+            local vi = T.axis.spatial(128, i * 16 + j)
+            E[{vi}] = bufs[b_reads][{vi}] * 3
+          end)
+        end
+      end
+      if not copy_at_end then copy() end
+      for i in T.serial(128) do
+        T.block("C", function()
+          local vi = T.axis.spatial(128, i)
+          E[{vi}] = E[{vi}] + bufs[c_reads][{vi}]
+        end)
+      end
+      if copy_at_end then copy() end
+    end)
+  end
+
+  it("serves the given consumers from the cache (TVM cache_write_multi_consumer_*_consume_cache)", function()
+    -- B reads the cache, C the original buffer (TVM ..._B_consume_cache)
+    local sch = tir.Schedule(multi_consumer())
+    sch:cache_write("A", 0, "global", {"B"})
+    check(sch, consume_cache("A_global", "A"))
+    -- C reads the cache: the copy goes inside the loop, before B (TVM ..._C_consume_cache)
+    local sch2 = tir.Schedule(multi_consumer())
+    sch2:cache_write("A", 0, "global", {sch2:get_block("C")})
+    local s2 = tostring(sch2.mod)
+    assert.matches("%] %+ A_global%[{vi[_%d]*}%]", s2)   -- C reads the cache
+    assert.matches("%] = A%[{vi[_%d]*}%] %* 3", s2)       -- B reads A
+    local copy_in_loop = s2:find('T.block("A_global"', 1, true) < s2:find('T.block("B"', 1, true)
+    assert.is_true(copy_in_loop)
+    check(sch2)
+    -- every consumer reads the cache: the copy goes to the end of the scope (TVM ..._all_consume_cache)
+    local sch3 = tir.Schedule(multi_consumer())
+    sch3:cache_write("A", "A", "global", {"B", "C"})
+    check(sch3, consume_cache("A_global", "A_global", true))
+  end)
+
+  it("refuses consumer blocks that cannot read the cache", function()
+    local sch = tir.Schedule(multi_consumer())
+    U.expect_error(function() sch:cache_write("A", 0, "global", {"A"}) end, "ScheduleError in cache_write",
+                   "consumer block 1 is block 'A' itself")
+    local f2 = elementwise(8)
+    local s2 = tir.Schedule(f2)
+    U.expect_error(function() s2:cache_write("C", 0, "global", {"B"}) end, "ScheduleError in cache_write",
+                   "consumer block 'B' does not read C")
+    U.expect_error(function() s2:cache_write("C", 0, "global", "B") end, "TypeError in cache_write",
+                   "consumer_blocks must be a list of blocks")
+    U.expect_error(function() s2:cache_write("C", 0, "global", {"nope"}) end, "no block named 'nope'")
+    -- a reader before the writer
+    local f3 = T.prim_func("main", {A = T.Buffer({8}, "int32"), B = T.Buffer({8}, "int32"), C = T.Buffer({8}, "int32")},
+      function(A, B, C)
+        for i in T.serial(8) do
+          T.block("early", function() local vi = T.axis.spatial(8, i); C[{vi}] = B[{vi}] end)
+        end
+        for i in T.serial(8) do
+          T.block("W", function() local vi = T.axis.spatial(8, i); B[{vi}] = A[{vi}] + 1 end)
+        end
+      end)
+    local s3 = tir.Schedule(f3)
+    U.expect_error(function() s3:cache_write("W", 0, "local", {"early"}) end,
+                   "consumer block 'early' runs before block 'W' writes the cache")
+    assert.is_true(tir.structural_equal(f3, s3.mod))
+  end)
+
   it("chains caches (TVM continuous_cache_write)", function()
     local sch = tir.Schedule(elementwise(16))
     local b = sch:get_block("B")
@@ -874,7 +961,8 @@ describe("cache_write", function()
     local sch = tir.Schedule(elementwise(8))
     U.expect_error(function() sch:cache_write("B", 1, "global") end, "cache_write",
                    "write_buffer_index 1 is out of range: block 'B' writes 1 buffer(s)")
-    U.expect_error(function() sch:cache_write("B", "0", "global") end, "write_buffer_index must be an integer")
+    U.expect_error(function() sch:cache_write("B", "0", "global") end, "block 'B' writes no buffer named '0' (it writes B)")
+    U.expect_error(function() sch:cache_write("B", 0.5, "global") end, "write_buffer_index must be an integer")
   end)
 
   it("refuses an unknown storage scope (TVM fail_invalid_storage_scope)", function()

@@ -490,3 +490,22 @@ int sch_check_compact_dataflow(tir_Schedule *s, const char *prim, const tir_For 
   free(blocks);
   return rc;
 }
+
+typedef struct {
+  tir_Buffer *from, *to;
+} RedirectCtx;
+
+static tir_Node *redirect_reader(const tir_BlockRealize *br, void *p) {
+  RedirectCtx *c = p;
+  tir_Node *nb = tir_substitute_buffers(&br->block->hdr, 1, &c->from, &c->to);
+  tir_Node *pred = tir_substitute_buffers(br->predicate, 1, &c->from, &c->to);
+  tir_BlockRealize *r = (tir_BlockRealize *)sch_realize_with_block(br, (tir_Block *)nb);
+  tir_release(r->predicate);
+  r->predicate = pred;
+  return &r->hdr;
+}
+
+tir_Node *sch_redirect_readers(const tir_Node *root, const int64_t *uids, int n, tir_Buffer *from, tir_Buffer *to) {
+  RedirectCtx c = {from, to};
+  return sch_map_blocks(root, uids, n, redirect_reader, &c);
+}

@@ -87,5 +87,9 @@ tir_Array *sch_cache_region(const tir_Node *root, const tir_Block *scope, const 
 tir_Node *sch_make_region_copy_nest(const char *name, const tir_Buffer *src, const tir_Buffer *dst, const tir_Array *region,
                                     int64_t *uid);
 
+/* root with the blocks of the given uids (and their predicates) reading `to` instead of
+ * `from` (owned). */
+tir_Node *sch_redirect_readers(const tir_Node *root, const int64_t *uids, int n, tir_Buffer *from, tir_Buffer *to);
+
 /* scope (a copy, owned) with stmt (stolen) inserted at position pos of host's body. */
 tir_Node *sch_insert_at(const tir_Block *scope, const tir_Node *host, int pos, tir_Node *stmt);

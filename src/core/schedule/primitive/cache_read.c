@@ -15,20 +15,6 @@
 
 #include "../dataflow.h"
 
-typedef struct {
-  tir_Buffer *from, *to;
-} SubCtx;
-
-static tir_Node *rewrite_reader(const tir_BlockRealize *br, void *p) {
-  SubCtx *c = p;
-  tir_Node *nb = tir_substitute_buffers(&br->block->hdr, 1, &c->from, &c->to);
-  tir_Node *pred = tir_substitute_buffers(br->predicate, 1, &c->from, &c->to);
-  tir_BlockRealize *r = (tir_BlockRealize *)sch_realize_with_block(br, (tir_Block *)nb);
-  tir_release(r->predicate);
-  r->predicate = pred;
-  return &r->hdr;
-}
-
 int64_t tir_sched_cache_read(tir_Schedule *s, int64_t uid, int index, const char *scope, const int64_t *consumers,
                              int n_consumers) {
   const char *P = "cache_read";
@@ -111,8 +97,7 @@ int64_t tir_sched_cache_read(tir_Schedule *s, int64_t uid, int index, const char
     tir_release(region);
     /* place the copy first (blocks still have their identities), then redirect readers */
     tir_Node *placed = sch_insert_at(scope_blk, host, pos, nest);
-    SubCtx c = {buf, nb};
-    tir_Node *mapped = sch_map_blocks(placed, readers, n_readers, rewrite_reader, &c);
+    tir_Node *mapped = sch_redirect_readers(placed, readers, n_readers, buf, nb);
     tir_release(placed);
     tir_Block *nscope = (tir_Block *)mapped;
     nscope->alloc_buffers = tir_array_push(nscope->alloc_buffers, &nb->hdr);

@@ -8,12 +8,15 @@
  * there (its write region relaxed over the loops between it and the copy, honouring its
  * predicate), so data of an output the block does not write is left alone;
  * reverse_compute_at then shrinks the copy to a tile.  The block must be buf's only writer
- * in the scope. */
+ * in the scope.  Given consumer blocks (TVM consumer_blocks) read the cache instead of buf:
+ * the copy then goes before the first of the other consumers (the end of the scope when
+ * there is none); each given block must read buf, not write it, and run after the block. */
 #include <stdlib.h>
 
 #include "../dataflow.h"
 
-int64_t tir_sched_cache_write(tir_Schedule *s, int64_t uid, int index, const char *scope) {
+int64_t tir_sched_cache_write(tir_Schedule *s, int64_t uid, int index, const char *scope, const int64_t *consumers,
+                              int n_consumers) {
   const char *P = "cache_write";
   SchPath pb;
   const tir_BlockRealize *br = sch_find_block(s->func->body, uid, &pb);
@@ -47,11 +50,39 @@ int64_t tir_sched_cache_write(tir_Schedule *s, int64_t uid, int index, const cha
       free(all);
       return -1;
     }
-  /* the copy-back goes after the block, before its first consumer (blocks after it reading buf) */
+  int bidx = sch_block_index(all, n_all, br);
+  for (int k = 0; k < n_consumers; k++) {
+    int c = -1;
+    for (int i = 0; i < n_all && c < 0; i++)
+      if (all[i]->block->uid == consumers[k]) c = i;
+    int rc = 0;
+    if (c < 0)
+      rc = sch_error(s, P, &br->hdr, "this block", "consumer block %d is not in the scope of block '%s'", k + 1, blk->name);
+    else if (c == bidx)
+      rc = sch_error(s, P, &br->hdr, "this block", "consumer block %d is block '%s' itself, the writer of the cache", k + 1,
+                     blk->name);
+    else if (!sch_block_reads(all[c]->block, buf))
+      rc = sch_error(s, P, &all[c]->hdr, "this consumer", "consumer block '%s' does not read %s", all[c]->block->name,
+                     buf->name);
+    else if (sch_block_writes(all[c]->block, buf))
+      rc = sch_error(s, P, &all[c]->hdr, "this consumer", "consumer block '%s' also writes %s", all[c]->block->name, buf->name);
+    else if (c < bidx)
+      rc = sch_error(s, P, &all[c]->hdr, "this consumer", "consumer block '%s' runs before block '%s' writes the cache",
+                     all[c]->block->name, blk->name);
+    if (rc) {
+      free(all);
+      return -1;
+    }
+  }
+  /* the copy-back goes after the block, before its first consumer that keeps reading buf
+   * (blocks after it reading buf, other than the given consumers) */
   int64_t *rel = calloc((size_t)n_all + 1, sizeof *rel);
-  int nrel = 0, bidx = sch_block_index(all, n_all, br);
-  for (int i = bidx + 1; i < n_all; i++)
-    if (sch_block_reads(all[i]->block, buf)) rel[nrel++] = all[i]->block->uid;
+  int nrel = 0;
+  for (int i = bidx + 1; i < n_all; i++) {
+    int given = 0;
+    for (int k = 0; k < n_consumers; k++) given |= consumers[k] == all[i]->block->uid;
+    if (!given && sch_block_reads(all[i]->block, buf)) rel[nrel++] = all[i]->block->uid;
+  }
   free(all);
   const tir_Node *host;
   int pos;
@@ -67,6 +98,11 @@ int64_t tir_sched_cache_write(tir_Schedule *s, int64_t uid, int index, const cha
   tir_Node *nrealize = sch_realize_with_block(br, (tir_Block *)nblk);
   tir_Node *mapped = tir_replace_stmt(placed, &br->hdr, nrealize);
   tir_release(placed);
+  if (n_consumers > 0) {
+    tir_Node *redirected = sch_redirect_readers(mapped, consumers, n_consumers, buf, nb);
+    tir_release(mapped);
+    mapped = redirected;
+  }
   tir_Block *nscope = (tir_Block *)mapped;
   nscope->alloc_buffers = tir_array_push(nscope->alloc_buffers, &nb->hdr);
   sch_replace(s, &scope_blk->hdr, &nscope->hdr);
