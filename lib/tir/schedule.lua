@@ -339,10 +339,10 @@ function Schedule:cache_write(block, index, scope, consumer_blocks)
   return cache_stage(self, "write", block, index, scope, consumer_blocks)
 end
 
---- Changes the scope of the block's write buffer `index`.
+--- Changes the scope of the block's write buffer `index` (0-based, or its name).
 function Schedule:set_scope(block, index, scope)
   block = check_block(self, block, "set_scope", 1)
-  self._state:set_scope(block.uid, check_int(index, "set_scope", "buffer_index"), scope)
+  self._state:set_scope(block.uid, buffer_index(self, block, index, "write", "set_scope"), scope)
   record(self, "set_scope", {block, index, scope})
 end
 

@@ -470,7 +470,8 @@ describe("set_scope", function()
     U.expect_error(function() sch:set_scope("B", 1, "shared") end, "set_scope",
                    "write_buffer_index 1 is out of range: block 'B' writes 1 buffer(s)")
     U.expect_error(function() sch:set_scope("B", -1, "shared") end, "write_buffer_index -1 is out of range")
-    U.expect_error(function() sch:set_scope("B", "B", "shared") end, "buffer_index must be an integer")
+    U.expect_error(function() sch:set_scope("B", "A", "shared") end, "block 'B' writes no buffer named 'A' (it writes B)")
+    U.expect_error(function() sch:set_scope("B", 0.5, "shared") end, "write_buffer_index must be an integer")
   end)
 
   it("refuses an unknown scope (TVM fail_on_invalid_scope)", function()

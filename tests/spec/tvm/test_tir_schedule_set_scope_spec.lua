@@ -56,12 +56,12 @@ describe("test_tir_schedule_set_scope", function()
     end
   end)
 
-  it("test_set_scope (the buffer given by name)", awaits("buffers by name (h5)", function()
+  it("test_set_scope (the buffer given by name)", function()
     local before = element_wise()
     local s = tir.Schedule(before)
     s:set_scope("B", "B", "shared")
     assert.are.equal("shared", buffer_of(s, "B").scope)
-  end))
+  end)
 
   it("test_set_scope_fail_on_output_buffer", function()
     local s = tir.Schedule(element_wise())
