@@ -6,8 +6,9 @@
  *   tirlua_dofile(L, "kernel.lua"); // or build and launch through the C API in runtime.h
  *
  * The Lua side of the library (lib/tir/ files) is searched in: $TIRLUA_PATH (a directory
- * holding tir/init.lua), the directory set by tirlua_set_lib_dir, <exe>/../lib, and the
- * source tree the binary was built from.
+ * holding tir/init.lua), the directory set by tirlua_set_lib_dir, <dir>/../share/lua/5.4
+ * where <dir> holds the binary or libtirlua.so this code is in (an installed tree),
+ * <exe>/../lib, and the source tree the binary was built from.
  */
 #ifndef TIR_TIRLUA_H
 #define TIR_TIRLUA_H

@@ -5,6 +5,8 @@
 ** searched in the directories tirlua.h lists.  Both entry points run their work under
 ** lua_pcall, so an embedder calling them unprotected never reaches Lua's panic handler.
 */
+#define _GNU_SOURCE /* dladdr */
+#include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +19,7 @@
 
 #include "tir/tirlua.h"
 
-#define NCANDIDATES 4 /* $TIRLUA_PATH, set_lib_dir, <exe>/../lib, source tree */
+#define NCANDIDATES 5 /* $TIRLUA_PATH, set_lib_dir, <self>/../share/lua/5.4, <exe>/../lib, source tree */
 
 static char lib_dir[PATH_MAX]; /* tirlua_set_lib_dir's directory ("" when unset) */
 
@@ -85,6 +87,20 @@ static void exe_lib_dir(char out[PATH_MAX]) {
   if (snprintf(out, PATH_MAX, "%s/../lib", exe) >= PATH_MAX) out[0] = '\0';
 }
 
+/* <directory of the file holding this code>/../share/lua/5.4 in out, or "": the installed tree's
+** Lua modules (cmake --install) whether this code is in libtirlua.so or linked into a binary. */
+static void self_lua_dir(char out[PATH_MAX]) {
+  Dl_info info;
+  char path[PATH_MAX];
+  char *slash;
+  out[0] = '\0';
+  if (dladdr((void *)&tirlua_openlibs, &info) == 0 || info.dli_fname == NULL) return;
+  if (snprintf(path, sizeof path, "%s", info.dli_fname) >= (int)sizeof path) return;
+  if ((slash = strrchr(path, '/')) == NULL) return;
+  *slash = '\0';
+  if (snprintf(out, PATH_MAX, "%s/../share/lua/5.4", path) >= PATH_MAX) out[0] = '\0';
+}
+
 /* Whether canon[n] equals one of canon[0..n-1]. */
 static int listed(char canon[][PATH_MAX], int n) {
   int j;
@@ -98,7 +114,7 @@ static int listed(char canon[][PATH_MAX], int n) {
 ** (<exe>/../lib is often the source tree's lib).  -E (registry LUA_NOENV, as Lua's
 ** package library) skips $TIRLUA_PATH. */
 static void set_path(lua_State *L) {
-  char canon[NCANDIDATES][PATH_MAX], exe_lib[PATH_MAX];
+  char canon[NCANDIDATES][PATH_MAX], exe_lib[PATH_MAX], self_lua[PATH_MAX];
   const char *cand[NCANDIDATES];
   int i, n = 0, pkg;
   if (lua_getglobal(L, "package") != LUA_TTABLE)
@@ -108,12 +124,14 @@ static void set_path(lua_State *L) {
   cand[0] = lua_toboolean(L, -1) ? NULL : getenv("TIRLUA_PATH");
   lua_pop(L, 1);
   cand[1] = lib_dir;
+  self_lua_dir(self_lua);
+  cand[2] = self_lua;
   exe_lib_dir(exe_lib);
-  cand[2] = exe_lib;
+  cand[3] = exe_lib;
 #ifdef TIRLUA_SOURCE_DIR
-  cand[3] = TIRLUA_SOURCE_DIR "/lib";
+  cand[4] = TIRLUA_SOURCE_DIR "/lib";
 #else
-  cand[3] = NULL;
+  cand[4] = NULL;
 #endif
   for (i = 0; i < NCANDIDATES; i++) {
     if (!lib_dir_ok(cand[i], canon[n]) || listed(canon, n)) continue;
