@@ -129,5 +129,10 @@ int tir_openblas_available(void);
 int tir_cublas_available(char *why, size_t cap);
 int tir_cublas_gemm(const tir_NDArray *A, const tir_NDArray *B, tir_NDArray *C, int trans_a, int trans_b,
                     double alpha, double beta);
+/* cuBLASLt (dlopen'd libcublasLt.so.13/.12): C [M, N] int32 = A [M, K] int8 @ B [N, K]^T int8
+ * (cublasLtMatmul, CUDA_R_8I in, CUDA_R_32I out, COMPUTE_32I, the "TN" layout), on the
+ * default stream, asynchronous; a 32 MB workspace per device.  available: 0 and why. */
+int tir_cublaslt_available(char *why, size_t cap);
+int tir_cublaslt_gemm_int8(const tir_NDArray *A, const tir_NDArray *B, tir_NDArray *C);
 
 #endif

@@ -603,6 +603,22 @@ static int l_cublas_gemm(lua_State *L) {
   return 0;
 }
 
+static int l_cublaslt_available(lua_State *L) {
+  char why[256] = "";
+  int ok = tir_cublaslt_available(why, sizeof why);
+  lua_pushboolean(L, ok);
+  if (ok) return 1;
+  lua_pushstring(L, why);
+  return 2;
+}
+
+/* cublaslt_gemm_int8(A [M, K] int8, B [N, K] int8, C [M, N] int32) */
+static int l_cublaslt_gemm_int8(lua_State *L) {
+  tir_NDArray *a = tirL_check_ndarray(L, 1), *b = tirL_check_ndarray(L, 2), *c = tirL_check_ndarray(L, 3);
+  if (tir_cublaslt_gemm_int8(a, b, c)) return tirL_raise_core(L);
+  return 0;
+}
+
 static int l_cuda_sync(lua_State *L) {
   if (tir_cuda_synchronize((int)luaL_optinteger(L, 1, 0))) return tirL_raise_core(L);
   return 0;
@@ -673,6 +689,8 @@ void tirL_open_runtime(lua_State *L) {
                                  {"openblas_available", l_openblas_available},
                                  {"cublas_available", l_cublas_available},
                                  {"cublas_gemm", l_cublas_gemm},
+                                 {"cublaslt_available", l_cublaslt_available},
+                                 {"cublaslt_gemm_int8", l_cublaslt_gemm_int8},
                                  {NULL, NULL}};
   for (const luaL_Reg *r = fns; r->name; r++) {
     if (!r->func) {

@@ -181,9 +181,13 @@ local function build(o)
   local out = te.compute({M, N}, function(i, j)
     local v
     if o.four_term then
+      -- the sums are indexed first so that their blocks come before the GEMM's (a schedule
+      -- can then move the epilogue into the GEMM's nest with the sums computed ahead of it)
+      local ra = acc.RA and acc.RA[{i}]
+      local cb = acc.CB and acc.CB[{j}]
       v = acc.C[{i, j}]
-      if acc.RA then v = v - zb(j) * acc.RA[{i}] end
-      if acc.CB then v = v - za(i) * acc.CB[{j}] end
+      if ra then v = v - zb(j) * ra end
+      if cb then v = v - za(i) * cb end
       if not za_zero and not zb_zero then v = v + c(K) * za(i) * zb(j) end
     else
       v = acc[{i, j}]
@@ -219,6 +223,17 @@ function qm.col_sums(B, layout)
     s[j] = acc
   end
   return tir.nd.array(s, "int32")
+end
+
+--- quantized_matmul.col_sums_func(N, K, layout, b_dtype): the PrimFunc (B, b_col_sums) computing
+-- the column sums on any target (the one-time pre-pass of a constant weight on the GPU).
+function qm.col_sums_func(N, K, layout, b_dtype)
+  local B = (layout or "NK") == "NK" and te.placeholder({N, K}, b_dtype or "int8", "B") or te.placeholder({K, N}, b_dtype or "int8", "B")
+  local kb = te.reduce_axis({0, K}, "kb")
+  local S = te.compute({N}, function(j)
+    return te.sum(te.cast("int32", (layout or "NK") == "NK" and B[{j, kb}] or B[{kb, j}]), {kb})
+  end, "b_col_sum")
+  return te.create_prim_func({B, S}, "b_col_sums")
 end
 
 qm.defaults = DEFAULTS

@@ -165,3 +165,103 @@ int tir_cublas_gemm(const tir_NDArray *A, const tir_NDArray *Bm, tir_NDArray *C,
   if (rc) return tir_error_set(TIR_ERR_CUDA, "cublasGemmEx", "cublasGemmEx failed (status %d)", rc);
   return 0;
 }
+
+/* ---- cuBLASLt (int8 GEMM: CUDA_R_8I in, CUDA_R_32I out, COMPUTE_32I), dlopen'd ----
+ * Enum values from cublasLt.h / library_types.h (CUDA 12/13). */
+typedef int (*cublasLtCreate_t)(void **h);
+typedef int (*cublasLtMatmulDescCreate_t)(void **d, int compute, int scale_type);
+typedef int (*cublasLtMatmulDescSetAttribute_t)(void *d, int attr, const void *buf, size_t size);
+typedef int (*cublasLtMatrixLayoutCreate_t)(void **l, int type, uint64_t rows, uint64_t cols, int64_t ld);
+typedef int (*cublasLtMatmul_t)(void *h, void *desc, const void *alpha, const void *A, void *Ad, const void *B, void *Bd,
+                                const void *beta, const void *C, void *Cd, void *D, void *Dd, const void *algo, void *ws,
+                                size_t ws_size, void *stream);
+typedef int (*cublasLtDestroy1_t)(void *obj);
+enum { CUBLASLT_MATMUL_DESC_TRANSA = 3, CUBLASLT_MATMUL_DESC_TRANSB = 4 };
+
+static struct {
+  int tried;
+  char why[256];
+  cublasLtCreate_t create;
+  cublasLtMatmulDescCreate_t desc_create;
+  cublasLtMatmulDescSetAttribute_t desc_set;
+  cublasLtMatrixLayoutCreate_t layout_create;
+  cublasLtMatmul_t matmul;
+  cublasLtDestroy1_t desc_destroy, layout_destroy;
+  void *handle[64];
+  uint64_t ws[64];
+} LT;
+#define LT_WORKSPACE (32u << 20)
+
+static int load_cublaslt(void) {
+  if (LT.tried) return LT.matmul != NULL;
+  LT.tried = 1;
+  void *lib = NULL;
+  const char *names[] = {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so", "/usr/local/cuda/lib64/libcublasLt.so.13",
+                         "/usr/local/cuda/lib64/libcublasLt.so.12", "/usr/local/cuda/lib64/libcublasLt.so", NULL};
+  for (int i = 0; names[i] && !lib; i++) lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    snprintf(LT.why, sizeof LT.why, "cuBLASLt not found (libcublasLt.so)");
+    return 0;
+  }
+  LT.create = (cublasLtCreate_t)dlsym(lib, "cublasLtCreate");
+  LT.desc_create = (cublasLtMatmulDescCreate_t)dlsym(lib, "cublasLtMatmulDescCreate");
+  LT.desc_set = (cublasLtMatmulDescSetAttribute_t)dlsym(lib, "cublasLtMatmulDescSetAttribute");
+  LT.layout_create = (cublasLtMatrixLayoutCreate_t)dlsym(lib, "cublasLtMatrixLayoutCreate");
+  LT.matmul = (cublasLtMatmul_t)dlsym(lib, "cublasLtMatmul");
+  LT.desc_destroy = (cublasLtDestroy1_t)dlsym(lib, "cublasLtMatmulDescDestroy");
+  LT.layout_destroy = (cublasLtDestroy1_t)dlsym(lib, "cublasLtMatrixLayoutDestroy");
+  if (!LT.create || !LT.desc_create || !LT.desc_set || !LT.layout_create || !LT.matmul || !LT.desc_destroy || !LT.layout_destroy) {
+    snprintf(LT.why, sizeof LT.why, "cuBLASLt library lacks cublasLtCreate/cublasLtMatmul...");
+    LT.matmul = NULL;
+    return 0;
+  }
+  return 1;
+}
+
+int tir_cublaslt_available(char *why, size_t cap) {
+  int ok = load_cublaslt();
+  if (!ok && why) snprintf(why, cap, "%s", LT.why);
+  return ok;
+}
+
+int tir_cublaslt_gemm_int8(const tir_NDArray *A, const tir_NDArray *Bm, tir_NDArray *C) {
+  const char *P = "cublaslt_gemm_int8";
+  if (!load_cublaslt()) return tir_error_set(TIR_ERR_CUDA, P, "%s", LT.why);
+  if (A->dev.type != TIR_DEV_CUDA || Bm->dev.type != TIR_DEV_CUDA || C->dev.type != TIR_DEV_CUDA)
+    return tir_error_set(TIR_ERR_VALUE, P, "cuBLASLt needs CUDA arrays");
+  if (A->ndim != 2 || Bm->ndim != 2 || C->ndim != 2) return tir_error_set(TIR_ERR_VALUE, P, "2-D arrays expected");
+  if (cuda_type(A->dtype) != CUDA_R_8I || cuda_type(Bm->dtype) != CUDA_R_8I || cuda_type(C->dtype) != CUDA_R_32I)
+    return tir_error_set(TIR_ERR_TYPE, P, "A [M, K] and B [N, K] must be int8, C [M, N] int32");
+  int64_t m = A->shape[0], k = A->shape[1], n = Bm->shape[0];
+  if (Bm->shape[1] != k || C->shape[0] != m || C->shape[1] != n)
+    return tir_error_set(TIR_ERR_VALUE, P, "shapes do not match: A [M, K], B [N, K], C [M, N]");
+  int dev = C->dev.id;
+  if (dev < 0 || dev >= 64) return tir_error_set(TIR_ERR_VALUE, P, "bad device");
+  if (tir_cuda_set_device(dev)) return -1;
+  if (!LT.handle[dev]) {
+    int rc = LT.create(&LT.handle[dev]);
+    if (rc) return tir_error_set(TIR_ERR_CUDA, "cublasLtCreate", "cublasLtCreate failed (status %d)", rc);
+    if (tir_cuda_malloc(dev, LT_WORKSPACE, &LT.ws[dev])) return -1;
+  }
+  /* column-major: D (n x m) = B^T (n x k; B row-major [N, K] is col-major k x n) @ A (k x m):
+   * TRANSA = T, TRANSB = N -- the "TN" int8 layout */
+  void *desc = NULL, *la = NULL, *lb = NULL, *lc = NULL;
+  int rc = LT.desc_create(&desc, CUBLAS_COMPUTE_32I, CUDA_R_32I);
+  int opT = 1, opN = 0;
+  if (!rc) rc = LT.desc_set(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT);
+  if (!rc) rc = LT.desc_set(desc, CUBLASLT_MATMUL_DESC_TRANSB, &opN, sizeof opN);
+  if (!rc) rc = LT.layout_create(&lb, CUDA_R_8I, (uint64_t)k, (uint64_t)n, k);
+  if (!rc) rc = LT.layout_create(&la, CUDA_R_8I, (uint64_t)k, (uint64_t)m, k);
+  if (!rc) rc = LT.layout_create(&lc, CUDA_R_32I, (uint64_t)n, (uint64_t)m, n);
+  int32_t alpha = 1, beta = 0;
+  if (!rc)
+    rc = LT.matmul(LT.handle[dev], desc, &alpha, (const void *)(uintptr_t)Bm->dptr, lb, (const void *)(uintptr_t)A->dptr, la, &beta,
+                   (const void *)(uintptr_t)C->dptr, lc, (void *)(uintptr_t)C->dptr, lc, NULL, (void *)(uintptr_t)LT.ws[dev],
+                   LT_WORKSPACE, NULL);
+  if (desc) LT.desc_destroy(desc);
+  if (la) LT.layout_destroy(la);
+  if (lb) LT.layout_destroy(lb);
+  if (lc) LT.layout_destroy(lc);
+  if (rc) return tir_error_set(TIR_ERR_CUDA, "cublasLtMatmul", "cuBLASLt int8 matmul failed (status %d)", rc);
+  return 0;
+}

@@ -1,0 +1,137 @@
+-- bench/gemm_int8.lua -- int8 GEMMs on the GPU, in one process on the same random inputs, each
+-- result checked bit-exact first:
+--   * gemm_int8: tirlua's plain int8 GEMM (A [M, K] int8 x B [N, K] int8 -> int32) against
+--     cuBLASLt (cublasLtMatmul, CUDA_R_8I in, CUDA_R_32I out, COMPUTE_32I, TN layout);
+--   * qgemm: the fused quantized GEMM (tir.ops.quantized_matmul: za != 0, zb = 0 symmetric
+--     weights with precomputed column sums, int32 bias, per-channel scale, out zero point, int8
+--     out; tir.schedules.qgemm, one launch) against (a) tirlua's plain int8 GEMM of the shape and
+--     (b) cuBLASLt int8 followed by a separate requantizing kernel written with tirlua (its time
+--     is the sum of the two, each timed alone).
+-- tirlua's int8 GEMM here is the SIMT schedule (int32 multiply-adds; tir.schedules.qgemm): IMMA
+-- (mma.sync m16n8k32) and DP4A variants are not in the library yet.
+--   tirlua bench/gemm_int8.lua [MxNxK ...]   (default: 1024^3 .. 8192^3 and M in {16, 128, 4096}, N = 11008, K = 4096)
+--   TIRLUA_BENCH_OUT=file                    append the markdown tables to that file
+-- CUDA events, 3 warm-ups, median of 5 samples of 5 launches.  Rows go to bench/results.jsonl.
+local tir = require("tir")
+local core = tir.core
+local qm = tir.ops.quantized_matmul
+local qg = require("tir.schedules.qgemm")
+local common = dofile("bench/common.lua")
+
+local dev = tir.device("cuda", 0)
+local ok, why = dev:exists()
+if not ok then
+  print("bench/gemm_int8.lua: skipped: " .. tostring(why))
+  return
+end
+local lt_ok, lt_why = core.cublaslt_available()
+if not lt_ok then error("bench/gemm_int8.lua: cuBLASLt: " .. tostring(lt_why)) end
+
+local shapes = {}
+for i = 1, #arg do
+  local m, n, k = arg[i]:match("^(%d+)x(%d+)x(%d+)$")
+  if not m then m = arg[i]:match("^(%d+)$"); n, k = m, m end
+  shapes[#shapes + 1] = {tonumber(m), tonumber(n), tonumber(k)}
+end
+if #shapes == 0 then
+  shapes = {{1024, 1024, 1024}, {2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192}, {16, 11008, 4096},
+            {128, 11008, 4096}, {4096, 11008, 4096}}
+end
+
+local ZA = 3 -- the activations' zero point of the qgemm rows
+local function opts_for(m)
+  -- small M: 16-row CTAs
+  if m < 64 then return {BM = 16, TY = 4, BN = 64, TX = 16, BK = 32, vec = 2} end
+  return {}
+end
+
+local info = dev:info()
+local rows = {}
+local function timed(mod, ...) return mod:time_evaluator({number = 5, repeat_ = 5, warmup = 3})(...) end
+print(("%-10s %-16s %9s %9s %-22s %9s %9s %7s"):format("bench", "MxNxK", "ms", "TOP/s", "ref", "ref ms", "ref TOP/s", "ratio"))
+for _, s in ipairs(shapes) do
+  local m, n, k = s[1], s[2], s[3]
+  local shape = ("%dx%dx%d"):format(m, n, k)
+  local ops = 2.0 * m * n * k
+  local a = tir.nd.random({m, k}, "int8", dev, {seed = 31})
+  local b = tir.nd.random({n, k}, "int8", dev, {seed = 32})
+  -- cuBLASLt int8 -> int32
+  local c_lt = tir.nd.empty({m, n}, "int32", dev)
+  core.cublaslt_gemm_int8(a, b, c_lt)
+  core.cuda_sync(0)
+  local t_lt = core.cuda_time(function() core.cublaslt_gemm_int8(a, b, c_lt) end, 0, 3, 5, 5)
+  -- tirlua plain int8 GEMM (the quantized op with nothing to requantize: out = int32 acc)
+  local plain_f = qm{M = m, N = n, K = k, out_dtype = "int32", name = "gemm_int8"}
+  local plain = tir.build(qg.schedule(plain_f, opts_for(m)).mod, "cuda")
+  local c = tir.nd.empty({m, n}, "int32", dev)
+  plain(a, b, c)
+  tir.testing.assert_allclose(c, c_lt, {rtol = 0, atol = 0}) -- int32 in float64: bit-exact
+  local t_plain = timed(plain, a, b, c)
+  local function row(bench, variant, t, ref, t_ref, dtype)
+    local r = {bench = bench, variant = variant, shape = shape, dtype = dtype, ms = t * 1e3, tflops = ops / t / 1e12, ref = ref,
+               ref_ms = t_ref * 1e3, ref_tflops = ops / t_ref / 1e12, gpu = info.name}
+    common.record(r)
+    rows[#rows + 1] = r
+    print(("%-10s %-16s %9.3f %9.1f %-22s %9.3f %9.1f %7.3f"):format(bench, shape, r.ms, r.tflops, ref, r.ref_ms, r.ref_tflops,
+      r.ref_ms / r.ms))
+  end
+  row("gemm_int8", "simt", t_plain, "cuBLASLt", t_lt, "int8")
+  -- fused quantized GEMM
+  local qo = {M = m, N = n, K = k, a_zero_point = ZA, b_zero_point = 0, b_sums = "input", bias = true, scale = "per_channel",
+              out_zero_point = -7, out_dtype = "int8", name = "qgemm"}
+  local qf = qm(qo)
+  local q = tir.build(qg.schedule(qf, opts_for(m)).mod, "cuda")
+  local bias = tir.nd.random({n}, "int32", dev, {seed = 33, low = -20000, high = 20000})
+  local scale = tir.nd.random({n}, "float32", dev, {seed = 34, low = 1 / (k * 4096), high = 1 / (k * 256)})
+  -- the constant weight's column sums: a one-time pre-pass (not timed)
+  local bsum = tir.nd.empty({n}, "int32", dev)
+  local ss = tir.Schedule(qm.col_sums_func(n, k, "NK"))
+  local sj = ss:get_loops(ss:get_block("b_col_sum"))
+  local sbx, stx = ss:split(sj, {nil, 128})
+  ss:bind(sbx, "blockIdx.x"); ss:bind(stx, "threadIdx.x")
+  tir.build(ss.mod, "cuda")(b, bsum)
+  local out = tir.nd.empty({m, n}, "int8", dev)
+  q(a, b, bias, scale, bsum, out)
+  local t_q = timed(q, a, b, bias, scale, bsum, out)
+  -- the requantizing kernel on cuBLASLt's int32 result
+  local te = tir.te
+  local Ci = te.placeholder({m, n}, "int32", "C")
+  local Bi = te.placeholder({n}, "int32", "bias")
+  local Si = te.placeholder({n}, "float32", "scale")
+  local Ki = te.placeholder({n}, "int32", "b_col_sums")
+  local O = te.compute({m, n}, function(i, j)
+    local v = Ci[{i, j}] - tir.const(ZA, "int32") * Ki[{j}] + Bi[{j}]
+    local r = tir.call("float32", "round", Si[{j}] * te.cast("float32", v))
+    r = tir.min(tir.max(r, tir.const(-128 + 7, "float32")), tir.const(127 + 7, "float32"))
+    return te.cast("int8", te.cast("int32", r) + tir.const(-7, "int32"))
+  end, "requant")
+  local rf = te.create_prim_func({Ci, Bi, Si, Ki, O}, "requant")
+  local rs = tir.Schedule(rf)
+  local ri, rj = rs:get_loops(rs:get_block("requant"))
+  local fused = rs:fuse(ri, rj)
+  local bx, tx, vv = rs:split(fused, {nil, 256, 4})
+  rs:bind(bx, "blockIdx.x"); rs:bind(tx, "threadIdx.x"); rs:unroll(vv)
+  local rq = tir.build(rs.mod, "cuda")
+  local out2 = tir.nd.empty({m, n}, "int8", dev)
+  rq(c_lt, bias, scale, bsum, out2)
+  tir.testing.assert_allclose(out, out2, {rtol = 0, atol = 0})
+  local t_rq = timed(rq, c_lt, bias, scale, bsum, out2)
+  row("qgemm", "simt_fused", t_q, "tirlua plain int8", t_plain, "int8")
+  row("qgemm", "simt_fused", t_q, "cuBLASLt + requant", t_lt + t_rq, "int8")
+end
+
+local outp = os.getenv("TIRLUA_BENCH_OUT")
+if outp then
+  local f = assert(io.open(outp, "a"))
+  f:write("\n### int8 GEMM and fused quantized GEMM vs cuBLASLt (bench/gemm_int8.lua)\n\n")
+  f:write(("%s, %s (%s, %d SMs), commit %s; CUDA events, median of 5 samples of 5 launches after 3 warm-ups; every result " ..
+           "checked bit-exact first (tirlua int8 GEMM = cuBLASLt, fused qgemm = cuBLASLt + requant). tirlua's GEMM is the SIMT " ..
+           "schedule (int32 multiply-adds), not IMMA/DP4A.\n\n"):format(common.date(), info.name, info.arch, info.sm_count,
+           common.commit()))
+  f:write("| bench | variant | MxNxK | ms | TOP/s | ref | ref ms | ref TOP/s | ref_ms / ms |\n|---|---|---|---|---|---|---|---|---|\n")
+  for _, r in ipairs(rows) do
+    f:write(("| %s | %s | %s | %.3f | %.2f | %s | %.3f | %.2f | %.3f |\n"):format(r.bench, r.variant, r.shape, r.ms, r.tflops, r.ref,
+      r.ref_ms, r.ref_tflops, r.ref_ms / r.ms))
+  end
+  f:close()
+end

@@ -1,0 +1,79 @@
+--- tir.schedules.qgemm: one-kernel schedule of a tir.ops.quantized_matmul PrimFunc (4-term form)
+-- on the SIMT cores, written with public schedule primitives only:
+--   * the int8 GEMM block "C" as the classic tiled SIMT GEMM (tir.schedules.simt_gemm's shape):
+--     a CTA computes BM x BN with TY x TX threads, each a TM x TN register tile in int32; per BK
+--     step the A and B tiles are staged in shared memory (cooperative copies, vectorized);
+--   * the epilogue block "out" (the 4-term correction, bias, scale, rounding, zero point,
+--     clamp) runs per thread right after its register tile (reverse_compute_at the thread
+--     loop; the accumulator C is set to "local" scope), so C never goes to global memory;
+--   * the column sums of B come in as a parameter (b_sums = "input": a constant weight's sums,
+--     computed once); row sums of A (b_zero_point ~= 0) are not fused yet: the schedule refuses
+--     a PrimFunc that computes sums (the epilogue could not move into the GEMM's nest).
+-- One kernel launch.  opts: BM, BN, BK, TY, TX, vec (8: int8 elements per access of the
+-- cooperative copies; BM * BK and BN * BK must be multiples of TY * TX * vec), unroll (true),
+-- transpose (true: the shared tiles stored k-major, [k][i] and [k][j], so that the threads of a
+-- warp read consecutive bytes instead of rows 128 bytes apart, all in one bank).
+local M = {}
+
+M.defaults = {BM = 64, BN = 64, BK = 32, TY = 16, TX = 16, vec = 8, unroll = true, transpose = true}
+
+function M.schedule(func, opts)
+  local tir = require("tir")
+  local util = require("tir.util")
+  local o = {}
+  for k, v in pairs(M.defaults) do o[k] = v end
+  for k, v in pairs(opts or {}) do
+    if M.defaults[k] == nil then util.raise("ValueError", "qgemm", "unknown option %s", util.show(k)) end
+    o[k] = v
+  end
+  local TM, TN = o.BM // o.TY, o.BN // o.TX
+  if o.BM % o.TY ~= 0 or o.BN % o.TX ~= 0 then
+    util.raise("ValueError", "qgemm", "BM=%d, BN=%d must be multiples of TY=%d, TX=%d", o.BM, o.BN, o.TY, o.TX)
+  end
+  local sch = tir.Schedule(func)
+  local C = sch:get_block("C")
+  local out = sch:get_block("out")
+  local has = {}
+  for _, b in ipairs(sch:get_child_blocks(sch:get_block("root"))) do has[b.name] = b end
+  for _, name in ipairs({"a_row_sum", "b_col_sum"}) do
+    if has[name] then
+      util.raise("ValueError", "qgemm",
+                 "block %s is computed in the PrimFunc: this schedule fuses the epilogue into the GEMM's thread loop, which "
+                 .. "needs the GEMM as the epilogue's only producer (TVM's reverse_compute_at rule); use b_zero_point = 0 "
+                 .. "(symmetric weights) and b_sums = \"input\" (a constant weight's column sums), or schedule the sums "
+                 .. "yourself", name)
+    end
+  end
+  local AS = sch:cache_read(C, 0, "shared", {C})
+  local BS = sch:cache_read(C, 1, "shared", {C})
+  local CL = sch:cache_write(C, 0, "local")
+  local i, j, k = sch:get_loops(C)
+  local by, ty, ii = sch:split(i, {nil, o.TY, TM})
+  local bx, tx, jj = sch:split(j, {nil, o.TX, TN})
+  local ko, ki = sch:split(k, {nil, o.BK})
+  sch:reorder(by, bx, ty, tx, ko, ki, ii, jj)
+  sch:bind(by, "blockIdx.y"); sch:bind(bx, "blockIdx.x")
+  sch:bind(ty, "threadIdx.y"); sch:bind(tx, "threadIdx.x")
+  sch:compute_at(AS, ko)
+  sch:compute_at(BS, ko)
+  sch:reverse_compute_at(CL, tx)
+  -- the epilogue right after the thread's write-back, which then stays in registers
+  sch:reverse_compute_at(out, tx)
+  sch:set_scope(CL, 0, "local")
+  for _, blk in ipairs({AS, BS}) do
+    local loops = {sch:get_loops(blk)}
+    local f = sch:fuse(loops[#loops - 1], loops[#loops])
+    local _, fy, fx, fv = sch:split(f, {nil, o.TY, o.TX, o.vec})
+    sch:bind(fy, "threadIdx.y"); sch:bind(fx, "threadIdx.x")
+    sch:vectorize(fv)
+  end
+  if o.unroll then sch:unroll(ki); sch:unroll(ii); sch:unroll(jj) end
+  if o.transpose then
+    sch:transform_layout(AS, {"write", 0}, function(r, c) return c, r end)
+    sch:transform_layout(BS, {"write", 0}, function(r, c) return c, r end)
+  end
+  sch:decompose_reduction(C, ko)
+  return sch
+end
+
+return M
