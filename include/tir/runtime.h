@@ -65,6 +65,23 @@ void tir_store_scalar_i(void *base, tir_DType t, int64_t flat, int64_t v);
 int tir_nd_save_npy(const tir_NDArray *a, const char *path);
 tir_NDArray *tir_nd_load_npy(const char *path, tir_Device dev);
 
+/* ---- CUDA launch limits (launch_limits.c) ----
+ * CUDA C++ Programming Guide, compute capability table (5.0 .. 9.0): gridDim x <= 2^31-1,
+ * y, z <= 65535; blockDim x, y <= 1024, z <= 64; at most 1024 threads per block. */
+#define TIR_CUDA_MAX_THREADS_PER_BLOCK 1024
+#define TIR_LAUNCH_DIM_UNKNOWN INT64_MIN /* a symbolic dimension: checked at launch */
+extern const int64_t tir_cuda_max_grid[3], tir_cuda_max_block[3];
+/* 0 when every known dimension is within the limits; otherwise sets an error of kind
+ * err_kind (a tir_ErrorKind) from `who` naming the kernel, the axis and the limit, and
+ * returns -1.  advise: append what to change in the schedule (at lowering). */
+int tir_check_launch_dims(int err_kind, const char *who, const char *kernel, const int64_t grid[3],
+                          const int64_t block[3], int advise);
+/* A kernel calling the warp-wide builtin `op` (wmma_*, mma_*; NULL: none) must launch whole
+ * warps of consecutive threadIdx.x lanes: blockDim.x a multiple of 32 (a warp is 32
+ * consecutive linear thread ids, x fastest; CUDA C++ Programming Guide, "SIMT
+ * Architecture"), so that y and z number whole warps.  0, or -1 with the error set. */
+int tir_check_warp_launch(int err_kind, const char *who, const char *kernel, const char *op, const int64_t block[3]);
+
 /* ---- CUDA driver (cuda.c) ---- */
 typedef struct {
   char name[256];

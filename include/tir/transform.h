@@ -59,6 +59,7 @@ typedef struct {
   tir_Node *grid[3];    /* launch dimensions: expressions over the host function's scalars */
   tir_Node *block[3];
   int64_t dyn_smem_bytes;
+  const char *warp_op;  /* a warp-wide builtin the kernel calls (borrowed from func), or NULL */
 } tir_Kernel;
 
 typedef struct {

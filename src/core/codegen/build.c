@@ -439,25 +439,17 @@ static int prepare(tir_BuiltModule *m, const tir_InterpArg *args, int nargs, Lau
   L->kvals = calloc((size_t)L->nk, sizeof *L->kvals);
   for (int k = 0; k < L->nk && !rc; k++) {
     const tir_Kernel *K = &m->split.kernels[k];
+    int64_t g[3], b[3];
     for (int d = 0; d < 3 && !rc; d++) {
-      int64_t g, b;
-      rc = eval_dim(K->grid[d], an, &g);
-      if (!rc) rc = eval_dim(K->block[d], an, &b);
-      static const int64_t gmax[3] = {2147483647, 65535, 65535}, bmax[3] = {1024, 1024, 64};
-      static const char axis[3] = {'x', 'y', 'z'};
-      if (!rc && (g < 1 || g > gmax[d]))
-        rc = tir_error_set(TIR_ERR_RUNTIME, K->name, "gridDim.%c would be %lld; CUDA allows 1..%lld", axis[d], (long long)g,
-                           (long long)gmax[d]);
-      if (!rc && (b < 1 || b > bmax[d]))
-        rc = tir_error_set(TIR_ERR_RUNTIME, K->name, "blockDim.%c would be %lld; CUDA allows 1..%lld", axis[d], (long long)b,
-                           (long long)bmax[d]);
-      L->grid[k][d] = (unsigned)g;
-      L->block[k][d] = (unsigned)b;
+      rc = eval_dim(K->grid[d], an, &g[d]);
+      if (!rc) rc = eval_dim(K->block[d], an, &b[d]);
     }
-    if (!rc && (int64_t)L->block[k][0] * L->block[k][1] * L->block[k][2] > 1024)
-      rc = tir_error_set(TIR_ERR_RUNTIME, K->name, "%u x %u x %u = %llu threads per block; CUDA allows at most 1024",
-                         L->block[k][0], L->block[k][1], L->block[k][2],
-                         (unsigned long long)L->block[k][0] * L->block[k][1] * L->block[k][2]);
+    if (!rc) rc = tir_check_launch_dims(TIR_ERR_RUNTIME, K->name, K->name, g, b, 0);
+    if (!rc) rc = tir_check_warp_launch(TIR_ERR_RUNTIME, K->name, K->name, K->warp_op, b);
+    for (int d = 0; d < 3 && !rc; d++) {
+      L->grid[k][d] = (unsigned)g[d];
+      L->block[k][d] = (unsigned)b[d];
+    }
     int np = K->func->params->size;
     L->kargs[k] = calloc((size_t)np + 1, sizeof(void *));
     L->kvals[k] = calloc((size_t)np + 1, sizeof(uint64_t));

@@ -380,17 +380,16 @@ static int run_kernel(Sim *S, const tir_DeviceSplit *split, int k, const tir_Pri
   const tir_Kernel *K = &split->kernels[k];
   S->K = K;
   S->kernel_index = k;
-  static const int64_t gmax[3] = {2147483647, 65535, 65535}, bmax[3] = {1024, 1024, 64};
-  int64_t T = 1;
+  int64_t T = 1, g[3], b[3];
+  for (int d = 0; d < 3; d++)
+    if (eval_dim(K->grid[d], an, &g[d], "launch dimension") || eval_dim(K->block[d], an, &b[d], "launch dimension")) return -1;
+  if (tir_check_launch_dims(TIR_ERR_RUNTIME, K->name, K->name, g, b, 0) ||
+      tir_check_warp_launch(TIR_ERR_RUNTIME, K->name, K->name, K->warp_op, b))
+    return -1;
   for (int d = 0; d < 3; d++) {
-    int64_t g, b;
-    if (eval_dim(K->grid[d], an, &g, "launch dimension") || eval_dim(K->block[d], an, &b, "launch dimension")) return -1;
-    if (g < 1 || g > gmax[d] || b < 1 || b > bmax[d])
-      return tir_error_set(TIR_ERR_RUNTIME, K->name, "launch dimensions grid %c = %lld, block %c = %lld are outside CUDA's limits",
-                           'x' + d, (long long)g, 'x' + d, (long long)b);
-    S->gdim[d] = g;
-    S->bdim[d] = (int)b;
-    T *= b;
+    S->gdim[d] = g[d];
+    S->bdim[d] = (int)b[d];
+    T *= b[d];
   }
   memcpy(S->kbdim[k], S->bdim, sizeof S->bdim);
   if (T > SIM_MAX_THREADS) return tir_error_set(TIR_ERR_RUNTIME, K->name, "%lld threads per block; CUDA allows at most 1024", (long long)T);

@@ -17,6 +17,7 @@
 
 #include "pass_util.h"
 #include "tir/arith.h"
+#include "tir/runtime.h"
 #include "tir/scope.h"
 
 static const char *const TAGS[] = {"blockIdx.z", "blockIdx.y", "blockIdx.x", "vthread", "vthread.z", "vthread.y",
@@ -52,6 +53,23 @@ static int collect(const tir_Node *n, void *p) {
                   f->thread_tag);
     r->failed = 1;
     return 1;
+  }
+  /* CUDA's launch limits (tir_check_launch_dims) before the extent becomes an int32 launch
+   * dimension, which would wrap 2^32 to 0 */
+  int64_t e;
+  if (tir_is_const_int(f->extent, &e)) {
+    int axis = t < 3 ? 2 - t : N_TAGS - 1 - t; /* TAGS lists z, y, x */
+    int64_t lim = t < 3 ? tir_cuda_max_grid[axis] : tir_cuda_max_block[axis];
+    if (e > lim) {
+      tir_error_set(TIR_ERR_LOWER, "lower_thread_binding",
+                    "loop %s of extent %lld is bound to %s; CUDA allows at most %lld on %s (grid x: 2^31-1, y, z: "
+                    "65535; block x, y: 1024, z: 64; CUDA C++ Programming Guide, compute capability table): split "
+                    "it and bind the parts to several axes, or let each %s do more of the work",
+                    f->loop_var->name, (long long)e, f->thread_tag, (long long)lim, f->thread_tag,
+                    t < 3 ? "block" : "thread");
+      r->failed = 1;
+      return 1;
+    }
   }
   if (!r->extent[t]) {
     r->extent[t] = tir_retain(f->extent);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "pass_util.h"
+#include "tir/runtime.h"
 #include "tir/strbuf.h"
 #include "tir/transform.h"
 #include "tir/scope.h"
@@ -139,8 +140,11 @@ static int make_kernel(const tir_Node *region, const char *name, const tir_PrimF
     if (strncmp(tag, "blockIdx.", 9) == 0) slot = &k->grid[tag[9] - 'x'];
     else if (strncmp(tag, "threadIdx.", 10) == 0) slot = &k->block[tag[10] - 'x'];
     if (slot) {
+      /* the dimension before its int32 cast, so that a launch-time check sees 2^32, not 0 */
+      const tir_Node *v = a->value;
+      if (v->kind == TIR_Cast && ((const tir_Cast *)v)->value->dtype.bits > 32) v = ((const tir_Cast *)v)->value;
       tir_release(*slot);
-      *slot = tir_retain(a->value);
+      *slot = tir_retain(v);
     }
     any = 1;
     s = a->body;
@@ -164,29 +168,26 @@ static int make_kernel(const tir_Node *region, const char *name, const tir_PrimF
     }
     return -1;
   }
-  int64_t bx, by, bz;
-  if (tir_is_const_int(k->block[0], &bx) && tir_is_const_int(k->block[1], &by) && tir_is_const_int(k->block[2], &bz) &&
-      (bx * by * bz > 1024 || bz > 64)) {
-    tir_error_set(TIR_ERR_LOWER, "split_host_device",
-                  "kernel %s would launch %lld x %lld x %lld = %lld threads per block; CUDA allows at most 1024 (and 64 in z): "
-                  "bind fewer iterations to threadIdx",
-                  name, (long long)bx, (long long)by, (long long)bz, (long long)(bx * by * bz));
+  /* CUDA's launch limits for the dimensions known now; symbolic ones are checked at launch */
+  int64_t gd[3], bd[3];
+  for (int d = 0; d < 3; d++) {
+    if (!tir_is_const_int(k->grid[d], &gd[d])) gd[d] = TIR_LAUNCH_DIM_UNKNOWN;
+    if (!tir_is_const_int(k->block[d], &bd[d])) bd[d] = TIR_LAUNCH_DIM_UNKNOWN;
+  }
+  if (tir_check_launch_dims(TIR_ERR_LOWER, "split_host_device", name, gd, bd, 1)) {
     for (int i = 0; i < 3; i++) {
       tir_release(k->grid[i]);
       tir_release(k->block[i]);
     }
     return -1;
   }
-  /* warp-wide instructions (wmma, ldmatrix, mma.sync) need every lane of every warp */
+  /* warp-wide instructions (wmma, ldmatrix, mma.sync) need whole warps of consecutive
+   * threadIdx.x lanes; a symbolic blockDim.x is checked at launch (tir_check_warp_launch) */
   {
     WarpCtx wc = {NULL};
     tir_visit(region, warp_fn, &wc);
-    if (wc.op && tir_is_const_int(k->block[0], &bx) && tir_is_const_int(k->block[1], &by) && tir_is_const_int(k->block[2], &bz) &&
-        (bx * by * bz) % 32 != 0) {
-      tir_error_set(TIR_ERR_LOWER, "split_host_device",
-                    "kernel %s uses the warp-wide builtin %s but launches %lld x %lld x %lld threads per block, not whole warps: "
-                    "bind threadIdx.x to 32 lanes (see docs/TENSOR_CORES.md)",
-                    name, wc.op, (long long)bx, (long long)by, (long long)bz);
+    k->warp_op = wc.op;
+    if (tir_check_warp_launch(TIR_ERR_LOWER, "split_host_device", name, wc.op, bd)) {
       for (int i = 0; i < 3; i++) {
         tir_release(k->grid[i]);
         tir_release(k->block[i]);

@@ -1,0 +1,104 @@
+-- launch_checks_spec.lua -- CUDA's launch limits (grid 2^31-1 / 65535 / 65535, block 1024 /
+-- 1024 / 64, 1024 threads) checked at lowering for constant extents and at launch (simulator,
+-- GPU) for symbolic ones; kernels with warp-wide tensor-core builtins launch whole warps of
+-- consecutive threadIdx.x lanes (docs/TENSOR_CORES.md).
+local tir = require("tir")
+local te = tir.te
+local U = require("spec_util")
+local tc = require("tir.schedules.tc_gemm")
+require("tir.intrin.cuda")
+
+local function copy(n, dtype)
+  local A = te.placeholder({n}, dtype or "int8", "A")
+  local B = te.compute({n}, function(i) return A[{i}] end, "B")
+  return te.create_prim_func({A, B})
+end
+
+describe("launch dimensions", function()
+  it("refuse a grid beyond CUDA's limits at lowering, naming the loop and the axis", function()
+    for _, case in ipairs({{1 << 31, "blockIdx.x", "2147483647"}, {1 << 32, "blockIdx.x", "2147483647"},
+                           {65536, "blockIdx.y", "65535"}, {70000, "blockIdx.z", "65535"}}) do
+      local sch = tir.Schedule(copy(case[1]))
+      local i = sch:get_loops(sch:get_block("B"))
+      sch:bind(i, case[2])
+      U.expect_error(function() tir.build(sch.mod, "cuda", {compile = false}) end, "LoweringError",
+        "lower_thread_binding", "loop i of extent " .. case[1], "bound to " .. case[2], "at most " .. case[3],
+        "compute capability table")
+    end
+    -- at the limit it builds: 65535 blocks on y
+    local sch = tir.Schedule(copy(65535))
+    sch:bind(sch:get_loops(sch:get_block("B")), "blockIdx.y")
+    assert.is_truthy(tir.build(sch.mod, "cuda", {compile = false}))
+  end)
+
+  it("refuse thread blocks beyond 1024 threads or 64 in z", function()
+    local sch = tir.Schedule(copy(128))
+    sch:bind(sch:get_loops(sch:get_block("B")), "threadIdx.z")
+    U.expect_error(function() tir.build(sch.mod, "cuda", {compile = false}) end, "loop i of extent 128",
+      "bound to threadIdx.z", "at most 64")
+    local sch2 = tir.Schedule(copy(64 * 32))
+    local i0, i1 = sch2:split(sch2:get_loops(sch2:get_block("B")), {64, 32})
+    sch2:bind(i0, "threadIdx.y"); sch2:bind(i1, "threadIdx.x")
+    U.expect_error(function() tir.build(sch2.mod, "cuda", {compile = false}) end, "split_host_device",
+      "64 x 1 = 2048 threads per block", "at most 1024")
+  end)
+
+  it("check symbolic grids at launch (simulator) with the value they would have", function()
+    local n = tir.var("n", "int64")
+    local A = te.placeholder({n}, "int8", "A")
+    local B = te.compute({n}, function(i) return A[{i}] end, "B")
+    local sch = tir.Schedule(te.create_prim_func({A, B}))
+    sch:bind(sch:get_loops(sch:get_block("B")), "blockIdx.y")
+    local m = tir.build(sch.mod, "cuda", {compile = false})
+    local a, b = tir.nd.empty({70000}, "int8"), tir.nd.empty({70000}, "int8")
+    U.expect_error(function() tir.simulate(m, {a, b}) end, "gridDim.y = 70000", "1..65535 on blockIdx.y")
+  end)
+end)
+
+-- a 32x32x32 wmma GEMM, copies of A into shared memory bound to threadIdx (x, y) = tx, ty
+local function wmma_gemm(tx, ty)
+  local f = tc.workload(32, 32, 32)
+  local sch = tir.Schedule(f)
+  local blk = sch:get_block("C")
+  local i, j, kk = sch:get_loops(blk)
+  local i0, i1 = sch:split(i, {nil, 16}); local j0, j1 = sch:split(j, {nil, 16}); local k0, k1 = sch:split(kk, {nil, 16})
+  sch:reorder(i0, j0, k0, i1, j1, k1)
+  local As, Bs = sch:cache_read(blk, 1, "shared"), sch:cache_read(blk, 2, "shared")
+  local Aw, Bw = sch:cache_read(blk, 1, "wmma.matrix_a"), sch:cache_read(blk, 2, "wmma.matrix_b")
+  local Cw = sch:cache_write(blk, 0, "wmma.accumulator")
+  sch:compute_at(Aw, k0); sch:compute_at(Bw, k0); sch:compute_at(As, k0); sch:compute_at(Bs, k0)
+  sch:reverse_compute_at(Cw, j0)
+  local init = sch:decompose_reduction(blk, k0)
+  sch:tensorize(i1, "wmma_sync_16x16x16_f16f16f32")
+  sch:tensorize(select(3, sch:get_loops(init)), "wmma_fill_16x16x16_f32")
+  local la = sch:tensorize(select(4, sch:get_loops(Aw)), "wmma_load_16x16x16_f16_a")
+  local lb = sch:tensorize(select(4, sch:get_loops(Bw)), "wmma_load_16x16x16_f16_b")
+  local st = sch:tensorize(select(3, sch:get_loops(Cw)), "wmma_store_16x16x16_f32_global")
+  local tiled = function(r, c) return r // 16, c // 16, r % 16, c % 16 end
+  sch:transform_layout(la, {"write", 0}, tiled); sch:transform_layout(lb, {"write", 0}, tiled)
+  sch:transform_layout(st, {"read", 0}, tiled)
+  sch:bind(i0, "blockIdx.y"); sch:bind(j0, "blockIdx.x")
+  for _, s in ipairs({As, Bs}) do
+    local a, b = select(4, sch:get_loops(s))
+    local l = sch:fuse(a, b)
+    local _, y, x = sch:split(l, {nil, ty, tx})
+    sch:bind(y, "threadIdx.y"); sch:bind(x, "threadIdx.x")
+  end
+  return f, sch
+end
+
+describe("tensor-core kernels launch whole warps of consecutive threadIdx.x lanes", function()
+  it("refuse threadIdx.x = 16 with threadIdx.y = 4 (64 threads: two half-warps per warp)", function()
+    local f, sch = wmma_gemm(16, 4)
+    U.assert_equiv(f, sch.mod, {rtol = 1e-3, atol = 1e-3, trials = 1}) -- the IR itself is right
+    U.expect_error(function() tir.build(sch.mod, "cuda -arch=sm_80", {compile = false}) end, "split_host_device",
+      "uses the warp-wide builtin wmma_", "threadIdx.x = 16, threadIdx.y = 4", "consecutive threadIdx.x lanes",
+      "multiple of 32")
+  end)
+
+  it("accept threadIdx.x = 32 with threadIdx.y = 2 and simulate it correctly", function()
+    local f, sch = wmma_gemm(32, 2)
+    local m = tir.build(sch.mod, "cuda -arch=sm_80", {compile = false})
+    tir.simulate(m, tir.testing.random_args(f, 3), {reference = f, rtol = 1e-2, atol = 1e-2})
+  end)
+end)
