@@ -70,7 +70,7 @@ tir.TensorIntrin = {
 -- Returns a tir.Module: mod(a, b, c) launches on CUDA arrays (checked first),
 -- mod:get_source("cuda"|"ptx"|"ir"|"host"), mod:time_evaluator{...}(args) -> seconds.
 -- Raises LoweringError / CodegenError / NvrtcError (with NVRTC's log) on failure.
-local BUILD_OPTS = {dump = true, compile = true, unroll_max_extent = true, arch = true, cache = true}
+local BUILD_OPTS = {dump = "boolean", compile = "boolean", unroll_max_extent = "nonneg", arch = "string", cache = "boolean"}
 
 local function as_func(func, prim)
   if type(func) == "table" and func.func then func = func.func end
@@ -84,7 +84,6 @@ function tir.build(func, target, opts)
   func = as_func(func, "build")
   target = target or "cuda"
   if type(target) ~= "string" then util.raise("TypeError", "build", "target must be a string like \"cuda\" or \"cuda -arch=sm_90\"") end
-  if opts ~= nil and type(opts) ~= "table" then util.raise("TypeError", "build", "options must be a table, got %s", util.describe(opts)) end
   local words = {}
   for w in target:gmatch("%S+") do words[#words + 1] = w end
   if #words == 0 then util.raise("ValueError", "build", "the target is empty (use \"cuda\")") end
@@ -92,15 +91,7 @@ function tir.build(func, target, opts)
     util.raise("ValueError", "build", "unknown target '%s' (tirlua builds for \"cuda\")", words[1])
   end
   local o = {}
-  for k, v in pairs(opts or {}) do
-    if not BUILD_OPTS[k] then util.raise("ValueError", "build", "unknown option '%s' (dump, compile, unroll_max_extent, arch, cache)", tostring(k)) end
-    o[k] = v
-  end
-  for _, k in ipairs({"dump", "compile", "cache"}) do
-    if o[k] ~= nil and type(o[k]) ~= "boolean" then
-      util.raise("TypeError", "build", "option %s must be a boolean, got %s", k, util.show(o[k]))
-    end
-  end
+  for k, v in pairs(util.check_opts("build", opts, BUILD_OPTS)) do o[k] = v end
   local u = o.unroll_max_extent
   if u ~= nil and (math.type(u) ~= "integer" or u < 0 or u > 0x7fffffff) then
     util.raise("ValueError", "build", "option unroll_max_extent must be a non-negative integer, got %s", util.show(u))
@@ -218,17 +209,9 @@ end
 -- and, with {dump = true}, a list of {pass = name, ir = text} after each pass.
 function tir.lower(func, opts)
   func = as_func(func, "lower")
-  if opts ~= nil then
-    if type(opts) ~= "table" then util.raise("TypeError", "lower", "options must be a table, got %s", util.describe(opts)) end
-    for k, v in pairs(opts) do
-      if k ~= "dump" and k ~= "unroll_max_extent" then
-        util.raise("ValueError", "lower", "unknown option '%s' (dump, unroll_max_extent)", tostring(k))
-      end
-      if k == "dump" and type(v) ~= "boolean" then util.raise("TypeError", "lower", "option dump must be a boolean, got %s", util.show(v)) end
-      if k == "unroll_max_extent" and (math.type(v) ~= "integer" or v < 0 or v > 0x7fffffff) then
-        util.raise("ValueError", "lower", "option unroll_max_extent must be a non-negative integer, got %s", util.show(v))
-      end
-    end
+  util.check_opts("lower", opts, {dump = "boolean", unroll_max_extent = "nonneg"})
+  if opts and opts.unroll_max_extent and opts.unroll_max_extent > 0x7fffffff then
+    util.raise("ValueError", "lower", "option unroll_max_extent must be a non-negative integer, got %s", util.show(opts.unroll_max_extent))
   end
   return core.lower(func, opts)
 end
@@ -263,7 +246,8 @@ end
 -- operand that is not a 16x16 tile), kernels, ctas, statements, thread_statements, barriers,
 -- warp_ops, cp_async, shared_reads, shared_writes}.  Errors: SimulationError (an issue, naming the
 -- kernel, CTA, thread, statement and address), RuntimeError (a program it cannot run).
-local SIM_OPTS = {check = true, ctas = true, reference = true, rtol = true, atol = true, max_issues = true}
+local SIM_OPTS = {check = "boolean", ctas = "table", reference = "any", rtol = "number", atol = "number",
+                  max_issues = "positive"}
 function tir.simulate(target, args, opts)
   if type(target) == "table" and target.func then target = target.func end
   local is_mod = type(target) == "userdata" and (getmetatable(target) or {}).__name == "tir.Module"
@@ -271,12 +255,8 @@ function tir.simulate(target, args, opts)
     util.raise("TypeError", "simulate", "expected a tir.Module, a PrimFunc or a Schedule, got %s", util.describe(target))
   end
   if type(args) ~= "table" then util.raise("TypeError", "simulate", "args must be a table of arrays, got %s", util.describe(args)) end
-  if opts ~= nil and type(opts) ~= "table" then util.raise("TypeError", "simulate", "options must be a table, got %s", util.describe(opts)) end
   local o = {}
-  for k, v in pairs(opts or {}) do
-    if not SIM_OPTS[k] then util.raise("ValueError", "simulate", "unknown option '%s' (check, ctas, reference, rtol, atol, max_issues)", tostring(k)) end
-    o[k] = v
-  end
+  for k, v in pairs(util.check_opts("simulate", opts, SIM_OPTS)) do o[k] = v end
   if o.ctas ~= nil and type(o.ctas) ~= "table" then util.raise("TypeError", "simulate", "ctas must be a table of {x, y, z}") end
   if o.reference then
     -- the oracle: the function given, else the module's (scheduled, unlowered) function
@@ -299,16 +279,24 @@ local M = core.module_methods
 -- seconds per call (CUDA events around `number` launches, median over `repeat_` samples),
 -- plus the list of samples as a second value.
 function M.time_evaluator(mod, opts)
-  opts = opts or {}
+  local count = function(lo) return function(v)
+    if math.type(v) ~= "integer" or v < lo or v > 100000 then return ("an integer in [%d, 100000]"):format(lo) end
+  end end
+  opts = util.check_opts("time_evaluator", opts, {number = count(1), repeat_ = count(1), ["repeat"] = count(1), warmup = count(0)})
+  if opts.repeat_ ~= nil and opts["repeat"] ~= nil then
+    util.raise("ValueError", "time_evaluator", "give repeat_ or repeat, not both")
+  end
   local number = opts.number or 10
   local rep = opts.repeat_ or opts["repeat"] or 3
   local warmup = opts.warmup or 2
-  for k, v in pairs({number = number, repeat_ = rep, warmup = warmup}) do
-    if math.type(v) ~= "integer" or v < (k == "warmup" and 0 or 1) or v > 100000 then
-      util.raise("ValueError", "time_evaluator", "%s must be an integer in [%d, 100000], got %s", k, k == "warmup" and 0 or 1, tostring(v))
-    end
-  end
   return function(...) return mod:time(warmup, number, rep, ...) end
 end
+
+-- a call with more arguments than a function's parameters is an error (util.strict)
+for _, k in ipairs({"build", "build_many", "lower", "simulate", "interpret_alloc_limit"}) do tir[k] = util.strict(k, tir[k]) end
+for _, k in ipairs({"register", "get", "list"}) do
+  tir.TensorIntrin[k] = util.strict("TensorIntrin." .. k, tir.TensorIntrin[k])
+end
+M.time_evaluator = util.strict("time_evaluator", M.time_evaluator, true)
 
 return tir

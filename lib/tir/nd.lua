@@ -52,17 +52,7 @@ end
 --- Random array: opts = {seed = 0, low = , high = } (defaults: floats in [-1, 1), int8 in
 -- [-128, 127], ...); deterministic for a seed.
 function nd.random(shape, dtype, dev, opts)
-  opts = opts or {}
-  if type(opts) ~= "table" then util.raise("TypeError", "nd.random", "opts must be a table {seed =, low =, high =}, got %s", util.describe(opts)) end
-  if opts.seed ~= nil and math.type(opts.seed) ~= "integer" then
-    util.raise("TypeError", "nd.random", "opts.seed must be an integer, got %s", util.show(opts.seed))
-  end
-  for _, k in ipairs({"low", "high"}) do
-    local v = opts[k]
-    if v ~= nil and (type(v) ~= "number" or v ~= v) then
-      util.raise("TypeError", "nd.random", "opts.%s must be a number (not NaN), got %s", k, util.show(v))
-    end
-  end
+  opts = util.check_opts("nd.random", opts, {seed = "integer", low = "number", high = "number"})
   util.check_dtype(dtype, "nd.random")
   local a = util.guard("nd.random", core.nd_empty, shape, dtype or "float32", dev_arg(dev))
   return util.guard("nd.random", a.fill_random, a, opts.seed or 0, opts.low, opts.high)
@@ -87,6 +77,10 @@ for name, f in pairs(core.ndarray_methods) do
   end
   core.ndarray_methods[name] = function(...) return pass(pcall(f, ...)) end
 end
+
+-- a call with more arguments than a function's parameters is an error (util.strict)
+for _, k in ipairs({"device", "cpu", "cuda", "empty", "array", "random", "load"}) do nd[k] = util.strict("nd." .. k, nd[k]) end
+for _, k in ipairs({"exists", "info"}) do Device[k] = util.strict("Device:" .. k, Device[k], true) end
 
 --- a:numpy() is not available; a:to_table() returns nested Lua tables, a:save(path) writes .npy.
 return nd

@@ -13,6 +13,7 @@
 local core = require("tir.core")
 local util = require("tir.util")
 local raise = util.raise
+local annotations = require("tir.annotations")
 
 local Schedule = {}
 local LoopRV = {__name = "tir.LoopRV"}
@@ -542,6 +543,7 @@ end
 -- block or loop.
 function Schedule:annotate(x, key, value)
   if type(key) ~= "string" then raise("TypeError", "annotate", "key must be a string") end
+  annotations.check_key("annotate", key)
   if type(value) == "table" and not core.is_node(value) then
     if #value ~= util.count_keys(value) then
       raise("TypeError", "annotate", "a table value must be a list (e.g. {0, 1, 2}); this one has other keys")
@@ -651,5 +653,9 @@ end
 function Schedule:original() return self._orig end
 
 function Schedule:show() print(tostring(self._state:func())) end
+
+-- a call with more arguments than a primitive's parameters is an error (util.strict)
+util.strict_all(Schedule, "", true)
+Schedule.new = util.strict("Schedule", rawget(Schedule, "new"))
 
 return setmetatable(Schedule, {__call = function(_, func) return Schedule.new(func) end})

@@ -18,6 +18,8 @@
 -- Lua 5.4 turns comparisons into booleans: use T.lt/le/gt/ge/eq/ne, T.And/Or/Not; `if`
 -- on an expression does not work, use T.If(cond, function() ... end [, else_fn]).
 local core = require("tir.core")
+local util = require("tir.util")
+local annotations = require("tir.annotations")
 local T = {}
 
 -- ---------------------------------------------------------------------------------------
@@ -163,21 +165,19 @@ function T.reduce(combiner, source, axes) return core.te_reduce(combiner, source
 
 -- ---------------------------------------------------------------------------------------
 -- buffers
-local function buffer_opts(opts)
-  opts = opts or {}
-  for k in pairs(opts) do
-    if k ~= "scope" and k ~= "strides" and k ~= "elem_offset" and k ~= "align" and k ~= "offset_factor" and k ~= "data" and
-       k ~= "name" then
-      err(("unknown buffer option '%s'"):format(tostring(k)), 3)
-    end
-  end
-  return opts
+local BUFFER_OPTS = {scope = "string", strides = "table", elem_offset = "integer|node", align = "positive",
+                     offset_factor = "positive", data = "node", name = "string"}
+local function buffer_opts(opts, prim)
+  return util.check_opts(prim, opts, BUFFER_OPTS)
 end
 
 --- T.Buffer(shape, dtype, {scope=, strides=, elem_offset=, data=, name=}).  In a parameter
 -- table it declares a buffer parameter; in a body it declares a view (e.g. of param.data).
 function T.Buffer(shape, dtype, opts)
-  opts = buffer_opts(opts)
+  opts = buffer_opts(opts, "T.Buffer")
+  if opts.scope ~= nil and not core.scope_valid(opts.scope) then
+    util.raise("ValueError", "T.Buffer", "unknown storage scope '%s'; valid scopes: %s", opts.scope, core.scope_list())
+  end
   if not B.frames then return {buffer_param = true, shape = shape, dtype = dtype or "float32", opts = opts} end
   local b = core.buffer(opts.name or "buffer", shape, dtype or "float32", opts)
   if not opts.name then pending(b) end
@@ -187,7 +187,7 @@ end
 --- Allocates a buffer in the enclosing block (the root block at function level).
 function T.alloc_buffer(shape, dtype, opts)
   discover()
-  opts = buffer_opts(opts)
+  opts = buffer_opts(opts, "T.alloc_buffer")
   local f
   for i = #B.frames, 1, -1 do
     if B.frames[i].kind == "block" or B.frames[i].kind == "func" then f = B.frames[i] break end
@@ -218,6 +218,7 @@ end
 -- or T.allocate(shape, dtype, scope, function(buf) ... end).
 function T.allocate(shape, dtype, scope, fn)
   discover()
+  if scope ~= nil and type(scope) ~= "string" then util.raise("TypeError", "T.allocate", "scope must be a string, got %s", util.show(scope)) end
   local b = pending(core.buffer("buffer", shape, dtype or "float32", {scope = scope or "global"}))
   return scoped(fn, b, function(body) return core.make("Allocate", {buffer = b, body = body}) end)
 end
@@ -234,7 +235,7 @@ function T.match_buffer(region, shape, dtype, opts)
     region = region.buffer[slices]
   end
   if not core.is_node(region, "BufferRegion") then err("match_buffer: the first argument must be a buffer region", 2) end
-  opts = buffer_opts(opts)
+  opts = buffer_opts(opts, "T.match_buffer")
   local b = core.buffer(opts.name or "buffer", shape, dtype or region.buffer.dtype, opts)
   if not opts.name then pending(b) end
   f.match[#f.match + 1] = core.make("MatchBufferRegion", {buffer = b, source = region})
@@ -352,7 +353,16 @@ local function make_loop(kind)
       opts = rest
     end
     if math.type(extent) == "integer" and extent < 0 then err(("the loop extent is negative (%d)"):format(extent), 2) end
+    local prim = "T." .. kind
+    if kind ~= "thread_binding" and (type(b) == "table" or type(b) == "string" or b == nil) and (c ~= nil or d ~= nil) then
+      util.raise("TypeError", prim, "too many arguments: T.%s(extent [, opts]) or T.%s(min, stop [, opts])", kind, kind)
+    elseif d ~= nil and not (kind == "thread_binding" and type(b) ~= "string") then
+      util.raise("TypeError", prim, "too many arguments")
+    end
+    if type(opts) == "string" then util.raise("TypeError", prim, "unexpected string argument %s", util.show(opts)) end
+    util.check_opts(prim, opts, {annotations = "table"})
     local anns = opts and opts.annotations
+    annotations.check_table(prim, anns)
     local annlist = {}
     if anns then
       local keys = {}
@@ -461,7 +471,11 @@ end
 
 function T.reads(...) discover() block_frame("T.reads").reads = regions({...}, "T.reads") end
 function T.writes(...) discover() block_frame("T.writes").writes = regions({...}, "T.writes") end
-function T.block_attr(tbl) discover() block_frame("T.block_attr").annotations = tbl end
+function T.block_attr(tbl)
+  discover()
+  annotations.check_table("T.block_attr", tbl)
+  block_frame("T.block_attr").annotations = tbl
+end
 
 --- T.init(function() ... end): the reduction's initialization.
 function T.init(fn)
@@ -670,6 +684,10 @@ function T.parse(text, chunkname)
   if not chunk then error(e, 2) end
   return chunk()
 end
+
+-- a call with more arguments than a function's parameters is an error (util.strict)
+util.strict_all(T, "T.")
+util.strict_all(T.axis, "T.axis.")
 
 -- route buffer stores (A[{i}] = v) here while a function is being built
 local prev_hook = core.set_store_hook(function(buf, idx, value) return store_hook(buf, idx, value) end)

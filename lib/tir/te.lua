@@ -87,7 +87,9 @@ function te.placeholder(shape, dtype, name)
   util.check_dtype(dtype, "te.placeholder")
   if dtype == "void" or dtype == "handle" then raise("TypeError", "te.placeholder", "a tensor cannot hold %s values", dtype) end
   if name ~= nil and type(name) ~= "string" then raise("TypeError", "te.placeholder", "name must be a string") end
-  return new_tensor(core.buffer(name or "placeholder", shape, dtype or "float32"))
+  local t = new_tensor(core.buffer(name or "placeholder", shape, dtype or "float32"))
+  rawset(t, "named", name ~= nil)
+  return t
 end
 
 --- A reduction axis over dom = {min, max} (max exclusive) or an extent.
@@ -133,7 +135,7 @@ end
 --- A computed tensor: out[i, j, ...] = fcompute(i, j, ...).  The body may be an
 -- expression or a reduction (te.sum / te.max / te.min) as its whole value.  name default
 -- "compute".
-function te.compute(shape, fcompute, name, _attrs)
+function te.compute(shape, fcompute, name)
   local n = check_shape(shape, "te.compute")
   if type(fcompute) ~= "function" then raise("TypeError", "te.compute", "the second argument must be a function of the indices") end
   local info = debug.getinfo(fcompute, "u")
@@ -141,6 +143,7 @@ function te.compute(shape, fcompute, name, _attrs)
     raise("ValueError", "te.compute", "the shape has %d dimensions but the function takes %d parameters", n, info.nparams)
   end
   if name ~= nil and type(name) ~= "string" then raise("TypeError", "te.compute", "name must be a string") end
+  local explicit = name ~= nil
   name = name or "compute"
   local names = param_names(fcompute, n)
   local axis, vars = {}, {}
@@ -163,7 +166,9 @@ function te.compute(shape, fcompute, name, _attrs)
   end
   local out = core.buffer(name, shape, body.dtype)
   local op = core.te_compute_op(name, axis, body, out)
-  return new_tensor(out, op, rec.list)
+  local t = new_tensor(out, op, rec.list)
+  rawset(t, "named", explicit)
+  return t
 end
 
 --- Builds a PrimFunc "main" whose parameters are args (tensors, in order).  Computed
@@ -198,7 +203,32 @@ function te.create_prim_func(args, name)
   if not any_op then
     raise("ValueError", "te.create_prim_func", "none of the arguments is computed by te.compute: list the outputs too")
   end
+  -- names given explicitly become block and buffer names that get_block / cache_read look up:
+  -- two tensors given one name would be renamed (C, C_1) and "C" would silently mean the first,
+  -- so that is an error; default names ("compute", "placeholder") are made unique as in TVM
+  local by_name = {}
+  local function check_name(t)
+    if not t.named then return end
+    local prev = by_name[t.name]
+    if prev and prev ~= t then
+      raise("ValueError", "te.create_prim_func",
+            "two tensors are named '%s' (%s and %s): names become block and buffer names (get_block, cache_read), " ..
+            "so give each te.compute / te.placeholder its own name", t.name, tostring(prev), tostring(t))
+    end
+    by_name[t.name] = t
+  end
+  local seen = {}
+  local function walk(t)
+    if seen[t] then return end
+    seen[t] = true
+    check_name(t)
+    for _, inp in ipairs(t.inputs) do walk(inp) end
+  end
+  for i = 1, n do if is_tensor(args[i]) then walk(args[i]) end end
   return core.te_create_prim_func(params, ops, name or "main")
 end
+
+-- a call with more arguments than a function's parameters is an error (util.strict)
+util.strict_all(te, "te.")
 
 return te

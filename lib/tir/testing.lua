@@ -27,14 +27,8 @@ end
 -- Lua tables.  The message gives the number of mismatches, the worst element with its
 -- index and both values, and the max absolute / relative errors.  Returns the stats.
 function testing.assert_allclose(actual, desired, opts)
-  opts = opts or {}
-  if type(opts) ~= "table" then util.raise("TypeError", "assert_allclose", "opts must be a table {rtol =, atol =}, got %s", util.describe(opts)) end
-  for _, k in ipairs({"rtol", "atol"}) do
-    local v = opts[k]
-    if v ~= nil and (type(v) ~= "number" or not (v >= 0)) then
-      util.raise("ValueError", "assert_allclose", "opts.%s must be a non-negative number, got %s", k, util.show(v))
-    end
-  end
+  local nonneg = function(v) if type(v) ~= "number" or not (v >= 0) then return "a non-negative number" end end
+  opts = util.check_opts("assert_allclose", opts, {rtol = nonneg, atol = nonneg})
   local rtol, atol = opts.rtol or 1e-7, opts.atol or 0
   local a, d = to_host(actual, "assert_allclose"), to_host(desired, "assert_allclose")
   local sa, sd = a:shape(), d:shape()
@@ -106,5 +100,8 @@ end
 --- Whether OpenBLAS backs ref_matmul; whether a CUDA device is usable (and why not).
 testing.openblas_available = core.openblas_available
 function testing.cuda_available() return core.cuda_available() end
+
+-- a call with more arguments than a function's parameters is an error (util.strict)
+util.strict_all(testing, "testing.")
 
 return testing

@@ -7,6 +7,7 @@
 #include "l_tir.h"
 #include "tir/extern.h"
 #include "tir/analysis.h"
+#include "tir/scope.h"
 
 static tir_DType opt_dtype(lua_State *L, int idx, tir_DType def) {
   if (lua_isnoneornil(L, idx)) return def;
@@ -225,6 +226,9 @@ static int l_buffer(lua_State *L) {
     if (!lua_isnil(L, -1)) scope = luaL_checkstring(L, -1);
     lua_pop(L, 1);
   }
+  if (!tir_scope_valid(scope))
+    return tirL_error(L, TIR_ERR_VALUE, "buffer", "unknown storage scope '%s' for buffer %s; valid scopes: %s", scope, name,
+                      tir_scope_valid_list());
   /* validate everything before building */
   tir_Array *shape = tirL_check_expr_list(L, 2, "shape");
   tirL_push_node(L, &shape->hdr);

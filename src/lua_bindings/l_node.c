@@ -186,15 +186,25 @@ tir_Array *tirL_check_expr_list(lua_State *L, int idx, const char *what) {
 /* ---- errors ---- */
 /* "file:line: " of the innermost caller outside tirlua's own Lua library (lib/tir),
  * so an error points at the user's script rather than at the wrapper that raised it. */
+static int in_tir_lib(const char *src, size_t n) {
+  if (n <= 4 || strcmp(src + n - 4, ".lua") != 0) return 0;
+  /* the last "tir/" directory of the path: lib/tir/X.lua, lib/tir/intrin/X.lua, lib/tir/schedules/X.lua */
+  const char *lib = NULL;
+  for (const char *p = strstr(src, "tir/"); p; p = strstr(p + 1, "tir/"))
+    if (p == src || p[-1] == '/' || p[-1] == '.') lib = p + 4;
+  if (!lib) return 0;
+  const char *slash = strchr(lib, '/');
+  if (!slash) return 1;
+  return !strchr(slash + 1, '/') && (strncmp(lib, "intrin/", 7) == 0 || strncmp(lib, "schedules/", 10) == 0);
+}
+
 static void push_user_where(lua_State *L) {
   lua_Debug ar;
   for (int level = 1; lua_getstack(L, level, &ar); level++) {
     if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0) continue;
-    const char *src = ar.short_src;
-    size_t n = strlen(src);
-    const char *lib = strstr(src, "tir/");
-    int in_lib = lib && n > 4 && strcmp(src + n - 4, ".lua") == 0 && !strchr(lib + 4, '/');
-    if (in_lib) continue;
+    const char *src = ar.source && ar.source[0] == '@' ? ar.source + 1 : ar.short_src; /* short_src may be cut */
+    if (in_tir_lib(src, strlen(src))) continue;
+    src = ar.short_src;
     lua_pushfstring(L, "%s:%d: ", src, ar.currentline);
     return;
   }

@@ -128,11 +128,11 @@ describe("NDArray and scalar arguments refuse values their dtype cannot hold", f
   it("assert_allclose reports a NaN mismatch and checks its options", function()
     U.expect_error(function() tir.testing.assert_allclose(tir.nd.array({1, 0 / 0}), tir.nd.array({1, 2})) end,
                    "actual NaN, desired 2", "1 element(s) are NaN in one array and a number in the other")
-    U.expect_error(function() tir.testing.assert_allclose({1}, {1}, {rtol = "x"}) end, "opts.rtol must be a non-negative number")
+    U.expect_error(function() tir.testing.assert_allclose({1}, {1}, {rtol = "x"}) end, "option rtol must be a non-negative number")
   end)
   it("random_args and nd.random check their arguments", function()
     U.expect_error(function() tir.testing.random_args("x") end, "TypeError in random_args", "expected a PrimFunc")
-    U.expect_error(function() tir.nd.random({4}, "float32", nil, {seed = "x"}) end, "opts.seed must be an integer")
+    U.expect_error(function() tir.nd.random({4}, "float32", nil, {seed = "x"}) end, "option seed must be an integer")
   end)
 end)
 

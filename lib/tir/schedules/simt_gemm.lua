@@ -35,22 +35,24 @@ M.defaults = {BM = 128, BN = 128, BK = 8, TY = 16, TX = 16, vec = 4, a_transpose
 
 --- Returns the schedule (tir.Schedule).  opts override M.defaults; errors on unknown options
 -- and on tiles that do not divide (BM by TY, BN by TX, TM and TN by vec when vectorizing).
+local OPTS = {BM = "positive", BN = "positive", BK = "positive", TY = "positive", TX = "positive", vec = "positive",
+              a_transpose = "boolean", b_swizzle = "boolean", pad_a = "table|boolean", local_vec = "boolean",
+              store_vec = "boolean", stages = "positive", async = "boolean", early_wait = "boolean"}
+
 function M.schedule(func, opts)
   local tir = require("tir")
+  local util = require("tir.util")
+  local P = "simt_gemm.schedule"
+  util.check_opts(P, opts, OPTS)
   local o = {}
   for k, v in pairs(M.defaults) do o[k] = v end
-  for k, v in pairs(opts or {}) do
-    if M.defaults[k] == nil then error("simt_gemm: unknown option " .. tostring(k), 2) end
-    o[k] = v
-  end
-  if math.type(o.stages) ~= "integer" or o.stages < 1 then
-    error(("simt_gemm: stages must be an integer >= 1, got %s"):format(tostring(o.stages)), 2)
-  end
+  for k, v in pairs(opts or {}) do o[k] = v end
   local TM, TN = o.BM // o.TY, o.BN // o.TX
   if o.BM % o.TY ~= 0 or o.BN % o.TX ~= 0 or TM % o.vec ~= 0 or TN % o.vec ~= 0 then
-    error(("simt_gemm: BM=%d, BN=%d must be multiples of TY=%d, TX=%d, and the thread tile %dx%d of vec=%d"):format(
-      o.BM, o.BN, o.TY, o.TX, TM, TN, o.vec), 2)
+    util.raise("ValueError", P, "BM=%d, BN=%d must be multiples of TY=%d, TX=%d, and the thread tile %dx%d of vec=%d",
+               o.BM, o.BN, o.TY, o.TX, TM, TN, o.vec)
   end
+  if o.TY * o.TX > 1024 then util.raise("ValueError", P, "TY * TX = %d threads per block; CUDA allows 1024", o.TY * o.TX) end
   local sch = tir.Schedule(func)
   local C = sch:get_block("C")
   local AS = sch:cache_read(C, 0, "shared")

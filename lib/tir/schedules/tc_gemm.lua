@@ -14,24 +14,53 @@
 -- the copies become cp.async); early_wait waits once at the top of each k step, so that one
 -- barrier per step suffices.
 local M = {}
+local util = require("tir.util")
+local raise = util.raise
 
 M.defaults = {intrin = "mma", BM = 128, BN = 128, BK = 32, warp_m = 64, warp_n = 64, vec = 8, stages = 1, early_wait = true, frag_pipeline = false, pad = true,
               dtype = "float16", epilogue = nil, unroll = true}
 
-local INTRIN = {
-  mma = function(t)
-    local s = t == "bfloat16" and "bf16" or "f16"
-    return {scope_a = "warp", scope_b = "warp", scope_c = "warp", load_a = "mma_ldmatrix_16x16_" .. s .. "_a",
-            load_b = "mma_ldmatrix_16x16_" .. s .. "_b", sync = "mma_sync_16x16x16_" .. s .. "f32", fill = "mma_fill_16x16_f32",
-            store = "mma_store_16x16_f32_global", store_f16 = "mma_store_16x16_f32_f16_global"}
-  end,
-  wmma = function(t)
-    if t ~= "float16" then error("tc_gemm: the wmma intrinsics here take float16 inputs", 3) end
-    return {scope_a = "wmma.matrix_a", scope_b = "wmma.matrix_b", scope_c = "wmma.accumulator", load_a = "wmma_load_16x16x16_f16_a",
-            load_b = "wmma_load_16x16x16_f16_b", sync = "wmma_sync_16x16x16_f16f16f32", fill = "wmma_fill_16x16x16_f32",
-            store = "wmma_store_16x16x16_f32_global", store_shared = "wmma_store_16x16x16_f32_shared"}
-  end,
+--- What the schedule runs on tensor cores: one row per (intrinsic family, input dtype,
+-- accumulator dtype), naming the registered intrinsics it tensorizes with
+-- (lib/tir/intrin/cuda.lua) and the instruction auto_tensorize takes for it.  Every
+-- dtype check of this file reads this table: a new dtype (int8 -> int32) is a new row.
+--   epilogue_dtype: the dtype a fused epilogue's cast may write (the store intrinsic
+--   converts); nil: an epilogue goes through shared memory and may write any dtype.
+M.SUPPORTED = {
+  {intrin = "mma", instr = "mma.m16n8k16", in_dtype = "float16", acc_dtype = "float32", epilogue_dtype = "float16",
+   scope_a = "warp", scope_b = "warp", scope_c = "warp", load_a = "mma_ldmatrix_16x16_f16_a", load_b = "mma_ldmatrix_16x16_f16_b",
+   sync = "mma_sync_16x16x16_f16f32", fill = "mma_fill_16x16_f32", store = "mma_store_16x16_f32_global",
+   store_epilogue = "mma_store_16x16_f32_f16_global"},
+  {intrin = "mma", instr = "mma.m16n8k16", in_dtype = "bfloat16", acc_dtype = "float32", epilogue_dtype = "float16",
+   scope_a = "warp", scope_b = "warp", scope_c = "warp", load_a = "mma_ldmatrix_16x16_bf16_a", load_b = "mma_ldmatrix_16x16_bf16_b",
+   sync = "mma_sync_16x16x16_bf16f32", fill = "mma_fill_16x16_f32", store = "mma_store_16x16_f32_global",
+   store_epilogue = "mma_store_16x16_f32_f16_global"},
+  {intrin = "wmma", instr = "wmma.m16n16k16", in_dtype = "float16", acc_dtype = "float32",
+   scope_a = "wmma.matrix_a", scope_b = "wmma.matrix_b", scope_c = "wmma.accumulator", load_a = "wmma_load_16x16x16_f16_a",
+   load_b = "wmma_load_16x16x16_f16_b", sync = "wmma_sync_16x16x16_f16f16f32", fill = "wmma_fill_16x16x16_f32",
+   store = "wmma_store_16x16x16_f32_global", store_shared = "wmma_store_16x16x16_f32_shared"},
 }
+
+--- The row of M.SUPPORTED for an intrinsic family and dtypes, or nil.
+function M.supported(intrin, in_dtype, acc_dtype)
+  for _, r in ipairs(M.SUPPORTED) do
+    if r.intrin == intrin and r.in_dtype == in_dtype and (acc_dtype == nil or r.acc_dtype == acc_dtype) then return r end
+  end
+end
+
+local function supported_text()
+  local t = {}
+  for _, r in ipairs(M.SUPPORTED) do t[#t + 1] = ("%s (%s): %s -> %s"):format(r.intrin, r.instr, r.in_dtype, r.acc_dtype) end
+  return table.concat(t, "; ")
+end
+
+local function families()
+  local seen, out = {}, {}
+  for _, r in ipairs(M.SUPPORTED) do
+    if not seen[r.intrin] then seen[r.intrin] = true out[#out + 1] = r.intrin end
+  end
+  return out
+end
 
 --- The te workload: returns a PrimFunc computing C (and D = cast(out_dtype, C) when out_dtype
 -- is "float16"), with blocks "C" (and "D").
@@ -42,6 +71,23 @@ local INTRIN = {
 function M.workload(Mx, N, K, dtype, out_dtype, pad, layout)
   local tir = require("tir")
   local te = tir.te
+  local P = "tc_gemm.workload"
+  for i, v in ipairs({Mx, N, K}) do
+    if math.type(v) ~= "integer" or v < 1 then raise("TypeError", P, "%s must be a positive integer, got %s", ({"M", "N", "K"})[i], util.show(v)) end
+  end
+  util.check_dtype(dtype, P, "dtype")
+  util.check_dtype(out_dtype, P, "out_dtype")
+  if pad ~= nil and pad ~= false then
+    if type(pad) ~= "table" or #pad ~= 3 or util.count_keys(pad) ~= 3 then
+      raise("TypeError", P, "pad must be {BM, BN, BK} (the tile sizes to pad the extents to), got %s", util.show(pad))
+    end
+    for i = 1, 3 do
+      if math.type(pad[i]) ~= "integer" or pad[i] < 1 then raise("ValueError", P, "pad[%d] must be a positive integer, got %s", i, util.show(pad[i])) end
+    end
+  end
+  if layout ~= nil and not ({NN = 1, NT = 1, TN = 1, TT = 1})[layout] then
+    raise("ValueError", P, "layout must be \"NN\", \"NT\", \"TN\" or \"TT\" (A and B stored plain or transposed), got %s", util.show(layout))
+  end
   layout = layout or "NN"
   local ta, tb = layout:sub(1, 1) == "T", layout:sub(2, 2) == "T"
   -- A is M x K ("N") or K x M ("T"); B is K x N ("N") or N x K ("T")
@@ -81,30 +127,29 @@ end
 
 -- The roles in a matmul-like block: C[b.., i, j] (+)= A[b.., i|k, k|i] * B[b.., k|j, j|k] with casts;
 -- returns {a_index, b_index (read positions), layout "NN".."TT", loops = {batch.., i, j, k} (LoopRVs)}.
-local function analyze(sch, blk)
-  local tir = require("tir")
+local function analyze(sch, blk, P)
+  P = P or "tc_gemm.schedule"
   local b = sch:get(blk)
   local ivs = b.iter_vars
   local role = {}
   local reads = b.reads
   local wbuf = b.writes[1] and b.writes[1].buffer
   if #b.writes ~= 1 then
-    error(("tc_gemm: block '%s' is not matmul-like (it must write one buffer)"):format(b.name), 3)
+    raise("ValueError", P, "block '%s' is not matmul-like (it must write one buffer and read two operands)", b.name)
   end
   -- a block with an init reads A, B (TVM's read rule); without one (an update block) C, A, B
   local ops = {}
   for r = 1, #reads do
     if reads[r].buffer ~= wbuf then ops[#ops + 1] = {index = r - 1, region = reads[r]} end
   end
-  if #ops ~= 2 then error(("tc_gemm: block '%s' must read two operands besides its output"):format(b.name), 3) end
+  if #ops ~= 2 then raise("ValueError", P, "block '%s' must read two operands besides its output", b.name) end
   local function vars_of(region)
     local out = {}
     for d = 1, #region.region do
       local mn = region.region[d].min
       local found
       for q = 1, #ivs do if mn == ivs[q].var then found = q end end
-      if not found then error(("tc_gemm: block '%s': operand %s is not indexed by plain iteration variables"):format(b.name,
-        region.buffer.name), 4) end
+      if not found then raise("ValueError", P, "block '%s': operand %s is not indexed by plain iteration variables", b.name, region.buffer.name) end
       out[d] = found
     end
     return out
@@ -114,14 +159,14 @@ local function analyze(sch, blk)
   local function has(list, q) for _, x in ipairs(list) do if x == q then return true end end return false end
   local kq
   for q = 1, #ivs do if ivs[q].iter_type == 2 then kq = q end end
-  if not kq then error(("tc_gemm: block '%s' has no reduction variable"):format(b.name), 3) end
+  if not kq then raise("ValueError", P, "block '%s' has no reduction variable", b.name) end
   local iq, jq = wv[#wv - 1], wv[#wv]
   local batch = {}
   for d = 1, #wv - 2 do batch[#batch + 1] = wv[d] end
   -- operand roles: A uses i and k, B uses k and j (swap if given the other way round)
   if has(av, jq) and has(bv, iq) then av, bv, ops[1], ops[2] = bv, av, ops[2], ops[1] end
   if not (has(av, iq) and has(av, kq) and has(bv, jq) and has(bv, kq)) then
-    error(("tc_gemm: block '%s': cannot tell which operand is A (rows, k) and which is B (k, columns)"):format(b.name), 3)
+    raise("ValueError", P, "block '%s': cannot tell which operand is A (rows, k) and which is B (k, columns)", b.name)
   end
   local la = av[#av] == iq and "T" or "N"
   local lb = bv[#bv] == kq and "T" or "N"
@@ -132,35 +177,123 @@ local function analyze(sch, blk)
     for _, l in ipairs(loops) do
       if sch._state:block_realize(blk.uid).iter_values[q] == l.var then lfor[q] = l end
     end
-    if not lfor[q] then error(("tc_gemm: block '%s': iteration variable %d is not bound to one loop (apply the schedule before other loop transformations)"):format(b.name, q), 3) end
+    if not lfor[q] then
+      raise("ValueError", P, "block '%s': iteration variable %d is not bound to one loop (apply the schedule before other loop transformations)", b.name, q)
+    end
   end
   local order = {}
   for _, q in ipairs(batch) do order[#order + 1] = lfor[q] end
   order[#order + 1], order[#order + 2], order[#order + 3] = lfor[iq], lfor[jq], lfor[kq]
-  return {a_index = ops[1].index, b_index = ops[2].index, layout = la .. lb, batch = #batch, loops = order}
+  -- extents of batch.., i, j, k (nil when symbolic) and the dtypes
+  local ext = {}
+  for q, l in ipairs(order) do
+    local e = sch:get(l).extent
+    ext[q] = e.kind == "IntImm" and e.value or false
+  end
+  return {a_index = ops[1].index, b_index = ops[2].index, layout = la .. lb, batch = #batch, loops = order, extents = ext,
+          a_dtype = ops[1].region.buffer.dtype, b_dtype = ops[2].region.buffer.dtype, c_dtype = wbuf.dtype, name = b.name}
 end
 M.analyze = analyze
 
 --- Schedules the "C" block of M.workload (or an equivalent T script); returns the Schedule.
 -- opts override M.defaults; epilogue = "D" fuses that cast block into the store.
-function M.schedule(func, opts)
+local SCHEDULE_OPTS = {intrin = "string", BM = "positive", BN = "positive", BK = "positive", warp_m = "positive",
+                       warp_n = "positive", vec = "positive", stages = "positive", early_wait = "boolean",
+                       frag_pipeline = "boolean", pad = "boolean", dtype = "dtype", epilogue = "string", unroll = "boolean",
+                       block = "string"}
+M.SCHEDULE_OPTS = SCHEDULE_OPTS
+
+local function as_schedule(func, P)
   local tir = require("tir")
+  if getmetatable(func) == tir.Schedule then return func end
+  local core = require("tir.core")
+  if not (core.is_node(func, "PrimFunc") or core.is_node(func, "IRModule")) then
+    raise("TypeError", P, "expected a PrimFunc (e.g. tc_gemm.workload(...)) or a Schedule, got %s", util.describe(func))
+  end
+  return tir.Schedule(func)
+end
+
+-- Everything the schedule needs, checked before the first primitive runs (so that an error
+-- names the option or the block rather than a primitive deep inside the schedule).
+local function validate(sch, o, P)
+  local fam = families()
+  local known = false
+  for _, f in ipairs(fam) do known = known or f == o.intrin end
+  if not known then raise("ValueError", P, "intrin must be one of %s, got %s", table.concat(fam, ", "), util.show(o.intrin)) end
+  local C = sch:get_block(o.block or "C")
+  local info = analyze(sch, C, P)
+  if info.a_dtype ~= info.b_dtype then
+    raise("TypeError", P, "block '%s' multiplies %s by %s; both operands must have one dtype", info.name, info.a_dtype, info.b_dtype)
+  end
+  local row = M.supported(o.intrin, info.a_dtype, info.c_dtype)
+  if not row then
+    raise("TypeError", P, "block '%s' multiplies %s into %s, which intrin = \"%s\" does not run; supported: %s", info.name,
+          info.a_dtype, info.c_dtype, o.intrin, supported_text())
+  end
+  if o.dtype_given and o.dtype ~= info.a_dtype then
+    raise("TypeError", P, "opts.dtype is %s but block '%s' reads %s operands (the dtype is taken from the block)", o.dtype,
+          info.name, info.a_dtype)
+  end
+  o.dtype = info.a_dtype
+  local bm, bn, bk, wm_, wn_ = o.BM, o.BN, o.BK, o.warp_m, o.warp_n
+  if bm % wm_ ~= 0 or bn % wn_ ~= 0 or wm_ % 16 ~= 0 or wn_ % 16 ~= 0 or bk % 16 ~= 0 then
+    raise("ValueError", P, "need BM %% warp_m == 0, BN %% warp_n == 0, warp tiles and BK multiples of 16 (BM=%d BN=%d BK=%d warp %dx%d)",
+          bm, bn, bk, wm_, wn_)
+  end
+  local threads = (bm // wm_) * (bn // wn_) * 32
+  if threads > 1024 then
+    raise("ValueError", P, "BM/warp_m * BN/warp_n = %d warps = %d threads per block; CUDA allows 1024", threads // 32, threads)
+  end
+  if not ({[1] = true, [2] = true, [4] = true, [8] = true})[o.vec] then
+    raise("ValueError", P, "vec must be 1, 2, 4 or 8 (elements per vector copy, at most 16 bytes), got %d", o.vec)
+  end
+  local ext = info.extents
+  local n = #ext
+  local names = {"M", "N", "K"}
+  for q = 1, n do
+    if not ext[q] then raise("ValueError", P, "block '%s' has a symbolic extent; tc_gemm needs constant M, N, K (and batch)", info.name) end
+  end
+  for q, t in ipairs({bm, bn, bk}) do
+    local e = ext[n - 3 + q]
+    if e % t ~= 0 then
+      raise("ValueError", P, "%s = %d is not a multiple of %s = %d: pick a tile that divides it, or build the workload with " ..
+            "tc_gemm.workload(..., pad = {BM, BN, BK}), which pads the operands", names[q], e, ({"BM", "BN", "BK"})[q], t)
+    end
+  end
+  for _, X in ipairs({{"A", bm}, {"B", bn}}) do
+    local elems = X[2] * bk
+    if elems % (threads * o.vec) ~= 0 then
+      raise("ValueError", P, "the %s tile (%d x %d = %d elements) is not a multiple of threads * vec = %d * %d: the " ..
+            "cooperative copy needs whole vectors per thread (use a smaller vec or larger tiles)", X[1], X[2], bk, elems, threads, o.vec)
+    end
+  end
+  if o.epilogue then
+    local okb, E = pcall(function() return sch:get(sch:get_block(o.epilogue)) end)
+    if not okb then raise("ValueError", P, "epilogue block '%s' does not exist", o.epilogue) end
+    local edt = E.writes[1] and E.writes[1].buffer.dtype
+    if row.epilogue_dtype and edt ~= row.epilogue_dtype then
+      raise("TypeError", P, "epilogue '%s' writes %s, but the fused store of intrin = \"%s\" writes %s", o.epilogue,
+            tostring(edt), o.intrin, row.epilogue_dtype)
+    end
+  end
+  return row, C
+end
+
+--- Schedules the "C" block of M.workload (or an equivalent T script); returns the Schedule.
+-- opts override M.defaults; epilogue = "D" fuses that cast block into the store.  Every
+-- option, the block's dtypes (M.SUPPORTED) and shapes (multiples of the tiles) are checked
+-- first; errors are tir.Errors from "tc_gemm.schedule" at the caller's line.
+local function schedule(func, opts, P)
   require("tir.intrin.cuda")
+  util.check_opts(P, opts, SCHEDULE_OPTS)
   local o = {}
   for k, v in pairs(M.defaults) do o[k] = v end
-  for k, v in pairs(opts or {}) do
-    if M.defaults[k] == nil and k ~= "epilogue" and k ~= "block" then error("tc_gemm: unknown option " .. tostring(k), 2) end
-    o[k] = v
-  end
-  local I = assert(INTRIN[o.intrin], "tc_gemm: intrin must be \"mma\" or \"wmma\"")(o.dtype)
+  for k, v in pairs(opts or {}) do o[k] = v end
+  o.dtype_given = opts ~= nil and opts.dtype ~= nil
+  local sch = as_schedule(func, P)
+  local I, C = validate(sch, o, P)
   local wm, wn = o.BM // o.warp_m, o.BN // o.warp_n
-  if o.BM % o.warp_m ~= 0 or o.BN % o.warp_n ~= 0 or o.warp_m % 16 ~= 0 or o.warp_n % 16 ~= 0 or o.BK % 16 ~= 0 then
-    error(("tc_gemm: need BM %% warp_m == 0, BN %% warp_n == 0, warp tiles and BK multiples of 16 (BM=%d BN=%d BK=%d warp %dx%d)")
-      :format(o.BM, o.BN, o.BK, o.warp_m, o.warp_n), 2)
-  end
-  local sch = getmetatable(func) == tir.Schedule and func or tir.Schedule(func)
-  local C = sch:get_block(o.block or "C")
-  local info = analyze(sch, C)
+  local info = analyze(sch, C, P)
   local ta, tb = info.layout:sub(1, 1) == "T", info.layout:sub(2, 2) == "T"
   local padded = pcall(function() return sch:get_block("A_pad") end)
   local AS, BS
@@ -180,14 +313,14 @@ function M.schedule(func, opts)
   local CS -- wmma with an epilogue: accumulators staged in shared memory, then cast by all lanes
   if o.epilogue then
     sch:reverse_compute_inline(o.epilogue) -- the write-back block now computes D = cast(C)
-    if I.store_f16 then
-      store_intrin = I.store_f16 -- the cast fused into the fragment store
+    if I.store_epilogue then
+      store_intrin = I.store_epilogue -- the cast fused into the fragment store
     else
       CS = sch:cache_read(CF, 0, "shared")
       store_intrin = I.store_shared
     end
   end
-  info = analyze(sch, C)
+  info = analyze(sch, C, P)
   local lp = info.loops
   local i, j, k = lp[#lp - 2], lp[#lp - 1], lp[#lp]
   local by, wy, wi, i16 = sch:split(i, {nil, wm, o.warp_m // 16, 16})
@@ -307,49 +440,114 @@ function M.schedule(func, opts)
   return sch
 end
 
+function M.schedule(func, opts) return schedule(func, opts, "tc_gemm.schedule") end
+
+-- SMs to fill when no GPU answers: the H200 / H100 SXM's 132
+M.DEFAULT_SM_COUNT = 132
+
+local function device_sm_count()
+  local core = require("tir.core")
+  local ok = core.cuda_available and core.cuda_available()
+  if ok then
+    local okd, info = pcall(core.cuda_device_info, 0)
+    if okd and type(info) == "table" and math.type(info.sm_count) == "integer" and info.sm_count > 0 then return info.sm_count end
+  end
+  return M.DEFAULT_SM_COUNT
+end
+M.device_sm_count = device_sm_count
+
+--- The CTA tile auto_tensorize takes for an (batch x) m x n output on sm_count SMs: the
+-- largest BM x BN (from 128, 64, 32, 16, dividing m and n) whose grid has at least one CTA
+-- per SM; when no tile gets there, the tile with the most CTAs not smaller than 32 x 32
+-- (one mma.sync warp per 16 x 16 tile would leave the SMs starved of work per CTA), or
+-- the smallest tile when even that is not available.  Split-K is not used (it needs a
+-- reduction across CTAs).  Returns BM, BN and the number of CTAs.
+function M.pick_tiles(batch, m, n, sm_count)
+  local cands = {}
+  for _, bm in ipairs({128, 64, 32, 16}) do
+    for _, bn in ipairs({128, 64, 32, 16}) do
+      if m % bm == 0 and n % bn == 0 then
+        cands[#cands + 1] = {bm = bm, bn = bn, ctas = batch * (m // bm) * (n // bn)}
+      end
+    end
+  end
+  -- larger area first; among equal areas the squarer tile (less operand traffic per flop)
+  table.sort(cands, function(a, b)
+    if a.bm * a.bn ~= b.bm * b.bn then return a.bm * a.bn > b.bm * b.bn end
+    if math.abs(a.bm - a.bn) ~= math.abs(b.bm - b.bn) then return math.abs(a.bm - a.bn) < math.abs(b.bm - b.bn) end
+    return a.bm > b.bm
+  end)
+  for _, c in ipairs(cands) do
+    if c.ctas >= sm_count then return c.bm, c.bn, c.ctas end
+  end
+  local best
+  for _, c in ipairs(cands) do
+    if c.bm * c.bn >= 32 * 32 and (not best or c.ctas > best.ctas) then best = c end
+  end
+  best = best or cands[#cands]
+  return best.bm, best.bn, best.ctas
+end
+
+local INSTR = {["mma.m16n8k16"] = "mma", mma = "mma", ["wmma.m16n16k16"] = "wmma", wmma = "wmma"}
+
 --- Auto-tensorization (TVM users know it from MetaSchedule's tensor-core rules): schedules a
 -- matmul-like block of `func` (or of a Schedule) onto tensor cores with tiles chosen from its shape.
 --   instr: "mma.m16n8k16" (mma.sync + ldmatrix) or "wmma.m16n16k16"; block: its name (default "C").
+--   extra: options of tc_gemm.schedule that override the chosen ones, and sm_count (the SMs
+--   to fill; default the device's, M.DEFAULT_SM_COUNT without a GPU).
 -- The block may have batch dimensions (bound to blockIdx.z) and either operand transposed; its
--- M, N, K extents must be multiples of 16 (use M.workload(..., pad) for other shapes).  Returns
--- the Schedule and the options it chose.
+-- M, N, K extents must be multiples of 16 (use M.workload(..., pad) for other shapes), its
+-- dtypes a row of M.SUPPORTED.  Tiles: M.pick_tiles (enough CTAs for the SMs).  Returns the
+-- Schedule and the options it chose (with ctas, the grid size).
 function M.auto_tensorize(func, instr, block, extra)
-  local tir = require("tir")
-  local intrin = ({["mma.m16n8k16"] = "mma", mma = "mma", ["wmma.m16n16k16"] = "wmma", wmma = "wmma"})[instr or "mma.m16n8k16"]
-  if not intrin then error(("auto_tensorize: unknown instruction %q (mma.m16n8k16, wmma.m16n16k16)"):format(tostring(instr)), 2) end
-  local sch = getmetatable(func) == tir.Schedule and func or tir.Schedule(func)
+  local P = "tc_gemm.auto_tensorize"
+  if instr ~= nil and type(instr) ~= "string" then raise("TypeError", P, "instr must be a string such as \"mma.m16n8k16\", got %s", util.show(instr)) end
+  local intrin = INSTR[instr or "mma.m16n8k16"]
+  if not intrin then raise("ValueError", P, "unknown instruction %s (mma.m16n8k16, wmma.m16n16k16)", util.show(instr)) end
+  if block ~= nil and type(block) ~= "string" then raise("TypeError", P, "block must be a block name, got %s", util.show(block)) end
+  local spec = {sm_count = "positive"}
+  for k, v in pairs(SCHEDULE_OPTS) do spec[k] = v end
+  extra = util.check_opts(P, extra, spec)
+  require("tir.intrin.cuda")
+  local sch = as_schedule(func, P)
   local blk = sch:get_block(block or "C")
-  local info = analyze(sch, blk)
-  local ext = {}
-  for q = #info.loops - 2, #info.loops do
-    local e = sch:get(info.loops[q]).extent
-    ext[#ext + 1] = math.tointeger(tonumber(tostring(e)))
-    if not ext[#ext] then error("auto_tensorize: the block's extents must be constants", 2) end
+  local info = analyze(sch, blk, P)
+  local ext = info.extents
+  for q = 1, #ext do
+    if not ext[q] then raise("ValueError", P, "block '%s': the extents must be constants", info.name) end
   end
-  local m, n, k = ext[1], ext[2], ext[3]
+  local nb = #ext
+  local m, n, k = ext[nb - 2], ext[nb - 1], ext[nb]
   for _, v in ipairs({m, n, k}) do
     if v % 16 ~= 0 then
-      error(("auto_tensorize: M, N, K = %d, %d, %d must be multiples of 16 (build the workload with tc_gemm.workload(..., pad))")
-        :format(m, n, k), 2)
+      raise("ValueError", P, "M, N, K = %d, %d, %d must be multiples of 16 (build the workload with tc_gemm.workload(..., pad))", m, n, k)
     end
   end
-  local function pick(x, cands) for _, c in ipairs(cands) do if x % c == 0 then return c end end end
-  local o = {intrin = intrin, block = block}
-  -- the inputs' dtype picks the intrinsics: fp16 (mma and wmma) or bf16 (mma), fp32 accumulation
-  local b = sch:get(blk)
-  local in_dt = b.reads[info.a_index + 1].buffer.dtype
-  local out_dt = b.writes[1].buffer.dtype
-  if (in_dt ~= "float16" and in_dt ~= "bfloat16") or (in_dt == "bfloat16" and intrin ~= "mma") or out_dt ~= "float32" then
-    error(("auto_tensorize: block '%s' multiplies %s into %s; the intrinsics here take float16 (or bfloat16 with mma.m16n8k16) "
-      .. "inputs and accumulate in float32"):format(b.name, in_dt, out_dt), 2)
+  -- the inputs' dtypes pick the intrinsics (M.SUPPORTED)
+  if info.a_dtype ~= info.b_dtype or not M.supported(intrin, info.a_dtype, info.c_dtype) then
+    raise("TypeError", P, "block '%s' multiplies %s%s into %s, which %s does not run; supported: %s", info.name, info.a_dtype,
+          info.a_dtype ~= info.b_dtype and (" by " .. info.b_dtype) or "", info.c_dtype, instr or "mma.m16n8k16", supported_text())
   end
-  o.dtype = in_dt
-  o.BM = pick(m, {128, 64, 32, 16}); o.BN = pick(n, {128, 64, 32, 16}); o.BK = pick(k, {32, 16})
+  local batch = 1
+  for q = 1, nb - 3 do batch = batch * ext[q] end
+  local sms = extra.sm_count or device_sm_count()
+  local o = {intrin = intrin, block = block, dtype = info.a_dtype}
+  local ctas
+  o.BM, o.BN, ctas = M.pick_tiles(batch, m, n, sms)
+  o.BK = k % 32 == 0 and 32 or 16
   o.warp_m = math.min(64, o.BM); o.warp_n = math.min(64, o.BN)
   if o.BM * o.BN <= 64 * 64 then o.warp_m, o.warp_n = math.max(16, o.BM // 2), math.max(16, o.BN // 2) end
+  -- the copies need whole vectors per thread: fewer elements per vector on small tiles
+  local threads = (o.BM // o.warp_m) * (o.BN // o.warp_n) * 32
+  o.vec = 8
+  while o.vec > 1 and (o.BM * o.BK % (threads * o.vec) ~= 0 or o.BN * o.BK % (threads * o.vec) ~= 0) do o.vec = o.vec // 2 end
   o.stages = k // o.BK >= 3 and 3 or 1
-  for key, v in pairs(extra or {}) do o[key] = v end
-  return M.schedule(sch, o), o
+  for key, v in pairs(extra) do if key ~= "sm_count" then o[key] = v end end
+  local out = schedule(sch, o, P)
+  o.ctas, o.sm_count = ctas, sms
+  return out, o
 end
+
+for _, k in ipairs({"workload", "schedule", "auto_tensorize", "pick_tiles", "supported"}) do M[k] = util.strict("tc_gemm." .. k, M[k]) end
 
 return M

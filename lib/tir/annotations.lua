@@ -1,0 +1,60 @@
+--- tir.annotations: the annotation keys tirlua interprets, in one table, and the check that
+-- catches misspellings of them (sch:annotate, T.block_attr, loop annotations in the T script).
+--
+-- Rule: annotations are free-form as in TVM (any string key is kept, printed and ignored by
+-- the passes), except that a key that is not in KNOWN is refused when
+--   * it starts with a reserved prefix ("software_pipeline_", "tensor_intrin",
+--     "buffer_dim_align"): tirlua owns those names, so an unknown one is a misspelling; or
+--   * it is within edit distance 2 of a known key (1 for short keys), e.g.
+--     "software_pipline_stage" or "software_pipeline_stages".
+-- The error says "did you mean" and lists the known keys.  Keys further away are user keys.
+local util = require("tir.util")
+local A = {}
+
+--- key -> {on = "loop" | "block", set_by = who normally writes it, doc = what it does}
+A.KNOWN = {
+  software_pipeline_stage = {on = "loop", set_by = "user", doc = "stage of each child statement (inject_software_pipeline)"},
+  software_pipeline_order = {on = "loop", set_by = "user", doc = "order of the child statements in the pipeline body"},
+  software_pipeline_async_stages = {on = "loop", set_by = "user", doc = "stages whose copies become cp.async"},
+  software_pipeline_early_wait = {on = "loop", set_by = "user", doc = "one cp.async wait at the top of each iteration (tirlua)"},
+  tensor_intrin = {on = "block", set_by = "tensorize", doc = "the intrinsic a tensorized block runs"},
+  buffer_dim_align = {on = "block", set_by = "storage_align", doc = "stride padding of the written buffers"},
+}
+
+A.RESERVED_PREFIXES = {"software_pipeline_", "tensor_intrin", "buffer_dim_align"}
+
+local names = util.sorted_keys(A.KNOWN)
+
+--- Raises a ValueError from prim when key looks like a misspelled known key (see the rule above).
+function A.check_key(prim, key)
+  if type(key) ~= "string" then util.raise("TypeError", prim, "an annotation key must be a string, got %s", util.show(key)) end
+  if A.KNOWN[key] then return key end
+  local near = util.closest(key, names)
+  local reserved
+  for _, p in ipairs(A.RESERVED_PREFIXES) do
+    if key:sub(1, #p) == p then reserved = p end
+  end
+  if near or reserved then
+    if not near then -- the closest known key with that prefix
+      local bd
+      for _, n in ipairs(names) do
+        local d = util.edit_distance(key, n)
+        if n:sub(1, #reserved) == reserved and (not bd or d < bd) then near, bd = n, d end
+      end
+    end
+    util.raise("ValueError", prim,
+               "annotation key '%s' is not one tirlua knows%s (did you mean '%s'?): it would be kept and ignored. " ..
+               "Known keys: %s. Keys far from these are user annotations and are allowed",
+               key, reserved and (" but uses the reserved prefix '" .. reserved .. "'") or "", near, table.concat(names, ", "))
+  end
+  return key
+end
+
+--- Checks every key of an annotation table {key = value}.
+function A.check_table(prim, t)
+  if t == nil then return end
+  if type(t) ~= "table" then util.raise("TypeError", prim, "annotations must be a table {key = value}, got %s", util.show(t)) end
+  for k in pairs(t) do A.check_key(prim, k) end
+end
+
+return A
