@@ -169,7 +169,8 @@ function util.strict(prim, f, method)
   return function(...)
     local got = select("#", ...)
     if got > n then
-      util.raise("TypeError", prim, "too many arguments: %s takes %d, got %d (extra arguments are refused, not ignored)",
+      util.raise("TypeError", prim, "too many arguments: %s takes %d, got %d (extra arguments are refused, not ignored; " ..
+                 "a call returning several values, such as get_loops, passes them all: wrap it in parentheses to pass the first)",
                  sig, shown, method and got - 1 or got)
     end
     return f(...)

@@ -63,7 +63,7 @@ describe("options tables", function()
                    "unknown option 'sead' (did you mean 'seed'?)", "valid options: high, low, seed")
     U.expect_error(function() tir.testing.assert_allclose({1}, {1}, {rtl = 1e-3}) end, "did you mean 'rtol'?")
     U.expect_error(function() tir.build(U.matmul(4, 4, 4), "cuda", {dumps = true}) end, "unknown option 'dumps'",
-                   "did you mean 'dump'?", "arch, compile, dump, unroll_max_extent")
+                   "did you mean 'dump'?", "arch, cache, compile, dump, unroll_max_extent")
     U.expect_error(function() tir.simulate(U.matmul(4, 4, 4), {}, {max_issue = 3}) end, "did you mean 'max_issues'?")
     U.expect_error(function() tir.nd.random({4}, "float32", nil, "seed=1") end, "TypeError in nd.random", "options must be a table")
     U.expect_error(function() simt.schedule(U.matmul(64, 64, 64), {stage = 2}) end, "ValueError in simt_gemm.schedule",

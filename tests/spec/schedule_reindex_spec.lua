@@ -226,7 +226,7 @@ describe("reindex", function()
     -- a read of a buffer the block writes: the update block of a decomposed reduction reads
     -- C, A, B (a block with an init reads only A, B)
     local s4 = tir.Schedule(U.matmul(8, 8, 8))
-    s4:decompose_reduction("C", s4:get_loops(s4:get_block("C")))
+    s4:decompose_reduction("C", (s4:get_loops(s4:get_block("C"))))
     assert.are.equal("C", s4:get(s4:get_block("C_update")).reads[1].buffer.name)
     U.expect_error(function() s4:reindex("C_update", {"read", 0}) end,
                    "block 'C_update' also writes C: reindex it as a write buffer")
