@@ -62,6 +62,74 @@ describe("split", function()
   end)
 end)
 
+describe("split / fuse of a symbolic extent (TVM test_split_symbolic, test_fused_symbolic_2D_tiling)", function()
+  local te = tir.te
+  -- B[i] = sum_k A[i, k] * 2 over a symbolic number of rows n
+  local function rowsum(n)
+    local A = te.placeholder({n, 8}, "float32", "A")
+    local k = te.reduce_axis({0, 8}, "k")
+    local B = te.compute({n}, function(i) return te.sum(A[{i, k}] * 2.0, {k}) end, "B")
+    return te.create_prim_func({A, B})
+  end
+  local function equiv_for(f, g, rows, cols)
+    for _, nv in ipairs(rows) do
+      local args = {tir.nd.random(cols and {nv, cols} or {nv, 8}, "float32", tir.nd.cpu(), {seed = nv}),
+                    tir.nd.empty(cols and {nv, cols} or {nv}, "float32", tir.nd.cpu())}
+      local r1, r2 = U.run(f, 1, args), U.run(g, 1, args)
+      assert.are.same(r1[2]:to_table(), r2[2]:to_table())
+    end
+  end
+
+  it("infers ceildiv(n, 16) and guards the tail with a predicate", function()
+    local n = tir.var("n")
+    local f = rowsum(n)
+    local sch = sched(f)
+    local i = sch:get_loops("B")
+    local io, ii = sch:split(i, {nil, 16})
+    local s = tostring(sch.mod)
+    assert.matches("for i_0, i_1, k in T.grid%(%(n %+ 15%) // 16, 16, 8%) do", s)
+    assert.matches("T.where%(T.lt%(i_0 %* 16 %+ i_1, n%)%)", s)
+    equiv_for(f, sch.mod, {1, 15, 16, 17, 50})
+    -- the inferred factor inside: ceildiv(n, 4) inner iterations
+    local s2 = sched(f)
+    s2:split(s2:get_loops("B"), {4, -1})
+    assert.matches("T.grid%(4, %(n %+ 3%) // 4, 8%)", tostring(s2.mod))
+    equiv_for(f, s2.mod, {1, 5, 8, 13})
+    -- bound to threads, it lowers and generates CUDA C with the launch size from n
+    sch:bind(io, "blockIdx.x"); sch:bind(ii, "threadIdx.x")
+    local m = tir.build(sch.mod, "cuda", {compile = false})
+    assert.is_truthy(m:get_source("cuda"):find("* 16) + ((int)threadIdx.x)) < n)", 1, true))
+    assert.matches('T.launch_thread%("blockIdx.x", %(n %+ 15%) // 16%)', tostring(tir.lower(sch.mod)))
+  end)
+
+  it("refuses factors that do not provably cover the extent (TVM WrongFactorProductError)", function()
+    local sch = sched(rowsum(tir.var("n")))
+    local i = sch:get_loops("B")
+    U.expect_error(function() sch:split(i, {4, 4}) end, "ScheduleError in split",
+                   "the factors multiply to 16, which is not provably at least the extent n of loop i",
+                   "infer one factor")
+  end)
+
+  it("tiles two symbolic loops and fuses the outer ones", function()
+    local M, N = tir.var("M"), tir.var("N")
+    local A = te.placeholder({M, N}, "float32", "A")
+    local B = te.compute({M, N}, function(i, j) return A[{i, j}] * 2.0 end, "B")
+    local f = te.create_prim_func({A, B})
+    local sch = sched(f)
+    local i, j = sch:get_loops("B")
+    local i0, i1 = sch:split(i, {nil, 8})
+    local j0, j1 = sch:split(j, {nil, 4})
+    sch:reorder(i0, j0, i1, j1)
+    local fused = sch:fuse(i0, j0)
+    assert.matches("%(M %+ 7%) // 8 %* %(%(N %+ 3%) // 4%)", tostring(sch:get(fused).extent))
+    for _, mn in ipairs({{13, 10}, {8, 4}, {1, 1}, {9, 3}}) do
+      local args = {tir.nd.random(mn, "float32", tir.nd.cpu(), {seed = mn[1]}), tir.nd.empty(mn, "float32", tir.nd.cpu())}
+      local r1, r2 = U.run(f, 1, args), U.run(sch.mod, 1, args)
+      assert.are.same(r1[2]:to_table(), r2[2]:to_table())
+    end
+  end)
+end)
+
 describe("fuse", function()
   it("fuses perfectly nested loops", function()
     local f = U.elementwise(12, 10)
