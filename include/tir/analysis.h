@@ -20,6 +20,20 @@ int tir_block_access_regions(const tir_Block *block, tir_Array **reads, tir_Arra
  * DecomposeReductionBlockReplacer).  Borrowed arguments, owned Array of BufferRegion. */
 tir_Array *tir_reads_with_writes(const tir_Array *reads, const tir_Array *writes);
 
+/* Checks a block's declared regions against its body (the T script's T.reads/T.writes):
+ * every load (check_reads) / store (check_writes) of the body and init, relaxed over the
+ * loops inside the block, and every region a nested block declares must lie in a declared
+ * region of the same buffer, provably for all values of the iteration variables; a
+ * match_buffer source must lie in one of the two lists.  Over-approximation is legal (as
+ * in TVM).  Reads of what a block with an init writes are not reads (TVM's rule).  An
+ * opaque block (no iteration variables) that declares no region at all is not checked
+ * (lowering passes build such blocks), and one may read what its declared writes cover
+ * (an in-place update, as TVM scripts write them).
+ * Returns 0, or -1 with a ValueError "in T.block" naming the block and the access, and
+ * `ir` (a statement holding the block, e.g. its realize; NULL: the block) with the access
+ * marked. */
+int tir_block_check_access(const tir_Block *block, int check_reads, int check_writes, const tir_Node *ir);
+
 /* Returns a copy of the block (uid kept) with reads/writes recomputed. */
 tir_Block *tir_block_with_detected_access(const tir_Block *block);
 

@@ -497,6 +497,8 @@ local function ann_list(tbl)
   return out
 end
 
+local rename_pending -- defined below (T.prim_func applies it to the whole function)
+
 --- T.block(name, function() ... end)
 function T.block(name, fn)
   discover()
@@ -510,6 +512,16 @@ function T.block(name, fn)
   local blk = core.make("Block", {name = name, iter_vars = f.iter_vars, reads = f.reads or {}, writes = f.writes or {},
                                   init = f.init, alloc_buffers = f.allocs, match_buffers = f.match,
                                   annotations = ann_list(f.annotations), body = body})
+  -- declared regions must cover the body (a wrong T.reads/T.writes would mislead every
+  -- primitive); an omitted list is inferred, TVM's way.  The root block's lists stay empty
+  -- (TVM's ScriptComplete leaves the root block alone).
+  local is_root = name == "root" and #f.iter_vars == 0 and top().kind == "func"
+  if not is_root and not core.block_check_access(blk, f.reads ~= nil, f.writes ~= nil, false) then
+    -- raise with the block's realize, its variables and buffers named as in the script
+    local realize = rename_pending(core.make("BlockRealize", {iter_values = f.bindings,
+                                                             predicate = f.predicate or core.const(true, "bool"), block = blk}))
+    core.block_check_access(realize.block, f.reads ~= nil, f.writes ~= nil, realize)
+  end
   if not f.reads or not f.writes then
     local r, w = core.block_access(blk)
     blk = core.make("Block", {name = name, iter_vars = f.iter_vars, reads = f.reads or r, writes = f.writes or w,
@@ -573,7 +585,7 @@ function T.func_attr(tbl) discover() B.frames[1].attrs = tbl end
 -- ---------------------------------------------------------------------------------------
 -- functions
 
-local function rename_pending(func)
+function rename_pending(func)
   -- new names for pending vars/buffers, applied by substitution
   local vpairs, bpairs, renamed = {}, {}, {}
   for obj, name in pairs(B.names) do

@@ -510,10 +510,28 @@ static int l_block_access(lua_State *L) {
   return 2;
 }
 
+/* block_check_access(block, check_reads, check_writes [, ir]) -> true, or raises the
+ * ValueError of tir_block_check_access (showing ir, a statement holding the block) when a
+ * declared region does not cover the body's accesses; with ir == false returns false */
+static int l_block_check_access(lua_State *L) {
+  tir_Block *b = (tir_Block *)tirL_check_node(L, 1, TIR_Block, NULL);
+  int quiet = lua_isboolean(L, 4) && !lua_toboolean(L, 4);
+  const tir_Node *ir = lua_isnoneornil(L, 4) || quiet ? NULL : tirL_check_node(L, 4, -1, NULL);
+  if (tir_block_check_access(b, lua_toboolean(L, 2), lua_toboolean(L, 3), ir)) {
+    if (!quiet) return tirL_raise_core(L);
+    tir_error_clear();
+    lua_pushboolean(L, 0);
+    return 1;
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 static const luaL_Reg expr_fns[] = {{"substitute_buffers", l_substitute_buffers},
                                     {"buffer_with_name", l_buffer_with_name},
                                     {"var_with_name", l_var_with_name},
-                                    {"block_access", l_block_access},{"var", l_var},
+                                    {"block_access", l_block_access},
+                                    {"block_check_access", l_block_check_access},{"var", l_var},
                                     {"const", l_const},
                                     {"add", l_add},
                                     {"sub", l_sub},

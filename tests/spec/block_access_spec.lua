@@ -134,3 +134,177 @@ describe("block reads (TVM's rule)", function()
                    "block 'C' updates C in place", "every thread would apply the update again")
   end)
 end)
+
+-- ======================================================================================
+-- T.reads / T.writes are checked against the body (declared regions must cover every
+-- access, as TVM requires of them); omitted lists are inferred; over-approximation is legal.
+describe("T-script region declarations", function()
+  local F32 = "float32"
+
+  it("refuse a declaration naming the wrong buffers (reads B, writes A; the body reads A, writes B)", function()
+    U.expect_error(function()
+      T.prim_func("main", {A = T.Buffer({16, 16}, F32), B = T.Buffer({16, 16}, F32)}, function(A, B)
+        for i, j in T.grid(16, 16) do
+          T.block("B", function()
+            local vi, vj = T.axis.remap("SS", {i, j})
+            T.reads(B[{vi, vj}])
+            T.writes(B[{vi, vj}], A[{vi, vj}])
+            B[{vi, vj}] = A[{vi, vj}] * 2.0
+          end)
+        end
+      end)
+    end, "ValueError in T.block", "block 'B' reads A[{vi, vj}], but its declared T.reads(B[{vi, vj}]) does not list A",
+       "omit T.reads to have it inferred", "B[{vi, vj}] = A[{vi, vj}] * T.float32(2.0)", "^^^^^^^^^^^ this access")
+    U.expect_error(function()
+      T.prim_func("main", {A = T.Buffer({16, 16}, F32), B = T.Buffer({16, 16}, F32)}, function(A, B)
+        for i, j in T.grid(16, 16) do
+          T.block("B", function()
+            local vi, vj = T.axis.remap("SS", {i, j})
+            T.reads(A[{vi, vj}])
+            T.writes(A[{vi, vj}])
+            B[{vi, vj}] = A[{vi, vj}] * 2.0
+          end)
+        end
+      end)
+    end, "block 'B' writes B[{vi, vj}], but its declared T.writes(A[{vi, vj}]) does not list B")
+  end)
+
+  it("refuse an under-declared region (a write of 4 elements declared as 1)", function()
+    U.expect_error(function()
+      T.prim_func("main", {A = T.Buffer({16}, F32), B = T.Buffer({64}, F32)}, function(A, B)
+        for i in T.serial(16) do
+          T.block("B", function()
+            local vi = T.axis.spatial(16, i)
+            T.reads(A[{vi}])
+            T.writes(B[{vi * 4}])
+            for j in T.serial(4) do B[{vi * 4 + j}] = A[{vi}] * 2.0 end
+          end)
+        end
+      end)
+    end, "ValueError in T.block", "block 'B' writes B[{{vi * 4, vi * 4 + 4}}], which its declared T.writes(B[{vi * 4}]) does not cover")
+    -- a read shifted by one, and an outer block whose region misses what its nested block reads
+    U.expect_error(function()
+      T.prim_func("main", {A = T.Buffer({17}, F32), B = T.Buffer({16}, F32)}, function(A, B)
+        for i in T.serial(16) do
+          T.block("B", function()
+            local vi = T.axis.spatial(16, i)
+            T.reads(A[{vi}])
+            T.writes(B[{vi}])
+            B[{vi}] = A[{vi}] + A[{vi + 1}]
+          end)
+        end
+      end)
+    end, "block 'B' reads A[{vi + 1}], which its declared T.reads(A[{vi}]) does not cover")
+    U.expect_error(function()
+      T.prim_func("main", {A = T.Buffer({16}, F32), B = T.Buffer({16}, F32)}, function(A, B)
+        T.block("outer", function()
+          T.reads(A[{{0, 8}}])
+          T.writes(B[{{0, 16}}])
+          for i in T.serial(16) do
+            T.block("B", function()
+              local vi = T.axis.spatial(16, i)
+              B[{vi}] = A[{vi}]
+            end)
+          end
+        end)
+      end)
+    end, "block 'outer' reads A[{{0, 16}}], which its declared T.reads(A[{{0, 8}}]) does not cover",
+       'T.block("B", function()', "this access")
+  end)
+
+  it("refuse a view whose source neither list covers", function()
+    U.expect_error(function()
+      T.prim_func("main", {A = T.Buffer({16, 16}, F32), B = T.Buffer({16, 16}, F32)}, function(A, B)
+        for io in T.serial(4) do
+          T.block("tile", function()
+            local vo = T.axis.spatial(4, io)
+            T.reads(A[{{vo * 4, vo * 4 + 4}, {0, 16}}])
+            T.writes(B[{{vo * 4, vo * 4 + 2}, {0, 16}}])
+            local Bv = T.match_buffer(B[{{vo * 4, vo * 4 + 4}, {0, 16}}], {4, 16}, F32)
+            for ii, j in T.grid(4, 16) do Bv[{ii, j}] = A[{vo * 4 + ii, j}] end
+          end)
+        end
+      end)
+    end, "ValueError in T.block", "block 'tile' views B[{{vo * 4, vo * 4 + 4}, {0, 16}}]",
+       "neither its declared T.reads nor T.writes covers")
+  end)
+
+  it("infer what is omitted (TVM's read rule included), and check only what is declared", function()
+    local function mm(decl)
+      return T.prim_func("main", {A = T.Buffer({8, 8}, "int32"), B = T.Buffer({8, 8}, "int32"),
+                                  C = T.Buffer({8, 8}, "int32")}, function(A, B, C)
+        for i, j, k in T.grid(8, 8, 8) do
+          T.block("C", function()
+            local vi, vj, vk = T.axis.remap("SSR", {i, j, k})
+            if decl == "writes" then T.writes(C[{vi, vj}]) end
+            if decl == "reads" then T.reads(A[{vi, vk}], B[{vk, vj}]) end
+            T.init(function() C[{vi, vj}] = 0 end)
+            C[{vi, vj}] = C[{vi, vj}] + A[{vi, vk}] * B[{vk, vj}]
+          end)
+        end
+      end)
+    end
+    for _, decl in ipairs({"none", "reads", "writes"}) do
+      local f = mm(decl)
+      local b = tir.Schedule(f):get("C")
+      assert.are.equal("A,B", names(b.reads), decl)
+      assert.are.equal("C", names(b.writes), decl)
+      assert.is_true(tir.structural_equal(f, mm("none")), decl)
+      U.assert_equiv(U.matmul(8, 8, 8, "int32"), f)
+    end
+  end)
+
+  it("accept over-approximations (whole buffers, the output of a reduction, an unused buffer)", function()
+    local f = T.prim_func("main", {A = T.Buffer({8, 8}, "int32"), B = T.Buffer({8, 8}, "int32"),
+                                   C = T.Buffer({8, 8}, "int32"), X = T.Buffer({4}, "int32")}, function(A, B, C, X)
+      for i, j, k in T.grid(8, 8, 8) do
+        T.block("C", function()
+          local vi, vj, vk = T.axis.remap("SSR", {i, j, k})
+          T.reads(C[{vi, vj}], A[{vi, {0, 8}}], B[{{0, 8}, {0, 8}}], X[{{0, 4}}])
+          T.writes(C[{{0, 8}, vj}])
+          T.init(function() C[{vi, vj}] = 0 end)
+          C[{vi, vj}] = C[{vi, vj}] + A[{vi, vk}] * B[{vk, vj}]
+        end)
+      end
+    end)
+    local b = tir.Schedule(f):get("C")
+    assert.are.equal("C,A,B,X", names(b.reads)) -- kept as declared
+    local args = tir.testing.random_args(f, 4)
+    tir.interpret(f, args)
+    local ref = tir.testing.random_args(U.matmul(8, 8, 8, "int32"), 4)
+    tir.interpret(U.matmul(8, 8, 8, "int32"), ref)
+    assert.are.same(ref[3]:to_table(), args[3]:to_table())
+    -- schedules work on it: A staged in shared memory per row, interpreter-equivalent
+    local sch = tir.Schedule(f)
+    local a = sch:cache_read("C", 1, "shared")
+    sch:compute_at(a, (sch:get_loops(sch:get_block("C"))))
+    U.assert_equiv(f, sch.mod)
+    U.assert_roundtrip(sch.mod)
+  end)
+
+  it("accept an opaque block reading back what it declares to write; refuse that elsewhere", function()
+    -- TVM's test_var_args_sugar writes its summation so: T.reads(A), T.writes(B), B[0] += ...
+    local f = T.prim_func("main", {A = T.Buffer({8}, F32), B = T.Buffer({1}, F32)}, function(A, B)
+      T.block("sum", function()
+        T.reads(A[{{0, 8}}])
+        T.writes(B[{0}])
+        B[{0}] = T.float32(0)
+        for i in T.serial(8) do B[{0}] = B[{0}] + A[{i}] end
+      end)
+    end)
+    U.assert_roundtrip(f)
+    -- the update of a block with iteration variables must declare its read
+    U.expect_error(function()
+      T.prim_func("main", {A = T.Buffer({8, 8}, F32), B = T.Buffer({8}, F32)}, function(A, B)
+        for i, k in T.grid(8, 8) do
+          T.block("upd", function()
+            local vi, vk = T.axis.remap("SR", {i, k})
+            T.reads(A[{vi, vk}])
+            T.writes(B[{vi}])
+            B[{vi}] = B[{vi}] + A[{vi, vk}]
+          end)
+        end
+      end)
+    end, "block 'upd' reads B[{vi}], but its declared T.reads(A[{vi, vk}]) does not list B")
+  end)
+end)

@@ -6,6 +6,8 @@
 
 #include "tir/analysis.h"
 #include "tir/arith.h"
+#include "tir/error.h"
+#include "tir/strbuf.h"
 
 typedef struct {
   const tir_Buffer *buf;
@@ -21,7 +23,15 @@ typedef struct {
   const tir_Array *alloc; /* buffers allocated by the block: excluded */
   const tir_Buffer *inner_alloc[256];
   int n_inner_alloc;
+  /* check mode (tir_block_check_access): each access is compared with the declared
+   * regions of `checked` instead of being merged; `at` is the node making the access */
+  const tir_Block *checked;
+  const tir_Node *at, *bad;
+  int failed, check_reads, check_writes;
+  tir_Array *written; /* declared and detected writes of `checked` */
 } Ctx;
+
+static int check_access(Ctx *c, int is_write, const tir_Buffer *buf, tir_Array *region);
 
 static int excluded(Ctx *c, const tir_Buffer *b) {
   for (int i = 0; c->alloc && i < c->alloc->size; i++)
@@ -51,6 +61,11 @@ tir_Range *tir_range_union(tir_Analyzer *a, const tir_Range *x, const tir_Range 
 }
 
 static void add_access(Ctx *c, int is_write, const tir_Buffer *buf, tir_Array *region /* owned */) {
+  if (c->checked) {
+    if (!c->failed && check_access(c, is_write, buf, region)) c->failed = 1, c->bad = c->at;
+    tir_release(region);
+    return;
+  }
   Acc **list = is_write ? &c->writes : &c->reads;
   int *n = is_write ? &c->n_writes : &c->n_reads, *cap = is_write ? &c->cap_writes : &c->cap_reads;
   for (int i = 0; i < *n; i++) {
@@ -105,6 +120,7 @@ static int visit_expr(const tir_Node *n, void *p) {
   Ctx *c = p;
   if (n->kind == TIR_BufferLoad) {
     const tir_BufferLoad *l = (const tir_BufferLoad *)n;
+    c->at = n;
     if (!excluded(c, l->buffer)) add_access(c, 0, l->buffer, relax_points(c, l->buffer, l->indices));
     return 0;
   }
@@ -153,6 +169,7 @@ static void walk(Ctx *c, const tir_Node *n) {
       const tir_BufferStore *s = (const tir_BufferStore *)n;
       walk_expr(c, s->value);
       for (int i = 0; i < s->indices->size; i++) walk_expr(c, s->indices->items[i]);
+      c->at = n;
       if (!excluded(c, s->buffer)) add_access(c, 1, s->buffer, relax_points(c, s->buffer, s->indices));
       return;
     }
@@ -201,6 +218,7 @@ static void walk(Ctx *c, const tir_Node *n) {
           tir_Node *sub = tir_substitute(&r->region->hdr, nv, vars, vals);
           tir_Array *rel = tir_relax_region_pred(c->an, (tir_Array *)sub, c->doms, c->n_doms, r->buffer->shape, br->predicate);
           tir_release(sub);
+          c->at = n;
           add_access(c, w, r->buffer, rel);
         }
       }
@@ -279,4 +297,145 @@ tir_Array *tir_reads_with_writes(const tir_Array *reads, const tir_Array *writes
   }
   for (int j = 0; j < reads->size; j++) out = tir_array_push(out, R(reads->items[j]));
   return out;
+}
+
+/* ---- declared regions against the body (tir_block_check_access) ---- */
+
+/* Does `decl` (declared, in the block's variables) contain `r` in every dimension?  The
+ * analyzer knows the iteration domains and the loops around the access.  r is clipped to
+ * the buffer first: relaxing a nested block's region over a non-dividing split can reach
+ * past the buffer where the predicate keeps the accesses inside. */
+static int provable_le(tir_Analyzer *an, tir_Node *a, tir_Node *b /* both stolen */) {
+  tir_Node *c = tir_cmp(TIR_LE, a, b);
+  int ok = tir_can_prove(an, c);
+  tir_release(c);
+  return ok;
+}
+
+/* Does `decl` (declared, in the block's variables) contain `r` in every dimension?  The
+ * analyzer knows the iteration domains and the loops around the access.  r is clipped to
+ * the buffer first: relaxing a nested block's region over a non-dividing split can reach
+ * past the buffer where the predicate keeps the accesses inside. */
+static int region_covers(tir_Analyzer *an, const tir_Buffer *buf, const tir_Array *decl, const tir_Array *r) {
+  if (decl->size != r->size || r->size != buf->shape->size) return 0;
+  for (int d = 0; d < r->size; d++) {
+    const tir_Range *x = (const tir_Range *)decl->items[d], *y = (const tir_Range *)r->items[d];
+    tir_Node *shape = buf->shape->items[d];
+    /* x.min <= max(y.min, 0) and min(y.end, shape) <= x.end, one side at a time */
+    int lo = provable_le(an, R(x->min), R(y->min)) || provable_le(an, R(x->min), tir_int_imm(x->min->dtype, 0));
+    int hi = lo && (provable_le(an, tir_add(R(y->min), R(y->extent)), tir_add(R(x->min), R(x->extent))) ||
+                    provable_le(an, tir_cast(x->min->dtype, R(shape)), tir_add(R(x->min), R(x->extent))));
+    if (!hi) return 0;
+  }
+  return 1;
+}
+
+/* Does a region of buf in list cover region (NULL: is buf in list at all)?  *listed: buf is. */
+static int list_covers(tir_Analyzer *an, const tir_Array *list, const tir_Buffer *buf, const tir_Array *region, int *listed) {
+  for (int i = 0; i < list->size; i++) {
+    const tir_BufferRegion *d = (const tir_BufferRegion *)list->items[i];
+    if (d->buffer != buf) continue;
+    if (listed) *listed = 1;
+    if (!region || region_covers(an, buf, d->region, region)) return 1;
+  }
+  return 0;
+}
+
+/* "A[{vi, {vk, vk + 4}}]" for a region (malloc'd): the T script's region syntax. */
+static char *region_text(const tir_Buffer *buf, const tir_Array *region) {
+  tir_BufferRegion *br = tir_buffer_region((tir_Buffer *)R(buf), (tir_Array *)R(region));
+  char *t = tir_print(&br->hdr);
+  tir_release(br);
+  return t;
+}
+
+static char *list_text(const tir_Array *list, const char *what) {
+  tir_StrBuf sb;
+  tir_sb_init(&sb);
+  tir_sb_printf(&sb, "%s(", what);
+  for (int i = 0; i < list->size; i++) {
+    const tir_BufferRegion *d = (const tir_BufferRegion *)list->items[i];
+    char *t = region_text(d->buffer, d->region);
+    tir_sb_printf(&sb, "%s%s", i ? ", " : "", t);
+    free(t);
+  }
+  tir_sb_printf(&sb, ")");
+  return tir_sb_take(&sb);
+}
+
+static int check_access(Ctx *c, int is_write, const tir_Buffer *buf, tir_Array *region) {
+  const tir_Block *b = c->checked;
+  if (!(is_write ? c->check_writes : c->check_reads)) return 0; /* that side is inferred */
+  if (!is_write && b->init && list_covers(c->an, c->written, buf, NULL, NULL)) return 0; /* TVM's rule: no read */
+  const tir_Array *decl = is_write ? b->writes : b->reads;
+  int listed = 0;
+  if (list_covers(c->an, decl, buf, region, &listed)) return 0;
+  /* an opaque block (no iteration variables) may read back what it declares to write: TVM
+   * scripts write in-place updates so (test_var_args_sugar's "sum": B[0] = 0, then B[0] += ...) */
+  if (!is_write && b->iter_vars->size == 0 && c->check_writes && list_covers(c->an, b->writes, buf, region, NULL)) return 0;
+  char *acc = region_text(buf, region), *have = list_text(decl, is_write ? "T.writes" : "T.reads");
+  if (listed)
+    tir_error_set(TIR_ERR_VALUE, "T.block",
+                  "block '%s' %s %s, which its declared %s does not cover (declared regions must cover every access "
+                  "of the body; omit T.%s to have it inferred)",
+                  b->name, is_write ? "writes" : "reads", acc, have, is_write ? "writes" : "reads");
+  else
+    tir_error_set(TIR_ERR_VALUE, "T.block",
+                  "block '%s' %s %s, but its declared %s does not list %s (declared regions must cover every access "
+                  "of the body; omit T.%s to have it inferred)",
+                  b->name, is_write ? "writes" : "reads", acc, have, buf->name, is_write ? "writes" : "reads");
+  free(acc);
+  free(have);
+  return -1;
+}
+
+int tir_block_check_access(const tir_Block *block, int check_reads, int check_writes, const tir_Node *ir) {
+  if (!check_reads && !check_writes) return 0;
+  /* an opaque block (no iteration variables) declaring nothing, as lowering passes build
+   * them (TVM: Block({}, {}, {}, "", body)): its regions are not claimed */
+  if (block->iter_vars->size == 0 && block->reads->size == 0 && block->writes->size == 0) return 0;
+  Ctx c;
+  memset(&c, 0, sizeof c);
+  tir_Array *det_r, *det_w;
+  tir_block_access_regions(block, &det_r, &det_w);
+  c.an = tir_analyzer_new();
+  c.alloc = block->alloc_buffers;
+  c.checked = block;
+  c.check_reads = check_reads;
+  c.check_writes = check_writes;
+  c.written = tir_array_concat(block->writes, det_w);
+  for (int i = 0; i < block->iter_vars->size; i++) {
+    const tir_IterVar *iv = (const tir_IterVar *)block->iter_vars->items[i];
+    tir_analyzer_bind_range(c.an, iv->var, iv->dom->min, iv->dom->extent);
+  }
+  const tir_Node *bad = NULL;
+  for (int i = 0; i < block->match_buffers->size; i++) {
+    /* a view reads or writes its source: with both lists declared, one must cover it (a
+     * list that is inferred holds it) */
+    const tir_MatchBufferRegion *m = (const tir_MatchBufferRegion *)block->match_buffers->items[i];
+    if (c.n_inner_alloc < 256) c.inner_alloc[c.n_inner_alloc++] = m->buffer;
+    const tir_Buffer *src = m->source->buffer;
+    if (bad || !check_reads || !check_writes || list_covers(c.an, block->reads, src, m->source->region, NULL) ||
+        list_covers(c.an, block->writes, src, m->source->region, NULL))
+      continue;
+    char *acc = region_text(src, m->source->region);
+    tir_error_set(TIR_ERR_VALUE, "T.block",
+                  "block '%s' views %s (T.match_buffer %s), which neither its declared T.reads nor T.writes covers",
+                  block->name, acc, m->buffer->name);
+    free(acc);
+    bad = &m->hdr;
+  }
+  if (!bad) {
+    walk(&c, block->init);
+    if (!c.failed) walk(&c, block->body);
+    if (c.failed) bad = c.bad;
+  }
+  tir_analyzer_free(c.an);
+  tir_release(c.written);
+  tir_release(det_r);
+  tir_release(det_w);
+  if (!bad) return 0;
+  tir_error_set_ir(ir ? ir : &block->hdr);
+  tir_error_mark(bad, "this access");
+  return -1;
 }
