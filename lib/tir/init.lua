@@ -172,6 +172,10 @@ tir.tune = setmetatable({}, {
   __call = function(_, spec) return require("tir.tune").run(spec) end,
 })
 
+--- tir.help(x): what x is and its documentation (the --- comments of lib/tir, a module's header,
+-- an object's methods, an IR node's fields).  The tirlua program also defines a global `help`.
+function tir.help(x) return require("tir.repl").help(x) end
+
 --- The on-disk kernel cache (include/tir/kernel_cache.h): tir.build looks each module's PTX and
 -- CUBIN up there before calling NVRTC and stores what NVRTC made.  Keyed by the generated CUDA C,
 -- the lowered function's structural hash, arch, NVRTC/driver versions and compile options.

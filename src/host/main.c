@@ -386,6 +386,79 @@ static struct {
   char histfile[PATH_MAX]; /* "" when there is no $HOME or no read/write_history */
 } in;
 
+/* TAB completion: readline calls complete_names(text) through rl_completion_matches, and the
+** candidates come from Lua, require("tir.repl").complete(word) (names, fields, methods). */
+typedef char *(*rl_compentry_fn)(const char *, int);
+typedef char **(*rl_completion_fn)(const char *, int, int);
+typedef char **(*rl_completion_matches_fn)(const char *, rl_compentry_fn);
+
+static lua_State *complete_L;                       /* the REPL's state, while it reads a line */
+static rl_completion_matches_fn rl_completion_matches_p;
+static int *rl_completion_append_p; /* readline resets it to ' ' before each completion */
+static char **complete_list;                         /* candidates of the current word */
+static int complete_n, complete_next;
+
+static void complete_free(void) {
+  for (int i = 0; i < complete_n; i++) free(complete_list[i]);
+  free(complete_list);
+  complete_list = NULL;
+  complete_n = complete_next = 0;
+}
+
+/* Lua side of the completion, protected: tir.repl.complete(text) -> list of strings. */
+static int complete_lua(lua_State *L) {
+  const char *text = lua_touserdata(L, 1);
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "tir.repl");
+  lua_call(L, 1, 1);
+  lua_getfield(L, -1, "complete");
+  lua_pushstring(L, text);
+  lua_call(L, 1, 1);
+  lua_Integer n = luaL_len(L, -1);
+  complete_list = calloc((size_t)(n > 0 ? n : 1), sizeof(char *));
+  for (lua_Integer i = 1; i <= n && complete_list; i++) {
+    lua_geti(L, -1, i);
+    const char *c = lua_tostring(L, -1);
+    if (c) complete_list[complete_n++] = strdup(c);
+    lua_pop(L, 1);
+  }
+  return 0;
+}
+
+static char *complete_names(const char *text, int state) {
+  if (state == 0) {
+    complete_free();
+    if (complete_L) {
+      int top = lua_gettop(complete_L);
+      lua_pushcfunction(complete_L, complete_lua);
+      lua_pushlightuserdata(complete_L, (void *)text);
+      if (lua_pcall(complete_L, 1, 0, 0) != LUA_OK) complete_free(); /* no candidates, no noise */
+      lua_settop(complete_L, top);
+    }
+  }
+  return complete_next < complete_n ? strdup(complete_list[complete_next++]) : NULL;
+}
+
+static char **attempt_completion(const char *text, int start, int end) {
+  (void)start;
+  (void)end;
+  if (rl_completion_append_p) *rl_completion_append_p = '\0'; /* tir.te.<TAB> goes on with a name */
+  return rl_completion_matches_p ? rl_completion_matches_p(text, complete_names) : NULL;
+}
+
+/* Installs the completion hooks when the line editor has them (readline; libedit's readline
+** interface too). */
+static void completion_open(void *lib) {
+  rl_completion_fn *attempted = (rl_completion_fn *)dlsym(lib, "rl_attempted_completion_function");
+  const char **breaks = (const char **)dlsym(lib, "rl_completer_word_break_characters");
+  rl_completion_append_p = (int *)dlsym(lib, "rl_completion_append_character");
+  rl_completion_matches_p = (rl_completion_matches_fn)dlsym(lib, "rl_completion_matches");
+  if (attempted == NULL || rl_completion_matches_p == NULL) return;
+  *attempted = attempt_completion;
+  /* '.' and ':' are part of a word: tir.te.pl<TAB>, sch:spl<TAB> */
+  if (breaks) *breaks = " \t\n\"\\'`@$><=;|&{(,+-*/%^~[]#";
+}
+
 /* Loads a line editor; it stays loaded until exit (it keeps terminal state and
 ** history). */
 static void input_open(void) {
@@ -406,6 +479,7 @@ static void input_open(void) {
   if ((rlname = (const char **)dlsym(lib, "rl_readline_name")) != NULL)
     *rlname = PROGNAME; /* for $if tirlua in ~/.inputrc */
   in.add_history = (add_history_fn)dlsym(lib, "add_history");
+  completion_open(lib);
   read_history = (history_file_fn)dlsym(lib, "read_history");
   in.write_history = (history_file_fn)dlsym(lib, "write_history");
   if ((stifle = (stifle_fn)dlsym(lib, "stifle_history")) != NULL) stifle(HISTORY_MAX);
@@ -419,6 +493,7 @@ static void input_open(void) {
 
 static void input_close(void) {
   if (in.histfile[0] != '\0') in.write_history(in.histfile);
+  complete_free();
   free(in.line);
   in.line = NULL;
   in.cap = 0;
@@ -555,6 +630,7 @@ static void doREPL(lua_State *L) {
   int status;
   const char *oldprogname = progname;
   progname = NULL;
+  complete_L = L;
   input_open();
   if (in.interactive)
     printf("%s %s -- TensorIR for CUDA in Lua (Lua %s); tir is loaded\n", PROGNAME,
@@ -570,6 +646,7 @@ static void doREPL(lua_State *L) {
   if (in.interactive) fputs("\n", stdout); /* the shell's prompt on its own line */
   fflush(stdout);
   input_close();
+  complete_L = NULL;
   progname = oldprogname;
 }
 
@@ -602,6 +679,12 @@ static int pmain(lua_State *L) {
     report(L, LUA_ERRRUN);
     return 0;
   }
+  /* help(x): tir.help as a global, as in Python's REPL */
+  if (lua_getglobal(L, "help") == LUA_TNIL && lua_getglobal(L, "tir") == LUA_TTABLE) {
+    lua_getfield(L, -1, "help");
+    lua_setglobal(L, "help");
+  }
+  lua_settop(L, 0);
   createargtable(L, argv, argc, script);
   lua_gc(L, LUA_GCRESTART);
   lua_gc(L, LUA_GCGEN, 0, 0);

@@ -582,6 +582,23 @@ static int l_set_store_hook(lua_State *L) {
   return 1;
 }
 
+/* node_fields(node) -> list of its field names (ir_nodes.def order), or nil for a non-node;
+** for the REPL's completion and help. */
+static int l_node_fields(lua_State *L) {
+  tir_Node *n = tirL_to_node(L, 1);
+  if (!n) {
+    lua_pushnil(L);
+    return 1;
+  }
+  const tir_KindInfo *ki = tir_kind_info(n->kind);
+  lua_createtable(L, ki->n_fields, 0);
+  for (int i = 0; i < ki->n_fields; i++) {
+    lua_pushstring(L, ki->fields[i].name);
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 1;
+}
+
 static int l_is_node(lua_State *L) {
   tir_Node *n = tirL_to_node(L, 1);
   if (!n) {
@@ -707,6 +724,7 @@ void tirL_open_node(lua_State *L) {
   static const luaL_Reg fns[] = {{"node_methods", l_node_methods},
                                  {"set_store_hook", l_set_store_hook},
                                  {"is_node", l_is_node},
+                                 {"node_fields", l_node_fields},
                                  {"live_nodes", l_live_nodes},
                                  {"contains", l_contains},
                                  {"raise", l_raise},
