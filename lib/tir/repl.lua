@@ -170,6 +170,8 @@ end
 function M.doc(x)
   local t = type(x)
   if t == "function" then
+    local util = package.loaded["tir.util"]
+    while util and util.wrapped and util.wrapped[x] do x = util.wrapped[x] end -- argument-checking wrappers
     local info = debug.getinfo(x, "S")
     if info.what == "C" then
       return "a function written in C (tir.core); its Lua wrapper in lib/tir documents it"

@@ -153,6 +153,9 @@ function util.no_extra(prim, sig, ...)
   end
 end
 
+--- The function each util.strict wrapper calls (help(x) shows the wrapped function's docs).
+util.wrapped = setmetatable({}, {__mode = "k"})
+
 --- Wraps a Lua function of fixed arity so that a call with more arguments than its
 -- parameters raises a TypeError naming prim and the signature (an extra argument is never
 -- ignored).  Vararg and C functions are returned as they are.  method: the first
@@ -166,7 +169,8 @@ function util.strict(prim, f, method)
   for i = method and 2 or 1, n do names[#names + 1] = debug.getlocal(f, i) end
   local sig = ("%s(%s)"):format(prim, table.concat(names, ", "))
   local shown = method and n - 1 or n
-  return function(...)
+  local wrapper
+  wrapper = function(...)
     local got = select("#", ...)
     if got > n then
       util.raise("TypeError", prim, "too many arguments: %s takes %d, got %d (extra arguments are refused, not ignored; " ..
@@ -175,6 +179,8 @@ function util.strict(prim, f, method)
     end
     return f(...)
   end
+  util.wrapped[wrapper] = f
+  return wrapper
 end
 
 --- util.strict for every function field of t whose name does not start with "_":
