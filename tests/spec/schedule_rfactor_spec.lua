@@ -149,9 +149,9 @@ describe("rfactor", function()
       local B_rf = T.alloc_buffer({128}, F32)
       for k0 in T.serial(128) do
         T.block("B_rf", function()
+          -- every reduction iteration is in the rf loop: no init, a plain store (TVM rowsum_zero_dim_rfactor)
           local vk0 = T.axis.spatial(128, k0)
-          T.init(function() B_rf[{vk0}] = 0.0 end)
-          B_rf[{vk0}] = B_rf[{vk0}] + A[{vk0}]
+          B_rf[{vk0}] = A[{vk0}]
         end)
       end
       for k0 in T.serial(128) do
@@ -167,6 +167,31 @@ describe("rfactor", function()
     assert_ir(sch.mod, want)
     U.assert_equiv(f, sch.mod, {rtol = 1e-5, atol = 1e-5})
     assert_lowered_close(f, sch.mod, 1e-5)
+  end)
+
+  it("makes a plain spatial block when the loop carries every reduction iteration (no init left)", function()
+    local f = T.prim_func("main", {A = T.Buffer({8, 16}, F32), B = T.Buffer({8}, F32)}, function(A, B)
+      for i, k in T.grid(8, 16) do
+        T.block("B", function()
+          local vi, vk = T.axis.remap("SR", {i, k})
+          T.init(function() B[{vi}] = 0.0 end)
+          B[{vi}] = B[{vi}] + A[{vi, vk}] * 2.0
+        end)
+      end
+    end)
+    local sch = tir.Schedule(f)
+    local _, k = sch:get_loops("B")
+    local rf = sch:rfactor(k, 1)
+    local blk = sch:get(rf)
+    assert.is_nil(blk.init)
+    for _, iv in ipairs(blk.iter_vars) do assert.are.equal(0, iv.iter_type) end -- all data-parallel
+    assert.matches("B_rf%[{vi, vk}%] = A%[{vi, vk}%] %* T.float32%(2.0%)", tostring(sch.mod))
+    -- a complete block now: its loops can run in parallel
+    local ri, rk = sch:get_loops(rf)
+    sch:parallel(ri); sch:vectorize(rk)
+    U.assert_equiv(f, sch.mod, {rtol = 1e-5, atol = 1e-5})
+    assert_lowered_close(f, sch.mod, 1e-5)
+    assert_replay(f, sch)
   end)
 
   local function multiple_reduction_blocks()

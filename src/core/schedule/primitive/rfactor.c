@@ -9,7 +9,8 @@
  *                      C[i] += C_rf[i, vk1]                  (init: C[i] = 0)
  * The rf block gets a spatial iteration variable for `loop`, keeps the spatial variables and
  * the reduction variables not bound through `loop`, and gets one reduction variable per
- * other loop of the reduction variables that do use `loop`; it runs under copies of all of
+ * other loop of the reduction variables that do use `loop` (with none left it has no init
+ * and stores the rhs: C_rf[i, vk] = A[i, vk]); it runs under copies of all of
  * the block's loops, placed before them.  The original block (same identity, so handles
  * follow it) becomes the write-back: it reduces C_rf over `loop`, under the loops that no
  * reduction variable used, and `loop`.  C_rf is allocated in the scope block.
@@ -372,9 +373,19 @@ int64_t tir_sched_rfactor(tir_Schedule *s, const tir_Var *lv, int factor_axis) {
   }
   tir_Array *rf_idx = insert_at(upd->indices, factor_axis, tir_retain(&add->hdr));
   tir_Node *rf_rhs = tir_substitute(rhs, nr, old_r, new_r);
-  tir_Node *rf_load = tir_buffer_load((tir_Buffer *)R(rfb), (tir_Array *)R(rf_idx));
-  tir_Node *rf_body = tir_buffer_store((tir_Buffer *)R(rfb), combine(comb, rf_load, rf_rhs), (tir_Array *)R(rf_idx));
-  tir_Node *rf_init = tir_buffer_store((tir_Buffer *)R(rfb), tir_retain(ini->value), (tir_Array *)R(rf_idx));
+  /* when `loop` carries every reduction iteration, each element of the rf buffer is written
+   * once: the rf block has no reduction variable, stores the rhs and has no init (TVM
+   * BaseBlockCreator, "no reduction iterator") */
+  int rf_reduces_more = 0;
+  for (int i = 0; i < ivs->size; i++) rf_reduces_more |= ((const tir_IterVar *)ivs->items[i])->iter_type == TIR_ITER_COMM_REDUCE;
+  tir_Node *rf_body, *rf_init = NULL;
+  if (rf_reduces_more) {
+    tir_Node *rf_load = tir_buffer_load((tir_Buffer *)R(rfb), (tir_Array *)R(rf_idx));
+    rf_body = tir_buffer_store((tir_Buffer *)R(rfb), combine(comb, rf_load, rf_rhs), (tir_Array *)R(rf_idx));
+    rf_init = tir_buffer_store((tir_Buffer *)R(rfb), tir_retain(ini->value), (tir_Array *)R(rf_idx));
+  } else {
+    rf_body = tir_buffer_store((tir_Buffer *)R(rfb), rf_rhs, (tir_Array *)R(rf_idx));
+  }
   char *rn = tir_strprintf("%s_rf", blk->name);
   char *rname = sch_unique_name(s->func, rn);
   free(rn);
