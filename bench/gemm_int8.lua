@@ -7,8 +7,8 @@
 --     out; tir.schedules.qgemm, one launch) against (a) tirlua's plain int8 GEMM of the shape and
 --     (b) cuBLASLt int8 followed by a separate requantizing kernel written with tirlua (its time
 --     is the sum of the two, each timed alone).
--- tirlua's int8 GEMM here is the SIMT schedule (int32 multiply-adds; tir.schedules.qgemm): IMMA
--- (mma.sync m16n8k32) and DP4A variants are not in the library yet.
+-- tirlua's int8 GEMMs here are tir.schedules.qgemm's: "simt" (int32 multiply-adds) and "dp4a"
+-- (dp4a on int8x4 registers packed with prmt); the IMMA (mma.sync m16n8k32) path is tc_gemm's.
 --   tirlua bench/gemm_int8.lua [MxNxK ...]   (default: 1024^3 .. 8192^3 and M in {16, 128, 4096}, N = 11008, K = 4096)
 --   TIRLUA_BENCH_OUT=file                    append the markdown tables to that file
 -- CUDA events, 3 warm-ups, median of 5 samples of 5 launches.  Rows go to bench/results.jsonl.
@@ -62,11 +62,16 @@ for _, s in ipairs(shapes) do
   local t_lt = core.cuda_time(function() core.cublaslt_gemm_int8(a, b, c_lt) end, 0, 3, 5, 5)
   -- tirlua plain int8 GEMM (the quantized op with nothing to requantize: out = int32 acc)
   local plain_f = qm{M = m, N = n, K = k, out_dtype = "int32", name = "gemm_int8"}
-  local plain = tir.build(qg.schedule(plain_f, opts_for(m)).mod, "cuda")
   local c = tir.nd.empty({m, n}, "int32", dev)
-  plain(a, b, c)
-  tir.testing.assert_allclose(c, c_lt, {rtol = 0, atol = 0}) -- int32 in float64: bit-exact
-  local t_plain = timed(plain, a, b, c)
+  local t_int8 = {}
+  for _, intrin in ipairs({"simt", "dp4a"}) do
+    local o = opts_for(m)
+    o.intrin = intrin
+    local plain = tir.build(qg.schedule(plain_f, o).mod, "cuda")
+    plain(a, b, c)
+    tir.testing.assert_allclose(c, c_lt, {rtol = 0, atol = 0}) -- int32 in float64: bit-exact
+    t_int8[intrin] = timed(plain, a, b, c)
+  end
   local function row(bench, variant, t, ref, t_ref, dtype)
     local r = {bench = bench, variant = variant, shape = shape, dtype = dtype, ms = t * 1e3, tflops = ops / t / 1e12, ref = ref,
                ref_ms = t_ref * 1e3, ref_tflops = ops / t_ref / 1e12, gpu = info.name}
@@ -75,12 +80,18 @@ for _, s in ipairs(shapes) do
     print(("%-10s %-16s %9.3f %9.1f %-22s %9.3f %9.1f %7.3f"):format(bench, shape, r.ms, r.tflops, ref, r.ref_ms, r.ref_tflops,
       r.ref_ms / r.ms))
   end
-  row("gemm_int8", "simt", t_plain, "cuBLASLt", t_lt, "int8")
+  row("gemm_int8", "simt", t_int8.simt, "cuBLASLt", t_lt, "int8")
+  row("gemm_int8", "dp4a", t_int8.dp4a, "cuBLASLt", t_lt, "int8")
   -- fused quantized GEMM
   local qo = {M = m, N = n, K = k, a_zero_point = ZA, b_zero_point = 0, b_sums = "input", bias = true, scale = "per_channel",
               out_zero_point = -7, out_dtype = "int8", name = "qgemm"}
   local qf = qm(qo)
-  local q = tir.build(qg.schedule(qf, opts_for(m)).mod, "cuda")
+  local qmods = {}
+  for _, intrin in ipairs({"simt", "dp4a"}) do
+    local o = opts_for(m)
+    o.intrin = intrin
+    qmods[intrin] = tir.build(qg.schedule(qf, o).mod, "cuda")
+  end
   local bias = tir.nd.random({n}, "int32", dev, {seed = 33, low = -20000, high = 20000})
   local scale = tir.nd.random({n}, "float32", dev, {seed = 34, low = 1 / (k * 4096), high = 1 / (k * 256)})
   -- the constant weight's column sums: a one-time pre-pass (not timed)
@@ -91,8 +102,11 @@ for _, s in ipairs(shapes) do
   ss:bind(sbx, "blockIdx.x"); ss:bind(stx, "threadIdx.x")
   tir.build(ss.mod, "cuda")(b, bsum)
   local out = tir.nd.empty({m, n}, "int8", dev)
-  q(a, b, bias, scale, bsum, out)
-  local t_q = timed(q, a, b, bias, scale, bsum, out)
+  local t_q = {}
+  for intrin, q in pairs(qmods) do
+    q(a, b, bias, scale, bsum, out)
+    t_q[intrin] = timed(q, a, b, bias, scale, bsum, out)
+  end
   -- the requantizing kernel on cuBLASLt's int32 result
   local te = tir.te
   local Ci = te.placeholder({m, n}, "int32", "C")
@@ -114,10 +128,13 @@ for _, s in ipairs(shapes) do
   local rq = tir.build(rs.mod, "cuda")
   local out2 = tir.nd.empty({m, n}, "int8", dev)
   rq(c_lt, bias, scale, bsum, out2)
-  tir.testing.assert_allclose(out, out2, {rtol = 0, atol = 0})
   local t_rq = timed(rq, c_lt, bias, scale, bsum, out2)
-  row("qgemm", "simt_fused", t_q, "tirlua plain int8", t_plain, "int8")
-  row("qgemm", "simt_fused", t_q, "cuBLASLt + requant", t_lt + t_rq, "int8")
+  for _, intrin in ipairs({"simt", "dp4a"}) do
+    qmods[intrin](a, b, bias, scale, bsum, out)
+    tir.testing.assert_allclose(out, out2, {rtol = 0, atol = 0})
+    row("qgemm", intrin .. "_fused", t_q[intrin], "tirlua plain int8", t_int8[intrin], "int8")
+    row("qgemm", intrin .. "_fused", t_q[intrin], "cuBLASLt + requant", t_lt + t_rq, "int8")
+  end
 end
 
 local outp = os.getenv("TIRLUA_BENCH_OUT")
@@ -125,8 +142,8 @@ if outp then
   local f = assert(io.open(outp, "a"))
   f:write("\n### int8 GEMM and fused quantized GEMM vs cuBLASLt (bench/gemm_int8.lua)\n\n")
   f:write(("%s, %s (%s, %d SMs), commit %s; CUDA events, median of 5 samples of 5 launches after 3 warm-ups; every result " ..
-           "checked bit-exact first (tirlua int8 GEMM = cuBLASLt, fused qgemm = cuBLASLt + requant). tirlua's GEMM is the SIMT " ..
-           "schedule (int32 multiply-adds), not IMMA/DP4A.\n\n"):format(common.date(), info.name, info.arch, info.sm_count,
+           "checked bit-exact first (tirlua int8 GEMM = cuBLASLt, fused qgemm = cuBLASLt + requant). tirlua's GEMMs are " ..
+           "tir.schedules.qgemm's SIMT (int32 multiply-add) and DP4A schedules, not IMMA.\n\n"):format(common.date(), info.name, info.arch, info.sm_count,
            common.commit()))
   f:write("| bench | variant | MxNxK | ms | TOP/s | ref | ref ms | ref TOP/s | ref_ms / ms |\n|---|---|---|---|---|---|---|---|---|\n")
   for _, r in ipairs(rows) do

@@ -334,5 +334,16 @@ int tir_builtin_writes_arg(const char *op, int i);
  * abs, which also takes integers): a call of one must have a float dtype, as CUDA's
  * expf/sqrtf/... return floats (the codegen emits them only for float results). */
 int tir_builtin_is_float_math(const char *op);
+/* dp4a (PTX ISA, Integer Arithmetic Instructions: dp4a): c + sum over the four bytes i of
+ * a.byte[i] * b.byte[i], each byte sign-extended when its operand is .s32 (a_signed/b_signed),
+ * zero-extended when .u32; the sum wraps modulo 2^32 (returned as int32). */
+int32_t tir_dp4a(int32_t a, int32_t b, int32_t c, int a_signed, int b_signed);
+/* prmt.b32 in the default mode (PTX ISA, prmt): the bytes {b.b3 b.b2 b.b1 b.b0 a.b3 a.b2 a.b1
+ * a.b0} are numbered 0 (a.b0) .. 7 (b.b3); byte i of the result is the one nibble i of sel
+ * selects (its low 3 bits), or, when the nibble's bit 3 is set, that byte's sign (0x00 or 0xff)
+ * replicated. */
+uint32_t tir_prmt(uint32_t a, uint32_t b, uint32_t sel);
+/* The signedness of a ptx_dp4a operand type argument: 1 for "s32", 0 for "u32", -1 otherwise. */
+int tir_dp4a_type_signed(const tir_Node *type_arg);
 
 #endif

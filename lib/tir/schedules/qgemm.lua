@@ -12,10 +12,12 @@
 -- One kernel launch.  opts: BM, BN, BK, TY, TX, vec (8: int8 elements per access of the
 -- cooperative copies; BM * BK and BN * BK must be multiples of TY * TX * vec), unroll (true),
 -- transpose (true: the shared tiles stored k-major, [k][i] and [k][j], so that the threads of a
--- warp read consecutive bytes instead of rows 128 bytes apart, all in one bank).
+-- warp read consecutive bytes instead of rows 128 bytes apart, all in one bank), intrin ("simt":
+-- int32 multiply-adds; "dp4a": the k loop by 4 tensorized with tir.intrin.dp4a, dp4a.*.s32 on
+-- int8x4 registers packed with prmt, sm_61+).
 local M = {}
 
-M.defaults = {BM = 64, BN = 64, BK = 32, TY = 16, TX = 16, vec = 8, unroll = true, transpose = true}
+M.defaults = {BM = 64, BN = 64, BK = 32, TY = 16, TX = 16, vec = 8, unroll = true, transpose = true, intrin = "simt"}
 
 function M.schedule(func, opts)
   local tir = require("tir")
@@ -73,6 +75,22 @@ function M.schedule(func, opts)
     sch:transform_layout(BS, {"write", 0}, function(r, c) return c, r end)
   end
   sch:decompose_reduction(C, ko)
+  if o.intrin == "dp4a" then
+    if o.BK % 4 ~= 0 then util.raise("ValueError", "qgemm", "intrin dp4a needs BK a multiple of 4, got %d", o.BK) end
+    local dp4a = require("tir.intrin.dp4a")
+    local blk = sch:get_block("C_update")
+    local dt = {}
+    for _, rg in ipairs(sch:get(blk).reads) do dt[rg.buffer.name] = rg.buffer.dtype end
+    local a_dt, b_dt = dt.A_shared, dt.B_shared
+    local loops = {sch:get_loops(blk)}
+    -- ... ko, ki, ii, jj  ->  ko, kio, ii, jj, kii(4)
+    local kl, il, jl = loops[#loops - 2], loops[#loops - 1], loops[#loops]
+    local kio, kii = sch:split(kl, {nil, 4})
+    sch:reorder(kio, il, jl, kii)
+    sch:tensorize(kii, dp4a.name(a_dt, b_dt, o.transpose, "shared"))
+  elseif o.intrin ~= "simt" then
+    util.raise("ValueError", "qgemm", "intrin must be \"simt\" or \"dp4a\", got %s", util.show(o.intrin))
+  end
   return sch
 end
 

@@ -34,6 +34,8 @@ typedef struct {
   int failed;
   int uses_fp16, uses_bf16;
   int uses_wmma, uses_lane_id;
+  unsigned uses_dp4a; /* bit as*2+bs: a dp4a.<as>.<bs> helper is emitted */
+  int uses_prmt;
   const char *extern_src[64]; /* registered sources of the call_extern functions used (borrowed) */
   int n_extern_src;
   int uses_cp_async;
@@ -639,6 +641,41 @@ static void call_expr(CG *g, const tir_Call *c) {
   }
   if (strcmp(op, "call_extern") == 0 || strcmp(op, "call_pure_extern") == 0) {
     extern_call(g, c);
+    return;
+  }
+  if ((strcmp(op, "ptx_dp4a") == 0 && n == 5) || (strcmp(op, "ptx_prmt") == 0 && n == 3)) {
+    int dp = op[4] == 'd';
+    if (dp) {
+      int as = tir_dp4a_type_signed(c->args->items[3]), bs = tir_dp4a_type_signed(c->args->items[4]);
+      if (as < 0 || bs < 0) {
+        cg_fail(g, &c->hdr, "ptx_dp4a: the operand types (arguments 4 and 5) must be \"s32\" or \"u32\"");
+        return;
+      }
+      /* PTX ISA: dp4a requires sm_61 or higher */
+      if (g->sm && g->sm < 61) {
+        cg_fail(g, &c->hdr, "ptx_dp4a: dp4a needs sm_61 or newer, but the target is sm_%d", g->sm);
+        return;
+      }
+      g->uses_dp4a |= 1u << (as * 2 + bs);
+      putf(g, "tir_dp4a_%s_%s(", as ? "s32" : "u32", bs ? "s32" : "u32");
+    } else {
+      /* a constant selector without sign-replicating nibbles is CUDA's __byte_perm (which the
+       * compiler sees through and reuses), else the inline-asm helper */
+      int64_t sel;
+      if (tir_is_const_int(c->args->items[2], &sel) && (sel & 0x8888) == 0 && sel >= 0 && sel <= 0xffff) {
+        put(g, "__byte_perm(");
+      } else {
+        g->uses_prmt = 1;
+        put(g, "tir_prmt(");
+      }
+    }
+    for (int i = 0; i < 3; i++) {
+      if (i) put(g, ", ");
+      put(g, "(int)(");
+      expr(g, c->args->items[i]);
+      put(g, ")");
+    }
+    put(g, ")");
     return;
   }
   if (strcmp(op, "sigmoid") == 0 && n == 1 && tir_dtype_is_float(t) && !is_low_float(t)) {
@@ -1343,6 +1380,17 @@ char *tir_codegen_cuda(const tir_DeviceSplit *split, const char *arch) {
               "  T q = a / b;\n  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;\n}\n"
               "template <typename T> __device__ __forceinline__ T tir_floormod(T a, T b) {\n"
               "  T r = a % b;\n  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n}\n\n");
+  for (int ab = 0; ab < 4; ab++)
+    if (g.uses_dp4a & (1u << ab)) {
+      const char *at = ab & 2 ? "s32" : "u32", *bt = ab & 1 ? "s32" : "u32";
+      tir_sb_printf(&all,
+                    "\n// dp4a.%s.%s (PTX ISA: dp4a; sm_61+)\n__device__ __forceinline__ int tir_dp4a_%s_%s(int a, int b, int c) {\n"
+                    "  int d;\n  asm(\"dp4a.%s.%s %%0, %%1, %%2, %%3;\" : \"=r\"(d) : \"r\"(a), \"r\"(b), \"r\"(c));\n  return d;\n}\n",
+                    at, bt, at, bt, at, bt);
+    }
+  if (g.uses_prmt)
+    tir_sb_puts(&all, "\n// prmt.b32 (PTX ISA: prmt), the default mode\n__device__ __forceinline__ int tir_prmt(int a, int b, int c) {\n"
+                      "  int d;\n  asm(\"prmt.b32 %0, %1, %2, %3;\" : \"=r\"(d) : \"r\"(a), \"r\"(b), \"r\"(c));\n  return d;\n}\n");
   for (int i = 0; i < g.n_extern_src; i++) {
     tir_sb_puts(&all, "// registered with tir.register_extern\n");
     tir_sb_puts(&all, g.extern_src[i]);

@@ -472,6 +472,21 @@ static Val call(Interp *I, const tir_Call *c, int lane) {
     return r;
   }
   if (strcmp(op, "call_extern") == 0 || strcmp(op, "call_pure_extern") == 0) return call_extern(I, c, lane);
+  if (strcmp(op, "ptx_dp4a") == 0 && n == 5) {
+    int as = tir_dp4a_type_signed(c->args->items[3]), bs = tir_dp4a_type_signed(c->args->items[4]);
+    if (as < 0 || bs < 0) {
+      fail(I, &c->hdr, "ptx_dp4a: the operand types (arguments 4 and 5) must be \"s32\" or \"u32\"");
+      return r;
+    }
+    int64_t a = eval(I, c->args->items[0], lane).i, b = eval(I, c->args->items[1], lane).i, cc = eval(I, c->args->items[2], lane).i;
+    r.i = tir_dp4a((int32_t)a, (int32_t)b, (int32_t)cc, as, bs);
+    return norm(t, r);
+  }
+  if (strcmp(op, "ptx_prmt") == 0 && n == 3) {
+    int64_t a = eval(I, c->args->items[0], lane).i, b = eval(I, c->args->items[1], lane).i, sel = eval(I, c->args->items[2], lane).i;
+    r.i = (int32_t)tir_prmt((uint32_t)a, (uint32_t)b, (uint32_t)sel);
+    return norm(t, r);
+  }
   fail(I, &c->hdr, "the interpreter does not know builtin '%s' with %d argument(s)", op, n);
   return r;
 }

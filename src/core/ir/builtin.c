@@ -40,3 +40,31 @@ int tir_builtin_writes_arg(const char *op, int i) {
   const tir_BuiltinInfo *b = tir_builtin_info(op);
   return b && i >= 0 && i < 32 && ((b->writes >> i) & 1u);
 }
+
+int32_t tir_dp4a(int32_t a, int32_t b, int32_t c, int a_signed, int b_signed) {
+  uint32_t acc = (uint32_t)c;
+  for (int i = 0; i < 4; i++) {
+    uint32_t ab = ((uint32_t)a >> (8 * i)) & 0xffu, bb = ((uint32_t)b >> (8 * i)) & 0xffu;
+    int32_t x = a_signed ? (int32_t)(int8_t)ab : (int32_t)ab, y = b_signed ? (int32_t)(int8_t)bb : (int32_t)bb;
+    acc += (uint32_t)(x * y); /* |x * y| <= 65025: no overflow before the wrap of the sum */
+  }
+  return (int32_t)acc;
+}
+
+uint32_t tir_prmt(uint32_t a, uint32_t b, uint32_t sel) {
+  uint64_t bytes = (uint64_t)a | ((uint64_t)b << 32);
+  uint32_t d = 0;
+  for (int i = 0; i < 4; i++) {
+    unsigned nib = (sel >> (4 * i)) & 0xfu;
+    uint32_t byte = (uint32_t)(bytes >> (8 * (nib & 7u))) & 0xffu;
+    if (nib & 8u) byte = (byte & 0x80u) ? 0xffu : 0u;
+    d |= byte << (8 * i);
+  }
+  return d;
+}
+
+int tir_dp4a_type_signed(const tir_Node *t) {
+  if (!t || t->kind != TIR_StringImm) return -1;
+  const char *v = ((const tir_StringImm *)t)->value;
+  return strcmp(v, "s32") == 0 ? 1 : strcmp(v, "u32") == 0 ? 0 : -1;
+}

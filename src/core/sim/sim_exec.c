@@ -421,6 +421,33 @@ static SVal *call(Sim *S, const tir_Call *c, int lane, const Act *a) {
     return r;
   }
   if (strcmp(op, "call_extern") == 0 || strcmp(op, "call_pure_extern") == 0) return call_extern(S, c, lane, a);
+  if ((strcmp(op, "ptx_dp4a") == 0 && n == 5) || (strcmp(op, "ptx_prmt") == 0 && n == 3)) {
+    /* lane by lane, the same functions as the interpreter (builtin.c) */
+    int dp = op[4] == 'd', as = 1, bs = 1;
+    if (dp) {
+      as = tir_dp4a_type_signed(c->args->items[3]);
+      bs = tir_dp4a_type_signed(c->args->items[4]);
+      if (as < 0 || bs < 0) {
+        sim_fail(S, &c->hdr, "ptx_dp4a: the operand types (arguments 4 and 5) must be \"s32\" or \"u32\"");
+        return NULL;
+      }
+    }
+    SVal *r = sim_vnew(S);
+    int mark = S->vtop;
+    SVal *x = sim_eval(S, c->args->items[0], lane, a);
+    SVal *y = x ? sim_eval(S, c->args->items[1], lane, a) : NULL;
+    SVal *z = y ? sim_eval(S, c->args->items[2], lane, a) : NULL;
+    if (!z) return NULL;
+    for (int k = 0; k < a->n; k++) {
+      int id = a->ids[k];
+      SVal v = {0};
+      v.i = dp ? tir_dp4a((int32_t)x[id].i, (int32_t)y[id].i, (int32_t)z[id].i, as, bs)
+               : (int32_t)tir_prmt((uint32_t)x[id].i, (uint32_t)y[id].i, (uint32_t)z[id].i);
+      r[id] = sim_norm(t, v);
+    }
+    S->vtop = mark;
+    return r;
+  }
   sim_fail(S, &c->hdr, "the simulator does not know builtin '%s' with %d argument(s) here", op, n);
   return NULL;
 }

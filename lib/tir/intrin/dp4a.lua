@@ -1,0 +1,90 @@
+--- tir.intrin.dp4a: DP4A tensor intrinsics (the 4-element int8 dot product of one thread,
+-- accumulated into an int32 scalar), registered in tir.TensorIntrin on require; the shape of
+-- TVM's python/tvm/tir/tensor_intrin/dp4a.py.
+--
+--   desc: C[0] += int32(A[k]) * int32(B[k]) for k < 4       (A, B int8/uint8; C int32)
+--   impl: C[0] = ptx_dp4a(pack4(A[0..3]), pack4(B[0..3]), C[0], atype, btype)
+--
+-- ptx_dp4a is PTX's dp4a.atype.btype (sm_61+; .s32 operands hold signed bytes, .u32 unsigned);
+-- pack4 builds the 32-bit register holding four consecutive k of an operand with three
+-- ptx_prmt (prmt.b32) from the four bytes, whatever the storage order: with `k` the operand's
+-- trailing dimension (A row-major [i][k], B as [j][k]: desc buffers of shape {4}) or with
+-- k-major storage ([k][i], [k][j]: desc buffers of shape {4, 1}, a row stride apart).
+-- Names: dp4a_<a><b>s32[_kmajor]_<scope>, a/b in s8/u8 (u8 x s8 is dp4a.u32.s32, s8 x u8
+-- dp4a.s32.u32), scope the operands' ("shared" or "local"); C is "local".
+local tir = require("tir")
+local T = tir.script
+local M = {}
+
+local function prmt(a, b, sel) return T.call("int32", "ptx_prmt", a, b, sel) end
+
+--- pack4(x0, x1, x2, x3): the int32 whose bytes 0..3 are the low bytes of x0..x3 (8-bit
+-- values; their int32 casts keep the bits in the low byte), with prmt.b32:
+--   lo = prmt(x0, x1, 0x0040) -> bytes (x0, x1, x0, x0); hi likewise for x2, x3;
+--   prmt(lo, hi, 0x5410)      -> (lo.b0, lo.b1, hi.b0, hi.b1) = (x0, x1, x2, x3)
+function M.pack4(x0, x1, x2, x3)
+  local function w(x) return T.cast("int32", x) end
+  local lo = prmt(w(x0), w(x1), 0x0040)
+  local hi = prmt(w(x2), w(x3), 0x0040)
+  return prmt(lo, hi, 0x5410)
+end
+
+local SIGN = {int8 = "s32", uint8 = "u32"}
+local SHORT = {int8 = "s8", uint8 = "u8"}
+
+--- The intrinsic's name for operand dtypes a_dtype, b_dtype ("int8" | "uint8"), k-major
+-- operands or not, and the operands' scope.
+function M.name(a_dtype, b_dtype, kmajor, scope)
+  return ("dp4a_%s%ss32%s_%s"):format(SHORT[a_dtype], SHORT[b_dtype], kmajor and "_kmajor" or "", scope or "shared")
+end
+
+--- Registers (override) the intrinsic; opts.pack_a / opts.pack_b replace pack4 for an operand
+-- (the planted-bug specs give one a wrong byte order), opts.name the name.  Returns the name.
+function M.register(a_dtype, b_dtype, kmajor, scope, opts)
+  opts = opts or {}
+  scope = scope or "shared"
+  local name = opts.name or M.name(a_dtype, b_dtype, kmajor, scope)
+  local pack_a, pack_b = opts.pack_a or M.pack4, opts.pack_b or M.pack4
+  local shape = kmajor and {4, 1} or {4}
+  local function at(buf, q) if kmajor then return buf[{q, 0}] end return buf[{q}] end
+  local function region(buf) if kmajor then return buf[{{0, 4}, 0}] end return buf[{{0, 4}}] end
+  local function sig(strided)
+    local function opts()
+      local o = {scope = scope, offset_factor = 1}
+      if strided and kmajor then o.strides = {tir.var("ld", "int32"), 1} end
+      return o
+    end
+    return {A = T.Buffer(shape, a_dtype, opts()), B = T.Buffer(shape, b_dtype, opts()),
+            C = T.Buffer({1}, "int32", {scope = "local", offset_factor = 1})}
+  end
+  local desc = T.prim_func(name, sig(false), function(A, B, C)
+    T.block("root", function()
+      T.reads(C[{0}], region(A), region(B))
+      T.writes(C[{0}])
+      for k in T.grid(4) do
+        T.block("update", function()
+          local vk = T.axis.remap("R", {k})
+          C[{0}] = C[{0}] + T.cast("int32", at(A, vk)) * T.cast("int32", at(B, vk))
+        end)
+      end
+    end)
+  end)
+  local impl = T.prim_func(name .. "_impl", sig(true), function(A, B, C)
+    T.block("root", function()
+      T.reads(C[{0}], region(A), region(B))
+      T.writes(C[{0}])
+      C[{0}] = T.call("int32", "ptx_dp4a", pack_a(at(A, 0), at(A, 1), at(A, 2), at(A, 3)),
+                      pack_b(at(B, 0), at(B, 1), at(B, 2), at(B, 3)), C[{0}], SIGN[a_dtype], SIGN[b_dtype])
+    end)
+  end)
+  tir.TensorIntrin.register(name, desc, impl, true)
+  return name
+end
+
+for _, ab in ipairs({{"int8", "int8"}, {"uint8", "int8"}, {"int8", "uint8"}}) do
+  for _, kmajor in ipairs({false, true}) do
+    for _, scope in ipairs({"shared", "local"}) do M.register(ab[1], ab[2], kmajor, scope) end
+  end
+end
+
+return M
