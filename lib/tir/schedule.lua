@@ -424,7 +424,8 @@ end
 --   sch:transform_layout(block, "A_shared", function(i, j) return i, j // 8, (j % 8) ~ (i % 8) end)  -- XOR swizzle
 -- buffer: {"read", i}, {"write", i} (0-based) or the buffer's name.  The map must be one-to-one
 -- and non-negative over the buffer's shape (checked exactly); the new shape is the map's range.
--- Only buffers allocated in the function (caches) can be transformed.
+-- A function parameter takes the new shape in the signature (as TVM): the function, and the
+-- module built from it, then expect that argument in the new layout.
 function Schedule:transform_layout(block, buffer, fn)
   block = check_block(self, block, "transform_layout", 1)
   local is_write, index, blk, buf = block_buffer(self, block, buffer, "transform_layout")

@@ -10,8 +10,8 @@
  * elements would share storage) and never negative; both are decided exactly by enumeration
  * (arith/index_map.c).  A view of the buffer (a tensorized block's match_buffer) must map to a
  * window of the new layout (e.g. a 16x16 tile to the trailing dims of a tiled layout).
- * Only buffers allocated in the function can change layout: a parameter's
- * layout is the caller's (cache_read/cache_write it first and transform the cache).  A
+ * A function parameter takes the new shape in the signature, as in TVM: the function (its
+ * interpretation, the built module) then expects arguments in the new layout.  A
  * storage_align recorded for the buffer refers to its old axes, so it must come after. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -311,11 +311,6 @@ int tir_sched_transform_layout(tir_Schedule *s, int64_t uid, int is_write, int i
     return sch_error(s, P, &br->hdr, "this block", "%s buffer index %d is out of range: block '%s' %ss %d buffer(s)", kind, index,
                      blk->name, kind, regions->size);
   const tir_Buffer *buf = ((const tir_BufferRegion *)regions->items[index])->buffer;
-  if (sch_is_param_buffer(s->func, buf))
-    return sch_error(s, P, &br->hdr, "this block",
-                     "%s is a function parameter; its layout belongs to the caller. cache_read/cache_write it and transform "
-                     "the cache instead",
-                     buf->name);
   int nd = buf->shape->size;
   if (vars->size != nd)
     return sch_error(s, P, &br->hdr, "this block", "the index map takes %d indices, but %s has %d dimensions", vars->size,
@@ -375,6 +370,15 @@ int tir_sched_transform_layout(tir_Schedule *s, int64_t uid, int is_write, int i
   tir_release(f->body);
   f->body = body;
   body = NULL;
+  /* a parameter takes the new shape in the signature (TVM rewrites the buffer_map): callers
+   * then pass arrays in the new layout */
+  for (int i = 0; i < f->params->size; i++)
+    if (f->params->items[i] == &buf->hdr) {
+      tir_Array *np = tir_array_new(f->params->size);
+      for (int k = 0; k < f->params->size; k++) np->items[k] = tir_retain(k == i ? &nb->hdr : f->params->items[k]);
+      tir_release(f->params);
+      f->params = np;
+    }
   tir_schedule_set_func(s, f);
   tir_release(f);
   rc = 0;
