@@ -61,6 +61,12 @@ double tir_load_scalar_f(const void *base, tir_DType t, int64_t flat);
 int64_t tir_load_scalar_i(const void *base, tir_DType t, int64_t flat);
 void tir_store_scalar_f(void *base, tir_DType t, int64_t flat, double v);
 void tir_store_scalar_i(void *base, tir_DType t, int64_t flat, int64_t v);
+/* The values as text in numpy's repr style (nd_format.c): nested brackets, one width for
+ * all elements, large arrays (> 1000 elements) elided to 3 entries at each end of every
+ * dimension.  indent: the column the text starts at (continuation lines align to it).
+ * Device arrays are copied to the host first.  malloc'd; NULL with the error set when the
+ * copy fails. */
+char *tir_nd_format(const tir_NDArray *a, int indent);
 /* .npy (format 1.0, little endian, C order). */
 int tir_nd_save_npy(const tir_NDArray *a, const char *path);
 tir_NDArray *tir_nd_load_npy(const char *path, tir_Device dev);

@@ -280,21 +280,51 @@ static void push_device(lua_State *L, tir_Device d) {
   else lua_pushfstring(L, "cuda:%d", d.id);
 }
 
-static int m_tostring(lua_State *L) {
+/* "shape=(2, 3), dtype=float32, device=cpu" */
+static void add_meta(lua_State *L, luaL_Buffer *b, const tir_NDArray *a) {
+  luaL_addstring(b, "shape=(");
+  for (int i = 0; i < a->ndim; i++) {
+    lua_pushfstring(L, "%s%I", i ? ", " : "", (lua_Integer)a->shape[i]);
+    luaL_addvalue(b);
+  }
+  if (a->ndim == 1) luaL_addstring(b, ",");
+  char s[32];
+  lua_pushfstring(L, "), dtype=%s, device=", tir_dtype_str(a->dtype, s));
+  luaL_addvalue(b);
+  push_device(L, a->dev);
+  luaL_addvalue(b);
+}
+
+/* tir.NDArray(shape=(2, 3), dtype=float32, device=cpu): the array without its values (for
+ * error messages). */
+static int m_summary(lua_State *L) {
   tir_NDArray *a = tirL_check_ndarray(L, 1);
   luaL_Buffer b;
   luaL_buffinit(L, &b);
-  luaL_addstring(&b, "tir.NDArray(shape=(");
-  for (int i = 0; i < a->ndim; i++) {
-    lua_pushfstring(L, "%s%I", i ? ", " : "", (lua_Integer)a->shape[i]);
-    luaL_addvalue(&b);
+  luaL_addstring(&b, "tir.NDArray(");
+  add_meta(L, &b, a);
+  luaL_addstring(&b, ")");
+  luaL_pushresult(&b);
+  return 1;
+}
+
+/* tostring(a) / print(a): tir.NDArray([[1., 2.], [3., 4.]], shape=(2, 2), dtype=float32,
+ * device=cpu), the values in numpy's style (tir_nd_format: large arrays elided); device
+ * arrays are copied to the host for it.  When the copy fails the values are left out. */
+static int m_tostring(lua_State *L) {
+  tir_NDArray *a = tirL_check_ndarray(L, 1);
+  char *vals = tir_nd_format(a, 12);
+  if (!vals) {
+    tir_error_clear();
+    return m_summary(L);
   }
-  if (a->ndim == 1) luaL_addstring(&b, ",");
-  char s[32];
-  lua_pushfstring(L, "), dtype=%s, device=", tir_dtype_str(a->dtype, s));
-  luaL_addvalue(&b);
-  push_device(L, a->dev);
-  luaL_addvalue(&b);
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  luaL_addstring(&b, "tir.NDArray(");
+  luaL_addstring(&b, vals);
+  free(vals);
+  luaL_addstring(&b, ", ");
+  add_meta(L, &b, a);
   luaL_addstring(&b, ")");
   luaL_pushresult(&b);
   return 1;
@@ -343,10 +373,10 @@ static int m_to(lua_State *L) {
 static int m_copyfrom(lua_State *L) {
   tir_NDArray *a = tirL_check_ndarray(L, 1), *b = tirL_check_ndarray(L, 2);
   if (a->ndim != b->ndim || memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) != 0) {
-    lua_pushcfunction(L, m_tostring);
+    lua_pushcfunction(L, m_summary);
     lua_pushvalue(L, 1);
     lua_call(L, 1, 1);
-    lua_pushcfunction(L, m_tostring);
+    lua_pushcfunction(L, m_summary);
     lua_pushvalue(L, 2);
     lua_call(L, 1, 1);
     return tirL_error(L, TIR_ERR_VALUE, "NDArray:copyfrom", "the shapes differ: copying %s into %s", lua_tostring(L, -1),
