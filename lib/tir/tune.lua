@@ -48,17 +48,7 @@ end
 
 local function check_spec(spec)
   if type(spec) ~= "table" then util.raise("TypeError", "tune", "expected a table of options, got %s", util.show(spec)) end
-  for k, v in pairs(spec) do
-    local want = SPEC_KEYS[k]
-    if not want then
-      local names = {}
-      for n in pairs(SPEC_KEYS) do names[#names + 1] = n end
-      table.sort(names)
-      util.raise("ValueError", "tune", "unknown option '%s' (valid: %s)", tostring(k), table.concat(names, ", "))
-    end
-    local ok = want == "integer" and math.type(v) == "integer" or type(v) == want
-    if not ok then util.raise("TypeError", "tune", "option %s must be a %s, got %s", k, want, util.show(v)) end
-  end
+  util.check_opts("tune", spec, SPEC_KEYS)
   for _, k in ipairs({"workload", "space", "build"}) do
     if spec[k] == nil then util.raise("ValueError", "tune", "option %s is required", k) end
   end
@@ -448,7 +438,7 @@ end
 --- The fastest successful record of workload on target (default "cuda"), or nil.
 -- opts: db (path), gpu (only records measured on this GPU name).
 function tune.best(workload, target, opts)
-  opts = opts or {}
+  opts = util.check_opts("tune.best", opts, {db = "string", gpu = "string", nearest = "boolean"})
   target = target or "cuda"
   local best
   for _, r in ipairs((tune.records(opts.db))) do
@@ -474,7 +464,7 @@ end
 -- "family:MxNxK", distance the sum of |log| ratios of the dimensions.  Returns record, how:
 -- how is "tuned" or "nearest <workload>"; nil, "not tuned" when there is none.
 function tune.lookup(workload, target, opts)
-  opts = opts or {}
+  opts = util.check_opts("tune.lookup", opts, {db = "string", gpu = "string", nearest = "boolean"})
   local r = tune.best(workload, target, opts)
   if r then return r, "tuned" end
   if opts.nearest == false then return nil, "not tuned" end

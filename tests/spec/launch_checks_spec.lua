@@ -102,3 +102,51 @@ describe("tensor-core kernels launch whole warps of consecutive threadIdx.x lane
     tir.simulate(m, tir.testing.random_args(f, 3), {reference = f, rtol = 1e-2, atol = 1e-2})
   end)
 end)
+
+describe("#gpu launch checks on the device", function()
+  local has_gpu, why = tir.device("cuda", 0):exists()
+  if not has_gpu then
+    it("is skipped: " .. tostring(why), function() pending("no GPU: " .. tostring(why)) end)
+    return
+  end
+  local dev = tir.device("cuda", 0)
+
+  it("refuse a symbolic grid beyond 65535 on blockIdx.y at launch, run it at the limit", function()
+    local n = tir.var("n", "int64")
+    local A = te.placeholder({n}, "int8", "A")
+    local B = te.compute({n}, function(i) return A[{i}] + tir.const(1, "int8") end, "B")
+    local sch = tir.Schedule(te.create_prim_func({A, B}))
+    sch:bind(sch:get_loops(sch:get_block("B")), "blockIdx.y")
+    local m = tir.build(sch.mod, "cuda")
+    U.expect_error(function() m(tir.nd.empty({70000}, "int8", dev), tir.nd.empty({70000}, "int8", dev)) end,
+      "RuntimeError", "gridDim.y = 70000", "1..65535 on blockIdx.y")
+    local a = tir.nd.random({65535}, "int8", dev, {seed = 3, low = -100, high = 100})
+    local b = tir.nd.empty({65535}, "int8", dev)
+    m(a, b)
+    local ha, hb = a:to("cpu"), b:to("cpu")
+    for _, k in ipairs({0, 1, 40000, 65534}) do assert.are.equal(ha:get(k) + 1, hb:get(k)) end
+  end)
+
+  it("auto_tensorize's occupancy-aware tiles compute a 256^3 GEMM correctly on the device's SMs", function()
+    local f = tc.workload(256, 256, 256)
+    local sch, o = tc.auto_tensorize(f, "mma.m16n8k16")
+    assert.are.equal(dev:info().sm_count, o.sm_count)
+    assert.is_true(o.ctas >= math.min(o.sm_count, 256), ("%d CTAs"):format(o.ctas))
+    local m = tir.build(sch.mod, "cuda")
+    local a = tir.nd.random({256, 256}, "float16", dev, {seed = 1})
+    local b = tir.nd.random({256, 256}, "float16", dev, {seed = 2})
+    local c = tir.nd.empty({256, 256}, "float32", dev)
+    m(a, b, c)
+    tir.testing.assert_allclose(c, tir.testing.ref_matmul(a, b), {rtol = 1e-2, atol = 1e-2})
+    -- against the divisibility-only choice (128 x 128 tiles, 4 CTAs): both right, times printed
+    local sch1, o1 = tc.auto_tensorize(f, "mma.m16n8k16", nil, {sm_count = 1})
+    local m1 = tir.build(sch1.mod, "cuda")
+    local c1 = tir.nd.empty({256, 256}, "float32", dev)
+    m1(a, b, c1)
+    tir.testing.assert_allclose(c1, tir.testing.ref_matmul(a, b), {rtol = 1e-2, atol = 1e-2})
+    local t = m:time_evaluator({number = 50, repeat_ = 5})(a, b, c)
+    local t1 = m1:time_evaluator({number = 50, repeat_ = 5})(a, b, c1)
+    print(("auto_tensorize 256^3: %dx%d tiles, %d CTAs on %d SMs: %.1f us; %dx%d tiles, %d CTAs: %.1f us"):format(
+      o.BM, o.BN, o.ctas, o.sm_count, t * 1e6, o1.BM, o1.BN, o1.ctas, t1 * 1e6))
+  end)
+end)
