@@ -345,5 +345,14 @@ int32_t tir_dp4a(int32_t a, int32_t b, int32_t c, int a_signed, int b_signed);
 uint32_t tir_prmt(uint32_t a, uint32_t b, uint32_t sel);
 /* The signedness of a ptx_dp4a operand type argument: 1 for "s32", 0 for "u32", -1 otherwise. */
 int tir_dp4a_type_signed(const tir_Node *type_arg);
+/* Warp shuffles, PTX ISA 9.7.8.6 shfl.sync: ptx_shfl_sync_{idx,bfly,up,down}(mask, value, b,
+ * width) -> value of another lane of the warp (docs/BUILTINS.md).  The mode, or -1 when op is
+ * not a shuffle; the CUDA C function is tir_builtin_shfl_cuda(mode) (__shfl_sync, ...). */
+enum { TIR_SHFL_IDX, TIR_SHFL_BFLY, TIR_SHFL_UP, TIR_SHFL_DOWN };
+int tir_builtin_shfl_mode(const char *op);
+const char *tir_builtin_shfl_cuda(int mode);
+/* The value types a shuffle carries (CUDA's __shfl_*_sync overloads: 32- and 64-bit ints and
+ * floats); 0 for others. */
+int tir_builtin_shfl_type_ok(tir_DType t);
 
 #endif

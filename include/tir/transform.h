@@ -10,6 +10,11 @@
 
 #include "tir/ir.h"
 
+/* Reduction blocks whose reduction loops are bound to threadIdx become a per-thread partial
+ * plus an allreduce across the threads: warp shuffles (ptx_shfl_sync_*) within a warp, shared
+ * memory across warps (TVM LowerCrossThreadReduction + LowerThreadAllreduce).  Errors name
+ * the block when its loops or body do not have the form a cross-thread reduction needs. */
+tir_PrimFunc *tir_pass_lower_cross_thread_reduction(const tir_PrimFunc *f);
 /* Reduction init -> "if all reduce iters are at their start: init" (TVM LowerInitBlock). */
 tir_PrimFunc *tir_pass_lower_init_block(const tir_PrimFunc *f);
 /* Moves block-allocated buffers to the lowest common ancestor of their uses

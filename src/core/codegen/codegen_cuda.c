@@ -634,6 +634,25 @@ static void call_expr(CG *g, const tir_Call *c) {
       return;
     }
   }
+  int shfl = tir_builtin_shfl_mode(op);
+  if (shfl >= 0) {
+    /* PTX ISA 9.7.8.6 shfl.sync through CUDA's __shfl_*_sync(mask, value, lane/delta/lanemask, width) */
+    int64_t w;
+    if (n != 4 || !tir_is_const_int(c->args->items[3], &w) || w < 1 || w > 32 || (w & (w - 1)) ||
+        !tir_builtin_shfl_type_ok(t) || !tir_dtype_eq(t, c->args->items[1]->dtype)) {
+      cg_fail(g, &c->hdr, "%s takes (mask, value, lane, width) with a constant power-of-two width <= 32 and a 32- or 64-bit "
+              "int/float value of the call's dtype", op);
+      return;
+    }
+    putf(g, "%s((unsigned)(", tir_builtin_shfl_cuda(shfl));
+    expr(g, c->args->items[0]);
+    put(g, "), ");
+    expr(g, c->args->items[1]);
+    put(g, shfl == TIR_SHFL_UP || shfl == TIR_SHFL_DOWN ? ", (unsigned)(" : ", (int)(");
+    expr(g, c->args->items[2]);
+    putf(g, "), %lld)", (long long)w);
+    return;
+  }
   if (strcmp(op, "tir_lane_id") == 0 && n == 0) {
     g->uses_lane_id = 1;
     put(g, "tir_lane_id()");

@@ -410,6 +410,12 @@ static Val call(Interp *I, const tir_Call *c, int lane) {
     return eval(I, c->args->items[cond.i ? 1 : 2], lane);
   }
   if ((strcmp(op, "likely") == 0 || strcmp(op, "tir.likely") == 0) && n == 1) return eval(I, c->args->items[0], lane);
+  if (tir_builtin_shfl_mode(op) >= 0) {
+    fail(I, &c->hdr, "%s exchanges values between the lanes of a warp, which the interpreter runs one after another: "
+         "interpret the function before lowering (a cross-thread reduction is a plain reduction there), or run the "
+         "lowered function with tir.simulate", op);
+    return r;
+  }
   if (tir_builtin_is_float_math(op) && !is_f(t)) {
     char ts[32];
     fail(I, &c->hdr, "math builtin '%s' computes in floating point, but the call's dtype is %s: call it with a float dtype "

@@ -68,3 +68,25 @@ int tir_dp4a_type_signed(const tir_Node *t) {
   const char *v = ((const tir_StringImm *)t)->value;
   return strcmp(v, "s32") == 0 ? 1 : strcmp(v, "u32") == 0 ? 0 : -1;
 }
+
+/* PTX ISA 9.7.8.6 shfl.sync.{idx,bfly,up,down}.b32; CUDA C's __shfl_*_sync (CUDA C++
+ * Programming Guide, Warp Shuffle Functions) split 64-bit values into two shuffles. */
+static const struct {
+  const char *op, *cuda;
+} shfl_modes[] = {{"ptx_shfl_sync_idx", "__shfl_sync"},
+                  {"ptx_shfl_sync_bfly", "__shfl_xor_sync"},
+                  {"ptx_shfl_sync_up", "__shfl_up_sync"},
+                  {"ptx_shfl_sync_down", "__shfl_down_sync"}};
+
+int tir_builtin_shfl_mode(const char *op) {
+  for (int k = 0; k < 4; k++)
+    if (strcmp(op, shfl_modes[k].op) == 0) return k;
+  return -1;
+}
+
+const char *tir_builtin_shfl_cuda(int mode) { return mode >= 0 && mode < 4 ? shfl_modes[mode].cuda : NULL; }
+
+int tir_builtin_shfl_type_ok(tir_DType t) {
+  return t.lanes == 1 && (t.bits == 32 || t.bits == 64) &&
+         (t.code == TIR_DT_INT || t.code == TIR_DT_UINT || t.code == TIR_DT_FLOAT);
+}

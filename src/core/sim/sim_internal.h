@@ -183,5 +183,6 @@ int sim_barrier(Sim *S, const tir_Node *stmt, const Act *a);
 
 /* ---- sim_warp.c ---- */
 int sim_warp_builtin(Sim *S, const tir_Call *c, const Act *a); /* 1: not a warp builtin */
+SVal *sim_shfl(Sim *S, const tir_Call *c, int mode, const Act *a); /* ptx_shfl_sync_*, PTX ISA 9.7.8.6 */
 
 #endif

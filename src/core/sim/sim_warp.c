@@ -552,6 +552,80 @@ static int wmma_mma(Sim *S, const tir_Call *c, const Act *a) {
   return rc < 0 ? -1 : 0;
 }
 
+/* ptx_shfl_sync_{idx,bfly,up,down}(mask, value, b, width), lane by lane as PTX ISA 9.7.8.6
+ * shfl.sync specifies it, with the c operand CUDA's __shfl_*_sync derive from the width
+ * (segmask = 32 - width; clamp 31, or 0 for .up):
+ *   maxLane = (lane & segmask) | (clamp & ~segmask), minLane = lane & segmask
+ *   up: j = lane - b, ok = j >= maxLane;  down: j = lane + b, ok = j <= maxLane
+ *   bfly: j = lane ^ b, ok = j <= maxLane;  idx: j = minLane | (b & ~segmask), ok = j <= maxLane
+ *   d = value of lane j if ok, else the lane's own value.
+ * Undefined on the GPU, reported as warp_divergence: an executing lane not in membermask, a
+ * lane of membermask that does not execute the shuffle (inactive, or past the CTA's last
+ * thread), lanes of one membermask giving different masks, a source lane that is not
+ * executing.  The value is taken as is (any dtype shfl_type_ok allows). */
+SVal *sim_shfl(Sim *S, const tir_Call *c, int mode, const Act *a) {
+  int64_t width;
+  if (c->args->size != 4 || !tir_is_const_int(c->args->items[3], &width) || width < 1 || width > 32 || (width & (width - 1)) ||
+      !tir_builtin_shfl_type_ok(tir_dtype_element(c->hdr.dtype))) {
+    sim_fail(S, &c->hdr, "%s takes (mask, value, lane, width) with a constant power-of-two width <= 32 and a 32- or 64-bit value",
+             c->op);
+    return NULL;
+  }
+  SVal *r = sim_vnew(S);
+  int mark = S->vtop;
+  SVal *m = sim_eval(S, c->args->items[0], 0, a);
+  SVal *v = m ? sim_eval(S, c->args->items[1], 0, a) : NULL;
+  SVal *b = v ? sim_eval(S, c->args->items[2], 0, a) : NULL;
+  if (!b) return NULL;
+  uint32_t active[SIM_MAX_THREADS / 32];
+  memset(active, 0, sizeof active);
+  for (int k = 0; k < a->n; k++) active[a->ids[k] / 32] |= 1u << (a->ids[k] % 32);
+  uint32_t seg = (uint32_t)(32 - width) & 31u, clamp = mode == TIR_SHFL_UP ? 0u : 31u;
+  for (int k = 0; k < a->n; k++) {
+    int id = a->ids[k], w = id / 32;
+    uint32_t lane = (uint32_t)id % 32, mask = (uint32_t)m[id].i;
+    char who[96];
+    const char *bad = NULL;
+    uint32_t missing = mask & ~active[w];
+    if (!(mask >> lane & 1u)) bad = "the lane executing it is not in its membermask";
+    else if (missing) bad = "lanes of its membermask do not execute it together (inactive, or past the CTA's last thread)";
+    else
+      for (int l = 0; l < 32 && !bad; l++)
+        if ((mask >> l & 1u) && (uint32_t)m[w * 32 + l].i != mask) bad = "lanes of one membermask give different masks";
+    if (bad) {
+      S->rep->warp_ops++;
+      if (sim_issue(S, "warp_divergence", S->cur, id, NULL, -1, NULL, -1, -1,
+                    "%s (shfl.sync) with membermask 0x%08x: %s (%s); the result is undefined", c->op, mask, bad,
+                    sim_thread_name(S, id, who, sizeof who)))
+        return NULL;
+      r[id] = v[id];
+      continue;
+    }
+    uint32_t bv = (uint32_t)b[id].i & 31u, maxl = (lane & seg) | (clamp & ~seg), minl = lane & seg;
+    int64_t j;
+    int ok;
+    switch (mode) {
+      case TIR_SHFL_UP: j = (int64_t)lane - bv; ok = j >= (int64_t)maxl; break;
+      case TIR_SHFL_DOWN: j = (int64_t)lane + bv; ok = j <= (int64_t)maxl; break;
+      case TIR_SHFL_BFLY: j = lane ^ bv; ok = j <= (int64_t)maxl; break;
+      default: j = minl | (bv & ~seg); ok = j <= (int64_t)maxl; break;
+    }
+    if (!ok) j = lane;
+    if (!(active[w] >> j & 1u) || !(mask >> j & 1u)) {
+      if (sim_issue(S, "warp_divergence", S->cur, id, NULL, -1, NULL, -1, -1,
+                    "%s (shfl.sync): %s reads lane %lld, which does not execute it or is not in the membermask; the result "
+                    "is undefined", c->op, sim_thread_name(S, id, who, sizeof who), (long long)j))
+        return NULL;
+      r[id] = v[id];
+      continue;
+    }
+    r[id] = v[w * 32 + (int)j];
+  }
+  S->rep->warp_ops++;
+  S->vtop = mark;
+  return r;
+}
+
 int sim_warp_builtin(Sim *S, const tir_Call *c, const Act *a) {
   const char *op = c->op;
   int mark = S->vtop, rc;

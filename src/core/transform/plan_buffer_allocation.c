@@ -67,6 +67,11 @@ static int collect_allocs(const tir_Node *n, void *p) {
 
 static void walk(Ctx *c, const tir_Node *n);
 
+static int is_thread_idx_loop(const tir_Node *n) {
+  return n->kind == TIR_For && ((const tir_For *)n)->kind == TIR_FOR_THREAD_BINDING &&
+         strncmp(((const tir_For *)n)->thread_tag, "threadIdx.", 10) == 0;
+}
+
 /* A reduction into buf (a block that reads what it writes) carries its value across the
  * iterations of the loops its reduction variables are bound to: an allocation inside
  * such a loop would start afresh each iteration, so the home stays above it. */
@@ -80,11 +85,14 @@ static void limit_reduction(Ctx *c, const tir_BlockRealize *br) {
     for (int r = 0; r < b->reads->size && !self_read; r++)
       self_read = ((const tir_BufferRegion *)b->reads->items[r])->buffer == buf;
     if (!self_read) continue;
+    /* a local buffer is per thread: the partial sums of a cross-thread reduction
+     * (lower_cross_thread_reduction) carry nothing across the threadIdx loop */
+    int per_thread = strcmp(buf->scope, "local") == 0;
     for (int k = 0; k < b->iter_vars->size; k++) {
       const tir_IterVar *iv = (const tir_IterVar *)b->iter_vars->items[k];
       if (iv->iter_type == TIR_ITER_DATA_PAR) continue;
       for (int d = 0; d < c->sp && d < e->limit; d++)
-        if (c->stack[d]->kind == TIR_For &&
+        if (c->stack[d]->kind == TIR_For && !(per_thread && is_thread_idx_loop(c->stack[d])) &&
             tir_uses_var(br->iter_values->items[k], ((const tir_For *)c->stack[d])->loop_var)) {
           e->limit = d;
           break;

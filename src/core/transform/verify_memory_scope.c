@@ -55,6 +55,7 @@ typedef struct {
   Alloc *allocs;
   int n, cap;
   int failed;
+  int broadcast; /* inside a cross-thread reduction's write-back (every thread stores the same value) */
 } V;
 
 /* Whether the iterations of a loop bound to `tag` get separate copies of a buffer in
@@ -324,16 +325,21 @@ static void walk(V *v, const tir_Node *n) {
         v->n++;
       }
       check_redundant_update(v, b);
+      /* lower_cross_thread_reduction's write-back: after the allreduce every thread holds the
+       * result, so a local output written by all threads is the same in each */
+      int bc = tir_ann_get(b->annotations, "cross_thread_write_back") != NULL;
+      v->broadcast += bc;
       push(v, &b->hdr);
       walk(v, b->init);
       walk(v, b->body);
       v->sp--;
+      v->broadcast -= bc;
       v->n = saved;
       return;
     }
     case TIR_BufferStore: {
       const tir_BufferStore *s = (const tir_BufferStore *)n;
-      access(v, s->buffer);
+      if (!v->broadcast) access(v, s->buffer);
       walk_expr(v, s->value);
       for (int i = 0; i < s->indices->size; i++) walk_expr(v, s->indices->items[i]);
       return;

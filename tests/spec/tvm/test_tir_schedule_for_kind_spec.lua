@@ -253,13 +253,13 @@ describe("test_tir_schedule_for_kind", function()
     assert.is_true(V.check(s, before, compute_at_split("threadIdx.x", "threadIdx.x"), {exact = true}))
   end)
 
-  it("test_bind_cross_thread_reduction", awaits("cross-thread reductions (h6)", function()
+  it("test_bind_cross_thread_reduction", function()
     local before = rowsum()
     local s = tir.Schedule(before)
     local _, k = s:get_loops(s:get_block("B"))
     s:bind(k, "threadIdx.x")
     assert.is_true(V.check(s, before, rowsum(nil, "threadIdx.x"), {exact = true}))
-  end))
+  end)
 
   it("test_bind_not_cross_thread_reduction", function()
     local s = tir.Schedule(rowsum())
@@ -337,7 +337,7 @@ describe("test_tir_schedule_for_kind", function()
     end)
   end
 
-  it("test_nested_block_bind", awaits("cross-thread reductions (h6)", function()
+  it("test_nested_block_bind", function()
     local before = nested_block_bind("serial", "serial")
     local s = tir.Schedule(before)
     local _, j = s:get_loops(s:get_block("outer"))
@@ -345,7 +345,7 @@ describe("test_tir_schedule_for_kind", function()
     s:bind(l, "threadIdx.x")
     s:bind(j, "blockIdx.x")
     V.check(s, before, nested_block_bind("blockIdx.x", "threadIdx.x"))
-  end))
+  end)
 
   local function nested_after_cache_read(ki, kj)
     return T.prim_func("main", {A = T.Buffer({16, 16}, "float32"), B = T.Buffer({16}, "float32")}, function(A, B)
@@ -372,7 +372,7 @@ describe("test_tir_schedule_for_kind", function()
     end)
   end
 
-  it("test_nexted_block_bind_after_cache_read", awaits("cross-thread reductions (h6)", function()
+  it("test_nexted_block_bind_after_cache_read", function()
     -- TVM indexes its [1, 16] A_shared with the global row (A_shared[vi, vj]); a tirlua
     -- block-local allocation is indexed relative to it
     local before = nested_after_cache_read("serial", "serial")
@@ -382,7 +382,7 @@ describe("test_tir_schedule_for_kind", function()
     s:bind(i, "blockIdx.x")
     s:bind(j, "threadIdx.x")
     V.check(s, before, nested_after_cache_read("blockIdx.x", "threadIdx.x"))
-  end))
+  end)
 
   it("test_vectorize_init", function()
     local before = decomposed_gemm()

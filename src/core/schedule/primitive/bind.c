@@ -1,8 +1,9 @@
 /* bind.c -- bind a loop to a GPU thread axis (TVM for_kind.cc, Bind).
  * The loop becomes a thread-binding loop; lowering turns it into a launch dimension.  As
  * parallel: the subtree must have compact data flow, and blocks under it may bind only
- * data-parallel iteration variables through it (cross-thread reductions are not lowered by
- * tirlua yet).  A loop already bound is re-bound to the new axis, as in TVM. */
+ * data-parallel iteration variables through it, except to threadIdx: a reduction loop bound
+ * to threadIdx is a cross-thread reduction (TVM allows it the same way; lowered by
+ * lower_cross_thread_reduction.c).  A loop already bound is re-bound to the new axis, as in TVM. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,7 +101,7 @@ int tir_sched_bind(tir_Schedule *s, const tir_Var *v, const char *tag) {
     return sch_error(s, P, &f->hdr, "this loop", "%s thread tag '%s'; expected one of blockIdx.x/y/z, threadIdx.x/y/z", 
                      strncmp(tag, "vthread", 7) == 0 ? "tirlua does not lower virtual threads yet:" : "unknown", tag);
   if (sch_check_compact_dataflow(s, P, f) != 0) return -1;
-  if (sch_check_iter_types_under(s, P, f, 0) != 0) return -1;
+  if (sch_check_iter_types_under(s, P, f, strncmp(tag, "threadIdx.", 10) == 0) != 0) return -1;
   if (check_same_tag(s, f, tag) != 0) return -1;
   return sch_set_loop_kind(s, P, v, TIR_FOR_THREAD_BINDING, tag);
 }
