@@ -69,22 +69,17 @@ int tir_dp4a_type_signed(const tir_Node *t) {
   return strcmp(v, "s32") == 0 ? 1 : strcmp(v, "u32") == 0 ? 0 : -1;
 }
 
-/* PTX ISA 9.7.8.6 shfl.sync.{idx,bfly,up,down}.b32; CUDA C's __shfl_*_sync (CUDA C++
- * Programming Guide, Warp Shuffle Functions) split 64-bit values into two shuffles. */
-static const struct {
-  const char *op, *cuda;
-} shfl_modes[] = {{"ptx_shfl_sync_idx", "__shfl_sync"},
-                  {"ptx_shfl_sync_bfly", "__shfl_xor_sync"},
-                  {"ptx_shfl_sync_up", "__shfl_up_sync"},
-                  {"ptx_shfl_sync_down", "__shfl_down_sync"}};
+/* PTX ISA 9.7.8.6 shfl.sync.{idx,bfly,up,down}.b32 as CUDA C's __shfl_*_sync (CUDA C++
+ * Programming Guide, Warp Shuffle Functions; 64-bit values become two shuffles), in the mode
+ * order of the builtins.def rows. */
+static const char *const shfl_cuda[4] = {"__shfl_sync", "__shfl_xor_sync", "__shfl_up_sync", "__shfl_down_sync"};
 
 int tir_builtin_shfl_mode(const char *op) {
-  for (int k = 0; k < 4; k++)
-    if (strcmp(op, shfl_modes[k].op) == 0) return k;
-  return -1;
+  const tir_BuiltinInfo *b = tir_builtin_info(op);
+  return b && (b->flags & TIR_BUILTIN_SHUFFLE) ? (int)(b->id - TIR_BI_PTX_SHFL_SYNC_IDX) : -1;
 }
 
-const char *tir_builtin_shfl_cuda(int mode) { return mode >= 0 && mode < 4 ? shfl_modes[mode].cuda : NULL; }
+const char *tir_builtin_shfl_cuda(int mode) { return mode >= 0 && mode < 4 ? shfl_cuda[mode] : NULL; }
 
 int tir_builtin_shfl_type_ok(tir_DType t) {
   return t.lanes == 1 && (t.bits == 32 || t.bits == 64) &&
