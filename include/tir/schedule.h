@@ -122,6 +122,11 @@ int64_t tir_sched_rfactor(tir_Schedule *s, const tir_Var *loop, int factor_axis)
  * "<name>_o" whose iteration variables are the outer part of the bindings' subspace
  * division; the block keeps the inner part (TVM Blockize).  Returns the new block's uid. */
 int64_t tir_sched_blockize(tir_Schedule *s, const tir_Var *loop, int preserve_unit_iters);
+/* The blocks (uids; consecutive statements of one sequence under their lowest common
+ * ancestor, each a perfect loop nest around one of them) become the body of a new block
+ * "outer_<names>_" whose iteration variables stand for the loops above that the blocks use
+ * (TVM Blockize(blocks)).  Returns the new block's uid or -1. */
+int64_t tir_sched_blockize_blocks(tir_Schedule *s, const int64_t *uids, int n, int preserve_unit_iters);
 /* A new stage copying the block's read (is_write 0) or write buffer `index` to or from a
  * buffer "<buf>_reindex" indexed by the block's iteration variables; the block accesses the
  * new buffer at those variables (TVM ReIndex).  Returns the new stage's uid. */

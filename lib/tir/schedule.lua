@@ -496,15 +496,31 @@ end
 -- bindings (over the loops outside `loop`), the block keeps the inner part and its handle.
 -- A reduction's init moves to the new block.  preserve_unit_iters (default true) keeps
 -- iteration variables bound to loops of extent 1.  Returns the new block.
-function Schedule:blockize(loop, preserve_unit_iters)
-  local v = check_loop(loop, "blockize", 1)
+-- target may also be a list of blocks (BlockRVs or names; TVM blockize(List[BlockRV])):
+-- consecutive statements under their lowest common ancestor, each a loop nest around one
+-- of them, become the body of a new block "outer_<names>_" binding the loops above.
+function Schedule:blockize(target, preserve_unit_iters)
   if preserve_unit_iters == nil then preserve_unit_iters = true end
   if type(preserve_unit_iters) ~= "boolean" then
     raise("TypeError", "blockize", "preserve_unit_iters must be a boolean, got %s", describe(preserve_unit_iters))
   end
-  local uid = self._state:blockize(v, preserve_unit_iters)
+  local uid
+  if type(target) == "table" and getmetatable(target) == nil then
+    if #target == 0 or #target ~= util.count_keys(target) then
+      raise("TypeError", "blockize", "a list of blocks must be a non-empty list of BlockRVs or names, got %s", describe(target))
+    end
+    local uids, rvs = {}, {}
+    for i, b in ipairs(target) do
+      rvs[i] = check_block(self, b, "blockize", 1)
+      uids[i] = rvs[i].uid
+    end
+    uid = self._state:blockize_blocks(uids, preserve_unit_iters)
+    target = rvs
+  else
+    uid = self._state:blockize(check_loop(target, "blockize", 1), preserve_unit_iters)
+  end
   local out = block_rv(uid, self._state:block_realize(uid).block.name)
-  record(self, "blockize", preserve_unit_iters and {loop} or {loop, false}, {out})
+  record(self, "blockize", preserve_unit_iters and {target} or {target, false}, {out})
   return out
 end
 

@@ -339,6 +339,24 @@ static int m_blockize(lua_State *L) {
   return 1;
 }
 
+/* blockize_blocks({uids}, preserve_unit_iters) -> uid */
+static int m_blockize_blocks(lua_State *L) {
+  tir_Schedule *s = check(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  int n = tirL_table_maxn(L, 2);
+  int64_t uids[256];
+  if (n > 256) return luaL_argerror(L, 2, "too many blocks");
+  for (int i = 1; i <= n; i++) {
+    lua_geti(L, 2, i);
+    uids[i - 1] = luaL_checkinteger(L, -1);
+    lua_pop(L, 1);
+  }
+  int64_t r = tir_sched_blockize_blocks(s, uids, n, lua_toboolean(L, 3));
+  if (r < 0) return tirL_raise_core(L);
+  lua_pushinteger(L, r);
+  return 1;
+}
+
 /* rfactor(loop_var, factor_axis) -> uid of the rf block */
 static int m_rfactor(lua_State *L) {
   int64_t r = tir_sched_rfactor(check(L, 1), (tir_Var *)tirL_check_node(L, 2, TIR_Var, "loop"), int_arg(L, 3));
@@ -427,6 +445,7 @@ void tirL_open_schedule(lua_State *L) {
                                      {"tensorize", m_tensorize},
                                      {"decompose_reduction", m_decompose_reduction},
                                      {"blockize", m_blockize},
+                                     {"blockize_blocks", m_blockize_blocks},
                                      {"rfactor", m_rfactor},
                                      {"reindex", m_reindex},
                                      {"annotate", m_annotate},

@@ -367,3 +367,129 @@ describe("blockize", function()
     assert.is_nil(tostring(s3.mod):find("_o", 1, true))
   end)
 end)
+
+describe("blockize of a list of blocks (TVM blockize(List[BlockRV]))", function()
+  local F32 = "float32"
+  -- TVM test_blockize_blocks (128 scaled to 16)
+  local function blocks_func()
+    return T.prim_func("main", {A = T.Buffer({16, 16}, F32), B = T.Buffer({16, 16}, F32)}, function(A, B)
+      for m in T.serial(6) do
+        for i, j in T.grid(3, 1) do
+          T.block("B", function() local vm, vi, vj = T.axis.remap("SSS", {m, i, j}) B[{vi, vj}] = A[{vi, vj}] * 2.0 end)
+        end
+        for i, j in T.grid(16, 8) do
+          T.block("C", function() local vm, vi, vj = T.axis.remap("SSS", {m, i, j}) B[{vi, vj + 8}] = A[{vi, vj + 8}] * 3.0 end)
+        end
+      end
+    end)
+  end
+
+  it("wraps consecutive loop nests in one block binding the loop above (TVM test_blockize_blocks)", function()
+    local f = blocks_func()
+    local sch = tir.Schedule(f)
+    local b, c = sch:get_block("B"), sch:get_block("C")
+    local o = sch:blockize({b, "C"}, false)
+    local want = T.prim_func("main", {A = T.Buffer({16, 16}, F32), B = T.Buffer({16, 16}, F32)}, function(A, B)
+      for m in T.serial(6) do
+        T.block("outer_B_C_", function()
+          local vm = T.axis.spatial(6, m)
+          T.reads(A[{{0, 16}, {0, 16}}])
+          T.writes(B[{{0, 16}, {0, 16}}])
+          for i, j in T.grid(3, 1) do
+            T.block("B", function()
+              local vm_i = T.axis.spatial(6, vm)
+              local vi, vj = T.axis.remap("SS", {i, j})
+              B[{vi, vj}] = A[{vi, vj}] * 2.0
+            end)
+          end
+          for i, j in T.grid(16, 8) do
+            T.block("C", function()
+              local vm_i = T.axis.spatial(6, vm)
+              local vi, vj = T.axis.remap("SS", {i, j})
+              B[{vi, vj + 8}] = A[{vi, vj + 8}] * 3.0
+            end)
+          end
+        end)
+      end
+    end)
+    assert_ir(sch.mod, want)
+    assert.are.equal("outer_B_C_", sch:get(o).name)
+    assert.are.equal("B", sch:get(b).name) -- the handles still name the inner blocks
+    U.assert_equiv(f, sch.mod)
+    assert_lowered_equiv(f, sch.mod)
+    assert_replay(f, sch)
+    -- the outer block is a block like any other: its loop can be parallel
+    sch:parallel(sch:get_loops(o))
+    U.assert_equiv(f, sch.mod)
+  end)
+
+  it("keeps a reduction's init inside when the outer loops are spatial", function()
+    -- a row sum and its epilogue under the same row loop
+    local f = T.prim_func("main", {A = T.Buffer({8, 16}, "int32"), D = T.Buffer({8}, "int32")}, function(A, D)
+      local S = T.alloc_buffer({8}, "int32")
+      for i in T.serial(8) do
+        for k in T.serial(16) do
+          T.block("S", function()
+            local vi, vk = T.axis.remap("SR", {i, k})
+            T.init(function() S[{vi}] = 0 end)
+            S[{vi}] = S[{vi}] + A[{vi, vk}]
+          end)
+        end
+        T.block("D", function() local vi = T.axis.remap("S", {i}) D[{vi}] = S[{vi}] * 3 end)
+      end
+    end)
+    local sch = tir.Schedule(f)
+    local o = sch:blockize({"S", "D"})
+    assert.are.equal("outer_S_D_", sch:get(o).name)
+    assert.is_not_nil(sch:get(sch:get_block("S")).init)
+    U.assert_equiv(f, sch.mod)
+    assert_lowered_equiv(f, sch.mod)
+    assert_replay(f, sch)
+  end)
+
+  it("refuses blocks that are not consecutive, nested, not alone in their statement, or under a reduction loop", function()
+    local f = T.prim_func("main", {A = T.Buffer({8}, F32), B = T.Buffer({8}, F32), C = T.Buffer({8}, F32),
+                                   D = T.Buffer({8}, F32)}, function(A, B, C, D)
+      for i in T.serial(8) do T.block("B", function() local v = T.axis.remap("S", {i}) B[{v}] = A[{v}] end) end
+      for i in T.serial(8) do T.block("C", function() local v = T.axis.remap("S", {i}) C[{v}] = A[{v}] end) end
+      for i in T.serial(8) do
+        T.block("D", function() local v = T.axis.remap("S", {i}) D[{v}] = A[{v}] end)
+        T.block("E", function() local v = T.axis.remap("S", {i}) C[{v}] = C[{v}] + D[{v}] end)
+      end
+      for i in T.serial(8) do T.block("F", function() local v = T.axis.remap("S", {i}) B[{v}] = B[{v}] + C[{v}] end) end
+    end)
+    local sch = tir.Schedule(f)
+    U.expect_error(function() sch:blockize({"F", "B"}) end, "ScheduleError in blockize", "must be consecutive statements",
+                   "between block 'B' and block 'F'")
+    U.expect_error(function() sch:blockize({"C", "D"}) end, "must be alone under perfectly nested loops", "above block 'D'")
+    U.expect_error(function() sch:blockize({"B", "B"}) end, "block 'B' is given twice")
+    U.expect_error(function() sch:blockize({}) end, "TypeError in blockize", "non-empty list")
+    assert.is_true(tir.structural_equal(f, sch.mod))
+    -- two blocks right under one loop are fine
+    local de = sch:blockize({"D", "E"})
+    assert.are.equal("outer_D_E_", sch:get(de).name)
+    U.assert_equiv(f, sch.mod)
+    -- nested: a block and the block inside it
+    local s2 = tir.Schedule(blocks_func())
+    local o = s2:blockize({"B", "C"})
+    U.expect_error(function() s2:blockize({o, s2:get_block("B")}) end, "must not be nested in one another")
+    -- a loop bound to a reduction variable of a block with an init
+    local g = T.prim_func("main", {A = T.Buffer({4}, F32), B = T.Buffer({1}, F32), C = T.Buffer({4}, F32)}, function(A, B, C)
+      for k in T.serial(4) do
+        for u in T.serial(1) do
+          T.block("R", function()
+            local vk = T.axis.reduce(4, k)
+            local vu = T.axis.spatial(1, u)
+            T.init(function() B[{vu}] = 0.0 end)
+            B[{vu}] = B[{vu}] + A[{vk}]
+          end)
+        end
+        for u in T.serial(1) do
+          T.block("S", function() local vk = T.axis.spatial(4, k + u) C[{vk}] = A[{vk}] end)
+        end
+      end
+    end)
+    local s3 = tir.Schedule(g)
+    U.expect_error(function() s3:blockize({"R", "S"}) end, "loop k is bound to a reduction variable of a block with an init")
+  end)
+end)

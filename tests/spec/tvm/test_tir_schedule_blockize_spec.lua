@@ -202,7 +202,7 @@ describe("test_tir_schedule_blockize", function()
     end
   end)
 
-  it("test_blockize_blocks", awaits("blockize of a list of blocks (h5)", function()
+  it("test_blockize_blocks", function()
     local before = T.prim_func("main", params(), function(A, B)
       for _ in T.serial(6) do
         for i, j in T.grid(3, 1) do
@@ -217,5 +217,5 @@ describe("test_tir_schedule_blockize", function()
     local out = s:blockize({s:get_block("B"), s:get_block("C")}, false)
     assert.is_not_nil(out)
     V.check(s, before)
-  end))
+  end)
 end)

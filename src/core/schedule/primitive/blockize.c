@@ -350,3 +350,186 @@ done:
   tir_subspace_division_free(&d);
   return rc;
 }
+
+/* ---- blockize of a list of blocks (TVM Blockize(blocks), BlockizeBlocks) ----
+ *
+ *   for m in range(6):                        for m in range(6):
+ *     for i, j: block B (vm = m, ...)  -->      block outer_B_C_: vm = m
+ *     for i, j: block C (vm = m, ...)             for i, j: block B (vm_i = vm, ...)
+ *                                                 for i, j: block C (vm_i = vm, ...)
+ * The blocks' lowest common ancestor (a loop or a block) holds them in consecutive items of
+ * its body, each item a perfect loop nest around one of them; those items become the body of
+ * a new block "outer_<names>_".  Its iteration variables stand for the loops between the
+ * enclosing scope and the ancestor that the blocks' bindings use (named v<loop>, of the kind
+ * of the iteration variables bound through them), and the blocks bind them instead of the
+ * loops (a unit loop becomes its minimum unless preserve_unit_iters).  As in TVM, an outer
+ * variable may not be a reduction when a block has an init. */
+typedef struct {
+  const tir_BlockRealize *br;
+  SchPath *path;
+  int item; /* index in the ancestor's body sequence */
+} Target;
+
+static int item_cmp(const void *a, const void *b) { return ((const Target *)a)->item - ((const Target *)b)->item; }
+
+int64_t tir_sched_blockize_blocks(tir_Schedule *s, const int64_t *uids, int n, int preserve_unit_iters) {
+  const char *P = "blockize";
+  if (n < 1) return sch_error(s, P, s->func->body, "the function", "blockize needs at least one block");
+  Target *t = calloc((size_t)n, sizeof *t);
+  int64_t rc = -1;
+  for (int i = 0; i < n; i++) t[i].path = malloc(sizeof(SchPath));
+  for (int i = 0; i < n; i++) {
+    t[i].br = sch_find_block(s->func->body, uids[i], t[i].path);
+    if (!t[i].br) {
+      tir_sched_block_realize(s, uids[i], P);
+      goto out;
+    }
+    for (int k = 0; k < i; k++)
+      if (uids[k] == uids[i]) {
+        sch_error(s, P, &t[i].br->hdr, "this block", "block '%s' is given twice", t[i].br->block->name);
+        goto out;
+      }
+  }
+  /* the lowest common ancestor: the deepest loop or block on every path */
+  int common = t[0].path->n;
+  for (int i = 1; i < n; i++) {
+    int c = 0;
+    while (c < common && c < t[i].path->n && t[i].path->nodes[c] == t[0].path->nodes[c]) c++;
+    common = c;
+  }
+  int lca = -1;
+  for (int k = common - 1; k >= 0 && lca < 0; k--) {
+    int kind = t[0].path->nodes[k]->kind;
+    if (kind == TIR_For || kind == TIR_Block) lca = k;
+    if (kind == TIR_BlockRealize && k == t[0].path->n - 1) break; /* a target is the ancestor */
+  }
+  for (int i = 0; i < n && lca >= 0; i++)
+    if (t[i].path->n <= lca + 2) lca = -1; /* a target at or right under the ancestor */
+  if (lca < 0) {
+    sch_error(s, P, &t[0].br->hdr, "this block", "the blocks must not be nested in one another (block '%s')", t[0].br->block->name);
+    goto out;
+  }
+  const tir_Node *anc = t[0].path->nodes[lca], *seq = t[0].path->nodes[lca + 1];
+  if (seq->kind != TIR_SeqStmt || (anc->kind == TIR_Block && seq != ((const tir_Block *)anc)->body)) {
+    sch_error(s, P, anc, "their common ancestor",
+              "the blocks must be in consecutive statements of one sequence under their common ancestor; found a %s there",
+              tir_kind_name(seq->kind));
+    goto out;
+  }
+  const tir_Array *items = ((const tir_SeqStmt *)seq)->seq;
+  for (int i = 0; i < n; i++) {
+    const tir_Node *it = t[i].path->nodes[lca + 2];
+    t[i].item = -1;
+    for (int k = 0; k < items->size; k++)
+      if (items->items[k] == it) t[i].item = k;
+    /* the item is a perfect loop nest around the block */
+    for (const tir_Node *x = it; x != &t[i].br->hdr;) {
+      if (x->kind != TIR_For) {
+        sch_error(s, P, x, "here",
+                  "each block must be alone under perfectly nested loops in its statement of the sequence; above block '%s' "
+                  "there is a %s",
+                  t[i].br->block->name, tir_kind_name(x->kind));
+        goto out;
+      }
+      x = ((const tir_For *)x)->body;
+    }
+  }
+  qsort(t, (size_t)n, sizeof *t, item_cmp);
+  for (int i = 1; i < n; i++)
+    if (t[i].item != t[i - 1].item + 1) {
+      sch_error(s, P, items->items[t[i - 1].item + 1], "this statement",
+                "the blocks must be consecutive statements under their common ancestor; this one, between block '%s' and "
+                "block '%s', is not one of them",
+                t[i - 1].br->block->name, t[i].br->block->name);
+      goto out;
+    }
+  {
+    /* the loops between the scope block and the ancestor (inclusive) */
+    int scope = -1;
+    for (int k = lca; k >= 0 && scope < 0; k--)
+      if (t[0].path->nodes[k]->kind == TIR_Block) scope = k;
+    const tir_For *outer[SCH_MAX_DEPTH];
+    int no = 0;
+    for (int k = scope + 1; k <= lca; k++)
+      if (t[0].path->nodes[k]->kind == TIR_For) outer[no++] = (const tir_For *)t[0].path->nodes[k];
+    tir_Var **lv = calloc((size_t)no + 1, sizeof *lv);
+    tir_Node **repl = calloc((size_t)no + 1, sizeof *repl);
+    tir_Array *o_ivs = tir_array_empty(), *o_vals = tir_array_empty();
+    int nr = 0, ok = 1;
+    for (int k = 0; k < no && ok; k++) {
+      const tir_For *l = outer[k];
+      int type = -1, used = 0, has_init = 0;
+      for (int i = 0; i < n; i++) {
+        const tir_BlockRealize *br = t[i].br;
+        if (tir_uses_var(br->predicate, l->loop_var)) used = 1;
+        for (int v = 0; v < br->iter_values->size; v++) {
+          if (!tir_uses_var(br->iter_values->items[v], l->loop_var)) continue;
+          int ty = (int)((const tir_IterVar *)br->block->iter_vars->items[v])->iter_type;
+          used = 1;
+          /* the outer variable's kind: a reduction wins, then opaque, then spatial */
+          if (type < 0 || ty == TIR_ITER_COMM_REDUCE || (ty == TIR_ITER_OPAQUE && type == TIR_ITER_DATA_PAR)) type = ty;
+          if (br->block->init) has_init = 1;
+        }
+      }
+      if (!used) continue;
+      if (type < 0) type = TIR_ITER_DATA_PAR;
+      if (type == TIR_ITER_COMM_REDUCE && has_init) {
+        sch_error(s, P, &l->hdr, "this loop",
+                  "loop %s is bound to a reduction variable of a block with an init; blockize of several blocks needs the "
+                  "outer loops to be spatial (TVM: no reduction iter vars allowed for the outer loops)",
+                  l->loop_var->name);
+        ok = 0;
+        break;
+      }
+      lv[nr] = l->loop_var;
+      if (!preserve_unit_iters && tir_is_one(l->extent)) {
+        repl[nr++] = tir_retain(l->min);
+        continue;
+      }
+      char *name = tir_strprintf("v%s", l->loop_var->name);
+      tir_Var *ov = tir_var_new(name, l->loop_var->hdr.dtype);
+      free(name);
+      o_ivs = tir_array_push(o_ivs, &tir_iter_var((tir_Var *)R(ov), tir_range(R(l->min), R(l->extent)), type, "")->hdr);
+      o_vals = tir_array_push(o_vals, tir_retain(&l->loop_var->hdr));
+      repl[nr++] = &ov->hdr;
+    }
+    if (ok) {
+      tir_StrBuf name;
+      tir_sb_init(&name);
+      tir_sb_printf(&name, "outer_");
+      tir_Array *body_items = tir_array_new(n);
+      for (int i = 0; i < n; i++) {
+        tir_sb_printf(&name, "%s_", t[i].br->block->name);
+        body_items->items[i] = tir_substitute(items->items[t[i].item], nr, lv, repl);
+      }
+      char *uname = sch_unique_name(s->func, name.data);
+      tir_sb_free(&name);
+      tir_Node *obody = n == 1 ? R(body_items->items[0]) : tir_seq((tir_Array *)R(body_items));
+      tir_release(body_items);
+      tir_Block *ob = tir_block_new(uname, (tir_Array *)R(o_ivs), NULL, NULL, NULL, NULL, NULL, NULL, obody);
+      free(uname);
+      tir_Block *obd = tir_block_with_detected_access(ob);
+      tir_release(ob);
+      rc = obd->uid;
+      tir_Node *orealize = tir_block_realize((tir_Array *)R(o_vals), tir_bool_imm(1), obd);
+      /* the sequence with the blocks' statements replaced by the new block */
+      tir_Array *nseq = tir_array_empty();
+      for (int k = 0; k < items->size; k++) {
+        if (k == t[0].item) nseq = tir_array_push(nseq, orealize);
+        else if (k < t[0].item || k > t[n - 1].item) nseq = tir_array_push(nseq, tir_retain(items->items[k]));
+      }
+      tir_Node *nbody = nseq->size == 1 ? R(nseq->items[0]) : tir_seq((tir_Array *)R(nseq));
+      tir_release(nseq);
+      sch_replace(s, seq, nbody);
+    }
+    for (int k = 0; k < nr; k++) tir_release(repl[k]);
+    free(lv);
+    free(repl);
+    tir_release(o_ivs);
+    tir_release(o_vals);
+  }
+out:
+  for (int i = 0; i < n; i++) free(t[i].path);
+  free(t);
+  return rc;
+}
