@@ -591,7 +591,10 @@ int64_t tir_sched_tensorize(tir_Schedule *s, const tir_Var *lv, int64_t uid, con
     for (int p = 0; p < np; p++) tir_release(impl_new[p]);
     for (int i = 0; i < nsub; i++) tir_release(to[i]);
     char *bname = tir_strprintf("%s_o", I->name);
-    tir_Array *anns = tir_array_of(1, &tir_ann("tensor_intrin", tir_string_imm(name))->hdr);
+    /* impl's root-block annotations come along (TVM Tensorize), then the intrinsic's name */
+    const tir_Array *impl_anns = impl->body->kind == TIR_BlockRealize ? ((const tir_BlockRealize *)impl->body)->block->annotations : NULL;
+    tir_Array *anns = impl_anns ? tir_ann_set(impl_anns, "tensor_intrin", tir_string_imm(name))
+                                : tir_array_of(1, &tir_ann("tensor_intrin", tir_string_imm(name))->hdr);
     tir_Block *nb_ = tir_block_new(bname, NULL, reads, writes, NULL, NULL, match, anns, body);
     free(bname);
     rc = nb_->uid;
