@@ -88,6 +88,26 @@ describe("T script", function()
     assert.matches("T.where%(T.lt%(tx, n%)%)", s)
   end)
 
+  it("round-trips functions whose parameter shapes or strides name variables", function()
+    -- a scalar parameter in a shape (T.Buffer({4, n}) with n = T.int32()) used to print before
+    -- n existed and load back as a 1-D buffer; a free shape variable (te) and a symbolic
+    -- stride (tensor intrinsics) likewise
+    local n = tir.var("n")
+    local f = T.prim_func("f", {A = T.Buffer({4, n}, "float32"), n = n}, function(A, n)
+      for i, j in T.grid(4, n) do A[{i, j}] = T.float32(1) end
+    end)
+    local g = roundtrip(f)
+    assert.are.equal(2, #g.params[1].shape)
+    assert.matches('^%(function%(%) local n = tir.var%("n", "int32"%) return T.prim_func', tostring(f))
+    local m = tir.var("m", "int64")
+    local X = tir.te.placeholder({m, 2}, "float32", "X")
+    local Y = tir.te.compute({m, 2}, function(i, j) return X[{i, j}] * 2.0 end, "Y")
+    roundtrip(tir.te.create_prim_func({X, Y}))
+    local ld = tir.var("ld")
+    roundtrip(T.prim_func("s", {S = T.Buffer({4, 4}, "float32", {strides = {ld, 1}})}, function(S) S[{0, 0}] = T.float32(0) end))
+    roundtrip(T.ir_module({f, g}))
+  end)
+
   it("round-trips lowered code: views, launch threads, allocate, let", function()
     local sch = tir.Schedule(U.matmul(50, 40, 30))
     U.bind_2d(sch, "C")

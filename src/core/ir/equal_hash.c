@@ -163,7 +163,8 @@ static int eq(EqCtx *c, const tir_Node *a, const tir_Node *b) {
   }
   const tir_KindInfo *ki = tir_kind_info(a->kind);
   /* a buffer being defined (allocation, match_buffer, parameter) also defines the symbolic
-   * variables of its strides and elem_offset (TVM: MatchBufferRegion binds them) */
+   * variables of its shape, strides and elem_offset (TVM: a parameter's match_buffer binds
+   * the shape variables, MatchBufferRegion the strides and offset) */
   int buf_def = a->kind == TIR_Buffer && c->defining;
   for (int i = 0; i < ki->n_fields; i++) {
     const tir_FieldInfo *f = &ki->fields[i];
@@ -172,7 +173,8 @@ static int eq(EqCtx *c, const tir_Node *a, const tir_Node *b) {
       case TIR_FT_NODE:
         if (!eq_field(c, f->name, -1, *(tir_Node *const *)pa, *(tir_Node *const *)pb,
                       is_def_field(a->kind, f->name) ||
-                          (buf_def && (strcmp(f->name, "strides") == 0 || strcmp(f->name, "elem_offset") == 0))))
+                          (buf_def && (strcmp(f->name, "shape") == 0 || strcmp(f->name, "strides") == 0 ||
+                                       strcmp(f->name, "elem_offset") == 0))))
           return 0;
         break;
       case TIR_FT_INT:

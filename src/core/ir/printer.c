@@ -989,9 +989,43 @@ static int is_root_block(const tir_Node *body) {
          b->writes->size == 0 && !b->init && b->match_buffers->size == 0 && tir_is_one(br->predicate);
 }
 
+/* Variables in the parameters' shapes, strides and offsets (n in T.Buffer({n, 4})). */
+typedef struct {
+  const tir_Var **vars;
+  int n, cap;
+} VarScan;
+
+static int var_scan_fn(const tir_Node *n, void *ctx) {
+  if (n->kind == TIR_Var) {
+    VarScan *s = ctx;
+    push_ptr((const void ***)&s->vars, &s->n, &s->cap, n);
+  }
+  return 0;
+}
+
 static void print_func(Printer *p, const tir_PrimFunc *f) {
   char dt[32];
+  /* A parameter buffer whose shape names a variable (a scalar parameter or a free shape
+   * variable) is evaluated before the parameters exist: the function prints inside a closure
+   * that declares those variables first, so that the text loads back (T.parse). */
+  VarScan vs = {0};
+  for (int i = 0; i < f->params->size; i++) {
+    if (f->params->items[i]->kind != TIR_Buffer) continue;
+    const tir_Buffer *b = (const tir_Buffer *)f->params->items[i];
+    tir_visit(&b->shape->hdr, var_scan_fn, &vs);
+    tir_visit(&b->strides->hdr, var_scan_fn, &vs);
+    if (b->elem_offset) tir_visit(b->elem_offset, var_scan_fn, &vs);
+  }
   begin_line(p);
+  if (vs.n) {
+    put(p, "(function()");
+    for (int i = 0; i < vs.n; i++) {
+      putf(p, " local %s = tir.var(", var_name(p, vs.vars[i]));
+      put_q(p, var_name(p, vs.vars[i]));
+      putf(p, ", \"%s\")", tir_dtype_str(vs.vars[i]->hdr.dtype, dt));
+    }
+    put(p, " return ");
+  }
   put(p, "T.prim_func(");
   put_q(p, f->name);
   put(p, ", {");
@@ -1005,7 +1039,11 @@ static void print_func(Printer *p, const tir_PrimFunc *f) {
       print_buffer_decl(p, b, NULL);
     } else {
       const tir_Var *v = (const tir_Var *)prm;
-      putf(p, "%s = T.%s()", var_name(p, v), tir_dtype_str(v->hdr.dtype, dt));
+      int declared = 0;
+      for (int k = 0; k < vs.n; k++)
+        if (vs.vars[k] == v) declared = 1;
+      if (declared) putf(p, "%s = %s", var_name(p, v), var_name(p, v));
+      else putf(p, "%s = T.%s()", var_name(p, v), tir_dtype_str(v->hdr.dtype, dt));
     }
   }
   put(p, "}, function(");
@@ -1065,8 +1103,9 @@ static void print_func(Printer *p, const tir_PrimFunc *f) {
   print_stmt(p, body);
   p->indent -= 2;
   begin_line(p);
-  put(p, "end)");
+  put(p, vs.n ? "end) end)()" : "end)");
   newline(p);
+  free(vs.vars);
 }
 
 static void print_any(Printer *p, const tir_Node *n) {

@@ -808,7 +808,7 @@ describe("test_tir_schedule_compute_at", function()
       return {tir.nd.random({3, 5}, F32, tir.nd.cpu(), {seed = seed}), tir.nd.random({3, 5}, F32, tir.nd.cpu(), {seed = seed + 1}),
               tir.nd.empty({3, 5}, F32)}
     end
-    V.check(sch, before, nil, {args = args, no_roundtrip = true})
+    V.check(sch, before, nil, {args = args})
   end)
 
   it("test_compute_at_to_index", function()

@@ -256,7 +256,7 @@ describe("test_tir_schedule_split_fuse", function()
       return {tir.nd.random({6, 8, 7}, "float32", tir.nd.cpu(), {seed = seed}),
               tir.nd.random({6, 8, 7}, "float32", tir.nd.cpu(), {seed = seed + 1}), 6, 7}
     end
-    V.check(sch, before, nil, {args = args, no_roundtrip = true})
+    V.check(sch, before, nil, {args = args})
   end)
 
   it("test_split_with_predicate", function()
@@ -381,7 +381,7 @@ describe("test_tir_schedule_split_fuse", function()
     sch:fuse(i, j, k)
     local ext = V.extents(sch, sch:get_block("B"))
     assert.are.equal(1, #ext)
-    V.check(sch, before, nil, {args = sym_args(5), no_roundtrip = true})
+    V.check(sch, before, nil, {args = sym_args(5)})
   end)
 
   it("test_split_symbolic", function()
@@ -391,7 +391,7 @@ describe("test_tir_schedule_split_fuse", function()
     sch:split(k, {10, -1})
     local ext = V.extents(sch, sch:get_block("B"))
     assert.are.same({N, N, 10}, {ext[1], ext[2], ext[3]})
-    V.check(sch, before, nil, {args = sym_args(23), no_roundtrip = true})
+    V.check(sch, before, nil, {args = sym_args(23)})
   end)
 
   it("test_fuse_fail_with_dependent_loops", function()
@@ -471,7 +471,7 @@ describe("test_tir_schedule_split_fuse", function()
     local _, _, k = sch:get_loops(sch:get_block("B"))
     sch:split(k, {tir.const(10, "int64"), -1})
     assert.are.equal(10, V.extents(sch, sch:get_block("B"))[3])
-    V.check(sch, before, nil, {args = sym_args(12), no_roundtrip = true})
+    V.check(sch, before, nil, {args = sym_args(12)})
   end)
 
   it("test_fused_symbolic_2D_tiling", function()
@@ -498,6 +498,6 @@ describe("test_tir_schedule_split_fuse", function()
       return {tir.nd.random({13, 10}, "float32", tir.nd.cpu(), {seed = seed}),
               tir.nd.random({13, 10}, "float32", tir.nd.cpu(), {seed = seed + 1}), 13, 10}
     end
-    V.check(sch, before, nil, {args = args, no_roundtrip = true})
+    V.check(sch, before, nil, {args = args})
   end)
 end)

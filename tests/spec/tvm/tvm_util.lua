@@ -117,12 +117,8 @@ end
 -- scalar parameters and symbolic shapes); else random ones.
 function V.equiv(f1, f2, opts)
   opts = opts or {}
-  -- opts.no_roundtrip: printed functions whose parameter shapes name scalar parameters do
-  -- not load back yet (the printer emits T.Buffer({n}) before n is defined; see README.md)
-  if not opts.no_roundtrip then
-    U.assert_roundtrip(f1)
-    U.assert_roundtrip(f2)
-  end
+  U.assert_roundtrip(f1)
+  U.assert_roundtrip(f2)
   for seed = 1, opts.trials or 1 do
     local args = opts.args and opts.args(seed) or tir.testing.random_args(f1, seed)
     local r1 = U.run(f1, seed, args)
