@@ -942,7 +942,7 @@ describe("reverse_compute_inline", function()
     end)
     local sch = tir.Schedule(f)
     U.expect_error(function() sch:reverse_compute_inline("C") end, "reverse_compute_inline",
-                   "block 'C' must read B at one index tuple made of all its iteration variables")
+                   "block 'C' must read B at one index tuple (every load the same indices)")
   end)
 
   it("refuses a load that is not at distinct iteration variables (TVM non_affine_load)", function()
@@ -963,7 +963,7 @@ describe("reverse_compute_inline", function()
     end)
     local sch = tir.Schedule(f)
     U.expect_error(function() sch:reverse_compute_inline("C") end, "reverse_compute_inline",
-                   "block 'C' reads B at index 2, which is not a distinct iteration variable")
+                   "block 'C' must read B at its iteration variables or a one-to-one affine map of them", "not a bijection")
   end)
 
   it("refuses a producer that does not cover the consumer (TVM producer_not_cover_consumer)", function()

@@ -3,13 +3,16 @@
  *
  * The consumer must be a complete block "D[f(v)] = g(B[v0, v1, ...], other loads)" without
  * predicate, where every load of B uses the same indices: distinct iteration variables
- * covering its whole iteration space.  B must be written by exactly one complete producer
+ * covering its whole iteration space, or a one-to-one affine map of them (B[(vi * 4 + vj) //
+ * 8, ...], B[vj * 16 + vk, vl] with a unit vi), which is inverted (tir_iter_map_inverse) so
+ * that each iteration variable is an expression of B's indices.  B must be written by exactly one complete producer
  * "B[p(u)] = e(u)" (B's only writer, not an output, read by no other block) whose store
  * indices are iteration variables or constants covering the consumer's iteration domain.
  * The producer becomes "D[f(v := p(u))] = g(e(u), ...)", with a predicate keeping it to
  * the consumer's domain where that is smaller (TVM's "overcomputed producer"); the
  * consumer and B go.  The consumer's work moves up to the producer, so no block between
  * the two may read or write what the consumer writes. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,6 +101,11 @@ int tir_sched_reverse_compute_inline(tir_Schedule *s, int64_t uid) {
   tir_Var **cvars = NULL;
   tir_Analyzer *an = NULL;
   int rc = -1;
+  /* the inverse of an affine load (owned; released at the end) */
+  tir_Var **ivs = NULL, **uv = NULL;
+  tir_Node **inv = NULL;
+  tir_Range **owned = NULL;
+  int inv_n = 0, inv_niv = 0;
   for (int i = 0; i < n_all; i++) {
     if (all[i]->block == blk || !sch_is_producer_of(all[i]->block, blk)) continue;
     if (prod) {
@@ -143,35 +151,79 @@ int tir_sched_reverse_compute_inline(tir_Schedule *s, int64_t uid) {
       goto done;
     }
   }
-  /* every load of buf in the consumer uses the same indices: distinct iteration vars covering all of them */
+  /* every load of buf in the consumer uses the same indices */
   LoadCheck lc = {buf, NULL, 0, 0};
   tir_visit(st->value, check_loads, &lc);
   for (int i = 0; i < st->indices->size; i++) tir_visit(st->indices->items[i], check_loads, &lc);
-  if (lc.bad || !lc.idx || lc.idx->size != blk->iter_vars->size) {
-    sch_error(s, P, &br->hdr, "this block",
-              "block '%s' must read %s at one index tuple made of all its iteration variables", blk->name, buf->name);
+  if (lc.bad || !lc.idx) {
+    sch_error(s, P, &br->hdr, "this block", "block '%s' must read %s at one index tuple (every load the same indices)", blk->name,
+              buf->name);
     goto done;
   }
-  int n = lc.idx->size;
+  int n = lc.idx->size, niv = blk->iter_vars->size;
   cvars = calloc((size_t)n + 1, sizeof *cvars);
   const tir_Range **cdoms = calloc((size_t)n + 1, sizeof *cdoms);
-  for (int d = 0; d < n; d++) {
+  /* the simple case: the indices are distinct iteration variables covering all of them */
+  int trivial = n == niv;
+  for (int d = 0; d < n && trivial; d++) {
     const tir_Node *ix = lc.idx->items[d];
     int ok = ix->kind == TIR_Var;
     for (int e = 0; e < d && ok; e++) ok = cvars[e] != (const tir_Var *)ix;
     int is_iter = 0;
-    for (int k = 0; k < n && ok; k++)
+    for (int k = 0; k < niv && ok; k++)
       if (((const tir_IterVar *)blk->iter_vars->items[k])->var == (const tir_Var *)ix) {
         is_iter = 1;
         cdoms[d] = ((const tir_IterVar *)blk->iter_vars->items[k])->dom;
       }
-    if (!ok || !is_iter) {
+    if (!ok || !is_iter) trivial = 0;
+    cvars[d] = (tir_Var *)ix;
+  }
+  /* otherwise an affine, one-to-one map of the iteration variables (TVM ReverseComputeInline
+   * with affine loads, e.g. B[(vi * 32 + vj) // 128, (vi * 32 + vj) % 128]): inverted, each
+   * iteration variable becomes an expression of the producer's indices */
+  if (!trivial) {
+    inv_n = n;
+    inv_niv = niv;
+    tir_LoopIter *it = calloc((size_t)niv + 1, sizeof *it);
+    int64_t *omin = calloc((size_t)n + 1, sizeof *omin), *oext = calloc((size_t)n + 1, sizeof *oext);
+    ivs = calloc((size_t)niv + 1, sizeof *ivs);
+    uv = calloc((size_t)n + 1, sizeof *uv);
+    inv = calloc((size_t)niv + 1, sizeof *inv);
+    owned = calloc((size_t)n + 1, sizeof *owned);
+    char why[256] = "";
+    int ok = niv > 0;
+    for (int k = 0; k < niv && ok; k++) {
+      const tir_IterVar *iv = (const tir_IterVar *)blk->iter_vars->items[k];
+      ivs[k] = iv->var;
+      it[k].var = iv->var;
+      ok = tir_is_const_int(iv->dom->min, &it[k].min) && tir_is_const_int(iv->dom->extent, &it[k].extent);
+      if (!ok) snprintf(why, sizeof why, "iteration variable %s has a symbolic domain", iv->var->name);
+    }
+    tir_DType dt = niv > 0 ? ((const tir_IterVar *)blk->iter_vars->items[0])->var->hdr.dtype : lc.idx->items[0]->dtype;
+    for (int d = 0; d < n; d++) {
+      char name[24];
+      snprintf(name, sizeof name, "u%d", d);
+      uv[d] = tir_var_new(name, dt);
+    }
+    if (ok) ok = tir_iter_map_inverse((const tir_Node *const *)lc.idx->items, n, it, niv, (const tir_Var *const *)uv, omin, oext,
+                                      inv, why, sizeof why);
+    if (ok)
+      for (int d = 0; d < n; d++) {
+        owned[d] = tir_range(tir_int_imm(lc.idx->items[d]->dtype, omin[d]), tir_int_imm(lc.idx->items[d]->dtype, oext[d]));
+        cdoms[d] = owned[d];
+      }
+    free(it);
+    free(omin);
+    free(oext);
+    if (!ok) {
+      sch_error(s, P, &br->hdr, "this block",
+                "block '%s' must read %s at its iteration variables or a one-to-one affine map of them (%s)", blk->name,
+                buf->name, why);
+    }
+    if (!ok) {
       free(cdoms);
-      sch_error(s, P, &br->hdr, "this block", "block '%s' reads %s at index %d, which is not a distinct iteration variable",
-                blk->name, buf->name, d + 1);
       goto done;
     }
-    cvars[d] = (tir_Var *)ix;
   }
   {
     const tir_BufferStore *pst = (const tir_BufferStore *)pblk->body;
@@ -251,13 +303,32 @@ int tir_sched_reverse_compute_inline(tir_Schedule *s, int64_t uid) {
     }
     tir_Node *extra_s = tir_simplify(an, extra);
     tir_release(extra);
-    /* consumer var at position d := producer's index d */
+    /* consumer var at position d := producer's index d (or, for an affine load, each
+     * consumer iteration variable := its inverse over the producer's indices) */
     ReplaceLoad rl = {buf, pst->value};
     tir_Node *val = tir_mutate(st->value, replace_load, &rl);
-    tir_Node *val2 = tir_substitute(val, n, cvars, pst->indices->items);
-    tir_release(val);
+    tir_Node *val2;
     tir_Array *oidx = tir_array_new(st->indices->size);
-    for (int d = 0; d < st->indices->size; d++) oidx->items[d] = tir_substitute(st->indices->items[d], n, cvars, pst->indices->items);
+    if (trivial) {
+      val2 = tir_substitute(val, n, cvars, pst->indices->items);
+      for (int d = 0; d < st->indices->size; d++) oidx->items[d] = tir_substitute(st->indices->items[d], n, cvars, pst->indices->items);
+    } else {
+      tir_Node **sub = calloc((size_t)niv + 1, sizeof *sub);
+      for (int k = 0; k < niv; k++) {
+        tir_Node *e = tir_substitute(inv[k], n, uv, pst->indices->items);
+        sub[k] = tir_simplify(an, e);
+        tir_release(e);
+      }
+      val2 = tir_substitute(val, niv, ivs, sub);
+      for (int d = 0; d < st->indices->size; d++) {
+        tir_Node *e = tir_substitute(st->indices->items[d], niv, ivs, sub);
+        oidx->items[d] = tir_simplify(an, e);
+        tir_release(e);
+      }
+      for (int k = 0; k < niv; k++) tir_release(sub[k]);
+      free(sub);
+    }
+    tir_release(val);
     tir_Node *nstore = tir_buffer_store((tir_Buffer *)R(st->buffer), val2, oidx);
     ProducerCtx pc = {nstore, extra_s};
     int64_t puid = pblk->uid;
@@ -287,6 +358,15 @@ int tir_sched_reverse_compute_inline(tir_Schedule *s, int64_t uid) {
     rc = 0;
   }
 done:
+  for (int d = 0; d < inv_n; d++) {
+    tir_release(owned[d]);
+    tir_release(uv[d]);
+  }
+  for (int k = 0; k < inv_niv; k++) tir_release(inv[k]);
+  free(owned);
+  free(uv);
+  free(inv);
+  free(ivs);
   free(cvars);
   if (an) tir_analyzer_free(an);
   free(all);
