@@ -8,10 +8,6 @@ local T = V.T
 
 local N = 8
 local function awaits(topic, fn) return function() V.awaits(function(m) pending(m) end, topic, fn) end end
--- TVM's reorder requires every block under the loops to have an affine binding (globally, or
--- over the loops from the reorder range down: IsAffineBinding, surjective, leading scale 1,
--- the predicate included); tirlua's reorder does not check it yet (open, reported).
-local AFFINE = "reorder's affine-binding check (TVM CheckPartialAffineBinding; open)"
 local S4 = {N, N, N, N}
 
 local function elementwise4(order, pred)
@@ -75,7 +71,9 @@ describe("test_tir_schedule_reorder", function()
 
   local function overlapped(name, reordered, nonaffine)
     return T.prim_func("main", {A = T.Buffer({14, 4}, "float32"), B = T.Buffer({14, 4}, "float32")}, function(A, B)
-      for a, b, c in T.grid(6, 4, 4) do
+      -- TVM's non-affine variant runs v0 over 6, so v0 * v0 + v1 reaches 28 in a domain of 14
+      -- (the interpreter refuses that); here v0 runs over 3
+      for a, b, c in T.grid(nonaffine and 3 or 6, 4, 4) do
         local v0, v1, v2 = a, b, c
         if reordered then v0, v2, v1 = a, b, c end
         T.block(name, function()
@@ -95,14 +93,14 @@ describe("test_tir_schedule_reorder", function()
     V.check(sch, before, overlapped("block", true))
   end)
 
-  it("test_reorder_with_partial_affineness", awaits(AFFINE, function()
+  it("test_reorder_with_partial_affineness", function()
     local before = overlapped("block", false, true)
     local sch = tir.Schedule(before)
     local v0, v1, v2 = sch:get_loops(sch:get_block("block"))
-    V.schedule_error(function() sch:reorder(v0, v2, v1) end, "reorder")
+    V.schedule_error(function() sch:reorder(v0, v2, v1) end, "reorder", "not linear")
     sch:reorder(v2, v1)
     V.check(sch, before, overlapped("block", true, true))
-  end))
+  end)
 
   it("test_reorder_with_cascade_tiled_ops", function()
     local function pools(tiled)
@@ -142,11 +140,11 @@ describe("test_tir_schedule_reorder", function()
     V.check(sch, before, pools(true))
   end)
 
-  it("test_reorder_with_predicate", awaits(AFFINE, function()
+  it("test_reorder_with_predicate", function()
     local sch = tir.Schedule(elementwise4("ijkl", true))
     local i, _, _, l = sch:get_loops(sch:get_block("B"))
-    V.schedule_error(function() sch:reorder(l, i) end, "reorder")
-  end))
+    V.schedule_error(function() sch:reorder(l, i) end, "reorder", "couples loops")
+  end)
 
   it("test_reorder_fail_with_multi_appearance_loops", function()
     local sch = tir.Schedule(elementwise4("ijkl"))
@@ -239,7 +237,7 @@ describe("test_tir_schedule_reorder", function()
     V.schedule_error(function() sch:reorder(l, i) end, "reorder")
   end)
 
-  it("test_reorder_fail_not_affine_bindings", awaits(AFFINE, function()
+  it("test_reorder_fail_not_affine_bindings", function()
     local f = T.prim_func("main", {A = T.Buffer(S4, "float32"), B = T.Buffer(S4, "float32")}, function(A, B)
       for i, j, k, l in T.grid(N, N, N, 2) do
         T.block("B", function()
@@ -251,6 +249,6 @@ describe("test_tir_schedule_reorder", function()
     end)
     local sch = tir.Schedule(f)
     local i, _, _, l = sch:get_loops(sch:get_block("B"))
-    V.schedule_error(function() sch:reorder(l, i) end, "reorder")
-  end))
+    V.schedule_error(function() sch:reorder(l, i) end, "reorder", "a scaled iterator")
+  end)
 end)

@@ -4,13 +4,159 @@
  * outermost and innermost given one has exactly one child loop (no branching, no block
  * in between).  Loops of the chain that are not given keep their positions; the given
  * ones fill their positions in the given order.  Blocks under the chain may only have
- * data-parallel or reduction iteration variables (their order of execution changes), and
- * no loop's range may depend on a loop moved inside it.
+ * data-parallel or reduction iteration variables (their order of execution changes) bound
+ * affinely to the loops of the range (TVM CheckPartialAffineBinding; see check_affine_under),
+ * and no loop's range may depend on a loop moved inside it.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "../sched_util.h"
+
+/* ---- TVM CheckPartialAffineBinding, as far as reorder needs it ----
+ * Over the loops from the reorder range down to a block (outer loops are constants there),
+ * each binding must be quasi-affine: a sum of loop variables times constants, with floordiv /
+ * floormod by constants, no product of two such loops, and not a scaled iterator (its finest
+ * step is 1: l * 16 alone is refused, i0 * 16 + i1 is not); each conjunct of the predicate
+ * may only use the loops of one binding (a split's i0 * 16 + i1 < 50, not a bound on several
+ * independent iterators).  TVM decides this with DetectIterMap (surjective, leading scale 1). */
+typedef struct {
+  const tir_Var *const *vars;
+  int n;
+  int nonlinear; /* a product of range loops, or an operation that is not affine */
+  int unit;      /* some term moves in steps of 1 */
+  unsigned char *used;
+} Lin;
+
+static int uses_range(const tir_Node *e, const Lin *L) {
+  for (int i = 0; i < L->n; i++)
+    if (tir_uses_var(e, L->vars[i])) return 1;
+  return 0;
+}
+
+static void mark_used(const tir_Node *e, Lin *L) {
+  for (int i = 0; i < L->n; i++)
+    if (tir_uses_var(e, L->vars[i])) L->used[i] = 1;
+}
+
+static void lin_walk(const tir_Node *e, int64_t scale, Lin *L) {
+  int64_t c;
+  switch (e->kind) {
+    case TIR_Var:
+      for (int i = 0; i < L->n; i++)
+        if ((const tir_Node *)L->vars[i] == e) {
+          L->used[i] = 1;
+          if (scale == 1 || scale == -1) L->unit = 1;
+        }
+      return;
+    case TIR_IntImm: return;
+    case TIR_Add: {
+      const tir_Add *b = (const tir_Add *)e;
+      lin_walk(b->a, scale, L);
+      lin_walk(b->b, scale, L);
+      return;
+    }
+    case TIR_Sub: {
+      const tir_Sub *b = (const tir_Sub *)e;
+      lin_walk(b->a, scale, L);
+      lin_walk(b->b, -scale, L);
+      return;
+    }
+    case TIR_Mul: {
+      const tir_Mul *b = (const tir_Mul *)e;
+      if (tir_is_const_int(b->b, &c)) lin_walk(b->a, scale * c, L);
+      else if (tir_is_const_int(b->a, &c)) lin_walk(b->b, scale * c, L);
+      else if (uses_range(b->a, L) && uses_range(b->b, L)) L->nonlinear = 1;
+      else if (uses_range(b->a, L)) lin_walk(b->a, scale, L); /* times a symbol: a symbolic scale */
+      else lin_walk(b->b, scale, L);
+      return;
+    }
+    case TIR_FloorDiv:
+    case TIR_FloorMod: {
+      const tir_FloorDiv *b = (const tir_FloorDiv *)e;
+      if (!tir_is_const_int(b->b, &c) || c <= 0) {
+        if (uses_range(e, L)) L->nonlinear = 1;
+        return;
+      }
+      /* a digit of an affine sum: it moves in steps of 1 */
+      Lin inner = *L;
+      inner.unit = 0;
+      lin_walk(b->a, 1, &inner);
+      L->nonlinear |= inner.nonlinear;
+      if (uses_range(b->a, L) && (scale == 1 || scale == -1)) L->unit = 1;
+      return;
+    }
+    default:
+      if (uses_range(e, L)) {
+        L->nonlinear = 1;
+        mark_used(e, L);
+      }
+      return;
+  }
+}
+
+/* 0 when the block's bindings are affine over vars (see above); else -1 with the error set. */
+static int check_affine_under(tir_Schedule *s, const char *P, const tir_BlockRealize *br, const tir_Var *const *vars, int nv) {
+  const tir_Block *b = br->block;
+  int nb = br->iter_values->size;
+  unsigned char *used = calloc((size_t)(nb + 1) * (size_t)(nv + 1), 1);
+  int rc = 0;
+  for (int j = 0; j < nb && rc == 0; j++) {
+    Lin L = {vars, nv, 0, 0, used + (size_t)j * (size_t)(nv + 1)};
+    const tir_Node *v = br->iter_values->items[j];
+    lin_walk(v, 1, &L);
+    int any = 0;
+    for (int i = 0; i < nv; i++) any |= L.used[i];
+    if (L.nonlinear || (any && !L.unit)) {
+      char *t = tir_print_expr(v);
+      rc = sch_error(s, P, &br->hdr, "this block",
+                     "block '%s' binds %s to %s, which is not an affine binding of the loops to reorder (%s); TVM requires "
+                     "affine bindings under them",
+                     b->name, ((const tir_IterVar *)b->iter_vars->items[j])->var->name, t ? t : "?",
+                     L.nonlinear ? "not linear in them" : "a scaled iterator");
+      free(t);
+    }
+  }
+  /* the predicate: each conjunct within the loops of one binding */
+  const tir_Node *pred = br->predicate;
+  while (rc == 0 && pred && !tir_is_one(pred)) {
+    const tir_Node *conj = pred;
+    if (pred->kind == TIR_And) {
+      conj = ((const tir_And *)pred)->b;
+      pred = ((const tir_And *)pred)->a;
+    } else {
+      pred = NULL;
+    }
+    /* loops that no binding uses do not count (a unit dimension whose binding simplified
+     * to a constant keeps its split's predicate) */
+    unsigned char *in = calloc((size_t)nv + 1, 1);
+    int fits = 0, any = 0;
+    for (int i = 0; i < nv; i++) {
+      int bound = 0;
+      for (int j = 0; j < nb; j++) bound |= used[(size_t)j * (size_t)(nv + 1) + (size_t)i];
+      in[i] = bound && tir_uses_var(conj, vars[i]);
+      any |= in[i];
+    }
+    for (int j = 0; j < nb && !fits && any; j++) {
+      const unsigned char *u = used + (size_t)j * (size_t)(nv + 1);
+      int ok = 1;
+      for (int i = 0; i < nv && ok; i++)
+        if (in[i] && !u[i]) ok = 0;
+      fits = ok;
+    }
+    free(in);
+    if (any && !fits) {
+      char *t = tir_print_expr(conj);
+      rc = sch_error(s, P, &br->hdr, "this block",
+                     "the predicate %s of block '%s' couples loops that bind different iteration variables; its bindings are "
+                     "not affine under the loops to reorder (TVM requires affine bindings)",
+                     t ? t : "?", b->name);
+      free(t);
+    }
+  }
+  free(used);
+  return rc;
+}
 
 int tir_sched_reorder(tir_Schedule *s, tir_Var *const *vars, int n) {
   const char *P = "reorder";
@@ -104,6 +250,21 @@ int tir_sched_reorder(tir_Schedule *s, tir_Var *const *vars, int n) {
           goto done;
         }
       }
+    /* affine bindings over the loops from the range down to each block */
+    for (int i = 0; i < nb; i++) {
+      SchPath pp;
+      sch_path_to(s->func->body, &blocks[i]->hdr, &pp);
+      const tir_Var **rv = calloc((size_t)pp.n + 1, sizeof *rv);
+      int nrv = 0;
+      for (int q = top_pos; q < pp.n; q++)
+        if (pp.nodes[q]->kind == TIR_For) rv[nrv++] = ((const tir_For *)pp.nodes[q])->loop_var;
+      int bad = check_affine_under(s, P, blocks[i], rv, nrv);
+      free(rv);
+      if (bad) {
+        free(blocks);
+        goto done;
+      }
+    }
     free(blocks);
   }
   /* new order: positions of the given loops, filled in the given order */
