@@ -9,7 +9,9 @@
  * (all blocks of the scope other than the writer that read buf, or the given consumer blocks)
  * read the copy.
  * Checks: a valid scope, an index into the block's reads, at most one writer of buf in the
- * scope, readers that do not also write buf and do not run before the writer. */
+ * scope, readers that do not also write buf and do not run before the writer -- except a
+ * function input whose readers all run before its writer (TVM's in-place cache_read: the
+ * copy comes first). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,8 +45,8 @@ int64_t tir_sched_cache_read(tir_Schedule *s, int64_t uid, int index, const char
   const tir_BlockRealize **all;
   int n_all = sch_child_blocks(&scope_blk->hdr, &all);
   int64_t *readers = calloc((size_t)n_all + (size_t)n_consumers + 1, sizeof *readers);
-  int n_readers = 0, widx = -1;
-  const tir_BlockRealize *writer = NULL;
+  int n_readers = 0, widx = -1, n_after = 0;
+  const tir_BlockRealize *writer = NULL, *first_before = NULL;
   for (int i = 0; i < n_all; i++)
     if (sch_block_writes(all[i]->block, buf)) {
       if (writer) {
@@ -76,12 +78,21 @@ int64_t tir_sched_cache_read(tir_Schedule *s, int64_t uid, int index, const char
       goto fail;
     }
     if (writer && i < widx) {
-      sch_error(s, P, &all[i]->hdr, "reads it first", "block '%s' reads %s before its writer '%s' runs; the cache is filled after it",
-                b->name, buf->name, writer->block->name);
-      goto fail;
+      if (!first_before) first_before = all[i];
+    } else {
+      n_after++;
     }
     readers[n_readers++] = b->uid;
   }
+  /* readers that run before the writer: for a function input all of them may (TVM's
+   * in-place cache_read: the copy of the input comes first, the later writer overwrites the
+   * buffer after the readers ran); otherwise they would read what is not written yet */
+  if (first_before && (n_after > 0 || !sch_is_param_buffer(s->func, buf))) {
+    sch_error(s, P, &first_before->hdr, "reads it first", "block '%s' reads %s before its writer '%s' runs; the cache is filled after it",
+              first_before->block->name, buf->name, writer->block->name);
+    goto fail;
+  }
+  if (first_before) writer = NULL; /* the input's copy, at the start of the scope */
   if (n_consumers > 0 && n_readers != n_consumers) {
     sch_error(s, P, &br->hdr, "this block", "some consumer blocks given are not in the scope of block '%s'", blk->name);
     goto fail;
