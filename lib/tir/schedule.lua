@@ -119,6 +119,40 @@ function Schedule:get_child_blocks(x)
   return out
 end
 
+--- The output blocks under a scope block (TVM get_output_blocks): the blocks below it, in
+-- program order, that write a buffer not allocated within the scope (for "root": the blocks
+-- writing the function's outputs).  scope: a BlockRV or a block name.
+function Schedule:get_output_blocks(scope)
+  scope = check_block(self, scope, "get_output_blocks", 1)
+  local top = self:get(scope)
+  local allocated, found = {}, {}
+  local function walk(s, collect)
+    if s == nil then return end
+    local k = s.kind
+    if k == "SeqStmt" then for i = 1, #s.seq do walk(s.seq[i], collect) end
+    elseif k == "For" or k == "LetStmt" or k == "AttrStmt" or k == "Allocate" then walk(s.body, collect)
+    elseif k == "IfThenElse" then walk(s.then_case, collect); walk(s.else_case, collect)
+    elseif k == "BlockRealize" then
+      local b = s.block
+      if collect then
+        for i = 1, #b.writes do
+          if not allocated[b.writes[i].buffer] then found[#found + 1] = b break end
+        end
+      else
+        for i = 1, #b.alloc_buffers do allocated[b.alloc_buffers[i]] = true end
+      end
+      walk(b.body, collect)
+    end
+  end
+  for i = 1, #top.alloc_buffers do allocated[top.alloc_buffers[i]] = true end
+  walk(top.body, false)
+  walk(top.body, true)
+  local out = {}
+  for i, b in ipairs(found) do out[i] = block_rv(b.uid, b.name) end
+  record(self, "get_output_blocks", {scope}, out)
+  return out
+end
+
 --- The IR of a block or loop handle.
 function Schedule:get(x)
   if getmetatable(x) == LoopRV then return self._state:loop(x.var, "get") end
@@ -644,7 +678,8 @@ function Schedule:trace()
       -- environment, or globals in a script)
       n_locals = n_locals + #outs
       local decl = n_locals <= 180 and "local " or ""
-      if step.name == "get_child_blocks" or step.name == "get_producers" or step.name == "get_consumers" then
+      if step.name == "get_child_blocks" or step.name == "get_producers" or step.name == "get_consumers" or
+         step.name == "get_output_blocks" then
         lines[#lines + 1] = ("%s%s = table.unpack(%s)"):format(decl, table.concat(outs, ", "), call)
       else
         lines[#lines + 1] = ("%s%s = %s"):format(decl, table.concat(outs, ", "), call)

@@ -1,7 +1,7 @@
 -- Port of TVM tests/python/s_tir/schedule/test_tir_schedule_utilities.py (schedule creation,
 -- get_block, get_loops, copy, get_child_blocks, get_producers/consumers, annotate/unannotate).
--- Sizes 128/1024 -> 16.  Not ported: get_sref/remove_rv/get_output_blocks (tirlua has no
--- such calls; a handle is checked when used).
+-- Sizes 128/1024 -> 16.  Not ported: get_sref/remove_rv (tirlua has no such calls; a handle
+-- is checked when used).
 local tir = require("tir")
 local V = require("tvm.tvm_util")
 local T = V.T
@@ -207,6 +207,40 @@ describe("test_tir_schedule_utilities", function()
     for _, key in ipairs({"test1", "test4"}) do sch:unannotate((sch:get_loops(matmul)), key) end
     for _, key in ipairs({"test2", "test3"}) do sch:unannotate((select(2, sch:get_loops(matmul))), key) end
     V.check(sch, before, matmul_relu(), {exact = true})
+  end)
+
+  it("test_get_output_blocks_single_output", function()
+    local sch = tir.Schedule(matmul_relu())
+    local outs = sch:get_output_blocks("root")
+    assert.are.same({"relu"}, names(outs))
+    assert.are.equal(sch:get(sch:get_block("relu")), sch:get(outs[1]))
+  end)
+
+  it("test_get_output_blocks_multiple_outputs", function()
+    local sch = tir.Schedule(matmul())
+    local outs = sch:get_output_blocks("root")
+    assert.are.same({"init", "update"}, names(outs))
+    assert.are.equal(sch:get(sch:get_block("init")), sch:get(outs[1]))
+    assert.are.equal(sch:get(sch:get_block("update")), sch:get(outs[2]))
+  end)
+
+  it("test_get_output_blocks_nested", function()
+    local f = T.prim_func("main", {A = T.Buffer({N, N}, F32), B = T.Buffer({N, N}, F32)}, function(A, B)
+      T.block("blockized_B", function()
+        local _ = T.axis.spatial(1, 0)
+        local _ = T.axis.spatial(1, 0)
+        for i, j in T.grid(N, N) do
+          T.block("B", function() local vi, vj = T.axis.remap("SS", {i, j}) B[{vi, vj}] = A[{vi, vj}] * 2.0 end)
+        end
+      end)
+    end)
+    local sch = tir.Schedule(f)
+    assert.are.same({"blockized_B", "B"}, names(sch:get_output_blocks("root")))
+    sch = tir.Schedule(f)
+    local outs = sch:get_output_blocks("blockized_B")
+    assert.are.same({"B"}, names(outs))
+    assert.are.equal(sch:get(sch:get_block("B")), sch:get(outs[1]))
+    V.check_trace(sch, f)
   end)
 
   it("test_annotate_unannotate_block", function()
