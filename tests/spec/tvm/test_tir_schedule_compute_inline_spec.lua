@@ -266,83 +266,39 @@ describe("test_tir_schedule_compute_inline", function()
     check_inline(before, unit_iter_expected(), "reverse_compute_inline", "C")
   end)
 
-  it("test_reverse_compute_inline_affine_chain", function()
-    local function chain()
-      return T.prim_func("main", {A = T.Buffer({N, N}, F32), D = T.Buffer({1, 2, 8, N}, F32)}, function(A, D)
-        local B = T.alloc_buffer({N, N}, F32)
-        local C = T.alloc_buffer({2, 8, N}, F32)
-        ew("B", N, N, function(vi, vj) B[{vi, vj}] = A[{vi, vj}] * 2.0 end)
-        for i, j, k in T.grid(2, 8, N) do
-          T.block("C", function()
-            local vi, vj, vk = T.axis.remap("SSS", {i, j, k})
-            C[{vi, vj, vk}] = B[{vi * 8 + vj, vk}] + 1.0
-          end)
-        end
-        for i, j, k, l in T.grid(1, 2, 8, N) do
-          T.block("D", function()
-            local vi, vj, vk, vl = T.axis.remap("SSSS", {i, j, k, l})
-            D[{vi, vj, vk, vl}] = C[{vj, vk, vl}]
-          end)
-        end
-      end)
-    end
+  -- TVM runs it in both orders (reverse_order True / False)
+  local function affine_chain(order)
+    local before = T.prim_func("main", {A = T.Buffer({N, N}, F32), D = T.Buffer({1, 2, 8, N}, F32)}, function(A, D)
+      local B = T.alloc_buffer({N, N}, F32)
+      local C = T.alloc_buffer({2, 8, N}, F32)
+      ew("B", N, N, function(vi, vj) B[{vi, vj}] = A[{vi, vj}] * 2.0 end)
+      for i, j, k in T.grid(2, 8, N) do
+        T.block("C", function()
+          local vi, vj, vk = T.axis.remap("SSS", {i, j, k})
+          C[{vi, vj, vk}] = B[{vi * 8 + vj, vk}] + 1.0
+        end)
+      end
+      for i, j, k, l in T.grid(1, 2, 8, N) do
+        T.block("D", function()
+          local vi, vj, vk, vl = T.axis.remap("SSSS", {i, j, k, l})
+          D[{vi, vj, vk, vl}] = C[{vj, vk, vl}]
+        end)
+      end
+    end)
     local expected = T.prim_func("main", {A = T.Buffer({N, N}, F32), D = T.Buffer({1, 2, 8, N}, F32)}, function(A, D)
       ew("B", N, N, function(vi, vj) D[{0, vi // 8, vi % 8, vj}] = A[{vi, vj}] * 2.0 + 1.0 end)
     end)
-    -- reverse_order = true (D first, then C); the other order is the case below
-    for _, reverse_order in ipairs({true}) do
-      local before = chain()
-      local sch = tir.Schedule(before)
-      if reverse_order then
-        sch:reverse_compute_inline("D")
-        sch:reverse_compute_inline("C")
-      else
-        sch:reverse_compute_inline("C")
-        sch:reverse_compute_inline("D")
-      end
-      V.check(sch, before, expected)
-    end
-  end)
+    local sch = tir.Schedule(before)
+    for _, name in ipairs(order) do sch:reverse_compute_inline(name) end
+    V.check(sch, before, expected)
+  end
 
-  it("test_reverse_compute_inline_affine_chain (C first, then D)", awaits(OPEN_STORE, function()
-    local function chain()
-      return T.prim_func("main", {A = T.Buffer({N, N}, F32), D = T.Buffer({1, 2, 8, N}, F32)}, function(A, D)
-        local B = T.alloc_buffer({N, N}, F32)
-        local C = T.alloc_buffer({2, 8, N}, F32)
-        ew("B", N, N, function(vi, vj) B[{vi, vj}] = A[{vi, vj}] * 2.0 end)
-        for i, j, k in T.grid(2, 8, N) do
-          T.block("C", function()
-            local vi, vj, vk = T.axis.remap("SSS", {i, j, k})
-            C[{vi, vj, vk}] = B[{vi * 8 + vj, vk}] + 1.0
-          end)
-        end
-        for i, j, k, l in T.grid(1, 2, 8, N) do
-          T.block("D", function()
-            local vi, vj, vk, vl = T.axis.remap("SSSS", {i, j, k, l})
-            D[{vi, vj, vk, vl}] = C[{vj, vk, vl}]
-          end)
-        end
-      end)
-    end
-    local expected = T.prim_func("main", {A = T.Buffer({N, N}, F32), D = T.Buffer({1, 2, 8, N}, F32)}, function(A, D)
-      ew("B", N, N, function(vi, vj) D[{0, vi // 8, vi % 8, vj}] = A[{vi, vj}] * 2.0 + 1.0 end)
-    end)
-    -- after C is inlined, B stores C[vi // 8, vi % 8, vj]: a producer whose store indices
-    -- are an affine map of its iteration variables (TVM inverts those too; tirlua needs
-    -- iteration variables or constants there: open)
-    for _, reverse_order in ipairs({false}) do
-      local before = chain()
-      local sch = tir.Schedule(before)
-      if reverse_order then
-        sch:reverse_compute_inline("D")
-        sch:reverse_compute_inline("C")
-      else
-        sch:reverse_compute_inline("C")
-        sch:reverse_compute_inline("D")
-      end
-      V.check(sch, before, expected)
-    end
-  end))
+  it("test_reverse_compute_inline_affine_chain", function() affine_chain({"D", "C"}) end)
+
+  -- after C is inlined first, B stores C[vi // 8, vi % 8, vj]: a producer whose store indices
+  -- are an affine map of its iteration variables (TVM inverts those too; tirlua needs
+  -- iteration variables or constants there: open)
+  it("test_reverse_compute_inline_affine_chain (C first, then D)", awaits(OPEN_STORE, function() affine_chain({"C", "D"}) end))
 
   it("test_reverse_compute_fail_non_affine_load", function()
     local before = with_producer({A = T.Buffer({N, N}, F32), C = T.Buffer({2, 8, N}, F32)}, function(B, C)
