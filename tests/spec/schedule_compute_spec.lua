@@ -1005,7 +1005,7 @@ describe("reverse_compute_inline", function()
     end)
     local sch = tir.Schedule(f)
     U.expect_error(function() sch:reverse_compute_inline("C") end, "reverse_compute_inline",
-                   "the store of producer 'B' must use its iteration variables or constants as indices (index 1 is not)")
+                   "the store of producer 'B' must use its iteration variables or constants as indices", "(index 1 does not)")
   end)
 
   it("refuses a consumer with a predicate", function()

@@ -7,7 +7,8 @@
  * 8, ...], B[vj * 16 + vk, vl] with a unit vi), which is inverted (tir_iter_map_inverse) so
  * that each iteration variable is an expression of B's indices.  B must be written by exactly one complete producer
  * "B[p(u)] = e(u)" (B's only writer, not an output, read by no other block) whose store
- * indices are iteration variables or constants covering the consumer's iteration domain.
+ * indices are iteration variables or constants covering the consumer's iteration domain, or
+ * a one-to-one affine map of them whose range is exactly what the consumer reads.
  * The producer becomes "D[f(v := p(u))] = g(e(u), ...)", with a predicate keeping it to
  * the consumer's domain where that is smaller (TVM's "overcomputed producer"); the
  * consumer and B go.  The consumer's work moves up to the producer, so no block between
@@ -77,6 +78,33 @@ static int dom_within(tir_Analyzer *an, const tir_Range *inner, const tir_Range 
   tir_release(c1);
   tir_release(c2);
   return ok ? 0 : -1;
+}
+
+/* The ranges of a producer's store indices when they are a one-to-one affine map of its
+ * iteration variables (constant domains): 1 with min/ext per index, else 0. */
+static int producer_store_ranges(const tir_Block *pblk, const tir_BufferStore *pst, int64_t *min, int64_t *ext) {
+  int niv = pblk->iter_vars->size, n = pst->indices->size;
+  if (niv == 0) return 0;
+  tir_LoopIter *it = calloc((size_t)niv, sizeof *it);
+  tir_Var **nv = calloc((size_t)n + 1, sizeof *nv);
+  tir_Node **inv = calloc((size_t)niv, sizeof *inv);
+  int ok = 1;
+  for (int k = 0; k < niv && ok; k++) {
+    const tir_IterVar *iv = (const tir_IterVar *)pblk->iter_vars->items[k];
+    it[k].var = iv->var;
+    ok = tir_is_const_int(iv->dom->min, &it[k].min) && tir_is_const_int(iv->dom->extent, &it[k].extent);
+  }
+  tir_DType dt = ((const tir_IterVar *)pblk->iter_vars->items[0])->var->hdr.dtype;
+  for (int d = 0; d < n; d++) nv[d] = tir_var_new("p", dt);
+  char why[128];
+  if (ok) ok = tir_iter_map_inverse((const tir_Node *const *)pst->indices->items, n, it, niv, (const tir_Var *const *)nv, min, ext,
+                                    inv, why, sizeof why);
+  for (int k = 0; k < niv; k++) tir_release(inv[k]);
+  for (int d = 0; d < n; d++) tir_release(nv[d]);
+  free(inv);
+  free(nv);
+  free(it);
+  return ok;
 }
 
 int tir_sched_reverse_compute_inline(tir_Schedule *s, int64_t uid) {
@@ -248,6 +276,8 @@ int tir_sched_reverse_compute_inline(tir_Schedule *s, int64_t uid) {
         tir_analyzer_bind_range(an, f->loop_var, f->min, f->extent);
       }
     tir_Node *extra = tir_bool_imm(1);
+    int pranges_done = 0, pranges_ok = 0;
+    int64_t *pmin = calloc((size_t)n + 1, sizeof *pmin), *pext = calloc((size_t)n + 1, sizeof *pext);
     for (int d = 0; d < n && rc != -2; d++) {
       const tir_Node *ix = pst->indices->items[d];
       int64_t c;
@@ -267,9 +297,21 @@ int tir_sched_reverse_compute_inline(tir_Schedule *s, int64_t uid) {
         continue;
       }
       if (!pdom) {
+        /* a store at a one-to-one affine map of the producer's iteration variables (e.g.
+         * C[vi // 8, vi % 8, vj] after an earlier inlining): its range must be exactly what
+         * the consumer reads (no predicate can cut such a store to the consumer's part) */
+        int64_t cmin, cext;
+        if (!pranges_done) {
+          pranges_done = 1;
+          pranges_ok = producer_store_ranges(pblk, pst, pmin, pext);
+        }
+        if (pranges_ok && tir_is_const_int(cdoms[d]->min, &cmin) && tir_is_const_int(cdoms[d]->extent, &cext) && cmin == pmin[d] &&
+            cext == pext[d])
+          continue;
         sch_error(s, P, &prod->hdr, "the producer",
-                  "the store of producer '%s' must use its iteration variables or constants as indices (index %d is not)",
-                  pblk->name, d + 1);
+                  "the store of producer '%s' must use its iteration variables or constants as indices, or a one-to-one "
+                  "affine map of them covering exactly what block '%s' reads (index %d does not)",
+                  pblk->name, blk->name, d + 1);
         rc = -2;
         break;
       }
@@ -288,6 +330,8 @@ int tir_sched_reverse_compute_inline(tir_Schedule *s, int64_t uid) {
       tir_release(hi_eq);
     }
     free(cdoms);
+    free(pmin);
+    free(pext);
     if (rc == -2) {
       tir_release(extra);
       rc = -1;
