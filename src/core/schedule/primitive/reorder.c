@@ -255,10 +255,19 @@ int tir_sched_reorder(tir_Schedule *s, tir_Var *const *vars, int n) {
       SchPath pp;
       sch_path_to(s->func->body, &blocks[i]->hdr, &pp);
       const tir_Var **rv = calloc((size_t)pp.n + 1, sizeof *rv);
-      int nrv = 0;
-      for (int q = top_pos; q < pp.n; q++)
+      /* affine over all the loops of its scope (TVM: the cached affine flag), else over the
+       * loops from the range down (the partial check, whose error is reported) */
+      int nrv = 0, from = sch_scope_index(&pp) + 1;
+      for (int q = from; q < pp.n; q++)
         if (pp.nodes[q]->kind == TIR_For) rv[nrv++] = ((const tir_For *)pp.nodes[q])->loop_var;
       int bad = check_affine_under(s, P, blocks[i], rv, nrv);
+      if (bad) {
+        tir_error_clear();
+        nrv = 0;
+        for (int q = top_pos; q < pp.n; q++)
+          if (pp.nodes[q]->kind == TIR_For) rv[nrv++] = ((const tir_For *)pp.nodes[q])->loop_var;
+        bad = check_affine_under(s, P, blocks[i], rv, nrv);
+      }
       free(rv);
       if (bad) {
         free(blocks);
