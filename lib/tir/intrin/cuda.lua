@@ -28,8 +28,11 @@
 --   mma_fill_16x16_<acc>             C = 0
 --   mma_store_16x16_<acc>_<scope>    warp acc -> [16,16] acc (shared or global)
 --   mma_store_16x16_f32_f16_<scope>  warp f32 -> [16,16] f16, the cast fused into the store
--- ldmatrix moves 16-byte rows of b16 units and transposes b16 units only, so 8-bit operands must
--- be k-major: of the 8-bit rows only _a (A m x k) and _b_trans (B stored n x k) exist.
+-- ldmatrix moves 16-byte rows of b16 units and transposes b16 units only (PTX ISA 9.7.14.5.15:
+-- .trans with .b16), so 8-bit operands must be k-major in shared memory: the 8-bit rows have _a
+-- (A m x k) and _b_trans (B stored n x k), and _a_smem_t / _b_smem_t for an A stored k x m or a B
+-- stored k x n whose copy into shared memory made the tile k-major (lib/tir/schedules/tc_gemm.lua
+-- does that; docs/TENSOR_CORES.md says why).
 -- A warp buffer's tiles must each be contiguous (transform_layout (r, c) -> (r // 16, c // k, r %
 -- 16, c % k) for A; (r // k, c // 16, r % k, c % 16) for B; 16x16 for C); each lane keeps a 32nd
 -- of a tile.  ldmatrix's per-lane row addresses: lane l gives row l % 16, byte column 16 (l // 16)
@@ -54,17 +57,23 @@ end
 local function register(name, desc, impl) tir.TensorIntrin.register(name, desc, impl, true) end
 
 -- copy intrinsics over r x c: D[i, j] = S[i, j], or D[j, i] = S[i, j] (`trans`: an operand stored
--- transposed, A as k x m, B as n x k); S is r x c, D c x r when transposed
-local function copy_desc(name, r, c, src_dt, src_scope, dst_dt, dst_scope, trans)
+-- transposed, A as k x m, B as n x k); S is r x c, D c x r when transposed.  `loops_dst`: the
+-- loops run over (c, r) instead -- the nest of a fragment load whose shared tile the copy into
+-- shared memory transposed (8-bit operands made k-major), which still iterates in the order of
+-- the operand's global layout
+local function copy_desc(name, r, c, src_dt, src_scope, dst_dt, dst_scope, trans, loops_swapped)
   local dr, dc = r, c
   if trans then dr, dc = c, r end
+  local e1, e2 = r, c
+  if loops_swapped then e1, e2 = c, r end
   return T.prim_func(name, {S = buf(r, c, src_dt, src_scope), D = buf(dr, dc, dst_dt, dst_scope)}, function(S, D)
     T.block("root", function()
       T.reads(region(S, r, c))
       T.writes(region(D, dr, dc))
-      for i, j in T.grid(r, c) do
+      for i, j in T.grid(e1, e2) do
         T.block("copy", function()
           local vi, vj = T.axis.remap("SS", {i, j})
+          if loops_swapped then vi, vj = vj, vi end -- (vi, vj) index S
           if trans then D[{vj, vi}] = S[{vi, vj}] else D[{vi, vj}] = S[{vi, vj}] end
         end)
       end
@@ -175,6 +184,8 @@ function M.names(row)
     n.load_a, n.load_b_trans = pre .. t .. "_a", pre .. tb .. "_b_trans"
     if row.a:match("16$") then n.load_a_trans = pre .. t .. "_a_trans" end
     if row.b:match("16$") then n.load_b = pre .. tb .. "_b" end
+    if row.a:match("8$") then n.load_a_smem_t = pre .. t .. "_a_smem_t" end
+    if row.b:match("8$") then n.load_b_smem_t = pre .. tb .. "_b_smem_t" end
     n.sync = ("mma_sync_16x16x%d_%s"):format(k, sync_suffix(row))
     n.fill = "mma_fill_16x16_" .. row.ptx_c
     n.store = {shared = "mma_store_16x16_" .. row.ptx_c .. "_shared", global = "mma_store_16x16_" .. row.ptx_c .. "_global"}
@@ -242,9 +253,11 @@ function M.register_mma()
     local k = row.k
     local names = M.names(row)
     -- ldmatrix: `trans` the instruction's .trans; `stored_t` the operand stored transposed
-    local function ldm(name, dt, rows_, cols_, trans, stored_t)
+    local function ldm(name, dt, rows_, cols_, trans, stored_t, loops_swapped)
+      if done[name] then return end
+      done[name] = true
       local unit = 16 // (tonumber(dt:match("%d+$")) // 8) -- elements per 16-byte matrix row
-      local desc = copy_desc(name, rows_, cols_, dt, "shared", dt, "warp", stored_t)
+      local desc = copy_desc(name, rows_, cols_, dt, "shared", dt, "warp", stored_t, loops_swapped)
       local dr, dc = rows_, cols_
       if stored_t then dr, dc = cols_, rows_ end
       local impl = T.prim_func(name .. "_impl", {S = buf(rows_, cols_, dt, "shared", true), D = buf(dr, dc, dt, "warp")}, function(S, D)
@@ -265,6 +278,10 @@ function M.register_mma()
     if names.load_b then ldm(names.load_b, row.b, k, 16, true, false) end
     if names.load_a_trans then ldm(names.load_a_trans, row.a, k, 16, true, true) end
     ldm(names.load_b_trans, row.b, 16, k, false, true)
+    -- 8-bit operands whose global layout is not k-major (A as k x m, B as k x n): the copy into
+    -- shared memory stores them k-major, and the load iterates in the global layout's order
+    if names.load_a_smem_t then ldm(names.load_a_smem_t, row.a, 16, k, false, false, true) end
+    if names.load_b_smem_t then ldm(names.load_b_smem_t, row.b, 16, k, false, true, true) end
     sync_pair(names.sync, 16, 16, k, row, {"warp", "warp", "warp"}, function(A, B, C)
       return T.call("void", "mma_sync", T.address_of(C[{0, 0}]), T.address_of(A[{0, 0}]), T.address_of(B[{0, 0}]),
                     T.address_of(C[{0, 0}]))

@@ -18,12 +18,15 @@ local util = require("tir.util")
 local raise = util.raise
 
 M.defaults = {intrin = "mma", BM = 128, BN = 128, BK = 32, warp_m = 64, warp_n = 64, vec = 8, stages = 1, early_wait = true, frag_pipeline = false, pad = true,
-              dtype = "float16", epilogue = nil, unroll = true}
+              dtype = "float16", epilogue = nil, unroll = true, wmma_shape = nil}
 
---- What the schedule runs on tensor cores: one row per (intrinsic family, input dtype,
+--- What the schedule runs on tensor cores: one row per (intrinsic family, input dtypes,
 -- accumulator dtype), naming the registered intrinsics it tensorizes with
 -- (lib/tir/intrin/cuda.lua) and the instruction auto_tensorize takes for it.  Every
 -- dtype check of this file reads this table: a new dtype (int8 -> int32) is a new row.
+--   b_dtype: B's dtype when it differs from A's (in_dtype); config: the instruction-table row
+--   (tir.core.mma_configs(), include/tir/mma.h) -- a row without intrinsic names takes them
+--   from lib/tir/intrin/cuda.lua's names(config).
 --   epilogue_dtype: the dtype a fused epilogue's cast may write (the store intrinsic
 --   converts); nil: an epilogue goes through shared memory and may write any dtype.
 M.SUPPORTED = {
@@ -39,18 +42,62 @@ M.SUPPORTED = {
    scope_a = "wmma.matrix_a", scope_b = "wmma.matrix_b", scope_c = "wmma.accumulator", load_a = "wmma_load_16x16x16_f16_a",
    load_b = "wmma_load_16x16x16_f16_b", sync = "wmma_sync_16x16x16_f16f16f32", fill = "wmma_fill_16x16x16_f32",
    store = "wmma_store_16x16x16_f32_global", store_shared = "wmma_store_16x16x16_f32_shared"},
+  -- int8 IMMA (mma.sync m16n8k32, PTX ISA 9.7.14.5.10): s8/u8 operands, s32 accumulators
+  {intrin = "mma", instr = "mma.m16n8k32", in_dtype = "int8", acc_dtype = "int32", config = "m16n8k32.s8.s8.s32"},
+  {intrin = "mma", instr = "mma.m16n8k32", in_dtype = "uint8", b_dtype = "int8", acc_dtype = "int32", config = "m16n8k32.u8.s8.s32"},
+  {intrin = "mma", instr = "mma.m16n8k32", in_dtype = "int8", b_dtype = "uint8", acc_dtype = "int32", config = "m16n8k32.s8.u8.s32"},
+  {intrin = "mma", instr = "mma.m16n8k32", in_dtype = "uint8", acc_dtype = "int32", config = "m16n8k32.u8.u8.s32"},
+  -- int8 WMMA (A and B of one type, as CUDA's mma_sync overloads); wmma_shape picks the shape
+  {intrin = "wmma", instr = "wmma.m16n16k16", in_dtype = "int8", acc_dtype = "int32", config = "m16n16k16.s8.s8.s32"},
+  {intrin = "wmma", instr = "wmma.m16n16k16", in_dtype = "uint8", acc_dtype = "int32", config = "m16n16k16.u8.u8.s32"},
+  {intrin = "wmma", instr = "wmma.m32n8k16", in_dtype = "int8", acc_dtype = "int32", config = "m32n8k16.s8.s8.s32", shape = {32, 8, 16}},
+  {intrin = "wmma", instr = "wmma.m32n8k16", in_dtype = "uint8", acc_dtype = "int32", config = "m32n8k16.u8.u8.s32", shape = {32, 8, 16}},
+  {intrin = "wmma", instr = "wmma.m8n32k16", in_dtype = "int8", acc_dtype = "int32", config = "m8n32k16.s8.s8.s32", shape = {8, 32, 16}},
+  {intrin = "wmma", instr = "wmma.m8n32k16", in_dtype = "uint8", acc_dtype = "int32", config = "m8n32k16.u8.u8.s32", shape = {8, 32, 16}},
 }
+for _, r in ipairs(M.SUPPORTED) do
+  r.b_dtype = r.b_dtype or r.in_dtype
+  r.shape = r.shape or {16, 16, 16}
+  if not r.config then -- the 16-bit rows
+    r.config = r.intrin == "mma" and ("m16n8k16.%s.%s.f32"):format(r.in_dtype == "bfloat16" and "bf16" or "f16", r.in_dtype == "bfloat16" and "bf16" or "f16")
+               or "m16n16k16.f16.f16.f32"
+  end
+end
 
---- The row of M.SUPPORTED for an intrinsic family and dtypes, or nil.
-function M.supported(intrin, in_dtype, acc_dtype)
+-- The intrinsics of a row: its names (explicit, or from cuda.names of its config), the warp
+-- tile {m, n, k} and the transposing / k-major load variants.
+local function intrinsics(row)
+  local cuda = require("tir.intrin.cuda")
+  local cfg
+  for _, c in ipairs(require("tir.core").mma_configs()) do
+    if c.name == row.config and c.family == row.intrin then cfg = c end
+  end
+  local n = cuda.names(cfg)
+  local I = {scope_a = row.intrin == "mma" and "warp" or "wmma.matrix_a", scope_b = row.intrin == "mma" and "warp" or "wmma.matrix_b",
+             scope_c = row.intrin == "mma" and "warp" or "wmma.accumulator", load_a = row.load_a or n.load_a, load_b = row.load_b or n.load_b,
+             load_a_trans = n.load_a_trans, load_b_trans = n.load_b_trans, load_a_smem_t = n.load_a_smem_t,
+             load_b_smem_t = n.load_b_smem_t, sync = row.sync or n.sync, fill = row.fill or n.fill, store = row.store or n.store.global,
+             store_epilogue = row.store_epilogue, store_shared = row.store_shared or n.store.shared, tile = n.tile, config = cfg}
+  return I
+end
+
+--- The row of M.SUPPORTED for an intrinsic family and dtypes (b_dtype: B's, default A's;
+-- shape: a wmma shape {m, n, k}, default the first row's), or nil.
+function M.supported(intrin, in_dtype, acc_dtype, b_dtype, shape)
   for _, r in ipairs(M.SUPPORTED) do
-    if r.intrin == intrin and r.in_dtype == in_dtype and (acc_dtype == nil or r.acc_dtype == acc_dtype) then return r end
+    if r.intrin == intrin and r.in_dtype == in_dtype and r.b_dtype == (b_dtype or in_dtype) and (acc_dtype == nil or r.acc_dtype == acc_dtype) and
+       (shape == nil or (r.shape[1] == shape[1] and r.shape[2] == shape[2] and r.shape[3] == shape[3])) then
+      return r
+    end
   end
 end
 
 local function supported_text()
-  local t = {}
-  for _, r in ipairs(M.SUPPORTED) do t[#t + 1] = ("%s (%s): %s -> %s"):format(r.intrin, r.instr, r.in_dtype, r.acc_dtype) end
+  local t, seen = {}, {}
+  for _, r in ipairs(M.SUPPORTED) do
+    local s = ("%s (%s): %s%s -> %s"):format(r.intrin, r.instr, r.in_dtype, r.b_dtype ~= r.in_dtype and (" x " .. r.b_dtype) or "", r.acc_dtype)
+    if not seen[s] then seen[s] = true t[#t + 1] = s end
+  end
   return table.concat(t, "; ")
 end
 
@@ -64,6 +111,9 @@ end
 
 --- The te workload: returns a PrimFunc computing C (and D = cast(out_dtype, C) when out_dtype
 -- is "float16"), with blocks "C" (and "D").
+-- dtype: A's and B's dtype, or {A dtype, B dtype} ({"uint8", "int8"}: u8 activations x s8
+-- weights); 8-bit inputs accumulate in int32 (out_dtype nil or "int32"; products are exact, sums
+-- wrap like CUDA's int), others in float32.
 -- pad = {BM, BN, BK}: when the extents are not multiples of these, the computation runs on
 -- padded extents (TVM's pad_einsum): stages "A_pad"/"B_pad" read A/B or 0 outside them (they
 -- become the shared tiles, loaded with predicates), "C" is a padded fp32 workspace, and "D"
@@ -75,8 +125,21 @@ function M.workload(Mx, N, K, dtype, out_dtype, pad, layout)
   for i, v in ipairs({Mx, N, K}) do
     if math.type(v) ~= "integer" or v < 1 then raise("TypeError", P, "%s must be a positive integer, got %s", ({"M", "N", "K"})[i], util.show(v)) end
   end
-  util.check_dtype(dtype, P, "dtype")
+  local da, db = dtype, dtype
+  if type(dtype) == "table" then
+    if #dtype ~= 2 or util.count_keys(dtype) ~= 2 then raise("TypeError", P, "dtype must be a dtype or {A dtype, B dtype}, got %s", util.show(dtype)) end
+    da, db = dtype[1], dtype[2]
+  end
+  util.check_dtype(da, P, "dtype")
+  util.check_dtype(db, P, "dtype")
   util.check_dtype(out_dtype, P, "out_dtype")
+  da, db = da or "float16", db or "float16"
+  local int8 = ({int8 = true, uint8 = true})
+  local acc = (int8[da] and int8[db]) and "int32" or "float32"
+  if acc == "int32" and out_dtype ~= nil and out_dtype ~= "int32" then
+    raise("TypeError", P, "%s x %s inputs accumulate in int32; out_dtype must be int32 (or nil), not %s", da, db, util.show(out_dtype))
+  end
+  if acc == "int32" then out_dtype = nil end
   if pad ~= nil and pad ~= false then
     if type(pad) ~= "table" or #pad ~= 3 or util.count_keys(pad) ~= 3 then
       raise("TypeError", P, "pad must be {BM, BN, BK} (the tile sizes to pad the extents to), got %s", util.show(pad))
@@ -91,8 +154,8 @@ function M.workload(Mx, N, K, dtype, out_dtype, pad, layout)
   layout = layout or "NN"
   local ta, tb = layout:sub(1, 1) == "T", layout:sub(2, 2) == "T"
   -- A is M x K ("N") or K x M ("T"); B is K x N ("N") or N x K ("T")
-  local A = te.placeholder(ta and {K, Mx} or {Mx, K}, dtype or "float16", "A")
-  local B = te.placeholder(tb and {N, K} or {K, N}, dtype or "float16", "B")
+  local A = te.placeholder(ta and {K, Mx} or {Mx, K}, da, "A")
+  local B = te.placeholder(tb and {N, K} or {K, N}, db, "B")
   local function a_at(X, i, k) return ta and X[{k, i}] or X[{i, k}] end
   local function b_at(X, k, j) return tb and X[{j, k}] or X[{k, j}] end
   local function up(x, m) return (x + m - 1) // m * m end
@@ -101,7 +164,7 @@ function M.workload(Mx, N, K, dtype, out_dtype, pad, layout)
   if Mp == Mx and Np == N and Kp == K then
     local k = te.reduce_axis({0, K}, "k")
     local C = te.compute({Mx, N}, function(i, j)
-      return te.sum(te.cast("float32", a_at(A, i, k)) * te.cast("float32", b_at(B, k, j)), {k})
+      return te.sum(te.cast(acc, a_at(A, i, k)) * te.cast(acc, b_at(B, k, j)), {k})
     end, "C")
     if out_dtype == "float16" then
       local D = te.compute({Mx, N}, function(i, j) return te.cast("float16", C[{i, j}]) end, "D")
@@ -109,19 +172,18 @@ function M.workload(Mx, N, K, dtype, out_dtype, pad, layout)
     end
     return te.create_prim_func({A, B, C})
   end
-  local zero = tir.const(0, dtype or "float16")
-  local function guarded(X, r, c, R, Cc)
-    return tir.core.call(dtype or "float16", "if_then_else", tir.And(tir.lt(r, R), tir.lt(c, Cc)), X[{r, c}], zero)
+  local function guarded(X, dt, r, c, R, Cc)
+    return tir.core.call(dt, "if_then_else", tir.And(tir.lt(r, R), tir.lt(c, Cc)), X[{r, c}], tir.const(0, dt))
   end
-  local Ap = ta and te.compute({Kp, Mp}, function(k, i) return guarded(A, k, i, K, Mx) end, "A_pad")
-              or te.compute({Mp, Kp}, function(i, k) return guarded(A, i, k, Mx, K) end, "A_pad")
-  local Bp = tb and te.compute({Np, Kp}, function(j, k) return guarded(B, j, k, N, K) end, "B_pad")
-              or te.compute({Kp, Np}, function(k, j) return guarded(B, k, j, K, N) end, "B_pad")
+  local Ap = ta and te.compute({Kp, Mp}, function(k, i) return guarded(A, da, k, i, K, Mx) end, "A_pad")
+              or te.compute({Mp, Kp}, function(i, k) return guarded(A, da, i, k, Mx, K) end, "A_pad")
+  local Bp = tb and te.compute({Np, Kp}, function(j, k) return guarded(B, db, j, k, N, K) end, "B_pad")
+              or te.compute({Kp, Np}, function(k, j) return guarded(B, db, k, j, K, N) end, "B_pad")
   local k = te.reduce_axis({0, Kp}, "k")
   local C = te.compute({Mp, Np}, function(i, j)
-    return te.sum(te.cast("float32", a_at(Ap, i, k)) * te.cast("float32", b_at(Bp, k, j)), {k})
+    return te.sum(te.cast(acc, a_at(Ap, i, k)) * te.cast(acc, b_at(Bp, k, j)), {k})
   end, "C")
-  local D = te.compute({Mx, N}, function(i, j) return te.cast(out_dtype or "float32", C[{i, j}]) end, "D")
+  local D = te.compute({Mx, N}, function(i, j) return te.cast(out_dtype or acc, C[{i, j}]) end, "D")
   return te.create_prim_func({A, B, D})
 end
 
@@ -200,7 +262,10 @@ M.analyze = analyze
 local SCHEDULE_OPTS = {intrin = "string", BM = "positive", BN = "positive", BK = "positive", warp_m = "positive",
                        warp_n = "positive", vec = "positive", stages = "positive", early_wait = "boolean",
                        frag_pipeline = "boolean", pad = "boolean", dtype = "dtype", epilogue = "string", unroll = "boolean",
-                       block = "string"}
+                       block = "string", wmma_shape = function(v)
+                         if type(v) ~= "table" or #v ~= 3 or math.type(v[1]) ~= "integer" or math.type(v[2]) ~= "integer" or
+                            math.type(v[3]) ~= "integer" then return "a wmma shape {m, n, k}" end
+                       end}
 M.SCHEDULE_OPTS = SCHEDULE_OPTS
 
 local function as_schedule(func, P)
@@ -222,30 +287,41 @@ local function validate(sch, o, P)
   if not known then raise("ValueError", P, "intrin must be one of %s, got %s", table.concat(fam, ", "), util.show(o.intrin)) end
   local C = sch:get_block(o.block or "C")
   local info = analyze(sch, C, P)
-  if info.a_dtype ~= info.b_dtype then
-    raise("TypeError", P, "block '%s' multiplies %s by %s; both operands must have one dtype", info.name, info.a_dtype, info.b_dtype)
+  local row = M.supported(o.intrin, info.a_dtype, info.c_dtype, info.b_dtype, o.wmma_shape)
+  if not row and info.a_dtype ~= info.b_dtype and not M.supported(o.intrin, info.a_dtype, nil, info.b_dtype) then
+    raise("TypeError", P, "block '%s' multiplies %s by %s, which intrin = \"%s\" does not run; supported: %s", info.name, info.a_dtype,
+          info.b_dtype, o.intrin, supported_text())
   end
-  local row = M.supported(o.intrin, info.a_dtype, info.c_dtype)
+  if not row and o.wmma_shape and M.supported(o.intrin, info.a_dtype, info.c_dtype, info.b_dtype) then
+    raise("ValueError", P, "wmma_shape {%d, %d, %d} is not a wmma shape for %s inputs; supported: %s", o.wmma_shape[1], o.wmma_shape[2],
+          o.wmma_shape[3], info.a_dtype, supported_text())
+  end
   if not row then
     raise("TypeError", P, "block '%s' multiplies %s into %s, which intrin = \"%s\" does not run; supported: %s", info.name,
           info.a_dtype, info.c_dtype, o.intrin, supported_text())
   end
+  local I = intrinsics(row)
+  local tm, tn, tk = I.tile[1], I.tile[2], I.tile[3]
+  local esize = tonumber(info.a_dtype:match("%d+$")) // 8
+  I.esize = esize
+  if not o.vec_given then o.vec = 16 // esize end -- 16-byte copies
   if o.dtype_given and o.dtype ~= info.a_dtype then
     raise("TypeError", P, "opts.dtype is %s but block '%s' reads %s operands (the dtype is taken from the block)", o.dtype,
           info.name, info.a_dtype)
   end
   o.dtype = info.a_dtype
   local bm, bn, bk, wm_, wn_ = o.BM, o.BN, o.BK, o.warp_m, o.warp_n
-  if bm % wm_ ~= 0 or bn % wn_ ~= 0 or wm_ % 16 ~= 0 or wn_ % 16 ~= 0 or bk % 16 ~= 0 then
-    raise("ValueError", P, "need BM %% warp_m == 0, BN %% warp_n == 0, warp tiles and BK multiples of 16 (BM=%d BN=%d BK=%d warp %dx%d)",
-          bm, bn, bk, wm_, wn_)
+  if bm % wm_ ~= 0 or bn % wn_ ~= 0 or wm_ % tm ~= 0 or wn_ % tn ~= 0 or bk % tk ~= 0 then
+    raise("ValueError", P, "need BM %% warp_m == 0, BN %% warp_n == 0, warp tiles multiples of %dx%d and BK of %d (%s; BM=%d BN=%d BK=%d warp %dx%d)",
+          tm, tn, tk, row.config, bm, bn, bk, wm_, wn_)
   end
   local threads = (bm // wm_) * (bn // wn_) * 32
   if threads > 1024 then
     raise("ValueError", P, "BM/warp_m * BN/warp_n = %d warps = %d threads per block; CUDA allows 1024", threads // 32, threads)
   end
-  if not ({[1] = true, [2] = true, [4] = true, [8] = true})[o.vec] then
-    raise("ValueError", P, "vec must be 1, 2, 4 or 8 (elements per vector copy, at most 16 bytes), got %d", o.vec)
+  if not ({[1] = true, [2] = true, [4] = true, [8] = true, [16] = true})[o.vec] or o.vec * esize > 16 then
+    raise("ValueError", P, "vec must be %s (elements per vector copy, at most 16 bytes of %s), got %d",
+          esize == 1 and "1, 2, 4, 8 or 16" or "1, 2, 4 or 8", info.a_dtype, o.vec)
   end
   local ext = info.extents
   local n = #ext
@@ -276,7 +352,19 @@ local function validate(sch, o, P)
             tostring(edt), o.intrin, row.epilogue_dtype)
     end
   end
-  return row, C
+  -- 8-bit wmma stores its shared tiles fragment by fragment: a fragment's stored width must be
+  -- a multiple of 16 bytes (load_matrix_sync's ldm)
+  if o.intrin == "wmma" and esize == 1 then
+    local ta, tb = info.layout:sub(1, 1) == "T", info.layout:sub(2, 2) == "T"
+    for _, t in ipairs({{"A", ta and {tk, tm} or {tm, tk}}, {"B", tb and {tn, tk} or {tk, tn}}}) do
+      if t[2][2] % 16 ~= 0 then
+        raise("ValueError", P, "wmma %s: the %s tile is stored %dx%d (layout %s), so its leading dimension is %d bytes; load_matrix_sync " ..
+              "needs a multiple of 16 bytes (store %s the other way, or use another shape or intrin = \"mma\")", row.config, t[1], t[2][1],
+              t[2][2], info.layout, t[2][2], t[1])
+      end
+    end
+  end
+  return I, C
 end
 
 --- Schedules the "C" block of M.workload (or an equivalent T script); returns the Schedule.
@@ -290,6 +378,7 @@ local function schedule(func, opts, P)
   for k, v in pairs(M.defaults) do o[k] = v end
   for k, v in pairs(opts or {}) do o[k] = v end
   o.dtype_given = opts ~= nil and opts.dtype ~= nil
+  o.vec_given = opts ~= nil and opts.vec ~= nil
   local sch = as_schedule(func, P)
   local I, C = validate(sch, o, P)
   local wm, wn = o.BM // o.warp_m, o.BN // o.warp_n
@@ -323,9 +412,12 @@ local function schedule(func, opts, P)
   info = analyze(sch, C, P)
   local lp = info.loops
   local i, j, k = lp[#lp - 2], lp[#lp - 1], lp[#lp]
-  local by, wy, wi, i16 = sch:split(i, {nil, wm, o.warp_m // 16, 16})
-  local bx, wz, wj, j16 = sch:split(j, {nil, wn, o.warp_n // 16, 16})
-  local ko, ki, k16 = sch:split(k, {nil, o.BK // 16, 16})
+  local tm, tn, tk = I.tile[1], I.tile[2], I.tile[3]
+  local esize = I.esize
+  local wide = esize == 1 -- 8-bit operands: k-major in shared memory for ldmatrix
+  local by, wy, wi, i16 = sch:split(i, {nil, wm, o.warp_m // tm, tm})
+  local bx, wz, wj, j16 = sch:split(j, {nil, wn, o.warp_n // tn, tn})
+  local ko, ki, k16 = sch:split(k, {nil, o.BK // tk, tk})
   local order = {}
   for q = 1, info.batch do order[#order + 1] = lp[q] end
   for _, l in ipairs({by, bx, wy, wz, ko, ki, wi, wj, i16, j16, k16}) do order[#order + 1] = l end
@@ -367,36 +459,53 @@ local function schedule(func, opts, P)
     local f = sch:get(loop)
     if o.unroll and f.thread_tag == "" then sch:unroll(loop) end
   end
-  local function tile2(blk)
+  -- the two inner loops of blk split into r x c tiles; returns the loop over the tile
+  local function tile2(blk, r, c)
     local l = {sch:get_loops(blk)}
-    local a0, a1 = sch:split(l[#l - 1], {nil, 16})
-    local b0, b1 = sch:split(l[#l], {nil, 16})
+    local a0, a1 = sch:split(l[#l - 1], {nil, r})
+    local b0, b1 = sch:split(l[#l], {nil, c})
     sch:reorder(a0, b0, a1, b1)
     unroll(a0); unroll(b0)
     return a1
   end
+  local function swap_last(blk)
+    local nd = #sch:get(blk).writes[1].buffer.shape
+    sch:transform_layout(blk, {"write", 0}, function(...) local x = {...} x[nd - 1], x[nd] = x[nd], x[nd - 1] return table.unpack(x) end)
+  end
   -- an operand stored transposed: its fragment buffer gets the mma's orientation (rows x k for A,
-  -- k x columns for B), and the load is the transposing one
-  local load_a, load_b = I.load_a, I.load_b
+  -- k x columns for B), and the load is the transposing one.  The copy loops keep the order of
+  -- the operand's global layout: A (m, k) or (k, m), B (k, n) or (n, k).  8-bit operands and
+  -- ldmatrix (.trans moves 16-bit units only): an A stored k x m or a B stored k x n has its
+  -- shared tile made k-major by the copy into shared memory, and a plain ldmatrix loads it (the
+  -- _smem_t intrinsics; docs/TENSOR_CORES.md says why)
+  local load_a, load_b = I.load_a, (o.intrin == "mma" and wide) and I.load_b_smem_t or I.load_b
+  local ra, ca, rb, cb = tm, tk, tk, tn
   if ta then
-    local nd = #sch:get(AF).writes[1].buffer.shape
-    sch:transform_layout(AF, {"write", 0}, function(...) local x = {...} x[nd - 1], x[nd] = x[nd], x[nd - 1] return table.unpack(x) end)
-    load_a = I.load_a .. "_trans"
+    swap_last(AF)
+    ra, ca = tk, tm
+    if o.intrin == "mma" and wide then
+      swap_last(AS)
+      load_a = I.load_a_smem_t
+    else
+      load_a = I.load_a_trans
+    end
   end
   if tb then
-    local nd = #sch:get(BF).writes[1].buffer.shape
-    sch:transform_layout(BF, {"write", 0}, function(...) local x = {...} x[nd - 1], x[nd] = x[nd], x[nd - 1] return table.unpack(x) end)
-    load_b = I.load_b .. "_trans"
+    swap_last(BF)
+    rb, cb = tn, tk
+    load_b = I.load_b_trans
+  elseif o.intrin == "mma" and wide then
+    swap_last(BS)
   end
-  local LA = sch:tensorize(tile2(AF), load_a)
-  local LB = sch:tensorize(tile2(BF), load_b)
+  local LA = sch:tensorize(tile2(AF, ra, ca), load_a)
+  local LB = sch:tensorize(tile2(BF, rb, cb), load_b)
   sch:tensorize(i16, I.sync)
   local il = {sch:get_loops(init)}
   unroll(il[#il - 3]); unroll(il[#il - 2])
   sch:tensorize(il[#il - 1], I.fill)
-  local ST = sch:tensorize(tile2(CFB), store_intrin)
-  if o.frag_pipeline and o.BK // 16 > 1 then
-    -- fragments of the next 16-deep step load while this step's mma run (a nested pipeline:
+  local ST = sch:tensorize(tile2(CFB, tm, tn), store_intrin)
+  if o.frag_pipeline and o.BK // tk > 1 then
+    -- fragments of the next k step load while this step's mma run (a nested pipeline:
     -- the warp buffers get two versions)
     sch:annotate(ki, "software_pipeline_stage", {0, 0, 1})
     sch:annotate(ki, "software_pipeline_order", {0, 1, 2})
@@ -404,24 +513,32 @@ local function schedule(func, opts, P)
     unroll(ki)
   end
   unroll(wi); unroll(wj)
-  -- each 16x16 fragment tile contiguous (one wmma fragment / 8 registers per lane)
-  local tiled = function(...)
-    local x = {...}
-    local n = #x
-    local r, c = x[n - 1], x[n]
-    x[n - 1], x[n], x[n + 1], x[n + 2] = r // 16, c // 16, r % 16, c % 16
-    return table.unpack(x)
+  -- each fragment tile contiguous (one wmma fragment / a 32nd of a warp tile per lane)
+  local function tiled(tr, tc)
+    return function(...)
+      local x = {...}
+      local n = #x
+      local r, c = x[n - 1], x[n]
+      x[n - 1], x[n], x[n + 1], x[n + 2] = r // tr, c // tc, r % tr, c % tc
+      return table.unpack(x)
+    end
   end
-  sch:transform_layout(LA, {"write", 0}, tiled)
-  sch:transform_layout(LB, {"write", 0}, tiled)
-  sch:transform_layout(ST, {"read", 0}, tiled)
-  -- shared layouts against bank conflicts: rows padded by 16 bytes (storage_align), so the 8
-  -- rows an ldmatrix phase reads (and wmma's loads) fall in 8 different 16-byte bank groups.
-  -- (An XOR swizzle through transform_layout would dissolve the tensorized views, which the
-  -- interpreter then cannot check; see transform_layout.c.)
-  if o.pad then
-    sch:storage_align(AS, 0, 0, 32, 8)
-    sch:storage_align(BS, 0, 0, 32, 8)
+  sch:transform_layout(LA, {"write", 0}, tiled(tm, tk))
+  sch:transform_layout(LB, {"write", 0}, tiled(tk, tn))
+  sch:transform_layout(ST, {"read", 0}, tiled(tm, tn))
+  -- shared layouts against bank conflicts: rows padded by 16 bytes (storage_align: row strides
+  -- of 16 mod 64 bytes), so the 8 rows an ldmatrix phase reads (and wmma's loads) fall in 8
+  -- different 16-byte bank groups.  (An XOR swizzle through transform_layout would dissolve the
+  -- tensorized views, which the interpreter then cannot check; see transform_layout.c.)
+  if o.intrin == "wmma" and wide then
+    -- 8-bit wmma: load_matrix_sync needs 32-byte aligned tile pointers, and a 16-element column
+    -- offset is 16 bytes; the shared tiles are stored fragment by fragment instead (each
+    -- contiguous, ldm = its width; validate checked the width)
+    sch:transform_layout(AS, {"write", 0}, ta and tiled(tk, tm) or tiled(tm, tk))
+    sch:transform_layout(BS, {"write", 0}, tb and tiled(tn, tk) or tiled(tk, tn))
+  elseif o.pad then
+    sch:storage_align(AS, 0, 0, 64 // esize, 16 // esize)
+    sch:storage_align(BS, 0, 0, 64 // esize, 16 // esize)
   end
   if padded then
     local D = sch:get_block("D")
@@ -488,7 +605,8 @@ function M.pick_tiles(batch, m, n, sm_count)
   return best.bm, best.bn, best.ctas
 end
 
-local INSTR = {["mma.m16n8k16"] = "mma", mma = "mma", ["wmma.m16n16k16"] = "wmma", wmma = "wmma"}
+local INSTR = {["mma.m16n8k16"] = "mma", ["mma.m16n8k32"] = "mma", mma = "mma", ["wmma.m16n16k16"] = "wmma", ["wmma.m32n8k16"] = "wmma",
+               ["wmma.m8n32k16"] = "wmma", wmma = "wmma"}
 
 --- Auto-tensorization (TVM users know it from MetaSchedule's tensor-core rules): schedules a
 -- matmul-like block of `func` (or of a Schedule) onto tensor cores with tiles chosen from its shape.
@@ -503,7 +621,9 @@ function M.auto_tensorize(func, instr, block, extra)
   local P = "tc_gemm.auto_tensorize"
   if instr ~= nil and type(instr) ~= "string" then raise("TypeError", P, "instr must be a string such as \"mma.m16n8k16\", got %s", util.show(instr)) end
   local intrin = INSTR[instr or "mma.m16n8k16"]
-  if not intrin then raise("ValueError", P, "unknown instruction %s (mma.m16n8k16, wmma.m16n16k16)", util.show(instr)) end
+  if not intrin then
+    raise("ValueError", P, "unknown instruction %s (mma.m16n8k16, mma.m16n8k32, wmma.m16n16k16, wmma.m32n8k16, wmma.m8n32k16)", util.show(instr))
+  end
   if block ~= nil and type(block) ~= "string" then raise("TypeError", P, "block must be a block name, got %s", util.show(block)) end
   local spec = {sm_count = "positive"}
   for k, v in pairs(SCHEDULE_OPTS) do spec[k] = v end
@@ -518,28 +638,46 @@ function M.auto_tensorize(func, instr, block, extra)
   end
   local nb = #ext
   local m, n, k = ext[nb - 2], ext[nb - 1], ext[nb]
-  for _, v in ipairs({m, n, k}) do
-    if v % 16 ~= 0 then
-      raise("ValueError", P, "M, N, K = %d, %d, %d must be multiples of 16 (build the workload with tc_gemm.workload(..., pad))", m, n, k)
+  -- the inputs' dtypes pick the intrinsics (M.SUPPORTED); a named instruction must be theirs
+  local row
+  for _, r in ipairs(M.SUPPORTED) do
+    if not row and r.intrin == intrin and (instr == nil or instr == intrin or r.instr == instr) and r.in_dtype == info.a_dtype and
+       r.b_dtype == info.b_dtype and r.acc_dtype == info.c_dtype then
+      row = r
     end
   end
-  -- the inputs' dtypes pick the intrinsics (M.SUPPORTED)
-  if info.a_dtype ~= info.b_dtype or not M.supported(intrin, info.a_dtype, info.c_dtype) then
+  if not row then
     raise("TypeError", P, "block '%s' multiplies %s%s into %s, which %s does not run; supported: %s", info.name, info.a_dtype,
           info.a_dtype ~= info.b_dtype and (" by " .. info.b_dtype) or "", info.c_dtype, instr or "mma.m16n8k16", supported_text())
+  end
+  local tk = intrinsics(row).tile[3]
+  for q, v in ipairs({m, n, k}) do
+    if v % (q == 3 and tk or 16) ~= 0 then
+      raise("ValueError", P, "M, N, K = %d, %d, %d must be multiples of 16, 16, %d (build the workload with tc_gemm.workload(..., pad))", m, n,
+            k, tk)
+    end
   end
   local batch = 1
   for q = 1, nb - 3 do batch = batch * ext[q] end
   local sms = extra.sm_count or device_sm_count()
   local o = {intrin = intrin, block = block, dtype = info.a_dtype}
+  if row.intrin == "wmma" and (row.shape[1] ~= 16 or row.shape[2] ~= 16) then o.wmma_shape = row.shape end
   local ctas
   o.BM, o.BN, ctas = M.pick_tiles(batch, m, n, sms)
-  o.BK = k % 32 == 0 and 32 or 16
+  if tk == 32 then o.BK = k % 64 == 0 and 64 or 32 else o.BK = k % 32 == 0 and 32 or 16 end
   o.warp_m = math.min(64, o.BM); o.warp_n = math.min(64, o.BN)
   if o.BM * o.BN <= 64 * 64 then o.warp_m, o.warp_n = math.max(16, o.BM // 2), math.max(16, o.BN // 2) end
+  if o.wmma_shape then
+    -- warp tiles of whole fragments (m32n8: 32 rows; m8n32: 32 columns)
+    o.warp_m = math.max(o.warp_m, row.shape[1]); o.warp_n = math.max(o.warp_n, row.shape[2])
+    if o.BM % o.warp_m ~= 0 or o.BN % o.warp_n ~= 0 then
+      raise("ValueError", P, "M, N = %d, %d give %dx%d tiles, which do not hold whole %s warp tiles", m, n, o.BM, o.BN, row.instr)
+    end
+  end
   -- the copies need whole vectors per thread: fewer elements per vector on small tiles
   local threads = (o.BM // o.warp_m) * (o.BN // o.warp_n) * 32
-  o.vec = 8
+  local esize = tonumber(info.a_dtype:match("%d+$")) // 8
+  o.vec = 16 // esize
   while o.vec > 1 and (o.BM * o.BK % (threads * o.vec) ~= 0 or o.BN * o.BK % (threads * o.vec) ~= 0) do o.vec = o.vec // 2 end
   o.stages = k // o.BK >= 3 and 3 or 1
   for key, v in pairs(extra) do if key ~= "sm_count" then o[key] = v end end

@@ -355,6 +355,24 @@ static int tc_stmt(CG *g, const tir_Call *c) {
   if (strcmp(op, "wmma_mma") == 0 && (n == 4 || n == 7)) {
     if (n == 7) const_arg(c, 4, &m), const_arg(c, 5, &nn), const_arg(c, 6, &k);
     int64_t elems[4] = {m * nn, m * k, k * nn, m * nn};
+    const tir_BufferLoad *x[4];
+    for (int i = 0; i < 4; i++) x[i] = addr_load(c->args->items[i]);
+    if (x[0] && x[1] && x[2]) {
+      const tir_MmaConfig *cfg = tir_mma_for(TIR_MMA_WMMA, x[1]->buffer->hdr.dtype, x[2]->buffer->hdr.dtype,
+                                             x[0]->buffer->hdr.dtype, (int)m, (int)nn, (int)k);
+      char a[32], b[32], d[32];
+      tir_dtype_str(x[1]->buffer->hdr.dtype, a), tir_dtype_str(x[2]->buffer->hdr.dtype, b), tir_dtype_str(x[0]->buffer->hdr.dtype, d);
+      if (!cfg) {
+        cg_fail(g, &c->hdr, "wmma_mma: no wmma configuration m%lldn%lldk%lld multiplies %s x %s into %s (include/tir/mma.h lists them)",
+                (long long)m, (long long)nn, (long long)k, a, b, d);
+        return 1;
+      }
+      if (g->sm && g->sm < cfg->min_sm) {
+        cg_fail(g, &c->hdr, "wmma_mma: wmma m%dn%dk%d with %s inputs needs sm_%d or newer, but the target is sm_%d", cfg->m, cfg->n, cfg->k,
+                a, cfg->min_sm, g->sm);
+        return 1;
+      }
+    }
     line(g);
     put(g, "nvcuda::wmma::mma_sync(");
     for (int i = 0; i < 4; i++) {

@@ -35,6 +35,8 @@ static void c_map(int l, int e, int *r, int *c) {
 }
 static void a16(int l, int e, int *r, int *c) { a_map(l, e, 2, r, c); }
 static void b16(int l, int e, int *r, int *c) { b_map(l, e, 2, r, c); }
+static void a8(int l, int e, int *r, int *c) { a_map(l, e, 4, r, c); }
+static void b8(int l, int e, int *r, int *c) { b_map(l, e, 4, r, c); }
 
 #define F16 {TIR_DT_FLOAT, 16, 1}
 #define BF16 {TIR_DT_BFLOAT, 16, 1}
@@ -44,7 +46,12 @@ static void b16(int l, int e, int *r, int *c) { b_map(l, e, 2, r, c); }
 #define S32 {TIR_DT_INT, 32, 1}
 #define MMA16(name, A, B, C, pa, pb, pc)                                                                             \
   {name, TIR_MMA_SYNC, 16, 8, 16, A, B, C, pa, pb, pc, 80, 4, 2, 4, a16, b16, c_map,                               \
-   "PTX ISA 9.7.14.5.8 (mma.m16n8k16)"}
+   "PTX ISA 9.7.14.5.8"}
+/* 8-bit integer inputs, s32 accumulators wrapping on overflow (the form without .satfinite:
+ * the interpreter's int32 arithmetic) */
+#define MMA32(name, A, B, pa, pb)                                                                                    \
+  {name, TIR_MMA_SYNC, 16, 8, 32, A, B, S32, pa, pb, "s32", 80, 4, 2, 4, a8, b8, c_map,                             \
+   "PTX ISA 9.7.14.5.10"}
 #define WMMA(name, m, n, k, A, B, C, pa, pb, pc, sm)                                                                 \
   {name, TIR_MMA_WMMA, m, n, k, A, B, C, pa, pb, pc, sm, 0, 0, 0, NULL, NULL, NULL,                                 \
    "PTX ISA 9.7.14.4 (wmma); CUDA C++ Programming Guide, Warp Matrix Functions"}
@@ -52,7 +59,18 @@ static void b16(int l, int e, int *r, int *c) { b_map(l, e, 2, r, c); }
 static const tir_MmaConfig table[] = {
     MMA16("m16n8k16.f16.f16.f32", F16, F16, F32, "f16", "f16", "f32"),
     MMA16("m16n8k16.bf16.bf16.f32", BF16, BF16, F32, "bf16", "bf16", "f32"),
+    MMA32("m16n8k32.s8.s8.s32", S8, S8, "s8", "s8"),
+    MMA32("m16n8k32.u8.s8.s32", U8, S8, "u8", "s8"),
+    MMA32("m16n8k32.s8.u8.s32", S8, U8, "s8", "u8"),
+    MMA32("m16n8k32.u8.u8.s32", U8, U8, "u8", "u8"),
     WMMA("m16n16k16.f16.f16.f32", 16, 16, 16, F16, F16, F32, "f16", "f16", "f32", 70),
+    /* wmma integer fragments: A and B of one type (CUDA's mma_sync overloads), sm_72+ */
+    WMMA("m16n16k16.s8.s8.s32", 16, 16, 16, S8, S8, S32, "s8", "s8", "s32", 72),
+    WMMA("m16n16k16.u8.u8.s32", 16, 16, 16, U8, U8, S32, "u8", "u8", "s32", 72),
+    WMMA("m32n8k16.s8.s8.s32", 32, 8, 16, S8, S8, S32, "s8", "s8", "s32", 72),
+    WMMA("m32n8k16.u8.u8.s32", 32, 8, 16, U8, U8, S32, "u8", "u8", "s32", 72),
+    WMMA("m8n32k16.s8.s8.s32", 8, 32, 16, S8, S8, S32, "s8", "s8", "s32", 72),
+    WMMA("m8n32k16.u8.u8.s32", 8, 32, 16, U8, U8, S32, "u8", "u8", "s32", 72),
 };
 
 const tir_MmaConfig *tir_mma_table(int *n) {
