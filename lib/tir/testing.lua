@@ -101,6 +101,23 @@ end
 testing.openblas_available = core.openblas_available
 function testing.cuda_available() return core.cuda_available() end
 
+--- The PTX instructions matching each Lua pattern at the start of a line (so "mma%.sync"
+-- does not count wmma.mma.sync): a list of {pattern, count, first match}, patterns not found
+-- left out.  The examples print these lines.
+function testing.ptx_instructions(ptx, patterns)
+  if type(ptx) ~= "string" or type(patterns) ~= "table" then
+    util.raise("TypeError", "testing.ptx_instructions", "takes (ptx text, list of Lua patterns)")
+  end
+  local out = {}
+  for _, pat in ipairs(patterns) do
+    local lpat = "\n%s*(" .. pat .. ")"
+    local first = ptx:match(lpat)
+    local _, n = ptx:gsub(lpat, "")
+    if n > 0 then out[#out + 1] = {pattern = pat, count = n, first = first} end
+  end
+  return out
+end
+
 -- a call with more arguments than a function's parameters is an error (util.strict)
 util.strict_all(testing, "testing.")
 

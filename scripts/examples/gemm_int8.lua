@@ -37,12 +37,9 @@ print(sch.mod)
 local mod = tir.build(sch.mod, "cuda")
 local ptx = mod:get_source("ptx") or ""
 print(("-- PTX lines with tensor-core and async-copy instructions (%s; first of each kind)"):format(mod:arch()))
-for _, pat in ipairs({"mma%.sync%.aligned[%w%.]*", "ldmatrix%.sync%.aligned[%w%.]*", "cp%.async%.c[ga]%.shared%.global[^;]*",
-                      "cp%.async%.commit_group", "cp%.async%.wait_group[^;]*"}) do
-  local lpat = "\n%s*(" .. pat .. ")"
-  local first = ptx:match(lpat)
-  local _, n = ptx:gsub(lpat, "")
-  if n > 0 then print(("  %4d x  %s"):format(n, first)) end
+for _, x in ipairs(tir.testing.ptx_instructions(ptx, {"mma%.sync%.aligned[%w%.]*", "ldmatrix%.sync%.aligned[%w%.]*",
+    "cp%.async%.c[ga]%.shared%.global[^;]*", "cp%.async%.commit_group", "cp%.async%.wait_group[^;]*"})) do
+  print(("  %4d x  %s"):format(x.count, x.first))
 end
 
 local lo = a_dt == "uint8" and 0 or -128

@@ -34,13 +34,10 @@ return function(intrin, argv)
   local ptx = mod:get_source("ptx") or ""
   print("-- PTX lines with tensor-core and async-copy instructions (first of each kind)")
   -- instructions at the start of a PTX line (so wmma.mma.sync is not counted as mma.sync)
-  for _, pat in ipairs({"mma%.sync%.aligned[%w%.]*", "ldmatrix%.sync%.aligned[%w%.]*", "wmma%.load%.[ab]%.sync[%w%.]*",
-                        "wmma%.mma%.sync[%w%.]*", "wmma%.store%.d%.sync[%w%.]*", "cp%.async%.c[ga]%.shared%.global[^;]*",
-                        "cp%.async%.commit_group", "cp%.async%.wait_group[^;]*"}) do
-    local lpat = "\n%s*(" .. pat .. ")"
-    local first = ptx:match(lpat)
-    local _, n = ptx:gsub(lpat, "")
-    if n > 0 then print(("  %4d x  %s"):format(n, first)) end
+  for _, x in ipairs(tir.testing.ptx_instructions(ptx, {"mma%.sync%.aligned[%w%.]*", "ldmatrix%.sync%.aligned[%w%.]*",
+      "wmma%.load%.[ab]%.sync[%w%.]*", "wmma%.mma%.sync[%w%.]*", "wmma%.store%.d%.sync[%w%.]*", "cp%.async%.c[ga]%.shared%.global[^;]*",
+      "cp%.async%.commit_group", "cp%.async%.wait_group[^;]*"})) do
+    print(("  %4d x  %s"):format(x.count, x.first))
   end
   if has_gpu then
     local a = tir.nd.random({M, K}, "float16", dev, {seed = 1})
