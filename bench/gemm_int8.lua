@@ -39,9 +39,10 @@ if #shapes == 0 then
 end
 
 local ZA = 3 -- the activations' zero point of the qgemm rows
-local function opts_for(m)
-  -- small M: 16-row CTAs
-  if m < 64 then return {BM = 16, TY = 4, BN = 64, TX = 16, BK = 32, vec = 2} end
+local function opts_for(m, n)
+  -- small M: 16-row CTAs; else 128 x 128 CTAs with 8 x 8 register tiles
+  if m < 64 then return {BM = 16, TY = 4, BN = 64, TX = 16, BK = 32, vec = 8} end
+  if m % 128 == 0 and n % 128 == 0 then return {BM = 128, BN = 128, vec = 16} end
   return {}
 end
 
@@ -65,7 +66,7 @@ for _, s in ipairs(shapes) do
   local c = tir.nd.empty({m, n}, "int32", dev)
   local t_int8 = {}
   for _, intrin in ipairs({"simt", "dp4a"}) do
-    local o = opts_for(m)
+    local o = opts_for(m, n)
     o.intrin = intrin
     local plain = tir.build(qg.schedule(plain_f, o).mod, "cuda")
     plain(a, b, c)
@@ -88,7 +89,7 @@ for _, s in ipairs(shapes) do
   local qf = qm(qo)
   local qmods = {}
   for _, intrin in ipairs({"simt", "dp4a"}) do
-    local o = opts_for(m)
+    local o = opts_for(m, n)
     o.intrin = intrin
     qmods[intrin] = tir.build(qg.schedule(qf, o).mod, "cuda")
   end

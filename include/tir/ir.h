@@ -344,6 +344,13 @@ int32_t tir_dp4a(int32_t a, int32_t b, int32_t c, int a_signed, int b_signed);
  * selects (its low 3 bits), or, when the nibble's bit 3 is set, that byte's sign (0x00 or 0xff)
  * replicated. */
 uint32_t tir_prmt(uint32_t a, uint32_t b, uint32_t sel);
+/* Checks a reinterpret call (an integer vector as one integer of as many bits): 0, or -1 with
+ * the reason in err. */
+int tir_reinterpret_check(const tir_Call *c, char *err, size_t errlen);
+/* The first element of a vector index that addresses consecutive elements: Ramp(b, 1, n) and
+ * sums of it with broadcasts (Broadcast(x) + Ramp(b, 1, n) -> b + x, as flattening builds
+ * them); owned result, or NULL for any other index. */
+tir_Node *tir_unit_ramp_base(const tir_Node *ix);
 /* The signedness of a ptx_dp4a operand type argument: 1 for "s32", 0 for "u32", -1 otherwise. */
 int tir_dp4a_type_signed(const tir_Node *type_arg);
 /* Warp shuffles, PTX ISA 9.7.8.6 shfl.sync: ptx_shfl_sync_{idx,bfly,up,down}(mask, value, b,

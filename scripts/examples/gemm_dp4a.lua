@@ -13,7 +13,9 @@ local M = tonumber(arg[1]) or (has_gpu and 4096 or 64)
 local N = tonumber(arg[2]) or M
 local K = tonumber(arg[3]) or M
 local f = qm{M = M, N = N, K = K, out_dtype = "int32", name = "gemm_int8"}
-local sch = qg.schedule(f, {intrin = "dp4a"})
+-- 128 x 128 CTAs with 8 x 8 register tiles where they divide the problem
+local big = M % 128 == 0 and N % 128 == 0
+local sch = qg.schedule(f, big and {intrin = "dp4a", BM = 128, BN = 128, vec = 16} or {intrin = "dp4a"})
 print(("-- scheduled int8 GEMM %dx%dx%d on DP4A"):format(M, N, K))
 print(sch.mod)
 local mod = tir.build(sch.mod, "cuda", {compile = has_gpu or tir.core.nvrtc_available()})

@@ -1,9 +1,9 @@
 -- qgemm.lua -- the fused quantized GEMM (tir.ops.quantized_matmul, TVM's qnn.dense + requantize):
 -- uint8 activations with a zero point, symmetric int8 weights (zero point 0) with precomputed
 -- column sums, int32 bias, per-channel scale, output zero point, int8 out, all in one kernel
--- (tir.schedules.qgemm, SIMT int32 multiply-adds).  Prints the 4-term PrimFunc, the scheduled IR
--- and the PTX lines of its instructions; on a GPU runs M x N x K (default 4096^3) against the
--- unfused pair (its own int32 GEMM + a requantizing kernel) and prints TOP/s; without a GPU runs
+-- (tir.schedules.qgemm with DP4A).  Prints the 4-term PrimFunc, the scheduled IR
+-- and the PTX lines of its instructions; on a GPU runs M x N x K (default 4096^3) and prints
+-- TOP/s (bench/gemm_int8.lua compares it with the unfused alternatives); without a GPU runs
 -- the simulator at a small size (default 64 x 64 x 64) and checks it bit-exact against the
 -- interpreter on the direct (un-rewritten) compute in int64.
 --   tirlua scripts/examples/qgemm.lua [M N K]
@@ -19,14 +19,15 @@ local o = {M = M, N = N, K = K, a_dtype = "uint8", a_zero_point = 131, b_zero_po
 local f = qm(o)
 print(("-- the quantized GEMM %dx%dx%d after the 4-term rewrite (int8 GEMM block C + the epilogue)"):format(M, N, K))
 print(f)
-local sch = qg.schedule(f)
+local big = M % 128 == 0 and N % 128 == 0
+local sch = qg.schedule(f, big and {intrin = "dp4a", BM = 128, BN = 128, vec = 16} or {intrin = "dp4a"})
 print("-- scheduled (one kernel)")
 print(sch.mod)
 local mod = tir.build(sch.mod, "cuda", {compile = has_gpu})
 if has_gpu then
   local ptx = mod:get_source("ptx") or ""
-  print("-- PTX lines with the GEMM's multiply-add, the rounding conversion and the clamp (first of each kind)")
-  for _, pat in ipairs({"mad%.lo%.s32[^\n]*", "cvt%.rni[^\n]*", "cvt%.rzi[^\n]*", "max%.f32[^\n]*", "st%.global%.[us]8[^\n]*"}) do
+  print("-- PTX lines with the GEMM's dp4a, the rounding conversion and the clamp (first of each kind)")
+  for _, pat in ipairs({"dp4a%.[us]32%.[us]32[^\n]*", "cvt%.rni[^\n]*", "cvt%.rzi[^\n]*", "max%.f32[^\n]*", "st%.global%.[us]8[^\n]*"}) do
     local first = ptx:match(pat)
     local _, n = ptx:gsub(pat, "")
     if n > 0 then print(("  %4d x  %s"):format(n, first)) end

@@ -114,30 +114,69 @@ describe("DP4A tensor intrinsics in the quantized GEMM", function()
   end
 
   for _, ab in ipairs({{"int8", "int8"}, {"uint8", "int8"}, {"int8", "uint8"}}) do
-    it(("%s x %s: tensorized with dp4a, interpreter-equivalent and simulated bit-exact"):format(ab[1], ab[2]), function()
-      local f = case(ab[1], ab[2])
-      local sch = qg.schedule(f, {intrin = "dp4a"})
-      local s = tostring(sch.mod)
-      assert.matches(dp4a.name(ab[1], ab[2], true, "shared"), s, 1, true)
-      U.assert_equiv(f, sch.mod)
-      local mod = tir.build(sch.mod, "cuda -arch=sm_80", {compile = nvrtc()})
-      local rep = tir.simulate(mod, tir.testing.random_args(f, 9), {reference = f})
-      assert.are.equal(0, rep.n_issues)
-      if nvrtc() then
-        local ptx = mod:get_source("ptx")
-        local want = ("dp4a.%s.%s"):format(ab[1] == "int8" and "s32" or "u32", ab[2] == "int8" and "s32" or "u32")
-        assert.is_truthy(ptx:find(want, 1, true), want)
-        assert.is_truthy(ptx:find("prmt.b32", 1, true))
+    for _, load in ipairs({"word", "prmt"}) do
+      it(("%s x %s, %s operands: tensorized with dp4a, interpreter-equivalent and simulated bit-exact"):format(ab[1], ab[2], load),
+         function()
+        local f = case(ab[1], ab[2])
+        local sch = qg.schedule(f, {intrin = "dp4a", dp4a_load = load})
+        local s = tostring(sch.mod)
+        assert.matches(dp4a.name(ab[1], ab[2], load == "prmt", "shared", load), s, 1, true)
+        U.assert_equiv(f, sch.mod)
+        local mod = tir.build(sch.mod, "cuda -arch=sm_80", {compile = nvrtc()})
+        local rep = tir.simulate(mod, tir.testing.random_args(f, 9), {reference = f})
+        assert.are.equal(0, rep.n_issues)
+        if nvrtc() then
+          local ptx = mod:get_source("ptx")
+          local want = ("dp4a.%s.%s"):format(ab[1] == "int8" and "s32" or "u32", ab[2] == "int8" and "s32" or "u32")
+          assert.is_truthy(ptx:find(want, 1, true), want)
+          -- words: one 32-bit shared load per operand, no byte packing
+          assert.are.equal(load == "prmt", ptx:find("prmt.b32", 1, true) ~= nil)
+          if load == "word" then assert.is_truthy(ptx:find("ld.shared.u32", 1, true) or ptx:find("ld.shared.b32", 1, true)) end
+        end
+      end)
+    end
+  end
+
+  it("reinterpret: an int8x4 load as one int32 (lane 0 lowest), misaligned words caught by the simulator", function()
+    local f = T.prim_func("r", {X = T.Buffer({8}, "int8"), P = T.Buffer({2}, "int32")}, function(X, P)
+      for i in T.grid(2) do
+        T.block("p", function()
+          local vi = T.axis.remap("S", {i})
+          P[{vi}] = T.call("int32", "reinterpret", X[{T.Ramp(vi * 4, 1, 4)}])
+        end)
       end
     end)
-  end
+    local p = tir.nd.empty({2}, "int32")
+    tir.interpret(f, {tir.nd.array({-128, 127, -1, 5, 1, 2, 3, 4}, "int8"), p})
+    assert.are.same({wrap32(0x80 | (0x7f << 8) | (0xff << 16) | (0x05 << 24)), 0x04030201}, p:to_table())
+    U.expect_error(function()
+      local g = T.prim_func("bad", {X = T.Buffer({8}, "int8"), P = T.Buffer({1}, "int16")}, function(X, P)
+        T.block("root", function() P[{0}] = T.call("int16", "reinterpret", X[{T.Ramp(0, 1, 4)}]) end)
+      end)
+      tir.interpret(g, {tir.nd.empty({8}, "int8"), tir.nd.empty({1}, "int16")})
+    end, "reinterpret from int8x4 to int16")
+    -- a word at element 1: misaligned
+    local h = T.prim_func("h", {X = T.Buffer({64}, "int8"), P = T.Buffer({32}, "int32")}, function(X, P)
+      for i in T.grid(32) do
+        T.block("p", function()
+          local vi = T.axis.remap("S", {i})
+          P[{vi}] = T.call("int32", "reinterpret", X[{T.Ramp(vi + 1, 1, 4)}])
+        end)
+      end
+    end)
+    local sch = tir.Schedule(h)
+    sch:bind(sch:get_loops(sch:get_block("p")), "threadIdx.x")
+    local mod = tir.build(sch.mod, "cuda", {compile = false})
+    U.expect_error(function() tir.simulate(mod, {tir.nd.empty({64}, "int8"), tir.nd.empty({32}, "int32")}) end,
+                   "not a multiple of 4", "misaligned")
+  end)
 
   it("a planted wrong k-pack order is caught by the simulator against the interpreter", function()
     local f = case("uint8", "int8")
     local bad = function(x0, x1, x2, x3) return dp4a.pack4(x1, x0, x2, x3) end
     dp4a.register("uint8", "int8", true, "shared", {pack_a = bad})
     local ok, err = pcall(function()
-      local mod = tir.build(qg.schedule(f, {intrin = "dp4a"}).mod, "cuda", {compile = false})
+      local mod = tir.build(qg.schedule(f, {intrin = "dp4a", dp4a_load = "prmt"}).mod, "cuda", {compile = false})
       return tir.simulate(mod, tir.testing.random_args(f, 9), {reference = f})
     end)
     dp4a.register("uint8", "int8", true, "shared") -- restore

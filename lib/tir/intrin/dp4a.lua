@@ -10,7 +10,9 @@
 -- ptx_prmt (prmt.b32) from the four bytes, whatever the storage order: with `k` the operand's
 -- trailing dimension (A row-major [i][k], B as [j][k]: desc buffers of shape {4}) or with
 -- k-major storage ([k][i], [k][j]: desc buffers of shape {4, 1}, a row stride apart).
--- Names: dp4a_<a><b>s32[_kmajor]_<scope>, a/b in s8/u8 (u8 x s8 is dp4a.u32.s32, s8 x u8
+-- The "_word" impls (k trailing only) take each operand's four k as one aligned 32-bit load
+-- (reinterpret of an int8x4 load) instead: no prmt where the bytes are already in k order.
+-- Names: dp4a_<a><b>s32[_kmajor][_word]_<scope>, a/b in s8/u8 (u8 x s8 is dp4a.u32.s32, s8 x u8
 -- dp4a.s32.u32), scope the operands' ("shared" or "local"); C is "local".
 local tir = require("tir")
 local T = tir.script
@@ -34,8 +36,9 @@ local SHORT = {int8 = "s8", uint8 = "u8"}
 
 --- The intrinsic's name for operand dtypes a_dtype, b_dtype ("int8" | "uint8"), k-major
 -- operands or not, and the operands' scope.
-function M.name(a_dtype, b_dtype, kmajor, scope)
-  return ("dp4a_%s%ss32%s_%s"):format(SHORT[a_dtype], SHORT[b_dtype], kmajor and "_kmajor" or "", scope or "shared")
+function M.name(a_dtype, b_dtype, kmajor, scope, load)
+  return ("dp4a_%s%ss32%s%s_%s"):format(SHORT[a_dtype], SHORT[b_dtype], kmajor and "_kmajor" or "", load == "word" and "_word" or "",
+                                         scope or "shared")
 end
 
 --- Registers (override) the intrinsic; opts.pack_a / opts.pack_b replace pack4 for an operand
@@ -43,8 +46,16 @@ end
 function M.register(a_dtype, b_dtype, kmajor, scope, opts)
   opts = opts or {}
   scope = scope or "shared"
-  local name = opts.name or M.name(a_dtype, b_dtype, kmajor, scope)
+  local word = opts.load == "word"
+  if word and kmajor then error("tir.intrin.dp4a: load = \"word\" needs k trailing (kmajor = false)", 2) end
+  local name = opts.name or M.name(a_dtype, b_dtype, kmajor, scope, opts.load)
   local pack_a, pack_b = opts.pack_a or M.pack4, opts.pack_b or M.pack4
+  -- the word form: the four bytes are one 32-bit load
+  local function operand(buf, pack)
+    if word then return T.call("int32", "reinterpret", buf[{T.Ramp(0, 1, 4)}]) end
+    local function at4(q) if kmajor then return buf[{q, 0}] end return buf[{q}] end
+    return pack(at4(0), at4(1), at4(2), at4(3))
+  end
   local shape = kmajor and {4, 1} or {4}
   local function at(buf, q) if kmajor then return buf[{q, 0}] end return buf[{q}] end
   local function region(buf) if kmajor then return buf[{{0, 4}, 0}] end return buf[{{0, 4}}] end
@@ -73,8 +84,7 @@ function M.register(a_dtype, b_dtype, kmajor, scope, opts)
     T.block("root", function()
       T.reads(C[{0}], region(A), region(B))
       T.writes(C[{0}])
-      C[{0}] = T.call("int32", "ptx_dp4a", pack_a(at(A, 0), at(A, 1), at(A, 2), at(A, 3)),
-                      pack_b(at(B, 0), at(B, 1), at(B, 2), at(B, 3)), C[{0}], SIGN[a_dtype], SIGN[b_dtype])
+      C[{0}] = T.call("int32", "ptx_dp4a", operand(A, pack_a), operand(B, pack_b), C[{0}], SIGN[a_dtype], SIGN[b_dtype])
     end)
   end)
   tir.TensorIntrin.register(name, desc, impl, true)
@@ -82,8 +92,9 @@ function M.register(a_dtype, b_dtype, kmajor, scope, opts)
 end
 
 for _, ab in ipairs({{"int8", "int8"}, {"uint8", "int8"}, {"int8", "uint8"}}) do
-  for _, kmajor in ipairs({false, true}) do
-    for _, scope in ipairs({"shared", "local"}) do M.register(ab[1], ab[2], kmajor, scope) end
+  for _, scope in ipairs({"shared", "local"}) do
+    for _, kmajor in ipairs({false, true}) do M.register(ab[1], ab[2], kmajor, scope) end
+    M.register(ab[1], ab[2], false, scope, {load = "word"})
   end
 end
 

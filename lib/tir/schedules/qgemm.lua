@@ -14,10 +14,13 @@
 -- transpose (true: the shared tiles stored k-major, [k][i] and [k][j], so that the threads of a
 -- warp read consecutive bytes instead of rows 128 bytes apart, all in one bank), intrin ("simt":
 -- int32 multiply-adds; "dp4a": the k loop by 4 tensorized with tir.intrin.dp4a, dp4a.*.s32 on
--- int8x4 registers packed with prmt, sm_61+).
+-- int8x4 registers, sm_61+), dp4a_load ("word": the shared tiles stored [k / 4][row][k % 4], each
+-- operand's four k one aligned 32-bit load; "prmt": k-major tiles, the four bytes packed with
+-- three prmt.b32).
 local M = {}
 
-M.defaults = {BM = 64, BN = 64, BK = 32, TY = 16, TX = 16, vec = 8, unroll = true, transpose = true, intrin = "simt"}
+M.defaults = {BM = 64, BN = 64, BK = 32, TY = 16, TX = 16, vec = 8, unroll = true, transpose = true, intrin = "simt",
+              dp4a_load = "word"}
 
 function M.schedule(func, opts)
   local tir = require("tir")
@@ -69,14 +72,23 @@ function M.schedule(func, opts)
     sch:bind(fy, "threadIdx.y"); sch:bind(fx, "threadIdx.x")
     sch:vectorize(fv)
   end
+  if o.intrin ~= "simt" and o.intrin ~= "dp4a" then
+    util.raise("ValueError", "qgemm", "intrin must be \"simt\" or \"dp4a\", got %s", util.show(o.intrin))
+  end
+  if o.dp4a_load ~= "word" and o.dp4a_load ~= "prmt" then
+    util.raise("ValueError", "qgemm", "dp4a_load must be \"word\" or \"prmt\", got %s", util.show(o.dp4a_load))
+  end
+  if o.intrin == "dp4a" and o.BK % 4 ~= 0 then
+    util.raise("ValueError", "qgemm", "intrin dp4a needs BK a multiple of 4, got %d", o.BK)
+  end
+  local word = o.intrin == "dp4a" and o.dp4a_load == "word"
   if o.unroll then sch:unroll(ki); sch:unroll(ii); sch:unroll(jj) end
-  if o.transpose then
+  if o.transpose and not word then
     sch:transform_layout(AS, {"write", 0}, function(r, c) return c, r end)
     sch:transform_layout(BS, {"write", 0}, function(r, c) return c, r end)
   end
   sch:decompose_reduction(C, ko)
   if o.intrin == "dp4a" then
-    if o.BK % 4 ~= 0 then util.raise("ValueError", "qgemm", "intrin dp4a needs BK a multiple of 4, got %d", o.BK) end
     local dp4a = require("tir.intrin.dp4a")
     local blk = sch:get_block("C_update")
     local dt = {}
@@ -87,9 +99,16 @@ function M.schedule(func, opts)
     local kl, il, jl = loops[#loops - 2], loops[#loops - 1], loops[#loops]
     local kio, kii = sch:split(kl, {nil, 4})
     sch:reorder(kio, il, jl, kii)
-    sch:tensorize(kii, dp4a.name(a_dt, b_dt, o.transpose, "shared"))
-  elseif o.intrin ~= "simt" then
-    util.raise("ValueError", "qgemm", "intrin must be \"simt\" or \"dp4a\", got %s", util.show(o.intrin))
+    if o.unroll then sch:unroll(kio) end
+    if word then
+      -- k trailing: each operand's four k are one aligned 32-bit word once the tiles are stored
+      -- [k / 4][row][k % 4] (the layout change keeps the intrinsic's views: windows of it)
+      sch:tensorize(kii, dp4a.name(a_dt, b_dt, false, "shared", "word"))
+      sch:transform_layout(AS, {"write", 0}, function(r, c) return c // 4, r, c % 4 end)
+      sch:transform_layout(BS, {"write", 0}, function(r, c) return c // 4, r, c % 4 end)
+    else
+      sch:tensorize(kii, dp4a.name(a_dt, b_dt, o.transpose, "shared"))
+    end
   end
   return sch
 end

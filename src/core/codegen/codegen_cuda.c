@@ -680,6 +680,35 @@ static void call_expr(CG *g, const tir_Call *c) {
     extern_call(g, c);
     return;
   }
+  if (strcmp(op, "reinterpret") == 0) {
+    char err[256];
+    if (tir_reinterpret_check(c, err, sizeof err)) {
+      cg_fail(g, &c->hdr, "%s", err);
+      return;
+    }
+    const tir_Node *v = c->args->items[0];
+    const tir_BufferLoad *l = v->kind == TIR_BufferLoad ? (const tir_BufferLoad *)v : NULL;
+    const tir_Node *ix = l && l->indices->size == 1 ? l->indices->items[0] : NULL;
+    if (v->dtype.lanes == 1) {
+      putf(g, "((%s)(", ctype(g, t, &c->hdr));
+      expr(g, v);
+      put(g, "))");
+      return;
+    }
+    tir_Node *base = tir_unit_ramp_base(ix);
+    if (!base) {
+      cg_fail(g, &c->hdr, "reinterpret of a vector needs a contiguous load (A[T.Ramp(i, 1, lanes)]) to become one %d-bit load",
+              t.bits);
+      return;
+    }
+    /* one load of the whole word: the schedule keeps it aligned (tir.simulate checks) */
+    tir_Node *sb = tir_simplify_take(g->an, base);
+    putf(g, "(*(%s*)(%s + ", ctype(g, t, &c->hdr), name_of(g, &l->buffer->data->hdr, l->buffer->name));
+    expr(g, sb);
+    put(g, "))");
+    tir_release(sb);
+    return;
+  }
   if ((strcmp(op, "ptx_dp4a") == 0 && n == 5) || (strcmp(op, "ptx_prmt") == 0 && n == 3)) {
     int dp = op[4] == 'd';
     if (dp) {

@@ -488,6 +488,19 @@ static Val call(Interp *I, const tir_Call *c, int lane) {
     r.i = tir_dp4a((int32_t)a, (int32_t)b, (int32_t)cc, as, bs);
     return norm(t, r);
   }
+  if (strcmp(op, "reinterpret") == 0) {
+    char err[256];
+    if (tir_reinterpret_check(c, err, sizeof err)) {
+      fail(I, &c->hdr, "%s", err);
+      return r;
+    }
+    const tir_Node *v = c->args->items[0];
+    int lanes = v->dtype.lanes, bits = v->dtype.bits;
+    uint64_t u = 0, mask = bits == 64 ? ~0ull : ((1ull << bits) - 1);
+    for (int l = 0; l < lanes; l++) u |= ((uint64_t)eval(I, v, l).i & mask) << (bits * l);
+    r.i = (int64_t)u;
+    return norm(t, r);
+  }
   if (strcmp(op, "ptx_prmt") == 0 && n == 3) {
     int64_t a = eval(I, c->args->items[0], lane).i, b = eval(I, c->args->items[1], lane).i, sel = eval(I, c->args->items[2], lane).i;
     r.i = (int32_t)tir_prmt((uint32_t)a, (uint32_t)b, (uint32_t)sel);

@@ -1,6 +1,7 @@
 /* builtin.c -- the builtin registry (include/tir/builtins.def, docs/BUILTINS.md): what each
  * builtin call does to memory and which attributes it has, for the passes that reason about
  * calls (thread_sync, split_host_device) without knowing each builtin. */
+#include <stdio.h>
 #include <string.h>
 
 #include "tir/ir.h"
@@ -84,4 +85,34 @@ const char *tir_builtin_shfl_cuda(int mode) { return mode >= 0 && mode < 4 ? shf
 int tir_builtin_shfl_type_ok(tir_DType t) {
   return t.lanes == 1 && (t.bits == 32 || t.bits == 64) &&
          (t.code == TIR_DT_INT || t.code == TIR_DT_UINT || t.code == TIR_DT_FLOAT);
+}
+
+int tir_reinterpret_check(const tir_Call *c, char *err, size_t errlen) {
+  if (c->args->size != 1) {
+    snprintf(err, errlen, "reinterpret takes one argument");
+    return -1;
+  }
+  tir_DType to = c->hdr.dtype, from = c->args->items[0]->dtype;
+  int int_to = to.code == TIR_DT_INT || to.code == TIR_DT_UINT, int_from = from.code == TIR_DT_INT || from.code == TIR_DT_UINT;
+  if (!int_to || !int_from || to.lanes != 1 || from.bits * from.lanes != to.bits || to.bits > 64) {
+    char a[32], b[32];
+    snprintf(err, errlen, "reinterpret from %s to %s: an integer vector becomes one integer of the same number of bits", tir_dtype_str(from, a),
+             tir_dtype_str(to, b));
+    return -1;
+  }
+  return 0;
+}
+
+tir_Node *tir_unit_ramp_base(const tir_Node *ix) {
+  if (!ix) return NULL;
+  if (ix->kind == TIR_Ramp) return tir_is_one(((const tir_Ramp *)ix)->stride) ? R(((const tir_Ramp *)ix)->base) : NULL;
+  if (ix->kind != TIR_Add) return NULL;
+  const tir_Add *a = (const tir_Add *)ix;
+  for (int side = 0; side < 2; side++) {
+    const tir_Node *x = side ? a->b : a->a, *y = side ? a->a : a->b;
+    if (x->kind != TIR_Broadcast) continue;
+    tir_Node *b = tir_unit_ramp_base(y);
+    if (b) return tir_add(b, R(((const tir_Broadcast *)x)->value));
+  }
+  return NULL;
 }

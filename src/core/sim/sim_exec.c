@@ -422,6 +422,44 @@ static SVal *call(Sim *S, const tir_Call *c, int lane, const Act *a) {
     return r;
   }
   if (strcmp(op, "call_extern") == 0 || strcmp(op, "call_pure_extern") == 0) return call_extern(S, c, lane, a);
+  if (strcmp(op, "reinterpret") == 0) {
+    char err[256];
+    if (tir_reinterpret_check(c, err, sizeof err)) {
+      sim_fail(S, &c->hdr, "%s", err);
+      return NULL;
+    }
+    const tir_Node *v = c->args->items[0];
+    int lanes = v->dtype.lanes, bits = v->dtype.bits;
+    uint64_t mask = bits == 64 ? ~0ull : ((1ull << bits) - 1);
+    /* the codegen makes a vector load one word: its first element must be word-aligned */
+    tir_Node *base0 = lanes > 1 && v->kind == TIR_BufferLoad && ((const tir_BufferLoad *)v)->indices->size == 1
+                          ? tir_unit_ramp_base(((const tir_BufferLoad *)v)->indices->items[0])
+                          : NULL;
+    if (base0) {
+      int mark = S->vtop;
+      SVal *b0 = sim_eval(S, base0, lane, a);
+      tir_release(base0);
+      if (!b0) return NULL;
+      for (int k = 0; k < a->n; k++)
+        if (b0[a->ids[k]].i % lanes != 0) {
+          sim_fail(S, &c->hdr, "reinterpret: thread %d loads %s from element %lld, not a multiple of %d: the %d-bit load is misaligned",
+                   a->ids[k], ((const tir_BufferLoad *)v)->buffer->name, (long long)b0[a->ids[k]].i, lanes, bits * lanes);
+          return NULL;
+        }
+      S->vtop = mark;
+    }
+    SVal *r = sim_vnew(S);
+    for (int k = 0; k < a->n; k++) r[a->ids[k]].i = 0;
+    for (int l = 0; l < lanes; l++) {
+      int mark = S->vtop;
+      SVal *x = sim_eval(S, v, l, a);
+      if (!x) return NULL;
+      for (int k = 0; k < a->n; k++) r[a->ids[k]].i = (int64_t)((uint64_t)r[a->ids[k]].i | (((uint64_t)x[a->ids[k]].i & mask) << (bits * l)));
+      S->vtop = mark;
+    }
+    for (int k = 0; k < a->n; k++) r[a->ids[k]] = sim_norm(t, r[a->ids[k]]);
+    return r;
+  }
   if ((strcmp(op, "ptx_dp4a") == 0 && n == 5) || (strcmp(op, "ptx_prmt") == 0 && n == 3)) {
     /* lane by lane, the same functions as the interpreter (builtin.c) */
     int dp = op[4] == 'd', as = 1, bs = 1;
