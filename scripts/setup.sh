@@ -5,7 +5,7 @@
 # it, code generation still works and compilation reports that NVRTC is missing).
 set -e
 cd "$(dirname "$0")/.."
-pkgs="cmake gcc make pkg-config liblua5.4-dev lua5.4 lua-busted libopenblas-dev libreadline-dev luarocks gnuplot-nox"
+pkgs="cmake gcc make pkg-config liblua5.4-dev lua5.4 lua-busted libopenblas-dev libreadline-dev luarocks gnuplot-nox libdlpack-dev"
 missing=""
 for p in $pkgs; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

@@ -33,6 +33,10 @@ typedef struct tir_NDArray {
   void *data;    /* CPU: host memory (64-byte aligned) */
   uint64_t dptr; /* CUDA: device pointer (CUdeviceptr) */
   size_t nbytes;
+  /* Memory owned by someone else (a DLPack import): released by calling owner_free(owner)
+   * instead of freeing data/dptr. */
+  void (*owner_free)(void *owner);
+  void *owner;
 } tir_NDArray;
 
 /* Uninitialized array (CPU memory is filled with a poison pattern in debug use: NaN for

@@ -58,6 +58,19 @@ function nd.random(shape, dtype, dev, opts)
   return util.guard("nd.random", a.fill_random, a, opts.seed or 0, opts.low, opts.high)
 end
 
+--- An NDArray viewing a DLPack tensor's memory, without copying (include/tir/dlpack_interop.h
+-- says what is accepted).  x: a tir.DLPack capsule (a:to_dlpack()) or a light userdata
+-- pointer to a DLManagedTensor from C (opts.versioned = true: a DLManagedTensorVersioned).
+-- The array owns the tensor from then on: its deleter runs when the array is collected.
+-- Raises ValueError/TypeError (non-compact strides, unknown dtype or device, read-only, ...).
+function nd.from_dlpack(x, opts)
+  opts = util.check_opts("nd.from_dlpack", opts, {versioned = "boolean"})
+  if type(x) ~= "userdata" then
+    util.raise("TypeError", "nd.from_dlpack", "expected a tir.DLPack capsule or a pointer to a DLManagedTensor, got %s", util.show(x))
+  end
+  return util.guard("nd.from_dlpack", core.nd_from_dlpack, x, opts.versioned or false)
+end
+
 --- Loads a .npy file onto dev (host by default).
 function nd.load(path, dev) return util.guard("nd.load", core.nd_load, path, dev_arg(dev)) end
 
@@ -78,8 +91,20 @@ for name, f in pairs(core.ndarray_methods) do
   core.ndarray_methods[name] = function(...) return pass(pcall(f, ...)) end
 end
 
+--- a:to_dlpack([{versioned = true}]) -> a tir.DLPack capsule: a DLManagedTensor (or
+-- ...Versioned) of a's memory, holding a reference to a until its deleter runs.  Import it
+-- with nd.from_dlpack(capsule), or hand it to C with capsule:release() (a light userdata the
+-- C side owns: call its deleter once).  Collected unconsumed, the capsule calls the deleter.
+do
+  local to_dlpack = core.ndarray_methods.to_dlpack
+  core.ndarray_methods.to_dlpack = function(a, opts)
+    local o = util.check_opts("NDArray:to_dlpack", opts, {versioned = "boolean"})
+    return to_dlpack(a, o.versioned or false)
+  end
+end
+
 -- a call with more arguments than a function's parameters is an error (util.strict)
-for _, k in ipairs({"device", "cpu", "cuda", "empty", "array", "random", "load"}) do nd[k] = util.strict("nd." .. k, nd[k]) end
+for _, k in ipairs({"device", "cpu", "cuda", "empty", "array", "random", "load", "from_dlpack"}) do nd[k] = util.strict("nd." .. k, nd[k]) end
 for _, k in ipairs({"exists", "info"}) do Device[k] = util.strict("Device:" .. k, Device[k], true) end
 
 --- a:numpy() is not available; a:to_table() returns nested Lua tables, a:save(path) writes .npy.

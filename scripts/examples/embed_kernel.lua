@@ -21,3 +21,17 @@ function make_matmul(M, N, K)
   local nvrtc = tir.core.nvrtc_available()
   return sch.mod, tir.build(sch.mod, "cuda", {compile = has_gpu or nvrtc})
 end
+
+-- DLPack (include/tir/dlpack_interop.h): the C host hands over a tensor of its own memory as a
+-- DLManagedTensor pointer; tirlua views it without copying, doubles it in place with a kernel
+-- run on the interpreter, and hands back a new tensor (its deleter is the host's to call).
+function double_dlpack(ptr)
+  local x = tir.nd.from_dlpack(ptr)               -- no copy: x is the host's memory
+  local n = x:shape()[1]
+  local X = te.placeholder({n}, "float32", "X")
+  local Y = te.compute({n}, function(i) return X[{i}] * 2.0 end, "Y")
+  local y = tir.nd.empty({n}, "float32")
+  tir.interpret(te.create_prim_func({X, Y}), {x, y})
+  x:copyfrom(y)                                   -- written back into the host's buffer
+  return y:to_dlpack():release()                  -- a DLManagedTensor* the host now owns
+end

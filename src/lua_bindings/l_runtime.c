@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "l_tir.h"
+#include "tir/dlpack_interop.h"
 #include "tir/runtime.h"
 #include "tir/tirlua.h"
 
@@ -128,6 +129,88 @@ static int read_shape(lua_State *L, int idx, int64_t *shape) {
 
 static tir_DType opt_dtype(lua_State *L, int idx, tir_DType def) {
   return lua_isnoneornil(L, idx) ? def : tirL_check_dtype(L, idx);
+}
+
+/* ---- DLPack (include/tir/dlpack_interop.h) ---- */
+#define DLPACK_MT "tir.DLPack"
+typedef struct {
+  void *t;       /* DLManagedTensor or DLManagedTensorVersioned */
+  int versioned; /* which */
+  int consumed;  /* ownership passed on (imported, or released to C): no deleter here */
+} DLBox;
+
+/* a:to_dlpack(versioned) -> a tir.DLPack capsule owning a managed tensor of a's memory */
+static int m_to_dlpack(lua_State *L) {
+  tir_NDArray *a = tirL_check_ndarray(L, 1);
+  int versioned = lua_toboolean(L, 2);
+  DLBox *b = lua_newuserdatauv(L, sizeof *b, 0);
+  b->t = NULL;
+  b->versioned = versioned;
+  b->consumed = 0;
+  luaL_setmetatable(L, DLPACK_MT);
+  b->t = versioned ? (void *)tir_nd_to_dlpack_versioned(a) : (void *)tir_nd_to_dlpack(a);
+  if (!b->t) return tirL_raise_core(L);
+  return 1;
+}
+
+static void dl_delete(DLBox *b) {
+  if (!b->t || b->consumed) return;
+  if (b->versioned) {
+    DLManagedTensorVersioned *t = b->t;
+    if (t->deleter) t->deleter(t);
+  } else {
+    DLManagedTensor *t = b->t;
+    if (t->deleter) t->deleter(t);
+  }
+  b->consumed = 1;
+}
+
+static int dl_gc(lua_State *L) {
+  dl_delete(luaL_checkudata(L, 1, DLPACK_MT));
+  return 0;
+}
+
+static DLBox *check_live_capsule(lua_State *L, int idx) {
+  DLBox *b = luaL_checkudata(L, idx, DLPACK_MT);
+  if (b->consumed) tirL_error(L, TIR_ERR_VALUE, "nd.from_dlpack", "the DLPack capsule was already consumed (a tensor is imported once)");
+  return b;
+}
+
+/* capsule:release() -> lightuserdata: the managed tensor, now the C caller's (to call its deleter) */
+static int dl_release(lua_State *L) {
+  DLBox *b = check_live_capsule(L, 1);
+  b->consumed = 1;
+  lua_pushlightuserdata(L, b->t);
+  return 1;
+}
+
+static int dl_versioned(lua_State *L) {
+  lua_pushboolean(L, ((DLBox *)luaL_checkudata(L, 1, DLPACK_MT))->versioned);
+  return 1;
+}
+
+static int dl_tostring(lua_State *L) {
+  DLBox *b = luaL_checkudata(L, 1, DLPACK_MT);
+  lua_pushfstring(L, "tir.DLPack(%s%s)", b->versioned ? "DLManagedTensorVersioned" : "DLManagedTensor",
+                  b->consumed ? ", consumed" : "");
+  return 1;
+}
+
+/* nd_from_dlpack(capsule | lightuserdata, versioned) -> NDArray viewing the tensor (no copy) */
+static int l_from_dlpack(lua_State *L) {
+  tir_NDArray *a;
+  if (lua_type(L, 1) == LUA_TLIGHTUSERDATA) {
+    void *t = lua_touserdata(L, 1);
+    a = lua_toboolean(L, 2) ? tir_nd_from_dlpack_versioned(t) : tir_nd_from_dlpack(t);
+    if (!a) return tirL_raise_core(L);
+  } else {
+    DLBox *b = check_live_capsule(L, 1);
+    a = b->versioned ? tir_nd_from_dlpack_versioned(b->t) : tir_nd_from_dlpack(b->t);
+    if (!a) return tirL_raise_core(L);
+    b->consumed = 1; /* the array owns it now */
+  }
+  tirL_push_ndarray(L, a);
+  return 1;
 }
 
 static int l_empty(lua_State *L) {
@@ -694,7 +777,19 @@ void tirL_open_runtime(lua_State *L) {
                                      {"numel", m_numel},     {"nbytes", m_nbytes},   {"to", m_to},
                                      {"copyfrom", m_copyfrom}, {"fill_random", m_fill_random}, {"get", m_get},
                                      {"set", m_set},         {"to_table", m_to_table}, {"save", m_save},
-                                     {NULL, NULL}};
+                                     {"to_dlpack", m_to_dlpack}, {NULL, NULL}};
+  luaL_newmetatable(L, DLPACK_MT);
+  lua_pushcfunction(L, dl_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pushcfunction(L, dl_tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_newtable(L);
+  lua_pushcfunction(L, dl_release);
+  lua_setfield(L, -2, "release");
+  lua_pushcfunction(L, dl_versioned);
+  lua_setfield(L, -2, "versioned");
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
   luaL_newmetatable(L, MT);
   lua_pushcfunction(L, m_gc);
   lua_setfield(L, -2, "__gc");
@@ -707,6 +802,7 @@ void tirL_open_runtime(lua_State *L) {
   static const luaL_Reg fns[] = {{"nd_empty", l_empty},
                                  {"nd_array", l_array},
                                  {"nd_load", l_load},
+                                 {"nd_from_dlpack", l_from_dlpack},
                                  {"nd_allclose", l_allclose},
                                  {"ndarray_methods", NULL},
                                  {"cuda_available", l_cuda_available},

@@ -75,7 +75,8 @@ void tir_nd_retain(tir_NDArray *a) {
 
 void tir_nd_release(tir_NDArray *a) {
   if (!a || --a->refcount > 0) return;
-  if (a->dev.type == TIR_DEV_CPU) free(a->data);
+  if (a->owner_free) a->owner_free(a->owner);
+  else if (a->dev.type == TIR_DEV_CPU) free(a->data);
   else tir_cuda_free(a->dev.id, a->dptr);
   free(a);
 }
