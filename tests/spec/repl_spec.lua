@@ -23,7 +23,7 @@ describe("tir.repl.complete", function()
     assert.is_true(has["__repl_sch:split"] and has["__repl_sch:storage_align"] and has["__repl_sch:set_scope"])
     assert.are.same({"__repl_sch.mod.body"}, repl.complete("__repl_sch.mod.bo"))
     _G.__repl_arr = tir.nd.empty({2}, "float32")
-    assert.are.same({"__repl_arr:to", "__repl_arr:to_table"}, repl.complete("__repl_arr:to"))
+    assert.are.same({"__repl_arr:to", "__repl_arr:to_dlpack", "__repl_arr:to_table"}, repl.complete("__repl_arr:to"))
     assert.are.same({}, repl.complete("nosuchname.x"))
     assert.are.same({}, repl.complete("tir.te.placeholder.x")) -- a function has no fields
     _G.__repl_sch, _G.__repl_arr = nil, nil
