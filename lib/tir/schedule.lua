@@ -259,8 +259,9 @@ local function check_int(x, prim, what)
   return x
 end
 
---- Blocks of the same scope that write what `block` reads before it runs / read what it
--- writes after it (TVM: the RAW dependences; a later writer of what it reads is no producer).
+--- Blocks of the same scope that write what `block` reads or writes before it runs / read or
+-- write what it writes after it (TVM GetProducers/GetConsumers: RAW and WAW dependences; a
+-- later writer of what it reads is no producer).
 function Schedule:get_producers(block)
   block = check_block(self, block, "get_producers", 1)
   local out = block_list(self, self._state:get_producers(block.uid))

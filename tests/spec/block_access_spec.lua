@@ -307,4 +307,43 @@ describe("T-script region declarations", function()
       end)
     end, "block 'upd' reads B[{vi}], but its declared T.reads(A[{vi, vk}]) does not list B")
   end)
+
+  it("get_producers/get_consumers count write-after-write (TVM's GetProducers): a write before a reduction", function()
+    local f = T.prim_func("main", {A = T.Buffer({8, 8}, "int32"), B = T.Buffer({8, 8}, "int32"),
+                                   E = T.Buffer({8, 8}, "int32")}, function(A, B, E)
+      local C = T.alloc_buffer({8, 8}, "int32")
+      for i, j in T.grid(8, 8) do
+        T.block("X", function()
+          local vi, vj = T.axis.remap("SS", {i, j})
+          C[{vi, vj}] = A[{vi, vj}] * 5
+        end)
+      end
+      for i, j, k in T.grid(8, 8, 8) do
+        T.block("R", function()
+          local vi, vj, vk = T.axis.remap("SSR", {i, j, k})
+          T.init(function() C[{vi, vj}] = 0 end)
+          C[{vi, vj}] = C[{vi, vj}] + A[{vi, vk}] * B[{vk, vj}]
+        end)
+      end
+      for i, j in T.grid(8, 8) do
+        T.block("D", function()
+          local vi, vj = T.axis.remap("SS", {i, j})
+          E[{vi, vj}] = C[{vi, vj}] + 1
+        end)
+      end
+    end)
+    local sch = tir.Schedule(f)
+    assert.are.equal("A,B", names(sch:get("R").reads)) -- R does not read X's values
+    local function block_names(list)
+      local out = {}
+      for i, b in ipairs(list) do out[i] = sch:get(b).name end
+      return table.concat(out, ",")
+    end
+    assert.are.equal("X", block_names(sch:get_producers("R")))
+    assert.are.equal("R,D", block_names(sch:get_consumers("X")))
+    assert.are.equal("X,R", block_names(sch:get_producers("D")))
+    -- moving X past R would clobber R's result: refused (two writers of C)
+    U.expect_error(function() sch:compute_at("X", (sch:get_loops(sch:get_block("D")))) end, "ScheduleError in compute_at",
+                   "block 'R' also writes C")
+  end)
 end)

@@ -1,6 +1,6 @@
 -- Port of TVM tests/python/s_tir/schedule/test_tir_schedule_block_scope.py.  TVM asks the
 -- block scope for dependence edges (RAW/WAW/WAR); tirlua exposes the data-flow ones through
--- get_producers/get_consumers (a block writing what another reads, RAW, in program order);
+-- get_producers/get_consumers (RAW and WAW edges, as TVM's GetProducers, in program order);
 -- the edge kinds are not exposed.  128 -> 16.
 local tir = require("tir")
 local V = require("tvm.tvm_util")

@@ -1,9 +1,18 @@
-/* get_producers.c -- the blocks of the same scope that write what a block reads before it
- * (TVM get_block_loop.cc, GetProducers: the sources of RAW edges; a block that writes the
- * buffer only after the reader ran is a WAR edge, no producer).  uids in scope order. */
+/* get_producers.c -- the blocks of the same scope that write, before it, what a block reads
+ * or writes (TVM get_block_loop.cc / analysis.cc, GetProducers: the sources of RAW and WAW
+ * edges; a block that writes the buffer only after the reader ran is a WAR edge, no
+ * producer).  WAW matters since a block with an init does not read what it writes: a block
+ * writing C before a reduction into C is its producer.  uids in scope order. */
 #include <stdlib.h>
 
 #include "../sched_util.h"
+
+/* a writes a buffer b writes (write-after-write when a runs first) */
+static int writes_what_writes(const tir_Block *a, const tir_Block *b) {
+  for (int i = 0; i < a->writes->size; i++)
+    if (sch_block_writes(b, ((const tir_BufferRegion *)a->writes->items[i])->buffer)) return 1;
+  return 0;
+}
 
 tir_Array *sch_dependents(tir_Schedule *s, int64_t uid, int producers, const char *prim) {
   SchPath pb;
@@ -22,7 +31,8 @@ tir_Array *sch_dependents(tir_Schedule *s, int64_t uid, int producers, const cha
   for (int i = 0; i < n; i++) {
     const tir_Block *b = all[i]->block;
     if (producers ? i >= self : i <= self) continue; /* producers run before, consumers after */
-    if (producers ? sch_is_producer_of(b, br->block) : sch_is_producer_of(br->block, b))
+    const tir_Block *first = producers ? b : br->block, *second = producers ? br->block : b;
+    if (sch_is_producer_of(first, second) || writes_what_writes(first, second))
       out = tir_array_push(out, tir_int_imm(TIR_INT64, b->uid));
   }
   free(all);
