@@ -91,9 +91,22 @@ describe("tensor-core kernels launch whole warps of consecutive threadIdx.x lane
   it("refuse threadIdx.x = 16 with threadIdx.y = 4 (64 threads: two half-warps per warp)", function()
     local f, sch = wmma_gemm(16, 4)
     U.assert_equiv(f, sch.mod, {rtol = 1e-3, atol = 1e-3, trials = 1}) -- the IR itself is right
-    U.expect_error(function() tir.build(sch.mod, "cuda -arch=sm_80", {compile = false}) end, "split_host_device",
-      "uses the warp-wide builtin wmma_", "threadIdx.x = 16, threadIdx.y = 4", "consecutive threadIdx.x lanes",
-      "multiple of 32")
+    -- refused before lowering, naming the tensorized block, its intrinsic and the threadIdx.x loop
+    U.expect_error(function() tir.build(sch.mod, "cuda -arch=sm_80", {compile = false}) end, "verify_memory_scope",
+      "block 'C_init_o' (tensorized with wmma_fill_16x16x16_f32) uses the warp-wide builtin wmma_fill",
+      "threadIdx.x = 16 (loop ax0_ax1_fused_2), threadIdx.y = 4", "consecutive threadIdx.x lanes", "multiple of 32",
+      "bound to threadIdx.x")
+    -- and the lowered kernel is refused by split_host_device too (builtins written by hand)
+    local T = tir.script
+    local hand = T.prim_func("f", {C = T.Buffer({256}, "float32")}, function(C)
+      for ty in T.thread_binding(4, "threadIdx.y") do
+        for tx in T.thread_binding(16, "threadIdx.x") do
+          T.evaluate(T.call("void", "mma_fill", T.address_of(C[{0}]), T.float32(0)))
+        end
+      end
+    end)
+    U.expect_error(function() tir.build(hand, "cuda -arch=sm_80", {compile = false}) end, "split_host_device",
+      "uses the warp-wide builtin mma_fill", "threadIdx.x = 16, threadIdx.y = 4", "multiple of 32")
   end)
 
   it("accept threadIdx.x = 32 with threadIdx.y = 2 and simulate it correctly", function()

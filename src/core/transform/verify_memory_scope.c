@@ -30,7 +30,11 @@
  * what other thread blocks already accumulated).  For global buffers the same holds for a
  * redundant reader: nothing orders it after other threads' writes (thread_sync places
  * barriers for shared memory only).  Shared buffers count only threadIdx axes (each
- * thread block has its own) and only writers (barriers order the readers). */
+ * thread block has its own) and only writers (barriers order the readers).
+ *
+ * 4. (check_warp_launch) A kernel with a tensorized block calling a warp-wide builtin has
+ * blockDim.x a multiple of 32. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -363,6 +367,76 @@ static void walk(V *v, const tir_Node *n) {
   }
 }
 
+/* Rule 4: tensor-core intrinsics need whole warps of consecutive threadIdx.x lanes.  A warp
+ * is 32 consecutive linear thread ids, x fastest (CUDA C++ Programming Guide, "SIMT
+ * Architecture"), and a warp-wide builtin (TIR_BUILTIN_WARP) gives lanes 0..31 one tile: with
+ * blockDim.x = 16 and threadIdx.y = 4 a warp holds two threadIdx.y values, i.e. two warp tiles.
+ * The launch's blockDim.x is the largest extent bound to threadIdx.x in the kernel (as
+ * lower_thread_binding takes it); symbolic extents are checked at launch (split_host_device
+ * keeps the same rule on the lowered kernel for builtins written by hand). */
+typedef struct {
+  const tir_For *tx, *ty, *tz; /* the widest constant loop bound to each axis */
+  int64_t ex, ey, ez;
+  int symbolic_x;
+  const tir_Block *block; /* the first tensorized block calling a warp-wide builtin */
+  const char *intrin, *op;
+} WarpLaunch;
+
+static int warp_op_fn(const tir_Node *n, void *p) {
+  if (n->kind == TIR_Call && !*(const char **)p && tir_builtin_has(((const tir_Call *)n)->op, TIR_BUILTIN_WARP))
+    *(const char **)p = ((const tir_Call *)n)->op;
+  return 0;
+}
+
+static int warp_launch_fn(const tir_Node *n, void *p) {
+  WarpLaunch *w = p;
+  if (tir_is_expr(n)) return 1;
+  if (n->kind == TIR_For && ((const tir_For *)n)->kind == TIR_FOR_THREAD_BINDING) {
+    const tir_For *f = (const tir_For *)n;
+    int64_t e;
+    int c = tir_is_const_int(f->extent, &e);
+    const tir_For **slot = NULL;
+    int64_t *ext = NULL;
+    if (strcmp(f->thread_tag, "threadIdx.x") == 0) slot = &w->tx, ext = &w->ex, w->symbolic_x |= !c;
+    else if (strcmp(f->thread_tag, "threadIdx.y") == 0) slot = &w->ty, ext = &w->ey;
+    else if (strcmp(f->thread_tag, "threadIdx.z") == 0) slot = &w->tz, ext = &w->ez;
+    if (slot && c && e > *ext) *slot = f, *ext = e;
+  } else if (n->kind == TIR_BlockRealize && !w->block) {
+    const tir_Block *b = ((const tir_BlockRealize *)n)->block;
+    const tir_Node *intrin = tir_ann_get(b->annotations, "tensor_intrin");
+    if (intrin && intrin->kind == TIR_StringImm) {
+      const char *op = NULL;
+      tir_visit(b->body, warp_op_fn, &op);
+      if (op) {
+        w->block = b;
+        w->intrin = ((const tir_StringImm *)intrin)->value;
+        w->op = op;
+      }
+    }
+  }
+  return 0;
+}
+
+static void check_warp_launch(V *v, const tir_Node *kernel) {
+  WarpLaunch w = {NULL, NULL, NULL, 1, 1, 1, 0, NULL, NULL, NULL};
+  tir_visit(kernel, warp_launch_fn, &w);
+  if (!w.block || w.symbolic_x || w.ex % 32 == 0) return;
+  char bind[160];
+  if (w.tx) snprintf(bind, sizeof bind, "threadIdx.x = %lld (loop %s)", (long long)w.ex, w.tx->loop_var->name);
+  else snprintf(bind, sizeof bind, "no loop bound to threadIdx.x (blockDim.x = 1)");
+  tir_error_set(TIR_ERR_LOWER, "verify_memory_scope",
+                "block '%s' (tensorized with %s) uses the warp-wide builtin %s, but its kernel launches %s, "
+                "threadIdx.y = %lld, threadIdx.z = %lld, not whole warps of consecutive threadIdx.x lanes: a warp is 32 "
+                "consecutive threadIdx.x lanes (then y, z) and the intrinsic gives each warp lanes 0..31 of one tile, so "
+                "blockDim.x must be a multiple of 32 -- bind threadIdx.x to 32 lanes (e.g. in the cooperative copies) and "
+                "number the warps with threadIdx.y/z (docs/TENSOR_CORES.md)",
+                w.block->name, w.intrin, w.op, bind, (long long)w.ey, (long long)w.ez);
+  tir_error_set_ir(&v->func->hdr);
+  tir_error_mark(&w.block->hdr, "this block");
+  if (w.tx) tir_error_mark(&w.tx->hdr, "bound to threadIdx.x");
+  v->failed = 1;
+}
+
 tir_PrimFunc *tir_pass_verify_memory_scope(const tir_PrimFunc *f) {
   V v;
   memset(&v, 0, sizeof v);
@@ -399,6 +473,7 @@ tir_PrimFunc *tir_pass_verify_memory_scope(const tir_PrimFunc *f) {
       tir_visit(item, launch_fn, &v);
       walk(&v, item);
       if (!v.failed) check_distributed_writes(&v, item);
+      if (!v.failed) check_warp_launch(&v, item);
     }
     v.sp--;
   }
