@@ -161,6 +161,38 @@ static tir_Node *wb_fn(const tir_Node *n, void *p) {
   return &nf->hdr;
 }
 
+/* A block's region of buf (its reads or writes) relaxed over all its loops in the scope, as
+ * constant [lo, hi] per dimension: 1 when every bound is constant, else 0. */
+static int relaxed_box(const tir_Block *scope, const tir_BlockRealize *b, const tir_Buffer *buf, int reads, int64_t *lo,
+                       int64_t *hi) {
+  const tir_Array *reg = sch_region_of(reads ? b->block->reads : b->block->writes, buf);
+  if (!reg) return 0;
+  tir_Analyzer *an = tir_analyzer_new();
+  tir_DomEntry rel[SCH_MAX_DEPTH];
+  int nrel = 0;
+  SchPath pw;
+  if (sch_path_to(&scope->hdr, &b->hdr, &pw))
+    for (int q = 1; q < pw.n && nrel < SCH_MAX_DEPTH; q++)
+      if (pw.nodes[q]->kind == TIR_For) sch_loop_dom((const tir_For *)pw.nodes[q], &rel[nrel++]);
+  tir_Node *sub = sch_substitute_bindings(b, &reg->hdr);
+  tir_Array *box = tir_relax_region_pred(an, (tir_Array *)sub, rel, nrel, buf->shape, b->predicate);
+  tir_release(sub);
+  sch_doms_free(rel, nrel);
+  int ok = box && box->size == buf->shape->size;
+  for (int d = 0; ok && d < box->size; d++) {
+    const tir_Range *r = (const tir_Range *)box->items[d];
+    int64_t m, e;
+    ok = tir_is_const_int(r->min, &m) && tir_is_const_int(r->extent, &e);
+    if (ok) {
+      lo[d] = m;
+      hi[d] = m + e - 1;
+    }
+  }
+  tir_release(box);
+  tir_analyzer_free(an);
+  return ok;
+}
+
 int64_t tir_sched_rfactor(tir_Schedule *s, const tir_Var *lv, int factor_axis) {
   const char *P = "rfactor";
   SchPath pl;
@@ -225,8 +257,31 @@ int64_t tir_sched_rfactor(tir_Schedule *s, const tir_Var *lv, int factor_axis) {
         free(all);
         return -1;
       }
+    /* the scope is a stage pipeline for out (TVM requires it): no other reader of out reads
+     * beyond what the reduction writes (checked where both regions have constant bounds) */
+    int nd = out->shape->size, bad = -1;
+    int64_t *box = calloc((size_t)nd * 4 + 1, sizeof *box);
+    int64_t *wlo = box, *whi = box + nd, *rlo = box + 2 * nd, *rhi = box + 3 * nd;
+    int have_w = !sch_is_param_buffer(s->func, out) && relaxed_box(scope, br, out, 0, wlo, whi);
+    for (int i = 0; have_w && i < na && bad < 0; i++) {
+      if (all[i] == br || !sch_block_reads(all[i]->block, out)) continue;
+      if (!relaxed_box(scope, all[i], out, 1, rlo, rhi)) continue;
+      for (int d = 0; d < nd; d++)
+        if (rlo[d] < wlo[d] || rhi[d] > whi[d]) bad = i;
+    }
+    free(box);
+    if (bad >= 0) {
+      sch_error(s, P, &all[bad]->hdr, "reads more",
+                "block '%s' reads parts of %s that block '%s' does not write: the scope is not a stage pipeline (TVM "
+                "requires one for rfactor)",
+                all[bad]->block->name, out->name, blk->name);
+      tir_error_mark(&br->hdr, "the reduction");
+      free(all);
+      return -1;
+    }
     free(all);
   }
+
   for (int i = 0; i < blk->iter_vars->size; i++) {
     const tir_IterVar *iv = (const tir_IterVar *)blk->iter_vars->items[i];
     if (iv->iter_type == TIR_ITER_COMM_REDUCE && tir_uses_var(&upd->indices->hdr, iv->var))
