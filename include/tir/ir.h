@@ -171,6 +171,7 @@ tir_Node *tir_let_stmt(tir_Var *var, tir_Node *value, tir_Node *body);
 tir_Node *tir_attr_stmt(tir_Node *node, const char *key, tir_Node *value, tir_Node *body);
 tir_Node *tir_evaluate(tir_Node *value);
 tir_Node *tir_allocate(tir_Buffer *buf, tir_Node *body);
+tir_Node *tir_decl_buffer(tir_Buffer *buf, tir_Node *body);
 /* A new block gets a fresh uid. Any array may be NULL (= empty). */
 tir_Block *tir_block_new(const char *name, tir_Array *iter_vars, tir_Array *reads, tir_Array *writes,
                          tir_Node *init, tir_Array *alloc_buffers, tir_Array *match_buffers,

@@ -196,6 +196,7 @@ function T.alloc_buffer(shape, dtype, opts)
   local b = core.buffer(opts.name or "buffer", shape, dtype or "float32", opts)
   if not opts.name then pending(b) end
   f.allocs[#f.allocs + 1] = b
+  B.owners[#B.owners + 1] = b
   return b
 end
 
@@ -220,7 +221,87 @@ function T.allocate(shape, dtype, scope, fn)
   discover()
   if scope ~= nil and type(scope) ~= "string" then util.raise("TypeError", "T.allocate", "scope must be a string, got %s", util.show(scope)) end
   local b = pending(core.buffer("buffer", shape, dtype or "float32", {scope = scope or "global"}))
+  B.owners[#B.owners + 1] = b
   return scoped(fn, b, function(body) return core.make("Allocate", {buffer = b, body = body}) end)
+end
+
+-- The number of elements a buffer spans (strides and elem_offset included), or nil when not
+-- constant.
+local function span_elems(b)
+  local function c(e) return core.is_node(e, "IntImm") and e.value or (type(e) == "number" and e or nil) end
+  local off = c(b.elem_offset)
+  if not off then return nil end
+  local n = 1
+  if #b.strides == #b.shape and #b.shape > 0 then
+    n = 1
+    for d = 1, #b.shape do
+      local e, s = c(b.shape[d]), c(b.strides[d])
+      if not e or not s then return nil end
+      n = n + (e - 1) * s
+    end
+  else
+    for d = 1, #b.shape do
+      local e = c(b.shape[d])
+      if not e then return nil end
+      n = n * e
+    end
+  end
+  return n + off
+end
+
+local DTYPE_BYTES = {int8 = 1, uint8 = 1, int16 = 2, uint16 = 2, float16 = 2, bfloat16 = 2, int32 = 4, uint32 = 4,
+                     float32 = 4, int64 = 8, uint64 = 8, float64 = 8, bool = 1}
+
+--- local V = T.decl_buffer(shape, dtype, {data = X.data, strides =, elem_offset =, scope =}) for the
+-- rest of the scope, or T.decl_buffer(shape, dtype, opts, function(V) ... end): TVM's
+-- DeclBuffer, a buffer with its own shape, strides and elem_offset over the memory of an
+-- allocation or a parameter (X.data).  Without data it allocates (as T.allocate).  A view that
+-- does not fit in X (elem_offset + its span > X's elements, in bytes) is a ValueError.
+function T.decl_buffer(shape, dtype, opts, fn)
+  discover()
+  if fn ~= nil and type(fn) ~= "function" then util.raise("TypeError", "T.decl_buffer", "the body must be a function, got %s", util.show(fn)) end
+  opts = buffer_opts(opts, "T.decl_buffer")
+  if opts.scope ~= nil and not core.scope_valid(opts.scope) then
+    util.raise("ValueError", "T.decl_buffer", "unknown storage scope '%s'; valid scopes: %s", opts.scope, core.scope_list())
+  end
+  if opts.data == nil then return T.allocate(shape, dtype, opts.scope, fn) end
+  if not core.is_node(opts.data, "Var") or tostring(opts.data.dtype) ~= "handle" then
+    util.raise("TypeError", "T.decl_buffer", "data must be a buffer's data variable (X.data), got %s", util.show(opts.data))
+  end
+  local src
+  for _, cand in ipairs(B.owners or {}) do
+    if cand.data:same_as(opts.data) then src = cand end
+  end
+  local b = core.buffer(opts.name or "buffer", shape, dtype or "float32", opts)
+  if not opts.name then pending(b) end
+  for d = 1, #b.shape do
+    local e = b.shape[d]
+    if core.is_node(e, "IntImm") and e.value <= 0 then
+      util.raise("ValueError", "T.decl_buffer", "dimension %d of the view has extent %d; extents must be positive", d, e.value)
+    end
+  end
+  if core.is_node(b.elem_offset, "IntImm") and b.elem_offset.value < 0 then
+    util.raise("ValueError", "T.decl_buffer", "elem_offset %d is negative", b.elem_offset.value)
+  end
+  if src then
+    local need, have = span_elems(b), span_elems(src)
+    local nb, hb = DTYPE_BYTES[b.dtype], DTYPE_BYTES[src.dtype]
+    if need and have and nb and hb and need * nb > have * hb then
+      local function list(a)
+        local t = {}
+        for d = 1, #a do t[d] = tostring(a[d]) end
+        return "{" .. table.concat(t, ", ") .. "}"
+      end
+      util.raise("ValueError", "T.decl_buffer",
+                 "the view (%s %s, elem_offset %s%s) spans %d elements (%d bytes) but %s holds %d elements of %s (%d bytes)",
+                 list(b.shape), b.dtype, tostring(b.elem_offset), #b.strides > 0 and (", strides " .. list(b.strides)) or "",
+                 need, need * nb, src.name, have, src.dtype, have * hb)
+    end
+    if src.scope ~= b.scope then
+      util.raise("ValueError", "T.decl_buffer", "the view has scope '%s' but %s is '%s'", b.scope, src.name, src.scope)
+    end
+  end
+  return scoped(fn, b, function(body) return core.make("DeclBuffer", {buffer = b, body = body}) end)
 end
 
 --- A view of a region of another buffer (in a block).
@@ -645,8 +726,8 @@ function T.prim_func(name, params, body)
   if n_params ~= info.nparams then
     err(("T.prim_func: %d parameter declarations but the body takes %d parameters"):format(n_params, info.nparams), 2)
   end
-  local saved = {B.frames, B.pending, B.names, B.n_pending}
-  B.frames, B.pending, B.names, B.n_pending = {}, {}, {}, 0
+  local saved = {B.frames, B.pending, B.names, B.n_pending, B.owners}
+  B.frames, B.pending, B.names, B.n_pending, B.owners = {}, {}, {}, 0, {}
   local ok, result = pcall(function()
     local args = {}
     for i, pname in ipairs(order) do
@@ -654,6 +735,7 @@ function T.prim_func(name, params, body)
       if spec == nil then err(("T.prim_func: parameter '%s' has no declaration in the params table"):format(pname), 3) end
       if type(spec) == "table" and spec.buffer_param then
         args[i] = core.buffer(pname, spec.shape, spec.dtype, spec.opts)
+        B.owners[#B.owners + 1] = args[i]
       elseif type(spec) == "table" and spec.scalar_param then
         args[i] = core.var(pname, spec.scalar_param)
       elseif core.is_node(spec, "Buffer") or core.is_node(spec, "Var") then
@@ -680,7 +762,7 @@ function T.prim_func(name, params, body)
     local func = core.make("PrimFunc", {name = name, params = args, body = fbody, attrs = ann_list(root.attrs)})
     return rename_pending(func)
   end)
-  B.frames, B.pending, B.names, B.n_pending = saved[1], saved[2], saved[3], saved[4]
+  B.frames, B.pending, B.names, B.n_pending, B.owners = saved[1], saved[2], saved[3], saved[4], saved[5]
   if not ok then error(result, 0) end
   return result
 end

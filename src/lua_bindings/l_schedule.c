@@ -27,6 +27,12 @@ static void push_sched(lua_State *L, tir_Schedule *s) {
   b->s = s;
 }
 
+static int find_decl_buffer(const tir_Node *n, void *p) {
+  if (tir_is_expr(n) || *(const tir_Node **)p) return 1;
+  if (n->kind == TIR_DeclBuffer) *(const tir_Node **)p = n;
+  return 0;
+}
+
 static int l_new(lua_State *L) {
   tir_Node *f = tirL_check_node(L, 1, -1, NULL);
   if (f->kind == TIR_IRModule) {
@@ -35,6 +41,21 @@ static int l_new(lua_State *L) {
     f = m->functions->items[0];
   }
   if (f->kind != TIR_PrimFunc) return luaL_argerror(L, 1, "PrimFunc expected");
+  /* the primitives see data flow through buffers, not through views of their data: a block
+   * reading a decl_buffer view of B would not count as B's consumer (cache_read could copy
+   * before B is written), so such functions are not scheduled */
+  const tir_Node *decl = NULL;
+  tir_visit(((tir_PrimFunc *)f)->body, find_decl_buffer, &decl);
+  if (decl) {
+    tir_error_set(TIR_ERR_SCHEDULE, "Schedule",
+                  "function %s declares the view %s (decl_buffer); schedule primitives follow data flow through buffers, "
+                  "not through views of their data, so a function with decl_buffer cannot be scheduled: schedule it "
+                  "first and declare views after (or index the buffer itself)",
+                  ((tir_PrimFunc *)f)->name, ((const tir_DeclBuffer *)decl)->buffer->name);
+    tir_error_set_ir(f);
+    tir_error_mark(decl, "the view");
+    return tirL_raise_core(L);
+  }
   push_sched(L, tir_schedule_new((tir_PrimFunc *)f));
   return 1;
 }

@@ -194,6 +194,7 @@ static void walk(Ctx *c, const tir_Node *n) {
       walk(c, a->body);
       return;
     }
+    case TIR_DeclBuffer: walk(c, ((const tir_DeclBuffer *)n)->body); return;
     case TIR_BlockRealize: {
       const tir_BlockRealize *br = (const tir_BlockRealize *)n;
       const tir_Block *b = br->block;

@@ -1308,6 +1308,10 @@ static void stmt(CG *g, const tir_Node *s) {
       put(g, ";\n");
       return;
     }
+    case TIR_DeclBuffer:
+      /* a view: its accesses (flattened) already index its data's pointer */
+      stmt(g, ((const tir_DeclBuffer *)s)->body);
+      return;
     case TIR_Allocate: {
       const tir_Allocate *a = (const tir_Allocate *)s;
       const tir_Buffer *b = a->buffer;

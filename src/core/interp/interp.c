@@ -999,6 +999,19 @@ static int exec(Interp *I, const tir_Node *s) {
       free_buffer(I, a->buffer);
       return rc;
     }
+    case TIR_DeclBuffer: {
+      /* a view of its data's storage (TVM DeclBuffer): it must fit in that storage */
+      const tir_DeclBuffer *d = (const tir_DeclBuffer *)s;
+      Storage *st = buffer_storage(I, d->buffer, s);
+      if (!st) return -1;
+      int64_t need = shape_elems(I, d->buffer);
+      if (I->failed) return -1;
+      int64_t have = st->n * (int64_t)tir_dtype_bytes(st->dtype), need_b = need * (int64_t)tir_dtype_bytes(tir_dtype_element(d->buffer->hdr.dtype));
+      if (need_b > have || eval(I, d->buffer->elem_offset, 0).i < 0)
+        return fail(I, s, "decl_buffer %s needs %lld elements of its data (elem_offset included), but %s holds %lld", d->buffer->name,
+                    (long long)need, st->name ? st->name : "the storage", (long long)st->n);
+      return exec(I, d->body);
+    }
     case TIR_Block: return fail(I, s, "a block must be realized (BlockRealize) to run");
     default: return fail(I, s, "the interpreter cannot run a %s statement", tir_kind_name(s->kind));
   }

@@ -218,6 +218,13 @@ tir_Node *tir_allocate(tir_Buffer *buf, tir_Node *body) {
   return &n->hdr;
 }
 
+tir_Node *tir_decl_buffer(tir_Buffer *buf, tir_Node *body) {
+  tir_DeclBuffer *n = NEW(DeclBuffer, TIR_VOID);
+  n->buffer = buf;
+  n->body = body;
+  return &n->hdr;
+}
+
 static int64_t next_block_uid = 1;
 
 tir_Block *tir_block_new(const char *name, tir_Array *iter_vars, tir_Array *reads, tir_Array *writes,

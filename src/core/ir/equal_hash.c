@@ -76,6 +76,7 @@ static int is_def_field(int kind, const char *name) {
     case TIR_Let:
     case TIR_LetStmt: return strcmp(name, "var") == 0;
     case TIR_Allocate: return strcmp(name, "buffer") == 0;
+    case TIR_DeclBuffer: return strcmp(name, "buffer") == 0;
     case TIR_MatchBufferRegion: return strcmp(name, "buffer") == 0;
     case TIR_PrimFunc: return strcmp(name, "params") == 0;
     case TIR_Block: return strcmp(name, "alloc_buffers") == 0;

@@ -53,6 +53,9 @@ typedef struct {
   const tir_For *loops[256];
   int n_loops;
   int indent;
+  /* buffers that own their data var (parameters, allocations): decl_buffer prints data = X.data */
+  const tir_Buffer **owners;
+  int n_owners, cap_owners;
 } Printer;
 
 static const char *lua_keywords[] = {"and", "break", "do", "else", "elseif", "end", "false", "for",
@@ -894,6 +897,38 @@ static void print_stmt_t(Printer *p, const tir_Node *s, int tail) {
       mark_header(p, s, start);
       newline(p);
       return;
+    case TIR_DeclBuffer: {
+      const tir_DeclBuffer *d = (const tir_DeclBuffer *)s;
+      const tir_Buffer *b = d->buffer;
+      char dt[32], data[200];
+      const tir_Buffer *own = NULL;
+      for (int i = 0; i < p->n_owners && !own; i++)
+        if (p->owners[i]->data == b->data && p->owners[i] != b) own = p->owners[i];
+      if (own) snprintf(data, sizeof data, "%s.data", buf_name(p, own));
+      else snprintf(data, sizeof data, "%s", var_name(p, b->data));
+      begin_line(p);
+      start = col(p);
+      if (tail) putf(p, "local %s = ", buf_name(p, b));
+      put(p, "T.decl_buffer(");
+      print_shape(p, b->shape);
+      putf(p, ", \"%s\"", tir_dtype_str(b->hdr.dtype, dt));
+      print_buffer_opts(p, b, 1, data);
+      if (!tail) {
+        putf(p, ", function(%s)", buf_name(p, b));
+        mark_header(p, s, start);
+        newline(p);
+        print_body(p, d->body);
+        begin_line(p);
+        put(p, "end)");
+        newline(p);
+        return;
+      }
+      put(p, ")");
+      mark_header(p, s, start);
+      newline(p);
+      print_stmt(p, d->body);
+      return;
+    }
     case TIR_Allocate: {
       const tir_Allocate *a = (const tir_Allocate *)s;
       char dt[32];
@@ -939,6 +974,8 @@ typedef struct {
   int n_def, cap_def;
   const tir_Buffer **used;
   int n_used, cap_used;
+  const tir_Buffer **owners;
+  int n_own, cap_own;
 } BufScan;
 
 static void push_ptr(const void ***arr, int *n, int *cap, const void *x) {
@@ -956,8 +993,10 @@ static int scan_fn(const tir_Node *n, void *ctx) {
   switch (n->kind) {
     case TIR_Block: {
       const tir_Block *b = (const tir_Block *)n;
-      for (int i = 0; i < b->alloc_buffers->size; i++)
+      for (int i = 0; i < b->alloc_buffers->size; i++) {
         push_ptr((const void ***)&s->defined, &s->n_def, &s->cap_def, b->alloc_buffers->items[i]);
+        push_ptr((const void ***)&s->owners, &s->n_own, &s->cap_own, b->alloc_buffers->items[i]);
+      }
       for (int i = 0; i < b->match_buffers->size; i++)
         push_ptr((const void ***)&s->defined, &s->n_def, &s->cap_def,
                  ((const tir_MatchBufferRegion *)b->match_buffers->items[i])->buffer);
@@ -965,6 +1004,10 @@ static int scan_fn(const tir_Node *n, void *ctx) {
     }
     case TIR_Allocate:
       push_ptr((const void ***)&s->defined, &s->n_def, &s->cap_def, ((const tir_Allocate *)n)->buffer);
+      push_ptr((const void ***)&s->owners, &s->n_own, &s->cap_own, ((const tir_Allocate *)n)->buffer);
+      break;
+    case TIR_DeclBuffer:
+      push_ptr((const void ***)&s->defined, &s->n_def, &s->cap_def, ((const tir_DeclBuffer *)n)->buffer);
       break;
     case TIR_BufferLoad:
       push_ptr((const void ***)&s->used, &s->n_used, &s->cap_used, ((const tir_BufferLoad *)n)->buffer);
@@ -1065,9 +1108,15 @@ static void print_func(Printer *p, const tir_PrimFunc *f) {
   /* Buffers used but defined nowhere (e.g. flattened views of parameters). */
   BufScan scan = {0};
   for (int i = 0; i < f->params->size; i++)
-    if (f->params->items[i]->kind == TIR_Buffer)
+    if (f->params->items[i]->kind == TIR_Buffer) {
       push_ptr((const void ***)&scan.defined, &scan.n_def, &scan.cap_def, f->params->items[i]);
+      push_ptr((const void ***)&scan.owners, &scan.n_own, &scan.cap_own, f->params->items[i]);
+    }
   tir_visit(f->body, scan_fn, &scan);
+  free(p->owners);
+  p->owners = scan.owners;
+  p->n_owners = scan.n_own;
+  p->cap_owners = scan.cap_own;
   for (int i = 0; i < scan.n_used; i++) {
     const tir_Buffer *b = scan.used[i];
     int def = 0;
@@ -1215,6 +1264,7 @@ char *tir_print_marked(const tir_Node *n, const tir_Mark *marks, int n_marks) {
   if (p.n_pending) newline(&p);
   for (int i = 0; i < p.n_names; i++) free(p.names[i].name);
   free(p.names);
+  free(p.owners);
   char *s = tir_sb_take(&p.out);
   /* drop one trailing newline for single-line things */
   size_t len = strlen(s);

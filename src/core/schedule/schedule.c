@@ -48,6 +48,7 @@ int sch_stmt_children(const tir_Node *s, const tir_Node **out, int max) {
     case TIR_LetStmt: ADD(((const tir_LetStmt *)s)->body); break;
     case TIR_AttrStmt: ADD(((const tir_AttrStmt *)s)->body); break;
     case TIR_Allocate: ADD(((const tir_Allocate *)s)->body); break;
+    case TIR_DeclBuffer: ADD(((const tir_DeclBuffer *)s)->body); break;
     case TIR_BlockRealize: ADD(&((const tir_BlockRealize *)s)->block->hdr); break;
     case TIR_Block:
       ADD(((const tir_Block *)s)->init);

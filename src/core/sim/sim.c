@@ -103,6 +103,7 @@ static int find_path(const tir_Node *root, const tir_Node *target, const tir_Nod
     case TIR_LetStmt: kids[0] = ((const tir_LetStmt *)root)->body; break;
     case TIR_AttrStmt: kids[0] = ((const tir_AttrStmt *)root)->body; break;
     case TIR_Allocate: kids[0] = ((const tir_Allocate *)root)->body; break;
+    case TIR_DeclBuffer: kids[0] = ((const tir_DeclBuffer *)root)->body; break;
     default: return 0;
   }
   for (int i = 0; i < 2; i++) {

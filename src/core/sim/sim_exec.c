@@ -820,6 +820,10 @@ int sim_exec(Sim *S, const tir_Node *s, const Act *a) {
       if (!rc) rc = sim_exec(S, al->body, a);
       break;
     }
+    case TIR_DeclBuffer: /* a view of its data's storage; accesses are checked against that */
+      S->rep->statements--;
+      rc = sim_exec(S, ((const tir_DeclBuffer *)s)->body, a);
+      break;
     default: rc = sim_fail(S, s, "the simulator cannot run a %s statement (is the function lowered?)", tir_kind_name(s->kind)); break;
   }
   S->cur = saved;

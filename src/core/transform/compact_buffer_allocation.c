@@ -203,6 +203,15 @@ static void walk(Ctx *c, const tir_Node *n) {
     case TIR_AttrStmt: walk(c, ((const tir_AttrStmt *)n)->body); return;
     case TIR_Evaluate: tir_visit(((const tir_Evaluate *)n)->value, expr_fn, c); return;
     case TIR_Allocate: walk(c, ((const tir_Allocate *)n)->body); return;
+    case TIR_DeclBuffer: {
+      /* a view (decl_buffer) of an allocation indexes it in its own way: keep it whole */
+      const tir_DeclBuffer *d = (const tir_DeclBuffer *)n;
+      for (int i = 0; i < c->n_acc; i++)
+        if (c->acc[i].buf->data == d->buffer->data && c->acc[i].buf != d->buffer && is_shared(c->acc[i].buf) == c->want_shared)
+          c->acc[i].full = 1;
+      walk(c, d->body);
+      return;
+    }
     default: return;
   }
 }

@@ -61,6 +61,8 @@ static tir_Buffer *flat_of(Ctx *c, const tir_Buffer *b) {
     tir_release(fb->strides);
     tir_release(fb->elem_offset);
     tir_Node *elems = buffer_elems(b);
+    /* the flat view starts at the data (its indices include elem_offset) */
+    if (!tir_is_zero(b->elem_offset)) elems = tir_add(elems, widen(b->elem_offset, elems->dtype.bits == 64));
     tir_Node *se = tir_simplify(NULL, elems);
     tir_release(elems);
     fb->shape = tir_array_of(1, se);
@@ -125,6 +127,12 @@ static tir_Node *mut(const tir_Node *n, void *p) {
       tir_Node *body = tir_mutate(a->body, mut, p);
       if (!body) return TIR_MUTATE_ERROR;
       return tir_allocate((tir_Buffer *)R(flat_of(c, a->buffer)), body);
+    }
+    case TIR_DeclBuffer: {
+      const tir_DeclBuffer *a = (const tir_DeclBuffer *)n;
+      tir_Node *body = tir_mutate(a->body, mut, p);
+      if (!body) return TIR_MUTATE_ERROR;
+      return tir_decl_buffer((tir_Buffer *)R(flat_of(c, a->buffer)), body);
     }
     case TIR_AttrStmt: {
       /* an attribute about a buffer (e.g. pipeline_version) names its flat view */

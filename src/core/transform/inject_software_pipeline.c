@@ -405,6 +405,7 @@ static int defs_fn(const tir_Node *n, void *p) {
       break;
     }
     case TIR_Allocate: def_buf(d, ((const tir_Allocate *)n)->buffer); break;
+    case TIR_DeclBuffer: def_buf(d, ((const tir_DeclBuffer *)n)->buffer); break;
     default: break;
   }
   return 0;

@@ -35,6 +35,9 @@ static Entry *entry_of(Ctx *c, const tir_Buffer *b) {
 
 static void touch(Ctx *c, const tir_Buffer *b) {
   Entry *e = entry_of(c, b);
+  /* a decl_buffer view of an allocation: an access of the allocation */
+  for (int i = 0; i < c->n && !e; i++)
+    if (c->e[i].buf->data == b->data) e = &c->e[i];
   if (!e) return; /* not a block-allocated buffer */
   if (e->depth < 0) {
     memcpy(e->lca, c->stack, sizeof(c->stack[0]) * (size_t)c->sp);
@@ -163,6 +166,7 @@ static void walk(Ctx *c, const tir_Node *n) {
       walk(c, ((const tir_AttrStmt *)n)->body);
       return;
     case TIR_Allocate: walk(c, ((const tir_Allocate *)n)->body); return;
+    case TIR_DeclBuffer: walk(c, ((const tir_DeclBuffer *)n)->body); return;
     case TIR_Evaluate: walk_expr(c, ((const tir_Evaluate *)n)->value); return;
     default: return;
   }

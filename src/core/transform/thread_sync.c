@@ -377,6 +377,10 @@ static tir_Node *visit(Ctx *c, const tir_Node *s, Acc *state) {
       const tir_Allocate *a = (const tir_Allocate *)s;
       return tir_allocate((tir_Buffer *)R(a->buffer), visit_seq(c, (const tir_Node *const *)&a->body, 1, state));
     }
+    case TIR_DeclBuffer: {
+      const tir_DeclBuffer *a = (const tir_DeclBuffer *)s;
+      return tir_decl_buffer((tir_Buffer *)R(a->buffer), visit_seq(c, (const tir_Node *const *)&a->body, 1, state));
+    }
     case TIR_AttrStmt: {
       const tir_AttrStmt *a = (const tir_AttrStmt *)s;
       int pushed = 0;

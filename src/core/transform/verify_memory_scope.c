@@ -212,6 +212,7 @@ static void collect_kblocks(const tir_Node *n, Axes ax, KBlocks *k) {
     case TIR_LetStmt: collect_kblocks(((const tir_LetStmt *)n)->body, ax, k); return;
     case TIR_AttrStmt: collect_kblocks(((const tir_AttrStmt *)n)->body, ax, k); return;
     case TIR_Allocate: collect_kblocks(((const tir_Allocate *)n)->body, ax, k); return;
+    case TIR_DeclBuffer: collect_kblocks(((const tir_DeclBuffer *)n)->body, ax, k); return;
     default: return;
   }
 }
@@ -362,6 +363,7 @@ static void walk(V *v, const tir_Node *n) {
       walk(v, ((const tir_AttrStmt *)n)->body);
       return;
     case TIR_Allocate: walk(v, ((const tir_Allocate *)n)->body); return;
+    case TIR_DeclBuffer: walk(v, ((const tir_DeclBuffer *)n)->body); return;
     case TIR_Evaluate: walk_expr(v, ((const tir_Evaluate *)n)->value); return;
     default: return;
   }
