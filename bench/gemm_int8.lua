@@ -50,8 +50,7 @@ local info = dev:info()
 local rows = {}
 local function timed(mod, ...) return mod:time_evaluator({number = 5, repeat_ = 5, warmup = 3})(...) end
 print(("%-10s %-16s %9s %9s %-22s %9s %9s %7s"):format("bench", "MxNxK", "ms", "TOP/s", "ref", "ref ms", "ref TOP/s", "ratio"))
-for _, s in ipairs(shapes) do
-  local m, n, k = s[1], s[2], s[3]
+local function bench_shape(m, n, k)
   local shape = ("%dx%dx%d"):format(m, n, k)
   local ops = 2.0 * m * n * k
   local a = tir.nd.random({m, k}, "int8", dev, {seed = 31})
@@ -136,6 +135,11 @@ for _, s in ipairs(shapes) do
     row("qgemm", intrin .. "_fused", t_q[intrin], "tirlua plain int8", t_int8[intrin], "int8")
     row("qgemm", intrin .. "_fused", t_q[intrin], "cuBLASLt + requant", t_lt + t_rq, "int8")
   end
+end
+
+for _, s in ipairs(shapes) do
+  local okb, err = pcall(bench_shape, s[1], s[2], s[3])
+  if not okb then print(("%dx%dx%d: FAILED: %s"):format(s[1], s[2], s[3], tostring(err))) end
 end
 
 local outp = os.getenv("TIRLUA_BENCH_OUT")
