@@ -172,6 +172,10 @@ tir.tune = setmetatable({}, {
   __call = function(_, spec) return require("tir.tune").run(spec) end,
 })
 
+--- tir.layout: pictures of fragment lane maps and shared-memory banks (lib/tir/layout.lua;
+-- loaded on first use): tir.layout.fragment(row, operand), tir.layout.shared{...}.
+tir.layout = setmetatable({}, {__index = function(_, k) return require("tir.layout")[k] end})
+
 --- tir.help(x): what x is and its documentation (the --- comments of lib/tir, a module's header,
 -- an object's methods, an IR node's fields).  The tirlua program also defines a global `help`.
 function tir.help(x) return require("tir.repl").help(x) end

@@ -80,6 +80,32 @@ static int l_mma_configs(lua_State *L) {
   return 1;
 }
 
+/* mma_lane_map(name, operand) -> {{lane=, e=, row=, col=}, ...} over the row's warp tile
+** (operand "a", "b" or "c"; mma.sync rows only: wmma fragments have no PTX-defined layout) */
+static int l_mma_lane_map(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1);
+  const char *op = luaL_checkstring(L, 2);
+  const tir_MmaConfig *c = tir_mma_find(TIR_MMA_SYNC, name);
+  if (!c) return tirL_error(L, TIR_ERR_VALUE, "mma_lane_map", "no mma.sync row named '%s'", name);
+  if ((op[0] != 'a' && op[0] != 'b' && op[0] != 'c') || op[1] != '\0')
+    return tirL_error(L, TIR_ERR_VALUE, "mma_lane_map", "operand must be \"a\", \"b\" or \"c\", got '%s'", op);
+  tir_MmaLaneMap map = op[0] == 'a' ? c->map_a : op[0] == 'b' ? c->map_b : c->map_c;
+  int per = tir_mma_lane_elems(c, op[0]);
+  lua_createtable(L, 32 * per, 0);
+  for (int lane = 0; lane < 32; lane++)
+    for (int e = 0; e < per; e++) {
+      int r, col;
+      map(lane, e, &r, &col);
+      lua_createtable(L, 0, 4);
+      set_int(L, "lane", lane);
+      set_int(L, "e", e);
+      set_int(L, "row", r);
+      set_int(L, "col", col);
+      lua_rawseti(L, -2, lane * per + e + 1);
+    }
+  return 1;
+}
+
 static int l_scope_valid(lua_State *L) {
   lua_pushboolean(L, tir_scope_valid(luaL_checkstring(L, 1)));
   return 1;
@@ -93,6 +119,7 @@ static int l_scope_list(lua_State *L) {
 void tirL_open_tables(lua_State *L) {
   static const luaL_Reg fns[] = {{"builtins", l_builtins},
                                  {"mma_configs", l_mma_configs},
+                                 {"mma_lane_map", l_mma_lane_map},
                                  {"scope_valid", l_scope_valid},
                                  {"scope_list", l_scope_list},
                                  {NULL, NULL}};
