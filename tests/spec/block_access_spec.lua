@@ -226,7 +226,7 @@ describe("T-script region declarations", function()
         end
       end)
     end, "ValueError in T.block", "block 'tile' views B[{{vo * 4, vo * 4 + 4}, {0, 16}}]",
-       "neither its declared T.reads nor T.writes covers")
+       "neither its declared T.reads nor T.writes covers", "this block")
   end)
 
   it("infer what is omitted (TVM's read rule included), and check only what is declared", function()

@@ -302,10 +302,7 @@ tir_Array *tir_reads_with_writes(const tir_Array *reads, const tir_Array *writes
 
 /* ---- declared regions against the body (tir_block_check_access) ---- */
 
-/* Does `decl` (declared, in the block's variables) contain `r` in every dimension?  The
- * analyzer knows the iteration domains and the loops around the access.  r is clipped to
- * the buffer first: relaxing a nested block's region over a non-dividing split can reach
- * past the buffer where the predicate keeps the accesses inside. */
+/* a <= b provably (both stolen) */
 static int provable_le(tir_Analyzer *an, tir_Node *a, tir_Node *b /* both stolen */) {
   tir_Node *c = tir_cmp(TIR_LE, a, b);
   int ok = tir_can_prove(an, c);
@@ -424,7 +421,7 @@ int tir_block_check_access(const tir_Block *block, int check_reads, int check_wr
                   "block '%s' views %s (T.match_buffer %s), which neither its declared T.reads nor T.writes covers",
                   block->name, acc, m->buffer->name);
     free(acc);
-    bad = &m->hdr;
+    bad = ir ? ir : &block->hdr; /* the printer marks statements, not views */
   }
   if (!bad) {
     walk(&c, block->init);
@@ -437,6 +434,6 @@ int tir_block_check_access(const tir_Block *block, int check_reads, int check_wr
   tir_release(det_w);
   if (!bad) return 0;
   tir_error_set_ir(ir ? ir : &block->hdr);
-  tir_error_mark(bad, "this access");
+  tir_error_mark(bad, bad == ir || bad == &block->hdr ? "this block" : "this access");
   return -1;
 }
