@@ -306,5 +306,18 @@ for _, k in ipairs({"register", "get", "list"}) do
   tir.TensorIntrin[k] = util.strict("TensorIntrin." .. k, tir.TensorIntrin[k])
 end
 M.time_evaluator = util.strict("time_evaluator", M.time_evaluator, true)
+-- the module's C methods of fixed arity refuse extra arguments too
+for name, n in pairs({get_source = 1, arch = 0, func = 0, lowered = 0, dumps = 0, kernels = 0, cache_status = 0}) do
+  local f = rawget(M, name)
+  if f then
+    M[name] = function(...)
+      if select("#", ...) - 1 > n then
+        util.raise("TypeError", "Module:" .. name, "too many arguments: mod:%s takes %d, got %d (extra arguments are refused, not ignored)",
+                   name, n, select("#", ...) - 1)
+      end
+      return f(...)
+    end
+  end
+end
 
 return tir

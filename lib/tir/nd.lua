@@ -76,8 +76,12 @@ function nd.load(path, dev) return util.guard("nd.load", core.nd_load, path, dev
 
 -- NDArray methods (C): a bad argument raises a tir.Error naming the method, e.g. "TypeError in
 -- NDArray:copyfrom: bad argument #1 (tir.NDArray expected, got table)", not "... to '?'".
+-- The methods of fixed arity refuse extra arguments (get and set take any number of indices).
+local METHOD_ARGS = {shape = 0, dtype = 0, device = 0, numel = 0, nbytes = 0, to = 1, copyfrom = 1, fill_random = 3,
+                     to_table = 0, save = 1}
 for name, f in pairs(core.ndarray_methods) do
   local prim = "NDArray:" .. name
+  local max = METHOD_ARGS[name]
   local function pass(ok, ...)
     if ok then return ... end
     local e = ...
@@ -88,7 +92,13 @@ for name, f in pairs(core.ndarray_methods) do
     end
     error(e, 0)
   end
-  core.ndarray_methods[name] = function(...) return pass(pcall(f, ...)) end
+  core.ndarray_methods[name] = function(...)
+    if max and select("#", ...) - 1 > max then
+      util.raise("TypeError", prim, "too many arguments: a:%s takes %d, got %d (extra arguments are refused, not ignored)",
+                 name, max, select("#", ...) - 1)
+    end
+    return pass(pcall(f, ...))
+  end
 end
 
 --- a:to_dlpack([{versioned = true}]) -> a tir.DLPack capsule: a DLManagedTensor (or
