@@ -77,6 +77,19 @@ if has_gpu then
   local ops = 2.0 * M * N * K
   print(("-- %s: %.3f ms, %.1f TOP/s; %s: %d of %d elements differ from the CUDA-core kernel, %d of %d samples from int64"):format(
     dev:info().name, t * 1e3, ops / t / 1e12, (bad == 0 and sbad == 0) and "bit-exact" or "WRONG", bad, M * N, sbad, samples))
+  -- cuBLASLt int8 (CUDA_R_8I in, CUDA_R_32I out, the same k-major operands) where it opens
+  local lt_ok = a_dt == "int8" and tir.core.cublaslt_available and tir.core.cublaslt_available()
+  if lt_ok then
+    local gl = tir.nd.empty({M, N}, "int32", dev)
+    tir.core.cublaslt_gemm_int8(ga, gb, gl)
+    local l = gl:copyto(tir.cpu())
+    local lbad = 0
+    for e = 0, M * N - 1 do if c:get(e) ~= l:get(e) then lbad = lbad + 1 end end
+    local tl = tir.core.cuda_time(function() tir.core.cublaslt_gemm_int8(ga, gb, gl) end, 0, 3, 10, 5)
+    print(("-- cuBLASLt int8: %.3f ms, %.1f TOP/s (tirlua / cuBLASLt = %.3f); %d of %d elements differ from it"):format(
+      tl * 1e3, ops / tl / 1e12, tl / t, lbad, M * N))
+    bad = bad + lbad
+  end
   if bad ~= 0 or sbad ~= 0 then os.exit(1) end
 else
   print(("-- no GPU (%s): the warp-accurate simulator runs the lowered kernels at %dx%dx%d"):format(why, M, N, K))
