@@ -8,7 +8,7 @@
 --     (b) cuBLASLt int8 followed by a separate requantizing kernel written with tirlua (its time
 --     is the sum of the two, each timed alone).
 -- tirlua's int8 GEMMs here are tir.schedules.qgemm's: "simt" (int32 multiply-adds) and "dp4a"
--- (dp4a on int8x4 registers packed with prmt); the IMMA (mma.sync m16n8k32) path is tc_gemm's.
+-- (dp4a on int8x4 registers packed with prmt); "imma" is tc_gemm's mma.sync m16n8k32 path.
 --   tirlua bench/gemm_int8.lua [MxNxK ...]   (default: 1024^3 .. 8192^3 and M in {16, 128, 4096}, N = 11008, K = 4096)
 --   TIRLUA_BENCH_OUT=file                    append the markdown tables to that file
 -- CUDA events, 3 warm-ups, median of 5 samples of 5 launches.  Rows go to bench/results.jsonl.
@@ -16,6 +16,7 @@ local tir = require("tir")
 local core = tir.core
 local qm = tir.ops.quantized_matmul
 local qg = require("tir.schedules.qgemm")
+local tc = require("tir.schedules.tc_gemm")
 local common = dofile("bench/common.lua")
 
 local dev = tir.device("cuda", 0)
@@ -82,6 +83,19 @@ local function bench_shape(m, n, k)
   end
   row("gemm_int8", "simt", t_int8.simt, "cuBLASLt", t_lt, "int8")
   row("gemm_int8", "dp4a", t_int8.dp4a, "cuBLASLt", t_lt, "int8")
+  -- tirlua IMMA: tc_gemm with mma.sync m16n8k32 (A [M, K], B [N, K]: both k-major, tc_gemm's
+  -- "NT"); 128x128x128 CTAs, 3 stages (the best of the measured configurations), 16-row CTAs
+  -- for small M
+  do
+    local o = m < 64 and {BM = 16, warp_m = 16, BN = 128, warp_n = 32, BK = 128, stages = 3}
+              or {BM = 128, BN = 128, BK = 128, warp_m = 64, warp_n = 64, stages = 3}
+    o.intrin = "mma"
+    local tcf = tc.workload(m, n, k, "int8", "int32", nil, "NT")
+    local imma = tir.build(tc.schedule(tcf, o).mod, "cuda")
+    imma(a, b, c)
+    tir.testing.assert_allclose(c, c_lt, {rtol = 0, atol = 0})
+    row("gemm_int8", "imma", timed(imma, a, b, c), "cuBLASLt", t_lt, "int8")
+  end
   -- fused quantized GEMM
   local qo = {M = m, N = n, K = k, a_zero_point = ZA, b_zero_point = 0, b_sums = "input", bias = true, scale = "per_channel",
               out_zero_point = -7, out_dtype = "int8", name = "qgemm"}

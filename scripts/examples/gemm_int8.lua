@@ -11,6 +11,12 @@ local tir = require("tir")
 local tc = require("tir.schedules.tc_gemm")
 
 local dev = tir.device("cuda", 0)
+-- a copy of an NDArray on another device (NDArray:copyfrom copies across devices)
+local function copy_to(x, dev)
+  local y = tir.nd.empty(x:shape(), x:dtype(), dev)
+  y:copyfrom(x)
+  return y
+end
 local has_gpu, why = dev:exists()
 local function size(i, d)
   local a = arg and arg[i]
@@ -47,7 +53,7 @@ local hi = a_dt == "uint8" and 255 or 127
 if has_gpu then
   local a = tir.nd.random({M, K}, a_dt, tir.cpu(), {seed = 1, low = lo, high = hi})
   local b = tir.nd.random({N, K}, "int8", tir.cpu(), {seed = 2, low = -128, high = 127})
-  local ga, gb = a:copyto(dev), b:copyto(dev)
+  local ga, gb = copy_to(a, dev), copy_to(b, dev)
   local gc = tir.nd.empty({M, N}, "int32", dev)
   mod(ga, gb, gc)
   -- every element against a CUDA-core kernel (the same compute, one thread per element)
@@ -61,7 +67,7 @@ if has_gpu then
   local rmod = tir.build(rs.mod, "cuda")
   local gr = tir.nd.empty({M, N}, "int32", dev)
   rmod(ga, gb, gr)
-  local c, r = gc:copyto(tir.cpu()), gr:copyto(tir.cpu())
+  local c, r = copy_to(gc, tir.cpu()), copy_to(gr, tir.cpu())
   local bad = 0
   for e = 0, M * N - 1 do if c:get(e) ~= r:get(e) then bad = bad + 1 end end
   -- and a sample against int64 arithmetic on the CPU
@@ -82,7 +88,7 @@ if has_gpu then
   if lt_ok then
     local gl = tir.nd.empty({M, N}, "int32", dev)
     tir.core.cublaslt_gemm_int8(ga, gb, gl)
-    local l = gl:copyto(tir.cpu())
+    local l = copy_to(gl, tir.cpu())
     local lbad = 0
     for e = 0, M * N - 1 do if c:get(e) ~= l:get(e) then lbad = lbad + 1 end end
     local tl = tir.core.cuda_time(function() tir.core.cublaslt_gemm_int8(ga, gb, gl) end, 0, 3, 10, 5)

@@ -7,6 +7,12 @@ local tir = require("tir")
 local tc = require("tir.schedules.tc_gemm")
 
 local dev = tir.device("cuda", 0)
+-- a copy of an NDArray on another device (NDArray:copyfrom copies across devices)
+local function copy_to(x, dev)
+  local y = tir.nd.empty(x:shape(), x:dtype(), dev)
+  y:copyfrom(x)
+  return y
+end
 local has_gpu, why = dev:exists()
 
 -- the plain kernel: C's loops bound to 16x16 thread blocks
@@ -34,13 +40,13 @@ local function check(m, n, k, dtype, layout, o)
     local shape = {p.shape[1].value, p.shape[2].value}
     local lo, hi = p.dtype == "uint8" and 0 or -128, p.dtype == "uint8" and 255 or 127
     host[i] = tir.nd.random(shape, p.dtype, tir.cpu(), {seed = 11 * i + m, low = lo, high = hi})
-    args[i] = host[i]:copyto(dev)
+    args[i] = copy_to(host[i], dev)
   end
   local c = tir.nd.empty({m, n}, "int32", dev)
   local r = tir.nd.empty({m, n}, "int32", dev)
   mod(args[1], args[2], c)
   ref(args[1], args[2], r)
-  local ch, rh = c:copyto(tir.cpu()), r:copyto(tir.cpu())
+  local ch, rh = copy_to(c, tir.cpu()), copy_to(r, tir.cpu())
   local bad = 0
   for e = 0, m * n - 1 do if ch:get(e) ~= rh:get(e) then bad = bad + 1 end end
   assert.are.equal(0, bad)
