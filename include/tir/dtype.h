@@ -71,5 +71,9 @@ uint16_t tir_f32_to_f16(float f);
 float tir_f16_to_f32(uint16_t h);
 uint16_t tir_f32_to_bf16(float f);
 float tir_bf16_to_f32(uint16_t h);
+/* From a double with one rounding (PTX ISA cvt.rn.f16.f64 / cvt.rn.bf16.f64; CUDA's
+ * __double2half / __double2bfloat16): overflow gives infinity, subnormals are kept. */
+uint16_t tir_f64_to_f16(double x);
+uint16_t tir_f64_to_bf16(double x);
 
 #endif

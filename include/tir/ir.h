@@ -228,6 +228,15 @@ tir_Node *tir_not(tir_Node *a);
 tir_Node *tir_neg(tir_Node *a);
 tir_Node *tir_cast(tir_DType t, tir_Node *v);
 tir_Node *tir_select(tir_Node *c, tir_Node *t, tir_Node *f);
+/* TVM's tir.if_then_else: Call(if_then_else, c, t, f) with t and f brought to one dtype; only
+ * the side the condition picks is evaluated (the interpreter, the simulator and the CUDA ?:),
+ * so that side may hold an access that is out of bounds when not taken (padding).  c must be
+ * a scalar bool (TypeError otherwise); a constant c gives t or f itself.  Steals all three. */
+tir_Node *tir_if_then_else(tir_Node *c, tir_Node *t, tir_Node *f);
+/* The largest / smallest value of dtype t as a constant (TVM's tir.max_value / min_value):
+ * exact for integers, the largest finite value for floats (float16: 65504). */
+tir_Node *tir_max_value(tir_DType t);
+tir_Node *tir_min_value(tir_DType t);
 /* Applies a binary op by node kind (TIR_Add..TIR_Or). */
 tir_Node *tir_binary(int kind, tir_Node *a, tir_Node *b);
 /* Constant of dtype t (int/bool/float), value given as double or int. */
@@ -310,6 +319,14 @@ enum {
   TIR_BUILTIN_FLOAT_MATH = 32, /* computes in floating point: the call must have a float dtype */
   TIR_BUILTIN_SHUFFLE = 64     /* a warp shuffle: exchanges values between the lanes of a warp */
 };
+/* the registry flags of a TIR_MATH row's kind (builtins.def) */
+enum {
+  TIR_MATH_FLAGS_FLOAT = TIR_BUILTIN_FLOAT_MATH,
+  TIR_MATH_FLAGS_ROUNDING = TIR_BUILTIN_FLOAT_MATH,
+  TIR_MATH_FLAGS_ABS = 0,
+  TIR_MATH_FLAGS_PRED = 0,
+  TIR_MATH_FLAGS_BITS = 0
+};
 typedef enum {
 #define TIR_BUILTIN(id, ...) TIR_BI_##id,
 #include "tir/builtins.def"
@@ -332,8 +349,8 @@ const tir_BuiltinInfo *tir_builtin_table(void);
 int tir_builtin_has(const char *op, unsigned flags);
 /* True when argument i of builtin call `op` is an address_of that the call writes through. */
 int tir_builtin_writes_arg(const char *op, int i);
-/* True for the math builtins that compute in floating point (exp, log, sqrt, pow, ...; not
- * abs, which also takes integers): a call of one must have a float dtype, as CUDA's
+/* True for the math builtins that compute in floating point (exp, log, sqrt, pow, round, ...;
+ * not abs, which also takes integers): a call of one must have a float dtype, as CUDA's
  * expf/sqrtf/... return floats (the codegen emits them only for float results). */
 int tir_builtin_is_float_math(const char *op);
 /* dp4a (PTX ISA, Integer Arithmetic Instructions: dp4a): c + sum over the four bytes i of
@@ -363,5 +380,35 @@ const char *tir_builtin_shfl_cuda(int mode);
 /* The value types a shuffle carries (CUDA's __shfl_*_sync overloads: 32- and 64-bit ints and
  * floats); 0 for others. */
 int tir_builtin_shfl_type_ok(tir_DType t);
+
+/* The math builtins (the TIR_MATH rows of builtins.def; docs/BUILTINS.md "Math builtins"), read
+ * by the interpreter and the simulator (through value.c), the CUDA codegen and the Lua
+ * shorthands (tir.exp, T.exp). */
+typedef enum {
+  TIR_MATH_FLOAT,    /* float result computed in floating point; float16/bfloat16 compute in float32 */
+  TIR_MATH_ROUNDING, /* floor, ceil, trunc, round, nearbyint: exact (round: half to even) */
+  TIR_MATH_ABS,      /* abs: floats and integers (the minimum wraps; unsigned: the value) */
+  TIR_MATH_PRED,     /* bool result of a float argument: isnan, isinf, isfinite */
+  TIR_MATH_BITS      /* integer bit operations: shift_left/right, bitwise_and/or/xor/not */
+} tir_MathKind;
+
+typedef struct {
+  const char *name;
+  int arity;
+  tir_MathKind kind;
+  double (*f1)(double);         /* the function in double (arity 1), NULL when computed specially */
+  double (*f2)(double, double); /* arity 2 */
+  const char *cuda;             /* CUDA's float64 function (float32: with an 'f'); NULL: emitted specially */
+  int ulp32, ulp64; /* most ulps CUDA's float32/float64 function is from the correctly rounded
+                     * result (CUDA C++ Programming Guide, Mathematical Functions); 0: exact */
+} tir_MathBuiltin;
+/* The row of builtin `name`, or NULL. */
+const tir_MathBuiltin *tir_math_builtin(const char *name);
+/* All rows; *n gets their count. */
+const tir_MathBuiltin *tir_math_builtins(int *n);
+/* Checks a call of math builtin `op` with dtype t and n arguments (arity; float builtins need
+ * a float dtype, isnan/isinf/isfinite bool, bit operations an integer one).  Returns 0 (also
+ * for ops that are not math builtins) or -1 with a TypeError naming `prim`. */
+int tir_math_builtin_check(const char *op, tir_DType t, int n, const char *prim);
 
 #endif

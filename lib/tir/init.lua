@@ -8,8 +8,10 @@
 --   tir.interpret(f, args)         run any PrimFunc on host arrays (the CPU oracle)
 --   tir.device, tir.nd             devices and arrays;  tir.testing: references, assert_allclose
 -- Expression helpers from the C core: tir.var, tir.const, tir.eq/ne/lt/le/gt/ge (Lua 5.4
--- turns < and == into booleans, so comparisons are functions), tir.all/any, tir.select,
--- tir.cast, tir.min/max, tir.floordiv/floormod, tir.structural_equal.
+-- turns < and == into booleans, so comparisons are functions), tir.all/any, tir.select /
+-- tir.Select (both sides evaluated), tir.if_then_else (only the side taken), tir.cast,
+-- tir.min/max, tir.floordiv/floormod, tir.structural_equal; math shorthands tir.exp, tir.sqrt,
+-- tir.round, ... (lib/tir/math.lua).
 local core = require("tir.core")
 local util = require("tir.util")
 
@@ -18,6 +20,7 @@ for k, v in pairs(core) do
   if type(v) == "function" and not k:match("^te_") and not k:match("^nd_") then tir[k] = v end
 end
 tir.core = core
+require("tir.math").install(tir) -- tir.exp, tir.sqrt, tir.round, tir.abs, tir.sigmoid, ... (docs/BUILTINS.md)
 tir.arith = {} -- simplify, can_prove, const_int_bound, detect_iter_map, subspace_divide, ...
 for name, f in pairs(core.arith) do -- bad arguments raise a TypeError naming the function
   tir.arith[name] = function(...) return util.guard("arith." .. name, f, ...) end

@@ -137,8 +137,9 @@ T.handle = function() return {scalar_param = "handle"} end
 
 T.cast = core.cast
 T.Cast = core.cast
-T.Select = core.select
-T.if_then_else = function(c, a, b) return core.call(core.is_node(a) and a.dtype or "float32", "if_then_else", c, a, b) end
+T.Select = core.select             -- both sides evaluated (TVM's T.Select)
+T.if_then_else = core.if_then_else -- only the side the condition picks (TVM's T.if_then_else)
+require("tir.math").install(T)     -- T.exp, T.sqrt, T.round, T.abs, T.max_value, ... (docs/BUILTINS.md)
 T.min, T.max = core.min, core.max
 T.floordiv, T.floormod = core.floordiv, core.floormod
 T.truncdiv, T.truncmod = core.truncdiv, core.truncmod

@@ -117,11 +117,11 @@ static int l_not(lua_State *L) {
   return 1;
 }
 
-/* tir.select(cond, a, b): both branches evaluated; TVM's Select. */
-static int l_select(lua_State *L) {
+/* cond, a, b from Lua (a and b of one dtype) built by `make`: tir_select / tir_if_then_else */
+static int ternary(lua_State *L, const char *prim, tir_Node *(*make)(tir_Node *, tir_Node *, tir_Node *)) {
   luaL_checkany(L, 3);
   if (lua_type(L, 1) == LUA_TBOOLEAN)
-    return tirL_error(L, TIR_ERR_TYPE, "select",
+    return tirL_error(L, TIR_ERR_TYPE, prim,
                       "the condition is a Lua boolean (did you write a == b or a < b? Lua compares those itself): "
                       "use tir.eq(a, b), tir.lt(a, b), ...");
   int have;
@@ -131,9 +131,50 @@ static int l_select(lua_State *L) {
   tir_Node *t = tirL_to_expr(L, 2, hint, have);
   tirL_push_node(L, t);
   tir_Node *f = tirL_to_expr(L, 3, hint, have);
-  tir_Node *r = tir_select(tir_retain(c), tir_retain(t), f);
+  tir_Node *r = make(tir_retain(c), tir_retain(t), f);
   if (!r) return tirL_raise_core(L);
   tirL_push_node(L, r);
+  return 1;
+}
+
+/* tir.select(cond, a, b) / tir.Select: both sides evaluated; TVM's Select. */
+static int l_select(lua_State *L) { return ternary(L, "select", tir_select); }
+
+/* tir.if_then_else(cond, a, b): TVM's lazy if_then_else (only the side cond picks is
+ * evaluated, so the other may read out of bounds). */
+static int l_if_then_else(lua_State *L) { return ternary(L, "if_then_else", tir_if_then_else); }
+
+/* tir.max_value(dtype) / tir.min_value(dtype) */
+static int l_max_value(lua_State *L) {
+  tirL_push_node(L, tir_max_value(tirL_check_dtype(L, 1)));
+  return 1;
+}
+static int l_min_value(lua_State *L) {
+  tirL_push_node(L, tir_min_value(tirL_check_dtype(L, 1)));
+  return 1;
+}
+
+/* math_builtins() -> {{name =, arity =, kind = "float" | "rounding" | "abs" | "predicate" |
+ * "bits", ulp32 =, ulp64 =}, ...}: the table of tir_math_builtins (builtin.c) */
+static int l_math_builtins(lua_State *L) {
+  static const char *kinds[] = {"float", "rounding", "abs", "predicate", "bits"};
+  int n;
+  const tir_MathBuiltin *m = tir_math_builtins(&n);
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) {
+    lua_createtable(L, 0, 5);
+    lua_pushstring(L, m[i].name);
+    lua_setfield(L, -2, "name");
+    lua_pushinteger(L, m[i].arity);
+    lua_setfield(L, -2, "arity");
+    lua_pushstring(L, kinds[m[i].kind]);
+    lua_setfield(L, -2, "kind");
+    lua_pushinteger(L, m[i].ulp32);
+    lua_setfield(L, -2, "ulp32");
+    lua_pushinteger(L, m[i].ulp64);
+    lua_setfield(L, -2, "ulp64");
+    lua_rawseti(L, -2, i + 1);
+  }
   return 1;
 }
 
@@ -170,13 +211,7 @@ static int l_call(lua_State *L) {
                         luaL_typename(L, 3), lua_type(L, 3) == LUA_TSTRING ? " " : "",
                         lua_type(L, 3) == LUA_TSTRING ? lua_tostring(L, 3) : "");
   }
-  if (tir_builtin_is_float_math(op) && !tir_dtype_is_float(t)) {
-    char ts[32];
-    return tirL_error(L, TIR_ERR_TYPE, "call",
-                      "math builtin '%s' computes in floating point, but the dtype given is %s: use a float dtype and "
-                      "cast the result, e.g. T.cast(\"%s\", T.call(\"float32\", \"%s\", x))",
-                      op, tir_dtype_str(t, ts), ts, op);
-  }
+  if (tir_math_builtin_check(op, t, n, "call") != 0) return tirL_raise_core(L);
   for (int i = 0; i < n; i++) {
     tir_Node *x = tirL_to_node(L, 3 + i);
     if (!(x && (tir_is_expr(x) || x->kind == TIR_Buffer)) && lua_type(L, 3 + i) != LUA_TNUMBER &&
@@ -554,7 +589,11 @@ static const luaL_Reg expr_fns[] = {{"substitute_buffers", l_substitute_buffers}
                                     {"truncdiv", l_truncdiv},
                                     {"truncmod", l_truncmod},
                                     {"select", l_select},
-                                    {"if_then_else", l_select},
+                                    {"Select", l_select},
+                                    {"if_then_else", l_if_then_else},
+                                    {"max_value", l_max_value},
+                                    {"min_value", l_min_value},
+                                    {"math_builtins", l_math_builtins},
                                     {"cast", l_cast},
                                     {"call", l_call},
                                     {"call_extern", l_call_extern},

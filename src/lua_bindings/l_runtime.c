@@ -548,6 +548,32 @@ static int m_set(lua_State *L) {
   return 0;
 }
 
+/* a:get_bits(index...) -> the element's bits as an integer (as numpy's a.view(uintN)[i]):
+ * zero-extended below 64 bits, the 64-bit pattern as a Lua integer for 64-bit dtypes (bool:
+ * the byte).  a:set_bits(index..., bits) stores the low bits.  Exact for every value, NaN
+ * payloads and -0.0 included (get/set go through Lua numbers). */
+static int m_get_bits(lua_State *L) {
+  tir_NDArray *a = tirL_check_ndarray(L, 1);
+  int64_t i = check_flat(L, a, 2, lua_gettop(L), "NDArray:get_bits");
+  int sz = tir_dtype_bytes(tir_dtype_element(a->dtype));
+  uint64_t v = 0;
+  memcpy(&v, (const char *)a->data + i * sz, (size_t)sz); /* little-endian host */
+  lua_pushinteger(L, (lua_Integer)v);
+  return 1;
+}
+
+static int m_set_bits(lua_State *L) {
+  tir_NDArray *a = tirL_check_ndarray(L, 1);
+  int top = lua_gettop(L);
+  if (top < 3) return luaL_error(L, "set_bits(index, bits): missing bits");
+  int64_t i = check_flat(L, a, 2, top - 1, "NDArray:set_bits");
+  if (!lua_isinteger(L, top)) return tirL_error(L, TIR_ERR_TYPE, "NDArray:set_bits", "the bits must be an integer, got %s", luaL_typename(L, top));
+  uint64_t v = (uint64_t)lua_tointeger(L, top);
+  int sz = tir_dtype_bytes(tir_dtype_element(a->dtype));
+  memcpy((char *)a->data + i * sz, &v, (size_t)sz);
+  return 0;
+}
+
 static void push_nested(lua_State *L, tir_NDArray *a, int dim, int64_t *flat) {
   lua_createtable(L, (int)a->shape[dim], 0);
   for (int64_t i = 0; i < a->shape[dim]; i++) {
@@ -776,7 +802,7 @@ void tirL_open_runtime(lua_State *L) {
   static const luaL_Reg methods[] = {{"shape", m_shape},     {"dtype", m_dtype},     {"device", m_device},
                                      {"numel", m_numel},     {"nbytes", m_nbytes},   {"to", m_to},
                                      {"copyfrom", m_copyfrom}, {"fill_random", m_fill_random}, {"get", m_get},
-                                     {"set", m_set},         {"to_table", m_to_table}, {"save", m_save},
+                                     {"set", m_set},         {"get_bits", m_get_bits}, {"set_bits", m_set_bits}, {"to_table", m_to_table}, {"save", m_save},
                                      {"to_dlpack", m_to_dlpack}, {NULL, NULL}};
   luaL_newmetatable(L, DLPACK_MT);
   lua_pushcfunction(L, dl_gc);

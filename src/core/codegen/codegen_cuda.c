@@ -41,6 +41,7 @@ typedef struct {
   int uses_cp_async;
   unsigned long long uses_mma; /* bit i: row i of the mma table (ptx_mma.c) has its helper emitted */
   int sm;                      /* the target's compute capability (80 for sm_80); 0 when unknown */
+  int uses_numerics; /* the conversion / shift / abs helpers (numerics_helpers) */
   int64_t dyn_off; /* next free byte of the kernel's dynamic shared memory */
   const tir_Kernel *kernel;
 } CG;
@@ -176,39 +177,12 @@ static void float_lit(CG *g, double v, tir_DType t) {
 
 static int nonneg(CG *g, const tir_Node *e) { return tir_const_int_bound(g->an, e).min >= 0; }
 
-static void binary(CG *g, const tir_Node *e, const char *op) {
-  const tir_Add *b = (const tir_Add *)e;
-  put(g, "(");
-  expr(g, b->a);
-  putf(g, " %s ", op);
-  expr(g, b->b);
-  put(g, ")");
-}
+static void lane_expr(CG *g, const tir_Node *e, int lane);
 
-static void call2(CG *g, const char *fn, const tir_Node *a, const tir_Node *b) {
-  putf(g, "%s(", fn);
-  expr(g, a);
-  put(g, ", ");
-  expr(g, b);
-  put(g, ")");
-}
-
-/* The C++ name of a math builtin for a float type; NULL when not a math builtin. */
-static const char *math_fn(const char *op, tir_DType t) {
-  static const char *names[] = {"exp", "log", "sqrt", "tanh", "fabs", "floor", "ceil", "round", "exp2", "log2",
-                                "erf", "sin", "cos", "trunc", "log1p", "rsqrt", "pow", "fmod", "fmin", "fmax", NULL};
-  static char buf[32];
-  for (int i = 0; names[i]; i++)
-    if (strcmp(names[i], op) == 0) {
-      snprintf(buf, sizeof buf, "%s%s", names[i], t.bits == 64 ? "" : "f");
-      if (strcmp(op, "abs") == 0) snprintf(buf, sizeof buf, "fabs%s", t.bits == 64 ? "" : "f");
-      return buf;
-    }
-  if (strcmp(op, "abs") == 0) {
-    snprintf(buf, sizeof buf, "fabs%s", t.bits == 64 ? "" : "f");
-    return buf;
-  }
-  return NULL;
+/* An operand: the scalar expression (lane < 0) or lane `lane` of a vector one. */
+static void operand(CG *g, const tir_Node *e, int lane) {
+  if (lane < 0) expr(g, e);
+  else lane_expr(g, e, lane);
 }
 
 /* ---- tensor cores (lib/tir/intrin/cuda.lua; docs/BUILTINS.md) ----
@@ -622,6 +596,256 @@ static void extern_call(CG *g, const tir_Call *c) {
   put(g, ")");
 }
 
+/* ---- numerics (docs/ARCHITECTURE.md "Numerics"; value.c is the interpreter's side) ----
+ * float -> integer casts are PTX cvt.rzi.<int>.<float>, which truncates toward zero and
+ * saturates to the destination's range, NaN giving 0 (PTX ISA, cvt: float-to-integer
+ * conversions saturate by default); C's (signed char)x kept the low byte of a 32-bit
+ * conversion instead.  Shifts by the width or more shift everything out (C leaves them
+ * undefined); integer abs wraps at the minimum. */
+static const struct {
+  tir_DTypeCode code;
+  int bits;
+  const char *ctype, *ptx, *reg; /* C type, PTX type, asm constraint of the result register */
+} cvt_ints[] = {{TIR_DT_INT, 8, "signed char", "s8", "r"},  {TIR_DT_UINT, 8, "unsigned char", "u8", "r"},
+                {TIR_DT_INT, 16, "short", "s16", "h"},      {TIR_DT_UINT, 16, "unsigned short", "u16", "h"},
+                {TIR_DT_INT, 32, "int", "s32", "r"},        {TIR_DT_UINT, 32, "unsigned int", "u32", "r"},
+                {TIR_DT_INT, 64, "long long", "s64", "l"},  {TIR_DT_UINT, 64, "unsigned long long", "u64", "l"}};
+
+static void numerics_helpers(tir_StrBuf *sb) {
+  tir_sb_puts(sb, "\n// float -> integer: cvt.rzi truncates toward zero, saturates, NaN -> 0 (PTX ISA, cvt)\n");
+  for (size_t i = 0; i < sizeof cvt_ints / sizeof cvt_ints[0]; i++) {
+    char r = cvt_ints[i].reg[0];
+    const char *rt = r == 'l' ? "unsigned long long" : r == 'h' ? "unsigned short" : "unsigned int";
+    for (int d = 0; d < 2; d++)
+      tir_sb_printf(sb,
+                    "__device__ __forceinline__ %s tir_cvt_%s(%s x) { %s r; asm(\"cvt.rzi.%s.%s %%0, %%1;\" : \"=%c\"(r) : \"%s\"(x)); "
+                    "return (%s)r; }\n",
+                    cvt_ints[i].ctype, cvt_ints[i].ptx, d ? "double" : "float", rt, cvt_ints[i].ptx, d ? "f64" : "f32", r,
+                    d ? "d" : "f", cvt_ints[i].ctype);
+  }
+  tir_sb_puts(sb,
+              "__device__ __forceinline__ bool tir_cvt_bool(float x) { return x < 0.0f || x > 0.0f; }  // NaN -> false\n"
+              "__device__ __forceinline__ bool tir_cvt_bool(double x) { return x < 0.0 || x > 0.0; }\n"
+              "// shifts: amounts of the width or more shift every bit out (PTX shl/shr clamp them; C leaves them undefined)\n"
+              "__device__ __forceinline__ unsigned int tir_shl32(unsigned int x, unsigned long long s) { return s >= 32ull ? 0u : x << s; }\n"
+              "__device__ __forceinline__ unsigned long long tir_shl64(unsigned long long x, unsigned long long s) { return s >= 64ull ? 0ull : x << s; }\n"
+              "__device__ __forceinline__ int tir_shr32(int x, unsigned long long s) { return x >> (s >= 32ull ? 31 : (int)s); }\n"
+              "__device__ __forceinline__ long long tir_shr64(long long x, unsigned long long s) { return x >> (s >= 64ull ? 63 : (int)s); }\n"
+              "__device__ __forceinline__ unsigned int tir_shru32(unsigned int x, unsigned long long s) { return s >= 32ull ? 0u : x >> s; }\n"
+              "__device__ __forceinline__ unsigned long long tir_shru64(unsigned long long x, unsigned long long s) { return s >= 64ull ? 0ull : x >> s; }\n"
+              "// integer abs: the minimum wraps to itself (two's complement negation)\n"
+              "__device__ __forceinline__ int tir_iabs(int x) { return x < 0 ? (int)(0u - (unsigned int)x) : x; }\n"
+              "__device__ __forceinline__ long long tir_iabs(long long x) { return x < 0 ? (long long)(0ull - (unsigned long long)x) : x; }\n");
+}
+
+static const char *cvt_int_name(tir_DType t) {
+  for (size_t i = 0; i < sizeof cvt_ints / sizeof cvt_ints[0]; i++)
+    if (cvt_ints[i].code == t.code && cvt_ints[i].bits == t.bits) return cvt_ints[i].ptx;
+  return "s32";
+}
+
+/* Integers narrower than int: C computes in int, the IR at the type's width, so results are
+ * cast back (int8 100 + 100 is -56, also inside a comparison). */
+static int is_narrow_int(tir_DType t) { return tir_dtype_is_int(t) && t.bits < 32; }
+
+static const char *cast_open(CG *g, tir_DType to, tir_DType from);
+
+/* a op b; narrow integer results cast back to their type (unsigned ones computed in unsigned
+ * int: uint16 65535 * 65535 would overflow int) */
+static void binary(CG *g, const tir_Node *e, const char *op, int lane) {
+  const tir_Add *b = (const tir_Add *)e;
+  tir_DType t = tir_dtype_element(e->dtype);
+  int narrow = is_narrow_int(t), uns = narrow && t.code == TIR_DT_UINT;
+  if (narrow) putf(g, "((%s)", ctype(g, t, e));
+  put(g, uns ? "((unsigned int)" : "(");
+  operand(g, b->a, lane);
+  putf(g, uns ? " %s (unsigned int)" : " %s ", op);
+  operand(g, b->b, lane);
+  put(g, narrow ? "))" : ")");
+}
+
+/* The binary node kinds TIR_Add .. TIR_Or (scalar, or lane `lane`). */
+static void binop_expr(CG *g, const tir_Node *e, int lane) {
+  static const char *sym[] = {"+", "-", "*", "/", "%", "/", "%", NULL, NULL, "==", "!=", "<", "<=", ">", ">=", "&&", "||"};
+  const tir_Add *b = (const tir_Add *)e;
+  tir_DType t = tir_dtype_element(e->dtype);
+  switch (e->kind) {
+    case TIR_FloorDiv:
+    case TIR_FloorMod:
+      if (tir_dtype_is_float(t)) {
+        if (e->kind == TIR_FloorMod) {
+          cg_fail(g, e, "floormod of floats is not supported");
+          return;
+        }
+        /* floor of the quotient rounded to t (value.c) */
+        int low = is_low_float(t);
+        const char *close = low ? cast_open(g, t, TIR_FLOAT32) : "";
+        put(g, t.bits == 64 ? "floor(" : "floorf(");
+        if (low) put(g, is_half(t) ? "__half2float(" : "__bfloat162float(");
+        binary(g, e, "/", lane);
+        put(g, low ? "))" : ")");
+        put(g, close);
+        return;
+      }
+      if (lane < 0 && nonneg(g, b->a) && nonneg(g, b->b)) {
+        binary(g, e, e->kind == TIR_FloorDiv ? "/" : "%", lane);
+        return;
+      }
+      putf(g, "%s<%s>(", e->kind == TIR_FloorDiv ? "tir_floordiv" : "tir_floormod", ctype(g, t, e));
+      operand(g, b->a, lane);
+      put(g, ", ");
+      operand(g, b->b, lane);
+      put(g, ")");
+      return;
+    case TIR_Min:
+    case TIR_Max: {
+      /* floats: fminf/fmaxf, min.f16/bf16 (a NaN operand gives the other one) */
+      int mn = e->kind == TIR_Min;
+      const char *fn = mn ? "min" : "max";
+      if (is_low_float(t)) fn = mn ? "__hmin" : "__hmax";
+      else if (tir_dtype_is_float(t)) fn = t.bits == 64 ? (mn ? "fmin" : "fmax") : (mn ? "fminf" : "fmaxf");
+      putf(g, "%s(", fn);
+      operand(g, b->a, lane);
+      put(g, ", ");
+      operand(g, b->b, lane);
+      put(g, ")");
+      return;
+    }
+    default: binary(g, e, sym[e->kind - TIR_Add], lane); return;
+  }
+}
+
+/* The conversion of a value of type `from` to `to` (element types): emits what goes before
+ * the value and returns what goes after it.  Into floats: one rounding to nearest even (also
+ * from int64 and float64 into float16/bfloat16, which through float would round twice); into
+ * integers from floats: cvt.rzi (saturating); between integers: C's wrapping conversion. */
+static const char *cast_open(CG *g, tir_DType to, tir_DType from) {
+  to = tir_dtype_element(to);
+  from = tir_dtype_element(from);
+  if (tir_dtype_eq(to, from)) {
+    put(g, "(");
+    return ")";
+  }
+  int f_from = tir_dtype_is_float(from), low_from = is_low_float(from);
+  const char *widen = is_half(from) ? "__half2float(" : "__bfloat162float(";
+  if (is_half(from)) g->uses_fp16 = 1;
+  if (is_bf16(from)) g->uses_bf16 = 1;
+  if (is_low_float(to)) {
+    int h = is_half(to);
+    if (h) g->uses_fp16 = 1;
+    else g->uses_bf16 = 1;
+    if (low_from) {
+      putf(g, "%s%s", h ? "__float2half_rn(" : "__float2bfloat16_rn(", widen);
+      return "))";
+    }
+    if (f_from) {
+      put(g, from.bits == 64 ? (h ? "__double2half(" : "__double2bfloat16(") : (h ? "__float2half_rn(" : "__float2bfloat16_rn("));
+      return ")";
+    }
+    /* integers: one rounding (cvt.rn.f16.s32, cvt.rn.bf16.s64, ...), not through float */
+    int uns = from.code == TIR_DT_UINT;
+    const char *fn = from.bits == 64 ? (uns ? "ull" : "ll") : (uns ? "uint" : "int");
+    const char *ct = from.bits == 64 ? (uns ? "unsigned long long" : "long long") : (uns ? "unsigned int" : "int");
+    putf(g, "__%s2%s_rn((%s)(", fn, h ? "half" : "bfloat16", ct);
+    return "))";
+  }
+  if (tir_dtype_is_float(to)) {
+    putf(g, "((%s)", to.bits == 64 ? "double" : "float");
+    put(g, low_from ? widen : "(");
+    return "))";
+  }
+  if (f_from) {
+    g->uses_numerics = 1;
+    if (to.code == TIR_DT_BOOL) put(g, "tir_cvt_bool(");
+    else putf(g, "tir_cvt_%s(", cvt_int_name(to));
+    if (low_from) {
+      put(g, widen);
+      return "))";
+    }
+    return ")";
+  }
+  putf(g, "((%s)(", ctype(g, to, NULL));
+  return "))";
+}
+
+static void cast_expr(CG *g, tir_DType to, const tir_Node *v) {
+  const char *close = cast_open(g, to, v->dtype);
+  expr(g, v);
+  put(g, close);
+}
+
+/* shift_left / shift_right of type t: C shifts for constant amounts below 32 (64), else the
+ * clamping helpers; on unsigned (left) or promoted signed operands, so no shift is undefined */
+static void shift_expr(CG *g, const tir_Call *c, int left, tir_DType t) {
+  int wide = t.bits == 64, uns = t.code == TIR_DT_UINT;
+  int64_t k;
+  const char *ut = wide ? "unsigned long long" : "unsigned int", *st = wide ? "long long" : "int";
+  putf(g, "((%s)", ctype(g, t, &c->hdr));
+  if (tir_is_const_int(c->args->items[1], &k) && k >= 0 && k < (wide ? 64 : 32)) {
+    putf(g, "((%s)(", left || uns ? ut : st);
+    expr(g, c->args->items[0]);
+    putf(g, ") %s %lld))", left ? "<<" : ">>", (long long)k);
+    return;
+  }
+  g->uses_numerics = 1;
+  putf(g, "tir_%s%s((%s)(", left ? "shl" : uns ? "shru" : "shr", wide ? "64" : "32", left || uns ? ut : st);
+  expr(g, c->args->items[0]);
+  put(g, "), (unsigned long long)(");
+  expr(g, c->args->items[1]);
+  put(g, ")))");
+}
+
+/* A math builtin (tir_math_builtin): float16/bfloat16 compute in float32 and round the result
+ * once, arguments are converted to the computing type first (as value.c does). */
+static void math_call(CG *g, const tir_Call *c, const tir_MathBuiltin *m) {
+  tir_DType t = tir_dtype_element(c->hdr.dtype);
+  int n = c->args->size;
+  if (m->kind == TIR_MATH_BITS) {
+    if (strncmp(m->name, "shift_", 6) == 0) {
+      shift_expr(g, c, m->name[6] == 'l', t);
+      return;
+    }
+    putf(g, "((%s)(", ctype(g, t, &c->hdr));
+    if (n == 1) put(g, "~");
+    expr(g, c->args->items[0]);
+    if (n == 2) {
+      putf(g, " %s ", strcmp(m->name, "bitwise_and") == 0 ? "&" : strcmp(m->name, "bitwise_or") == 0 ? "|" : "^");
+      expr(g, c->args->items[1]);
+    }
+    put(g, "))");
+    return;
+  }
+  tir_DType at = tir_dtype_element(c->args->items[0]->dtype);
+  if (m->kind == TIR_MATH_ABS && !tir_dtype_is_float(t)) {
+    if (at.code == TIR_DT_UINT || at.code == TIR_DT_BOOL) {
+      cast_expr(g, t, c->args->items[0]);
+      return;
+    }
+    g->uses_numerics = 1;
+    putf(g, "((%s)tir_iabs((%s)(", ctype(g, t, &c->hdr), at.bits == 64 ? "long long" : "int");
+    expr(g, c->args->items[0]);
+    put(g, ")))");
+    return;
+  }
+  int pred = m->kind == TIR_MATH_PRED;
+  tir_DType ct = (pred ? at.bits == 64 : t.bits == 64) ? TIR_FLOAT64 : TIR_FLOAT32;
+  const char *f = ct.bits == 64 ? "" : "f";
+  const char *close = ")";
+  if (pred) putf(g, "%s(", m->cuda); /* isnan, isinf, isfinite: overloaded for float and double */
+  else {
+    if (is_low_float(t)) close = cast_open(g, t, ct);
+    else put(g, "(");
+    if (m->cuda) putf(g, "%s%s(", m->cuda, f);
+    else putf(g, "1.0%s / (1.0%s + exp%s(-", f, f, f); /* sigmoid, each step in the computing type */
+  }
+  for (int i = 0; i < n; i++) {
+    if (i) put(g, ", ");
+    cast_expr(g, ct, c->args->items[i]);
+  }
+  put(g, m->cuda ? ")" : "))");
+  if (!pred) put(g, close);
+}
+
 static void call_expr(CG *g, const tir_Call *c) {
   const char *op = c->op;
   int n = c->args->size;
@@ -744,89 +968,12 @@ static void call_expr(CG *g, const tir_Call *c) {
     put(g, ")");
     return;
   }
-  if (strcmp(op, "sigmoid") == 0 && n == 1 && tir_dtype_is_float(t) && !is_low_float(t)) {
-    const char *one = t.bits == 64 ? "1.0" : "1.0f";
-    putf(g, "(%s / (%s + %s(-", one, one, t.bits == 64 ? "exp" : "expf");
-    expr(g, c->args->items[0]);
-    put(g, ")))");
+  const tir_MathBuiltin *m = tir_math_builtin(op);
+  if (m && m->arity == n) {
+    math_call(g, c, m);
     return;
-  }
-  if (tir_dtype_is_int(t) && n == 1 && strcmp(op, "abs") == 0) {
-    put(g, "abs(");
-    expr(g, c->args->items[0]);
-    put(g, ")");
-    return;
-  }
-  static const struct {
-    const char *name, *sym;
-  } bit[] = {{"shift_left", "<<"}, {"shift_right", ">>"}, {"bitwise_and", "&"}, {"bitwise_or", "|"}, {"bitwise_xor", "^"}};
-  for (size_t i = 0; i < sizeof bit / sizeof bit[0]; i++)
-    if (strcmp(op, bit[i].name) == 0 && n == 2) {
-      put(g, "(");
-      expr(g, c->args->items[0]);
-      putf(g, " %s ", bit[i].sym);
-      expr(g, c->args->items[1]);
-      put(g, ")");
-      return;
-    }
-  if (strcmp(op, "bitwise_not") == 0 && n == 1) {
-    put(g, "(~");
-    expr(g, c->args->items[0]);
-    put(g, ")");
-    return;
-  }
-  if (tir_dtype_is_float(t)) {
-    int low = is_low_float(t);
-    tir_DType ft = low ? TIR_FLOAT32 : t;
-    const char *fn = math_fn(op, ft);
-    if (fn) {
-      if (low) put(g, is_half(t) ? "__float2half_rn(" : "__float2bfloat16_rn(");
-      putf(g, "%s(", fn);
-      for (int i = 0; i < n; i++) {
-        if (i) put(g, ", ");
-        if (low) put(g, "(float)(");
-        expr(g, c->args->items[i]);
-        if (low) put(g, ")");
-      }
-      put(g, ")");
-      if (low) put(g, ")");
-      return;
-    }
   }
   cg_fail(g, &c->hdr, "the CUDA codegen does not know builtin '%s' with %d argument(s)", op, n);
-}
-
-static void cast_expr(CG *g, tir_DType to, const tir_Node *v) {
-  tir_DType from = v->dtype;
-  if (is_half(to)) {
-    g->uses_fp16 = 1;
-    put(g, "__float2half_rn((float)(");
-    expr(g, v);
-    put(g, "))");
-    return;
-  }
-  if (is_bf16(to)) {
-    g->uses_bf16 = 1;
-    put(g, "__float2bfloat16_rn((float)(");
-    expr(g, v);
-    put(g, "))");
-    return;
-  }
-  putf(g, "((%s)", ctype(g, to, v));
-  if (is_half(from)) {
-    put(g, "__half2float(");
-    expr(g, v);
-    put(g, "))");
-    return;
-  }
-  if (is_bf16(from)) {
-    put(g, "__bfloat162float(");
-    expr(g, v);
-    put(g, "))");
-    return;
-  }
-  expr(g, v);
-  put(g, ")");
 }
 
 static void expr(CG *g, const tir_Node *e) {
@@ -836,7 +983,8 @@ static void expr(CG *g, const tir_Node *e) {
     case TIR_IntImm: {
       int64_t v = ((const tir_IntImm *)e)->value;
       if (t.code == TIR_DT_BOOL) put(g, v ? "true" : "false");
-      else if (t.bits == 64) putf(g, t.code == TIR_DT_UINT ? "%lluULL" : "%lldLL", (long long)v);
+      else if (t.bits == 64 && t.code == TIR_DT_INT && v == INT64_MIN) put(g, "(-9223372036854775807LL - 1)");
+      else if (t.bits == 64) putf(g, t.code == TIR_DT_UINT ? "%lluULL" : "(%lldLL)", (long long)v);
       else if (t.code == TIR_DT_UINT) putf(g, "%lluU", (unsigned long long)v);
       else if (v == INT32_MIN) put(g, "(-2147483647 - 1)");
       else if (v < 0) putf(g, "(%lld)", (long long)v);
@@ -845,44 +993,11 @@ static void expr(CG *g, const tir_Node *e) {
     }
     case TIR_FloatImm: float_lit(g, ((const tir_FloatImm *)e)->value, t); return;
     case TIR_Var: put(g, name_of(g, e, ((const tir_Var *)e)->name)); return;
-    case TIR_Add: binary(g, e, "+"); return;
-    case TIR_Sub: binary(g, e, "-"); return;
-    case TIR_Mul: binary(g, e, "*"); return;
-    case TIR_Div: binary(g, e, "/"); return;
-    case TIR_Mod: binary(g, e, "%"); return;
-    case TIR_FloorDiv:
-    case TIR_FloorMod: {
-      const tir_Add *b = (const tir_Add *)e;
-      if (tir_dtype_is_float(t)) {
-        if (e->kind == TIR_FloorDiv) {
-          putf(g, "%s(", t.bits == 64 ? "floor" : "floorf");
-          binary(g, e, "/");
-          put(g, ")");
-        } else {
-          cg_fail(g, e, "floormod of floats is not supported");
-        }
-        return;
-      }
-      if (nonneg(g, b->a) && nonneg(g, b->b)) binary(g, e, e->kind == TIR_FloorDiv ? "/" : "%");
-      else call2(g, e->kind == TIR_FloorDiv ? "tir_floordiv" : "tir_floormod", b->a, b->b);
+    case TIR_Add: case TIR_Sub: case TIR_Mul: case TIR_Div: case TIR_Mod: case TIR_FloorDiv: case TIR_FloorMod:
+    case TIR_Min: case TIR_Max: case TIR_EQ: case TIR_NE: case TIR_LT: case TIR_LE: case TIR_GT: case TIR_GE:
+    case TIR_And: case TIR_Or:
+      binop_expr(g, e, -1);
       return;
-    }
-    case TIR_Min:
-    case TIR_Max: {
-      const tir_Min *m = (const tir_Min *)e;
-      const char *fn = e->kind == TIR_Min ? "min" : "max";
-      if (is_half(t)) fn = e->kind == TIR_Min ? "__hmin" : "__hmax";
-      call2(g, fn, m->a, m->b);
-      return;
-    }
-    case TIR_EQ: binary(g, e, "=="); return;
-    case TIR_NE: binary(g, e, "!="); return;
-    case TIR_LT: binary(g, e, "<"); return;
-    case TIR_LE: binary(g, e, "<="); return;
-    case TIR_GT: binary(g, e, ">"); return;
-    case TIR_GE: binary(g, e, ">="); return;
-    case TIR_And: binary(g, e, "&&"); return;
-    case TIR_Or: binary(g, e, "||"); return;
     case TIR_Not:
       put(g, "(!");
       expr(g, ((const tir_Not *)e)->a);
@@ -949,20 +1064,9 @@ static void lane_expr(CG *g, const tir_Node *e, int lane) {
       return;
     }
     case TIR_Cast: {
-      /* cast of one lane: reuse the scalar cast printer on a lane view */
-      const tir_Cast *c = (const tir_Cast *)e;
-      tir_DType to = tir_dtype_element(e->dtype), from = tir_dtype_element(c->value->dtype);
-      if (is_half(to) || is_bf16(to)) {
-        put(g, is_half(to) ? "__float2half_rn((float)(" : "__float2bfloat16_rn((float)(");
-        lane_expr(g, c->value, lane);
-        put(g, "))");
-      } else {
-        putf(g, "((%s)", ctype(g, to, e));
-        if (is_half(from) || is_bf16(from)) put(g, is_half(from) ? "__half2float(" : "__bfloat162float(");
-        lane_expr(g, c->value, lane);
-        if (is_half(from) || is_bf16(from)) put(g, ")");
-        put(g, ")");
-      }
+      const char *close = cast_open(g, e->dtype, ((const tir_Cast *)e)->value->dtype);
+      lane_expr(g, ((const tir_Cast *)e)->value, lane);
+      put(g, close);
       return;
     }
     case TIR_Select: {
@@ -978,30 +1082,7 @@ static void lane_expr(CG *g, const tir_Node *e, int lane) {
     }
     default:
       if (e->kind >= TIR_Add && e->kind <= TIR_Or) {
-        static const char *ops[] = {"+", "-", "*", "/", "%", "/", "%", NULL, NULL, "==", "!=", "<", "<=", ">", ">=", "&&", "||"};
-        int idx = e->kind - TIR_Add;
-        const tir_Add *b = (const tir_Add *)e;
-        if (e->kind == TIR_Min || e->kind == TIR_Max) {
-          put(g, e->kind == TIR_Min ? "min(" : "max(");
-          lane_expr(g, b->a, lane);
-          put(g, ", ");
-          lane_expr(g, b->b, lane);
-          put(g, ")");
-          return;
-        }
-        if ((e->kind == TIR_FloorDiv || e->kind == TIR_FloorMod) && !tir_dtype_is_float(e->dtype)) {
-          put(g, e->kind == TIR_FloorDiv ? "tir_floordiv(" : "tir_floormod(");
-          lane_expr(g, b->a, lane);
-          put(g, ", ");
-          lane_expr(g, b->b, lane);
-          put(g, ")");
-          return;
-        }
-        put(g, "(");
-        lane_expr(g, b->a, lane);
-        putf(g, " %s ", ops[idx]);
-        lane_expr(g, b->b, lane);
-        put(g, ")");
+        binop_expr(g, e, lane);
         return;
       }
       cg_fail(g, e, "the CUDA codegen cannot emit a vector %s expression", tir_kind_name(e->kind));
@@ -1442,6 +1523,7 @@ char *tir_codegen_cuda(const tir_DeviceSplit *split, const char *arch) {
         free(h);
       }
   }
+  if (g.uses_numerics) numerics_helpers(&all);
   if (g.uses_lane_id)
     tir_sb_puts(&all, "\n__device__ __forceinline__ int tir_lane_id() {\n  int l;\n  asm(\"mov.u32 %0, %%laneid;\" : \"=r\"(l));\n  return l;\n}\n");
   tir_sb_puts(&all,

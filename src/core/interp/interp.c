@@ -11,11 +11,9 @@
 #include "tir/schedule.h"
 #include "tir/strbuf.h"
 #include "tir/scope.h"
+#include "tir/value.h"
 
-typedef union {
-  int64_t i;
-  double f;
-} Val;
+typedef tir_Value Val; /* the value rules are value.c's, shared with the simulator */
 
 /* ---- pointer-keyed hash maps ---- */
 typedef struct {
@@ -159,37 +157,12 @@ static int add_storage(Interp *I, const tir_Var *data, Storage st) {
   return idx;
 }
 
-/* ---- value normalization per dtype ---- */
-static Val norm(tir_DType t, Val v) {
-  switch (t.code) {
-    case TIR_DT_INT:
-      if (t.bits < 64) {
-        uint64_t m = (1ull << t.bits) - 1, u = (uint64_t)v.i & m;
-        if (u >> (t.bits - 1)) u |= ~m;
-        v.i = (int64_t)u;
-      }
-      return v;
-    case TIR_DT_UINT:
-      if (t.bits < 64) v.i = (int64_t)((uint64_t)v.i & ((1ull << t.bits) - 1));
-      return v;
-    case TIR_DT_BOOL: v.i = v.i != 0; return v;
-    case TIR_DT_FLOAT:
-      if (t.bits == 32) v.f = (float)v.f;
-      else if (t.bits == 16) v.f = tir_f16_to_f32(tir_f32_to_f16((float)v.f));
-      return v;
-    case TIR_DT_BFLOAT: v.f = tir_bf16_to_f32(tir_f32_to_bf16((float)v.f)); return v;
-    default: return v;
-  }
-}
+static Val norm(tir_DType t, Val v) { return tir_value_norm(t, v); }
 
 static int is_f(tir_DType t) { return tir_dtype_is_float(t); }
 
 static Val eval(Interp *I, const tir_Node *e, int lane);
 
-static Val as_f(tir_DType from, Val v) {
-  if (!is_f(from)) v.f = (from.code == TIR_DT_UINT && from.bits == 64) ? (double)(uint64_t)v.i : (double)v.i;
-  return v;
-}
 
 /* Flat element offset of an access (indices evaluated at `lane`). */
 static int64_t flat_offset(Interp *I, const tir_Buffer *b, const tir_Array *idx, int lane, const tir_Node *where) {
@@ -264,7 +237,7 @@ static Val load(Interp *I, const tir_BufferLoad *l, int lane) {
   else v.i = tir_load_scalar_i(st->base, et, el);
   /* the buffer may be viewed with another dtype of the same width (rare): convert */
   tir_DType lt = tir_dtype_element(l->hdr.dtype);
-  if (is_f(lt) != is_f(et)) v = is_f(lt) ? as_f(et, v) : (Val){.i = tir_float_to_int_sat(v.f, lt)};
+  if (is_f(lt) != is_f(et)) v = tir_value_cast(lt, et, v);
   return v;
 }
 
@@ -289,87 +262,26 @@ static int store(Interp *I, const tir_BufferStore *s) {
       /* in an async_scope the element is written when its group is waited for */
       int esz = tir_dtype_bytes(st->dtype);
       unsigned char tmp[16];
-      if (is_f(st->dtype)) tir_store_scalar_f(tmp, st->dtype, 0, is_f(vt) ? v.f : as_f(vt, v).f);
-      else tir_store_scalar_i(tmp, st->dtype, 0, is_f(vt) ? tir_float_to_int_sat(v.f, st->dtype) : v.i);
+      if (is_f(vt) != is_f(st->dtype)) v = tir_value_cast(st->dtype, vt, v);
+      if (is_f(st->dtype)) tir_store_scalar_f(tmp, st->dtype, 0, v.f);
+      else tir_store_scalar_i(tmp, st->dtype, 0, v.i);
       int rc = async_store(I, st->base + el * esz, tmp, esz);
       if (rc < 0) return -1;
       if (rc == 1) continue;
     }
-    if (is_f(st->dtype)) tir_store_scalar_f(st->base, st->dtype, el, is_f(vt) ? v.f : as_f(vt, v).f);
-    else tir_store_scalar_i(st->base, st->dtype, el, is_f(vt) ? tir_float_to_int_sat(v.f, st->dtype) : v.i);
+    if (is_f(vt) != is_f(st->dtype)) v = tir_value_cast(st->dtype, vt, v);
+    if (is_f(st->dtype)) tir_store_scalar_f(st->base, st->dtype, el, v.f);
+    else tir_store_scalar_i(st->base, st->dtype, el, v.i);
   }
   return 0;
 }
 
-static int64_t floordiv64(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
-  return q;
-}
-
 static Val binop(Interp *I, const tir_Node *e, int lane) {
   const tir_Add *b = (const tir_Add *)e;
-  tir_DType ot = tir_dtype_element(b->a->dtype);
   Val x = eval(I, b->a, lane), y = eval(I, b->b, lane), r = {0};
-  int f = is_f(ot);
-  int uns = ot.code == TIR_DT_UINT;
-  switch (e->kind) {
-    case TIR_Add: if (f) r.f = x.f + y.f; else r.i = (int64_t)((uint64_t)x.i + (uint64_t)y.i); break;
-    case TIR_Sub: if (f) r.f = x.f - y.f; else r.i = (int64_t)((uint64_t)x.i - (uint64_t)y.i); break;
-    case TIR_Mul: if (f) r.f = x.f * y.f; else r.i = (int64_t)((uint64_t)x.i * (uint64_t)y.i); break;
-    case TIR_Div:
-    case TIR_Mod:
-    case TIR_FloorDiv:
-    case TIR_FloorMod:
-      if (f) {
-        if (e->kind == TIR_Div) r.f = x.f / y.f;
-        else if (e->kind == TIR_FloorDiv) r.f = floor(x.f / y.f);
-        else r.f = x.f - floor(x.f / y.f) * y.f;
-        break;
-      }
-      if (y.i == 0) {
-        fail(I, e, "integer division by zero");
-        return r;
-      }
-      if (x.i == INT64_MIN && y.i == -1) {
-        r.i = e->kind == TIR_Div || e->kind == TIR_FloorDiv ? INT64_MIN : 0;
-        break;
-      }
-      if (uns) {
-        uint64_t ux = (uint64_t)x.i, uy = (uint64_t)y.i;
-        r.i = (int64_t)((e->kind == TIR_Div || e->kind == TIR_FloorDiv) ? ux / uy : ux % uy);
-      } else if (e->kind == TIR_Div) r.i = x.i / y.i;
-      else if (e->kind == TIR_Mod) r.i = x.i % y.i;
-      else if (e->kind == TIR_FloorDiv) r.i = floordiv64(x.i, y.i);
-      else r.i = x.i - floordiv64(x.i, y.i) * y.i;
-      break;
-    case TIR_Min: if (f) r.f = x.f < y.f ? x.f : y.f; else r.i = (uns ? (uint64_t)x.i < (uint64_t)y.i : x.i < y.i) ? x.i : y.i; break;
-    case TIR_Max: if (f) r.f = x.f > y.f ? x.f : y.f; else r.i = (uns ? (uint64_t)x.i > (uint64_t)y.i : x.i > y.i) ? x.i : y.i; break;
-    case TIR_EQ: r.i = f ? x.f == y.f : x.i == y.i; return r;
-    case TIR_NE: r.i = f ? x.f != y.f : x.i != y.i; return r;
-    case TIR_LT: r.i = f ? x.f < y.f : uns ? (uint64_t)x.i < (uint64_t)y.i : x.i < y.i; return r;
-    case TIR_LE: r.i = f ? x.f <= y.f : uns ? (uint64_t)x.i <= (uint64_t)y.i : x.i <= y.i; return r;
-    case TIR_GT: r.i = f ? x.f > y.f : uns ? (uint64_t)x.i > (uint64_t)y.i : x.i > y.i; return r;
-    case TIR_GE: r.i = f ? x.f >= y.f : uns ? (uint64_t)x.i >= (uint64_t)y.i : x.i >= y.i; return r;
-    case TIR_And: r.i = x.i && y.i; return r;
-    case TIR_Or: r.i = x.i || y.i; return r;
-  }
-  return norm(tir_dtype_element(e->dtype), r);
-}
-
-static Val cast(tir_DType to, tir_DType from, Val v) {
-  Val r = {0};
-  if (is_f(to)) {
-    r.f = is_f(from) ? v.f : as_f(from, v).f;
-  } else if (is_f(from)) {
-    /* float -> int: truncate toward zero, saturating (as CUDA's cvt.rzi.sat) */
-    r.i = tir_float_to_int_sat(v.f, to);
-    return to.code == TIR_DT_BOOL ? r : norm(to, r);
-  } else {
-    r.i = v.i;
-    if (to.code == TIR_DT_BOOL) r.i = v.i != 0;
-  }
-  return norm(to, r);
+  if (I->failed) return r;
+  if (tir_value_binop(e->kind, b->a->dtype, x, y, &r) == TIR_VALUE_DIV_BY_ZERO) fail(I, e, "integer division by zero");
+  return r;
 }
 
 /* call_extern / call_pure_extern: the registered CPU model (include/tir/extern.h) */
@@ -416,62 +328,22 @@ static Val call(Interp *I, const tir_Call *c, int lane) {
          "lowered function with tir.simulate", op);
     return r;
   }
-  if (tir_builtin_is_float_math(op) && !is_f(t)) {
-    char ts[32];
-    fail(I, &c->hdr, "math builtin '%s' computes in floating point, but the call's dtype is %s: call it with a float dtype "
-         "and cast the result", op, tir_dtype_str(t, ts));
-    return r;
-  }
-  static const struct {
-    const char *name;
-    double (*f1)(double);
-  } unary[] = {{"exp", exp},   {"log", log},     {"sqrt", sqrt},   {"tanh", tanh}, {"fabs", fabs}, {"abs", fabs},
-               {"floor", floor}, {"ceil", ceil}, {"round", nearbyint}, {"exp2", exp2}, {"log2", log2}, {"erf", erf},
-               {"sin", sin},   {"cos", cos},     {"trunc", trunc}, {"log1p", log1p}, {"exp10", NULL}};
-  for (size_t i = 0; i < sizeof unary / sizeof unary[0]; i++)
-    if (unary[i].f1 && strcmp(op, unary[i].name) == 0 && n == 1) {
-      Val x = eval(I, c->args->items[0], lane);
-      tir_DType at = tir_dtype_element(c->args->items[0]->dtype);
-      if (!is_f(at)) {
-        if (strcmp(op, "abs") == 0) {
-          r.i = x.i < 0 ? (int64_t)(0 - (uint64_t)x.i) : x.i; /* no overflow on INT64_MIN */
-          return norm(t, r);
-        }
-        x = as_f(at, x);
-      }
-      r.f = unary[i].f1(x.f);
-      return norm(t, r);
+  if (tir_math_builtin(op) && n <= 2) {
+    Val args[2];
+    tir_DType at[2];
+    for (int k = 0; k < n; k++) {
+      args[k] = eval(I, c->args->items[k], lane);
+      at[k] = c->args->items[k]->dtype;
     }
-  /* integer arguments of float builtins are converted (as C's implicit conversion) */
-#define FARG(k) as_f(tir_dtype_element(c->args->items[k]->dtype), eval(I, c->args->items[k], lane)).f
-  if (strcmp(op, "rsqrt") == 0 && n == 1) {
-    r.f = 1.0 / sqrt(FARG(0));
-    return norm(t, r);
-  }
-  if (strcmp(op, "sigmoid") == 0 && n == 1) {
-    r.f = 1.0 / (1.0 + exp(-FARG(0)));
-    return norm(t, r);
-  }
-  if ((strcmp(op, "pow") == 0 || strcmp(op, "fmod") == 0 || strcmp(op, "fmin") == 0 || strcmp(op, "fmax") == 0) && n == 2) {
-    double x = FARG(0), y = FARG(1);
-#undef FARG
-    r.f = op[1] == 'o' ? pow(x, y) : op[1] == 'm' ? fmod(x, y) : op[2] == 'i' ? fmin(x, y) : fmax(x, y);
-    return norm(t, r);
-  }
-  if (n == 2 && (strcmp(op, "shift_left") == 0 || strcmp(op, "shift_right") == 0 || strcmp(op, "bitwise_and") == 0 ||
-                 strcmp(op, "bitwise_or") == 0 || strcmp(op, "bitwise_xor") == 0)) {
-    int64_t x = eval(I, c->args->items[0], lane).i, y = eval(I, c->args->items[1], lane).i;
-    if (op[0] == 's') {
-      if (y < 0 || y >= 64) return norm(t, r);
-      r.i = op[6] == 'l' ? (int64_t)((uint64_t)x << y) : (t.code == TIR_DT_UINT ? (int64_t)((uint64_t)x >> y) : x >> y);
-    } else {
-      r.i = op[8] == 'a' ? (x & y) : op[8] == 'o' ? (x | y) : (x ^ y);
+    if (I->failed) return r;
+    int rc = tir_value_builtin(op, t, n, at, args, &r);
+    if (rc == TIR_VALUE_OK) return r;
+    if (rc == TIR_VALUE_BAD_DTYPE) {
+      char ts[32];
+      fail(I, &c->hdr, "builtin '%s' cannot compute a %s (math builtins need a float dtype -- call it with one and cast the "
+           "result; isnan/isinf/isfinite give bool; bit operations need integers)", op, tir_dtype_str(t, ts));
+      return r;
     }
-    return norm(t, r);
-  }
-  if (n == 1 && strcmp(op, "bitwise_not") == 0) {
-    r.i = ~eval(I, c->args->items[0], lane).i;
-    return norm(t, r);
   }
   if (strcmp(op, "address_of") == 0) {
     fail(I, &c->hdr, "address_of(...) is only valid as an operand of a builtin that takes addresses (ptx_cp_async, ...)");
@@ -540,7 +412,7 @@ static Val eval(Interp *I, const tir_Node *e, int lane) {
     case TIR_Not: r.i = !eval(I, ((const tir_Not *)e)->a, lane).i; return r;
     case TIR_Cast: {
       const tir_Cast *c = (const tir_Cast *)e;
-      return cast(tir_dtype_element(e->dtype), tir_dtype_element(c->value->dtype), eval(I, c->value, lane));
+      return tir_value_cast(e->dtype, c->value->dtype, eval(I, c->value, lane));
     }
     case TIR_Select: {
       const tir_Select *s = (const tir_Select *)e;

@@ -1,10 +1,65 @@
 /* builtin.c -- the builtin registry (include/tir/builtins.def, docs/BUILTINS.md): what each
  * builtin call does to memory and which attributes it has, for the passes that reason about
- * calls (thread_sync, split_host_device) without knowing each builtin. */
+ * calls (thread_sync, split_host_device) without knowing each builtin; and the math builtins'
+ * rows (the function they compute, CUDA's name and accuracy) for value.c and the codegen. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "tir/error.h"
 #include "tir/ir.h"
+#include "tir/value.h"
+
+/* functions of math rows that C's math.h lacks */
+static double tir_rsqrt(double x) { return 1.0 / sqrt(x); }
+static double tir_exp10(double x) { return pow(10.0, x); }
+/* C leaves the sign of fmin(-0.0, +0.0) open: fixed here as -0.0 below +0.0 (value.h) */
+double tir_fmin(double x, double y) {
+  if (x == 0 && y == 0) return signbit(x) ? x : y;
+  return fmin(x, y);
+}
+double tir_fmax(double x, double y) {
+  if (x == 0 && y == 0) return signbit(x) ? y : x;
+  return fmax(x, y);
+}
+
+/* the TIR_MATH rows of builtins.def */
+static const tir_MathBuiltin math_builtins[] = {
+#define TIR_BUILTIN(...)
+#define TIR_MATH(id, op, arity, kind, f1, f2, cuda, ulp32, ulp64, doc) {op, arity, TIR_MATH_##kind, f1, f2, cuda, ulp32, ulp64},
+#include "tir/builtins.def"
+#undef TIR_MATH
+#undef TIR_BUILTIN
+};
+
+const tir_MathBuiltin *tir_math_builtins(int *n) {
+  *n = (int)(sizeof math_builtins / sizeof math_builtins[0]);
+  return math_builtins;
+}
+
+const tir_MathBuiltin *tir_math_builtin(const char *name) {
+  for (size_t k = 0; name && k < sizeof math_builtins / sizeof math_builtins[0]; k++)
+    if (strcmp(name, math_builtins[k].name) == 0) return &math_builtins[k];
+  return NULL;
+}
+
+int tir_math_builtin_check(const char *op, tir_DType t, int n, const char *prim) {
+  const tir_MathBuiltin *m = tir_math_builtin(op);
+  if (!m) return 0;
+  char ts[32];
+  tir_dtype_str(t, ts);
+  if (m->arity != n)
+    return tir_error_set(TIR_ERR_TYPE, prim, "builtin '%s' takes %d argument(s), got %d", op, m->arity, n);
+  if ((m->kind == TIR_MATH_FLOAT || m->kind == TIR_MATH_ROUNDING) && !tir_dtype_is_float(t))
+    return tir_error_set(TIR_ERR_TYPE, prim,
+                         "math builtin '%s' computes in floating point, but the dtype given is %s: use a float dtype and "
+                         "cast the result, e.g. T.cast(\"%s\", T.call(\"float32\", \"%s\", x))", op, ts, ts, op);
+  if (m->kind == TIR_MATH_PRED && t.code != TIR_DT_BOOL)
+    return tir_error_set(TIR_ERR_TYPE, prim, "builtin '%s' gives a bool, not %s", op, ts);
+  if (m->kind == TIR_MATH_BITS && !tir_dtype_is_int(t))
+    return tir_error_set(TIR_ERR_TYPE, prim, "bit operation '%s' needs an integer dtype, not %s", op, ts);
+  return 0;
+}
 
 static const tir_BuiltinInfo table[] = {
 #define TIR_BUILTIN(id, op, lo, hi, writes, flags, doc) {TIR_BI_##id, op, lo, hi, writes, flags, doc},

@@ -163,3 +163,30 @@ float tir_bf16_to_f32(uint16_t h) {
   memcpy(&f, &x, 4);
   return f;
 }
+
+/* x rounded (to nearest, ties to even) to a binary format of p significand bits whose
+ * normal numbers have exponents emin..emax; beyond the largest finite value: infinity.  One
+ * rounding of the exact double, as cvt.rn.f16.f64 / cvt.rn.bf16.f64: going through float
+ * would round twice (0x1.0020000000001p0 is 1.0 by float, 1.0009765625 by one rounding). */
+static double round_to_format(double x, int p, int emin, int emax) {
+  if (x != x || x == 0 || isinf(x)) return x;
+  int e;
+  frexp(x, &e); /* |x| = m * 2^e, m in [0.5, 1): the exponent of x is e - 1 */
+  int ex = e - 1 < emin ? emin : e - 1; /* subnormals share the smallest exponent's quantum */
+  double q = ldexp(1.0, ex - (p - 1));
+  double r = nearbyint(x / q) * q; /* scaling by a power of two is exact; nearbyint rounds to even */
+  if (fabs(r) >= ldexp(1.0, emax + 1)) return copysign(INFINITY, x);
+  return r;
+}
+
+uint16_t tir_f64_to_f16(double x) {
+  float f = (float)x;
+  if ((double)f == x || x != x) return tir_f32_to_f16(f); /* exact in float (the common case) or NaN */
+  return tir_f32_to_f16((float)round_to_format(x, 11, -14, 15)); /* exact: the result is a half */
+}
+
+uint16_t tir_f64_to_bf16(double x) {
+  float f = (float)x;
+  if ((double)f == x || x != x) return tir_f32_to_bf16(f);
+  return tir_f32_to_bf16((float)round_to_format(x, 8, -126, 127));
+}

@@ -12,6 +12,7 @@
 
 #include "tir/error.h"
 #include "tir/ir.h"
+#include "tir/value.h"
 
 static int64_t cval(const tir_Node *n) { return ((const tir_IntImm *)n)->value; }
 static double fval(const tir_Node *n) { return ((const tir_FloatImm *)n)->value; }
@@ -24,29 +25,21 @@ tir_Node *tir_make_const(tir_DType t, double v) {
 
 tir_Node *tir_make_zero(tir_DType t) { return tir_make_const(t, 0); }
 
-static int64_t floordiv64(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
-  return q;
-}
-static int64_t floormod64(int64_t a, int64_t b) { return a - floordiv64(a, b) * b; }
-
 tir_Node *tir_cast(tir_DType t, tir_Node *v) {
   if (!v) return NULL;
   if (tir_dtype_eq(v->dtype, t)) return v;
   if (v->dtype.lanes == 1 && t.lanes == 1) {
     int64_t iv;
     double fv;
-    if (tir_is_const_int(v, &iv)) {
+    if (tir_is_const_int(v, &iv) || tir_is_const_float(v, &fv)) {
+      /* folded by the interpreter's cast rules (value.c): int -> float rounds once, float -> int
+       * saturates as cvt.rzi (NaN 0) */
+      tir_Value x, r;
+      if (tir_is_const_int(v, &iv)) x.i = iv;
+      else x.f = fv;
+      r = tir_value_cast(t, v->dtype, x);
       tir_release(v);
-      if (tir_dtype_is_float(t)) return tir_float_imm(t, (double)iv);
-      return tir_int_imm(t, iv);
-    }
-    if (tir_is_const_float(v, &fv)) {
-      tir_release(v);
-      if (tir_dtype_is_float(t)) return tir_float_imm(t, fv);
-      /* saturating, as the interpreter and CUDA's cvt.rzi.sat: (int32)1e20f is INT32_MAX */
-      return tir_int_imm(t, tir_float_to_int_sat(fv, t));
+      return tir_dtype_is_float(t) ? tir_float_imm(t, r.f) : tir_int_imm(t, r.i);
     }
   }
   if (v->dtype.lanes == 1 && t.lanes > 1) {
@@ -130,46 +123,15 @@ static tir_Node *try_fold(int kind, tir_Node *a, tir_Node *b) {
   tir_DType t = a->dtype;
   int ia = a->kind == TIR_IntImm, ib = b->kind == TIR_IntImm;
   int fa = a->kind == TIR_FloatImm, fb = b->kind == TIR_FloatImm;
-  if (ia && ib) {
-    int64_t x = cval(a), y = cval(b);
-    switch (kind) {
-      case TIR_Add: return tir_int_imm(t, (int64_t)((uint64_t)x + (uint64_t)y));
-      case TIR_Sub: return tir_int_imm(t, (int64_t)((uint64_t)x - (uint64_t)y));
-      case TIR_Mul: return tir_int_imm(t, (int64_t)((uint64_t)x * (uint64_t)y));
-      case TIR_Div: if (y != 0 && !(x == INT64_MIN && y == -1)) return tir_int_imm(t, x / y); break;
-      case TIR_Mod: if (y != 0 && !(x == INT64_MIN && y == -1)) return tir_int_imm(t, x % y); break;
-      case TIR_FloorDiv: if (y != 0 && !(x == INT64_MIN && y == -1)) return tir_int_imm(t, floordiv64(x, y)); break;
-      case TIR_FloorMod: if (y != 0 && !(x == INT64_MIN && y == -1)) return tir_int_imm(t, floormod64(x, y)); break;
-      case TIR_Min: return tir_int_imm(t, x < y ? x : y);
-      case TIR_Max: return tir_int_imm(t, x > y ? x : y);
-      case TIR_EQ: return tir_bool_imm(x == y);
-      case TIR_NE: return tir_bool_imm(x != y);
-      case TIR_LT: return tir_bool_imm(x < y);
-      case TIR_LE: return tir_bool_imm(x <= y);
-      case TIR_GT: return tir_bool_imm(x > y);
-      case TIR_GE: return tir_bool_imm(x >= y);
-      case TIR_And: return tir_bool_imm(x && y);
-      case TIR_Or: return tir_bool_imm(x || y);
-    }
-    return NULL;
-  }
-  if (fa && fb) {
-    double x = fval(a), y = fval(b);
-    switch (kind) {
-      case TIR_Add: return tir_float_imm(t, x + y);
-      case TIR_Sub: return tir_float_imm(t, x - y);
-      case TIR_Mul: return tir_float_imm(t, x * y);
-      case TIR_Div: if (y != 0) return tir_float_imm(t, x / y); break;
-      case TIR_Min: return tir_float_imm(t, x < y ? x : y);
-      case TIR_Max: return tir_float_imm(t, x > y ? x : y);
-      case TIR_EQ: return tir_bool_imm(x == y);
-      case TIR_NE: return tir_bool_imm(x != y);
-      case TIR_LT: return tir_bool_imm(x < y);
-      case TIR_LE: return tir_bool_imm(x <= y);
-      case TIR_GT: return tir_bool_imm(x > y);
-      case TIR_GE: return tir_bool_imm(x >= y);
-    }
-    return NULL;
+  if ((ia && ib) || (fa && fb)) {
+    /* the interpreter's rules (value.c), so that folding never changes a result */
+    if (t.lanes != 1 || (fa && kind == TIR_Div && fval(b) == 0)) return NULL;
+    tir_Value x, y, r;
+    if (ia) x.i = cval(a), y.i = cval(b);
+    else x.f = fval(a), y.f = fval(b);
+    if (tir_value_binop(kind, t, x, y, &r) != TIR_VALUE_OK) return NULL;
+    if (kind >= TIR_EQ && kind <= TIR_Or) return tir_bool_imm((int)r.i);
+    return ia ? tir_int_imm(t, r.i) : tir_float_imm(t, r.f);
   }
   /* identities on integers (floats keep x+0 etc. for -0.0/NaN exactness) */
   if (ib && tir_dtype_is_int(t) && t.lanes == 1) {
@@ -282,14 +244,25 @@ tir_Node *tir_neg(tir_Node *a) {
   return tir_sub(tir_make_zero(a->dtype), a);
 }
 
-tir_Node *tir_select(tir_Node *c, tir_Node *t, tir_Node *f) {
+/* t and f of one dtype, c a bool (cast from an integer), folded when c is constant; else
+ * make(c, t, f) builds the node.  `prim` names the caller in errors. */
+static tir_Node *choose(const char *prim, tir_Node *c, tir_Node *t, tir_Node *f, int scalar_cond,
+                        tir_Node *(*make)(tir_Node *, tir_Node *, tir_Node *)) {
   if (!c || !t || !f) {
     tir_release(c);
     tir_release(t);
     tir_release(f);
     return NULL;
   }
-  if (match_types("select", &t, &f) != 0) {
+  if (match_types(prim, &t, &f) != 0) {
+    tir_release(c);
+    return fail2(t, f);
+  }
+  if (scalar_cond && (c->dtype.lanes != 1 || tir_dtype_is_float(c->dtype) || tir_dtype_is_handle(c->dtype) ||
+                      tir_dtype_is_void(c->dtype))) {
+    char s[32];
+    tir_error_set(TIR_ERR_TYPE, prim, "the condition must be a scalar bool, got %s (tir.if_then_else picks one "
+                  "side per element; for lane-wise choices use tir.Select)", tir_dtype_str(c->dtype, s));
     tir_release(c);
     return fail2(t, f);
   }
@@ -304,12 +277,27 @@ tir_Node *tir_select(tir_Node *c, tir_Node *t, tir_Node *f) {
     tir_release(t);
     return f;
   }
+  return make(c, t, f);
+}
+
+static tir_Node *make_select(tir_Node *c, tir_Node *t, tir_Node *f) {
   tir_Select *n = (tir_Select *)tir_node_alloc(TIR_Select, t->dtype);
   n->cond = c;
   n->true_value = t;
   n->false_value = f;
   tir_node_update_depth(&n->hdr);
   return &n->hdr;
+}
+
+static tir_Node *make_if_then_else(tir_Node *c, tir_Node *t, tir_Node *f) {
+  tir_DType dt = t->dtype;
+  return tir_call(dt, "if_then_else", tir_array_of(3, c, t, f));
+}
+
+tir_Node *tir_select(tir_Node *c, tir_Node *t, tir_Node *f) { return choose("select", c, t, f, 0, make_select); }
+
+tir_Node *tir_if_then_else(tir_Node *c, tir_Node *t, tir_Node *f) {
+  return choose("if_then_else", c, t, f, 1, make_if_then_else);
 }
 
 /* Exact integer limits of an integer dtype (double would round int64's). */
@@ -341,4 +329,14 @@ tir_Node *tir_reduce_combine(const char *combiner, tir_Node *a, tir_Node *b) {
   if (strcmp(combiner, "max") == 0) return tir_max(a, b);
   if (strcmp(combiner, "min") == 0) return tir_min(a, b);
   return fail2(a, b);
+}
+
+tir_Node *tir_max_value(tir_DType t) {
+  t = tir_dtype_element(t);
+  return tir_dtype_is_float(t) ? tir_float_imm(t, tir_dtype_max(t)) : tir_int_imm(t, int_highest(t));
+}
+
+tir_Node *tir_min_value(tir_DType t) {
+  t = tir_dtype_element(t);
+  return tir_dtype_is_float(t) ? tir_float_imm(t, tir_dtype_min(t)) : tir_int_imm(t, int_lowest(t));
 }

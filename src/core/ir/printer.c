@@ -176,6 +176,29 @@ static void begin_line(Printer *p) { tir_sb_indent(&p->out, p->indent); }
 enum { PREC_ATOM = 100, PREC_UNARY = 30, PREC_MUL = 20, PREC_ADD = 10, PREC_SHIFT = 7, PREC_BAND = 6, PREC_BXOR = 5,
        PREC_BOR = 4, PREC_LOW = 0 };
 
+/* True when the call prints as T.<op>(args) and T builds it back as it is: if_then_else of
+ * two sides of the call's dtype; math builtins whose arguments have the call's float dtype
+ * (isnan & co: a float argument and bool), abs of a signed integer. */
+static int shorthand_call(const tir_Call *c) {
+  tir_DType t = c->hdr.dtype;
+  int n = c->args->size;
+  if (t.lanes != 1) return 0;
+  if (strcmp(c->op, "if_then_else") == 0)
+    return n == 3 && tir_dtype_eq(c->args->items[0]->dtype, TIR_BOOL) && tir_dtype_eq(c->args->items[1]->dtype, t) &&
+           tir_dtype_eq(c->args->items[2]->dtype, t);
+  const tir_MathBuiltin *m = tir_math_builtin(c->op);
+  if (!m || m->arity != n || m->kind == TIR_MATH_BITS) return 0;
+  tir_DType want = t;
+  if (m->kind == TIR_MATH_PRED) {
+    if (t.code != TIR_DT_BOOL) return 0;
+    want = c->args->items[0]->dtype;
+  }
+  if (m->kind == TIR_MATH_ABS ? t.code != TIR_DT_INT : !tir_dtype_is_float(want)) return 0;
+  for (int i = 0; i < n; i++)
+    if (!tir_dtype_eq(c->args->items[i]->dtype, want)) return 0;
+  return 1;
+}
+
 static void print_expr(Printer *p, const tir_Node *e, int ctx_prec);
 
 static void print_float(Printer *p, double v, tir_DType t) {
@@ -356,6 +379,16 @@ static void print_expr_inner(Printer *p, const tir_Node *e, int ctx_prec) {
           if (paren) put(p, ")");
           return;
         }
+      if (shorthand_call(c)) {
+        /* T.if_then_else(c, a, b), T.exp(x), ...: what T builds back (lib/tir/math.lua) */
+        putf(p, "T.%s(", c->op);
+        for (int i = 0; i < c->args->size; i++) {
+          if (i) put(p, ", ");
+          print_expr(p, c->args->items[i], PREC_LOW);
+        }
+        put(p, ")");
+        return;
+      }
       /* extern calls print as TVMScript writes them: T.call_extern(dtype, name, args...) */
       int ext = tir_extern_call_name(e) != NULL;
       if (ext) {

@@ -137,9 +137,7 @@ int tir_node_validate(const tir_Node *n) {
     }
     case TIR_Call: {
       const tir_Call *c = (const tir_Call *)n;
-      if (tir_builtin_is_float_math(c->op) && !tir_dtype_is_float(n->dtype))
-        return tir_error_set(TIR_ERR_TYPE, "make", "math builtin '%s' computes in floating point: its call needs a float dtype",
-                             c->op);
+      if (tir_math_builtin_check(c->op, n->dtype, c->args->size, "make") != 0) return -1;
       if ((strcmp(c->op, "call_extern") == 0 || strcmp(c->op, "call_pure_extern") == 0) &&
           !tir_extern_name_valid(tir_extern_call_name(n)))
         return tir_error_set(TIR_ERR_VALUE, "make", "%s takes a C function name (a string) as its first argument", c->op);

@@ -161,9 +161,9 @@ void tir_store_scalar_f(void *base, tir_DType t, int64_t i, double v) {
     case TIR_DT_FLOAT:
       if (t.bits == 32) ((float *)base)[i] = (float)v;
       else if (t.bits == 64) ((double *)base)[i] = v;
-      else ((uint16_t *)base)[i] = tir_f32_to_f16((float)v);
+      else ((uint16_t *)base)[i] = tir_f64_to_f16(v);
       return;
-    case TIR_DT_BFLOAT: ((uint16_t *)base)[i] = tir_f32_to_bf16((float)v); return;
+    case TIR_DT_BFLOAT: ((uint16_t *)base)[i] = tir_f64_to_bf16(v); return;
     default: {
       int64_t x;
       if (v != v) x = 0;

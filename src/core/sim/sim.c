@@ -318,8 +318,8 @@ static int bind_kernel_scalars(Sim *S, const tir_Kernel *K, const tir_PrimFunc *
     int found = 0;
     for (int i = 0; i < host->params->size && !found; i++)
       if (host->params->items[i] == p) {
-        if (tir_dtype_is_float(p->dtype)) v.f = sim_norm(p->dtype, (SVal){.f = args[i].fval}).f;
-        else v = sim_norm(p->dtype, (SVal){.i = args[i].ival});
+        if (tir_dtype_is_float(p->dtype)) v.f = tir_value_norm(p->dtype, (SVal){.f = args[i].fval}).f;
+        else v = tir_value_norm(p->dtype, (SVal){.i = args[i].ival});
         found = 1;
       }
     if (!found) {

@@ -37,64 +37,14 @@ int *sim_inew(Sim *S) {
   return S->ipool[S->itop++];
 }
 
-/* ---- values (the interpreter's rules, interp.c) ---- */
+/* ---- values (value.c: the interpreter's rules) ---- */
 static int is_f(tir_DType t) { return tir_dtype_is_float(t); }
-
-SVal sim_norm(tir_DType t, SVal v) {
-  switch (t.code) {
-    case TIR_DT_INT:
-      if (t.bits < 64) {
-        uint64_t m = (1ull << t.bits) - 1, u = (uint64_t)v.i & m;
-        if (u >> (t.bits - 1)) u |= ~m;
-        v.i = (int64_t)u;
-      }
-      return v;
-    case TIR_DT_UINT:
-      if (t.bits < 64) v.i = (int64_t)((uint64_t)v.i & ((1ull << t.bits) - 1));
-      return v;
-    case TIR_DT_BOOL: v.i = v.i != 0; return v;
-    case TIR_DT_FLOAT:
-      if (t.bits == 32) v.f = (float)v.f;
-      else if (t.bits == 16) v.f = tir_f16_to_f32(tir_f32_to_f16((float)v.f));
-      return v;
-    case TIR_DT_BFLOAT: v.f = tir_bf16_to_f32(tir_f32_to_bf16((float)v.f)); return v;
-    default: return v;
-  }
-}
-
-static SVal as_f(tir_DType from, SVal v) {
-  if (!is_f(from)) v.f = (from.code == TIR_DT_UINT && from.bits == 64) ? (double)(uint64_t)v.i : (double)v.i;
-  return v;
-}
-
-SVal sim_cast(tir_DType to, tir_DType from, SVal v) {
-  SVal r = {0};
-  if (is_f(to)) {
-    r.f = is_f(from) ? v.f : as_f(from, v).f;
-  } else if (is_f(from)) {
-    /* float -> int truncates toward zero, saturating (CUDA's cvt.rzi.sat), as the interpreter */
-    r.i = tir_float_to_int_sat(v.f, to);
-    return to.code == TIR_DT_BOOL ? r : sim_norm(to, r);
-  } else {
-    r.i = v.i;
-    if (to.code == TIR_DT_BOOL) r.i = v.i != 0;
-  }
-  return sim_norm(to, r);
-}
 
 static void norm_vec(tir_DType t, SVal *r, const Act *a) {
   t = tir_dtype_element(t);
   if (t.code == TIR_DT_INT && t.bits == 64) return;
   if (t.code == TIR_DT_FLOAT && t.bits == 64) return;
-  if (t.code == TIR_DT_INT && t.bits == 32) {
-    for (int k = 0; k < a->n; k++) r[a->ids[k]].i = (int32_t)r[a->ids[k]].i;
-    return;
-  }
-  if (t.code == TIR_DT_FLOAT && t.bits == 32) {
-    for (int k = 0; k < a->n; k++) r[a->ids[k]].f = (float)r[a->ids[k]].f;
-    return;
-  }
-  for (int k = 0; k < a->n; k++) r[a->ids[k]] = sim_norm(t, r[a->ids[k]]);
+  for (int k = 0; k < a->n; k++) r[a->ids[k]] = tir_value_norm(t, r[a->ids[k]]);
 }
 
 /* ---- variables ---- */
@@ -187,88 +137,14 @@ static SVal *binop(Sim *S, const tir_Node *e, int lane, const Act *a) {
   SVal *x = sim_eval(S, b->a, lane, a);
   SVal *y = x ? sim_eval(S, b->b, lane, a) : NULL;
   if (!y) return NULL;
-  int f = is_f(ot), uns = ot.code == TIR_DT_UINT, cmp = 0;
-  const int *ids = a->ids;
-  int n = a->n;
-#define LOOP(expr_)                       \
-  for (int k = 0; k < n; k++) {           \
-    int t = ids[k];                       \
-    expr_;                                \
+  for (int k = 0; k < a->n; k++) {
+    int t = a->ids[k];
+    if (tir_value_binop(e->kind, ot, x[t], y[t], &r[t]) == TIR_VALUE_DIV_BY_ZERO) {
+      char who[96];
+      sim_fail(S, e, "integer division by zero in %s", sim_thread_name(S, t, who, sizeof who));
+      return NULL;
+    }
   }
-  switch (e->kind) {
-    case TIR_Add:
-      if (f) LOOP(r[t].f = x[t].f + y[t].f) else LOOP(r[t].i = (int64_t)((uint64_t)x[t].i + (uint64_t)y[t].i));
-      break;
-    case TIR_Sub:
-      if (f) LOOP(r[t].f = x[t].f - y[t].f) else LOOP(r[t].i = (int64_t)((uint64_t)x[t].i - (uint64_t)y[t].i));
-      break;
-    case TIR_Mul:
-      if (f) LOOP(r[t].f = x[t].f * y[t].f) else LOOP(r[t].i = (int64_t)((uint64_t)x[t].i * (uint64_t)y[t].i));
-      break;
-    case TIR_Div:
-    case TIR_Mod:
-    case TIR_FloorDiv:
-    case TIR_FloorMod:
-      if (f) {
-        if (e->kind == TIR_Div) LOOP(r[t].f = x[t].f / y[t].f)
-        else if (e->kind == TIR_FloorDiv) LOOP(r[t].f = floor(x[t].f / y[t].f))
-        else LOOP(r[t].f = x[t].f - floor(x[t].f / y[t].f) * y[t].f)
-        break;
-      }
-      for (int k = 0; k < n; k++) {
-        int t = ids[k];
-        int64_t p = x[t].i, q = y[t].i;
-        if (q == 0) {
-          char who[96];
-          sim_fail(S, e, "integer division by zero in %s", sim_thread_name(S, t, who, sizeof who));
-          return NULL;
-        }
-        if (p == INT64_MIN && q == -1) {
-          r[t].i = e->kind == TIR_Div || e->kind == TIR_FloorDiv ? INT64_MIN : 0;
-          continue;
-        }
-        if (uns) {
-          uint64_t up = (uint64_t)p, uq = (uint64_t)q;
-          r[t].i = (int64_t)((e->kind == TIR_Div || e->kind == TIR_FloorDiv) ? up / uq : up % uq);
-        } else if (e->kind == TIR_Div) r[t].i = p / q;
-        else if (e->kind == TIR_Mod) r[t].i = p % q;
-        else {
-          int64_t d = p / q;
-          if ((p % q != 0) && ((p < 0) != (q < 0))) d--;
-          r[t].i = e->kind == TIR_FloorDiv ? d : p - d * q;
-        }
-      }
-      break;
-    case TIR_Min:
-      if (f) LOOP(r[t].f = x[t].f < y[t].f ? x[t].f : y[t].f)
-      else LOOP(r[t].i = (uns ? (uint64_t)x[t].i < (uint64_t)y[t].i : x[t].i < y[t].i) ? x[t].i : y[t].i)
-      break;
-    case TIR_Max:
-      if (f) LOOP(r[t].f = x[t].f > y[t].f ? x[t].f : y[t].f)
-      else LOOP(r[t].i = (uns ? (uint64_t)x[t].i > (uint64_t)y[t].i : x[t].i > y[t].i) ? x[t].i : y[t].i)
-      break;
-    case TIR_EQ: cmp = 1; if (f) LOOP(r[t].i = x[t].f == y[t].f) else LOOP(r[t].i = x[t].i == y[t].i) break;
-    case TIR_NE: cmp = 1; if (f) LOOP(r[t].i = x[t].f != y[t].f) else LOOP(r[t].i = x[t].i != y[t].i) break;
-    case TIR_LT:
-      cmp = 1;
-      if (f) LOOP(r[t].i = x[t].f < y[t].f) else if (uns) LOOP(r[t].i = (uint64_t)x[t].i < (uint64_t)y[t].i) else LOOP(r[t].i = x[t].i < y[t].i)
-      break;
-    case TIR_LE:
-      cmp = 1;
-      if (f) LOOP(r[t].i = x[t].f <= y[t].f) else if (uns) LOOP(r[t].i = (uint64_t)x[t].i <= (uint64_t)y[t].i) else LOOP(r[t].i = x[t].i <= y[t].i)
-      break;
-    case TIR_GT:
-      cmp = 1;
-      if (f) LOOP(r[t].i = x[t].f > y[t].f) else if (uns) LOOP(r[t].i = (uint64_t)x[t].i > (uint64_t)y[t].i) else LOOP(r[t].i = x[t].i > y[t].i)
-      break;
-    case TIR_GE:
-      cmp = 1;
-      if (f) LOOP(r[t].i = x[t].f >= y[t].f) else if (uns) LOOP(r[t].i = (uint64_t)x[t].i >= (uint64_t)y[t].i) else LOOP(r[t].i = x[t].i >= y[t].i)
-      break;
-    default: break;
-  }
-#undef LOOP
-  if (!cmp) norm_vec(e->dtype, r, a);
   S->vtop = mark;
   return r;
 }
@@ -318,7 +194,7 @@ static SVal *call_extern(Sim *S, const tir_Call *c, int lane, const Act *a) {
     SVal v = {0};
     if (is_f(t)) v.f = ret.f;
     else v.i = ret.i;
-    r[id] = sim_norm(t, v);
+    r[id] = tir_value_norm(t, v);
   }
   S->vtop = mark;
   return r;
@@ -357,69 +233,28 @@ static SVal *call(Sim *S, const tir_Call *c, int lane, const Act *a) {
     sim_fail(S, &c->hdr, "address_of(...) is only valid as an operand of a builtin that takes addresses (ptx_cp_async, ...)");
     return NULL;
   }
-  if (tir_builtin_is_float_math(op) && !is_f(t)) {
-    char ts[32];
-    sim_fail(S, &c->hdr, "math builtin '%s' computes in floating point, but the call's dtype is %s", op, tir_dtype_str(t, ts));
-    return NULL;
-  }
-  static const struct {
-    const char *name;
-    double (*f1)(double);
-  } unary[] = {{"exp", exp},     {"log", log},   {"sqrt", sqrt},       {"tanh", tanh}, {"fabs", fabs}, {"abs", fabs},
-               {"floor", floor}, {"ceil", ceil}, {"round", nearbyint}, {"exp2", exp2}, {"log2", log2}, {"erf", erf},
-               {"sin", sin},     {"cos", cos},   {"trunc", trunc},     {"log1p", log1p}};
-  for (size_t i = 0; i < sizeof unary / sizeof unary[0]; i++)
-    if (n == 1 && strcmp(op, unary[i].name) == 0) {
-      SVal *r = sim_vnew(S);
-      int mark = S->vtop;
-      SVal *x = sim_eval(S, c->args->items[0], lane, a);
-      if (!x) return NULL;
-      tir_DType at = tir_dtype_element(c->args->items[0]->dtype);
-      for (int k = 0; k < a->n; k++) {
-        int id = a->ids[k];
-        SVal v = x[id];
-        if (!is_f(at)) {
-          if (strcmp(op, "abs") == 0) {
-            r[id].i = v.i < 0 ? (int64_t)(0 - (uint64_t)v.i) : v.i;
-            r[id] = sim_norm(t, r[id]);
-            continue;
-          }
-          v = as_f(at, v);
-        }
-        r[id].f = unary[i].f1(v.f);
-        r[id] = sim_norm(t, r[id]);
-      }
-      S->vtop = mark;
-      return r;
-    }
-  int un2 = n == 1 && (strcmp(op, "rsqrt") == 0 || strcmp(op, "sigmoid") == 0 || strcmp(op, "bitwise_not") == 0);
-  int bin2 = n == 2 && (strcmp(op, "pow") == 0 || strcmp(op, "fmod") == 0 || strcmp(op, "fmin") == 0 || strcmp(op, "fmax") == 0 ||
-                        strcmp(op, "shift_left") == 0 || strcmp(op, "shift_right") == 0 || strcmp(op, "bitwise_and") == 0 ||
-                        strcmp(op, "bitwise_or") == 0 || strcmp(op, "bitwise_xor") == 0);
-  if (un2 || bin2) {
+  if (tir_math_builtin(op) && n <= 2) {
     SVal *r = sim_vnew(S);
     int mark = S->vtop;
     SVal *x = sim_eval(S, c->args->items[0], lane, a);
-    SVal *y = x && bin2 ? sim_eval(S, c->args->items[1], lane, a) : x;
+    SVal *y = x && n > 1 ? sim_eval(S, c->args->items[1], lane, a) : x;
     if (!y) return NULL;
-    for (int k = 0; k < a->n; k++) {
+    tir_DType at[2] = {c->args->items[0]->dtype, c->args->items[n - 1]->dtype};
+    int rc = TIR_VALUE_OK;
+    for (int k = 0; k < a->n && rc == TIR_VALUE_OK; k++) {
       int id = a->ids[k];
-      SVal v = {0};
-      if (strcmp(op, "rsqrt") == 0) v.f = 1.0 / sqrt(x[id].f);
-      else if (strcmp(op, "sigmoid") == 0) v.f = 1.0 / (1.0 + exp(-x[id].f));
-      else if (strcmp(op, "bitwise_not") == 0) v.i = ~x[id].i;
-      else if (op[0] == 'p') v.f = pow(x[id].f, y[id].f);
-      else if (op[0] == 'f') v.f = op[1] == 'm' && op[2] == 'o' ? fmod(x[id].f, y[id].f) : op[2] == 'i' ? fmin(x[id].f, y[id].f) : fmax(x[id].f, y[id].f);
-      else if (op[0] == 's') {
-        int64_t p = x[id].i, q = y[id].i;
-        if (q >= 0 && q < 64) v.i = op[6] == 'l' ? (int64_t)((uint64_t)p << q) : (t.code == TIR_DT_UINT ? (int64_t)((uint64_t)p >> q) : p >> q);
-      } else {
-        v.i = op[8] == 'a' ? (x[id].i & y[id].i) : op[8] == 'o' ? (x[id].i | y[id].i) : (x[id].i ^ y[id].i);
-      }
-      r[id] = sim_norm(t, v);
+      SVal v[2] = {x[id], y[id]};
+      rc = tir_value_builtin(op, t, n, at, v, &r[id]);
     }
-    S->vtop = mark;
-    return r;
+    if (rc == TIR_VALUE_BAD_DTYPE) {
+      char ts[32];
+      sim_fail(S, &c->hdr, "builtin '%s' cannot compute a %s (math builtins need a float dtype)", op, tir_dtype_str(t, ts));
+      return NULL;
+    }
+    if (rc == TIR_VALUE_OK) {
+      S->vtop = mark;
+      return r;
+    }
   }
   if (strcmp(op, "call_extern") == 0 || strcmp(op, "call_pure_extern") == 0) return call_extern(S, c, lane, a);
   if (strcmp(op, "reinterpret") == 0) {
@@ -482,7 +317,7 @@ static SVal *call(Sim *S, const tir_Call *c, int lane, const Act *a) {
       SVal v = {0};
       v.i = dp ? tir_dp4a((int32_t)x[id].i, (int32_t)y[id].i, (int32_t)z[id].i, as, bs)
                : (int32_t)tir_prmt((uint32_t)x[id].i, (uint32_t)y[id].i, (uint32_t)z[id].i);
-      r[id] = sim_norm(t, v);
+      r[id] = tir_value_norm(t, v);
     }
     S->vtop = mark;
     return r;
@@ -541,7 +376,7 @@ SVal *sim_eval(Sim *S, const tir_Node *e, int lane, const Act *a) {
       SVal *x = sim_eval(S, c->value, lane, a);
       if (!x) return NULL;
       tir_DType to = tir_dtype_element(e->dtype), from = tir_dtype_element(c->value->dtype);
-      for (int k = 0; k < a->n; k++) r[a->ids[k]] = sim_cast(to, from, x[a->ids[k]]);
+      for (int k = 0; k < a->n; k++) r[a->ids[k]] = tir_value_cast(to, from, x[a->ids[k]]);
       S->vtop = mark;
       return r;
     }

@@ -8,13 +8,14 @@
 
 #include "tir/error.h"
 #include "tir/sim.h"
+#include "tir/value.h"
 
 #define SIM_MAX_THREADS 1024
 
-typedef union {
-  int64_t i;
-  double f;
-} SVal;
+typedef tir_Value SVal; /* value.h: the interpreter's value rules */
+/* the simulator's names for them */
+static inline SVal sim_norm(tir_DType t, SVal v) { return tir_value_norm(t, v); }
+static inline SVal sim_cast(tir_DType to, tir_DType from, SVal v) { return tir_value_cast(to, from, v); }
 
 /* ---- pointer-keyed map (open addressing) ---- */
 typedef struct {
@@ -152,8 +153,6 @@ SVal *sim_eval(Sim *S, const tir_Node *e, int lane, const Act *a);
 /* the per-thread values of a variable (NULL when unknown and !create) */
 SVal *sim_var(Sim *S, const tir_Var *v, int create);
 int sim_exec(Sim *S, const tir_Node *s, const Act *a);
-SVal sim_norm(tir_DType t, SVal v);
-SVal sim_cast(tir_DType to, tir_DType from, SVal v);
 Store *sim_store_of(Sim *S, const tir_Buffer *b, const tir_Node *where);
 
 /* ---- sim_mem.c ---- */

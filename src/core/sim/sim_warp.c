@@ -185,14 +185,14 @@ static void mma_tile(const double *A, const double *B, double *C, int tm, int tn
         SVal p;
         if (tir_dtype_is_float(acc)) {
           p.f = A[i * tk + k] * B[k * tn + j];
-          p = sim_norm(acc, p);
+          p = tir_value_norm(acc, p);
           c.f = c.f + p.f;
         } else {
           p.i = (int64_t)A[i * tk + k] * (int64_t)B[k * tn + j];
-          p = sim_norm(acc, p);
+          p = tir_value_norm(acc, p);
           c.i = (int64_t)((uint64_t)c.i + (uint64_t)p.i);
         }
-        c = sim_norm(acc, c);
+        c = tir_value_norm(acc, c);
       }
       C[i * tn + j] = tir_dtype_is_float(acc) ? c.f : (double)c.i;
     }
@@ -325,7 +325,7 @@ static int mma_fill(Sim *S, const tir_Call *c, const Act *a) {
       if (S->fatal) return -1;
       continue;
     }
-    SVal x = sim_cast(d.st->dtype, vt, v[t]);
+    SVal x = tir_value_cast(d.st->dtype, vt, v[t]);
     if (d.st->origin) memset(d.st->origin + (int64_t)t * d.st->n + off, 0xff, sizeof(int64_t) * 8);
     for (int j = 0; j < 8; j++) {
       if (tir_dtype_is_float(d.st->dtype)) put_f(d.st, t, off + j, x.f);
@@ -374,7 +374,7 @@ static int mma_store(Sim *S, const tir_Call *c, const Act *a) {
           SVal v;
           if (tir_dtype_is_float(at)) v.f = get_f(s.st, t, off + 4 * tt + 2 * h + e);
           else v.i = tir_load_scalar_i(sim_addr(s.st, t, 0), at, off + 4 * tt + 2 * h + e);
-          if (sim_store_elem(S, d.st, o + e, t, dt, sim_cast(dt, at, v))) return -1;
+          if (sim_store_elem(S, d.st, o + e, t, dt, tir_value_cast(dt, at, v))) return -1;
         }
       }
   }
@@ -444,7 +444,7 @@ static int wmma_fill(Sim *S, const tir_Call *c, const Act *a) {
     int rc = frag_base(S, c, &f, base, (int64_t)fs.rows * fs.cols, &first);
     if (rc < 0) return -1;
     if (rc) continue;
-    SVal x = sim_cast(f.st->dtype, vt, v[base]);
+    SVal x = tir_value_cast(f.st->dtype, vt, v[base]);
     for (int i = 0; i < fs.rows * fs.cols; i++) {
       if (tir_dtype_is_float(f.st->dtype)) put_f(f.st, base, first + i, x.f);
       else tir_store_scalar_i(sim_addr(f.st, base, 0), f.st->dtype, first + i, x.i);
@@ -497,13 +497,13 @@ static int wmma_ldst(Sim *S, const tir_Call *c, const Act *a, int is_load) {
         if (is_load) {
           SVal v;
           if (sim_load_elem(S, p.st, el, base, f.st->dtype, &v)) return -1;
-          if (tir_dtype_is_float(f.st->dtype)) put_f(f.st, base, fe, sim_norm(f.st->dtype, v).f);
-          else tir_store_scalar_i(sim_addr(f.st, base, 0), f.st->dtype, fe, sim_norm(f.st->dtype, v).i);
+          if (tir_dtype_is_float(f.st->dtype)) put_f(f.st, base, fe, tir_value_norm(f.st->dtype, v).f);
+          else tir_store_scalar_i(sim_addr(f.st, base, 0), f.st->dtype, fe, tir_value_norm(f.st->dtype, v).i);
         } else {
           SVal v;
           if (tir_dtype_is_float(f.st->dtype)) v.f = get_f(f.st, base, fe);
           else v.i = tir_load_scalar_i(sim_addr(f.st, base, 0), f.st->dtype, fe);
-          if (sim_store_elem(S, p.st, el, base, p.st->dtype, sim_cast(p.st->dtype, f.st->dtype, v))) return -1;
+          if (sim_store_elem(S, p.st, el, base, p.st->dtype, tir_value_cast(p.st->dtype, f.st->dtype, v))) return -1;
         }
       }
   }
