@@ -19,7 +19,11 @@
  * `loop`, which is a reduction block (init, affine bindings, only spatial and reduction
  * variables, the only writer of its output in the scope, output not indexed by reduction
  * variables) whose init and update are one store each forming a known reduction
- * (x + y / 0, x * y / 1, min / max value, max / min value); `loop` is serial and bound to
+ * (x + y / 0, x * y / 1, min / max value, max / min value), or TVM's two-buffer argmax /
+ * argmin (index and value buffers: two lets of Selects on value >= / <= and two stores,
+ * identities -1 and the lowest / highest value; the rf block and the write-back then use
+ * two rf buffers; as in TVM, ties may resolve to another index once the order of the
+ * reduction changes); `loop` is serial and bound to
  * a reduction variable and to no spatial one; no loop is bound to both kinds; the block is
  * the first block under its outermost loop; the first reduction loop has only this block
  * under it, below which every loop is bound or of extent 1; factor_axis in
@@ -115,6 +119,103 @@ static tir_Node *combine(int kind, tir_Node *a, tir_Node *b) {
     case TIR_Min: return tir_min(a, b);
     default: return tir_max(a, b);
   }
+}
+
+/* Two-buffer reducers (TVM's default argmax / argmin: index and value buffers):
+ *   idx = Select(x_val >= y_val, x_idx, y_idx), val = Select(x_val >= y_val, x_val, y_val)
+ * (<= for argmin), identities -1 and the lowest (highest) value. */
+#define RED_ARGMAX 1001
+#define RED_ARGMIN 1002
+
+/* The reduction of a block: n (1 or 2) buffers written at the same indices, the combiner,
+ * the init values and the per-iteration operands (rhs, owned). */
+typedef struct {
+  int n, comb;
+  const tir_Buffer *buf[2];
+  const tir_Array *idx;
+  const tir_Node *init[2];
+  const tir_Node *rhs[2]; /* two-buffer form: the y operands (borrowed) */
+} Reduction;
+
+static const tir_Node *load_of(const tir_Node *e, const tir_Buffer *b, const tir_Array *idx) {
+  if (e->kind != TIR_BufferLoad) return NULL;
+  const tir_BufferLoad *l = (const tir_BufferLoad *)e;
+  return l->buffer == b && tir_expr_deep_equal(&l->indices->hdr, &idx->hdr) ? e : NULL;
+}
+
+/* The statements that store the combined values: one store for a single buffer; for two,
+ * TVM's form  let v0 = c0; let v1 = c1; b0[idx] = v0; b1[idx] = v1. */
+static tir_Node *build_update(const Reduction *r, tir_Buffer *const *bufs, const tir_Array *idx, tir_Node *const *lhs,
+                              tir_Node *const *rhs) {
+  if (r->n == 1) return tir_buffer_store((tir_Buffer *)R(bufs[0]), combine(r->comb, R(lhs[0]), R(rhs[0])), (tir_Array *)R(idx));
+  int kind = r->comb == RED_ARGMAX ? TIR_GE : TIR_LE;
+  tir_Node *c0 = tir_select(tir_cmp(kind, R(lhs[1]), R(rhs[1])), R(lhs[0]), R(rhs[0]));
+  tir_Node *c1 = tir_select(tir_cmp(kind, R(lhs[1]), R(rhs[1])), R(lhs[1]), R(rhs[1]));
+  tir_Var *v[2];
+  for (int i = 0; i < 2; i++) {
+    char *name = tir_strprintf("v_%s", bufs[i]->name);
+    v[i] = tir_var_new(name, bufs[i]->hdr.dtype);
+    free(name);
+  }
+  tir_Node *st = tir_seq2(tir_buffer_store((tir_Buffer *)R(bufs[0]), R(&v[0]->hdr), (tir_Array *)R(idx)),
+                          tir_buffer_store((tir_Buffer *)R(bufs[1]), R(&v[1]->hdr), (tir_Array *)R(idx)));
+  return tir_let_stmt(v[0], c0, tir_let_stmt(v[1], c1, st));
+}
+
+/* Stores of the values themselves (a block that reduces nothing any more). */
+static tir_Node *build_stores(int n, tir_Buffer *const *bufs, const tir_Array *idx, tir_Node *const *vals) {
+  tir_Node *a = tir_buffer_store((tir_Buffer *)R(bufs[0]), R(vals[0]), (tir_Array *)R(idx));
+  return n == 1 ? a : tir_seq2(a, tir_buffer_store((tir_Buffer *)R(bufs[1]), R(vals[1]), (tir_Array *)R(idx)));
+}
+
+/* Recognizes the two-buffer argmax / argmin form; fills r or returns 0. */
+static int match_arg_reduction(const tir_Block *blk, Reduction *r) {
+  const tir_Node *ini = blk->init, *body = blk->body;
+  if (ini->kind != TIR_SeqStmt || ((const tir_SeqStmt *)ini)->seq->size != 2) return 0;
+  if (body->kind != TIR_LetStmt) return 0;
+  const tir_LetStmt *l0 = (const tir_LetStmt *)body;
+  if (l0->body->kind != TIR_LetStmt) return 0;
+  const tir_LetStmt *l1 = (const tir_LetStmt *)l0->body;
+  if (l1->body->kind != TIR_SeqStmt || ((const tir_SeqStmt *)l1->body)->seq->size != 2) return 0;
+  const tir_Array *st = ((const tir_SeqStmt *)l1->body)->seq, *in = ((const tir_SeqStmt *)ini)->seq;
+  /* buffer 0 stores v0 (the index), buffer 1 stores v1 (the value) */
+  const tir_BufferStore *s[2] = {NULL, NULL};
+  for (int i = 0; i < 2; i++) {
+    if (st->items[i]->kind != TIR_BufferStore) return 0;
+    const tir_BufferStore *x = (const tir_BufferStore *)st->items[i];
+    if (x->value == &l0->var->hdr && !s[0]) s[0] = x;
+    else if (x->value == &l1->var->hdr && !s[1]) s[1] = x;
+    else return 0;
+  }
+  if (s[0]->buffer == s[1]->buffer || !tir_expr_deep_equal(&s[0]->indices->hdr, &s[1]->indices->hdr)) return 0;
+  r->n = 2;
+  r->idx = s[0]->indices;
+  for (int i = 0; i < 2; i++) {
+    r->buf[i] = s[i]->buffer;
+    r->init[i] = NULL;
+  }
+  for (int i = 0; i < 2; i++) {
+    if (in->items[i]->kind != TIR_BufferStore) return 0;
+    const tir_BufferStore *x = (const tir_BufferStore *)in->items[i];
+    if (!tir_expr_deep_equal(&x->indices->hdr, &r->idx->hdr)) return 0;
+    int k = x->buffer == r->buf[0] ? 0 : x->buffer == r->buf[1] ? 1 : -1;
+    if (k < 0 || r->init[k]) return 0;
+    r->init[k] = x->value;
+  }
+  /* c0 = Select(x1 OP y1, x0, y0), c1 = Select(x1 OP y1, x1, y1) with the same condition */
+  if (l0->value->kind != TIR_Select || l1->value->kind != TIR_Select) return 0;
+  const tir_Select *c0 = (const tir_Select *)l0->value, *c1 = (const tir_Select *)l1->value;
+  if (!tir_expr_deep_equal(c0->cond, c1->cond)) return 0;
+  int kind = c0->cond->kind;
+  if (kind != TIR_GE && kind != TIR_LE) return 0;
+  const tir_Node *x1 = ((const tir_GE *)c0->cond)->a, *y1 = ((const tir_GE *)c0->cond)->b;
+  if (!load_of(x1, r->buf[1], r->idx) || !load_of(c0->true_value, r->buf[0], r->idx) || !load_of(c1->true_value, r->buf[1], r->idx) ||
+      !tir_expr_deep_equal(c1->false_value, y1))
+    return 0;
+  r->comb = kind == TIR_GE ? RED_ARGMAX : RED_ARGMIN;
+  r->rhs[0] = c0->false_value;
+  r->rhs[1] = y1;
+  return 1;
 }
 
 static tir_Var *var_like(const tir_Var *v, const char *prefix) {
@@ -239,54 +340,66 @@ int64_t tir_sched_rfactor(tir_Schedule *s, const tir_Var *lv, int factor_axis) {
       return sch_error(s, P, &br->hdr, "this block", "block '%s' has an iteration variable (%s) that is neither spatial nor reduction",
                        blk->name, iv->var->name);
   }
-  if (blk->writes->size != 1 || blk->body->kind != TIR_BufferStore || blk->init->kind != TIR_BufferStore)
+  /* ---- the reduction's buffers (TVM GetInitValuesAndUpdatesFromReductionBlock) ---- */
+  Reduction red;
+  memset(&red, 0, sizeof red);
+  if (blk->writes->size == 1 && blk->body->kind == TIR_BufferStore && blk->init->kind == TIR_BufferStore) {
+    const tir_BufferStore *upd = (const tir_BufferStore *)blk->body;
+    red.n = 1;
+    red.buf[0] = upd->buffer;
+    red.idx = upd->indices;
+    red.init[0] = ((const tir_BufferStore *)blk->init)->value;
+  } else if (!(blk->writes->size == 2 && match_arg_reduction(blk, &red))) {
     return sch_error(s, P, &br->hdr, "this block",
-                     "the init and the body of block '%s' must each be one store to its single output (rfactor supports "
-                     "single-buffer reductions)",
+                     "the init and the body of block '%s' must each be one store to its single output, or be TVM's "
+                     "two-buffer argmax/argmin (init: two stores; body: let v0 = Select(x1 >= y1, x0, y0); let v1 = "
+                     "Select(x1 >= y1, x1, y1); b0[i] = v0; b1[i] = v1, or <=)",
                      blk->name);
-  const tir_BufferStore *upd = (const tir_BufferStore *)blk->body, *ini = (const tir_BufferStore *)blk->init;
-  const tir_Buffer *out = upd->buffer;
+  }
   {
     const tir_BlockRealize **all;
-    int na = sch_child_blocks(&scope->hdr, &all);
-    for (int i = 0; i < na; i++)
-      if (all[i] != br && sch_block_writes(all[i]->block, out)) {
-        sch_error(s, P, &all[i]->hdr, "another writer",
-                  "block '%s' is not the only writer of %s in its scope (block '%s' writes it too)", blk->name, out->name,
-                  all[i]->block->name);
-        free(all);
-        return -1;
+    int na = sch_child_blocks(&scope->hdr, &all), bad = 0;
+    for (int i = 0; i < na && !bad; i++)
+      for (int b = 0; b < red.n && !bad; b++)
+        if (all[i] != br && sch_block_writes(all[i]->block, red.buf[b])) {
+          sch_error(s, P, &all[i]->hdr, "another writer",
+                    "block '%s' is not the only writer of %s in its scope (block '%s' writes it too)", blk->name, red.buf[b]->name,
+                    all[i]->block->name);
+          bad = 1;
+        }
+    /* the scope is a stage pipeline for each output (TVM requires it): no other reader of it
+     * reads beyond what the reduction writes (checked where both regions have constant bounds) */
+    for (int b = 0; b < red.n && !bad; b++) {
+      const tir_Buffer *out = red.buf[b];
+      int nd = out->shape->size, reader = -1;
+      int64_t *box = calloc((size_t)nd * 4 + 1, sizeof *box);
+      int64_t *wlo = box, *whi = box + nd, *rlo = box + 2 * nd, *rhi = box + 3 * nd;
+      int have_w = !sch_is_param_buffer(s->func, out) && relaxed_box(scope, br, out, 0, wlo, whi);
+      for (int i = 0; have_w && i < na && reader < 0; i++) {
+        if (all[i] == br || !sch_block_reads(all[i]->block, out)) continue;
+        if (!relaxed_box(scope, all[i], out, 1, rlo, rhi)) continue;
+        for (int d = 0; d < nd; d++)
+          if (rlo[d] < wlo[d] || rhi[d] > whi[d]) reader = i;
       }
-    /* the scope is a stage pipeline for out (TVM requires it): no other reader of out reads
-     * beyond what the reduction writes (checked where both regions have constant bounds) */
-    int nd = out->shape->size, bad = -1;
-    int64_t *box = calloc((size_t)nd * 4 + 1, sizeof *box);
-    int64_t *wlo = box, *whi = box + nd, *rlo = box + 2 * nd, *rhi = box + 3 * nd;
-    int have_w = !sch_is_param_buffer(s->func, out) && relaxed_box(scope, br, out, 0, wlo, whi);
-    for (int i = 0; have_w && i < na && bad < 0; i++) {
-      if (all[i] == br || !sch_block_reads(all[i]->block, out)) continue;
-      if (!relaxed_box(scope, all[i], out, 1, rlo, rhi)) continue;
-      for (int d = 0; d < nd; d++)
-        if (rlo[d] < wlo[d] || rhi[d] > whi[d]) bad = i;
-    }
-    free(box);
-    if (bad >= 0) {
-      sch_error(s, P, &all[bad]->hdr, "reads more",
-                "block '%s' reads parts of %s that block '%s' does not write: the scope is not a stage pipeline (TVM "
-                "requires one for rfactor)",
-                all[bad]->block->name, out->name, blk->name);
-      tir_error_mark(&br->hdr, "the reduction");
-      free(all);
-      return -1;
+      free(box);
+      if (reader >= 0) {
+        sch_error(s, P, &all[reader]->hdr, "reads more",
+                  "block '%s' reads parts of %s that block '%s' does not write: the scope is not a stage pipeline (TVM "
+                  "requires one for rfactor)",
+                  all[reader]->block->name, out->name, blk->name);
+        tir_error_mark(&br->hdr, "the reduction");
+        bad = 1;
+      }
     }
     free(all);
+    if (bad) return -1;
   }
 
   for (int i = 0; i < blk->iter_vars->size; i++) {
     const tir_IterVar *iv = (const tir_IterVar *)blk->iter_vars->items[i];
-    if (iv->iter_type == TIR_ITER_COMM_REDUCE && tir_uses_var(&upd->indices->hdr, iv->var))
+    if (iv->iter_type == TIR_ITER_COMM_REDUCE && tir_uses_var(&red.idx->hdr, iv->var))
       return sch_error(s, P, &br->hdr, "this block", "the reduction variable %s of block '%s' indexes its output %s", iv->var->name,
-                       blk->name, out->name);
+                       blk->name, red.buf[0]->name);
   }
   /* ---- the loops (TVM LoopPropertyError) ---- */
   if (rf_loop->kind != TIR_FOR_SERIAL)
@@ -344,49 +457,79 @@ int64_t tir_sched_rfactor(tir_Schedule *s, const tir_Var *lv, int factor_axis) {
     return sch_error(s, P, &rf_loop->hdr, "this loop", "loop %s is not bound to any reduction variable of block '%s'", lv->name,
                      blk->name);
   /* ---- the reduction pattern (TVM GetReducerAndCombinerLhsRhs) ---- */
-  tir_Node *rhs = NULL; /* owned once matched */
-  int comb = match_update(upd, &rhs);
-  if (comb && (ini->buffer != out || !tir_expr_deep_equal(&ini->indices->hdr, &upd->indices->hdr))) {
-    tir_release(rhs);
-    comb = 0;
+  tir_Node *rhs[2] = {NULL, NULL}; /* owned once matched */
+  if (red.n == 1) {
+    const tir_BufferStore *upd = (const tir_BufferStore *)blk->body, *ini = (const tir_BufferStore *)blk->init;
+    red.comb = match_update(upd, &rhs[0]);
+    if (red.comb && (ini->buffer != red.buf[0] || !tir_expr_deep_equal(&ini->indices->hdr, &upd->indices->hdr))) {
+      tir_release(rhs[0]);
+      red.comb = 0;
+    }
+    if (!red.comb)
+      return sch_error(s, P, &br->hdr, "this block",
+                       "the body of block '%s' is not  %s[...] = %s[...] op rhs  (op one of +, *, min, max) with its init storing "
+                       "to the same element",
+                       blk->name, red.buf[0]->name, red.buf[0]->name);
+  } else {
+    for (int b = 0; b < 2; b++) rhs[b] = tir_retain(red.rhs[b]);
   }
-  if (!comb)
-    return sch_error(s, P, &br->hdr, "this block",
-                     "the body of block '%s' is not  %s[...] = %s[...] op rhs  (op one of +, *, min, max) with its init storing to "
-                     "the same element",
-                     blk->name, out->name, out->name);
+  for (int b = 0; b < red.n; b++)
+    for (int c = 0; c < red.n; c++) {
+      const tir_Buffer *probe = red.buf[c];
+      tir_visit(rhs[b], loads_buffer, &probe);
+      if (!probe) {
+        tir_release(rhs[0]);
+        tir_release(rhs[1]);
+        return sch_error(s, P, &br->hdr, "this block", "the update of block '%s' reads its output %s outside the reduction",
+                         blk->name, red.buf[c]->name);
+      }
+    }
   {
-    const tir_Buffer *probe = out;
-    tir_visit(rhs, loads_buffer, &probe);
-    if (!probe) {
-      tir_release(rhs);
-      return sch_error(s, P, &br->hdr, "this block", "the update of block '%s' reads its output %s outside the reduction", blk->name,
-                       out->name);
+    /* identities: the combiner's, or for argmax/argmin -1 and the lowest/highest value */
+    int k = red.n == 1 ? 0 : 1, ok;
+    int comb1 = red.n == 1 ? red.comb : red.comb == RED_ARGMAX ? TIR_Max : TIR_Min;
+    int64_t iv0;
+    ok = is_identity(comb1, red.init[k], red.buf[k]->hdr.dtype) &&
+         (red.n == 1 || (tir_is_const_int(red.init[0], &iv0) && iv0 == -1));
+    if (!ok) {
+      char *iv = tir_print_expr(red.init[red.n == 1 || is_identity(comb1, red.init[k], red.buf[k]->hdr.dtype) ? 0 : 1]);
+      sch_error(s, P, &br->hdr, "this block", "the init value %s of block '%s' is not the identity of its reduction (%s)",
+                iv ? iv : "?", blk->name,
+                red.comb == TIR_Add ? "+ needs 0" : red.comb == TIR_Mul ? "* needs 1" : red.comb == TIR_Max ? "max needs the lowest value"
+                : red.comb == TIR_Min ? "min needs the highest value"
+                : red.comb == RED_ARGMAX ? "argmax needs -1 and the lowest value" : "argmin needs -1 and the highest value");
+      free(iv);
+      tir_release(rhs[0]);
+      tir_release(rhs[1]);
+      return -1;
     }
   }
-  if (!is_identity(comb, ini->value, out->hdr.dtype)) {
-    char *iv = tir_print_expr(ini->value);
-    sch_error(s, P, &br->hdr, "this block", "the init value %s of block '%s' is not the identity of its reduction (%s)", iv ? iv : "?",
-              blk->name, comb == TIR_Add ? "+ needs 0" : comb == TIR_Mul ? "* needs 1" : comb == TIR_Max ? "max needs the lowest value" : "min needs the highest value");
-    free(iv);
-    tir_release(rhs);
-    return -1;
+  int ndim = red.buf[0]->shape->size;
+  if (red.n == 2 && !tir_expr_deep_equal(&red.buf[0]->shape->hdr, &red.buf[1]->shape->hdr)) {
+    tir_release(rhs[0]);
+    tir_release(rhs[1]);
+    return sch_error(s, P, &br->hdr, "this block", "the buffers %s and %s that block '%s' reduces into have different shapes",
+                     red.buf[0]->name, red.buf[1]->name, blk->name);
   }
-  int ndim = out->shape->size;
   if (factor_axis < -(ndim + 1) || factor_axis > ndim) {
-    tir_release(rhs);
+    tir_release(rhs[0]);
+    tir_release(rhs[1]);
     return sch_error(s, P, &br->hdr, "this block", "factor_axis %d is out of range: %s has %d dimension(s), so it must be in [%d, %d]",
-                     factor_axis, out->name, ndim, -(ndim + 1), ndim);
+                     factor_axis, red.buf[0]->name, ndim, -(ndim + 1), ndim);
   }
   if (factor_axis < 0) factor_axis += ndim + 1;
 
   /* ---- the rf buffer ---- */
-  char *base = tir_strprintf("%s_rf", out->name);
-  char *bname = sch_unique_name(s->func, base);
-  free(base);
-  tir_Array *shape = insert_at(out->shape, factor_axis, tir_retain(rf_loop->extent));
-  tir_Buffer *rfb = tir_buffer_new(bname, out->hdr.dtype, shape, NULL, NULL, out->scope);
-  free(bname);
+  tir_Buffer *rfb[2] = {NULL, NULL};
+  for (int b = 0; b < red.n; b++) {
+    const tir_Buffer *out = red.buf[b];
+    char *base = tir_strprintf("%s_rf", out->name);
+    char *bname = sch_unique_name(s->func, base);
+    free(base);
+    tir_Array *shape = insert_at(out->shape, factor_axis, tir_retain(rf_loop->extent));
+    rfb[b] = tir_buffer_new(bname, out->hdr.dtype, shape, NULL, NULL, out->scope);
+    free(bname);
+  }
 
   /* ---- the rf block ---- */
   int nv = blk->iter_vars->size;
@@ -426,8 +569,13 @@ int64_t tir_sched_rfactor(tir_Schedule *s, const tir_Var *lv, int factor_axis) {
     old_r[nr] = iv->var;
     new_r[nr++] = tir_substitute(b, nlm, (tir_Var *const *)lmap_from, lmap_to);
   }
-  tir_Array *rf_idx = insert_at(upd->indices, factor_axis, tir_retain(&add->hdr));
-  tir_Node *rf_rhs = tir_substitute(rhs, nr, old_r, new_r);
+  tir_Array *rf_idx = insert_at(red.idx, factor_axis, tir_retain(&add->hdr));
+  tir_Node *rf_rhs[2] = {NULL, NULL}, *rf_lhs[2] = {NULL, NULL}, *rf_id[2] = {NULL, NULL};
+  for (int b = 0; b < red.n; b++) {
+    rf_rhs[b] = tir_substitute(rhs[b], nr, old_r, new_r);
+    rf_lhs[b] = tir_buffer_load((tir_Buffer *)R(rfb[b]), (tir_Array *)R(rf_idx));
+    rf_id[b] = tir_retain(red.init[b]);
+  }
   /* when `loop` carries every reduction iteration, each element of the rf buffer is written
    * once: the rf block has no reduction variable, stores the rhs and has no init (TVM
    * BaseBlockCreator, "no reduction iterator") */
@@ -435,11 +583,15 @@ int64_t tir_sched_rfactor(tir_Schedule *s, const tir_Var *lv, int factor_axis) {
   for (int i = 0; i < ivs->size; i++) rf_reduces_more |= ((const tir_IterVar *)ivs->items[i])->iter_type == TIR_ITER_COMM_REDUCE;
   tir_Node *rf_body, *rf_init = NULL;
   if (rf_reduces_more) {
-    tir_Node *rf_load = tir_buffer_load((tir_Buffer *)R(rfb), (tir_Array *)R(rf_idx));
-    rf_body = tir_buffer_store((tir_Buffer *)R(rfb), combine(comb, rf_load, rf_rhs), (tir_Array *)R(rf_idx));
-    rf_init = tir_buffer_store((tir_Buffer *)R(rfb), tir_retain(ini->value), (tir_Array *)R(rf_idx));
+    rf_body = build_update(&red, rfb, rf_idx, rf_lhs, rf_rhs);
+    rf_init = build_stores(red.n, rfb, rf_idx, rf_id);
   } else {
-    rf_body = tir_buffer_store((tir_Buffer *)R(rfb), rf_rhs, (tir_Array *)R(rf_idx));
+    rf_body = build_stores(red.n, rfb, rf_idx, rf_rhs);
+  }
+  for (int b = 0; b < red.n; b++) {
+    tir_release(rf_rhs[b]);
+    tir_release(rf_lhs[b]);
+    tir_release(rf_id[b]);
   }
   char *rn = tir_strprintf("%s_rf", blk->name);
   char *rname = sch_unique_name(s->func, rn);
@@ -485,9 +637,16 @@ int64_t tir_sched_rfactor(tir_Schedule *s, const tir_Var *lv, int factor_axis) {
     wold[nw] = iv->var;
     wnew[nw++] = &nvv->hdr;
   }
-  tir_Node *wrf_load = tir_buffer_load((tir_Buffer *)R(rfb), (tir_Array *)R(rf_idx));
-  tir_Node *wload = tir_buffer_load((tir_Buffer *)R(out), (tir_Array *)R(upd->indices));
-  tir_Node *wstore = tir_buffer_store((tir_Buffer *)R(out), combine(comb, wload, wrf_load), (tir_Array *)R(upd->indices));
+  tir_Node *wrf_load[2] = {NULL, NULL}, *wload[2] = {NULL, NULL};
+  for (int b = 0; b < red.n; b++) {
+    wrf_load[b] = tir_buffer_load((tir_Buffer *)R(rfb[b]), (tir_Array *)R(rf_idx));
+    wload[b] = tir_buffer_load((tir_Buffer *)R(red.buf[b]), (tir_Array *)R(red.idx));
+  }
+  tir_Node *wstore = build_update(&red, (tir_Buffer *const *)red.buf, red.idx, wload, wrf_load);
+  for (int b = 0; b < red.n; b++) {
+    tir_release(wrf_load[b]);
+    tir_release(wload[b]);
+  }
   tir_Node *wbody = tir_substitute(wstore, nw, wold, wnew);
   tir_Node *winit = tir_substitute(blk->init, nw, wold, wnew);
   tir_release(wstore);
@@ -510,7 +669,7 @@ int64_t tir_sched_rfactor(tir_Schedule *s, const tir_Var *lv, int factor_axis) {
   tir_Node *pair = tir_seq2(rf_nest, wb_nest);
   tir_Node *nscope = tir_replace_stmt(&scope->hdr, &loops[0]->hdr, pair);
   tir_Block *ns = (tir_Block *)nscope;
-  ns->alloc_buffers = tir_array_push(ns->alloc_buffers, &rfb->hdr);
+  for (int b = 0; b < red.n; b++) ns->alloc_buffers = tir_array_push(ns->alloc_buffers, &rfb[b]->hdr);
   sch_replace(s, &scope->hdr, nscope);
 
   for (int i = 0; i < nlm; i++) tir_release(lmap_to[i]);
@@ -518,7 +677,8 @@ int64_t tir_sched_rfactor(tir_Schedule *s, const tir_Var *lv, int factor_axis) {
   for (int i = 0; i < nw; i++) tir_release(wnew[i]);
   free(lmap_from), free(lmap_to), free(old_r), free(new_r), free(wold), free(wnew);
   tir_release(rf_idx);
-  tir_release(rhs);
+  tir_release(rhs[0]);
+  tir_release(rhs[1]);
   tir_release(add);
   tir_release(wadd);
   return rf_uid;

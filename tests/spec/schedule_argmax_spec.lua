@@ -1,0 +1,177 @@
+-- schedule_argmax_spec.lua -- two-buffer (argmax / argmin) reductions, written as TVM's
+-- te.comm_reducer lowers them: one block with an init storing the index and the value, a
+-- body of two lets (Select on the value comparison) and two stores.  The interpreter,
+-- decompose_reduction, rfactor (TVM's multi-buffer rfactor), lowering and the CUDA codegen
+-- are checked against a reference computed in Lua; one test per refusal.
+local tir = require("tir")
+local T = tir.script
+local U = require("spec_util")
+
+local M, N = 8, 24
+local FMAX = 3.4028234663852886e+38
+
+-- op "ge": argmax (first index of the largest value); "le": argmin
+local function arg_reduce(op)
+  return T.prim_func("main", {idx = T.Buffer({M, N}, "int32"), val = T.Buffer({M, N}, "float32"),
+                              out_i = T.Buffer({M}, "int32"), out_v = T.Buffer({M}, "float32")},
+    function(idx, val, out_i, out_v)
+      for i, k in T.grid(M, N) do
+        T.block("argmax", function()
+          local vi, vk = T.axis.remap("SR", {i, k})
+          T.init(function()
+            out_i[{vi}] = -1
+            out_v[{vi}] = T.float32(op == "ge" and -FMAX or FMAX)
+          end)
+          local keep = T[op](out_v[{vi}], val[{vi, vk}])
+          local v0 = T.let("v_out_i", T.Select(keep, out_i[{vi}], idx[{vi, vk}]))
+          local v1 = T.let("v_out_v", T.Select(keep, out_v[{vi}], val[{vi, vk}]))
+          out_i[{vi}] = v0
+          out_v[{vi}] = v1
+        end)
+      end
+    end)
+end
+
+-- inputs: idx[i, k] = k, distinct random values (ties would make the reduction order matter)
+local function inputs(seed)
+  local idx = {}
+  for i = 1, M do
+    idx[i] = {}
+    for k = 1, N do idx[i][k] = k - 1 end
+  end
+  return {tir.nd.array(idx, "int32"), tir.nd.random({M, N}, "float32", tir.nd.cpu(), {seed = seed}),
+          tir.nd.empty({M}, "int32", tir.nd.cpu()), tir.nd.empty({M}, "float32", tir.nd.cpu())}
+end
+
+local function reference(args, op)
+  local v = args[2]:to_table()
+  local ri, rv = {}, {}
+  for i = 1, M do
+    local best, at = v[i][1], 0
+    for k = 2, N do
+      if (op == "ge" and v[i][k] > best) or (op == "le" and v[i][k] < best) then best, at = v[i][k], k - 1 end
+    end
+    ri[i], rv[i] = at, best
+  end
+  return ri, rv
+end
+
+local function check(f, op, lowered)
+  for seed = 1, 3 do
+    local args = inputs(seed)
+    tir.interpret(lowered and tir.lower(f) or f, args)
+    local ri, rv = reference(args, op)
+    assert.are.same(ri, args[3]:to_table())
+    local got = args[4]:to_table()
+    for i = 1, M do assert.are.equal(rv[i], got[i]) end
+  end
+end
+
+describe("argmax / argmin (two-buffer reductions)", function()
+  it("interpret, lower and decompose_reduction as a reduction over both buffers", function()
+    for _, op in ipairs({"ge", "le"}) do
+      local f = arg_reduce(op)
+      check(f, op)
+      check(f, op, true)
+      U.assert_roundtrip(f)
+      local sch = tir.Schedule(f)
+      local _, k = sch:get_loops("argmax")
+      local init = sch:decompose_reduction("argmax", k)
+      local ib = sch:get(init)
+      assert.are.equal(2, #ib.writes)
+      check(sch.mod, op)
+      check(sch.mod, op, true)
+    end
+  end)
+
+  it("rfactor into two rf buffers (TVM multi-buffer rfactor), then reduce them", function()
+    for _, op in ipairs({"ge", "le"}) do
+      for _, axis in ipairs({0, 1}) do
+        local f = arg_reduce(op)
+        local sch = tir.Schedule(f)
+        local _, k = sch:get_loops("argmax")
+        local _, ki = sch:split(k, {nil, 4})
+        local rf = sch:rfactor(ki, axis)
+        local s = tostring(sch.mod)
+        local shape = axis == 0 and "{4, 8}" or "{8, 4}"
+        assert.matches('local out_i_rf = T.alloc_buffer%(' .. shape .. ', "int32"%)', s)
+        assert.matches('local out_v_rf = T.alloc_buffer%(' .. shape .. ', "float32"%)', s)
+        local rb = sch:get(rf)
+        assert.are.equal("argmax_rf", rb.name)
+        assert.are.equal(2, #rb.writes)
+        assert.is_not_nil(rb.init)
+        check(sch.mod, op)
+        check(sch.mod, op, true)
+        local r = tir.Schedule(f):apply_trace(sch:trace())
+        assert.is_true(tir.structural_equal(sch.mod, r.mod))
+      end
+    end
+  end)
+
+  it("rfactor of the whole reduction loop leaves plain stores in the rf block", function()
+    local f = arg_reduce("ge")
+    local sch = tir.Schedule(f)
+    local _, k = sch:get_loops("argmax")
+    local rf = sch:rfactor(k, 1)
+    local rb = sch:get(rf)
+    assert.is_nil(rb.init)
+    assert.matches("out_i_rf%[{vi, vk}%] = idx%[{vi, vk}%]", tostring(sch.mod))
+    check(sch.mod, "ge")
+  end)
+
+  it("binds the row loop to threads and generates CUDA C storing both buffers", function()
+    local f = arg_reduce("ge")
+    local sch = tir.Schedule(f)
+    local i, k = sch:get_loops("argmax")
+    local _, ki = sch:split(k, {nil, 4})
+    local rf = sch:rfactor(ki, 1)
+    local ri = sch:get_loops(rf)
+    sch:bind(ri, "threadIdx.x")
+    sch:bind(sch:get_loops("argmax"), "threadIdx.x")
+    check(sch.mod, "ge")
+    local src = tir.build(sch.mod, "cuda", {compile = false}):get_source("cuda")
+    assert.matches("int v_out_i = ", src)
+    assert.matches("float v_out_v = ", src)
+    assert.matches("out_i%[", src)
+  end)
+
+  it("refuses to rfactor what is not TVM's argmax/argmin form", function()
+    -- a strict comparison: not the registered pattern
+    local g = T.prim_func("main", {val = T.Buffer({M, N}, "float32"), out_i = T.Buffer({M}, "int32"), out_v = T.Buffer({M}, "float32")},
+      function(val, out_i, out_v)
+        for i, k in T.grid(M, N) do
+          T.block("B", function()
+            local vi, vk = T.axis.remap("SR", {i, k})
+            T.init(function() out_i[{vi}] = -1; out_v[{vi}] = T.float32(-FMAX) end)
+            local keep = T.gt(out_v[{vi}], val[{vi, vk}])
+            local v0 = T.let("v0", T.Select(keep, out_i[{vi}], vk))
+            local v1 = T.let("v1", T.Select(keep, out_v[{vi}], val[{vi, vk}]))
+            out_i[{vi}] = v0
+            out_v[{vi}] = v1
+          end)
+        end
+      end)
+    local s1 = tir.Schedule(g)
+    U.expect_error(function() s1:rfactor(select(2, s1:get_loops("B")), 0) end, "ScheduleError in rfactor",
+                   "must each be one store to its single output, or be TVM's two-buffer argmax/argmin")
+    -- the wrong identity for the index
+    local h = T.prim_func("main", {val = T.Buffer({M, N}, "float32"), out_i = T.Buffer({M}, "int32"), out_v = T.Buffer({M}, "float32")},
+      function(val, out_i, out_v)
+        for i, k in T.grid(M, N) do
+          T.block("B", function()
+            local vi, vk = T.axis.remap("SR", {i, k})
+            T.init(function() out_i[{vi}] = 0; out_v[{vi}] = T.float32(-FMAX) end)
+            local keep = T.ge(out_v[{vi}], val[{vi, vk}])
+            local v0 = T.let("v0", T.Select(keep, out_i[{vi}], vk))
+            local v1 = T.let("v1", T.Select(keep, out_v[{vi}], val[{vi, vk}]))
+            out_i[{vi}] = v0
+            out_v[{vi}] = v1
+          end)
+        end
+      end)
+    local s2 = tir.Schedule(h)
+    U.expect_error(function() s2:rfactor(select(2, s2:get_loops("B")), 0) end,
+                   "the init value 0 of block 'B' is not the identity of its reduction (argmax needs -1 and the lowest value)")
+    assert.is_true(tir.structural_equal(h, s2.mod))
+  end)
+end)
