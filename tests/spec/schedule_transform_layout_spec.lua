@@ -641,3 +641,39 @@ describe("transform_layout, bound-aware indices", function()
     end
   end)
 end)
+
+describe("compute_at after transform_layout", function()
+  -- B (192) as (2, 3, 32); C's loop split by 32: under i_0 C reads B[i_0 // 3, i_0 % 3, 0:32],
+  -- the digits of one index, so B's block needs 32 iterations (vi = i_0 * 32 + ax0), as TVM
+  -- gives, not the 96 the highest digit alone would allow
+  local function chain(dt)
+    return T.prim_func("main", {A = T.Buffer({192}, dt), C = T.Buffer({192}, dt)}, function(A, C)
+      local B = T.alloc_buffer({192}, dt)
+      for i in T.serial(192) do
+        T.block("B", function()
+          local vi = T.axis.remap("S", {i})
+          B[{vi}] = A[{vi}] * (dt == F32 and 2.0 or 2)
+        end)
+      end
+      for i in T.serial(192) do
+        T.block("C", function()
+          local vi = T.axis.remap("S", {i})
+          C[{vi}] = B[{vi}] + (dt == F32 and 1.0 or 1)
+        end)
+      end
+    end)
+  end
+  it("solves the producer's domain from all digits of its index", function()
+    for _, dt in ipairs({F32, I32}) do
+      local f = chain(dt)
+      local sch = tir.Schedule(f)
+      sch:transform_layout("B", {"write", 0}, function(i) return i // 96, i // 32 % 3, i % 32 end)
+      local io = sch:split(sch:get_loops("C"), {nil, 32})
+      sch:compute_at(sch:get_block("B"), io)
+      local text = tostring(sch.mod)
+      assert.truthy(text:find("for ax0 in T.serial(32) do", 1, true), text)
+      assert.truthy(text:find("T.axis.spatial(192, i_0 * 32 + ax0)", 1, true), text)
+      assert_all(f, sch)
+    end
+  end)
+end)

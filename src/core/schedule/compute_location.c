@@ -110,6 +110,78 @@ static int solve_region_dim(const tir_Range *r, const tir_Node *lo, const tir_No
   return ok;
 }
 
+/* The digit of v an index takes: floormod(floordiv(v, lo), hi / lo) (hi 0: no floormod), as
+ * transform_layout's tiled maps write them (v // 96, v // 32 % 3, v % 32). */
+static int as_digit(const tir_Node *e, const tir_Var **v, int64_t *lo, int64_t *hi) {
+  int64_t c, d;
+  *lo = 1, *hi = 0;
+  if (e->kind == TIR_FloorMod && tir_is_const_int(((const tir_FloorMod *)e)->b, &c) && c > 0) {
+    const tir_Node *x = ((const tir_FloorMod *)e)->a;
+    if (x->kind == TIR_FloorDiv && tir_is_const_int(((const tir_FloorDiv *)x)->b, &d) && d > 0 && c <= INT64_MAX / d) {
+      *lo = d, *hi = d * c;
+      x = ((const tir_FloorDiv *)x)->a;
+    } else {
+      *hi = c;
+    }
+    if (x->kind != TIR_Var) return 0;
+    *v = (const tir_Var *)x;
+    return 1;
+  }
+  if (e->kind == TIR_FloorDiv && tir_is_const_int(((const tir_FloorDiv *)e)->b, &c) && c > 0 &&
+      ((const tir_FloorDiv *)e)->a->kind == TIR_Var) {
+    *lo = c;
+    *v = (const tir_Var *)((const tir_FloorDiv *)e)->a;
+    return 1;
+  }
+  return 0;
+}
+
+/* A provided point whose indices are all the digits of one block variable v, together making
+ * up v (v = sum lo_k * digit_k: the lowest digit starts at 1, each ends where the next starts,
+ * the highest has no floormod): the required box [lo_k, hi_k] per index needs v in
+ * [sum lo_k * lo'_k, sum lo_k * hi'_k] (v grows with every digit).  Solving the dimensions one
+ * by one would only use the highest digit (96 values of v for a 32-element tile). */
+static int solve_digits(tir_Analyzer *an, const tir_Array *region, const Dom *req, const tir_Var **var, tir_Node **vlo,
+                        tir_Node **vhi) {
+  int n = region->size;
+  if (n < 2 || n > 8) return 0;
+  int64_t lo[8], hi[8];
+  const tir_Var *v = NULL;
+  for (int k = 0; k < n; k++) {
+    const tir_Range *r = (const tir_Range *)region->items[k];
+    const tir_Var *vk;
+    if (!tir_is_one(r->extent) || !req[k].lo || !as_digit(r->min, &vk, &lo[k], &hi[k]) || (v && vk != v)) return 0;
+    v = vk;
+  }
+  /* the digits chain from 1 upwards without gaps and the highest is unbounded */
+  int64_t at = 1;
+  int used[8] = {0};
+  for (int step = 0; step < n; step++) {
+    int k = -1;
+    for (int q = 0; q < n; q++)
+      if (!used[q] && lo[q] == at) k = q;
+    if (k < 0) return 0;
+    used[k] = 1;
+    if (step == n - 1) {
+      if (hi[k] != 0) return 0;
+    } else {
+      if (hi[k] == 0) return 0;
+      at = hi[k];
+    }
+  }
+  tir_Node *a = NULL, *b = NULL;
+  for (int k = 0; k < n; k++) {
+    tir_DType t = req[k].lo->dtype;
+    tir_Node *x = tir_mul(R(req[k].lo), tir_int_imm(t, lo[k])), *y = tir_mul(R(req[k].hi), tir_int_imm(t, lo[k]));
+    a = a ? tir_add(a, x) : x;
+    b = b ? tir_add(b, y) : y;
+  }
+  *var = v;
+  *vlo = tir_simplify_take(an, a);
+  *vhi = tir_simplify_take(an, b);
+  return 1;
+}
+
 typedef struct {
   const tir_Block *moved;
   int reverse;
@@ -758,7 +830,23 @@ int sch_compute_location(tir_Schedule *s, const char *P, int64_t uid, const tir_
     }
     if (any) {
       for (int q = 0; q < nv; q++) hit[q] = 0;
-      for (int k = 0; k < ndim; k++) {
+      const tir_Var *jv = NULL;
+      tir_Node *jlo = NULL, *jhi = NULL;
+      int joint = solve_digits(an, preg->region, req, &jv, &jlo, &jhi);
+      if (joint) {
+        int idx = -1;
+        for (int q = 0; q < nv; q++)
+          if (((const tir_IterVar *)blk->iter_vars->items[q])->var == jv) idx = q;
+        if (idx >= 0) {
+          dom_union(an, &doms[idx], jlo, jhi);
+          hit[idx] = 1;
+        } else {
+          tir_release(jlo);
+          tir_release(jhi);
+          joint = 0;
+        }
+      }
+      for (int k = 0; k < ndim && !joint; k++) {
         const tir_Range *pr_k = (const tir_Range *)preg->region->items[k];
         if (!req[k].lo) continue;
         const tir_Var *v = NULL;
