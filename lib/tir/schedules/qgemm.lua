@@ -31,7 +31,6 @@ function M.schedule(func, opts)
     if M.defaults[k] == nil then util.raise("ValueError", "qgemm", "unknown option %s", util.show(k)) end
     o[k] = v
   end
-  local TM, TN = o.BM // o.TY, o.BN // o.TX
   if o.BM % o.TY ~= 0 or o.BN % o.TX ~= 0 then
     util.raise("ValueError", "qgemm", "BM=%d, BN=%d must be multiples of TY=%d, TX=%d", o.BM, o.BN, o.TY, o.TX)
   end
@@ -52,26 +51,13 @@ function M.schedule(func, opts)
   local AS = sch:cache_read(C, 0, "shared", {C})
   local BS = sch:cache_read(C, 1, "shared", {C})
   local CL = sch:cache_write(C, 0, "local")
-  local i, j, k = sch:get_loops(C)
-  local by, ty, ii = sch:split(i, {nil, o.TY, TM})
-  local bx, tx, jj = sch:split(j, {nil, o.TX, TN})
-  local ko, ki = sch:split(k, {nil, o.BK})
-  sch:reorder(by, bx, ty, tx, ko, ki, ii, jj)
-  sch:bind(by, "blockIdx.y"); sch:bind(bx, "blockIdx.x")
-  sch:bind(ty, "threadIdx.y"); sch:bind(tx, "threadIdx.x")
-  sch:compute_at(AS, ko)
-  sch:compute_at(BS, ko)
+  local simt = require("tir.schedules.simt_gemm")
+  local _, _, _, tx, ko, ki, ii, jj = simt.thread_tiles(sch, C, AS, BS, o)
   sch:reverse_compute_at(CL, tx)
   -- the epilogue right after the thread's write-back, which then stays in registers
   sch:reverse_compute_at(out, tx)
   sch:set_scope(CL, 0, "local")
-  for _, blk in ipairs({AS, BS}) do
-    local loops = {sch:get_loops(blk)}
-    local f = sch:fuse(loops[#loops - 1], loops[#loops])
-    local _, fy, fx, fv = sch:split(f, {nil, o.TY, o.TX, o.vec})
-    sch:bind(fy, "threadIdx.y"); sch:bind(fx, "threadIdx.x")
-    sch:vectorize(fv)
-  end
+  simt.cooperative_copies(sch, {AS, BS}, o.TY, o.TX, o.vec)
   if o.intrin ~= "simt" and o.intrin ~= "dp4a" then
     util.raise("ValueError", "qgemm", "intrin must be \"simt\" or \"dp4a\", got %s", util.show(o.intrin))
   end

@@ -33,6 +33,35 @@ local M = {}
 M.defaults = {BM = 128, BN = 128, BK = 8, TY = 16, TX = 16, vec = 4, a_transpose = true, b_swizzle = true, pad_a = false,
               local_vec = true, store_vec = true, stages = 1, async = true, early_wait = false}
 
+--- The CTA/thread tiling of the GEMM block C (loops i, j, k): a CTA computes o.BM x o.BN with
+-- o.TY x o.TX threads, each a (BM / TY) x (BN / TX) register tile; k is split by o.BK and the
+-- shared copies AS, BS move under the k step.  Returns by, bx, ty, tx, ko, ki, ii, jj.
+-- (Shared with tir.schedules.qgemm.)
+function M.thread_tiles(sch, C, AS, BS, o)
+  local i, j, k = sch:get_loops(C)
+  local by, ty, ii = sch:split(i, {nil, o.TY, o.BM // o.TY})
+  local bx, tx, jj = sch:split(j, {nil, o.TX, o.BN // o.TX})
+  local ko, ki = sch:split(k, {nil, o.BK})
+  sch:reorder(by, bx, ty, tx, ko, ki, ii, jj)
+  sch:bind(by, "blockIdx.y"); sch:bind(bx, "blockIdx.x")
+  sch:bind(ty, "threadIdx.y"); sch:bind(tx, "threadIdx.x")
+  sch:compute_at(AS, ko)
+  sch:compute_at(BS, ko)
+  return by, bx, ty, tx, ko, ki, ii, jj
+end
+
+--- Cooperative, vectorized copies: each block's two innermost loops fused and spread over
+-- TY x TX threads, vec elements per access.
+function M.cooperative_copies(sch, blocks, TY, TX, vec)
+  for _, blk in ipairs(blocks) do
+    local loops = {sch:get_loops(blk)}
+    local f = sch:fuse(loops[#loops - 1], loops[#loops])
+    local _, fy, fx, fv = sch:split(f, {nil, TY, TX, vec})
+    sch:bind(fy, "threadIdx.y"); sch:bind(fx, "threadIdx.x")
+    sch:vectorize(fv)
+  end
+end
+
 --- Returns the schedule (tir.Schedule).  opts override M.defaults; errors on unknown options
 -- and on tiles that do not divide (BM by TY, BN by TX, TM and TN by vec when vectorizing).
 local OPTS = {BM = "positive", BN = "positive", BK = "positive", TY = "positive", TX = "positive", vec = "positive",
@@ -58,15 +87,7 @@ function M.schedule(func, opts)
   local AS = sch:cache_read(C, 0, "shared")
   local BS = sch:cache_read(C, 1, "shared")
   local CL = sch:cache_write(C, 0, "local")
-  local i, j, k = sch:get_loops(C)
-  local by, ty, ii = sch:split(i, {nil, o.TY, TM})
-  local bx, tx, jj = sch:split(j, {nil, o.TX, TN})
-  local ko, ki = sch:split(k, {nil, o.BK})
-  sch:reorder(by, bx, ty, tx, ko, ki, ii, jj)
-  sch:bind(by, "blockIdx.y"); sch:bind(bx, "blockIdx.x")
-  sch:bind(ty, "threadIdx.y"); sch:bind(tx, "threadIdx.x")
-  sch:compute_at(AS, ko)
-  sch:compute_at(BS, ko)
+  local by, bx, ty, tx, ko, ki, ii, jj = M.thread_tiles(sch, C, AS, BS, o)
   -- register copies of the thread's A column and B row, per k
   local AL = sch:cache_read(C, 0, "local")
   local BL = sch:cache_read(C, 1, "local")
@@ -74,13 +95,7 @@ function M.schedule(func, opts)
   sch:compute_at(BL, ki)
   sch:reverse_compute_at(CL, tx)
   -- cooperative, vectorized fetches of the shared tiles
-  for _, blk in ipairs({AS, BS}) do
-    local loops = {sch:get_loops(blk)}
-    local f = sch:fuse(loops[#loops - 1], loops[#loops])
-    local _, fy, fx, fv = sch:split(f, {nil, o.TY, o.TX, o.vec})
-    sch:bind(fy, "threadIdx.y"); sch:bind(fx, "threadIdx.x")
-    sch:vectorize(fv)
-  end
+  M.cooperative_copies(sch, {AS, BS}, o.TY, o.TX, o.vec)
   -- register copies: vec-wide shared loads where contiguous, else unrolled
   for _, blk in ipairs({AL, BL}) do
     local loops = {sch:get_loops(blk)}
