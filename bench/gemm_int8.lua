@@ -86,23 +86,26 @@ local function bench_shape(m, n, k)
   -- tirlua IMMA: tc_gemm with mma.sync m16n8k32 (A [M, K], B [N, K]: both k-major, tc_gemm's
   -- "NT"); 128x128x128 CTAs, 3 stages (the best of the measured configurations), 16-row CTAs
   -- for small M
+  local imma_tiles = m < 64 and {BM = 16, warp_m = 16, BN = 128, warp_n = 32, BK = 128, stages = 3}
+                     or {BM = 128, BN = 128, BK = 128, warp_m = 64, warp_n = 64, stages = 3}
   do
-    local o = m < 64 and {BM = 16, warp_m = 16, BN = 128, warp_n = 32, BK = 128, stages = 3}
-              or {BM = 128, BN = 128, BK = 128, warp_m = 64, warp_n = 64, stages = 3}
+    local o = {}
+    for kk, v in pairs(imma_tiles) do o[kk] = v end
     o.intrin = "mma"
     local tcf = tc.workload(m, n, k, "int8", "int32", nil, "NT")
     local imma = tir.build(tc.schedule(tcf, o).mod, "cuda")
     imma(a, b, c)
     tir.testing.assert_allclose(c, c_lt, {rtol = 0, atol = 0})
-    row("gemm_int8", "imma", timed(imma, a, b, c), "cuBLASLt", t_lt, "int8")
+    t_int8.mma = timed(imma, a, b, c)
+    row("gemm_int8", "imma", t_int8.mma, "cuBLASLt", t_lt, "int8")
   end
   -- fused quantized GEMM
   local qo = {M = m, N = n, K = k, a_zero_point = ZA, b_zero_point = 0, b_sums = "input", bias = true, scale = "per_channel",
               out_zero_point = -7, out_dtype = "int8", name = "qgemm"}
   local qf = qm(qo)
   local qmods = {}
-  for _, intrin in ipairs({"simt", "dp4a"}) do
-    local o = opts_for(m, n)
+  for _, intrin in ipairs({"simt", "dp4a", "mma"}) do
+    local o = intrin == "mma" and {tc = imma_tiles} or opts_for(m, n)
     o.intrin = intrin
     qmods[intrin] = tir.build(qg.schedule(qf, o).mod, "cuda")
   end
@@ -143,11 +146,12 @@ local function bench_shape(m, n, k)
   local out2 = tir.nd.empty({m, n}, "int8", dev)
   rq(c_lt, bias, scale, bsum, out2)
   local t_rq = timed(rq, c_lt, bias, scale, bsum, out2)
-  for _, intrin in ipairs({"simt", "dp4a"}) do
+  for _, intrin in ipairs({"simt", "dp4a", "mma"}) do
+    local variant = (intrin == "mma" and "imma" or intrin) .. "_fused"
     qmods[intrin](a, b, bias, scale, bsum, out)
     tir.testing.assert_allclose(out, out2, {rtol = 0, atol = 0})
-    row("qgemm", intrin .. "_fused", t_q[intrin], "tirlua plain int8", t_int8[intrin], "int8")
-    row("qgemm", intrin .. "_fused", t_q[intrin], "cuBLASLt + requant", t_lt + t_rq, "int8")
+    row("qgemm", variant, t_q[intrin], "tirlua plain int8", t_int8[intrin], "int8")
+    row("qgemm", variant, t_q[intrin], "cuBLASLt + requant", t_lt + t_rq, "int8")
   end
 end
 

@@ -1,7 +1,7 @@
 -- qgemm.lua -- the fused quantized GEMM (tir.ops.quantized_matmul, TVM's qnn.dense + requantize):
 -- uint8 activations with a zero point, symmetric int8 weights (zero point 0) with precomputed
 -- column sums, int32 bias, per-channel scale, output zero point, int8 out, all in one kernel
--- (tir.schedules.qgemm with DP4A).  Prints the 4-term PrimFunc, the scheduled IR
+-- (tir.schedules.qgemm on tensor cores: IMMA through tc_gemm).  Prints the 4-term PrimFunc, the scheduled IR
 -- and the PTX lines of its instructions; on a GPU runs M x N x K (default 4096^3) and prints
 -- TOP/s (bench/gemm_int8.lua compares it with the unfused alternatives); without a GPU runs
 -- the simulator at a small size (default 64 x 64 x 64) and checks it bit-exact against the
@@ -22,7 +22,8 @@ local o = {M = M, N = N, K = K, a_dtype = "uint8", a_zero_point = 131, b_zero_po
 local function ties(run, what)
   local so = {M = 64, N = 64, K = 32, a_dtype = "uint8", bias = true, scale = 0.5, out_zero_point = -3}
   local sf = qm(so)
-  local smod = tir.build(qg.schedule(sf).mod, "cuda", {compile = has_gpu})
+  local smod = tir.build(qg.schedule(sf, {intrin = "mma", tc = {BM = 64, BN = 64, BK = 32, warp_m = 32, warp_n = 32}}).mod, "cuda",
+                         {compile = has_gpu})
   local ha = tir.nd.random({64, 32}, "uint8", nil, {seed = 7, low = 0, high = 3})
   local hb = tir.nd.random({64, 32}, "int8", nil, {seed = 8, low = -3, high = 3})
   local hbias = tir.nd.random({64}, "int32", nil, {seed = 9, low = -50, high = 50})
@@ -40,15 +41,18 @@ end
 local f = qm(o)
 print(("-- the quantized GEMM %dx%dx%d after the 4-term rewrite (int8 GEMM block C + the epilogue)"):format(M, N, K))
 print(f)
-local big = M % 128 == 0 and N % 128 == 0
-local sch = qg.schedule(f, big and {intrin = "dp4a", BM = 128, BN = 128, vec = 16} or {intrin = "dp4a"})
+-- on tensor cores (IMMA mma.sync m16n8k32 through tc_gemm): 128x128x128 CTAs, 3 stages on a GPU,
+-- small tiles for the simulator
+local tiles = has_gpu and {BM = 128, BN = 128, BK = 128, warp_m = 64, warp_n = 64, stages = 3}
+              or {BM = 64, BN = 64, BK = 64, warp_m = 32, warp_n = 32, stages = 2}
+local sch = qg.schedule(f, {intrin = "mma", tc = tiles})
 print("-- scheduled (one kernel)")
 print(sch.mod)
 local mod = tir.build(sch.mod, "cuda", {compile = has_gpu})
 if has_gpu then
   local ptx = mod:get_source("ptx") or ""
-  print("-- PTX lines with the GEMM's dp4a, the rounding conversion and the clamp (first of each kind)")
-  for _, pat in ipairs({"dp4a%.[us]32%.[us]32[^\n]*", "cvt%.rni[^\n]*", "cvt%.rzi[^\n]*", "max%.f32[^\n]*", "st%.global%.[us]8[^\n]*"}) do
+  print("-- PTX lines with the GEMM's mma.sync, ldmatrix, cp.async, the rounding conversion and the clamp (first of each kind)")
+  for _, pat in ipairs({"mma%.sync%.aligned%.m16n8k32[^\n]*", "ldmatrix[^\n]*", "cp%.async[^\n]*", "cvt%.rni[^\n]*", "cvt%.rzi[^\n]*", "max%.f32[^\n]*", "st%.global%.[us]8[^\n]*"}) do
     local first = ptx:match(pat)
     local _, n = ptx:gsub(pat, "")
     if n > 0 then print(("  %4d x  %s"):format(n, first)) end

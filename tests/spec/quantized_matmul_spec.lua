@@ -173,6 +173,21 @@ describe("tir.ops.quantized_matmul", function()
       tir.interpret(qm(ro), {args[1], args[2], args[3], args[4], ref_out})
       assert.are.same(ref_out:to_table(), args[#args]:to_table())
     end
+    -- on tensor cores (IMMA through tc_gemm, the epilogue inlined into the staged write-back)
+    for _, adt in ipairs({"int8", "uint8"}) do
+      local o = {M = 128, N = 64, K = 128, a_dtype = adt, a_zero_point = adt == "uint8" and 255 or -128, b_sums = "input",
+                 bias = true, scale = "per_channel", out_zero_point = 9}
+      local f = qm(o)
+      local sch = qg.schedule(f, {intrin = "mma", tc = {BM = 64, BN = 64, BK = 64, warp_m = 32, warp_n = 32, stages = 2}})
+      local mod = tir.build(sch.mod, "cuda -arch=sm_80", {compile = false})
+      local args = inputs(o, 5)
+      args[#args + 1] = qm.col_sums(args[2], "NK")
+      args[#args + 1] = tir.nd.empty({o.M, o.N}, "int8")
+      local rep = tir.simulate(mod, args, {reference = f})
+      assert.are.equal(0, rep.n_issues)
+      assert.are.equal(1, rep.kernels)
+      assert.is_true(rep.warp_ops > 0)
+    end
     U.expect_error(function() qg.schedule(qm{M = 64, N = 64, K = 64, b_zero_point = 3}) end, "qgemm",
                    "block a_row_sum is computed in the PrimFunc")
     U.expect_error(function() qg.schedule(qm{M = 64, N = 64, K = 64}, {BX = 1}) end, "unknown option 'BX'")

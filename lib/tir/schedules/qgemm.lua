@@ -16,11 +16,13 @@
 -- int32 multiply-adds; "dp4a": the k loop by 4 tensorized with tir.intrin.dp4a, dp4a.*.s32 on
 -- int8x4 registers, sm_61+), dp4a_load ("word": the shared tiles stored [k / 4][row][k % 4], each
 -- operand's four k one aligned 32-bit load; "prmt": k-major tiles, the four bytes packed with
--- three prmt.b32).
+-- three prmt.b32); intrin "mma": tensor cores (IMMA mma.sync m16n8k32) through
+-- tir.schedules.tc_gemm with the epilogue fused into its write-back (tc: tc_gemm's options, e.g.
+-- {BM = 128, BN = 128, BK = 128, warp_m = 64, warp_n = 64, stages = 3}).
 local M = {}
 
 M.defaults = {BM = 64, BN = 64, BK = 32, TY = 16, TX = 16, vec = 8, unroll = true, transpose = true, intrin = "simt",
-              dp4a_load = "word"}
+              dp4a_load = "word", tc = false}
 
 function M.schedule(func, opts)
   local tir = require("tir")
@@ -48,6 +50,14 @@ function M.schedule(func, opts)
                  .. "yourself", name)
     end
   end
+  if o.intrin == "mma" then
+    -- IMMA: tir.schedules.tc_gemm (mma.sync m16n8k32, ldmatrix, cp.async pipeline) with the
+    -- epilogue inlined into its write-back, which stages the accumulators in shared memory
+    local tc = require("tir.schedules.tc_gemm")
+    local to = {intrin = "mma", epilogue = "out"}
+    for k, v in pairs(o.tc or {}) do to[k] = v end
+    return tc.schedule(func, to)
+  end
   local AS = sch:cache_read(C, 0, "shared", {C})
   local BS = sch:cache_read(C, 1, "shared", {C})
   local CL = sch:cache_write(C, 0, "local")
@@ -59,7 +69,7 @@ function M.schedule(func, opts)
   sch:set_scope(CL, 0, "local")
   simt.cooperative_copies(sch, {AS, BS}, o.TY, o.TX, o.vec)
   if o.intrin ~= "simt" and o.intrin ~= "dp4a" then
-    util.raise("ValueError", "qgemm", "intrin must be \"simt\" or \"dp4a\", got %s", util.show(o.intrin))
+    util.raise("ValueError", "qgemm", "intrin must be \"simt\", \"dp4a\" or \"mma\", got %s", util.show(o.intrin))
   end
   if o.dp4a_load ~= "word" and o.dp4a_load ~= "prmt" then
     util.raise("ValueError", "qgemm", "dp4a_load must be \"word\" or \"prmt\", got %s", util.show(o.dp4a_load))

@@ -405,7 +405,13 @@ local function schedule(func, opts, P)
     if I.store_epilogue then
       store_intrin = I.store_epilogue -- the cast fused into the fragment store
     else
-      CS = sch:cache_read(CF, 0, "shared")
+      -- the accumulator among the write-back's reads (an inlined epilogue may read more:
+      -- a bias, a scale)
+      local acc_index = 0
+      for q, rg in ipairs(sch:get(CF).reads) do
+        if rg.buffer.scope == I.scope_c then acc_index = q - 1 end
+      end
+      CS = sch:cache_read(CF, acc_index, "shared")
       store_intrin = I.store_shared
     end
   end
