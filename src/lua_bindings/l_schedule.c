@@ -233,20 +233,27 @@ static int m_reverse_compute_inline(lua_State *L) {
   return 0;
 }
 
+/* The list of block uids at stack index i (none when it is not a table) into out[cap];
+ * returns the count (raises when there are more than cap). */
+static int uid_list(lua_State *L, int i, int64_t *out, int cap) {
+  int n = lua_istable(L, i) ? tirL_table_maxn(L, i) : 0;
+  if (n > cap) return luaL_argerror(L, i, "too many blocks");
+  for (int k = 1; k <= n; k++) {
+    lua_geti(L, i, k);
+    out[k - 1] = luaL_checkinteger(L, -1);
+    lua_pop(L, 1);
+  }
+  return n;
+}
+
 /* cache_read / cache_write (block, index, scope, {consumer uids}) -> uid */
 static int cache_stage(lua_State *L, int64_t (*fn)(tir_Schedule *, int64_t, int, const char *, const int64_t *, int)) {
   tir_Schedule *s = check(L, 1);
   int64_t uid = check_uid(L, 2);
   int index = int_arg(L, 3);
   const char *scope = luaL_checkstring(L, 4);
-  int n = lua_istable(L, 5) ? tirL_table_maxn(L, 5) : 0;
   int64_t cons[256];
-  if (n > 256) return luaL_argerror(L, 5, "too many consumers");
-  for (int i = 1; i <= n; i++) {
-    lua_geti(L, 5, i);
-    cons[i - 1] = luaL_checkinteger(L, -1);
-    lua_pop(L, 1);
-  }
+  int n = uid_list(L, 5, cons, 256);
   int64_t r = fn(s, uid, index, scope, cons, n);
   if (r < 0) return tirL_raise_core(L);
   lua_pushinteger(L, r);
@@ -364,14 +371,8 @@ static int m_blockize(lua_State *L) {
 static int m_blockize_blocks(lua_State *L) {
   tir_Schedule *s = check(L, 1);
   luaL_checktype(L, 2, LUA_TTABLE);
-  int n = tirL_table_maxn(L, 2);
   int64_t uids[256];
-  if (n > 256) return luaL_argerror(L, 2, "too many blocks");
-  for (int i = 1; i <= n; i++) {
-    lua_geti(L, 2, i);
-    uids[i - 1] = luaL_checkinteger(L, -1);
-    lua_pop(L, 1);
-  }
+  int n = uid_list(L, 2, uids, 256);
   int64_t r = tir_sched_blockize_blocks(s, uids, n, lua_toboolean(L, 3));
   if (r < 0) return tirL_raise_core(L);
   lua_pushinteger(L, r);
