@@ -175,3 +175,100 @@ describe("argmax / argmin (two-buffer reductions)", function()
     assert.is_true(tir.structural_equal(h, s2.mod))
   end)
 end)
+
+describe("the warp simulator runs these kernels as the interpreter does", function()
+  it("an rfactor'ed argmax bound to blocks and threads, and a symbolic split for several n", function()
+    local f = arg_reduce("ge")
+    local sch = tir.Schedule(f)
+    local _, k = sch:get_loops("argmax")
+    local _, ki = sch:split(k, {nil, 4})
+    local rf = sch:rfactor(ki, 1)
+    sch:bind(sch:get_loops(rf), "blockIdx.x")
+    sch:bind(sch:get_loops("argmax"), "threadIdx.x")
+    local rep = tir.simulate(tir.build(sch.mod, "cuda", {compile = false}), inputs(2), {reference = f})
+    assert.are.equal(0, rep.n_issues)
+    local te = tir.te
+    local n = tir.var("n")
+    local A = te.placeholder({n}, "float32", "A")
+    local B = te.compute({n}, function(x) return A[{x}] * 2.0 + 1.0 end, "B")
+    local g = te.create_prim_func({A, B})
+    local s2 = tir.Schedule(g)
+    local bo, bi = s2:split(s2:get_loops("B"), {nil, 64})
+    s2:bind(bo, "blockIdx.x"); s2:bind(bi, "threadIdx.x")
+    local mod = tir.build(s2.mod, "cuda", {compile = false})
+    for _, nv in ipairs({1, 65, 300}) do
+      local args = {tir.nd.random({nv}, "float32", tir.cpu(), {seed = nv}), tir.nd.empty({nv}, "float32", tir.cpu())}
+      assert.are.equal(0, tir.simulate(mod, args, {reference = g}).n_issues)
+    end
+  end)
+end)
+
+-- On the GPU machine (with busted carried in .carry/lua):
+--   build/tirlua tests/run_busted.lua --run=gpu tests/spec/schedule_argmax_spec.lua
+describe("#gpu argmax, symbolic split and a transformed parameter on the device", function()
+  local dev = tir.device("cuda", 0)
+  local has_gpu, why = dev:exists()
+  if not has_gpu then
+    it("is skipped: " .. tostring(why), function() pending("no GPU: " .. tostring(why)) end)
+    return
+  end
+
+  it("runs an rfactor'ed argmax (rows on blocks, partial maxima on threads) like the interpreter", function()
+    local f = arg_reduce("ge")
+    local sch = tir.Schedule(f)
+    local i, k = sch:get_loops("argmax")
+    local _, ki = sch:split(k, {nil, 4})
+    local rf = sch:rfactor(ki, 1)
+    local ri = sch:get_loops(rf)
+    sch:bind(ri, "blockIdx.x")
+    sch:bind(sch:get_loops("argmax"), "threadIdx.x")
+    local mod = tir.build(sch.mod, "cuda")
+    local args = inputs(5)
+    local dargs = {args[1]:to(dev), args[2]:to(dev), tir.nd.empty({M}, "int32", dev), tir.nd.empty({M}, "float32", dev)}
+    mod(table.unpack(dargs))
+    local ri_, rv = reference(args, "ge")
+    assert.are.same(ri_, dargs[3]:to(tir.cpu()):to_table())
+    local got = dargs[4]:to(tir.cpu()):to_table()
+    for r = 1, M do assert.are.equal(rv[r], got[r]) end
+  end)
+
+  it("runs a split of a symbolic extent for several n (grid ceildiv(n, 64), tail predicated)", function()
+    local te = tir.te
+    local n = tir.var("n")
+    local A = te.placeholder({n}, "float32", "A")
+    local B = te.compute({n}, function(x) return A[{x}] * 2.0 + 1.0 end, "B")
+    local f = te.create_prim_func({A, B})
+    local sch = tir.Schedule(f)
+    local bo, bi = sch:split(sch:get_loops("B"), {nil, 64})
+    sch:bind(bo, "blockIdx.x"); sch:bind(bi, "threadIdx.x")
+    local mod = tir.build(sch.mod, "cuda")
+    for _, nv in ipairs({1, 63, 64, 65, 1000}) do
+      local a = tir.nd.random({nv}, "float32", tir.cpu(), {seed = nv})
+      local want = tir.nd.empty({nv}, "float32", tir.cpu())
+      tir.interpret(f, {a, want})
+      local b = tir.nd.empty({nv}, "float32", dev)
+      mod(a:to(dev), b)
+      assert.are.same(want:to_table(), b:to(tir.cpu()):to_table())
+    end
+  end)
+
+  it("expects a transformed parameter in its new layout", function()
+    local f = T.prim_func("main", {A = T.Buffer({32, 16}, "float32"), B = T.Buffer({32, 16}, "float32")}, function(A, B)
+      for i, j in T.grid(32, 16) do
+        T.block("B", function() local vi, vj = T.axis.remap("SS", {i, j}) B[{vi, vj}] = A[{vi, vj}] + 1.0 end)
+      end
+    end)
+    local sch = tir.Schedule(f)
+    sch:transform_layout("B", "A", function(i, j) return j, i end)
+    local i, j = sch:get_loops("B")
+    sch:bind(i, "blockIdx.x"); sch:bind(j, "threadIdx.x")
+    local mod = tir.build(sch.mod, "cuda")
+    local at = tir.nd.random({16, 32}, "float32", tir.cpu(), {seed = 3})
+    local want = tir.nd.empty({32, 16}, "float32", tir.cpu())
+    tir.interpret(sch.mod, {at, want})
+    local b = tir.nd.empty({32, 16}, "float32", dev)
+    mod(at:to(dev), b)
+    assert.are.same(want:to_table(), b:to(tir.cpu()):to_table())
+    U.expect_error(function() mod(tir.nd.empty({32, 16}, "float32", dev), b) end, "A")
+  end)
+end)
