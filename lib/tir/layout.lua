@@ -21,6 +21,8 @@ local M = {}
 local Layout = {__name = "tir.Layout"}
 Layout.__index = Layout
 
+local SMEM_MAX_BYTES = 227 * 1024
+
 local DTYPE_BYTES = {float16 = 2, bfloat16 = 2, float32 = 4, float64 = 8, int8 = 1, uint8 = 1, int16 = 2, uint16 = 2,
                      int32 = 4, uint32 = 4, int64 = 8, uint64 = 8}
 
@@ -67,7 +69,20 @@ function M.shared(spec)
   local eb = DTYPE_BYTES[spec.dtype or "float16"]
   if not eb then util.raise("ValueError", "layout.shared", "unknown dtype '%s'", tostring(spec.dtype)) end
   local rows, cols = shape[1], shape[2]
+  for d = 1, 2 do
+    if math.type(shape[d]) ~= "integer" or shape[d] < 1 then
+      util.raise("ValueError", "layout.shared", "shape[%d] must be a positive integer, got %s", d, util.show(shape[d]))
+    end
+  end
+  if spec.pad and spec.pad < 0 then util.raise("ValueError", "layout.shared", "pad must be >= 0, got %d", spec.pad) end
+  if spec.base and spec.base < 0 then util.raise("ValueError", "layout.shared", "base must be >= 0, got %d", spec.base) end
   local stride = spec.row_stride or (cols + (spec.pad or 0))
+  -- a CTA's shared memory is at most 227 KB (CUDA C++ Programming Guide, compute capability 9.0
+  -- table): a larger "layout" is a mistake, and would take minutes to tabulate cell by cell
+  if rows * 1.0 * stride * eb > SMEM_MAX_BYTES then -- (in floats: no int64 wrap)
+    util.raise("ValueError", "layout.shared", "%s[%d, %d] with row stride %d is %.0f bytes, more than a CTA's shared memory (%d bytes)",
+      spec.dtype or "float16", rows, cols, stride, rows * 1.0 * stride * eb, SMEM_MAX_BYTES)
+  end
   if stride < cols then util.raise("ValueError", "layout.shared", "row_stride %d is less than the %d columns", stride, cols) end
   local cells, seen = {}, {}
   for r = 0, rows - 1 do
@@ -118,6 +133,16 @@ end
 function Layout:conflicts(access)
   if self.kind ~= "shared" then util.raise("ValueError", "Layout:conflicts", "only shared-memory layouts have banks") end
   if type(access) ~= "table" or #access == 0 then util.raise("TypeError", "Layout:conflicts", "expected a list of lane accesses") end
+  for lane, a in ipairs(access) do
+    if type(a) ~= "table" or math.type(a.r) ~= "integer" or math.type(a.c) ~= "integer" then
+      util.raise("TypeError", "Layout:conflicts", "lane %d: expected {r = row, c = column [, bytes = n]} with integer r and c, got %s",
+        lane - 1, util.show(a))
+    end
+    local w = a.bytes
+    if w ~= nil and (math.type(w) ~= "integer" or w < 1 or w > 16 or w & (w - 1) ~= 0) then
+      util.raise("ValueError", "Layout:conflicts", "lane %d: bytes must be 1, 2, 4, 8 or 16, got %s", lane - 1, util.show(w))
+    end
+  end
   local width = access[1].bytes or self.elem_bytes
   local per_phase = math.max(1, 128 // width)
   local phases, worst = {}, 1
@@ -130,8 +155,8 @@ function Layout:conflicts(access)
         util.raise("ValueError", "Layout:conflicts", "lane %d reads (%d, %d), outside the [%d, %d] buffer", lane - 1, a.r, a.c,
           self.rows, self.cols)
       end
-      for w = 0, (a.bytes or self.elem_bytes) // 4 - 1 do
-        local word = cell.offset // 4 + w
+      -- every 4-byte word the access touches (a 1- or 2-byte access touches one)
+      for word = cell.offset // 4, (cell.offset + (a.bytes or self.elem_bytes) - 1) // 4 do
         local b = word % 32
         words[b] = words[b] or {}
         words[b][word] = true

@@ -84,6 +84,38 @@ describe("tir.layout.shared", function()
   end)
 end)
 
+describe("tir.layout.shared (bad input, narrow accesses)", function()
+  it("counts the words of 1- and 2-byte accesses: a column of fp16 or int8 on 128-byte rows is 32-way", function()
+    local col = {}
+    for l = 0, 31 do col[l + 1] = {r = l, c = 0} end
+    assert.are.equal(32, (L.shared{shape = {32, 64}, dtype = "float16"}:conflicts(col)))
+    assert.are.equal(32, (L.shared{shape = {32, 128}, dtype = "int8"}:conflicts(col)))
+    -- one row read by 32 lanes, two fp16 per word: each bank gives one word (no conflict)
+    local row = {}
+    for l = 0, 31 do row[l + 1] = {r = 0, c = l} end
+    assert.are.equal(1, (L.shared{shape = {32, 64}, dtype = "float16"}:conflicts(row)))
+    -- padded by one fp16: row r starts at word floor(32.5 r), bank floor(r / 2): 2-way
+    assert.are.equal(2, (L.shared{shape = {32, 64}, dtype = "float16", pad = 1}:conflicts(col)))
+  end)
+
+  it("refuses non-positive or fractional shapes, negative padding, layouts beyond shared memory, malformed accesses", function()
+    local function err(f, ...)
+      local ok, e = pcall(f, ...)
+      assert.is_false(ok)
+      return tostring(e)
+    end
+    assert.truthy(err(L.shared, {shape = {0, 64}}):find("shape[1] must be a positive integer, got 0", 1, true))
+    assert.truthy(err(L.shared, {shape = {16, 4.5}}):find("shape[2] must be a positive integer", 1, true))
+    assert.truthy(err(L.shared, {shape = {16, 64}, pad = -8}):find("pad must be >= 0, got -8", 1, true))
+    assert.truthy(err(L.shared, {shape = {100000, 100000}}):find("more than a CTA's shared memory", 1, true))
+    local lay = L.shared{shape = {8, 8}, dtype = "float32"}
+    local pairs_ = {}
+    for l = 1, 32 do pairs_[l] = {0, l % 8} end
+    assert.truthy(err(lay.conflicts, lay, pairs_):find("lane 0: expected {r = row, c = column", 1, true))
+    assert.truthy(err(lay.conflicts, lay, {{r = 0, c = 0, bytes = 3}}):find("bytes must be 1, 2, 4, 8 or 16, got 3", 1, true))
+  end)
+end)
+
 describe("Layout:png", function()
   it("draws fragment and bank pictures of the stated size", function()
     local p1, p2 = os.tmpname() .. ".png", os.tmpname() .. ".png"
