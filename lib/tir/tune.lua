@@ -251,13 +251,15 @@ local function progress_bar(enabled, total)
   return draw, finish
 end
 
+-- Appends rec (nil: only checks that path can be appended to).  Returns true, or false and why.
 local function append_record(path, rec)
   local dir = path:match("^(.*)/[^/]*$")
   if dir and dir ~= "" then os.execute("mkdir -p '" .. dir:gsub("'", "'\\''") .. "' 2>/dev/null") end
-  local f = io.open(path, "a")
-  if not f then return false end
-  f:write(json.encode(rec), "\n")
-  f:close()
+  local f, why = io.open(path, "a")
+  if not f then return false, why end
+  if rec ~= nil then f:write(json.encode(rec), "\n") end
+  local ok, cwhy = f:close()
+  if not ok then return false, cwhy end
   return true
 end
 
@@ -288,6 +290,10 @@ function tune.run(spec)
   local jobs = spec.jobs or core.cpu_count()
   local batch = spec.batch or math.max(2, 2 * jobs)
   local db = spec.db or tune.default_db()
+  -- every trial goes to the database: one that cannot be written is an error before the search,
+  -- not a tuning run whose results are silently lost
+  local okdb, whydb = append_record(db, nil)
+  if not okdb then util.raise("RuntimeError", "tune", "cannot write the tuning database '%s': %s", db, tostring(whydb)) end
   local measure = spec.measure
   if not measure then
     local ok, why = tir.device("cuda", 0):exists()
@@ -372,7 +378,7 @@ function tune.run(spec)
           local okt, t = pcall(measure, it.mod, args)
           if not okt then
             record(it.params, "run_error", nil, err_text(t))
-          elseif type(t) ~= "number" or t <= 0 then
+          elseif type(t) ~= "number" or t ~= t or t <= 0 or t == math.huge then -- NaN and inf are no times
             record(it.params, "run_error", nil, "measure returned " .. util.show(t))
           else
             record(it.params, "ok", t, nil)
@@ -421,10 +427,17 @@ end
 --- Records of the database at path (default tune.default_db()), in file order; damaged lines
 -- are skipped and counted (second result).
 function tune.records(path)
+  if path ~= nil and type(path) ~= "string" then util.raise("TypeError", "tune.records", "path must be a string, got %s", util.show(path)) end
   path = path or tune.default_db()
   local out, bad = {}, 0
   local f = io.open(path, "r")
   if not f then return out, 0 end
+  local okr, first = pcall(f.read, f, 0) -- a directory opens but does not read
+  if not okr or (first == nil and f:seek("end") ~= 0) then
+    f:close()
+    util.raise("RuntimeError", "tune.records", "cannot read the tuning database '%s'%s", path, okr and "" or (": " .. tostring(first)))
+  end
+  f:seek("set")
   for line in f:lines() do
     if line:match("%S") then
       local ok, rec = pcall(json.decode, line)
@@ -437,7 +450,15 @@ end
 
 --- The fastest successful record of workload on target (default "cuda"), or nil.
 -- opts: db (path), gpu (only records measured on this GPU name).
+local function check_key(prim, workload, target)
+  if type(workload) ~= "string" then util.raise("TypeError", prim, "workload must be a string, got %s", util.show(workload)) end
+  if target ~= nil and type(target) ~= "string" then
+    util.raise("TypeError", prim, "target must be a string like \"cuda\" (or nil), got %s", util.show(target))
+  end
+end
+
 function tune.best(workload, target, opts)
+  check_key("tune.best", workload, target)
   opts = util.check_opts("tune.best", opts, {db = "string", gpu = "string", nearest = "boolean"})
   target = target or "cuda"
   local best
@@ -464,6 +485,7 @@ end
 -- "family:MxNxK", distance the sum of |log| ratios of the dimensions.  Returns record, how:
 -- how is "tuned" or "nearest <workload>"; nil, "not tuned" when there is none.
 function tune.lookup(workload, target, opts)
+  check_key("tune.lookup", workload, target)
   opts = util.check_opts("tune.lookup", opts, {db = "string", gpu = "string", nearest = "boolean"})
   local r = tune.best(workload, target, opts)
   if r then return r, "tuned" end

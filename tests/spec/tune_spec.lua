@@ -197,6 +197,38 @@ describe("tir.tune", function()
     end
   end)
 
+  it("counts NaN and infinite measurements as failures, refuses an unwritable database and bad keys", function()
+    local function spec(measure, path)
+      return {workload = "vadd:nan", db = path or db, progress = false, space = {factor = {32, 64}},
+              build = function(p) return vadd(256, p.factor) end, measure = measure}
+    end
+    local ok, e = pcall(tir.tune, spec(function() return 0 / 0 end))
+    assert.is_false(ok)
+    assert.truthy(e.message:find("measure returned NaN", 1, true), e.message)
+    ok, e = pcall(tir.tune, spec(function() return math.huge end))
+    assert.is_false(ok)
+    assert.truthy(e.message:find("measure returned inf", 1, true), e.message)
+    assert.is_nil(tune.best("vadd:nan", "cuda", {db = db})) -- nothing counts as measured
+    ok, e = pcall(tir.tune, spec(function() return 1e-3 end, "/proc/no-such-dir/tuning.jsonl"))
+    assert.is_false(ok)
+    assert.are.equal("RuntimeError", e.kind)
+    assert.truthy(e.message:find("cannot write the tuning database '/proc/no-such-dir/tuning.jsonl'", 1, true), e.message)
+    for _, f in ipairs({tune.best, tune.lookup}) do
+      ok, e = pcall(f, nil, "cuda", {db = db})
+      assert.truthy(not ok and e.message:find("workload must be a string, got nil", 1, true))
+      ok, e = pcall(f, "vadd:nan", 90, {db = db})
+      assert.truthy(not ok and e.message:find("target must be a string", 1, true))
+    end
+    local dir = os.tmpname()
+    os.remove(dir)
+    os.execute("mkdir " .. dir)
+    ok, e = pcall(tune.records, dir)
+    os.remove(dir)
+    assert.is_false(ok)
+    assert.are.equal("RuntimeError", e.kind)
+    assert.truthy(e.message:find("cannot read the tuning database", 1, true), e.message)
+  end)
+
   it("draws a progress bar on stderr when asked (and is quiet when stderr is not a terminal)", function()
     local script = os.tmpname()
     local f = assert(io.open(script, "w"))
