@@ -188,14 +188,14 @@ tir_Array *tirL_check_expr_list(lua_State *L, int idx, const char *what) {
  * so an error points at the user's script rather than at the wrapper that raised it. */
 static int in_tir_lib(const char *src, size_t n) {
   if (n <= 4 || strcmp(src + n - 4, ".lua") != 0) return 0;
-  /* the last "tir/" directory of the path: lib/tir/X.lua, lib/tir/intrin/X.lua, lib/tir/schedules/X.lua */
+  /* the last "tir/" directory of the path: lib/tir/X.lua or lib/tir/<dir>/X.lua */
   const char *lib = NULL;
   for (const char *p = strstr(src, "tir/"); p; p = strstr(p + 1, "tir/"))
     if (p == src || p[-1] == '/' || p[-1] == '.') lib = p + 4;
   if (!lib) return 0;
   const char *slash = strchr(lib, '/');
   if (!slash) return 1;
-  return !strchr(slash + 1, '/') && (strncmp(lib, "intrin/", 7) == 0 || strncmp(lib, "schedules/", 10) == 0);
+  return !strchr(slash + 1, '/'); /* lib/tir/intrin, schedules, ops, ... */
 }
 
 static void push_user_where(lua_State *L) {

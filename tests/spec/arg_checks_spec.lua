@@ -183,6 +183,10 @@ describe("tc_gemm checks up front", function()
     assert.are.equal("tir.Error", getmetatable(e).__name)
     assert.matches("arg_checks_spec.lua:" .. line .. ":", e.where)
     U.expect_error(function() tc.schedule(f, {stage = 2}) end, "did you mean 'stages'?")
+    -- errors raised in any lib/tir/<dir>/*.lua (intrin, schedules, ops) point at the caller
+    line = this_line() + 1
+    local e2 = U.expect_error(function() tir.ops.quantized_matmul({M = 16, N = 16, K = 16, bogus = 1}) end, "bogus")
+    assert.matches("arg_checks_spec.lua:" .. line .. ":", e2.where)
     U.expect_error(function() tc.schedule(f, {intrin = "hmma"}) end, "intrin must be one of mma, wmma")
     U.expect_error(function() tc.schedule(f, {BM = 64, BN = 64, warp_m = 32, warp_n = 32, vec = 3}) end, "vec must be 1, 2, 4 or 8")
     U.expect_error(function() tc.schedule(tc.workload(96, 64, 64), {BM = 64, BN = 64, warp_m = 32, warp_n = 32}) end,
