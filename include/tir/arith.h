@@ -12,6 +12,7 @@
  *   floormod(floordiv(E, l1), h1/l1) * (l1/l2) + floormod(floordiv(E, l2), l1/l2)
  *     = floormod(floordiv(E, l2), h1/l2)       (x // 32 % 3 * 32 + x % 32 = x % 96)
  *   floordiv(floormod(E, d), c) = floormod(floordiv(E, c), d/c)   for c | d
+ *   floordiv(A + c, d) - floordiv(A, d) = floordiv(floormod(A, d) + c, d)   (then bounds fold it)
  */
 #ifndef TIR_ARITH_H
 #define TIR_ARITH_H

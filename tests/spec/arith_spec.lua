@@ -165,3 +165,30 @@ describe("canonical simplifier, split merging", function()
     end
   end)
 end)
+
+describe("canonical simplifier, differences of divisions", function()
+  local x, c = tir.var("x"), tir.var("c")
+  it("folds floordiv(A + k, d) - floordiv(A, d) with the bounds (TVM rewrite_simplify)", function()
+    assert.are.equal("1", S((c * 20 + 19) // 16 - (c * 20) // 16, {[c] = {0, 2}}))
+    assert.are.equal("23", S((c * 360 + 359) // 16 - (c * 360) // 16 + 1, {[c] = {0, 2}}))
+    assert.are.equal("(x % 16 + 5) // 16", S((x + 5) // 16 - x // 16, {}))
+  end)
+  it("agrees with the original on random differences", function()
+    local rng = 99
+    local function rand(m)
+      rng = (rng * 1103515245 + 12345) % 2147483648
+      return rng % m
+    end
+    for _ = 1, 300 do
+      local d = ({2, 3, 4, 8, 16})[rand(5) + 1]
+      local s = ({1, 2, 4})[rand(3) + 1]
+      local a = x * (rand(40) - 10) + (rand(30) - 15)
+      local e = (a + rand(40)) // (d * s) - (a * s) // (d * s * s) + x // (rand(5) + 1)
+      local sd = tir.simplify(e, {[x] = {-20, 20}})
+      for v = -20, 19 do
+        local want, got = eval(e, {[x] = v}), eval(sd, {[x] = v})
+        if want ~= got then error(("simplify(%s) = %s differs at x=%d: %d vs %d"):format(tostring(e), tostring(sd), v, want, got)) end
+      end
+    end
+  end)
+end)

@@ -151,6 +151,8 @@ static int64_t gcd64(int64_t x, int64_t y) {
 }
 
 static tir_Node *div_mod_const(tir_Analyzer *a, const tir_Node *x, int64_t c, int is_mod);
+static int make_lin_simplified(const tir_Node *e, Lin *l);
+static tir_Node *simp_linear(tir_Analyzer *a, const tir_Node *e, int simplified);
 
 /* A "split" of E: floormod(floordiv(E, lo), hi / lo), the digits of E between lo and hi
  * (hi = 0: unbounded, no floormod).  TVM's canonical simplifier (src/arith/canonical_simplify.cc,
@@ -214,6 +216,62 @@ static int lin_recombine(tir_Analyzer *a, Lin *l) {
       l->t[j].coef = 0;
       to_lin(a, l, m, cj, 1);
       tir_release(m);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* k * floordiv(A + c, d) - k * floordiv(A, d) = k * floordiv(floormod(A, d) + c, d) (A = q d + r:
+ * (q d + r + c) // d - q), TVM rewrite_simplify's floordiv(x + c1, c2) - floordiv(x + c3, c2)
+ * rule; divisors d1 | d2 compare after scaling (floordiv(5x, 4) = floordiv(20x, 16)).  The
+ * bounds then often fold it: (20c + 19) // 16 - (20c) // 16 with c in [0, 1] is 1.  Returns
+ * 1 if something merged. */
+static int lin_div_difference(tir_Analyzer *a, Lin *l) {
+  for (int i = 0; i < l->n; i++) {
+    const tir_Node *fi = l->t[i].atom;
+    int64_t di, dj, k = l->t[i].coef;
+    if (fi->kind != TIR_FloorDiv || k == 0 || !tir_is_const_int(((const tir_FloorDiv *)fi)->b, &di) || di <= 0) continue;
+    for (int j = 0; j < l->n; j++) {
+      const tir_Node *fj = l->t[j].atom;
+      if (j == i || fj->kind != TIR_FloorDiv || l->t[j].coef != -k || !tir_is_const_int(((const tir_FloorDiv *)fj)->b, &dj) ||
+          dj <= 0)
+        continue;
+      int64_t d = di > dj ? di : dj, si, sj;
+      if (d % di || d % dj) continue;
+      si = d / di, sj = d / dj;
+      tir_Node *Ai = si == 1 ? R(((const tir_FloorDiv *)fi)->a) : tir_binary_raw(TIR_Mul, R(((const tir_FloorDiv *)fi)->a), tir_int_imm(fi->dtype, si));
+      tir_Node *Aj = sj == 1 ? R(((const tir_FloorDiv *)fj)->a) : tir_binary_raw(TIR_Mul, R(((const tir_FloorDiv *)fj)->a), tir_int_imm(fj->dtype, sj));
+      tir_Node *diff = tir_binary_raw(TIR_Sub, R(Ai), R(Aj));
+      Lin dl;
+      int ok = make_lin_simplified(diff, &dl) && dl.n == 0;
+      int64_t c = dl.base;
+      lin_free(&dl);
+      tir_release(diff);
+      if (!ok) {
+        tir_release(Ai);
+        tir_release(Aj);
+        continue;
+      }
+      /* floordiv(floormod(Aj, d) + c, d), simplified with the bounds */
+      tir_Node *sAj = simp_linear(a, Aj, 1);
+      tir_release(Aj);
+      tir_release(Ai);
+      if (!sAj) continue;
+      tir_Node *m = div_mod_const(a, sAj, d, 1);
+      tir_release(sAj);
+      if (!m) continue;
+      tir_Node *sum = tir_binary_raw(TIR_Add, m, tir_int_imm(m->dtype, c));
+      tir_Node *ssum = simp_linear(a, sum, 1);
+      tir_release(sum);
+      if (!ssum) continue;
+      tir_Node *q = div_mod_const(a, ssum, d, 0);
+      tir_release(ssum);
+      if (!q) continue;
+      l->t[i].coef = 0;
+      l->t[j].coef = 0;
+      to_lin(a, l, q, k, 1);
+      tir_release(q);
       return 1;
     }
   }
@@ -285,7 +343,8 @@ static tir_ConstIntBound lin_bound(tir_Analyzer *a, const Lin *l) {
 static int make_lin(tir_Analyzer *a, const tir_Node *e, Lin *l) {
   lin_init(l, e->dtype);
   to_lin(a, l, e, 1, 0);
-  while (!l->overflow && lin_recombine(a, l)) lin_compact(l);
+  /* each merge removes two terms; the guard bounds merges that add terms back */
+  for (int guard = 64; !l->overflow && guard > 0 && (lin_recombine(a, l) || lin_div_difference(a, l)); guard--) lin_compact(l);
   lin_compact(l);
   return !l->overflow;
 }
