@@ -179,6 +179,56 @@ tir.tune = setmetatable({}, {
 -- loaded on first use): tir.layout.fragment(row, operand), tir.layout.shared{...}.
 tir.layout = setmetatable({}, {__index = function(_, k) return require("tir.layout")[k] end})
 
+--- tir.print(fmt, v1, ..., [filter]): printf from inside a kernel, as a Call expression (use
+-- it as a statement: T.evaluate(tir.print(...)), or T.print(...) in the T script).  The format
+-- takes printf conversions (d i u x X o c for integer values, f e g a for floats, flags, width,
+-- precision; no length modifiers: values print as 64-bit integers or doubles); the values are
+-- expressions (loop variables, buffer elements, fragment elements of a lane).  filter, a table:
+-- thread = {x, y, z} (threadIdx; default {0, 0, 0}) and block = {x, y, z} (blockIdx; default
+-- {0, 0, 0}); "all" (or -1 for one coordinate) prints from every thread/block.  The interpreter
+-- and tir.simulate print the same text as the GPU (include/tir/device_print.h); several printing
+-- threads come in an unspecified order on the GPU.  Raises ValueError for a format that does not
+-- fit the values, TypeError for bad filters.
+function tir.print(fmt, ...)
+  if type(fmt) ~= "string" then util.raise("TypeError", "print", "the format must be a string, got %s", util.show(fmt)) end
+  local vals = table.pack(...)
+  local filter = {}
+  if vals.n > 0 and type(vals[vals.n]) == "table" and not core.is_node(vals[vals.n]) then
+    filter = util.check_opts("print", vals[vals.n], {thread = "any", block = "any"})
+    vals[vals.n] = nil
+    vals.n = vals.n - 1
+  end
+  local coords = {}
+  for _, which in ipairs({"thread", "block"}) do
+    local f = filter[which]
+    if f == "all" then f = {-1, -1, -1} end
+    if f == nil then f = {0, 0, 0} end
+    if type(f) ~= "table" or #f > 3 then
+      util.raise("TypeError", "print", "filter %s must be {x, y, z} (missing ones are 0, -1 for any) or \"all\", got %s", which,
+        util.show(f))
+    end
+    for d = 1, 3 do
+      local v = f[d] or 0
+      if math.type(v) ~= "integer" or v < -1 then
+        util.raise("TypeError", "print", "filter %s[%d] must be an integer >= -1, got %s", which, d, util.show(v))
+      end
+      coords[#coords + 1] = v
+    end
+  end
+  return util.guard("print", core.call, "int32", "tir_print", fmt, coords[1], coords[2], coords[3], coords[4], coords[5],
+    coords[6], table.unpack(vals, 1, vals.n))
+end
+
+--- tir.capture_prints(f, ...): runs f(...) and returns what tir.print calls printed on the CPU
+-- (interpreter, simulator) meanwhile, as a string (instead of writing it to stdout).
+function tir.capture_prints(f, ...)
+  core.print_capture_begin()
+  local ok, err = pcall(f, ...)
+  local text = core.print_capture_end()
+  if not ok then error(err, 0) end
+  return text
+end
+
 --- tir.help(x): what x is and its documentation (the --- comments of lib/tir, a module's header,
 -- an object's methods, an IR node's fields).  The tirlua program also defines a global `help`.
 function tir.help(x) return require("tir.repl").help(x) end

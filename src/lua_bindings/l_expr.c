@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "l_tir.h"
+#include "tir/device_print.h"
 #include "tir/extern.h"
 #include "tir/analysis.h"
 #include "tir/scope.h"
@@ -225,7 +226,25 @@ static int l_call(lua_State *L) {
     else if (tirL_to_node(L, idx) && tirL_to_node(L, idx)->kind == TIR_Buffer) args->items[i] = tir_retain(tirL_to_node(L, idx));
     else args->items[i] = tirL_to_expr(L, idx, TIR_INT32, 0);
   }
-  tirL_push_node(L, tir_call(t, op, args));
+  tir_Node *call = tir_call(t, op, args);
+  if (strcmp(op, "tir_print") == 0) { /* include/tir/device_print.h */
+    char why[256];
+    int nv = n - 1 - TIR_PRINT_FILTER_ARGS;
+    tir_DType types[64];
+    const tir_Array *a = ((const tir_Call *)call)->args;
+    int bad = n < 1 + TIR_PRINT_FILTER_ARGS || a->items[0]->kind != TIR_StringImm || nv > 64;
+    for (int d = 1; !bad && d <= TIR_PRINT_FILTER_ARGS; d++) bad = !tir_dtype_is_int(a->items[d]->dtype);
+    if (bad) {
+      tir_release(call);
+      return tirL_error(L, TIR_ERR_TYPE, "print", "tir_print takes a format string, 6 integer filter coordinates and at most 64 values");
+    }
+    for (int k = 0; k < nv; k++) types[k] = a->items[1 + TIR_PRINT_FILTER_ARGS + k]->dtype;
+    if (tir_print_check(((const tir_StringImm *)a->items[0])->value, types, nv, why, sizeof why) != 0) {
+      tir_release(call);
+      return tirL_error(L, TIR_ERR_VALUE, "print", "%s", why);
+    }
+  }
+  tirL_push_node(L, call);
   return 1;
 }
 

@@ -7,6 +7,9 @@
  *   tir.core.scope_valid(s)  -> boolean (include/tir/scope.h: what set_scope/cache_read accept)
  *   tir.core.scope_list()    -> the list of valid scopes for messages (a string) */
 #include "l_tir.h"
+#include <stdlib.h>
+
+#include "tir/device_print.h"
 #include "tir/mma.h"
 #include "tir/scope.h"
 
@@ -106,6 +109,19 @@ static int l_mma_lane_map(lua_State *L) {
   return 1;
 }
 
+static int l_print_capture_begin(lua_State *L) {
+  (void)L;
+  tir_print_capture_begin();
+  return 0;
+}
+
+static int l_print_capture_end(lua_State *L) {
+  char *s = tir_print_capture_end();
+  lua_pushstring(L, s);
+  free(s);
+  return 1;
+}
+
 static int l_scope_valid(lua_State *L) {
   lua_pushboolean(L, tir_scope_valid(luaL_checkstring(L, 1)));
   return 1;
@@ -120,6 +136,8 @@ void tirL_open_tables(lua_State *L) {
   static const luaL_Reg fns[] = {{"builtins", l_builtins},
                                  {"mma_configs", l_mma_configs},
                                  {"mma_lane_map", l_mma_lane_map},
+                                 {"print_capture_begin", l_print_capture_begin},
+                                 {"print_capture_end", l_print_capture_end},
                                  {"scope_valid", l_scope_valid},
                                  {"scope_list", l_scope_list},
                                  {NULL, NULL}};

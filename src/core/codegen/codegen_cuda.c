@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tir/device_print.h"
 #include "tir/arith.h"
 #include "tir/codegen.h"
 #include "tir/extern.h"
@@ -846,10 +847,60 @@ static void math_call(CG *g, const tir_Call *c, const tir_MathBuiltin *m) {
   if (!pred) put(g, close);
 }
 
+/* tir_print (include/tir/device_print.h): ((filter) ? (void)printf(fmt, (long long)v | (double)v ...)
+** : (void)0).  CUDA's device printf; the format's integer conversions carry "ll". */
+static void print_call(CG *g, const tir_Call *c) {
+  int n = c->args->size - 1 - TIR_PRINT_FILTER_ARGS;
+  static const char *coord[TIR_PRINT_FILTER_ARGS] = {"threadIdx.x", "threadIdx.y", "threadIdx.z",
+                                                    "blockIdx.x",  "blockIdx.y",  "blockIdx.z"};
+  if (n < 0 || c->args->items[0]->kind != TIR_StringImm) {
+    cg_fail(g, &c->hdr, "tir_print needs a format string, 6 filter coordinates and the values");
+    return;
+  }
+  put(g, "((");
+  int any = 0;
+  for (int d = 0; d < TIR_PRINT_FILTER_ARGS; d++) {
+    const tir_Node *f = c->args->items[1 + d];
+    int64_t v;
+    if (tir_is_const_int(f, &v) && v < 0) continue; /* any */
+    put(g, any ? " && " : "");
+    put(g, "(int)");
+    put(g, coord[d]);
+    put(g, " == ");
+    expr(g, f);
+    any = 1;
+  }
+  if (!any) put(g, "true");
+  put(g, ") ? (void)printf(\"");
+  char *fmt = tir_print_cuda_format(((const tir_StringImm *)c->args->items[0])->value);
+  for (const char *p = fmt; *p; p++) { /* as a C string literal */
+    char esc[8];
+    if (*p == '"' || *p == '\\') snprintf(esc, sizeof esc, "\\%c", *p);
+    else if (*p == '\n') snprintf(esc, sizeof esc, "\\n");
+    else if (*p == '\t') snprintf(esc, sizeof esc, "\\t");
+    else if ((unsigned char)*p < 32 || (unsigned char)*p >= 127) snprintf(esc, sizeof esc, "\\%03o", (unsigned char)*p);
+    else snprintf(esc, sizeof esc, "%c", *p);
+    put(g, esc);
+  }
+  free(fmt);
+  put(g, "\"");
+  for (int k = 0; k < n; k++) {
+    const tir_Node *v = c->args->items[1 + TIR_PRINT_FILTER_ARGS + k];
+    put(g, tir_dtype_is_float(v->dtype) ? ", (double)(" : ", (long long)(");
+    expr(g, v);
+    put(g, ")");
+  }
+  put(g, ") : (void)0)");
+}
+
 static void call_expr(CG *g, const tir_Call *c) {
   const char *op = c->op;
   int n = c->args->size;
   tir_DType t = c->hdr.dtype;
+  if (strcmp(op, "tir_print") == 0) {
+    print_call(g, c);
+    return;
+  }
   if (strcmp(op, "if_then_else") == 0 && n == 3) {
     put(g, "(");
     expr(g, c->args->items[0]);

@@ -7,6 +7,7 @@
 #include "tir/error.h"
 #include "tir/arith.h"
 #include "tir/extern.h"
+#include "tir/device_print.h"
 #include "tir/interp.h"
 #include "tir/schedule.h"
 #include "tir/strbuf.h"
@@ -79,6 +80,7 @@ typedef struct {
   Val *vals;
   int n_vals, cap_vals;
   int thread_depth; /* inside a threadIdx launch dimension of lowered code */
+  int64_t coords[6];  /* threadIdx.x/y/z, blockIdx.x/y/z of the thread running (tir_print's filter) */
   PMap stores; /* data Var* -> index into storages */
   Storage *storages;
   int n_st, cap_st;
@@ -284,6 +286,47 @@ static Val binop(Interp *I, const tir_Node *e, int lane) {
   return r;
 }
 
+/* The launch coordinate a thread tag names (0..5: threadIdx.x/y/z, blockIdx.x/y/z), or -1. */
+static int coord_of_tag(const char *tag) {
+  if (!tag) return -1;
+  if (strncmp(tag, "threadIdx.", 10) == 0 && tag[10] >= 'x' && tag[10] <= 'z' && !tag[11]) return tag[10] - 'x';
+  if (strncmp(tag, "blockIdx.", 9) == 0 && tag[9] >= 'x' && tag[9] <= 'z' && !tag[10]) return 3 + tag[9] - 'x';
+  return -1;
+}
+
+static Val eval(Interp *I, const tir_Node *e, int lane);
+
+/* tir_print (include/tir/device_print.h): prints when the running thread passes the filter;
+** loops bound to threads (and launch dimensions of lowered code) give the coordinates, others
+** count as thread 0 of block 0. */
+static Val device_print(Interp *I, const tir_Call *c, int lane) {
+  Val r = {0};
+  int n = c->args->size - 1 - TIR_PRINT_FILTER_ARGS;
+  const tir_Node *f0 = c->args->items[0];
+  if (n < 0 || f0->kind != TIR_StringImm) {
+    fail(I, &c->hdr, "tir_print needs a format string, 6 filter coordinates and the values");
+    return r;
+  }
+  int64_t filter[TIR_PRINT_FILTER_ARGS];
+  for (int d = 0; d < TIR_PRINT_FILTER_ARGS; d++) filter[d] = eval(I, c->args->items[1 + d], lane).i;
+  if (!tir_print_selected(filter, I->coords)) return r;
+  tir_PrintValue v[64];
+  if (n > 64) {
+    fail(I, &c->hdr, "tir_print takes at most 64 values");
+    return r;
+  }
+  for (int k = 0; k < n; k++) {
+    const tir_Node *e = c->args->items[1 + TIR_PRINT_FILTER_ARGS + k];
+    Val x = eval(I, e, lane);
+    v[k].is_float = tir_dtype_is_float(e->dtype);
+    v[k].i = x.i;
+    v[k].f = v[k].is_float ? x.f : 0;
+  }
+  if (I->failed) return r;
+  tir_print_emit(((const tir_StringImm *)f0)->value, v, n);
+  return r;
+}
+
 /* call_extern / call_pure_extern: the registered CPU model (include/tir/extern.h) */
 static Val call_extern(Interp *I, const tir_Call *c, int lane) {
   Val r = {0};
@@ -350,6 +393,7 @@ static Val call(Interp *I, const tir_Call *c, int lane) {
     return r;
   }
   if (strcmp(op, "call_extern") == 0 || strcmp(op, "call_pure_extern") == 0) return call_extern(I, c, lane);
+  if (strcmp(op, "tir_print") == 0) return device_print(I, c, lane);
   if (strcmp(op, "ptx_dp4a") == 0 && n == 5) {
     int as = tir_dp4a_type_signed(c->args->items[3]), bs = tir_dp4a_type_signed(c->args->items[4]);
     if (as < 0 || bs < 0) {
@@ -793,14 +837,18 @@ static int exec(Interp *I, const tir_Node *s) {
       const tir_For *f = (const tir_For *)s;
       int64_t lo = eval(I, f->min, 0).i, ext = eval(I, f->extent, 0).i;
       int slot = var_slot(I, &f->loop_var->hdr);
+      int cd = f->kind == TIR_FOR_THREAD_BINDING ? coord_of_tag(f->thread_tag) : -1;
+      int64_t saved = cd >= 0 ? I->coords[cd] : 0;
       for (int64_t i = 0; i < ext; i++) {
         if (interrupt_requested) {
           interrupt_requested = 0;
           return fail(I, s, "interrupted");
         }
         I->vals[slot].i = lo + i;
+        if (cd >= 0) I->coords[cd] = i;
         if (exec(I, f->body)) return -1;
       }
+      if (cd >= 0) I->coords[cd] = saved;
       return I->failed ? -1 : 0;
     }
     case TIR_BlockRealize: return exec_block(I, (const tir_BlockRealize *)s);
@@ -837,15 +885,18 @@ static int exec(Interp *I, const tir_Node *s) {
         int64_t ext = eval(I, a->value, 0).i;
         int slot = var_slot(I, &iv->var->hdr);
         int is_thread = strncmp(iv->thread_tag, "threadIdx", 9) == 0;
+        int cd = coord_of_tag(iv->thread_tag);
         I->thread_depth += is_thread;
         for (int64_t i = 0; i < ext; i++) {
           I->vals[slot].i = i;
+          if (cd >= 0) I->coords[cd] = i;
           if (exec(I, a->body)) {
             I->thread_depth -= is_thread;
             return -1;
           }
         }
         I->thread_depth -= is_thread;
+        if (cd >= 0) I->coords[cd] = 0;
         return 0;
       }
       if (strcmp(a->key, "async_scope") == 0 && I->async) {

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tir/device_print.h"
 #include "sim_internal.h"
 #include "tir/extern.h"
 #include "tir/runtime.h"
@@ -200,6 +201,40 @@ static SVal *call_extern(Sim *S, const tir_Call *c, int lane, const Act *a) {
   return r;
 }
 
+/* tir_print (include/tir/device_print.h): each active thread that passes the filter prints, in
+** thread-index order (the GPU's order between threads is unspecified). */
+static SVal *device_print(Sim *S, const tir_Call *c, int lane, const Act *a) {
+  int n = c->args->size - 1 - TIR_PRINT_FILTER_ARGS;
+  const tir_Node *f0 = c->args->items[0];
+  if (n < 0 || n > 64 || f0->kind != TIR_StringImm) {
+    sim_fail(S, &c->hdr, "tir_print needs a format string, 6 filter coordinates and at most 64 values");
+    return NULL;
+  }
+  int mark = S->vtop;
+  SVal *f[TIR_PRINT_FILTER_ARGS], *x[64];
+  for (int d = 0; d < TIR_PRINT_FILTER_ARGS; d++)
+    if (!(f[d] = sim_eval(S, c->args->items[1 + d], lane, a))) return NULL;
+  for (int k = 0; k < n; k++)
+    if (!(x[k] = sim_eval(S, c->args->items[1 + TIR_PRINT_FILTER_ARGS + k], lane, a))) return NULL;
+  for (int q = 0; q < a->n; q++) {
+    int id = a->ids[q];
+    int64_t filter[TIR_PRINT_FILTER_ARGS], coords[TIR_PRINT_FILTER_ARGS] = {
+        id % S->bdim[0], id / S->bdim[0] % S->bdim[1], id / (S->bdim[0] * S->bdim[1]), S->cta[0], S->cta[1], S->cta[2]};
+    for (int d = 0; d < TIR_PRINT_FILTER_ARGS; d++) filter[d] = f[d][id].i;
+    if (!tir_print_selected(filter, coords)) continue;
+    tir_PrintValue v[64];
+    for (int k = 0; k < n; k++) {
+      tir_DType t = c->args->items[1 + TIR_PRINT_FILTER_ARGS + k]->dtype;
+      v[k].is_float = is_f(t);
+      v[k].i = x[k][id].i;
+      v[k].f = v[k].is_float ? x[k][id].f : 0;
+    }
+    tir_print_emit(((const tir_StringImm *)f0)->value, v, n);
+  }
+  S->vtop = mark;
+  return sim_vnew(S);
+}
+
 static SVal *call(Sim *S, const tir_Call *c, int lane, const Act *a) {
   const char *op = c->op;
   int n = c->args->size;
@@ -257,6 +292,7 @@ static SVal *call(Sim *S, const tir_Call *c, int lane, const Act *a) {
     }
   }
   if (strcmp(op, "call_extern") == 0 || strcmp(op, "call_pure_extern") == 0) return call_extern(S, c, lane, a);
+  if (strcmp(op, "tir_print") == 0) return device_print(S, c, lane, a);
   if (strcmp(op, "reinterpret") == 0) {
     char err[256];
     if (tir_reinterpret_check(c, err, sizeof err)) {
