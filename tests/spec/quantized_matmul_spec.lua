@@ -58,7 +58,7 @@ local function check(o, seeds)
   local f = qm(o)
   local ref_o = {}
   for k, v in pairs(o) do ref_o[k] = v end
-  ref_o.four_term, ref_o.accum_dtype, ref_o.b_sums = false, "int64", nil
+  ref_o.four_term, ref_o.accum_dtype, ref_o.b_sums, ref_o.a_sums = false, "int64", nil, nil
   local ref = qm(ref_o)
   local out_dt = o.out_dtype or "int8"
   for _, seed in ipairs(seeds or {1, 2}) do
@@ -69,6 +69,11 @@ local function check(o, seeds)
     tir.interpret(ref, ra)
     local fa = {table.unpack(args)}
     if o.b_sums == "input" then fa[#fa + 1] = qm.col_sums(args[2], o.b_layout or "NK") end
+    if o.a_sums == "input" then
+      local rs = tir.nd.empty({o.M}, "int32")
+      tir.interpret(qm.row_sums_func(o.M, o.K, o.a_dtype or "int8"), {args[1], rs})
+      fa[#fa + 1] = rs
+    end
     local out = tir.nd.empty({o.M, o.N}, out_dt)
     fa[#fa + 1] = out
     tir.interpret(f, fa)
@@ -103,6 +108,8 @@ describe("tir.ops.quantized_matmul", function()
     check({M = 6, N = 5, K = 8, a_zero_point = "per_row", b_zero_point = "per_column", b_layout = "KN", scale = 0.001,
            out_zero_point = -128, relu = true})
     check({M = 7, N = 9, K = 12, a_dtype = "uint8", a_zero_point = 128, b_zero_point = 5, b_sums = "input", scale = "per_channel"})
+    check({M = 7, N = 9, K = 12, a_dtype = "uint8", a_zero_point = 128, b_zero_point = "per_column", b_sums = "input",
+           a_sums = "input", scale = "per_channel", bias = true})
   end)
 
   it("rounds half to even and saturates at the output range", function()
@@ -189,7 +196,18 @@ describe("tir.ops.quantized_matmul", function()
       assert.is_true(rep.warp_ops > 0)
     end
     U.expect_error(function() qg.schedule(qm{M = 64, N = 64, K = 64, b_zero_point = 3}) end, "qgemm",
-                   "block a_row_sum is computed in the PrimFunc")
+                   "block a_row_sum is computed in the PrimFunc", "a_sums = \"input\"")
+    -- zb != 0 with both sums as inputs: one kernel for the quantized GEMM
+    local o = {M = 64, N = 64, K = 64, a_dtype = "uint8", a_zero_point = 3, b_zero_point = -5, b_sums = "input", a_sums = "input",
+               bias = true, scale = "per_channel", out_zero_point = 9}
+    local f = qm(o)
+    for _, intrin in ipairs({"dp4a", "mma"}) do
+      local sch = qg.schedule(f, {intrin = intrin, tc = {BM = 64, BN = 64, BK = 64, warp_m = 32, warp_n = 32}})
+      local mod = tir.build(sch.mod, "cuda -arch=sm_80", {compile = false})
+      local rep = tir.simulate(mod, tir.testing.random_args(f, 3), {reference = f})
+      assert.are.equal(0, rep.n_issues)
+      assert.are.equal(1, rep.kernels)
+    end
     U.expect_error(function() qg.schedule(qm{M = 64, N = 64, K = 64}, {BX = 1}) end, "unknown option 'BX'")
   end)
 end)

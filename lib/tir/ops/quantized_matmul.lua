@@ -32,10 +32,13 @@
 --   scale          a number (a constant), "per_tensor" (float32 parameter scale[1]) or
 --                  "per_channel" (float32 parameter scale[N]) (1.0)
 --   out_zero_point integer (0)      out_dtype "int8" | "uint8" | "int32" | "float16" | "float32" ("int8")
---   relu           false            four_term true     b_sums "compute" | "input" ("compute")
+--   relu           false            four_term true     b_sums, a_sums "compute" | "input" ("compute")
 --   accum_dtype    "int32" | "int64" ("int32"; int64 only with four_term = false)
 --   name           "qmatmul"
--- Parameters, in order: A, B, [za], [zb], [bias], [scale], [b_col_sums], out.
+-- a_sums = "input" likewise takes the row sums of A as an int32 parameter `a_row_sums` [M] (for
+-- zb != 0 when a schedule needs the GEMM as the epilogue's only producer; computed per call,
+-- e.g. with quantized_matmul.row_sums_func, a separate kernel).
+-- Parameters, in order: A, B, [za], [zb], [bias], [scale], [b_col_sums], [a_row_sums], out.
 -- Errors (tir.Error, primitive "quantized_matmul"): unknown options, non-positive or
 -- non-integer extents, dtypes outside the lists (e.g. float inputs), zero points that are not
 -- integers (a float zero point of an int8 op) or outside the input dtype's range, an output
@@ -51,7 +54,7 @@ local RANGE = {int8 = {-128, 127}, uint8 = {0, 255}, int32 = {-2147483648, 21474
 
 local DEFAULTS = {M = false, N = false, K = false, a_dtype = "int8", b_dtype = "int8", b_layout = "NK", a_zero_point = 0,
                   b_zero_point = 0, bias = false, scale = 1.0, out_zero_point = 0, out_dtype = "int8", relu = false,
-                  four_term = true, b_sums = "compute", accum_dtype = "int32", name = "qmatmul"}
+                  four_term = true, b_sums = "compute", a_sums = "compute", accum_dtype = "int32", name = "qmatmul"}
 
 local function check(o)
   local r = {}
@@ -73,6 +76,7 @@ local function check(o)
   one_of("b_layout", {"NK", "KN"})
   one_of("out_dtype", {"int8", "uint8", "int32", "float16", "float32"})
   one_of("b_sums", {"compute", "input"})
+  one_of("a_sums", {"compute", "input"})
   one_of("accum_dtype", {"int32", "int64"})
   for _, k in ipairs({"bias", "relu", "four_term"}) do
     if type(r[k]) ~= "boolean" then raise("TypeError", "%s must be a boolean, got %s", k, util.show(r[k])) end
@@ -108,6 +112,7 @@ local function check(o)
   end
   if r.accum_dtype == "int64" and r.four_term then raise("ValueError", "accum_dtype int64 is for the direct compute (four_term = false)") end
   if r.b_sums == "input" and not r.four_term then raise("ValueError", "b_sums = \"input\" needs four_term") end
+  if r.a_sums == "input" and not r.four_term then raise("ValueError", "a_sums = \"input\" needs four_term") end
   if r.relu and not (r.out_dtype == "int8" or r.out_dtype == "uint8") then
     raise("ValueError", "relu applies to requantized int8/uint8 outputs (out_dtype %s)", r.out_dtype)
   end
@@ -132,6 +137,8 @@ local function build(o)
   if o.scale == "per_tensor" then SCALE = te.placeholder({1}, "float32", "scale"); params[#params + 1] = SCALE end
   if o.scale == "per_channel" then SCALE = te.placeholder({N}, "float32", "scale"); params[#params + 1] = SCALE end
   if o.b_sums == "input" then BSUM = te.placeholder({N}, "int32", "b_col_sums"); params[#params + 1] = BSUM end
+  local ASUM
+  if o.a_sums == "input" then ASUM = te.placeholder({M}, "int32", "a_row_sums"); params[#params + 1] = ASUM end
   local function c(v, dt) return tir.const(v, dt or acc_t) end
   local function za(i) return ZA and te.cast(acc_t, ZA[{i}]) or c(o.a_zero_point) end
   local function zb(j) return ZB and te.cast(acc_t, ZB[{j}]) or c(o.b_zero_point) end
@@ -156,8 +163,12 @@ local function build(o)
     end, "C")
     local RA, CB
     if not zb_zero then
-      local ka = te.reduce_axis({0, K}, "ka")
-      RA = te.compute({M}, function(i) return te.sum(te.cast(acc_t, A[{i, ka}]), {ka}) end, "a_row_sum")
+      if ASUM then
+        RA = ASUM
+      else
+        local ka = te.reduce_axis({0, K}, "ka")
+        RA = te.compute({M}, function(i) return te.sum(te.cast(acc_t, A[{i, ka}]), {ka}) end, "a_row_sum")
+      end
     end
     if not za_zero then
       if BSUM then
@@ -223,6 +234,15 @@ function qm.col_sums(B, layout)
     s[j] = acc
   end
   return tir.nd.array(s, "int32")
+end
+
+--- quantized_matmul.row_sums_func(M, K, a_dtype): the PrimFunc (A, a_row_sums) computing the
+-- int32 row sums of A (for a_sums = "input": a separate kernel before the GEMM, per call).
+function qm.row_sums_func(M, K, a_dtype)
+  local A = te.placeholder({M, K}, a_dtype or "int8", "A")
+  local ka = te.reduce_axis({0, K}, "ka")
+  local S = te.compute({M}, function(i) return te.sum(te.cast("int32", A[{i, ka}]), {ka}) end, "a_row_sum")
+  return te.create_prim_func({A, S}, "a_row_sums")
 end
 
 --- quantized_matmul.col_sums_func(N, K, layout, b_dtype): the PrimFunc (B, b_col_sums) computing

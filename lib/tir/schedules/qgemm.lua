@@ -7,9 +7,10 @@
 --     clamp) runs per thread right after its register tile (reverse_compute_at the thread
 --     loop; the accumulator C is set to "local" scope), so C never goes to global memory;
 --   * the column sums of B come in as a parameter (b_sums = "input": a constant weight's sums,
---     computed once); row sums of A (b_zero_point ~= 0) are not fused yet: the schedule refuses
---     a PrimFunc that computes sums (the epilogue could not move into the GEMM's nest).
--- One kernel launch.  opts: BM, BN, BK, TY, TX, vec (8: int8 elements per access of the
+--     computed once); with b_zero_point ~= 0 the row sums of A do too (a_sums = "input", a
+--     separate kernel per call): the schedule refuses a PrimFunc that computes sums, since the
+--     epilogue could not move into the GEMM's nest.
+-- One kernel launch for the quantized GEMM itself.  opts: BM, BN, BK, TY, TX, vec (8: int8 elements per access of the
 -- cooperative copies; BM * BK and BN * BK must be multiples of TY * TX * vec), unroll (true),
 -- transpose (true: the shared tiles stored k-major, [k][i] and [k][j], so that the threads of a
 -- warp read consecutive bytes instead of rows 128 bytes apart, all in one bank), intrin ("simt":
@@ -45,9 +46,9 @@ function M.schedule(func, opts)
     if has[name] then
       util.raise("ValueError", "qgemm",
                  "block %s is computed in the PrimFunc: this schedule fuses the epilogue into the GEMM's thread loop, which "
-                 .. "needs the GEMM as the epilogue's only producer (TVM's reverse_compute_at rule); use b_zero_point = 0 "
-                 .. "(symmetric weights) and b_sums = \"input\" (a constant weight's column sums), or schedule the sums "
-                 .. "yourself", name)
+                 .. "needs the GEMM as the epilogue's only producer (TVM's reverse_compute_at rule); give the sums as "
+                 .. "inputs: b_sums = \"input\" (a constant weight's column sums, computed once) and, when "
+                 .. "b_zero_point ~= 0, a_sums = \"input\" (quantized_matmul.row_sums_func: a kernel before the GEMM)", name)
     end
   end
   if o.intrin == "mma" then
