@@ -235,6 +235,8 @@ local function binop_cases(out)
   for _, dt in ipairs({"int8", "int16", "uint8", "uint16"}) do
     out[#out + 1] = {name = ("(a + b) < 1 %s"):format(dt), ins = {dt, dt}, out = "bool",
                      fn = function(a, b) return tir.lt(a + b, tir.const(1, dt)) end}
+    out[#out + 1] = {name = ("(a + b) == 0 %s"):format(dt), ins = {dt, dt}, out = "bool",
+                     fn = function(a, b) return tir.eq(a + b, tir.const(0, dt)) end}
     out[#out + 1] = {name = ("int32(a * b) %s"):format(dt), ins = {dt, dt}, out = "int32",
                      fn = function(a, b) return tir.cast("int32", a * b) end}
     out[#out + 1] = {name = ("int32(a - b) // 3 %s"):format(dt), ins = {dt, dt}, out = "int32",
