@@ -63,6 +63,19 @@ describe("the builtin registry (include/tir/builtins.def)", function()
   end)
 end)
 
+describe("the codegen reads the registry", function()
+  it("refuses a tensor-core builtin with the wrong number of arguments, with the table's arity and doc", function()
+    local T = tir.script
+    local f = T.prim_func("bad", {A = T.Buffer({256}, "float32")}, function(A)
+      local tx = T.launch_thread("threadIdx.x", 32)
+      local W = T.allocate({256}, "float32", "warp")
+      T.evaluate(T.call("void", "mma_fill", T.address_of(W[{0}])))
+    end)
+    U.expect_error(function() tir.build(f, "cuda", {compile = false}) end,
+      "mma_fill takes 2 arguments (each lane's accumulator elements = value), not 1")
+  end)
+end)
+
 describe("storage scopes (include/tir/scope.h)", function()
   it("lists the valid scopes once, for every primitive's message", function()
     for _, s in ipairs({"global", "shared", "shared.dyn", "local", "warp", "wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator",

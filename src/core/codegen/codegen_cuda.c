@@ -286,7 +286,31 @@ static int tc_stmt(CG *g, const tir_Call *c) {
   const char *op = c->op;
   int n = c->args->size;
   int64_t m = 16, nn = 16, k = 16;
-  if (strcmp(op, "wmma_fill") == 0 && n == 5) {
+  const tir_BuiltinInfo *bi = tir_builtin_info(op);
+  if (!bi) return 0;
+  switch (bi->id) {
+  case TIR_BI_WMMA_FILL:
+  case TIR_BI_WMMA_LOAD:
+  case TIR_BI_WMMA_STORE:
+  case TIR_BI_WMMA_MMA:
+  case TIR_BI_MMA_LDMATRIX:
+  case TIR_BI_MMA_SYNC:
+  case TIR_BI_MMA_FILL:
+  case TIR_BI_MMA_STORE:
+    /* the arity the registry declares (include/tir/builtins.def) */
+    if (n < bi->min_args || n > bi->max_args || (bi->id == TIR_BI_WMMA_MMA && n != 4 && n != 7)) {
+      char want[32];
+      if (bi->id == TIR_BI_WMMA_MMA) snprintf(want, sizeof want, "4 or 7");
+      else if (bi->min_args == bi->max_args) snprintf(want, sizeof want, "%d", bi->min_args);
+      else snprintf(want, sizeof want, "%d or %d", bi->min_args, bi->max_args);
+      cg_fail(g, &c->hdr, "%s takes %s arguments (%s), not %d", op, want, bi->doc, n);
+      return 1;
+    }
+    break;
+  default: return 0;
+  }
+  switch (bi->id) {
+  case TIR_BI_WMMA_FILL: {
     const_arg(c, 1, &m), const_arg(c, 2, &nn);
     line(g);
     put(g, "nvcuda::wmma::fill_fragment(");
@@ -296,7 +320,8 @@ static int tc_stmt(CG *g, const tir_Call *c) {
     put(g, ");\n");
     return 1;
   }
-  if ((strcmp(op, "wmma_load") == 0 || strcmp(op, "wmma_store") == 0) && n == 7) {
+  case TIR_BI_WMMA_LOAD:
+  case TIR_BI_WMMA_STORE: {
     const_arg(c, 1, &m), const_arg(c, 2, &nn), const_arg(c, 3, &k);
     const tir_BufferLoad *f = addr_load(c->args->items[0]);
     tir_ScopeRank role = f ? tir_scope_parse(f->buffer->scope).rank : TIR_SCOPE_UNKNOWN;
@@ -305,7 +330,7 @@ static int tc_stmt(CG *g, const tir_Call *c) {
     int acc = role == TIR_SCOPE_WMMA_ACCUMULATOR;
     const char *mem = layout && strcmp(layout, "col_major") == 0 ? "nvcuda::wmma::mem_col_major" : "nvcuda::wmma::mem_row_major";
     line(g);
-    if (op[5] == 'l') {
+    if (bi->id == TIR_BI_WMMA_LOAD) {
       put(g, "nvcuda::wmma::load_matrix_sync(");
       frag_ref(g, c->args->items[0], elems);
       put(g, ", ");
@@ -327,7 +352,7 @@ static int tc_stmt(CG *g, const tir_Call *c) {
   }
   /* wmma_mma(d, a, b, c [, m, n, k]): fragments of m x k (A), k x n (B), m x n (C, D); 16^3
    * when no shape is given */
-  if (strcmp(op, "wmma_mma") == 0 && (n == 4 || n == 7)) {
+  case TIR_BI_WMMA_MMA: {
     if (n == 7) const_arg(c, 4, &m), const_arg(c, 5, &nn), const_arg(c, 6, &k);
     int64_t elems[4] = {m * nn, m * k, k * nn, m * nn};
     const tir_BufferLoad *x[4];
@@ -359,7 +384,7 @@ static int tc_stmt(CG *g, const tir_Call *c) {
   }
   /* mma_ldmatrix(trans, num, dst warp, src shared): PTX ISA 9.7.14.5.15 ldmatrix; the source
    * address is this lane's row (the impl computes it from tir_lane_id) */
-  if (strcmp(op, "mma_ldmatrix") == 0 && n == 4) {
+  case TIR_BI_MMA_LDMATRIX: {
     int64_t trans = 0, num = 4;
     const_arg(c, 0, &trans), const_arg(c, 1, &num);
     if (num != 1 && num != 2 && num != 4) {
@@ -391,7 +416,7 @@ static int tc_stmt(CG *g, const tir_Call *c) {
   /* mma_sync(d, a, b, c [, config]): the 16x16 warp tile D = A B + C as two mma.sync of the
    * table row (include/tir/mma.h) named by config or found from the operands' dtypes; one call
    * of the row's helper (emitted once, ptx_mma.c) */
-  if (strcmp(op, "mma_sync") == 0 && (n == 4 || n == 5)) {
+  case TIR_BI_MMA_SYNC: {
     const tir_MmaConfig *cfg = mma_row(g, c);
     if (!cfg) return 1;
     const char *acc = tir_dtype_is_float(cfg->c) ? "float" : "int";
@@ -408,7 +433,7 @@ static int tc_stmt(CG *g, const tir_Call *c) {
     return 1;
   }
   /* mma_fill(c, value): the lane's 8 accumulator elements (16x16 / 32) */
-  if (strcmp(op, "mma_fill") == 0 && n == 2) {
+  case TIR_BI_MMA_FILL: {
     const tir_BufferLoad *d = addr_load(c->args->items[0]);
     line(g);
     put(g, "{\n");
@@ -430,7 +455,7 @@ static int tc_stmt(CG *g, const tir_Call *c) {
   }
   /* mma_store(c, dst, ld): the 16x16 accumulator tile to dst (row stride ld), cast to dst's
    * type; lane l holds rows l/4 and l/4 + 8, columns 2(l%4) + {0, 1} of each n8 tile */
-  if (strcmp(op, "mma_store") == 0 && n == 3) {
+  case TIR_BI_MMA_STORE: {
     const tir_BufferLoad *d = addr_load(c->args->items[1]);
     if (!d) {
       cg_fail(g, &c->hdr, "mma_store needs address_of(destination[...])");
@@ -483,7 +508,8 @@ static int tc_stmt(CG *g, const tir_Call *c) {
     put(g, "}\n");
     return 1;
   }
-  return 0;
+  default: return 0;
+  }
 }
 
 /* The fragment declaration of a wmma buffer: its shape and layout come from the builtins
@@ -498,13 +524,16 @@ static int frag_scan(const tir_Node *x, void *p) {
   FragInfo *fi = p;
   if (x->kind != TIR_Call) return 0;
   const tir_Call *c = (const tir_Call *)x;
-  if (strncmp(c->op, "wmma_", 5) != 0 || c->args->size < 1) return 0;
+  const tir_BuiltinInfo *bi = tir_builtin_info(c->op);
+  if (!bi || (bi->id != TIR_BI_WMMA_FILL && bi->id != TIR_BI_WMMA_LOAD && bi->id != TIR_BI_WMMA_STORE && bi->id != TIR_BI_WMMA_MMA) ||
+      c->args->size < 1)
+    return 0;
   for (int i = 0; i < c->args->size; i++) {
     const tir_BufferLoad *l = addr_load(c->args->items[i]);
     if (!l || l->buffer->data != fi->buf->data) continue;
-    if (strcmp(c->op, "wmma_mma") != 0) const_arg(c, 1, &fi->m), const_arg(c, 2, &fi->n), const_arg(c, 3, &fi->k);
+    if (bi->id != TIR_BI_WMMA_MMA) const_arg(c, 1, &fi->m), const_arg(c, 2, &fi->n), const_arg(c, 3, &fi->k);
     else if (c->args->size == 7) const_arg(c, 4, &fi->m), const_arg(c, 5, &fi->n), const_arg(c, 6, &fi->k);
-    if (strcmp(c->op, "wmma_load") == 0 && str_arg(c, 6)) fi->layout = str_arg(c, 6);
+    if (bi->id == TIR_BI_WMMA_LOAD && str_arg(c, 6)) fi->layout = str_arg(c, 6);
   }
   return 0;
 }

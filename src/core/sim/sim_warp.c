@@ -627,17 +627,19 @@ SVal *sim_shfl(Sim *S, const tir_Call *c, int mode, const Act *a) {
 }
 
 int sim_warp_builtin(Sim *S, const tir_Call *c, const Act *a) {
-  const char *op = c->op;
+  const tir_BuiltinInfo *bi = tir_builtin_info(c->op);
   int mark = S->vtop, rc;
-  if (strcmp(op, "mma_ldmatrix") == 0) rc = ldmatrix(S, c, a);
-  else if (strcmp(op, "mma_sync") == 0) rc = mma_sync(S, c, a);
-  else if (strcmp(op, "mma_fill") == 0) rc = mma_fill(S, c, a);
-  else if (strcmp(op, "mma_store") == 0) rc = mma_store(S, c, a);
-  else if (strcmp(op, "wmma_fill") == 0) rc = wmma_fill(S, c, a);
-  else if (strcmp(op, "wmma_load") == 0) rc = wmma_ldst(S, c, a, 1);
-  else if (strcmp(op, "wmma_store") == 0) rc = wmma_ldst(S, c, a, 0);
-  else if (strcmp(op, "wmma_mma") == 0) rc = wmma_mma(S, c, a);
-  else return 1;
+  switch (bi ? bi->id : TIR_BI_COUNT) {
+    case TIR_BI_MMA_LDMATRIX: rc = ldmatrix(S, c, a); break;
+    case TIR_BI_MMA_SYNC: rc = mma_sync(S, c, a); break;
+    case TIR_BI_MMA_FILL: rc = mma_fill(S, c, a); break;
+    case TIR_BI_MMA_STORE: rc = mma_store(S, c, a); break;
+    case TIR_BI_WMMA_FILL: rc = wmma_fill(S, c, a); break;
+    case TIR_BI_WMMA_LOAD: rc = wmma_ldst(S, c, a, 1); break;
+    case TIR_BI_WMMA_STORE: rc = wmma_ldst(S, c, a, 0); break;
+    case TIR_BI_WMMA_MMA: rc = wmma_mma(S, c, a); break;
+    default: return 1;
+  }
   S->vtop = mark;
   return rc || S->fatal ? -1 : 0;
 }
