@@ -237,6 +237,12 @@ describe("tc_gemm checks up front", function()
     local sch2, o2 = tc.auto_tensorize(f, "wmma.m16n16k16", nil, {sm_count = 1})
     assert.are.equal(128, o2.BM); assert.are.equal(1, o2.ctas)
     U.assert_equiv(f, sch2.mod, {rtol = 2e-3, atol = 2e-3, trials = 1})
+    -- the 256-wide choice (16 x 16 tiles, one warp per CTA, 256 CTAs) runs right lane by lane
+    local g = tc.workload(256, 256, 32)
+    local sch3, o3 = tc.auto_tensorize(g, "mma.m16n8k16", nil, {sm_count = 132})
+    assert.are.same({16, 16, 256}, {o3.BM, o3.BN, o3.ctas})
+    tir.simulate(tir.build(sch3.mod, "cuda -arch=sm_80", {compile = false}), tir.testing.random_args(g, 2),
+                 {reference = g, rtol = 1e-2, atol = 1e-2})
     U.expect_error(function() tc.auto_tensorize(f, "mma.m16n8k16", nil, {sm_cont = 4}) end, "did you mean 'sm_count'?")
     U.expect_error(function() tc.auto_tensorize(f, 3) end, "TypeError in tc_gemm.auto_tensorize", "instr must be a string")
   end)
