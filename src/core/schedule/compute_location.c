@@ -110,9 +110,10 @@ static int solve_region_dim(const tir_Range *r, const tir_Node *lo, const tir_No
   return ok;
 }
 
-/* The digit of v an index takes: floormod(floordiv(v, lo), hi / lo) (hi 0: no floormod), as
- * transform_layout's tiled maps write them (v // 96, v // 32 % 3, v % 32). */
-static int as_digit(const tir_Node *e, const tir_Var **v, int64_t *lo, int64_t *hi) {
+/* The digit of E an index takes: floormod(floordiv(E, lo), hi / lo) (hi 0: no floormod), as
+ * transform_layout's tiled maps write them (v // 96, v // 32 % 3, v % 32) and layout
+ * transforms read them ((v1 * 8 + v4) // 16, (v1 * 8 + v4) % 16). */
+static int as_digit(const tir_Node *e, const tir_Node **E, int64_t *lo, int64_t *hi) {
   int64_t c, d;
   *lo = 1, *hi = 0;
   if (e->kind == TIR_FloorMod && tir_is_const_int(((const tir_FloorMod *)e)->b, &c) && c > 0) {
@@ -123,46 +124,80 @@ static int as_digit(const tir_Node *e, const tir_Var **v, int64_t *lo, int64_t *
     } else {
       *hi = c;
     }
-    if (x->kind != TIR_Var) return 0;
-    *v = (const tir_Var *)x;
+    *E = x;
     return 1;
   }
-  if (e->kind == TIR_FloorDiv && tir_is_const_int(((const tir_FloorDiv *)e)->b, &c) && c > 0 &&
-      ((const tir_FloorDiv *)e)->a->kind == TIR_Var) {
+  if (e->kind == TIR_FloorDiv && tir_is_const_int(((const tir_FloorDiv *)e)->b, &c) && c > 0) {
     *lo = c;
-    *v = (const tir_Var *)((const tir_FloorDiv *)e)->a;
+    *E = ((const tir_FloorDiv *)e)->a;
     return 1;
   }
   return 0;
 }
 
-/* A provided point whose indices are all the digits of one block variable v, together making
- * up v (v = sum lo_k * digit_k: the lowest digit starts at 1, each ends where the next starts,
- * the highest has no floormod): the required box [lo_k, hi_k] per index needs v in
- * [sum lo_k * lo'_k, sum lo_k * hi'_k] (v grows with every digit).  Solving the dimensions one
- * by one would only use the highest digit (96 values of v for a 32-element tile). */
-static int solve_digits(tir_Analyzer *an, const tir_Array *region, const Dom *req, const tir_Var **var, tir_Node **vlo,
-                        tir_Node **vhi) {
+/* E in [lo, hi] for the block variable it pins: E itself, what solve_dim solves, or
+ * c * v + w with w a block variable whose domain lies in [0, c) (w then ranges freely). */
+static int solve_expr(const tir_Block *blk, const tir_Node *E, tir_Node *lo, tir_Node *hi, const tir_Var **var, tir_Node **vlo,
+                      tir_Node **vhi) {
+  if (solve_dim(E, lo, hi, var, vlo, vhi)) return 1;
+  if (E->kind != TIR_Add) return 0;
+  const tir_Add *ad = (const tir_Add *)E;
+  for (int side = 0; side < 2; side++) {
+    const tir_Node *m = side ? ad->b : ad->a, *w = side ? ad->a : ad->b;
+    int64_t c;
+    if (m->kind != TIR_Mul || !tir_is_const_int(((const tir_Mul *)m)->b, &c) || c <= 1 || w->kind != TIR_Var) continue;
+    const tir_Node *v = ((const tir_Mul *)m)->a;
+    if (v->kind != TIR_Var) continue;
+    int ok = 0;
+    for (int q = 0; q < blk->iter_vars->size; q++) {
+      const tir_IterVar *iv = (const tir_IterVar *)blk->iter_vars->items[q];
+      int64_t mn, ex;
+      if (&iv->var->hdr == w && tir_is_const_int(iv->dom->min, &mn) && tir_is_const_int(iv->dom->extent, &ex) && mn >= 0 &&
+          mn + ex <= c)
+        ok = 1;
+    }
+    if (!ok) continue;
+    *var = (const tir_Var *)v;
+    *vlo = tir_floordiv(R(lo), tir_int_imm(lo->dtype, c));
+    *vhi = tir_floordiv(R(hi), tir_int_imm(hi->dtype, c));
+    return 1;
+  }
+  return 0;
+}
+
+/* Provided point indices that are digits of one expression E, together making up E (E = sum
+ * lo_k * digit_k: the lowest digit starts at 1, each ends where the next starts, the highest
+ * has no floormod): the required box [lo'_k, hi'_k] of those indices needs E in
+ * [sum lo_k * lo'_k, sum lo_k * hi'_k] (E grows with every digit).  Solving the dimensions one
+ * by one would only use the highest digit (96 values of v for a 32-element tile).  Marks the
+ * dimensions used in *used (bits). */
+static int solve_digits(tir_Analyzer *an, const tir_Block *blk, const tir_Array *region, const Dom *req, const tir_Var **var,
+                        tir_Node **vlo, tir_Node **vhi, unsigned *used_dims) {
   int n = region->size;
-  if (n < 2 || n > 8) return 0;
-  int64_t lo[8], hi[8];
-  const tir_Var *v = NULL;
+  if (n < 2 || n > 16) return 0;
+  int64_t lo[16], hi[16];
+  const tir_Node *E = NULL;
+  int dims[16], nd = 0;
   for (int k = 0; k < n; k++) {
     const tir_Range *r = (const tir_Range *)region->items[k];
-    const tir_Var *vk;
-    if (!tir_is_one(r->extent) || !req[k].lo || !as_digit(r->min, &vk, &lo[k], &hi[k]) || (v && vk != v)) return 0;
-    v = vk;
+    const tir_Node *Ek;
+    int64_t l, h;
+    if (!tir_is_one(r->extent) || !req[k].lo || !as_digit(r->min, &Ek, &l, &h)) continue;
+    if (E && !tir_expr_deep_equal(E, Ek)) continue;
+    E = Ek;
+    lo[nd] = l, hi[nd] = h, dims[nd++] = k;
   }
+  if (nd < 2) return 0;
   /* the digits chain from 1 upwards without gaps and the highest is unbounded */
   int64_t at = 1;
-  int used[8] = {0};
-  for (int step = 0; step < n; step++) {
+  int used[16] = {0};
+  for (int step = 0; step < nd; step++) {
     int k = -1;
-    for (int q = 0; q < n; q++)
+    for (int q = 0; q < nd; q++)
       if (!used[q] && lo[q] == at) k = q;
     if (k < 0) return 0;
     used[k] = 1;
-    if (step == n - 1) {
+    if (step == nd - 1) {
       if (hi[k] != 0) return 0;
     } else {
       if (hi[k] == 0) return 0;
@@ -170,15 +205,23 @@ static int solve_digits(tir_Analyzer *an, const tir_Array *region, const Dom *re
     }
   }
   tir_Node *a = NULL, *b = NULL;
-  for (int k = 0; k < n; k++) {
-    tir_DType t = req[k].lo->dtype;
-    tir_Node *x = tir_mul(R(req[k].lo), tir_int_imm(t, lo[k])), *y = tir_mul(R(req[k].hi), tir_int_imm(t, lo[k]));
+  for (int q = 0; q < nd; q++) {
+    const Dom *rq = &req[dims[q]];
+    tir_DType t = rq->lo->dtype;
+    tir_Node *x = tir_mul(R(rq->lo), tir_int_imm(t, lo[q])), *y = tir_mul(R(rq->hi), tir_int_imm(t, lo[q]));
     a = a ? tir_add(a, x) : x;
     b = b ? tir_add(b, y) : y;
   }
-  *var = v;
-  *vlo = tir_simplify_take(an, a);
-  *vhi = tir_simplify_take(an, b);
+  tir_Node *ea = tir_simplify_take(an, a), *eb = tir_simplify_take(an, b);
+  tir_Node *l0 = NULL, *h0 = NULL;
+  int ok = solve_expr(blk, E, ea, eb, var, &l0, &h0);
+  tir_release(ea);
+  tir_release(eb);
+  if (!ok) return 0;
+  *vlo = tir_simplify_take(an, l0);
+  *vhi = tir_simplify_take(an, h0);
+  *used_dims = 0;
+  for (int q = 0; q < nd; q++) *used_dims |= 1u << dims[q];
   return 1;
 }
 
@@ -832,7 +875,8 @@ int sch_compute_location(tir_Schedule *s, const char *P, int64_t uid, const tir_
       for (int q = 0; q < nv; q++) hit[q] = 0;
       const tir_Var *jv = NULL;
       tir_Node *jlo = NULL, *jhi = NULL;
-      int joint = solve_digits(an, preg->region, req, &jv, &jlo, &jhi);
+      unsigned joint_dims = 0;
+      int joint = solve_digits(an, blk, preg->region, req, &jv, &jlo, &jhi, &joint_dims);
       if (joint) {
         int idx = -1;
         for (int q = 0; q < nv; q++)
@@ -843,12 +887,12 @@ int sch_compute_location(tir_Schedule *s, const char *P, int64_t uid, const tir_
         } else {
           tir_release(jlo);
           tir_release(jhi);
-          joint = 0;
+          joint_dims = 0;
         }
       }
-      for (int k = 0; k < ndim && !joint; k++) {
+      for (int k = 0; k < ndim; k++) {
         const tir_Range *pr_k = (const tir_Range *)preg->region->items[k];
-        if (!req[k].lo) continue;
+        if (!req[k].lo || (k < 32 && (joint_dims >> k & 1u))) continue;
         const tir_Var *v = NULL;
         tir_Node *vlo = NULL, *vhi = NULL;
         if (solve_region_dim(pr_k, req[k].lo, req[k].hi, &v, &vlo, &vhi)) {
