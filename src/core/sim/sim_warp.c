@@ -6,7 +6,8 @@
  *    the row addresses of matrix i (16-byte aligned rows of 8 b16 elements); without .trans lane
  *    l receives row l/4, columns 2(l%4), 2(l%4)+1 of matrix i in its register i, with .trans
  *    the elements (2(l%4), l/4) and (2(l%4)+1, l/4) -- the matrix read column by column.
- *  - 9.7.14.5.8 fragments of mma.m16n8k16 (.f16/.bf16 inputs, .f32 accumulators), with
+ *  - 9.7.14.5.8 fragments of mma.m16n8k16 (.f16/.bf16 inputs, .f32 accumulators; the table rows of
+ *    include/tir/mma.h hold these maps, and those of m16n8k32 .s8/.u8, 9.7.14.5.10), with
  *    g = lane / 4, q = lane % 4:  A (16x16, row): a0,a1 = (g, 2q..2q+1), a2,a3 = (g+8, 2q..),
  *    a4,a5 = (g, 2q+8..), a6,a7 = (g+8, 2q+8..);  B (16x8, col): b0,b1 = (k 2q..2q+1, n g),
  *    b2,b3 = (k 2q+8.., n g);  C/D (16x8): c0,c1 = (g, 2q..2q+1), c2,c3 = (g+8, 2q..).
@@ -17,9 +18,10 @@
  *    stored with the given leading dimension and layout.
  *  - .sync.aligned (ldmatrix, mma, wmma): all 32 threads of the warp execute the same
  *    instruction; operands that must agree (wmma's fragment, pointer, ldm) must agree.
- * Accumulation: the products of a 16x16x16 step are added in k order with rounding to the
+ * Accumulation: the products of a 16x16xk step are added in k order with rounding to the
  * accumulator type after every addition, as the interpreter runs the intrinsics' desc
- * (hardware accumulates with more internal precision; results may differ in the last bits). */
+ * (hardware accumulates floats with more internal precision; results may differ in the last
+ * bits).  Integer rows are exact: int64 products, s32 sums wrapping like the interpreter's. */
 #include <stdlib.h>
 #include <string.h>
 
