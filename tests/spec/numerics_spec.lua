@@ -209,7 +209,8 @@ describe("numerics: the CUDA C uses the instructions that give the interpreter's
 
   it("wraps narrow integer arithmetic and clamps shifts", function()
     local s = src_of("int8", "int8", function(a, b) return a + b end, "int8")
-    assert.is_truthy(s:find("((signed char)(A[((int)threadIdx.x)] + B[", 1, true))
+    assert.is_truthy(s:find("tir_sext8((A[((int)threadIdx.x)] + B[", 1, true))
+    assert.is_truthy(s:find('asm("cvt.s32.s8 %0, %1;"', 1, true))
     s = src_of("uint16", "uint16", function(a, b) return a * b end, "uint16")
     assert.is_truthy(s:find("(((unsigned int)A[((int)threadIdx.x)] * (unsigned int)B[((int)threadIdx.x)]) & 0xffffu)", 1, true))
     s = src_of("int32", "int32", function(a, b) return tir.call("int32", "shift_left", a, b) end, "int32")

@@ -668,6 +668,9 @@ static void numerics_helpers(tir_StrBuf *sb) {
               "__device__ __forceinline__ long long tir_shr64(long long x, unsigned long long s) { return x >> (s >= 64ull ? 63 : (int)s); }\n"
               "__device__ __forceinline__ unsigned int tir_shru32(unsigned int x, unsigned long long s) { return s >= 32ull ? 0u : x >> s; }\n"
               "__device__ __forceinline__ unsigned long long tir_shru64(unsigned long long x, unsigned long long s) { return s >= 64ull ? 0ull : x >> s; }\n"
+              "// int8/int16 results: the low 8/16 bits sign-extended, opaque to the optimizer (see binary())\n"
+              "__device__ __forceinline__ int tir_sext8(int x) { int r; asm(\"cvt.s32.s8 %0, %1;\" : \"=r\"(r) : \"r\"(x)); return r; }\n"
+              "__device__ __forceinline__ int tir_sext16(int x) { int r; asm(\"cvt.s32.s16 %0, %1;\" : \"=r\"(r) : \"r\"(x)); return r; }\n"
               "// integer abs: the minimum wraps to itself (two's complement negation)\n"
               "__device__ __forceinline__ int tir_iabs(int x) { return x < 0 ? (int)(0u - (unsigned int)x) : x; }\n"
               "__device__ __forceinline__ long long tir_iabs(long long x) { return x < 0 ? (long long)(0ull - (unsigned long long)x) : x; }\n");
@@ -685,15 +688,19 @@ static int is_narrow_int(tir_DType t) { return tir_dtype_is_int(t) && t.bits < 3
 
 static const char *cast_open(CG *g, tir_DType to, tir_DType from);
 
-/* a op b; narrow integer results brought back to their width: signed ones by a cast,
- * unsigned ones computed in unsigned int (uint16 65535 * 65535 would overflow int) and masked.
- * Not `(unsigned short)(a + b)`: nvcc turned `(unsigned short)(a + b) < 1` into neg.s16 +
- * setp.eq.s16, which gave false for 0x8000 + 0x8000 on the H200 (gpu_numerics_spec). */
+/* a op b; narrow integer results brought back to their width in 32-bit registers: unsigned
+ * ones computed in unsigned int (uint16 65535 * 65535 would overflow int) and masked, signed
+ * ones sign-extended by cvt.s32.s8/s16 in inline PTX (tir_sext8/16).  Not C's `(short)(a + b)`:
+ * nvcc narrows such code to 16-bit PTX and turned `(unsigned short)(a + b) < 1` into neg.s16 +
+ * setp.eq.s16, which was false for 0x8000 + 0x8000 on the H200 (gpu_numerics_spec). */
 static void binary(CG *g, const tir_Node *e, const char *op, int lane) {
   const tir_Add *b = (const tir_Add *)e;
   tir_DType t = tir_dtype_element(e->dtype);
   int narrow = is_narrow_int(t), uns = narrow && t.code == TIR_DT_UINT;
-  if (narrow && !uns) putf(g, "((%s)", ctype(g, t, e));
+  if (narrow && !uns) {
+    g->uses_numerics = 1;
+    putf(g, "tir_sext%d(", t.bits);
+  }
   put(g, uns ? "(((unsigned int)" : "(");
   operand(g, b->a, lane);
   putf(g, uns ? " %s (unsigned int)" : " %s ", op);
