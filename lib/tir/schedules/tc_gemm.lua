@@ -345,7 +345,8 @@ local function validate(sch, o, P)
             "moves whole vectors (use a smaller vec)", X[1], X[2], bk, elems, o.vec)
     end
   end
-  if o.epilogue then
+  local padded = pcall(function() return sch:get_block("A_pad") end)
+  if o.epilogue and not padded then -- (the padded workload's D is a kernel of its own)
     local okb, E = pcall(function() return sch:get(sch:get_block(o.epilogue)) end)
     if not okb then raise("ValueError", P, "epilogue block '%s' does not exist", o.epilogue) end
     local edt = E.writes[1] and E.writes[1].buffer.dtype
