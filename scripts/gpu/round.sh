@@ -1,0 +1,44 @@
+#!/bin/sh
+# round.sh STAGE... -- a GPU round on the lent machine, from the repository root, with the
+# tirlua binary in .carry/bin/tirlua and busted in .carry/lua (README: GPU tests and
+# benchmarks).  Logs go to $OUT (at most 8 files come back: each stage writes one log; the
+# benchmarks append their markdown to $OUT/bench.md and their rows to $OUT/results.jsonl).
+#   specs      the main job and every #gpu spec             -> main.log, gpu_specs.log
+#   examples   the tensor-core and int8 examples at 4096^3  -> examples.log
+#   bench      fp32, fp16, int8 GEMM benchmarks             -> bench.log
+#   tune       tir.tune over tc_gemm at 4096^3              -> tune.log
+# Exit status: non-zero when any stage failed (the others still run).
+set -u
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+export TIRLUA_PATH="$PWD/lib" TIRLUA_LUA_MODULES="$PWD/.carry/lua" TIRLUA_BENCH_OUT="$OUT/bench.md"
+export TIRLUA_COMMIT="${TIRLUA_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+T="$PWD/.carry/bin/tirlua"
+status=0
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw --format=csv,noheader
+for stage in "$@"; do
+  case $stage in
+    specs)
+      "$T" scripts/examples/matmul.lua > "$OUT/main.log" 2>&1 || status=1
+      tail -2 "$OUT/main.log"
+      "$T" tests/run_busted.lua --run=gpu -o utfTerminal > "$OUT/gpu_specs.log" 2>&1 || status=1
+      grep -E "successes|^(Error|Failure) " "$OUT/gpu_specs.log" | tail -20 ;;
+    examples)
+      for ex in matmul_mma gemm_int8 gemm_dp4a qgemm; do
+        echo "== $ex" >> "$OUT/examples.log"
+        "$T" "scripts/examples/$ex.lua" >> "$OUT/examples.log" 2>&1 || { status=1; echo "$ex FAILED" >> "$OUT/examples.log"; }
+      done
+      grep -E "^== |TOP/s|TFLOP/s|bit-exact|FAILED|rror" "$OUT/examples.log" | head -40 ;;
+    bench)
+      for b in gemm gemm_fp16 gemm_int8; do
+        echo "== bench/$b.lua" >> "$OUT/bench.log"
+        "$T" "bench/$b.lua" >> "$OUT/bench.log" 2>&1 || { status=1; echo "bench/$b.lua FAILED" >> "$OUT/bench.log"; }
+      done
+      cat "$OUT/bench.log" ;;
+    tune)
+      "$T" bench/tune_gemm.lua > "$OUT/tune.log" 2>&1 || status=1
+      cat "$OUT/tune.log" ;;
+    *) echo "round.sh: unknown stage $stage"; status=1 ;;
+  esac
+done
+exit $status
