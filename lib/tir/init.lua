@@ -170,14 +170,16 @@ end
 
 --- tir.tune{...}: the tuner (lib/tir/tune.lua; loaded on first use): tir.tune(spec),
 -- tir.tune.best(workload, target), tir.tune.lookup(...), tir.tune.records(db).
+-- (__module: the module a lazy proxy stands for, for help(x) and TAB completion in tir.repl)
 tir.tune = setmetatable({}, {
+  __module = "tir.tune",
   __index = function(_, k) return require("tir.tune")[k] end,
   __call = function(_, spec) return require("tir.tune").run(spec) end,
 })
 
 --- tir.layout: pictures of fragment lane maps and shared-memory banks (lib/tir/layout.lua;
 -- loaded on first use): tir.layout.fragment(row, operand), tir.layout.shared{...}.
-tir.layout = setmetatable({}, {__index = function(_, k) return require("tir.layout")[k] end})
+tir.layout = setmetatable({}, {__module = "tir.layout", __index = function(_, k) return require("tir.layout")[k] end})
 
 --- tir.print(fmt, v1, ..., [filter]): printf from inside a kernel, as a Call expression (use
 -- it as a statement: T.evaluate(tir.print(...)), or T.print(...) in the T script).  The format
@@ -232,6 +234,27 @@ end
 --- tir.help(x): what x is and its documentation (the --- comments of lib/tir, a module's header,
 -- an object's methods, an IR node's fields).  The tirlua program also defines a global `help`.
 function tir.help(x) return require("tir.repl").help(x) end
+
+--- tir.register_extern(name, {cuda = "device source", model = function(...) end}): an external
+-- device function for T.call_extern (include/tir/extern.h); tir.register_extern_model(name, fn):
+-- its CPU model alone (a CUDA built-in).  Raises TypeError/ValueError naming the function.
+do
+  local reg, reg_model = core.register_extern, core.register_extern_model
+  local function check_name(prim, name)
+    if type(name) ~= "string" then util.raise("TypeError", prim, "the name must be a string, got %s", util.show(name)) end
+  end
+  function tir.register_extern(name, opts)
+    check_name("register_extern", name)
+    if opts == nil then util.raise("TypeError", "register_extern", "expected a table {cuda = source, model = fn} after the name") end
+    opts = util.check_opts("register_extern", opts, {cuda = "string", model = "function"})
+    return util.guard("register_extern", reg, name, opts)
+  end
+  function tir.register_extern_model(name, fn)
+    check_name("register_extern_model", name)
+    if type(fn) ~= "function" then util.raise("TypeError", "register_extern_model", "the model must be a function, got %s", util.show(fn)) end
+    return util.guard("register_extern_model", reg_model, name, fn)
+  end
+end
 
 --- The on-disk kernel cache (include/tir/kernel_cache.h): tir.build looks each module's PTX and
 -- CUBIN up there before calling NVRTC and stores what NVRTC made.  Keyed by the generated CUDA C,
@@ -354,7 +377,9 @@ function M.time_evaluator(mod, opts)
 end
 
 -- a call with more arguments than a function's parameters is an error (util.strict)
-for _, k in ipairs({"build", "build_many", "lower", "simulate", "interpret_alloc_limit"}) do tir[k] = util.strict(k, tir[k]) end
+for _, k in ipairs({"build", "build_many", "lower", "simulate", "interpret_alloc_limit", "help", "register_extern",
+                    "register_extern_model"}) do tir[k] = util.strict(k, tir[k]) end
+util.strict_all(tir.cache, "cache.")
 for _, k in ipairs({"register", "get", "list"}) do
   tir.TensorIntrin[k] = util.strict("TensorIntrin." .. k, tir.TensorIntrin[k])
 end

@@ -179,4 +179,7 @@ function json.decode(s)
   return v
 end
 
+-- a call with more arguments than a function's parameters is an error (util.strict)
+require("tir.util").strict_all(json, "json.")
+
 return json

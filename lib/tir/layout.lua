@@ -6,7 +6,7 @@
 --   tir.layout.shared{shape = {16, 64}, dtype = "float16", pad = 8}          -- the bank of each element
 --   tir.layout.shared{shape = {16, 64}, dtype = "float16",
 --                     index_map = function(r, c) return r, ((c // 8) ~ (r % 8)) * 8 + c % 8 end}
---   lay:access(tir.layout.ldmatrix_x4{rows = 16, col = 0})  -- conflicts of one warp instruction
+--   lay:access(tir.layout.ldmatrix_x4{row0 = 0, col = 0})  -- conflicts of one warp instruction
 --   print(lay) / lay:text()            -- text: one cell per element
 --   lay:png("file.png" [, {title =}])  -- colored cells (lane or bank), legend, shape in the title
 --                                      -- (gnuplot, Debian's gnuplot-nox)
@@ -228,6 +228,7 @@ function Layout:png(path, opts)
     util.raise("RuntimeError", "Layout:png", "gnuplot is missing (apt-get install gnuplot-nox; scripts/setup.sh installs it)")
   end
   local cell = opts.cell or 48
+  if cell < 8 or cell > 256 then util.raise("ValueError", "Layout:png", "cell must be 8..256 pixels, got %d", cell) end
   local data = os.tmpname()
   local f = assert(io.open(data, "w"))
   for r = 0, self.rows - 1 do
@@ -263,5 +264,9 @@ function Layout:png(path, opts)
   if ok ~= true then util.raise("RuntimeError", "Layout:png", "gnuplot failed to draw %s", path) end
   return path
 end
+
+-- a call with more arguments than a function's parameters is an error (util.strict)
+util.strict_all(M, "layout.")
+for _, k in ipairs({"conflicts", "access", "text", "png"}) do Layout[k] = util.strict("Layout:" .. k, Layout[k], true) end
 
 return M

@@ -53,6 +53,11 @@ end
 -- [-128, 127], ...); deterministic for a seed.
 function nd.random(shape, dtype, dev, opts)
   opts = util.check_opts("nd.random", opts, {seed = "integer", low = "number", high = "number"})
+  for _, k in ipairs({"low", "high"}) do
+    if opts[k] and (opts[k] == math.huge or opts[k] == -math.huge) then
+      util.raise("ValueError", "nd.random", "option %s must be finite, got %s", k, tostring(opts[k]))
+    end
+  end
   util.check_dtype(dtype, "nd.random")
   local a = util.guard("nd.random", core.nd_empty, shape, dtype or "float32", dev_arg(dev))
   return util.guard("nd.random", a.fill_random, a, opts.seed or 0, opts.low, opts.high)
@@ -67,6 +72,13 @@ function nd.from_dlpack(x, opts)
   opts = util.check_opts("nd.from_dlpack", opts, {versioned = "boolean"})
   if type(x) ~= "userdata" then
     util.raise("TypeError", "nd.from_dlpack", "expected a tir.DLPack capsule or a pointer to a DLManagedTensor, got %s", util.show(x))
+  end
+  -- a capsule knows which struct it holds: a versioned option that contradicts it is refused,
+  -- not ignored (it only chooses the struct of a pointer from C)
+  local mt = getmetatable(x)
+  if opts.versioned ~= nil and type(mt) == "table" and mt.__name == "tir.DLPack" and x:versioned() ~= opts.versioned then
+    util.raise("ValueError", "nd.from_dlpack", "versioned = %s, but the capsule holds a %s", tostring(opts.versioned),
+      x:versioned() and "DLManagedTensorVersioned" or "DLManagedTensor")
   end
   return util.guard("nd.from_dlpack", core.nd_from_dlpack, x, opts.versioned or false)
 end
@@ -107,7 +119,8 @@ end
 -- C side owns: call its deleter once).  Collected unconsumed, the capsule calls the deleter.
 do
   local to_dlpack = core.ndarray_methods.to_dlpack
-  core.ndarray_methods.to_dlpack = function(a, opts)
+  core.ndarray_methods.to_dlpack = function(a, opts, ...)
+    util.no_extra("NDArray:to_dlpack", "a:to_dlpack([opts])", ...)
     local o = util.check_opts("NDArray:to_dlpack", opts, {versioned = "boolean"})
     return to_dlpack(a, o.versioned or false)
   end

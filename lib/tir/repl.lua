@@ -14,8 +14,21 @@ local KEYWORDS = {"and", "break", "do", "else", "elseif", "end", "false", "for",
 
 local function core() return package.loaded["tir.core"] end
 
+-- The module a lazy proxy table stands for (tir.tune, tir.layout: a metatable __module), loaded;
+-- v itself otherwise.
+local function unproxy(v)
+  local mt = type(v) == "table" and getmetatable(v)
+  local name = type(mt) == "table" and rawget(mt, "__module")
+  if type(name) == "string" then
+    local ok, m = pcall(require, name)
+    if ok and type(m) == "table" then return m end
+  end
+  return v
+end
+
 -- Names reachable from value v with '.' (fields), or ':' (methods).
 local function names_of(v, colon)
+  v = unproxy(v)
   local out, seen = {}, {}
   local function add(k, val)
     if type(k) == "string" and k:match("^[%a_][%w_]*$") and not seen[k] then
@@ -167,7 +180,10 @@ local function module_file(t)
 end
 
 --- The documentation text of x (see the header).
+local function a_or_an(word) return (tostring(word):match("^[aeiouAEIOU]") and "an " or "a ") .. tostring(word) end
+
 function M.doc(x)
+  x = unproxy(x)
   local t = type(x)
   if t == "function" then
     local util = package.loaded["tir.util"]
@@ -201,7 +217,7 @@ function M.doc(x)
         cname = cls_name or "object"
         if cls_path then parts[#parts + 1] = file_header(cls_path) end
       end
-      table.insert(parts, 1, "a " .. tostring(cname))
+      table.insert(parts, 1, a_or_an(cname))
       local ms = public(names_of(x, true))
       if #ms > 0 then parts[#parts + 1] = "methods: " .. table.concat(ms, ", ") end
     else
@@ -218,13 +234,13 @@ function M.doc(x)
       if f and #f > 0 then parts[#parts + 1] = "fields: " .. table.concat(f, ", ") end
     else
       local mt = getmetatable(x)
-      parts[#parts + 1] = "a " .. tostring(mt and rawget(mt, "__name") or "userdata")
+      parts[#parts + 1] = a_or_an(mt and rawget(mt, "__name") or "userdata")
     end
     local ms = names_of(x, true)
     if #ms > 0 then parts[#parts + 1] = "methods: " .. table.concat(ms, ", ") end
     return table.concat(parts, "\n")
   end
-  return ("a %s: %s"):format(t, tostring(x))
+  return ("%s: %s"):format(a_or_an(t), tostring(x))
 end
 
 --- Prints M.doc(x).

@@ -507,5 +507,7 @@ function tune.lookup(workload, target, opts)
   return tune.best(near, target, opts), "nearest " .. near
 end
 
+-- a call with more arguments than a function's parameters is an error (util.strict)
+util.strict_all(tune, "tune.")
 setmetatable(tune, {__call = function(_, spec) return tune.run(spec) end})
 return tune

@@ -97,7 +97,10 @@ util.sorted_keys = sorted_keys
 -- (integer >= 1), "dtype", "node" (a tir expression), "any", or several joined with "|"
 local function type_ok(v, t)
   for alt in t:gmatch("[^|]+") do
-    if alt == "any" or type(v) == alt then return true end
+    -- "number" first: NaN is a Lua number but no option's value (rtol = 0/0 passes every check)
+    if alt == "number" then
+      if type(v) == "number" and v == v then return true end
+    elseif alt == "any" or type(v) == alt then return true end
     if alt == "integer" and math.type(v) == "integer" then return true end
     if alt == "nonneg" and math.type(v) == "integer" and v >= 0 then return true end
     if alt == "positive" and math.type(v) == "integer" and v >= 1 then return true end

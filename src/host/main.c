@@ -176,6 +176,9 @@ static void print_usage(FILE *f, const char *badoption) {
   if (badoption != NULL) {
     if (config_index(badoption) >= 0)
       fprintf(f, "%s: bad value in option '%s'\n", PROGNAME, badoption);
+    else if (strcmp(badoption, "--cache-info") == 0 || strcmp(badoption, "--cache-clear") == 0)
+      fprintf(f, "%s: '%s' stands alone: run 'tirlua %s' without other options or arguments\n", PROGNAME, badoption,
+              badoption);
     else if ((badoption[1] == 'e' || badoption[1] == 'l') && badoption[2] == '\0')
       fprintf(f, "%s: '%s' needs argument\n", PROGNAME, badoption);
     else
@@ -395,6 +398,7 @@ typedef char **(*rl_completion_matches_fn)(const char *, rl_compentry_fn);
 static lua_State *complete_L;                       /* the REPL's state, while it reads a line */
 static rl_completion_matches_fn rl_completion_matches_p;
 static int *rl_completion_append_p; /* readline resets it to ' ' before each completion */
+static int *rl_attempted_over_p;    /* set: no file-name completion when no Lua name matches */
 static char **complete_list;                         /* candidates of the current word */
 static int complete_n, complete_next;
 
@@ -443,6 +447,7 @@ static char **attempt_completion(const char *text, int start, int end) {
   (void)start;
   (void)end;
   if (rl_completion_append_p) *rl_completion_append_p = '\0'; /* tir.te.<TAB> goes on with a name */
+  if (rl_attempted_over_p) *rl_attempted_over_p = 1; /* x.<TAB> must not offer x.png from the directory */
   return rl_completion_matches_p ? rl_completion_matches_p(text, complete_names) : NULL;
 }
 
@@ -453,6 +458,7 @@ static void completion_open(void *lib) {
   const char **breaks = (const char **)dlsym(lib, "rl_completer_word_break_characters");
   rl_completion_append_p = (int *)dlsym(lib, "rl_completion_append_character");
   rl_completion_matches_p = (rl_completion_matches_fn)dlsym(lib, "rl_completion_matches");
+  rl_attempted_over_p = (int *)dlsym(lib, "rl_attempted_completion_over");
   if (attempted == NULL || rl_completion_matches_p == NULL) return;
   *attempted = attempt_completion;
   /* '.' and ':' are part of a word: tir.te.pl<TAB>, sch:spl<TAB> */

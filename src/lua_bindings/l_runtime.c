@@ -170,15 +170,20 @@ static int dl_gc(lua_State *L) {
   return 0;
 }
 
-static DLBox *check_live_capsule(lua_State *L, int idx) {
+/* prim: the function to name in the error (nd.from_dlpack or DLPack:release). */
+static DLBox *check_live_capsule(lua_State *L, int idx, const char *prim) {
   DLBox *b = luaL_checkudata(L, idx, DLPACK_MT);
-  if (b->consumed) tirL_error(L, TIR_ERR_VALUE, "nd.from_dlpack", "the DLPack capsule was already consumed (a tensor is imported once)");
+  if (b->consumed)
+    tirL_error(L, TIR_ERR_VALUE, prim,
+               "the DLPack capsule was already consumed (imported by nd.from_dlpack or handed to C by release(); "
+               "a tensor is taken once)");
   return b;
 }
 
 /* capsule:release() -> lightuserdata: the managed tensor, now the C caller's (to call its deleter) */
 static int dl_release(lua_State *L) {
-  DLBox *b = check_live_capsule(L, 1);
+  if (lua_gettop(L) > 1) tirL_error(L, TIR_ERR_TYPE, "DLPack:release", "too many arguments: release() takes none");
+  DLBox *b = check_live_capsule(L, 1, "DLPack:release");
   b->consumed = 1;
   lua_pushlightuserdata(L, b->t);
   return 1;
@@ -204,7 +209,7 @@ static int l_from_dlpack(lua_State *L) {
     a = lua_toboolean(L, 2) ? tir_nd_from_dlpack_versioned(t) : tir_nd_from_dlpack(t);
     if (!a) return tirL_raise_core(L);
   } else {
-    DLBox *b = check_live_capsule(L, 1);
+    DLBox *b = check_live_capsule(L, 1, "nd.from_dlpack");
     a = b->versioned ? tir_nd_from_dlpack_versioned(b->t) : tir_nd_from_dlpack(b->t);
     if (!a) return tirL_raise_core(L);
     b->consumed = 1; /* the array owns it now */

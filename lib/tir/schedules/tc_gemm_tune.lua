@@ -14,15 +14,22 @@ local util = require("tir.util")
 
 local M = {}
 
-local OPT_KEYS = {dtype = true, out_dtype = true, layout = true, intrin = true, db = true, trials = true, jobs = true,
-                  search = true, space = true, progress = true, seed = true, smem_limit = true, target = true}
+local OPT_KEYS = {dtype = "dtype", out_dtype = "dtype", layout = "string", intrin = "string", db = "string", trials = "positive",
+                  jobs = "positive", search = "string", space = "table", progress = "boolean", seed = "integer",
+                  smem_limit = "positive", target = "string"}
 
-local function check_opts(prim, o)
-  if o ~= nil and type(o) ~= "table" then util.raise("TypeError", prim, "options must be a table, got %s", util.show(o)) end
-  for k in pairs(o or {}) do
-    if not OPT_KEYS[k] then util.raise("ValueError", prim, "unknown option '%s'", tostring(k)) end
+-- options (unknown keys: "did you mean"; types) and the GEMM's extents, for each entry point
+local function check_opts(prim, o, m, n, k)
+  for i = 1, 3 do
+    local x = ({m, n, k})[i]
+    if math.type(x) ~= "integer" or x < 1 then
+      util.raise("TypeError", prim, "%s must be a positive integer, got %s", ({"M", "N", "K"})[i], util.show(x))
+    end
   end
-  o = o or {}
+  o = util.check_opts(prim, o, OPT_KEYS)
+  if o.layout ~= nil and not ({NN = 1, NT = 1, TN = 1, TT = 1})[o.layout] then
+    util.raise("ValueError", prim, "layout must be \"NN\", \"NT\", \"TN\" or \"TT\", got %s", util.show(o.layout))
+  end
   return {dtype = o.dtype or "float16", out_dtype = o.out_dtype or "float16", layout = o.layout or "NN",
           intrin = o.intrin or "mma", db = o.db, trials = o.trials, jobs = o.jobs, search = o.search, space = o.space,
           progress = o.progress, seed = o.seed, smem_limit = o.smem_limit or 227 * 1024, target = o.target or "cuda"}
@@ -30,7 +37,7 @@ end
 
 --- The database key of a GEMM: "tc_gemm:<intrin>:<dtype>:<out_dtype>:<layout>:MxNxK".
 function M.workload_key(m, n, k, o)
-  o = check_opts("tc_gemm_tune.workload_key", o)
+  o = check_opts("tc_gemm_tune.workload_key", o, m, n, k)
   return ("tc_gemm:%s:%s:%s:%s:%dx%dx%d"):format(o.intrin, o.dtype, o.out_dtype, o.layout, m, n, k)
 end
 
@@ -50,7 +57,7 @@ M.DEPTHS = {{32, 3}, {32, 4}, {64, 2}, {64, 3}}
 -- M x N x K GEMM: tiles larger than the problem (rounded up to 64) are dropped, and those whose
 -- shared tiles exceed smem_limit or whose k loop is shorter than the pipeline.
 function M.space(m, n, k, o)
-  o = check_opts("tc_gemm_tune.space", o)
+  o = check_opts("tc_gemm_tune.space", o, m, n, k)
   local space = {}
   for _, t in ipairs(M.TILES) do
     for _, d in ipairs(M.DEPTHS) do
@@ -72,7 +79,7 @@ local function layout_flags(layout) return layout:sub(1, 1) == "T", layout:sub(2
 --- Tunes tc_gemm for one GEMM on the GPU; records go to the tuning database.  Returns
 -- tir.tune's result (best.params are tc_gemm options).
 function M.tune(m, n, k, opts)
-  local o = check_opts("tc_gemm_tune.tune", opts)
+  local o = check_opts("tc_gemm_tune.tune", opts, m, n, k)
   local dev = tir.device("cuda", 0)
   local ta, tb = layout_flags(o.layout)
   local a = tir.nd.random(ta and {k, m} or {m, k}, o.dtype, dev, {seed = 31})
@@ -111,7 +118,7 @@ end
 --- The options to schedule an M x N x K GEMM with: the tuned ones, the nearest tuned shape's,
 -- or tc_gemm's defaults.  Returns opts, how ("tuned", "nearest <key>", "defaults").
 function M.options(m, n, k, opts)
-  local o = check_opts("tc_gemm_tune.options", opts)
+  local o = check_opts("tc_gemm_tune.options", opts, m, n, k)
   local rec, how = tir.tune.lookup(M.workload_key(m, n, k, o), o.target, {db = o.db})
   if not rec then return {}, "defaults" end
   local p = {}
@@ -122,12 +129,18 @@ end
 --- A schedule of the GEMM with M.options' choice; says on stdout which it used (quiet = true
 -- keeps it silent).  Returns the schedule, the options and how.
 function M.schedule(m, n, k, opts, quiet)
-  local o = check_opts("tc_gemm_tune.schedule", opts)
+  if quiet ~= nil and type(quiet) ~= "boolean" then
+    util.raise("TypeError", "tc_gemm_tune.schedule", "quiet must be a boolean, got %s", util.show(quiet))
+  end
+  local o = check_opts("tc_gemm_tune.schedule", opts, m, n, k)
   local p, how = M.options(m, n, k, opts)
   if not quiet then
     print(("tc_gemm %dx%dx%d: %s options%s"):format(m, n, k, how, next(p) and (" " .. require("tir.json").encode(p)) or ""))
   end
   return M.build(m, n, k, o, p), p, how
 end
+
+-- a call with more arguments than a function's parameters is an error (util.strict)
+for _, key in ipairs({"workload_key", "space", "tune", "build", "options", "schedule"}) do M[key] = util.strict("tc_gemm_tune." .. key, M[key]) end
 
 return M
