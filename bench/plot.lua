@@ -6,13 +6,15 @@
 -- benchmark is its newest date, and of that date the commit of its last row.
 local json = require("tir.json")
 
+if arg[3] ~= nil then error("usage: tirlua bench/plot.lua [results.jsonl [outdir]]", 0) end
 local src = arg[1] or "bench/results.jsonl"
 local outdir = arg[2] or "bench/plots"
 
 local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 
 local rows = {}
-local f = assert(io.open(src, "r"), "bench/plot.lua: cannot open " .. src)
+local f, why = io.open(src, "r")
+if not f then error("bench/plot.lua: cannot open " .. tostring(why), 0) end
 local n = 0
 for line in f:lines() do
   n = n + 1
@@ -23,6 +25,26 @@ for line in f:lines() do
   end
 end
 f:close()
+
+-- rows that can be drawn: a benchmark, shape, variant and date (strings) and a number; the others
+-- are counted and said, never a crash on a missing field
+do
+  local good, skipped = {}, 0
+  for _, r in ipairs(rows) do
+    if type(r) == "table" and type(r.bench) == "string" and type(r.shape) == "string" and type(r.variant) == "string" and
+        type(r.date) == "string" and type(r.tflops) == "number" then
+      good[#good + 1] = r
+    else
+      skipped = skipped + 1
+    end
+  end
+  if skipped > 0 then
+    io.stderr:write(("bench/plot.lua: %s: skipped %d row(s) without bench, shape, variant, date (strings) and tflops (a number)\n")
+      :format(src, skipped))
+  end
+  if #good == 0 then error(("bench/plot.lua: %s has no row to draw"):format(src), 0) end
+  rows = good
+end
 
 -- the latest run of each benchmark
 local latest = {}
@@ -37,7 +59,7 @@ end
 local benches = {}
 for b in pairs(latest) do benches[#benches + 1] = b end
 table.sort(benches)
-assert(os.execute("mkdir -p " .. sh_quote(outdir)))
+if os.execute("mkdir -p " .. sh_quote(outdir)) ~= true then error(("bench/plot.lua: cannot create the directory %s"):format(outdir), 0) end
 if os.execute("command -v gnuplot > /dev/null") ~= true then
   error("bench/plot.lua: gnuplot is missing (apt-get install gnuplot-nox; scripts/setup.sh installs it)")
 end
