@@ -27,6 +27,9 @@ describe("new entry points refuse extra arguments", function()
       {function() tir.register_extern("h9_f", {}, 1) end, "register_extern(name, opts) takes 2, got 3"},
       {function() tir.help(1, 2) end, "help(x) takes 1, got 2"},
       {function() a:to_dlpack({}, 1) end, "NDArray:to_dlpack", "1 more than a:to_dlpack([opts]) takes"},
+      {function() require("tir.schedules.qgemm").schedule(nil, {}, 1) end, "qgemm.schedule(func, opts) takes 2, got 3"},
+      {function() require("tir.schedules.simt_gemm").schedule(nil, {}, 1) end, "simt_gemm.schedule(func, opts) takes 2, got 3"},
+      {function() tir.ops.quantized_matmul.col_sums(nil, "NK", 1) end, "quantized_matmul.col_sums(B, layout) takes 2, got 3"},
     }
     for _, c in ipairs(cases) do U.expect_error(c[1], table.unpack(c, 2)) end
   end)
@@ -59,6 +62,13 @@ describe("new entry points check their values", function()
     U.expect_error(function() tt.options(64, 64, 64, {layout = "XX"}) end, "layout must be \"NN\", \"NT\", \"TN\" or \"TT\"")
     U.expect_error(function() tt.schedule(64, 64, 64, {}, 1) end, "quiet must be a boolean, got 1")
     assert.are.equal("tc_gemm:mma:float16:float16:NN:4096x4096x4096", tt.workload_key(4096, 4096, 4096))
+  end)
+
+  it("tir.ops errors point at the caller's line, as lib/tir/schedules' do", function()
+    local e = U.expect_error(function() tir.ops.quantized_matmul{M = 64, N = 64, K = 64, a_zero_point = 200} end,
+                             "ValueError in quantized_matmul", "outside the range of int8")
+    assert.truthy(tostring(e):find("new_api_checks_spec.lua:%d+:"), tostring(e))
+    assert.falsy(tostring(e):find("quantized_matmul.lua:", 1, true), tostring(e))
   end)
 
   it("Layout:png refuses a cell size that draws nothing", function()

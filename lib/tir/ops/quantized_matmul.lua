@@ -257,4 +257,7 @@ function qm.col_sums_func(N, K, layout, b_dtype)
 end
 
 qm.defaults = DEFAULTS
+-- a call with more arguments than a function's parameters is an error (util.strict)
+qm.col_sums = util.strict("quantized_matmul.col_sums", qm.col_sums)
+qm.col_sums_func = util.strict("quantized_matmul.col_sums_func", qm.col_sums_func)
 return qm

@@ -110,4 +110,7 @@ function M.schedule(func, opts)
   return sch
 end
 
+-- a call with more arguments than a function's parameters is an error (util.strict)
+M.schedule = require("tir.util").strict("qgemm.schedule", M.schedule)
+
 return M
