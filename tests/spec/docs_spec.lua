@@ -73,6 +73,14 @@ describe("NDArray printing", function()
                      tostring(tir.nd.array({0.1, 1 / 3}, "float64")))
     assert.are.equal("tir.NDArray([0.1   , 0.3333], shape=(2,), dtype=float16, device=cpu)",
                      tostring(tir.nd.array({0.1, 1 / 3}, "float16")))
+    -- whole numbers from 10 on print positionally as numpy does ("10.", not %g's "1e+01"); tiny and
+    -- huge ones stay in e-notation
+    assert.are.equal("tir.NDArray([   0.,   10.,   14., 1000.], shape=(4,), dtype=float32, device=cpu)",
+                     tostring(tir.nd.array({0, 10, 14, 1000})))
+    assert.are.equal("tir.NDArray([65504.,  2048.], shape=(2,), dtype=float16, device=cpu)",
+                     tostring(tir.nd.array({65504, 2048}, "float16")))
+    assert.are.equal("tir.NDArray([1e-30, 1e+30], shape=(2,), dtype=float64, device=cpu)",
+                     tostring(tir.nd.array({1e-30, 1e30}, "float64")))
     -- the summary line of a large float array keeps the dtype and shape
     local big = tostring(tir.nd.empty({64, 64, 64}, "float16"))
     assert.matches("shape=%(64, 64, 64%), dtype=float16, device=cpu%)$", big)

@@ -37,10 +37,19 @@ static void format_elem(const tir_NDArray *a, int64_t flat, char *out, size_t ca
       /* the fewest significant digits (at most 8, numpy's precision) that read back as the
        * same value of the array's dtype (numpy's floatmode "maxprec") */
       unsigned char buf[8];
-      for (int p = 1; p <= 8; p++) {
+      int p = 1;
+      for (; p <= 8; p++) {
         snprintf(out, cap, "%.*g", p, v);
         tir_store_scalar_f(buf, t, 0, strtod(out, NULL));
         if (tir_load_scalar_f(buf, t, 0) == v) break;
+      }
+      if (p > 8) p = 8;
+      /* %g switches to e-notation once the exponent reaches the precision (10 with one digit
+       * is "1e+01"); numpy writes values in [1e-4, 1e16) positionally: "10.", "1000." */
+      const char *e = strchr(out, 'e');
+      if (e) {
+        int x = atoi(e + 1);
+        if (x >= -4 && x < 16) snprintf(out, cap, "%.*f", p - 1 - x > 0 ? p - 1 - x : 0, v);
       }
       if (!strpbrk(out, ".e")) strncat(out, ".", cap - strlen(out) - 1); /* 2 prints as "2." */
     }
