@@ -229,7 +229,7 @@ function T.allocate(shape, dtype, scope, fn)
 end
 
 -- The number of elements a buffer spans (strides and elem_offset included), or nil when not
--- constant.
+-- constant; second result: the lowest element it reaches (below elem_offset with negative strides).
 local function span_elems(b)
   local function c(e) return core.is_node(e, "IntImm") and e.value or (type(e) == "number" and e or nil) end
   local off = c(b.elem_offset)
@@ -237,11 +237,14 @@ local function span_elems(b)
   local n = 1
   if #b.strides == #b.shape and #b.shape > 0 then
     n = 1
+    local low = 0
     for d = 1, #b.shape do
       local e, s = c(b.shape[d]), c(b.strides[d])
       if not e or not s then return nil end
-      n = n + (e - 1) * s
+      -- a negative stride walks down from elem_offset: it adds to the low end, not the span's top
+      if s >= 0 then n = n + (e - 1) * s else low = low + (e - 1) * s end
     end
+    return n + off, low + off
   else
     for d = 1, #b.shape do
       local e = c(b.shape[d])
@@ -249,7 +252,7 @@ local function span_elems(b)
       n = n * e
     end
   end
-  return n + off
+  return n + off, off
 end
 
 local DTYPE_BYTES = {int8 = 1, uint8 = 1, int16 = 2, uint16 = 2, float16 = 2, bfloat16 = 2, int32 = 4, uint32 = 4,
@@ -275,6 +278,7 @@ function T.decl_buffer(shape, dtype, opts, fn)
   for _, cand in ipairs(B.owners or {}) do
     if cand.data:same_as(opts.data) then src = cand end
   end
+  util.check_dtype(dtype, "T.decl_buffer")
   local b = core.buffer(opts.name or "buffer", shape, dtype or "float32", opts)
   if not opts.name then pending(b) end
   for d = 1, #b.shape do
@@ -287,7 +291,13 @@ function T.decl_buffer(shape, dtype, opts, fn)
     util.raise("ValueError", "T.decl_buffer", "elem_offset %d is negative", b.elem_offset.value)
   end
   if src then
-    local need, have = span_elems(b), span_elems(src)
+    local need, low = span_elems(b)
+    if low and low < 0 then
+      util.raise("ValueError", "T.decl_buffer", "the view reaches element %d, before the start of %s's data (negative strides " ..
+                 "walk down from elem_offset %s: give an elem_offset of at least %d)", low, src.name, tostring(b.elem_offset),
+                 tonumber(tostring(b.elem_offset)) - low)
+    end
+    local have = span_elems(src)
     local nb, hb = DTYPE_BYTES[b.dtype], DTYPE_BYTES[src.dtype]
     if need and have and nb and hb and need * nb > have * hb then
       local function list(a)

@@ -175,6 +175,23 @@ describe("T.decl_buffer", function()
         T.decl_buffer({20}, "float64", {data = A.data})
       end)
     end, "(160 bytes)", "(128 bytes)")
+    -- negative strides walk down from elem_offset: below the data start is refused, a flipped
+    -- view with the offset at its last row fits (and reads the rows in reverse)
+    U.expect_error(mk({4, 8}, function(A) return {data = A.data, strides = {-8, 1}} end),
+                   "the view reaches element -24, before the start of A's data", "elem_offset of at least 24")
+    U.expect_error(mk({4, 8}, function(A) return {data = A.data, strides = {-8, 2}, elem_offset = 24} end), "spans 39 elements")
+    U.expect_error(mk({8}, function(A) return {data = A.data, dtype = "float32"} end), "unknown option")
+    U.expect_error(function()
+      T.prim_func("main", {A = T.Buffer({4, 8}, "float32")}, function(A) T.decl_buffer({8}, "floaty", {data = A.data}) end)
+    end, "TypeError in T.decl_buffer", "unknown dtype 'floaty'")
+    local flip = T.prim_func("main", {A = T.Buffer({4, 8}, "float32"), B = T.Buffer({4, 8}, "float32")}, function(A, B)
+      local V = T.decl_buffer({4, 8}, "float32", {data = A.data, strides = {-8, 1}, elem_offset = 24})
+      for i, j in T.grid(4, 8) do B[{i, j}] = V[{i, j}] end
+    end)
+    local a = tir.nd.random({4, 8}, "float32", nil, {seed = 3})
+    local b = tir.nd.empty({4, 8}, "float32")
+    tir.interpret(flip, a, b)
+    for i = 0, 3 do for j = 0, 7 do assert.are.equal(a:get({3 - i, j}), b:get({i, j})) end end
   end)
 
   it("is refused by tir.Schedule (primitives follow data flow through buffers, not views)", function()
