@@ -151,10 +151,11 @@ T.call = core.call
 -- as "__dp4a", or one registered with tir.register_extern), passed through to the CUDA C; the
 -- interpreter and the simulator need a CPU model (tir.register_extern_model).  T.call_pure_extern:
 -- the same for a function without side effects.  (TVM: T.call_extern / T.call_pure_extern.)
-T.call_extern = function(dtype, name, ...) return core.call_extern(dtype, name, ...) end
+-- (a bad dtype or argument is a TypeError naming the function, at the caller's line)
+T.call_extern = function(dtype, name, ...) return util.guard("call_extern", core.call_extern, dtype, name, ...) end
 --- T.print(fmt, values..., [filter]): printf from the kernel as a statement (tir.print's doc).
 T.print = function(...) T.evaluate(require("tir").print(...)) end
-T.call_pure_extern = function(dtype, name, ...) return core.call_pure_extern(dtype, name, ...) end
+T.call_pure_extern = function(dtype, name, ...) return util.guard("call_pure_extern", core.call_pure_extern, dtype, name, ...) end
 --- T.address_of(A[{i, j}]): the address of an element (a handle), for builtins that take pointers.
 T.address_of = function(load) return core.call("handle", "address_of", load) end
 --- T.var(dtype): a fresh symbolic variable (e.g. a buffer's stride in a tensor intrinsic);

@@ -179,14 +179,15 @@ static int l_math_builtins(lua_State *L) {
   return 1;
 }
 
-static int l_call(lua_State *L);
+static int call_impl(lua_State *L, int shift);
 
-/* tir.call_extern(dtype, name, args...) / tir.call_pure_extern: include/tir/extern.h */
+/* tir.call_extern(dtype, name, args...) / tir.call_pure_extern: include/tir/extern.h.  The op
+ * name is inserted as argument 2, so argument errors count one less (shift). */
 static int call_extern_as(lua_State *L, const char *op) {
   luaL_checkany(L, 1);
   lua_pushstring(L, op);
   lua_insert(L, 2);
-  return l_call(L);
+  return call_impl(L, 1);
 }
 static int l_call_extern(lua_State *L) { return call_extern_as(L, "call_extern"); }
 static int l_call_pure_extern(lua_State *L) { return call_extern_as(L, "call_pure_extern"); }
@@ -202,7 +203,9 @@ static int l_cast(lua_State *L) {
 }
 
 /* tir.call(dtype, op, args...) -> Call (a builtin the codegen knows, e.g. "exp") */
-static int l_call(lua_State *L) {
+static int l_call(lua_State *L) { return call_impl(L, 0); }
+
+static int call_impl(lua_State *L, int shift) {
   tir_DType t = tirL_check_dtype(L, 1);
   const char *op = luaL_checkstring(L, 2);
   int n = lua_gettop(L) - 2;
@@ -217,7 +220,7 @@ static int l_call(lua_State *L) {
     tir_Node *x = tirL_to_node(L, 3 + i);
     if (!(x && (tir_is_expr(x) || x->kind == TIR_Buffer)) && lua_type(L, 3 + i) != LUA_TNUMBER &&
         lua_type(L, 3 + i) != LUA_TSTRING && lua_type(L, 3 + i) != LUA_TBOOLEAN)
-      luaL_argerror(L, 3 + i, "expression, buffer, number or string expected");
+      luaL_argerror(L, 3 + i - shift, "expression, buffer, number or string expected");
   }
   tir_Array *args = tir_array_new(n);
   for (int i = 0; i < n; i++) {
