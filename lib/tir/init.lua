@@ -83,36 +83,49 @@ local function as_func(func, prim)
   return func
 end
 
-function tir.build(func, target, opts)
-  func = as_func(func, "build")
+-- The target string and options of a build, checked (errors name prim): a copy of opts with
+-- the target's -arch folded in.  extra: more option types (build_many's jobs).
+local function build_options(prim, target, opts, extra)
   target = target or "cuda"
-  if type(target) ~= "string" then util.raise("TypeError", "build", "target must be a string like \"cuda\" or \"cuda -arch=sm_90\"") end
+  if type(target) ~= "string" then util.raise("TypeError", prim, "target must be a string like \"cuda\" or \"cuda -arch=sm_90\"") end
   local words = {}
   for w in target:gmatch("%S+") do words[#words + 1] = w end
-  if #words == 0 then util.raise("ValueError", "build", "the target is empty (use \"cuda\")") end
+  if #words == 0 then util.raise("ValueError", prim, "the target is empty (use \"cuda\")") end
   if words[1] ~= "cuda" and words[1] ~= "nvptx" then
-    util.raise("ValueError", "build", "unknown target '%s' (tirlua builds for \"cuda\")", words[1])
+    util.raise("ValueError", prim, "unknown target '%s' (tirlua builds for \"cuda\")", words[1])
+  end
+  local spec = BUILD_OPTS
+  if extra then
+    spec = {}
+    for k, v in pairs(BUILD_OPTS) do spec[k] = v end
+    for k, v in pairs(extra) do spec[k] = v end
   end
   local o = {}
-  for k, v in pairs(util.check_opts("build", opts, BUILD_OPTS)) do o[k] = v end
+  for k, v in pairs(util.check_opts(prim, opts, spec)) do o[k] = v end
   local u = o.unroll_max_extent
   if u ~= nil and (math.type(u) ~= "integer" or u < 0 or u > 0x7fffffff) then
-    util.raise("ValueError", "build", "option unroll_max_extent must be a non-negative integer, got %s", util.show(u))
+    util.raise("ValueError", prim, "option unroll_max_extent must be a non-negative integer, got %s", util.show(u))
   end
   for i = 2, #words do
     local arch = words[i]:match("^%-arch=(.+)$")
-    if not arch then util.raise("ValueError", "build", "unknown target option '%s' (only -arch=sm_XX)", words[i]) end
+    if not arch then util.raise("ValueError", prim, "unknown target option '%s' (only -arch=sm_XX)", words[i]) end
     if o.arch ~= nil and o.arch ~= arch then
-      util.raise("ValueError", "build", "the target says -arch=%s but opts.arch is %s: give the architecture once", arch, util.show(o.arch))
+      util.raise("ValueError", prim, "the target says -arch=%s but opts.arch is %s: give the architecture once", arch, util.show(o.arch))
     end
     o.arch = arch
   end
   if o.arch ~= nil then
     local num = type(o.arch) == "string" and tonumber(o.arch:match("^sm_(%d+)a?$"))
     if not num or num < 75 or num > 120 then
-      util.raise("ValueError", "build", "bad architecture '%s': expected sm_75 .. sm_120 (e.g. sm_80, sm_90, sm_90a)", tostring(o.arch))
+      util.raise("ValueError", prim, "bad architecture '%s': expected sm_75 .. sm_120 (e.g. sm_80, sm_90, sm_90a)", tostring(o.arch))
     end
   end
+  return o
+end
+
+function tir.build(func, target, opts)
+  func = as_func(func, "build")
+  local o = build_options("build", target, opts)
   if tir.config.dump then o.dump = true end
   local mod = core.build(func, o)
   local dump = tir.config.dump
@@ -132,21 +145,17 @@ end
 -- options as tir.build's (compile must not be false).  Returns a list in the order of funcs of
 -- {mod = Module} or {err = tir.Error}: a function that fails does not stop the others.
 function tir.build_many(funcs, target, opts)
-  if type(funcs) ~= "table" then util.raise("TypeError", "build_many", "funcs must be a list, got %s", util.describe(funcs)) end
-  if opts ~= nil and type(opts) ~= "table" then util.raise("TypeError", "build_many", "options must be a table, got %s", util.describe(opts)) end
-  local o, jobs = {}, core.cpu_count()
-  for k, v in pairs(opts or {}) do
-    if k == "jobs" then
-      if math.type(v) ~= "integer" or v < 1 or v > 64 then
-        util.raise("ValueError", "build_many", "option jobs must be an integer in 1..64, got %s", util.show(v))
-      end
-      jobs = v
-    elseif k == "compile" and v == false then
-      util.raise("ValueError", "build_many", "compile = false makes no sense here: use tir.build")
-    else
-      o[k] = v
-    end
+  if type(funcs) ~= "table" or util.count_keys(funcs) ~= #funcs then
+    util.raise("TypeError", "build_many", "funcs must be a list (keys 1..n, no holes) of PrimFuncs or Schedules, got %s",
+      type(funcs) == "table" and "a table that is not a list" or util.describe(funcs))
   end
+  -- the target and options are the same for every function: checked once, here (a misspelled
+  -- option or a bad target is one error, not one per function in the results)
+  local o = build_options("build_many", target, opts, {jobs = "positive"})
+  if o.jobs and o.jobs > 64 then util.raise("ValueError", "build_many", "option jobs must be an integer in 1..64, got %s", util.show(o.jobs)) end
+  local jobs = o.jobs or core.cpu_count()
+  if o.compile == false then util.raise("ValueError", "build_many", "compile = false makes no sense here: use tir.build") end
+  o.jobs = nil
   o.compile = false
   local results, mods, idx = {}, {}, {}
   for i, f in ipairs(funcs) do

@@ -53,6 +53,24 @@ describe("tir.build_many", function()
     assert.has_error(function() tir.build_many({}, "cuda", {jobs = 0}) end)
     assert.has_error(function() tir.build_many({}, "cuda", {compile = false}) end)
   end)
+
+  it("checks its list, target and options once, before building anything", function()
+    local function err(...)
+      local ok, e = pcall(tir.build_many, ...)
+      assert.is_false(ok)
+      return e.kind .. " in " .. e.primitive .. ": " .. e.message
+    end
+    local f = vadd(64, 32)
+    -- a table that is not a list, and a list with a hole, were built as empty / cut lists
+    assert.truthy(err({a = f}):find("TypeError in build_many: funcs must be a list", 1, true))
+    assert.truthy(err({f, nil, f}):find("funcs must be a list (keys 1..n, no holes)", 1, true))
+    -- a misspelled option or a bad target was one error per function inside the results
+    assert.truthy(err({f, f}, "cuda", {jobz = 2}):find("unknown option 'jobz' (did you mean 'jobs'?)", 1, true))
+    assert.truthy(err({f}, "rocm"):find("ValueError in build_many: unknown target 'rocm'", 1, true))
+    assert.truthy(err({f}, "cuda", {cache = "x"}):find("option cache must be a boolean", 1, true))
+    assert.truthy(err({f}, "cuda", {jobs = 65}):find("jobs must be an integer in 1..64, got 65", 1, true))
+    assert.truthy(err({f}, "cuda -arch=sm_80", {arch = "sm_90"}):find("give the architecture once", 1, true))
+  end)
 end)
 
 describe("tir.tune", function()
