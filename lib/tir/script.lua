@@ -564,12 +564,20 @@ local function regions(list, what)
   return out
 end
 
-function T.reads(...) discover() block_frame("T.reads").reads = regions({...}, "T.reads") end
-function T.writes(...) discover() block_frame("T.writes").writes = regions({...}, "T.writes") end
+-- A block's reads, writes and attributes are given once: a second call would replace the first
+-- (T.reads(A[...]); T.reads(B[...]) declared only B).
+local function set_once(f, key, value, prim)
+  if f[key] ~= nil then
+    err(("%s is given twice in block '%s': list everything in one call"):format(prim, tostring(f.name)), 3)
+  end
+  f[key] = value
+end
+function T.reads(...) discover() set_once(block_frame("T.reads"), "reads", regions({...}, "T.reads"), "T.reads") end
+function T.writes(...) discover() set_once(block_frame("T.writes"), "writes", regions({...}, "T.writes"), "T.writes") end
 function T.block_attr(tbl)
   discover()
   annotations.check_table("T.block_attr", tbl)
-  block_frame("T.block_attr").annotations = tbl
+  set_once(block_frame("T.block_attr"), "annotations", tbl, "T.block_attr")
 end
 
 --- T.init(function() ... end): the reduction's initialization.

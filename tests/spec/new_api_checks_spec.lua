@@ -71,6 +71,28 @@ describe("new entry points check their values", function()
     assert.falsy(tostring(e):find("quantized_matmul.lua:", 1, true), tostring(e))
   end)
 
+  it("T.reads / T.writes / T.block_attr given twice in one block are refused (the second replaced the first)", function()
+    local T = tir.script
+    local function blk(extra)
+      return function()
+        T.prim_func("f", {A = T.Buffer({8}, "float32"), B = T.Buffer({8}, "float32")}, function(A, B)
+          for i in T.serial(8) do
+            T.block("b", function()
+              local vi = T.axis.spatial(8, i)
+              T.reads(A[{vi}])
+              T.writes(B[{vi}])
+              extra(A, B, vi)
+              B[{vi}] = A[{vi}]
+            end)
+          end
+        end)
+      end
+    end
+    U.expect_error(blk(function(A) T.reads(A[{0}]) end), "T.reads is given twice in block 'b'")
+    U.expect_error(blk(function(A, B, vi) T.writes(B[{vi}]) end), "T.writes is given twice in block 'b'")
+    U.expect_error(blk(function() T.block_attr({a = 1}); T.block_attr({b = 2}) end), "T.block_attr is given twice in block 'b'")
+  end)
+
   it("Layout:png refuses a cell size that draws nothing", function()
     local lay = tir.layout.shared{shape = {8, 8}, dtype = "float32"}
     U.expect_error(function() lay:png(os.tmpname(), {cell = 0}) end, "ValueError in Layout:png", "cell must be 8..256 pixels, got 0")
