@@ -106,6 +106,18 @@ describe("kernel cache", function()
     assert.are.equal(0, #files(dir, "%.tkc$"))
   end)
 
+  it("says once, with the reason, when its directory cannot be written (status off, the build goes on)", function()
+    -- two builds in one process (another arch: another entry), one message
+    local f = assert(io.open(script, "a"))
+    f:write("print('second=' .. tir.build(sch.mod, 'cuda -arch=sm_90'):cache_status())\n")
+    f:close()
+    local out = sh(("TIRLUA_CACHE_DIR=/proc/tirlua-no-such-dir %s %s 640"):format(tirlua, script))
+    assert.truthy(out:find("status=off", 1, true), out)
+    assert.truthy(out:find("second=off", 1, true), out)
+    local _, n = out:gsub("kernel cache: /proc/tirlua%-no%-such%-dir: cannot create the directory %(", "")
+    assert.are.equal(1, n, out)
+  end)
+
   it("hits across processes", function()
     local out1 = run(512)
     local out2 = run(512)

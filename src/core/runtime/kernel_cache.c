@@ -134,6 +134,20 @@ static void report_damage(const char *path, const char *why) {
   fprintf(stderr, "tirlua: kernel cache: entry %s is damaged (%s); not loaded, rebuilding it\n", path, why);
 }
 
+/* A directory the cache cannot write (a store that failed): said once per directory and process
+ * with the reason, so that a build whose mod:cache_status() is "off" for this reason does not
+ * leave the user guessing (the build itself goes on: the cache is an optimization). */
+static void report_store_failure(const char *dir, const char *what, int err) {
+  static char last[PATH_MAX];
+  pthread_mutex_lock(&reported_lock);
+  int seen = strcmp(last, dir) == 0;
+  if (!seen) snprintf(last, sizeof last, "%s", dir);
+  pthread_mutex_unlock(&reported_lock);
+  if (!seen)
+    fprintf(stderr, "tirlua: kernel cache: %s: cannot %s (%s); kernels are not cached (set TIRLUA_CACHE_DIR, or "
+            "TIRLUA_CACHE=0)\n", dir, what, strerror(err));
+}
+
 static uint64_t get_u64(const unsigned char *p) {
   uint64_t v;
   memcpy(&v, p, 8);
@@ -225,10 +239,16 @@ int tir_kcache_store(const char *key, const char *ptx, const char *cubin, size_t
   char dir[PATH_MAX], path[PATH_MAX], tmp[PATH_MAX];
   if (tir_kcache_dir(dir, sizeof dir) != 1) return -1;
   if (entry_path(key, path, sizeof path) != 0) return -1;
-  if (make_dirs(dir) != 0) return -1;
+  if (make_dirs(dir) != 0) {
+    report_store_failure(dir, "create the directory", errno);
+    return -1;
+  }
   if (snprintf(tmp, sizeof tmp, "%s/tmp.XXXXXX", dir) >= (int)sizeof tmp) return -1;
   int fd = mkstemp(tmp);
-  if (fd < 0) return -1;
+  if (fd < 0) {
+    report_store_failure(dir, "create a file", errno);
+    return -1;
+  }
   uint64_t nk = strlen(key), np = strlen(ptx), nc = cubin_len;
   uint64_t sum = fnv1a(fnv1a(fnv1a(FNV_BASIS, key, nk), ptx, np), cubin, nc);
   unsigned char hdr[HEADER_BYTES];
@@ -244,7 +264,9 @@ int tir_kcache_store(const char *key, const char *ptx, const char *cubin, size_t
             write_all(fd, cubin, nc);
   if (close(fd) != 0) bad = 1;
   if (bad || rename(tmp, path) != 0) {
+    int e = errno;
     unlink(tmp);
+    report_store_failure(dir, "write an entry", e);
     return -1;
   }
   return 0;
