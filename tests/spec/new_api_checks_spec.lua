@@ -128,3 +128,17 @@ describe("tirlua --cache-info / --cache-clear", function()
     end
   end)
 end)
+
+describe("the int8 examples", function()
+  it("refuse sizes that are not positive integers (abc ran the default size)", function()
+    for _, ex in ipairs({"qgemm", "gemm_dp4a"}) do
+      for _, a in ipairs({"abc", "64 x", "0", "64 64 64 64"}) do
+        local p = assert(io.popen(("%s/tirlua scripts/examples/%s.lua %s 2>&1"):format(build, ex, a)))
+        local out = p:read("a")
+        local ok = p:close()
+        assert.is_falsy(ok)
+        assert.truthy(out:find(("usage: tirlua scripts/examples/%s.lua [M N K]"):format(ex), 1, true), out)
+      end
+    end
+  end)
+end)
