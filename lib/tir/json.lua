@@ -117,9 +117,13 @@ local function dec_string(s, i)
   end
 end
 
-dec = function(s, i)
+local MAX_DEPTH = 512 -- arrays/objects nested deeper are refused (a deep text overflowed the Lua stack)
+
+dec = function(s, i, depth)
+  depth = (depth or 0) + 1
   i = skip(s, i)
   local c = s:sub(i, i)
+  if (c == "{" or c == "[") and depth > MAX_DEPTH then perr(s, i, ("nested deeper than %d levels"):format(MAX_DEPTH)) end
   if c == "{" then
     local obj = {}
     i = skip(s, i + 1)
@@ -131,7 +135,7 @@ dec = function(s, i)
       i = skip(s, i)
       if s:sub(i, i) ~= ":" then perr(s, i, "expected ':'") end
       local v
-      v, i = dec(s, i + 1)
+      v, i = dec(s, i + 1, depth)
       obj[k] = v
       i = skip(s, i)
       local d = s:sub(i, i)
@@ -145,7 +149,7 @@ dec = function(s, i)
     if s:sub(i, i) == "]" then return arr, i + 1 end
     while true do
       local v
-      v, i = dec(s, i)
+      v, i = dec(s, i, depth)
       arr[#arr + 1] = v
       i = skip(s, i)
       local d = s:sub(i, i)

@@ -31,6 +31,9 @@ describe("tir.json", function()
     assert.are.equal(1e-5, json.decode("1e-5"))
     assert.has_error(function() json.decode('{"a": }') end, "json.decode: unexpected character at position 7")
     assert.has_error(function() json.decode("[1] x") end, "json.decode: trailing characters at position 5")
+    -- a deeply nested text is refused by depth, not by a Lua stack overflow
+    assert.has_error(function() json.decode(string.rep("[", 100000)) end, "json.decode: nested deeper than 512 levels at position 513")
+    assert.are.equal(1, #json.decode(string.rep("[", 512) .. string.rep("]", 512)))
   end)
 end)
 
