@@ -39,7 +39,7 @@ tir.script = require("tir.script")
 tir.Schedule = require("tir.schedule")
 tir.testing = require("tir.testing")
 -- tir.ops (ready-made operators, lib/tir/ops): loaded on first use (it requires tir itself)
-tir.ops = setmetatable({}, {__index = function(t, k)
+tir.ops = setmetatable({}, {__module = "tir.ops", __index = function(t, k)
   setmetatable(t, nil)
   for name, v in pairs(require("tir.ops")) do t[name] = v end
   return rawget(t, k)

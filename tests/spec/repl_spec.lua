@@ -46,6 +46,7 @@ describe("tir.repl.complete", function()
     assert.are.same({"tir.layout.shared"}, repl.complete("tir.layout.sh"))
     assert.are.same({"tir.tune.best"}, repl.complete("tir.tune.be"))
     assert.are.equal("an object", repl.doc(setmetatable({}, {})))
+    assert.truthy(repl.doc(tir.ops):find("ready-made operators", 1, true), repl.doc(tir.ops))
   end)
 end)
 
