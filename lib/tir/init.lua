@@ -40,7 +40,7 @@ tir.Schedule = require("tir.schedule")
 tir.testing = require("tir.testing")
 -- tir.ops (ready-made operators, lib/tir/ops): loaded on first use (it requires tir itself)
 tir.ops = setmetatable({}, {__module = "tir.ops", __index = function(t, k)
-  setmetatable(t, nil)
+  setmetatable(t, {__module = "tir.ops"}) -- loaded: fields of its own now; help(tir.ops) still finds the module
   for name, v in pairs(require("tir.ops")) do t[name] = v end
   return rawget(t, k)
 end})

@@ -47,6 +47,8 @@ describe("tir.repl.complete", function()
     assert.are.same({"tir.tune.best"}, repl.complete("tir.tune.be"))
     assert.are.equal("an object", repl.doc(setmetatable({}, {})))
     assert.truthy(repl.doc(tir.ops):find("ready-made operators", 1, true), repl.doc(tir.ops))
+    assert.truthy(tir.ops.quantized_matmul) -- loaded: still documented as the module
+    assert.truthy(repl.doc(tir.ops):find("ready-made operators", 1, true), repl.doc(tir.ops))
   end)
 end)
 
