@@ -67,8 +67,16 @@ local function pkey(p) return json.encode(p) end
 -- values in their given order); a list of param tables is taken as it is.  constraint(p) may
 -- drop points.  Returns the list of param tables.
 function tune.enumerate(space, constraint)
+  if type(space) ~= "table" then util.raise("TypeError", "tune", "space must be a table, got %s", util.show(space)) end
+  if constraint ~= nil and type(constraint) ~= "function" then
+    util.raise("TypeError", "tune", "constraint must be a function, got %s", util.show(constraint))
+  end
   local points = {}
   if #space > 0 then
+    -- a list of param tables, nothing else (named lists beside it would be dropped)
+    if util.count_keys(space) ~= #space then
+      util.raise("ValueError", "tune", "space is either a list of param tables or {name = {values}}, not both (or a list with holes)")
+    end
     for i, p in ipairs(space) do
       if type(p) ~= "table" then util.raise("TypeError", "tune", "space[%d] must be a table of parameters", i) end
       points[#points + 1] = p
@@ -77,8 +85,8 @@ function tune.enumerate(space, constraint)
     local names = {}
     for k, vals in pairs(space) do
       if type(k) ~= "string" then util.raise("TypeError", "tune", "space keys must be parameter names") end
-      if type(vals) ~= "table" or #vals == 0 then
-        util.raise("ValueError", "tune", "space.%s must be a non-empty list of values", k)
+      if type(vals) ~= "table" or #vals == 0 or util.count_keys(vals) ~= #vals then
+        util.raise("ValueError", "tune", "space.%s must be a non-empty list of values (no holes, no other keys)", k)
       end
       names[#names + 1] = k
     end

@@ -91,6 +91,13 @@ describe("tir.tune", function()
     assert.are.same({a = 1, b = "y"}, pts[2])
     assert.are.equal(2, #tune.enumerate({a = {1, 2, 3}, b = {"x", "y"}}, function(p) return p.a == 2 end))
     assert.are.equal(2, #tune.enumerate({{a = 1}, {a = 5}}))
+    -- a mixed space dropped its named lists, a list with a hole its values after the hole
+    local ok, e = pcall(tune.enumerate, {a = {1, 2}, {a = 1}})
+    assert.truthy(not ok and e.message:find("not both", 1, true))
+    ok, e = pcall(tune.enumerate, {a = {1, nil, 3}})
+    assert.truthy(not ok and e.message:find("space.a must be a non-empty list of values (no holes", 1, true))
+    ok, e = pcall(tune.enumerate, {a = {1}}, 5)
+    assert.truthy(not ok and e.message:find("constraint must be a function, got 5", 1, true))
   end)
 
   it("searches a small space exhaustively, records every trial and its failure, finds the best", function()
