@@ -91,7 +91,11 @@ function M.shared(spec)
       local pr, pc = r, c
       if spec.index_map then
         pr, pc = spec.index_map(r, c)
-        if math.type(pr) ~= "integer" or math.type(pc) ~= "integer" or pr < 0 or pc < 0 or pc >= stride then
+        if math.type(pr) ~= "integer" or math.type(pc) ~= "integer" then
+          util.raise("TypeError", "layout.shared", "index_map(%d, %d) must return two integers (row, column), got %s, %s%s", r, c,
+            util.show(pr), util.show(pc), (math.type(pr) == "float" or math.type(pc) == "float") and " (use // for integer division)" or "")
+        end
+        if pr < 0 or pc < 0 or pc >= stride then
           util.raise("ValueError", "layout.shared", "index_map(%d, %d) gave (%s, %s), outside the [%s, %d] storage", r, c,
             tostring(pr), tostring(pc), "rows", stride)
         end

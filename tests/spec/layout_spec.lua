@@ -108,6 +108,11 @@ describe("tir.layout.shared (bad input, narrow accesses)", function()
     assert.truthy(err(L.shared, {shape = {16, 4.5}}):find("shape[2] must be a positive integer", 1, true))
     assert.truthy(err(L.shared, {shape = {16, 64}, pad = -8}):find("pad must be >= 0, got -8", 1, true))
     assert.truthy(err(L.shared, {shape = {100000, 100000}}):find("more than a CTA's shared memory", 1, true))
+    -- an index map with / (float division) or one result: named as such, not as "outside the storage"
+    assert.truthy(err(L.shared, {shape = {8, 8}, index_map = function(r, c) return r, c / 1 end})
+      :find("must return two integers (row, column), got 0, 0.0 (a float) (use // for integer division)", 1, true))
+    assert.truthy(err(L.shared, {shape = {8, 8}, index_map = function(r, c) return r * 8 + c end})
+      :find("must return two integers (row, column), got 0, nil", 1, true))
     local lay = L.shared{shape = {8, 8}, dtype = "float32"}
     local pairs_ = {}
     for l = 1, 32 do pairs_[l] = {0, l % 8} end
