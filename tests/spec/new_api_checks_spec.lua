@@ -93,6 +93,15 @@ describe("new entry points check their values", function()
     U.expect_error(blk(function() T.block_attr({a = 1}); T.block_attr({b = 2}) end), "T.block_attr is given twice in block 'b'")
   end)
 
+  it("quantized_matmul and qgemm say which option a misspelled one meant", function()
+    U.expect_error(function() tir.ops.quantized_matmul{M = 64, N = 64, K = 64, sclae = 1} end,
+                   "ValueError in quantized_matmul", "unknown option 'sclae' (did you mean 'scale'?)")
+    local qg = require("tir.schedules.qgemm")
+    local f = tir.ops.quantized_matmul{M = 64, N = 64, K = 64}
+    U.expect_error(function() qg.schedule(f, {intrn = "dp4a"}) end, "unknown option 'intrn' (did you mean 'intrin'?)")
+    U.expect_error(function() qg.schedule(f, 5) end, "TypeError in qgemm", "options must be a table, got 5")
+  end)
+
   it("Layout:png refuses a cell size that draws nothing", function()
     local lay = tir.layout.shared{shape = {8, 8}, dtype = "float32"}
     U.expect_error(function() lay:png(os.tmpname(), {cell = 0}) end, "ValueError in Layout:png", "cell must be 8..256 pixels, got 0")

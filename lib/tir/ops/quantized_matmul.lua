@@ -59,7 +59,11 @@ local DEFAULTS = {M = false, N = false, K = false, a_dtype = "int8", b_dtype = "
 local function check(o)
   local r = {}
   for k, v in pairs(o) do
-    if DEFAULTS[k] == nil then raise("ValueError", "unknown option %s", util.show(k)) end
+    if DEFAULTS[k] == nil then
+      local near = util.closest(k, util.sorted_keys(DEFAULTS))
+      raise("ValueError", "unknown option %s%s; valid options: %s", util.show(k), near and (" (did you mean '" .. near .. "'?)") or "",
+            table.concat(util.sorted_keys(DEFAULTS), ", "))
+    end
     r[k] = v
   end
   for k, v in pairs(DEFAULTS) do if r[k] == nil then r[k] = v end end

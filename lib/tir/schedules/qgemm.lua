@@ -30,8 +30,14 @@ function M.schedule(func, opts)
   local util = require("tir.util")
   local o = {}
   for k, v in pairs(M.defaults) do o[k] = v end
+  if opts ~= nil and type(opts) ~= "table" then util.raise("TypeError", "qgemm", "options must be a table, got %s", util.show(opts)) end
   for k, v in pairs(opts or {}) do
-    if M.defaults[k] == nil then util.raise("ValueError", "qgemm", "unknown option %s", util.show(k)) end
+    if M.defaults[k] == nil then
+      local names = util.sorted_keys(M.defaults)
+      local near = util.closest(k, names)
+      util.raise("ValueError", "qgemm", "unknown option %s%s; valid options: %s", util.show(k),
+                 near and (" (did you mean '" .. near .. "'?)") or "", table.concat(names, ", "))
+    end
     o[k] = v
   end
   if o.BM % o.TY ~= 0 or o.BN % o.TX ~= 0 then
