@@ -9,17 +9,21 @@ Device.__tostring = function(d) return d.type == "cpu" and "cpu" or ("cuda:" .. 
 Device.__eq = function(a, b) return a.type == b.type and a.id == b.id end
 
 --- tir.device("cuda", 0) or tir.device("cpu").  Creating a device does not touch the GPU;
--- dev:exists() says whether it is usable (and why not), dev:info() describes it.
+-- dev:exists() says whether it is usable (and why not), dev:info() describes it.  Without an id
+-- a CUDA device is tir.config.device (tirlua --device=N), else 0.
 function nd.device(kind, id)
   kind = kind or "cpu"
   if kind == "gpu" then kind = "cuda" end
   if kind ~= "cpu" and kind ~= "cuda" then util.raise("ValueError", "device", "unknown device type '%s' (cpu or cuda)", tostring(kind)) end
-  id = id or 0
+  if id == nil then
+    local t = package.loaded["tir"]
+    id = kind == "cuda" and type(t) == "table" and type(t.config) == "table" and t.config.device or 0
+  end
   if math.type(id) ~= "integer" or id < 0 then util.raise("ValueError", "device", "id must be a non-negative integer") end
   return setmetatable({type = kind, id = id}, Device)
 end
 function nd.cpu(id) return nd.device("cpu", id or 0) end
-function nd.cuda(id) return nd.device("cuda", id or 0) end
+function nd.cuda(id) return nd.device("cuda", id) end
 
 function Device:exists()
   if self.type == "cpu" then return true end

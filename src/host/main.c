@@ -196,10 +196,10 @@ static void print_usage(FILE *f, const char *badoption) {
           "  -W        turn warnings on\n"
           "  -h        show this help (also --help)\n"
           "  --dump=ir|cuda|ptx  set tir.config.dump\n"
-          "  --device=N          set tir.config.device (CUDA device ordinal)\n"
+          "  --device=N          set tir.config.device: the CUDA device tir.device(\"cuda\") means\n"
           "  --cache-info        print the kernel cache's directory and size, then exit\n"
           "  --cache-clear       remove every kernel cache entry, then exit\n"
-          "  --debug=N           set tir.config.debug\n"
+          "  --debug=N           set tir.config.debug (read by scripts; kernels always get -lineinfo)\n"
           "  --        stop handling options\n"
           "  -         stop handling options and execute stdin\n"
           "tir.config options apply after " INIT_VAR " and before -e, -l and the script.\n",
