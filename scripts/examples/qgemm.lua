@@ -11,20 +11,8 @@ local qm = tir.ops.quantized_matmul
 local qg = require("tir.schedules.qgemm")
 local dev = tir.device("cuda", 0)
 local has_gpu, why = dev:exists()
--- sizes: positive integers (a word that is not one is refused, not replaced by the default)
-local function size_arg(i, fallback)
-  local a = arg and arg[i]
-  if a == nil then return fallback end
-  local v = math.tointeger(tonumber(a))
-  if not v or v <= 0 or arg[4] ~= nil then
-    io.stderr:write("usage: tirlua scripts/examples/qgemm.lua [M N K]  (positive integers)\n")
-    os.exit(1)
-  end
-  return v
-end
-local M = size_arg(1, has_gpu and 4096 or 64)
-local N = size_arg(2, M)
-local K = size_arg(3, M)
+local M, N, K = dofile((debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./") .. "size_args.lua")(
+  "qgemm", has_gpu and 4096 or 64)
 local o = {M = M, N = N, K = K, a_dtype = "uint8", a_zero_point = 131, b_zero_point = 0, b_sums = "input", bias = true,
            scale = "per_channel", out_zero_point = -3}
 
