@@ -263,3 +263,34 @@ describe("methods of arrays and modules", function()
     assert.matches("__global__", m:get_source("cuda"))
   end)
 end)
+
+describe("tc_gemm's up-front checks accept every configuration the GPU specs and benchmarks use", function()
+  it("schedules and generates CUDA C for them on the CPU", function()
+    -- bench/gemm_fp16.lua's and gpu_tc_spec.lua's tile choice for a shape
+    local function config(intrin, stages, m)
+      local o = {intrin = intrin, stages = stages, epilogue = "D"}
+      if m < 128 then o.BM = m >= 64 and 64 or (m >= 32 and 32 or 16); o.warp_m = o.BM; o.BN, o.warp_n = 128, 32 end
+      return o
+    end
+    local shapes = {{1024, 1024, 1024}, {1000, 1000, 1000}, {1, 4096, 4096}, {16, 11008, 4096}, {100, 130, 70},
+                    {32, 4096, 4096}, {64, 4096, 4096}}
+    for _, v in ipairs({{"mma", 1}, {"mma", 3}, {"wmma", 1}, {"wmma", 3}}) do
+      for _, s in ipairs(shapes) do
+        local m, n, k = s[1], s[2], s[3]
+        local o = config(v[1], v[2], m)
+        local BM, BN, BK = o.BM or 128, o.BN or 128, o.BK or 32
+        local divides = m % BM == 0 and n % BN == 0 and k % BK == 0
+        local f = tc.workload(m, n, k, "float16", "float16", not divides and {BM, BN, BK} or nil)
+        local m_ = tir.build(tc.schedule(f, o).mod, "cuda -arch=sm_90", {compile = false})
+        assert.matches("__global__", m_:get_source("cuda"))
+      end
+    end
+    for _, bn in ipairs({128, 256}) do
+      for _, st in ipairs({1, 3, 4}) do
+        local f = tc.workload(1024, 1024, 1024, "float16", "float16")
+        assert.is_truthy(tir.build(tc.schedule(f, {intrin = "mma", BN = bn, stages = st, epilogue = "D"}).mod, "cuda -arch=sm_90",
+                                   {compile = false}))
+      end
+    end
+  end)
+end)
