@@ -294,6 +294,9 @@ static void print_expr_inner(Printer *p, const tir_Node *e, int ctx_prec) {
       else if (tir_dtype_eq(e->dtype, TIR_INT32)) {
         if (v < 0 && ctx_prec > PREC_LOW) putf(p, "(%lld)", (long long)v);
         else putf(p, "%lld", (long long)v);
+      } else if (e->dtype.code == TIR_DT_UINT && v < 0) {
+        /* uint64 above INT64_MAX: Lua integers stop there; the cast folds back to this constant */
+        putf(p, "T.cast(\"%s\", T.int64(%lld))", tir_dtype_str(e->dtype, dt), (long long)v);
       } else putf(p, "T.%s(%lld)", tir_dtype_str(e->dtype, dt), (long long)v);
       return;
     }
