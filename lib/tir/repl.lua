@@ -243,8 +243,17 @@ function M.doc(x)
   return ("%s: %s"):format(a_or_an(t), tostring(x))
 end
 
---- Prints M.doc(x).
+--- Prints M.doc(x).  x may also be a name: help("tir.build") documents tir.build (a name that
+-- names nothing says so).
 function M.help(x)
+  if type(x) == "string" and x:match("^[%a_][%w_]*[%w_.:]*$") then
+    local v = resolve((x:gsub(":", ".")))
+    if v == nil then
+      print(("help: '%s' names nothing (a misspelled name?)"):format(x))
+      return
+    end
+    x = v
+  end
   if x == nil then
     print("help(x) shows the documentation of a tirlua function, module or object, e.g. help(tir.build), help(tir.te),\n" ..
           "help(sch).  TAB completes names (tir.<TAB>, sch:<TAB>).  The README and docs/ describe the rest.")

@@ -47,6 +47,15 @@ describe("tir.repl.complete", function()
     assert.are.same({"tir.tune.best"}, repl.complete("tir.tune.be"))
     assert.are.equal("an object", repl.doc(setmetatable({}, {})))
     assert.truthy(repl.doc(tir.ops):find("ready-made operators", 1, true), repl.doc(tir.ops))
+    -- help("tir.build") documents tir.build (it said "a string: tir.build"); a misspelled name says so
+    local printed = {}
+    local print0 = _G.print
+    _G.print = function(s) printed[#printed + 1] = s end
+    repl.help("tir.build")
+    repl.help("tir.biuld")
+    _G.print = print0
+    assert.truthy(printed[1]:find("tir.build(f, target", 1, true), printed[1])
+    assert.are.equal("help: 'tir.biuld' names nothing (a misspelled name?)", printed[2])
     assert.truthy(tir.ops.quantized_matmul) -- loaded: still documented as the module
     assert.truthy(repl.doc(tir.ops):find("ready-made operators", 1, true), repl.doc(tir.ops))
   end)
