@@ -280,7 +280,8 @@ function workloads.conv2d()
   local A = te.placeholder({N, CI, H, W}, dt, "A")
   local Wt = te.placeholder({CO, CI, KH, KW}, dt, "W")
   local zero = cst(dt, 0)
-  -- indices are clamped: tir.if_then_else evaluates both branches
+  -- indices are clamped too, so the regions the schedules see stay inside A (tir.if_then_else
+  -- itself evaluates only the side taken)
   local P = te.compute({N, CI, HP, WP}, function(n, c, h, w)
     local inside = tir.all(tir.ge(h, pad), tir.lt(h, H + pad), tir.ge(w, pad), tir.lt(w, W + pad))
     local hh = tir.max(tir.min(h - pad, H - 1), 0)
