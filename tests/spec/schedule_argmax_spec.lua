@@ -176,6 +176,48 @@ describe("argmax / argmin (two-buffer reductions)", function()
   end)
 end)
 
+describe("argmax kernels and nvcc's non-coherent loads", function()
+  local function nvrtc() return (tir.core.nvrtc_available and tir.core.nvrtc_available()) ~= false end
+
+  -- nvcc made Select(c, out_i[i], out_i_rf[j]) one ld.global.nc from a selected address while
+  -- out_i is stored by the same kernel (stale values: the H200 run of the #gpu case below);
+  -- buffers in such arms are emitted without __restrict__, and the PTX has no .nc load
+  it("emits no __restrict__ on buffers loaded in a Select whose arms load a stored buffer", function()
+    local f = arg_reduce("ge")
+    local sch = tir.Schedule(f)
+    local _, k = sch:get_loops("argmax")
+    local _, ki = sch:split(k, {nil, 4})
+    local rf = sch:rfactor(ki, 1)
+    sch:bind(sch:get_loops(rf), "blockIdx.x")
+    sch:bind(sch:get_loops("argmax"), "threadIdx.x")
+    local mod = tir.build(sch.mod, "cuda", {compile = nvrtc()})
+    local src = mod:get_source("cuda")
+    assert.matches("main_kernel%(int%* idx, float%* val, int%* out_i_rf, float%* out_v_rf%)", src)
+    assert.matches("main_kernel1%(int%* out_i, float%* out_v, float%* out_v_rf, int%* out_i_rf%)", src)
+    assert.is_nil(src:find("__restrict__", 1, true))
+    if nvrtc() then
+      local ptx = mod:get_source("ptx")
+      assert.is_truthy(ptx:find("ld.global", 1, true))
+      assert.is_nil(ptx:find("ld.global.nc", 1, true))
+    end
+    assert.are.equal(0, tir.simulate(mod, inputs(5), {reference = f}).n_issues)
+    -- a kernel whose Selects load only buffers it does not store keeps __restrict__ (and .nc)
+    local g = T.prim_func("main", {val = T.Buffer({M, N}, "float32"), out = T.Buffer({M, N}, "float32")}, function(val, out)
+      for i, j in T.grid(M, N) do
+        T.block("B", function()
+          local vi, vj = T.axis.remap("SS", {i, j})
+          out[{vi, vj}] = T.Select(T.ge(val[{vi, vj}], T.float32(0.5)), val[{vi, vj}], val[{vi, (vj + 1) % N}])
+        end)
+      end
+    end)
+    local s2 = tir.Schedule(g)
+    local gi, gj = s2:get_loops("B")
+    s2:bind(gi, "blockIdx.x"); s2:bind(gj, "threadIdx.x")
+    local src2 = tir.build(s2.mod, "cuda", {compile = false}):get_source("cuda")
+    assert.matches("float%* __restrict__ val, float%* __restrict__ out", src2)
+  end)
+end)
+
 describe("the warp simulator runs these kernels as the interpreter does", function()
   it("an rfactor'ed argmax bound to blocks and threads, and a symbolic split for several n", function()
     local f = arg_reduce("ge")

@@ -1549,6 +1549,68 @@ static void stmt(CG *g, const tir_Node *s) {
   }
 }
 
+/* Which buffer parameters may be __restrict__.  nvcc (seen with 13.0 for sm_90, and in the
+ * H200 run of schedule_argmax_spec) rewrites c ? x[i] : y[j] into one load from a selected
+ * address and emits it as ld.global.nc when y is a __restrict__ buffer the kernel only reads,
+ * even when x is a buffer the kernel writes: .nc is only defined for data that is read-only
+ * for the whole kernel (PTX ISA 9.7.9.10, ld.global.nc), so the rfactor'ed argmax read stale
+ * out_i / out_i_rf.  Any buffer loaded in an arm of a Select or if_then_else whose arms load
+ * a buffer this kernel stores to loses __restrict__ (then nvcc uses plain ld.global). */
+typedef struct {
+  const tir_Var *vars[64];
+  int n, overflow;
+} DataSet;
+
+static void dataset_add(DataSet *d, const tir_Var *v) {
+  for (int i = 0; i < d->n; i++)
+    if (d->vars[i] == v) return;
+  if (d->n < (int)(sizeof d->vars / sizeof d->vars[0])) d->vars[d->n++] = v;
+  else d->overflow = 1; /* too many to track: every buffer is treated as in the set */
+}
+
+static int dataset_has(const DataSet *d, const tir_Var *v) {
+  if (d->overflow) return 1;
+  for (int i = 0; i < d->n; i++)
+    if (d->vars[i] == v) return 1;
+  return 0;
+}
+
+static int stored_scan(const tir_Node *x, void *p) {
+  if (x->kind == TIR_BufferStore) dataset_add(p, ((const tir_BufferStore *)x)->buffer->data);
+  return 0;
+}
+
+static int loaded_scan(const tir_Node *x, void *p) {
+  if (x->kind == TIR_BufferLoad) dataset_add(p, ((const tir_BufferLoad *)x)->buffer->data);
+  return 0;
+}
+
+typedef struct {
+  DataSet stored, unrestricted;
+} RestrictScan;
+
+static void select_arms(RestrictScan *r, const tir_Node *a, const tir_Node *b) {
+  DataSet arms = {{0}, 0, 0};
+  tir_visit(a, loaded_scan, &arms);
+  tir_visit(b, loaded_scan, &arms);
+  int mixes_written = arms.overflow;
+  for (int i = 0; i < arms.n && !mixes_written; i++) mixes_written = dataset_has(&r->stored, arms.vars[i]);
+  if (!mixes_written) return;
+  if (arms.overflow) r->unrestricted.overflow = 1;
+  for (int i = 0; i < arms.n; i++) dataset_add(&r->unrestricted, arms.vars[i]);
+}
+
+static int select_scan(const tir_Node *x, void *p) {
+  if (x->kind == TIR_Select) {
+    const tir_Select *s = (const tir_Select *)x;
+    select_arms(p, s->true_value, s->false_value);
+  } else if (x->kind == TIR_Call) {
+    const tir_Call *c = (const tir_Call *)x;
+    if (strcmp(c->op, "if_then_else") == 0 && c->args->size == 3) select_arms(p, c->args->items[1], c->args->items[2]);
+  }
+  return 0;
+}
+
 static void kernel(CG *g, const tir_Kernel *k) {
   g->kernel = k;
   const tir_PrimFunc *f = k->func;
@@ -1562,12 +1624,17 @@ static void kernel(CG *g, const tir_Kernel *k) {
   put(g, "extern \"C\" __global__ void ");
   if (const_block) putf(g, "__launch_bounds__(%lld) ", (long long)threads);
   putf(g, "%s(", k->name);
+  RestrictScan rs;
+  memset(&rs, 0, sizeof rs);
+  tir_visit(f->body, stored_scan, &rs.stored);
+  tir_visit(f->body, select_scan, &rs);
   for (int i = 0; i < f->params->size; i++) {
     const tir_Node *p = f->params->items[i];
     if (i) put(g, ", ");
     if (p->kind == TIR_Buffer) {
       const tir_Buffer *b = (const tir_Buffer *)p;
-      putf(g, "%s* __restrict__ %s", ctype(g, b->hdr.dtype, p), name_of(g, &b->data->hdr, b->name));
+      putf(g, "%s* %s%s", ctype(g, b->hdr.dtype, p), dataset_has(&rs.unrestricted, b->data) ? "" : "__restrict__ ",
+           name_of(g, &b->data->hdr, b->name));
     } else {
       const tir_Var *v = (const tir_Var *)p;
       putf(g, "%s %s", ctype(g, v->hdr.dtype, p), name_of(g, p, v->name));
