@@ -56,6 +56,18 @@ local function reference(args, op)
   return ri, rv
 end
 
+-- the #gpu case's schedule: k split by 4, rfactor'ed (rows on blocks), the rf buffers reduced
+-- by one thread per row
+local function rf_blocks_threads(f)
+  local sch = tir.Schedule(f)
+  local _, k = sch:get_loops("argmax")
+  local _, ki = sch:split(k, {nil, 4})
+  local rf = sch:rfactor(ki, 1)
+  sch:bind(sch:get_loops(rf), "blockIdx.x")
+  sch:bind(sch:get_loops("argmax"), "threadIdx.x")
+  return sch
+end
+
 local function check(f, op, lowered)
   for seed = 1, 3 do
     local args = inputs(seed)
@@ -184,12 +196,7 @@ describe("argmax kernels and nvcc's non-coherent loads", function()
   -- buffers in such arms are emitted without __restrict__, and the PTX has no .nc load
   it("emits no __restrict__ on buffers loaded in a Select whose arms load a stored buffer", function()
     local f = arg_reduce("ge")
-    local sch = tir.Schedule(f)
-    local _, k = sch:get_loops("argmax")
-    local _, ki = sch:split(k, {nil, 4})
-    local rf = sch:rfactor(ki, 1)
-    sch:bind(sch:get_loops(rf), "blockIdx.x")
-    sch:bind(sch:get_loops("argmax"), "threadIdx.x")
+    local sch = rf_blocks_threads(f)
     local mod = tir.build(sch.mod, "cuda", {compile = nvrtc()})
     local src = mod:get_source("cuda")
     assert.matches("main_kernel%(int%* idx, float%* val, int%* out_i_rf, float%* out_v_rf%)", src)
@@ -221,12 +228,7 @@ end)
 describe("the warp simulator runs these kernels as the interpreter does", function()
   it("an rfactor'ed argmax bound to blocks and threads, and a symbolic split for several n", function()
     local f = arg_reduce("ge")
-    local sch = tir.Schedule(f)
-    local _, k = sch:get_loops("argmax")
-    local _, ki = sch:split(k, {nil, 4})
-    local rf = sch:rfactor(ki, 1)
-    sch:bind(sch:get_loops(rf), "blockIdx.x")
-    sch:bind(sch:get_loops("argmax"), "threadIdx.x")
+    local sch = rf_blocks_threads(f)
     local rep = tir.simulate(tir.build(sch.mod, "cuda", {compile = false}), inputs(2), {reference = f})
     assert.are.equal(0, rep.n_issues)
     local te = tir.te
@@ -257,13 +259,7 @@ describe("#gpu argmax, symbolic split and a transformed parameter on the device"
 
   it("runs an rfactor'ed argmax (rows on blocks, partial maxima on threads) like the interpreter", function()
     local f = arg_reduce("ge")
-    local sch = tir.Schedule(f)
-    local i, k = sch:get_loops("argmax")
-    local _, ki = sch:split(k, {nil, 4})
-    local rf = sch:rfactor(ki, 1)
-    local ri = sch:get_loops(rf)
-    sch:bind(ri, "blockIdx.x")
-    sch:bind(sch:get_loops("argmax"), "threadIdx.x")
+    local sch = rf_blocks_threads(f)
     local mod = tir.build(sch.mod, "cuda")
     local args = inputs(5)
     local dargs = {args[1]:to(dev), args[2]:to(dev), tir.nd.empty({M}, "int32", dev), tir.nd.empty({M}, "float32", dev)}
