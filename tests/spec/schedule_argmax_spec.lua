@@ -222,6 +222,26 @@ describe("argmax kernels and nvcc's non-coherent loads", function()
     s2:bind(gi, "blockIdx.x"); s2:bind(gj, "threadIdx.x")
     local src2 = tir.build(s2.mod, "cuda", {compile = false}):get_source("cuda")
     assert.matches("float%* __restrict__ val, float%* __restrict__ out", src2)
+    -- the same rule for an if / else whose branches load the stored buffer and another one
+    -- (nvcc also merges those two loads); the one only read outside the branches keeps it
+    local h = T.prim_func("main", {val = T.Buffer({M, N}, "float32"), w = T.Buffer({M}, "float32"),
+                                   out = T.Buffer({M}, "float32")}, function(val, w, out)
+      for i, j in T.grid(M, N) do
+        T.block("B", function()
+          local vi, vj = T.axis.remap("SR", {i, j})
+          T.init(function() out[{vi}] = w[{vi}] end)
+          T.If(T.ge(out[{vi}], val[{vi, vj}]), function() out[{vi}] = out[{vi}] * 0.5 end,
+               function() out[{vi}] = val[{vi, vj}] end)
+        end)
+      end
+    end)
+    local s3 = tir.Schedule(h)
+    s3:bind(s3:get_loops("B"), "threadIdx.x")
+    local mod3 = tir.build(s3.mod, "cuda", {compile = false})
+    assert.matches("main_kernel%(float%* val, float%* __restrict__ w, float%* out%)", mod3:get_source("cuda"))
+    local a3 = {tir.nd.random({M, N}, "float32", tir.cpu(), {seed = 4}), tir.nd.random({M}, "float32", tir.cpu(), {seed = 5}),
+                tir.nd.empty({M}, "float32", tir.cpu())}
+    assert.are.equal(0, tir.simulate(mod3, a3, {reference = h}).n_issues)
   end)
 end)
 

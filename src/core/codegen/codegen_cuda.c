@@ -1554,8 +1554,9 @@ static void stmt(CG *g, const tir_Node *s) {
  * address and emits it as ld.global.nc when y is a __restrict__ buffer the kernel only reads,
  * even when x is a buffer the kernel writes: .nc is only defined for data that is read-only
  * for the whole kernel (PTX ISA 9.7.9.10, ld.global.nc), so the rfactor'ed argmax read stale
- * out_i / out_i_rf.  Any buffer loaded in an arm of a Select or if_then_else whose arms load
- * a buffer this kernel stores to loses __restrict__ (then nvcc uses plain ld.global). */
+ * out_i / out_i_rf.  Any buffer loaded in an arm of a Select, an if_then_else or an
+ * IfThenElse with an else branch whose arms load a buffer this kernel stores to loses
+ * __restrict__ (then nvcc uses plain ld.global). */
 typedef struct {
   const tir_Var *vars[64];
   int n, overflow;
@@ -1607,6 +1608,10 @@ static int select_scan(const tir_Node *x, void *p) {
   } else if (x->kind == TIR_Call) {
     const tir_Call *c = (const tir_Call *)x;
     if (strcmp(c->op, "if_then_else") == 0 && c->args->size == 3) select_arms(p, c->args->items[1], c->args->items[2]);
+  } else if (x->kind == TIR_IfThenElse) {
+    /* if (c) x = a[i]; else x = b[j]; is merged the same way */
+    const tir_IfThenElse *s = (const tir_IfThenElse *)x;
+    if (s->else_case) select_arms(p, s->then_case, s->else_case);
   }
   return 0;
 }
