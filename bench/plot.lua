@@ -1,6 +1,7 @@
 -- bench/plot.lua -- bench/results.jsonl -> one PNG chart per benchmark (gnuplot, Debian's
 -- gnuplot-nox): TFLOP/s (TOP/s for integer benchmarks) per shape, every tirlua variant of the
--- latest run of that benchmark beside its reference library.
+-- latest run of that benchmark beside its reference libraries (a reference measured in several
+-- rows of a shape shows its best value).
 --   tirlua bench/plot.lua [results.jsonl [outdir]]     (defaults: bench/results.jsonl, bench/plots)
 -- Writes <outdir>/<bench>.png (1200 x 600) and prints one line per chart.  The latest run of a
 -- benchmark is its newest date, and of that date the commit of its last row.
@@ -66,35 +67,41 @@ end
 
 for _, b in ipairs(benches) do
   local L = latest[b]
-  local shapes, variants, val, ref, refname, gpu, dtype = {}, {}, {}, {}, nil, nil, nil
-  local seen_s, seen_v = {}, {}
+  -- reference columns: one per reference library named in the rows (qgemm rows carry two)
+  local shapes, variants, val, ref, refs, gpu, dtype = {}, {}, {}, {}, {}, nil, nil
+  local seen_s, seen_v, seen_r = {}, {}, {}
   for _, r in ipairs(rows) do
     if r.bench == b and r.date == L.date and r.commit == L.commit and type(r.tflops) == "number" then
       if not seen_s[r.shape] then seen_s[r.shape] = true; shapes[#shapes + 1] = r.shape end
       if not seen_v[r.variant] then seen_v[r.variant] = true; variants[#variants + 1] = r.variant end
       val[r.variant .. "|" .. r.shape] = r.tflops
-      if type(r.ref_tflops) == "number" then
-        ref[r.shape] = ref[r.shape] or {}
-        table.insert(ref[r.shape], r.ref_tflops)
-        refname = refname or r.ref
+      if type(r.ref_tflops) == "number" and type(r.ref) == "string" then
+        if not seen_r[r.ref] then seen_r[r.ref] = true; refs[#refs + 1] = r.ref end
+        local key = r.ref .. "|" .. r.shape
+        ref[key] = ref[key] or {}
+        table.insert(ref[key], r.ref_tflops)
       end
       gpu, dtype = gpu or r.gpu, dtype or r.dtype
     end
   end
+  local refname = #refs > 0 and table.concat(refs, ", ") or nil
   local data = os.tmpname()
   local df = assert(io.open(data, "w"))
   local cols = {"shape"}
   for _, v in ipairs(variants) do cols[#cols + 1] = v end
-  if refname then cols[#cols + 1] = refname end
-  df:write(table.concat(cols, "\t"), "\n")
+  for _, rn in ipairs(refs) do cols[#cols + 1] = rn end
+  local function field(x) return (x:gsub("[\t\n\"]", " ")) end
+  local head = {}
+  for i, c in ipairs(cols) do head[i] = '"' .. field(c) .. '"' end
+  df:write(table.concat(head, "\t"), "\n")
   for _, s in ipairs(shapes) do
-    local line = {s}
+    local line = {'"' .. field(s) .. '"'}
     for _, v in ipairs(variants) do line[#line + 1] = val[v .. "|" .. s] and ("%.2f"):format(val[v .. "|" .. s]) or "-" end
-    if refname then
-      local rs = ref[s]
-      local sum = 0
-      for _, x in ipairs(rs or {}) do sum = sum + x end
-      line[#line + 1] = rs and ("%.2f"):format(sum / #rs) or "-"
+    for _, rn in ipairs(refs) do
+      local rs = ref[rn .. "|" .. s]
+      local best -- several rows of a shape name the reference (one per variant): its best value
+      for _, x in ipairs(rs or {}) do best = math.max(best or x, x) end
+      line[#line + 1] = best and ("%.2f"):format(best) or "-"
     end
     df:write(table.concat(line, "\t"), "\n")
   end
@@ -110,7 +117,7 @@ for _, b in ipairs(benches) do
     "set output " .. sh_quote(png),
     ("set title %s"):format(sh_quote(("%s: tirlua vs %s, %s, commit %s (%s)"):format(b, refname or "-", gpu or "?", tostring(L.commit), L.date))),
     "set style data histograms", "set style histogram clustered gap 1", "set style fill solid 0.85 border -1",
-    "set boxwidth 0.9", "set datafile missing '-'", "set key outside right top", "set grid ytics",
+    "set boxwidth 0.9", "set datafile missing '-'", "set datafile separator '\\t'", "set key outside right top", "set grid ytics",
     "set ylabel " .. sh_quote(unit), "set xtics rotate by -30 left", "set yrange [0:*]",
     "plot " .. table.concat(plot, ", "),
   }, "\n")
