@@ -22,6 +22,16 @@ function M.commit()
   return (c and c ~= "") and c or "unknown"
 end
 
+-- The CUDA device 0, or nil after printing "<script>: skipped: <why>" when there is none (a
+-- benchmark then returns: no GPU is not a failure).
+function M.device(script)
+  local dev = require("tir").device("cuda", 0)
+  local ok, why = dev:exists()
+  if ok then return dev end
+  print(script .. ": skipped: " .. tostring(why))
+  return nil
+end
+
 -- UTC date as YYYY-MM-DD.
 function M.date() return os.date("!%Y-%m-%d") end
 

@@ -12,12 +12,8 @@ local core = tir.core
 local simt = require("tir.schedules.simt_gemm")
 local common = dofile("bench/common.lua")
 
-local dev = tir.device("cuda", 0)
-local ok, why = dev:exists()
-if not ok then
-  print("bench/gemm.lua: skipped: " .. tostring(why))
-  return
-end
+local dev = common.device("bench/gemm.lua")
+if not dev then return end
 local cublas_ok, cublas_why = core.cublas_available()
 if not cublas_ok then error("cuBLAS is needed for the comparison: " .. tostring(cublas_why)) end
 

@@ -10,12 +10,8 @@ local core = tir.core
 local tc = require("tir.schedules.tc_gemm")
 local common = dofile("bench/common.lua")
 
-local dev = tir.device("cuda", 0)
-local ok, why = dev:exists()
-if not ok then
-  print("bench/gemm_fp16.lua: skipped: " .. tostring(why))
-  return
-end
+local dev = common.device("bench/gemm_fp16.lua")
+if not dev then return end
 assert(core.cublas_available())
 
 local VARIANTS = {

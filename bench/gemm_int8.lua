@@ -19,12 +19,8 @@ local qg = require("tir.schedules.qgemm")
 local tc = require("tir.schedules.tc_gemm")
 local common = dofile("bench/common.lua")
 
-local dev = tir.device("cuda", 0)
-local ok, why = dev:exists()
-if not ok then
-  print("bench/gemm_int8.lua: skipped: " .. tostring(why))
-  return
-end
+local dev = common.device("bench/gemm_int8.lua")
+if not dev then return end
 local lt_ok, lt_why = core.cublaslt_available()
 if not lt_ok then error("bench/gemm_int8.lua: cuBLASLt: " .. tostring(lt_why)) end
 

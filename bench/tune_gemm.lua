@@ -9,12 +9,8 @@ local core = tir.core
 local tt = require("tir.schedules.tc_gemm_tune")
 local common = dofile("bench/common.lua")
 
-local dev = tir.device("cuda", 0)
-local ok, why = dev:exists()
-if not ok then
-  print("bench/tune_gemm.lua: skipped: " .. tostring(why))
-  return
-end
+local dev = common.device("bench/tune_gemm.lua")
+if not dev then return end
 local info = dev:info()
 local shapes = {}
 for i = 1, #arg do
