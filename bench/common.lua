@@ -35,42 +35,19 @@ end
 -- UTC date as YYYY-MM-DD.
 function M.date() return os.date("!%Y-%m-%d") end
 
-local function quote(s)
-  return '"' .. s:gsub('[%c"\\]', function(ch)
-    local map = {['"'] = '\\"', ['\\'] = '\\\\', ['\n'] = '\\n', ['\t'] = '\\t', ['\r'] = '\\r'}
-    return map[ch] or ("\\u%04x"):format(ch:byte())
-  end) .. '"'
-end
-
-local function value(v)
-  local t = type(v)
-  if t == "string" then return quote(v) end
-  if t == "boolean" then return tostring(v) end
-  if t == "number" then
-    if v ~= v or v == math.huge or v == -math.huge then return "null" end -- JSON has no NaN/inf
-    if math.type(v) == "integer" then return tostring(v) end
-    return ("%.6g"):format(v)
-  end
-  if v == nil then return "null" end
-  error("bench/common.lua: cannot write a " .. t .. " as a JSON value", 3)
-end
-
 -- The keys every row carries, in this order (DEVELOPERS.md); others follow sorted.
 M.KEYS = {"bench", "variant", "shape", "dtype", "ms", "tflops", "ref", "ref_ms", "ref_tflops", "ratio", "gpu",
           "commit", "date"}
 
--- One JSON object (a line) for a flat table of strings, numbers and booleans.
+-- One JSON object (a line) for a flat table of strings, numbers and booleans: the standard keys
+-- first (null when absent), numbers with 6 significant digits.
 function M.json(row)
-  local parts, seen = {}, {}
-  for _, k in ipairs(M.KEYS) do
-    seen[k] = true
-    parts[#parts + 1] = quote(k) .. ": " .. value(row[k])
+  for k, v in pairs(row) do
+    if type(v) == "table" or type(v) == "function" or type(v) == "userdata" then
+      error("bench/common.lua: cannot write a " .. type(v) .. " as a JSON value (key " .. tostring(k) .. ")", 2)
+    end
   end
-  local extra = {}
-  for k in pairs(row) do if not seen[k] then extra[#extra + 1] = k end end
-  table.sort(extra)
-  for _, k in ipairs(extra) do parts[#parts + 1] = quote(k) .. ": " .. value(row[k]) end
-  return "{" .. table.concat(parts, ", ") .. "}"
+  return require("tir.json").encode(row, {float_format = "%.6g", key_order = M.KEYS})
 end
 
 function M.jsonl_path()

@@ -22,7 +22,7 @@ local function is_array(t)
   return true
 end
 
-local function enc(v, out, depth)
+local function enc(v, out, depth, o)
   local t = type(v)
   if v == nil or v == json.null then
     out[#out + 1] = "null"
@@ -34,7 +34,7 @@ local function enc(v, out, depth)
     elseif math.type(v) == "integer" then
       out[#out + 1] = tostring(v)
     else
-      out[#out + 1] = ("%.17g"):format(v)
+      out[#out + 1] = (o.float_format or "%.17g"):format(v)
     end
   elseif t == "string" then
     out[#out + 1] = quote(v)
@@ -44,21 +44,24 @@ local function enc(v, out, depth)
       out[#out + 1] = "["
       for i = 1, #v do
         if i > 1 then out[#out + 1] = ", " end
-        enc(v[i], out, depth + 1)
+        enc(v[i], out, depth + 1, o)
       end
       out[#out + 1] = "]"
     else
-      local keys = {}
+      local keys, first = {}, depth == 0 and o.key_order or {}
+      local listed = {}
+      for _, k in ipairs(first) do listed[k] = true end
       for k in pairs(v) do
         if type(k) ~= "string" then error("json.encode: object keys must be strings, got " .. type(k), 0) end
-        keys[#keys + 1] = k
+        if not listed[k] then keys[#keys + 1] = k end
       end
       table.sort(keys)
+      for i = #first, 1, -1 do table.insert(keys, 1, first[i]) end
       out[#out + 1] = "{"
       for i, k in ipairs(keys) do
         if i > 1 then out[#out + 1] = ", " end
         out[#out + 1] = quote(k) .. ": "
-        enc(v[k], out, depth + 1)
+        enc(v[k], out, depth + 1, o)
       end
       out[#out + 1] = "}"
     end
@@ -67,10 +70,12 @@ local function enc(v, out, depth)
   end
 end
 
---- JSON text for v (one line).
-function json.encode(v)
+--- JSON text for v (one line).  opts: float_format (default "%.17g": round-trips doubles),
+-- key_order (for a top-level object: these keys first, in this order, null when absent; the
+-- others follow sorted).
+function json.encode(v, opts)
   local out = {}
-  enc(v, out, 0)
+  enc(v, out, 0, opts or {})
   return table.concat(out)
 end
 
