@@ -69,24 +69,50 @@ int tir_print_check(const char *fmt, const tir_DType *types, int n, char *why, s
   return 0;
 }
 
-char *tir_print_cuda_format(const char *fmt) {
-  tir_StrBuf sb;
-  tir_sb_init(&sb);
+/* Walks fmt: literal text goes to text (a "%%" as the one character '%'), each conversion to
+** conv as the printf directive both sides use -- "%<flags width precision>[ll]<letter>", ll on
+** the integer conversions but %c -- with its letter.  Stops at a malformed conversion (formats
+** are checked at construction). */
+typedef struct {
+  void (*text)(void *ctx, char c);
+  void (*conv)(void *ctx, const char *directive, char letter);
+  void *ctx;
+} FmtWalk;
+
+static void walk_format(const char *fmt, const FmtWalk *w) {
   for (size_t i = 0; fmt[i];) {
     char ch = fmt[i++];
     if (ch != '%') {
-      tir_sb_putc(&sb, ch);
+      w->text(w->ctx, ch);
       continue;
     }
     if (fmt[i] == '%') {
-      tir_sb_puts(&sb, "%%");
+      w->text(w->ctx, '%');
       i++;
       continue;
     }
-    char spec[64], conv;
-    if (!parse_conv(fmt, &i, spec, sizeof spec, &conv)) break; /* checked at construction */
-    tir_sb_printf(&sb, "%%%s%s%c", spec, is_int_conv(conv) && conv != 'c' ? "ll" : "", conv);
+    char spec[64], conv, directive[80];
+    if (!parse_conv(fmt, &i, spec, sizeof spec, &conv)) return;
+    snprintf(directive, sizeof directive, "%%%s%s%c", spec, is_int_conv(conv) && conv != 'c' ? "ll" : "", conv);
+    w->conv(w->ctx, directive, conv);
   }
+}
+
+static void cuda_text(void *ctx, char c) {
+  if (c == '%') tir_sb_putc(ctx, '%'); /* a literal percent stays "%%" for printf */
+  tir_sb_putc(ctx, c);
+}
+
+static void cuda_conv(void *ctx, const char *directive, char letter) {
+  (void)letter;
+  tir_sb_puts(ctx, directive);
+}
+
+char *tir_print_cuda_format(const char *fmt) {
+  tir_StrBuf sb;
+  tir_sb_init(&sb);
+  FmtWalk w = {cuda_text, cuda_conv, &sb};
+  walk_format(fmt, &w);
   if (!sb.data) tir_sb_puts(&sb, "");
   return tir_sb_take(&sb);
 }
@@ -95,36 +121,36 @@ static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static int capturing;
 static tir_StrBuf captured;
 
-void tir_print_emit(const char *fmt, const tir_PrintValue *vals, int n) {
+typedef struct {
   tir_StrBuf sb;
-  tir_sb_init(&sb);
-  int k = 0;
-  for (size_t i = 0; fmt[i];) {
-    char ch = fmt[i++];
-    if (ch != '%') {
-      tir_sb_putc(&sb, ch);
-      continue;
-    }
-    if (fmt[i] == '%') {
-      tir_sb_putc(&sb, '%');
-      i++;
-      continue;
-    }
-    char spec[64], conv, one[80], text[512];
-    if (!parse_conv(fmt, &i, spec, sizeof spec, &conv) || k >= n) break;
-    const tir_PrintValue *v = &vals[k++];
-    if (conv == 'c') {
-      snprintf(one, sizeof one, "%%%sc", spec);
-      snprintf(text, sizeof text, one, (int)v->i);
-    } else if (is_int_conv(conv)) {
-      snprintf(one, sizeof one, "%%%sll%c", spec, conv);
-      snprintf(text, sizeof text, one, (long long)v->i);
-    } else {
-      snprintf(one, sizeof one, "%%%s%c", spec, conv);
-      snprintf(text, sizeof text, one, v->f);
-    }
-    tir_sb_puts(&sb, text);
-  }
+  const tir_PrintValue *vals;
+  int n, k;
+} EmitState;
+
+static void emit_text(void *ctx, char c) { tir_sb_putc(&((EmitState *)ctx)->sb, c); }
+
+/* One conversion of one value, formatted by the C library with the directive the CUDA code
+** passes to the device printf. */
+static void emit_conv(void *ctx, const char *directive, char letter) {
+  EmitState *e = ctx;
+  char text[512];
+  if (e->k >= e->n) return;
+  const tir_PrintValue *v = &e->vals[e->k++];
+  if (letter == 'c')
+    snprintf(text, sizeof text, directive, (int)v->i);
+  else if (is_int_conv(letter))
+    snprintf(text, sizeof text, directive, (long long)v->i);
+  else
+    snprintf(text, sizeof text, directive, v->f);
+  tir_sb_puts(&e->sb, text);
+}
+
+void tir_print_emit(const char *fmt, const tir_PrintValue *vals, int n) {
+  EmitState e = {{0}, vals, n, 0};
+  tir_sb_init(&e.sb);
+  FmtWalk w = {emit_text, emit_conv, &e};
+  walk_format(fmt, &w);
+  tir_StrBuf sb = e.sb;
   pthread_mutex_lock(&out_lock);
   if (capturing) {
     if (sb.data) tir_sb_puts(&captured, sb.data);
