@@ -127,37 +127,33 @@ static void call_deleter_versioned(void *owner) {
   if (t->deleter) t->deleter(t);
 }
 
-tir_NDArray *tir_nd_from_dlpack(DLManagedTensor *t) {
-  if (!t) {
+/* The NDArray viewing `tensor` that owns `owner` (freed by owner_free at its last release), or
+** NULL with the error set and nothing taken. */
+static tir_NDArray *adopt(const void *owner, const DLTensor *tensor, void (*owner_free)(void *)) {
+  if (!owner) {
     tir_error_set(TIR_ERR_VALUE, "nd.from_dlpack", "no tensor (NULL)");
     return NULL;
   }
-  tir_NDArray *a = view(&t->dl_tensor, "nd.from_dlpack");
+  tir_NDArray *a = view(tensor, "nd.from_dlpack");
   if (!a) return NULL;
-  a->owner = t;
-  a->owner_free = call_deleter;
+  a->owner = (void *)owner;
+  a->owner_free = owner_free;
   return a;
 }
 
+tir_NDArray *tir_nd_from_dlpack(DLManagedTensor *t) { return adopt(t, t ? &t->dl_tensor : NULL, call_deleter); }
+
 tir_NDArray *tir_nd_from_dlpack_versioned(DLManagedTensorVersioned *t) {
-  if (!t) {
-    tir_error_set(TIR_ERR_VALUE, "nd.from_dlpack", "no tensor (NULL)");
-    return NULL;
-  }
-  if (t->version.major != 1) {
+  if (t && t->version.major != 1) {
     tir_error_set(TIR_ERR_VALUE, "nd.from_dlpack", "DLPack version %u.%u: tirlua reads version 1.x", t->version.major,
                   t->version.minor);
     return NULL;
   }
-  if (t->flags & DLPACK_FLAG_BITMASK_READ_ONLY) {
+  if (t && (t->flags & DLPACK_FLAG_BITMASK_READ_ONLY)) {
     tir_error_set(TIR_ERR_VALUE, "nd.from_dlpack", "the tensor is read-only; tirlua arrays are writable (copy it first)");
     return NULL;
   }
-  tir_NDArray *a = view(&t->dl_tensor, "nd.from_dlpack");
-  if (!a) return NULL;
-  a->owner = t;
-  a->owner_free = call_deleter_versioned;
-  return a;
+  return adopt(t, t ? &t->dl_tensor : NULL, call_deleter_versioned);
 }
 
 static void fill_tensor(DLTensor *d, tir_NDArray *a) {
@@ -201,11 +197,9 @@ DLManagedTensorVersioned *tir_nd_to_dlpack_versioned(tir_NDArray *a) {
     return NULL;
   }
   tir_nd_retain(a);
-  t->version.major = 1;
-  t->version.minor = 0;
+  t->version.major = 1; /* flags 0: writable, not a copy */
   fill_tensor(&t->dl_tensor, a);
   t->manager_ctx = a;
   t->deleter = export_deleter_versioned;
-  t->flags = 0;
   return t;
 }
