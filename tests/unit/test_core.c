@@ -14,15 +14,7 @@
 #include "tir/schedule.h"
 #include "tir/te.h"
 
-static int failures = 0, checks = 0;
-#define CHECK(cond)                                                         \
-  do {                                                                      \
-    checks++;                                                               \
-    if (!(cond)) {                                                          \
-      failures++;                                                           \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                       \
-  } while (0)
+#include "check.h"
 
 static tir_PrimFunc *make_matmul(int M, int N, int K) {
   tir_Buffer *A = tir_buffer_new("A", TIR_FLOAT32, tir_array_of(2, tir_i32(M), tir_i32(K)), NULL, NULL, NULL);

@@ -8,15 +8,7 @@
 #include "tir/dlpack_interop.h"
 #include "tir/error.h"
 
-static int failures = 0, checks = 0;
-#define CHECK(cond)                                                         \
-  do {                                                                      \
-    checks++;                                                               \
-    if (!(cond)) {                                                          \
-      failures++;                                                           \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                       \
-  } while (0)
+#include "check.h"
 
 /* A producer: a DLManagedTensor over its own buffer, counting deleter calls. */
 typedef struct {
