@@ -74,6 +74,12 @@ end
 -- key_order (for a top-level object: these keys first, in this order, null when absent; the
 -- others follow sorted).
 function json.encode(v, opts)
+  if opts ~= nil and type(opts) ~= "table" then error("json.encode: options must be a table, got " .. type(opts), 2) end
+  for k, x in pairs(opts or {}) do
+    local want = ({float_format = "string", key_order = "table"})[k]
+    if not want then error("json.encode: unknown option " .. tostring(k) .. " (float_format, key_order)", 2) end
+    if type(x) ~= want then error(("json.encode: option %s must be a %s, got %s"):format(k, want, type(x)), 2) end
+  end
   local out = {}
   enc(v, out, 0, opts or {})
   return table.concat(out)
