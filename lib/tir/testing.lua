@@ -65,6 +65,13 @@ function testing.ref_matmul(a, b, trans_a, trans_b)
   return c
 end
 
+--- Float64 reference convolution on the host (direct loops): lib/tir/ops/conv_ref.lua.
+-- data, kernel: NDArrays; opts as tir.ops.conv (+ bias NDArray, activation "relu"); points:
+-- nil (returns the whole float64 output) or a list of flat output indices (returns values).
+function testing.ref_conv(data, kernel, opts, points)
+  return require("tir.ops.conv_ref")(data, kernel, opts, points)
+end
+
 --- Random host arrays for every buffer parameter of func (seeded), for interpreter tests.
 function testing.random_args(func, seed)
   if type(func) == "table" and func.func then func = func.func end

@@ -123,6 +123,17 @@ local function check(o)
   return r
 end
 
+--- The requantization of a float32 value x (the scaled accumulator) to int8 / uint8:
+-- clamp(round_half_even(x), lo - zo, hi - zo) + zo, with lo raised to zo by relu.  Shared with
+-- tir.ops.conv's requantize epilogue.
+local function requantize_expr(x, zo, out_dtype, relu)
+  local lo, hi = RANGE[out_dtype][1], RANGE[out_dtype][2]
+  if relu then lo = math.max(lo, zo) end
+  local r = tir.call("float32", "round", x)
+  r = tir.min(tir.max(r, tir.const(lo - zo, "float32")), tir.const(hi - zo, "float32"))
+  return te.cast(out_dtype, te.cast("int32", r) + tir.const(zo, "int32"))
+end
+
 local function build(o)
   o = check(o)
   local M, N, K = o.M, o.N, o.K
@@ -184,11 +195,6 @@ local function build(o)
     end
     acc = {C = C, RA = RA, CB = CB}
   end
-  local lo, hi = -math.huge, math.huge
-  if o.out_dtype == "int8" or o.out_dtype == "uint8" then
-    lo, hi = RANGE[o.out_dtype][1], RANGE[o.out_dtype][2]
-    if o.relu then lo = math.max(lo, o.out_zero_point) end
-  end
   local function scale_at(j)
     if type(o.scale) == "number" then return tir.const(o.scale, "float32") end
     return o.scale == "per_tensor" and SCALE[{0}] or SCALE[{j}]
@@ -211,9 +217,7 @@ local function build(o)
     if o.out_dtype == "int32" then return te.cast("int32", v) end
     local x = scale_at(j) * te.cast("float32", v)
     if o.out_dtype == "float16" or o.out_dtype == "float32" then return te.cast(o.out_dtype, x) end
-    local r = tir.call("float32", "round", x)
-    r = tir.min(tir.max(r, tir.const(lo - o.out_zero_point, "float32")), tir.const(hi - o.out_zero_point, "float32"))
-    return te.cast(o.out_dtype, te.cast("int32", r) + c(o.out_zero_point, "int32"))
+    return requantize_expr(x, o.out_zero_point, o.out_dtype, o.relu)
   end, "out")
   params[#params + 1] = out
   return te.create_prim_func(params, o.name)
@@ -261,6 +265,7 @@ function qm.col_sums_func(N, K, layout, b_dtype)
 end
 
 qm.defaults = DEFAULTS
+qm.requantize_expr = requantize_expr
 -- a call with more arguments than a function's parameters is an error (util.strict)
 qm.col_sums = util.strict("quantized_matmul.col_sums", qm.col_sums)
 qm.col_sums_func = util.strict("quantized_matmul.col_sums_func", qm.col_sums_func)
