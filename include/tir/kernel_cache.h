@@ -12,6 +12,9 @@
  * Concurrency: an entry is written to a temporary file in the cache directory and renamed
  * into place (rename(2) is atomic), so readers see a whole entry or none; several processes
  * building the same kernel at once each write a complete copy and the last rename wins.
+ * Size: at most $TIRLUA_CACHE_MAX_MB MiB (default TIR_KCACHE_DEFAULT_MAX_MB); a store that
+ * passes the limit removes the least recently used entries (a hit updates an entry's mtime)
+ * down to 90 % of it, and temporary files older than an hour (a crashed writer's).
  * Damage: every entry carries its sizes and an FNV-1a checksum of its payload; a truncated or
  * corrupted entry is reported once per process on stderr, never loaded, and rebuilt.
  */
@@ -45,6 +48,17 @@ int tir_kcache_info(long *entries, long long *bytes);
 /* Removes every entry and leftover temporary file; returns how many files were removed,
  * or -1 when the directory cannot be read (a missing directory removes 0). */
 long tir_kcache_clear(void);
+
+#define TIR_KCACHE_DEFAULT_MAX_MB 1024
+
+/* The size limit in bytes: $TIRLUA_CACHE_MAX_MB MiB, else TIR_KCACHE_DEFAULT_MAX_MB MiB (a value
+ * that is not a whole number >= 0 is reported once on stderr and the default used). */
+long long tir_kcache_limit(void);
+
+/* Removes least-recently-used entries until the cache holds at most 90 % of max_bytes (nothing
+ * when it holds max_bytes or less), and stale temporary files; returns the files removed, or -1
+ * when the directory cannot be read.  tir_kcache_store calls it with tir_kcache_limit(). */
+long tir_kcache_evict(long long max_bytes);
 
 /* 128-bit hash of a byte string as 32 hex digits in out[33] (two FNV-1a 64 lanes with
  * different bases; not cryptographic: the stored key text settles equality). */

@@ -273,10 +273,11 @@ end
 -- "miss" (compiled and stored), "off" or "none" (not compiled).
 tir.cache = {}
 
---- {dir = path or nil, enabled = bool, entries = n, bytes = n}
+--- {dir = path or nil, enabled = bool, entries = n, bytes = n, limit = bytes}: limit is
+-- $TIRLUA_CACHE_MAX_MB MiB (default 1024); a store past it evicts the least recently used entries.
 function tir.cache.info()
-  local dir, enabled, entries, bytes = core.kernel_cache_info()
-  return {dir = dir, enabled = enabled, entries = entries, bytes = bytes}
+  local dir, enabled, entries, bytes, limit = core.kernel_cache_info()
+  return {dir = dir, enabled = enabled, entries = entries, bytes = bytes, limit = limit}
 end
 
 --- tir.cache.set(dir, enabled): this process's cache directory (nil: back to the environment's)

@@ -725,8 +725,8 @@ static int cache_command(const char *cmd) {
       fprintf(stderr, "%s: cannot read the kernel cache directory '%s'\n", PROGNAME, dir);
       return EXIT_FAILURE;
     }
-    printf("kernel cache: %s\n  %s\n  %ld entries, %lld bytes\n", dir,
-           on ? "enabled" : "disabled (TIRLUA_CACHE)", entries, bytes);
+    printf("kernel cache: %s\n  %s\n  %ld entries, %lld bytes (limit %lld MiB, TIRLUA_CACHE_MAX_MB)\n", dir,
+           on ? "enabled" : "disabled (TIRLUA_CACHE)", entries, bytes, tir_kcache_limit() / (1024 * 1024));
     return EXIT_SUCCESS;
   }
   long n = tir_kcache_clear();

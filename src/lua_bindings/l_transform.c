@@ -351,7 +351,7 @@ static int m_cache_status(lua_State *L) {
   return 1;
 }
 
-/* kernel_cache_info() -> dir, enabled, entries, bytes */
+/* kernel_cache_info() -> dir, enabled, entries, bytes, limit bytes */
 static int l_kcache_info(lua_State *L) {
   char dir[4096];
   int on = tir_kcache_dir(dir, sizeof dir);
@@ -362,7 +362,8 @@ static int l_kcache_info(lua_State *L) {
   lua_pushboolean(L, on == 1);
   lua_pushinteger(L, entries);
   lua_pushinteger(L, (lua_Integer)bytes);
-  return 4;
+  lua_pushinteger(L, (lua_Integer)tir_kcache_limit());
+  return 5;
 }
 
 /* kernel_cache_set_dir(dir or nil, enabled) */

@@ -170,6 +170,38 @@ describe("kernel cache", function()
     assert.truthy(out:find("status=hit", 1, true), out)
   end)
 
+  it("evicts the least recently used entries past TIRLUA_CACHE_MAX_MB, and stale temporary files", function()
+    -- three 600 KiB entries used an hour, two hours and three hours ago, a crashed writer's
+    -- temporary file, and a fresh one; a store with a 1 MiB limit keeps the newest old entry
+    for i, age in ipairs({3, 2, 1}) do
+      assert(os.execute(("head -c 614400 /dev/zero > %s/old%d.tkc && touch -d '%d hours ago' %s/old%d.tkc"):format(dir, i, age, dir, i)))
+    end
+    assert(os.execute(("echo x > %s/tmp.stale && touch -d '2 hours ago' %s/tmp.stale && echo y > %s/tmp.live"):format(dir, dir, dir)))
+    local out, rc = run(96, "TIRLUA_CACHE_MAX_MB=1")
+    assert.are.equal(0, rc, out)
+    assert.truthy(out:find("status=miss", 1, true), out)
+    local left = {}
+    for _, f in ipairs(files(dir, ".")) do left[#left + 1] = f:match("[^/]+$") end
+    table.sort(left) -- the new entry (hex digits) sorts first
+    assert.are.equal(3, #left, table.concat(left, " "))
+    assert.truthy(left[1]:match("^%x+%.tkc$"), left[1])
+    assert.are.same({"old3.tkc", "tmp.live"}, {left[2], left[3]})
+    -- a hit refreshes an entry's last use (mtime), so eviction keeps what is used
+    local entry = dir .. "/" .. left[1]
+    assert(os.execute(("touch -d '5 hours ago' %s"):format(entry)))
+    out = run(96, "TIRLUA_CACHE_MAX_MB=1")
+    assert.truthy(out:find("status=hit", 1, true), out)
+    local p = io.popen("stat -c %Y " .. entry)
+    local mtime = tonumber(p:read("l"))
+    p:close()
+    assert.truthy(os.time() - mtime < 600, "mtime not refreshed: " .. tostring(mtime))
+    -- a bad limit is reported and the default used
+    out, rc = run(97, "TIRLUA_CACHE_MAX_MB=lots")
+    assert.are.equal(0, rc, out)
+    assert.truthy(out:find("TIRLUA_CACHE_MAX_MB=lots is not a number of MiB", 1, true), out)
+    assert.are.equal(1024 * 1024 * 1024, tir.cache.info().limit)
+  end)
+
   it("tirlua --cache-info and --cache-clear", function()
     run(128)
     local out, rc = sh(("TIRLUA_CACHE_DIR=%s %s --cache-info"):format(dir, tirlua))

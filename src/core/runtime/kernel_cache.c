@@ -18,13 +18,101 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAGIC "TIRLUAKC"
 #define FORMAT_VERSION 1u
 #define HEADER_BYTES (8 + 4 + 4 + 4 * 8)
 #define SUFFIX ".tkc"
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t a = strlen(s), b = strlen(suffix);
+  return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+long long tir_kcache_limit(void) {
+  const char *v = getenv("TIRLUA_CACHE_MAX_MB");
+  if (v && *v) {
+    char *end;
+    errno = 0;
+    long long mb = strtoll(v, &end, 10);
+    if (errno == 0 && *end == '\0' && mb >= 0 && mb <= (1LL << 40)) return mb * 1024 * 1024;
+    static int warned;
+    if (!warned) {
+      warned = 1;
+      fprintf(stderr, "kernel cache: TIRLUA_CACHE_MAX_MB=%s is not a number of MiB >= 0; using %d\n", v,
+              TIR_KCACHE_DEFAULT_MAX_MB);
+    }
+  }
+  return (long long)TIR_KCACHE_DEFAULT_MAX_MB * 1024 * 1024;
+}
+
+typedef struct {
+  char name[64];
+  long long bytes;
+  struct timespec used;
+} Entry;
+
+static int older_first(const void *a, const void *b) {
+  const Entry *x = a, *y = b;
+  if (x->used.tv_sec != y->used.tv_sec) return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
+  if (x->used.tv_nsec != y->used.tv_nsec) return x->used.tv_nsec < y->used.tv_nsec ? -1 : 1;
+  return strcmp(x->name, y->name);
+}
+
+long tir_kcache_evict(long long max_bytes) {
+  char dir[PATH_MAX], path[PATH_MAX];
+  if (tir_kcache_dir(dir, sizeof dir) < 0) return -1;
+  DIR *d = opendir(dir);
+  if (!d) return errno == ENOENT ? 0 : -1;
+  Entry *es = NULL;
+  size_t n = 0, cap = 0;
+  long long total = 0;
+  time_t now = time(NULL);
+  long removed = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    struct stat st;
+    if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path) continue;
+    if (strncmp(e->d_name, "tmp.", 4) == 0) {
+      /* a temporary file a crashed writer left behind (a live writer renames within seconds) */
+      if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && now - st.st_mtime > 3600 && unlink(path) == 0) removed++;
+      continue;
+    }
+    if (!ends_with(e->d_name, SUFFIX) || strlen(e->d_name) >= sizeof es[0].name) continue;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (n == cap) {
+      size_t nc = cap ? cap * 2 : 64;
+      Entry *ne = realloc(es, nc * sizeof *ne);
+      if (!ne) break;
+      es = ne;
+      cap = nc;
+    }
+    strcpy(es[n].name, e->d_name);
+    es[n].bytes = st.st_size;
+    es[n].used = st.st_mtim;
+    total += st.st_size;
+    n++;
+  }
+  closedir(d);
+  if (total > max_bytes) {
+    /* down to 90 % of the limit, so that every store does not evict again */
+    long long target = max_bytes - max_bytes / 10;
+    qsort(es, n, sizeof *es, older_first);
+    for (size_t i = 0; i < n && total > target; i++) {
+      if (snprintf(path, sizeof path, "%s/%s", dir, es[i].name) >= (int)sizeof path) continue;
+      if (unlink(path) == 0) {
+        total -= es[i].bytes;
+        removed++;
+      }
+    }
+  }
+  free(es);
+  return removed;
+}
 
 static uint64_t fnv1a(uint64_t h, const void *data, size_t len) {
   const unsigned char *p = data;
@@ -214,6 +302,7 @@ int tir_kcache_lookup(const char *key, char **ptx, char **cubin, size_t *cubin_l
   memcpy(*cubin, body + nk + np, nc);
   *cubin_len = nc;
   hit = 1;
+  futimens(fileno(f), NULL); /* the entry's mtime is its last use: eviction removes the oldest */
 done:
   if (why) report_damage(path, why);
   free(body);
@@ -269,13 +358,10 @@ int tir_kcache_store(const char *key, const char *ptx, const char *cubin, size_t
     report_store_failure(dir, "write an entry", e);
     return -1;
   }
+  tir_kcache_evict(tir_kcache_limit());
   return 0;
 }
 
-static int ends_with(const char *s, const char *suffix) {
-  size_t a = strlen(s), b = strlen(suffix);
-  return a >= b && strcmp(s + a - b, suffix) == 0;
-}
 
 int tir_kcache_info(long *entries, long long *bytes) {
   char dir[PATH_MAX], path[PATH_MAX];
