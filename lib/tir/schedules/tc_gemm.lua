@@ -18,7 +18,7 @@ local util = require("tir.util")
 local raise = util.raise
 
 M.defaults = {intrin = "mma", BM = 128, BN = 128, BK = 32, warp_m = 64, warp_n = 64, vec = 8, stages = 1, early_wait = true, frag_pipeline = false, pad = true,
-              dtype = "float16", epilogue = nil, unroll = true, wmma_shape = nil}
+              dtype = "float16", epilogue = nil, unroll = true, wmma_shape = nil, split_k = 1}
 
 --- What the schedule runs on tensor cores: one row per (intrinsic family, input dtypes,
 -- accumulator dtype), naming the registered intrinsics it tensorizes with
@@ -217,7 +217,33 @@ local function analyze(sch, blk, P)
     return out
   end
   local wv = vars_of(b.writes[1])
-  local av, bv = vars_of(ops[1].region), vars_of(ops[2].region)
+  local is_batch = {}
+  for d = 1, #wv - 2 do is_batch[wv[d]] = true end
+  -- an operand's index per dimension: a plain iteration variable, or one non-batch variable
+  -- plus batch variables times constants (the split-K block's A[i, ks * Kc + k], made by
+  -- rfactor: ks is a batch dimension of the partial sums); the result names the variable
+  local function uses(e, out)
+    for q = 1, #ivs do if e == ivs[q].var then out[#out + 1] = q return out end end
+    local kind = e.kind
+    if kind == "Add" or kind == "Sub" or kind == "Mul" then uses(e.a, out); uses(e.b, out)
+    elseif kind ~= "IntImm" then out.bad = true end
+    return out
+  end
+  local function operand_vars(region)
+    local out = {}
+    for d = 1, #region.region do
+      local u = uses(region.region[d].min, {})
+      local main = {}
+      for _, q in ipairs(u) do if not is_batch[q] then main[#main + 1] = q end end
+      if #u == 1 then out[d] = u[1] elseif not u.bad and #main == 1 then out[d] = main[1] end
+      if not out[d] then
+        raise("ValueError", P, "block '%s': operand %s is not indexed by plain iteration variables (or one plus batch variables " ..
+              "times constants, as split-K's ks * Kc + k)", b.name, region.buffer.name)
+      end
+    end
+    return out
+  end
+  local av, bv = operand_vars(ops[1].region), operand_vars(ops[2].region)
   local function has(list, q) for _, x in ipairs(list) do if x == q then return true end end return false end
   local kq
   for q = 1, #ivs do if ivs[q].iter_type == 2 then kq = q end end
@@ -262,7 +288,7 @@ M.analyze = analyze
 local SCHEDULE_OPTS = {intrin = "string", BM = "positive", BN = "positive", BK = "positive", warp_m = "positive",
                        warp_n = "positive", vec = "positive", stages = "positive", early_wait = "boolean",
                        frag_pipeline = "boolean", pad = "boolean", dtype = "dtype", epilogue = "string", unroll = "boolean",
-                       block = "string", wmma_shape = function(v)
+                       block = "string", split_k = "positive", wmma_shape = function(v)
                          if type(v) ~= "table" or #v ~= 3 or math.type(v[1]) ~= "integer" or math.type(v[2]) ~= "integer" or
                             math.type(v[3]) ~= "integer" then return "a wmma shape {m, n, k}" end
                        end}
@@ -383,6 +409,19 @@ local function schedule(func, opts, P)
   o.dtype_given = opts ~= nil and opts.dtype ~= nil
   o.vec_given = opts ~= nil and opts.vec ~= nil
   local sch = as_schedule(func, P)
+  -- split-K (tc_gemm_split_k.lua): the rfactor'ed block of partial sums is what is tiled below;
+  -- the sum over the slices and the epilogue (or the padded workload's D) are a second kernel
+  local reduce, epilogue
+  if o.split_k > 1 then
+    local C0 = sch:get_block(o.block or "C")
+    local info0 = analyze(sch, C0, P)
+    epilogue, o.epilogue = o.epilogue, nil
+    if epilogue and not pcall(function() return sch:get_block(epilogue) end) then
+      raise("ValueError", P, "epilogue block '%s' does not exist", epilogue)
+    end
+    o.block, reduce = require("tir.schedules.tc_gemm_split_k").rfactor(sch, info0.name, info0.loops[#info0.loops],
+      info0.extents[#info0.extents], o.split_k, o.BK, P)
+  end
   local I, C = validate(sch, o, P)
   local wm, wn = o.BM // o.warp_m, o.BN // o.warp_n
   local info = analyze(sch, C, P)
@@ -549,7 +588,9 @@ local function schedule(func, opts, P)
     sch:storage_align(AS, 0, 0, 64 // esize, 16 // esize)
     sch:storage_align(BS, 0, 0, 64 // esize, 16 // esize)
   end
-  if padded then
+  if reduce then
+    require("tir.schedules.tc_gemm_split_k").schedule_reduce(sch, reduce, epilogue or (padded and "D" or nil), 256, P)
+  elseif padded then
     local D = sch:get_block("D")
     local l = {sch:get_loops(D)}
     local f = sch:fuse(l[1], l[2])

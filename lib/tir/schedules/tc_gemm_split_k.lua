@@ -1,0 +1,50 @@
+--- tir.schedules.tc_gemm_split_k: split-K for tc_gemm (CUTLASS's "parallel split-K": the K
+-- extent cut into S slices computed by S CTAs each, partial sums in a workspace, a small second
+-- kernel adding them), written with schedule primitives only:
+--   sch:split(k, {S, -1}); sch:rfactor(ks, 0)
+-- gives the block "<C>_rf" writing the partial sums P[ks, (batch..,) i, j] (the accumulator
+-- dtype: float32, or int32 for 8-bit inputs, whose sums are exact and wrap like the single
+-- kernel's) -- a matmul whose ks is one more batch dimension, which tc_gemm tiles as any other
+-- (blockIdx.z) -- while block C becomes the sum over ks.  schedule_reduce binds that sum (and
+-- the epilogue behind it: the cast to fp16, or the padded workload's D) as one elementwise
+-- kernel.  Used by tc_gemm.schedule(func, {split_k = S}); small-M GEMMs (M <= 128 with N, K in
+-- the thousands) have too few output tiles for the SMs without it.
+local util = require("tir.util")
+local raise = util.raise
+
+local M = {}
+
+--- Splits the reduction loop `k` (a LoopRV of the matmul block `name`, extent K) into S slices
+-- and rfactors it.  Checks S divides K into slices that are multiples of BK (a non-dividing
+-- split would leave a predicate rfactor refuses).  Returns the rf block's name and C's name
+-- (the block that now sums the slices).
+function M.rfactor(sch, name, k, K, S, BK, P)
+  if K % S ~= 0 or (K // S) % BK ~= 0 then
+    raise("ValueError", P, "split_k = %d: K = %d must be a multiple of split_k * BK = %d (each slice a whole number of BK = %d steps); " ..
+          "pick another split_k or BK, or pad K with tc_gemm.workload(..., pad = {BM, BN, split_k * BK})", S, K, S * BK, BK)
+  end
+  local ks = sch:split(k, {S, -1})
+  local rf = sch:rfactor(ks, 0)
+  return sch:get(rf).name, name
+end
+
+--- Schedules block `name` (the sum over ks that rfactor left: loops (batch..,) i, j, ks) as
+-- one elementwise kernel: the spatial loops fused over blockIdx.x x threadIdx.x (`threads`),
+-- ks serial per thread.  `epilogue` (a block name or nil) is computed at the thread loop, and
+-- the sum then lives in a register (scope "local").
+function M.schedule_reduce(sch, name, epilogue, threads, P)
+  local R = sch:get_block(name)
+  local l = {sch:get_loops(R)}
+  if #l < 2 then raise("ValueError", P, "split-K: block '%s' has no loop to bind beside its sum over ks", name) end
+  local f = #l > 2 and sch:fuse(table.unpack(l, 1, #l - 1)) or l[1]
+  local bx, tx = sch:split(f, {nil, threads})
+  sch:bind(bx, "blockIdx.x"); sch:bind(tx, "threadIdx.x")
+  if epilogue then
+    sch:reverse_compute_at(sch:get_block(epilogue), tx)
+    sch:set_scope(R, 0, "local")
+  end
+end
+
+for _, key in ipairs({"rfactor", "schedule_reduce"}) do M[key] = util.strict("tc_gemm_split_k." .. key, M[key]) end
+
+return M

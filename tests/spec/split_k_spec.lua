@@ -1,0 +1,167 @@
+-- split_k_spec.lua -- tc_gemm's split_k option (lib/tir/schedules/tc_gemm_split_k.lua): the k loop
+-- split and rfactor'ed into a block of partial sums over blockIdx.z plus a second kernel adding
+-- them (with the fp16 cast or the padded workload's D).  Every schedule is checked through the
+-- interpreter before/after on random inputs (fp16 within rounding: the slices add in another
+-- order; int8 exactly) and its lowered kernels on the warp-accurate simulator against the
+-- interpreter of the scheduled function, bit for bit.  Odd shapes go through the padded
+-- workload.  The #gpu cases compare with cuBLAS at the small-M LLM shapes.
+local tir = require("tir")
+local U = require("spec_util")
+local tc = require("tir.schedules.tc_gemm")
+
+-- small-M tiles (what bench/gemm_fp16.lua and the tuner use for M <= 64)
+local SMALL = {BM = 16, BN = 64, BK = 32, warp_m = 16, warp_n = 32, stages = 2}
+local function opts(o)
+  local r = {}
+  for k, v in pairs(SMALL) do r[k] = v end
+  for k, v in pairs(o or {}) do r[k] = v end
+  return r
+end
+
+local function int_args(f, seed)
+  local out = {}
+  for i, p in ipairs(f.params) do
+    local shape = {}
+    for d = 1, #p.shape do shape[d] = p.shape[d].value end
+    local lo, hi = -1, 1
+    if p.dtype == "int8" then lo, hi = -128, 127 elseif p.dtype == "uint8" then lo, hi = 0, 255 end
+    out[i] = tir.nd.random(shape, p.dtype, tir.nd.cpu(), {seed = seed * 31 + i, low = lo, high = hi})
+  end
+  return out
+end
+
+-- the kernels of sch on the simulator against the interpreter of sch.mod, exactly
+local function sim(f, sch, args)
+  local mod = tir.build(sch.mod, "cuda -arch=sm_80", {compile = false})
+  local rep = tir.simulate(mod, args or tir.testing.random_args(f, 3), {reference = sch.mod})
+  assert.are.equal(0, rep.n_issues)
+  assert.are.equal(0, rep.races)
+  return mod
+end
+
+local function kernels(mod)
+  local n = 0
+  for _ in mod:get_source("cuda"):gmatch("__global__") do n = n + 1 end
+  return n
+end
+
+describe("tc_gemm split_k", function()
+  it("fp16 -> fp16: rfactor'ed partial sums on blockIdx.z, then one kernel summing and casting (interpreter, simulator)", function()
+    for _, S in ipairs({2, 4}) do
+      local f = tc.workload(32, 128, 256, "float16", "float16")
+      local sch = tc.schedule(f, opts({split_k = S, epilogue = "D"}))
+      -- visible in the IR and the trace: the rf block, its workspace, the slices on blockIdx.z
+      local text = tostring(sch.mod)
+      assert.truthy(text:find('T.block("C_rf_update_o"', 1, true))
+      assert.truthy(text:find(("C_rf = T.alloc_buffer({%d, 32, 128}, \"float32\")"):format(S), 1, true))
+      assert.truthy(sch:trace():find("rfactor", 1, true))
+      U.assert_equiv(f, sch.mod, {rtol = 1e-3, atol = 1e-3})
+      local mod = sim(f, sch)
+      local src = mod:get_source("cuda")
+      assert.are.equal(2, kernels(mod))
+      assert.truthy(src:find("blockIdx.z", 1, true))
+      assert.truthy(src:find("__float2half_rn", 1, true))
+    end
+  end)
+
+  it("fp16 with an fp32 output (no epilogue): the second kernel writes C", function()
+    local f = tc.workload(16, 64, 128, "float16")
+    local sch = tc.schedule(f, opts({split_k = 2}))
+    U.assert_equiv(f, sch.mod, {rtol = 1e-5, atol = 1e-5})
+    assert.are.equal(2, kernels(sim(f, sch)))
+  end)
+
+  it("int8 and u8 x s8 -> int32: partial sums in int32, exact (full-range inputs, interpreter and simulator)", function()
+    for _, dt in ipairs({"int8", {"uint8", "int8"}}) do
+      local f = tc.workload(32, 64, 512, dt)
+      local sch = tc.schedule(f, opts({split_k = 4, BK = 64}))
+      assert.truthy(tostring(sch.mod):find('C_rf = T.alloc_buffer({4, 32, 64}, "int32")', 1, true))
+      local args = int_args(f, 1)
+      local r1 = U.run(f, 1, args)
+      local r2 = U.run(sch.mod, 1, args)
+      assert.are.same(r1[3]:to_table(), r2[3]:to_table())
+      sim(f, sch, int_args(f, 2))
+    end
+  end)
+
+  it("odd shapes (M = 1, 5, 33; N and K not multiples of the tiles) run on the padded workload", function()
+    for _, s in ipairs({{1, 64, 128}, {5, 100, 200}, {33, 72, 96}}) do
+      local m, n, k = s[1], s[2], s[3]
+      local S = 2
+      local f = tc.workload(m, n, k, "float16", "float16", {16, 64, 32 * S})
+      local sch = tc.schedule(f, opts({split_k = S}))
+      U.assert_equiv(f, sch.mod, {rtol = 1e-3, atol = 1e-3, trials = 1})
+      sim(f, sch)
+    end
+    local f = tc.workload(5, 100, 200, "int8", nil, {16, 64, 128})
+    local sch = tc.schedule(f, opts({split_k = 2, BK = 64}))
+    local args = int_args(f, 4)
+    assert.are.same(U.run(f, 1, args)[3]:to_table(), U.run(sch.mod, 1, args)[3]:to_table())
+    sim(f, sch, int_args(f, 5))
+  end)
+
+  it("with wmma, a pipeline and 4 warps (BM = 32, warp 16 x 32)", function()
+    local f = tc.workload(32, 64, 256, "float16", "float16")
+    for _, intrin in ipairs({"mma", "wmma"}) do
+      local sch = tc.schedule(f, opts({intrin = intrin, BM = 32, split_k = 2, stages = 3, BK = 32, epilogue = "D"}))
+      U.assert_equiv(f, sch.mod, {rtol = 1e-3, atol = 1e-3, trials = 1})
+      sim(f, sch)
+    end
+  end)
+
+  it("split_k = 1 is the plain schedule", function()
+    local f = tc.workload(32, 64, 64, "float16", "float16")
+    local a = tc.schedule(f, opts({epilogue = "D"}))
+    local b = tc.schedule(f, opts({epilogue = "D", split_k = 1}))
+    assert.is_true((tir.structural_equal(a.mod, b.mod)))
+  end)
+
+  it("bad split_k: clear errors naming the option", function()
+    local f = tc.workload(32, 64, 96, "float16", "float16")
+    U.expect_error(function() tc.schedule(f, opts({split_k = 2})) end, "tc_gemm.schedule", "split_k = 2: K = 96 must be a multiple of split_k * BK = 64")
+    U.expect_error(function() tc.schedule(f, opts({split_k = 0})) end, "split_k")
+    U.expect_error(function() tc.schedule(f, opts({split_k = 1.5})) end, "split_k")
+    U.expect_error(function() tc.schedule(tc.workload(32, 64, 128, "float16", "float16"), opts({split_k = 2, epilogue = "E"})) end,
+      "epilogue block 'E' does not exist")
+  end)
+end)
+
+describe("#gpu tc_gemm split_k", function()
+  local dev = tir.device("cuda", 0)
+  local has_gpu, why = dev:exists()
+  if not has_gpu then
+    it("is skipped: " .. tostring(why), function() pending("no GPU: " .. tostring(why)) end)
+    return
+  end
+  local function check(m, n, k, o)
+    local BM, BN, BK = o.BM, o.BN, o.BK * o.split_k
+    local divides = m % BM == 0 and n % BN == 0 and k % BK == 0
+    local f = tc.workload(m, n, k, "float16", "float16", not divides and {BM, BN, BK} or nil)
+    if divides then o.epilogue = "D" end
+    local mod = tir.build(tc.schedule(f, o).mod, "cuda")
+    local a = tir.nd.random({m, k}, "float16", dev, {seed = m + 1})
+    local b = tir.nd.random({k, n}, "float16", dev, {seed = n + 2})
+    local c = tir.nd.empty({m, n}, "float16", dev)
+    local ref = tir.nd.empty({m, n}, "float16", dev)
+    mod(a, b, c)
+    tir.core.cublas_gemm(a, b, ref, false, false, 1.0, 0.0)
+    tir.testing.assert_allclose(c, ref, {rtol = 2e-2, atol = 2e-2 * math.sqrt(k / 64)})
+  end
+  for _, s in ipairs({{16, 11008, 4096, 16, 4}, {128, 11008, 4096, 64, 2}, {1, 4096, 4096, 16, 8}, {37, 1000, 1000, 16, 2}}) do
+    it(("%dx%dx%d, BM = %d, split_k = %d matches cuBLAS"):format(s[1], s[2], s[3], s[4], s[5]), function()
+      check(s[1], s[2], s[3], {BM = s[4], warp_m = math.min(s[4], 64), BN = 128, warp_n = s[4] >= 64 and 64 or 32, BK = 32, stages = 3,
+                               split_k = s[5]})
+    end)
+  end
+  it("int8 16x11008x4096, split_k = 4: exact against the one-kernel schedule", function()
+    local f = tc.workload(16, 11008, 4096, "int8")
+    local a = tir.nd.random({16, 4096}, "int8", dev, {seed = 1, low = -128, high = 127})
+    local b = tir.nd.random({4096, 11008}, "int8", dev, {seed = 2, low = -128, high = 127})
+    local o = {BM = 16, warp_m = 16, BN = 128, warp_n = 32, BK = 64, stages = 3}
+    local c1, c2 = tir.nd.empty({16, 11008}, "int32", dev), tir.nd.empty({16, 11008}, "int32", dev)
+    tir.build(tc.schedule(f, o).mod, "cuda")(a, b, c1)
+    o.split_k = 4
+    tir.build(tc.schedule(f, o).mod, "cuda")(a, b, c2)
+    assert.are.same(c1:to("cpu"):to_table(), c2:to("cpu"):to_table())
+  end)
+end)
