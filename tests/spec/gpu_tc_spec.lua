@@ -5,6 +5,7 @@
 local tir = require("tir")
 local tc = require("tir.schedules.tc_gemm")
 local simt = require("tir.schedules.simt_gemm")
+local U = require("spec_util")
 
 local dev = tir.device("cuda", 0)
 local has_gpu, why = dev:exists()
@@ -21,14 +22,7 @@ local function check(m, n, k, intrin, stages)
   local BM, BN, BK = o.BM or 128, o.BN or 128, o.BK or 32
   local divides = m % BM == 0 and n % BN == 0 and k % BK == 0
   local f = tc.workload(m, n, k, "float16", "float16", not divides and {BM, BN, BK} or nil)
-  local mod = tir.build(tc.schedule(f, o).mod, "cuda")
-  local a = tir.nd.random({m, k}, "float16", dev, {seed = m + 1})
-  local b = tir.nd.random({k, n}, "float16", dev, {seed = n + 2})
-  local c = tir.nd.empty({m, n}, "float16", dev)
-  local ref = tir.nd.empty({m, n}, "float16", dev)
-  mod(a, b, c)
-  tir.core.cublas_gemm(a, b, ref, false, false, 1.0, 0.0)
-  return tir.testing.assert_allclose(c, ref, {rtol = 2e-2, atol = 2e-2 * math.sqrt(k / 64)})
+  return U.check_vs_cublas(tir.build(tc.schedule(f, o).mod, "cuda"), m, n, k, dev)
 end
 
 describe("#gpu tensor-core GEMM", function()

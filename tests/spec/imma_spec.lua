@@ -13,18 +13,7 @@ local cuda = require("tir.intrin.cuda")
 local nvrtc_ok = tir.core.nvrtc_available()
 local asan = os.getenv("ASAN_OPTIONS") ~= nil
 
--- full-range random inputs (int8 -128..127, uint8 0..255), fixed seed
-local function args_for(f, seed)
-  local out = {}
-  for i, p in ipairs(f.params) do
-    local shape = {}
-    for d = 1, #p.shape do shape[d] = p.shape[d].value end
-    local lo, hi = -1, 1
-    if p.dtype == "int8" then lo, hi = -128, 127 elseif p.dtype == "uint8" then lo, hi = 0, 255 end
-    out[i] = tir.nd.random(shape, p.dtype, tir.nd.cpu(), {seed = seed * 31 + i, low = lo, high = hi})
-  end
-  return out
-end
+local args_for = U.full_range_args -- full-range random inputs (int8 -128..127, uint8 0..255), fixed seed
 
 -- the lowered kernels on the simulator against the interpreter's results of f, exactly
 local function sim_exact(f, sch, seed)
@@ -37,12 +26,7 @@ local function sim_exact(f, sch, seed)
 end
 
 local SMALL = {intrin = "mma", BM = 64, BN = 64, BK = 64, warp_m = 32, warp_n = 32}
-local function opts(o)
-  local r = {}
-  for k, v in pairs(SMALL) do r[k] = v end
-  for k, v in pairs(o or {}) do r[k] = v end
-  return r
-end
+local function opts(o) return U.merge(SMALL, o) end
 
 local function count(s, pat)
   local n = 0

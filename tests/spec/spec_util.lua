@@ -91,4 +91,49 @@ function U.count(s, pat)
   return n
 end
 
+--- Random host arrays for f's parameters over the full range of 8-bit integers (int8
+-- -128..127, uint8 0..255; other dtypes -1..1), seeded.
+function U.full_range_args(f, seed)
+  local out = {}
+  for i, p in ipairs(f.params) do
+    local shape = {}
+    for d = 1, #p.shape do shape[d] = p.shape[d].value end
+    local lo, hi = -1, 1
+    if p.dtype == "int8" then lo, hi = -128, 127 elseif p.dtype == "uint8" then lo, hi = 0, 255 end
+    out[i] = tir.nd.random(shape, p.dtype, tir.nd.cpu(), {seed = seed * 31 + i, low = lo, high = hi})
+  end
+  return out
+end
+
+--- The fp16 GEMM module mod (A: m x k, B: k x n -> fp16 m x n) on dev against cuBLAS
+-- (cublasGemmEx, fp32 compute) on seeded random inputs, within fp16 rounding.
+function U.check_vs_cublas(mod, m, n, k, dev)
+  local a = tir.nd.random({m, k}, "float16", dev, {seed = m + 1})
+  local b = tir.nd.random({k, n}, "float16", dev, {seed = n + 2})
+  local c = tir.nd.empty({m, n}, "float16", dev)
+  local ref = tir.nd.empty({m, n}, "float16", dev)
+  mod(a, b, c)
+  tir.core.cublas_gemm(a, b, ref, false, false, 1.0, 0.0)
+  return tir.testing.assert_allclose(c, ref, {rtol = 2e-2, atol = 2e-2 * math.sqrt(k / 64)})
+end
+
+--- Inside a #gpu describe: CUDA device 0, or nil after adding a pending case that says why
+-- there is none (the describe then returns).  it: busted's; pending: a function of the spec
+-- calling busted's pending (which is looked up when the case runs, so a closure of the spec's).
+function U.gpu_or_pending(it, pending)
+  local dev = tir.device("cuda", 0)
+  local ok, why = dev:exists()
+  if ok then return dev end
+  it("is skipped: " .. tostring(why), function() pending("no GPU: " .. tostring(why)) end)
+  return nil
+end
+
+--- A copy of table a with the keys of b (may be nil) set over it.
+function U.merge(a, b)
+  local r = {}
+  for k, v in pairs(a) do r[k] = v end
+  for k, v in pairs(b or {}) do r[k] = v end
+  return r
+end
+
 return U

@@ -9,26 +9,11 @@ local tir = require("tir")
 local U = require("spec_util")
 local tc = require("tir.schedules.tc_gemm")
 
--- small-M tiles (what bench/gemm_fp16.lua and the tuner use for M <= 64)
+-- small-M tiles (what bench/gemm_fp16.lua and the tuner use for M <= 64); o overrides them
 local SMALL = {BM = 16, BN = 64, BK = 32, warp_m = 16, warp_n = 32, stages = 2}
-local function opts(o)
-  local r = {}
-  for k, v in pairs(SMALL) do r[k] = v end
-  for k, v in pairs(o or {}) do r[k] = v end
-  return r
-end
+local function opts(o) return U.merge(SMALL, o) end
 
-local function int_args(f, seed)
-  local out = {}
-  for i, p in ipairs(f.params) do
-    local shape = {}
-    for d = 1, #p.shape do shape[d] = p.shape[d].value end
-    local lo, hi = -1, 1
-    if p.dtype == "int8" then lo, hi = -128, 127 elseif p.dtype == "uint8" then lo, hi = 0, 255 end
-    out[i] = tir.nd.random(shape, p.dtype, tir.nd.cpu(), {seed = seed * 31 + i, low = lo, high = hi})
-  end
-  return out
-end
+local int_args = U.full_range_args
 
 -- the kernels of sch on the simulator against the interpreter of sch.mod, exactly
 local function sim(f, sch, args)
@@ -127,25 +112,14 @@ describe("tc_gemm split_k", function()
 end)
 
 describe("#gpu tc_gemm split_k", function()
-  local dev = tir.device("cuda", 0)
-  local has_gpu, why = dev:exists()
-  if not has_gpu then
-    it("is skipped: " .. tostring(why), function() pending("no GPU: " .. tostring(why)) end)
-    return
-  end
+  local dev = U.gpu_or_pending(it, function(why) pending(why) end)
+  if not dev then return end
   local function check(m, n, k, o)
     local BM, BN, BK = o.BM, o.BN, o.BK * o.split_k
     local divides = m % BM == 0 and n % BN == 0 and k % BK == 0
     local f = tc.workload(m, n, k, "float16", "float16", not divides and {BM, BN, BK} or nil)
     if divides then o.epilogue = "D" end
-    local mod = tir.build(tc.schedule(f, o).mod, "cuda")
-    local a = tir.nd.random({m, k}, "float16", dev, {seed = m + 1})
-    local b = tir.nd.random({k, n}, "float16", dev, {seed = n + 2})
-    local c = tir.nd.empty({m, n}, "float16", dev)
-    local ref = tir.nd.empty({m, n}, "float16", dev)
-    mod(a, b, c)
-    tir.core.cublas_gemm(a, b, ref, false, false, 1.0, 0.0)
-    tir.testing.assert_allclose(c, ref, {rtol = 2e-2, atol = 2e-2 * math.sqrt(k / 64)})
+    U.check_vs_cublas(tir.build(tc.schedule(f, o).mod, "cuda"), m, n, k, dev)
   end
   for _, s in ipairs({{16, 11008, 4096, 16, 4}, {128, 11008, 4096, 64, 2}, {1, 4096, 4096, 16, 8}, {37, 1000, 1000, 16, 2}}) do
     it(("%dx%dx%d, BM = %d, split_k = %d matches cuBLAS"):format(s[1], s[2], s[3], s[4], s[5]), function()
