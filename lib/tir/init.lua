@@ -44,6 +44,12 @@ tir.ops = setmetatable({}, {__module = "tir.ops", __index = function(t, k)
   for name, v in pairs(require("tir.ops")) do t[name] = v end
   return rawget(t, k)
 end})
+-- tir.amos (automatic mapping onto tensor intrinsics, lib/tir/amos.lua): loaded on first use
+tir.amos = setmetatable({}, {__module = "tir.amos", __index = function(t, k)
+  setmetatable(t, {__module = "tir.amos"})
+  for name, v in pairs(require("tir.amos")) do t[name] = v end
+  return rawget(t, k)
+end})
 
 --- tir.TensorIntrin: the registry of tensor intrinsics (TVM's tir.TensorIntrin).
 --   tir.TensorIntrin.register(name, desc, impl [, override])   desc/impl: PrimFuncs (T script) with the

@@ -288,7 +288,8 @@ M.analyze = analyze
 local SCHEDULE_OPTS = {intrin = "string", BM = "positive", BN = "positive", BK = "positive", warp_m = "positive",
                        warp_n = "positive", vec = "positive", stages = "positive", early_wait = "boolean",
                        frag_pipeline = "boolean", pad = "boolean", dtype = "dtype", epilogue = "string", unroll = "boolean",
-                       block = "string", split_k = "positive", wmma_shape = function(v)
+                       block = "string", split_k = "positive", a_stage = "string", b_stage = "string", writeback = "string",
+                       wmma_shape = function(v)
                          if type(v) ~= "table" or #v ~= 3 or math.type(v[1]) ~= "integer" or math.type(v[2]) ~= "integer" or
                             math.type(v[3]) ~= "integer" then return "a wmma shape {m, n, k}" end
                        end}
@@ -371,7 +372,12 @@ local function validate(sch, o, P)
             "moves whole vectors (use a smaller vec)", X[1], X[2], bk, elems, o.vec)
     end
   end
-  local padded = pcall(function() return sch:get_block("A_pad") end)
+  local padded = o.a_stage or o.b_stage or pcall(function() return sch:get_block("A_pad") end)
+  for _, key in ipairs({"a_stage", "b_stage", "writeback"}) do
+    if o[key] and not pcall(function() return sch:get_block(o[key]) end) then
+      raise("ValueError", P, "%s block '%s' does not exist", key, o[key])
+    end
+  end
   if o.epilogue and not padded then -- (the padded workload's D is a kernel of its own)
     local okb, E = pcall(function() return sch:get(sch:get_block(o.epilogue)) end)
     if not okb then raise("ValueError", P, "epilogue block '%s' does not exist", o.epilogue) end
@@ -426,15 +432,26 @@ local function schedule(func, opts, P)
   local wm, wn = o.BM // o.warp_m, o.BN // o.warp_n
   local info = analyze(sch, C, P)
   local ta, tb = info.layout:sub(1, 1) == "T", info.layout:sub(2, 2) == "T"
-  local padded = pcall(function() return sch:get_block("A_pad") end)
+  -- operand stages: blocks computing A / B into global buffers become the shared tiles
+  -- (set_scope), so what they compute (padding, an im2col gather) runs in the copy into shared
+  -- memory; the result goes through a global workspace read by the writeback block, a kernel of
+  -- its own.  tc.workload(..., pad) names them A_pad, B_pad, D; tir.amos passes its own.
+  if not (o.a_stage or o.b_stage) and pcall(function() return sch:get_block("A_pad") end) then
+    o.a_stage, o.b_stage, o.writeback = "A_pad", "B_pad", "D"
+  end
+  local padded = o.a_stage ~= nil or o.b_stage ~= nil
+  if padded then o.epilogue = nil end
   local AS, BS
-  if padded then
-    -- the padding stages are the shared tiles; the padded C is a workspace, D a second kernel
-    AS, BS = sch:get_block("A_pad"), sch:get_block("B_pad")
-    sch:set_scope(AS, 0, "shared"); sch:set_scope(BS, 0, "shared")
-    o.epilogue = nil
+  if o.a_stage then
+    AS = sch:get_block(o.a_stage)
+    sch:set_scope(AS, 0, "shared")
   else
     AS = sch:cache_read(C, info.a_index, "shared")
+  end
+  if o.b_stage then
+    BS = sch:get_block(o.b_stage)
+    sch:set_scope(BS, 0, "shared")
+  else
     BS = sch:cache_read(C, info.b_index, "shared")
   end
   local AF = sch:cache_read(C, info.a_index, I.scope_a)
@@ -589,11 +606,10 @@ local function schedule(func, opts, P)
     sch:storage_align(BS, 0, 0, 64 // esize, 16 // esize)
   end
   if reduce then
-    require("tir.schedules.tc_gemm_split_k").schedule_reduce(sch, reduce, epilogue or (padded and "D" or nil), 256, P)
-  elseif padded then
-    local D = sch:get_block("D")
-    local l = {sch:get_loops(D)}
-    local f = sch:fuse(l[1], l[2])
+    require("tir.schedules.tc_gemm_split_k").schedule_reduce(sch, reduce, epilogue or o.writeback, 256, P)
+  elseif o.writeback then
+    local D = sch:get_block(o.writeback)
+    local f = sch:fuse(sch:get_loops(D))
     local bxd, txd = sch:split(f, {nil, 256})
     sch:bind(bxd, "blockIdx.x"); sch:bind(txd, "threadIdx.x")
   end

@@ -1,0 +1,148 @@
+-- amos_spec.lua -- tir.amos: enumeration, cost ranking, application and errors of AMOS-style
+-- mappings onto tensor intrinsics.  Every applied mapping is checked against the interpreter
+-- (the original function) and, lowered for sm_80, on the simulator.
+local tir = require("tir")
+local U = require("spec_util")
+local W = require("amos_workloads")
+
+local function check_applied(f, sch, tol)
+  local args = tir.testing.random_args(f, 1)
+  local ref = tir.testing.copy_args(args)
+  tir.interpret(f, ref)
+  tir.interpret(sch.mod, args)
+  local n = #args
+  if tol then
+    tir.testing.assert_allclose(args[n], ref[n], {rtol = tol, atol = tol})
+  else
+    assert.are.same(ref[n]:to_table(), args[n]:to_table())
+  end
+  local mod = tir.build(sch.mod, "cuda -arch=sm_80", {compile = false})
+  tir.simulate(mod, tir.testing.random_args(f, 2), {reference = f, rtol = tol or 0, atol = tol or 0})
+end
+
+local function map_and_check(f, block, intrin, choice, tol)
+  local cands = tir.amos.mappings(f, block, intrin)
+  assert.is_true(#cands > 0, tostring(cands))
+  local sch, c = cands:apply(choice)
+  check_applied(f, sch, tol)
+  return cands, sch, c
+end
+
+describe("amos.mappings", function()
+  it("enumerates the fusions of a conv2d NHWC, ranked, and prints a table", function()
+    local f = W.conv2d(1, 8, 8, 16, 16, 3, 3, {pad = 1})
+    local cands = tir.amos.mappings(f, "conv", "mma.m16n8k16")
+    assert.are.equal(3, #cands)
+    local text = tostring(cands)
+    assert.truthy(text:find("mappings of block 'conv' onto mma.m16n8k16", 1, true))
+    assert.truthy(text:find("M=h*w(64) N=oc(16) K=rh*rw*rc(144)", 1, true))
+    assert.truthy(text:find("predicted", 1, true))
+    -- the best needs no padding; the ones with a batch dimension pad M from 8 to 16
+    assert.are.equal(0, cands[1].waste)
+    assert.are.equal(0.5, cands[2].waste)
+    assert.is_true(cands[2].pad_any)
+    -- the gather of the input is contiguous along rw * rc (48 fp16), the weight's along oc
+    assert.are.equal(48, cands[1].run_a)
+    assert.are.equal("KN", cands[1].layout_b)
+  end)
+
+  it("a dilated conv breaks the contiguous run of the gather", function()
+    local plain = tir.amos.mappings(W.conv2d(1, 8, 8, 16, 16, 3, 3, {pad = 1}), "conv", "mma.m16n8k16")
+    local dil = tir.amos.mappings(W.conv2d(1, 8, 8, 16, 16, 3, 3, {pad = 2, dilation = 2}), "conv", "mma.m16n8k16")
+    assert.are.equal(48, plain[1].run_a)
+    assert.are.equal(16, dil[1].run_a)
+  end)
+
+  it("depthwise conv: no profitable mapping, with the reason", function()
+    local f = W.depthwise(1, 8, 8, 16, 3, 3)
+    local cands = tir.amos.mappings(f, "conv", "mma.m16n8k16")
+    assert.are.equal(0, #cands)
+    assert.truthy(cands.reason:find("depthwise", 1, true))
+    assert.truthy(tostring(cands):find("no profitable mapping", 1, true))
+    U.expect_error(function() tir.amos.apply(f, "conv", "mma.m16n8k16") end, "amos.apply", "no profitable mapping", "N would have extent 1")
+  end)
+
+  it("errors name the function and the block", function()
+    local f = W.matmul(32, 32, 32, "NN")
+    U.expect_error(function() tir.amos.mappings(f, "C", "mma.m16n8k8") end, "amos.mappings", "unknown intrinsic", "mma.m16n8k16")
+    U.expect_error(function() tir.amos.mappings(f, "C", 3) end, "amos.mappings", "intrinsic must be a name")
+    U.expect_error(function() tir.amos.mappings(f, "C", "mma.m16n8k32") end, "amos.mappings", "block 'C'", "float16", "int8")
+    local T = tir.script
+    local ew = U.elementwise(32, 32)
+    U.expect_error(function() tir.amos.mappings(ew, "B", "mma.m16n8k16") end, "amos.mappings", "block 'B'", "no reduction")
+    local te = tir.te
+    local A = te.placeholder({32, 32}, "float16", "A")
+    local B = te.placeholder({32, 32}, "float16", "B")
+    local k = te.reduce_axis({0, 32}, "k")
+    local C = te.compute({32, 32}, function(i, j)
+      return te.sum(te.cast("float32", A[{i, (k * k) % 32}]) * te.cast("float32", B[{k, j}]), {k})
+    end, "C")
+    U.expect_error(function() tir.amos.mappings(te.create_prim_func({A, B, C}), "C", "mma.m16n8k16") end, "amos.mappings", "block 'C'",
+                   "not affine")
+    local D = te.compute({32, 32}, function(i, j)
+      return te.sum(te.cast("float32", A[{i, k}]) + te.cast("float32", B[{k, j}]), {k})
+    end, "D")
+    U.expect_error(function() tir.amos.mappings(te.create_prim_func({A, B, D}), "D", "mma.m16n8k16") end, "amos.mappings", "block 'D'",
+                   "multiply-accumulate")
+    local cands = tir.amos.mappings(f, "C", "mma.m16n8k16")
+    U.expect_error(function() cands:apply(5) end, "amos.apply", "candidate 5 does not exist")
+    U.expect_error(function() cands:apply(1, {BM = 32, bogus = 1}) end, "amos.apply", "unknown option")
+  end)
+end)
+
+describe("amos.apply", function()
+  for _, layout in ipairs({"NN", "NT", "TN", "TT"}) do
+    it("matmul " .. layout .. ": no reindex, tc_gemm's layouts", function()
+      local f = W.matmul(32, 32, 32, layout)
+      local cands, sch = map_and_check(f, "C", "mma.m16n8k16", nil, 1e-3)
+      assert.is_false(cands[1].reindex_a or cands[1].reindex_b or cands[1].reindex_c)
+      assert.truthy(sch:trace():find("tensorize", 1, true))
+    end)
+  end
+
+  it("batched matmul, and one with a weight shared by the batch", function()
+    map_and_check(W.batch_matmul(2, 32, 16, 32), "C", "mma.m16n8k16", nil, 1e-3)
+    map_and_check(W.batch_matmul(2, 16, 16, 32, true), "C", "mma.m16n8k16", nil, 1e-3)
+  end)
+
+  it("conv2d NHWC: the gather becomes the shared tile (reindex, transform_block_layout in the trace)", function()
+    local f = W.conv2d(1, 8, 8, 16, 16, 3, 3, {pad = 1})
+    local _, sch = map_and_check(f, "conv", "mma.m16n8k16", 1, 1e-3)
+    local tr = sch:trace()
+    for _, step in ipairs({"reindex", "compute_inline", "transform_layout", "transform_block_layout", "tensorize"}) do
+      assert.truthy(tr:find(step, 1, true), step)
+    end
+    -- no im2col matrix in global memory: the gathered operand lives in shared memory
+    local text = tostring(sch.mod)
+    assert.truthy(text:find('pad_reindex = T.alloc_buffer({64, 144}, "float16", {scope = "shared"})', 1, true))
+  end)
+
+  it("conv2d NCHW, dilated, strided, grouped; conv1d; conv3d", function()
+    map_and_check(W.conv2d(1, 8, 8, 16, 16, 3, 3, {layout = "NCHW", pad = 1}), "conv", "mma.m16n8k16", nil, 1e-3)
+    map_and_check(W.conv2d(2, 8, 8, 16, 32, 3, 3, {pad = 2, dilation = 2}), "conv", "mma.m16n8k16", nil, 1e-3)
+    map_and_check(W.conv2d(1, 17, 17, 16, 16, 3, 3, {stride = 2}), "conv", "mma.m16n8k16", nil, 1e-3)
+    map_and_check(W.conv2d(1, 8, 8, 32, 32, 1, 1, {groups = 2}), "conv", "mma.m16n8k16", nil, 1e-3)
+    map_and_check(W.conv1d(2, 18, 16, 16, 3), "conv", "mma.m16n8k16", nil, 1e-3)
+    map_and_check(W.conv3d(1, 4, 6, 6, 16, 16, 1, 3, 3), "conv", "mma.m16n8k16", nil, 1e-3)
+  end)
+
+  it("int8 on IMMA (m16n8k32): bit-exact", function()
+    map_and_check(W.matmul(32, 32, 64, "NT", "int8"), "C", "mma.m16n8k32")
+    map_and_check(W.conv2d(1, 8, 8, 32, 16, 3, 3, {pad = 1, dtype = "int8"}), "conv", "mma.m16n8k32")
+  end)
+
+  it("wmma", function()
+    map_and_check(W.conv2d(1, 8, 8, 16, 16, 3, 3, {pad = 1}), "conv", "wmma.m16n16k16", nil, 1e-3)
+  end)
+
+  it("a Schedule is changed in place; the trace replays", function()
+    local f = W.conv2d(1, 8, 8, 16, 16, 3, 3, {pad = 1})
+    local sch = tir.Schedule(f)
+    local s2, c = tir.amos.apply(sch, "conv", "mma.m16n8k16")
+    assert.are.equal(sch, s2)
+    assert.are.equal(1, c.index)
+    local replay = tir.Schedule(f)
+    replay:apply_trace(sch:trace())
+    assert.is_true(tir.structural_equal(sch.mod, replay.mod))
+  end)
+end)
