@@ -134,6 +134,23 @@ describe("NDArray and scalar arguments refuse values their dtype cannot hold", f
     U.expect_error(function() tir.testing.random_args("x") end, "TypeError in random_args", "expected a PrimFunc")
     U.expect_error(function() tir.nd.random({4}, "float32", nil, {seed = "x"}) end, "option seed must be an integer")
   end)
+  it("nd.random refuses integer bounds outside the dtype (they wrapped: int8 200 stored as -56)", function()
+    U.expect_error(function() tir.nd.random({4}, "int8", nil, {low = -200, high = 100}) end, "ValueError in nd.random",
+                   "low = -200, high = 100: the range of int8 values is [-128, 127]")
+    U.expect_error(function() tir.nd.random({4}, "int8", nil, {low = 0, high = 128}) end, "the range of int8 values is [-128, 127]")
+    U.expect_error(function() tir.nd.random({4}, "uint8", nil, {low = -1, high = 255}) end, "the range of uint8 values is [0, 255]")
+    U.expect_error(function() tir.nd.random({4}, "int16", nil, {low = 0, high = 40000}) end, "the range of int16 values")
+    U.expect_error(function() tir.nd.random({4}, "int32", nil, {low = 0.25, high = 0.75}) end, "holds no int32 value")
+    -- the ends themselves are drawn
+    local a = tir.nd.random({4096}, "int8", nil, {seed = 7, low = -128, high = 127})
+    local lo, hi = 0, 0
+    for e = 0, 4095 do lo, hi = math.min(lo, a:get(e)), math.max(hi, a:get(e)) end
+    assert.are.same({-128, 127}, {lo, hi})
+    local u = tir.nd.random({4096}, "uint8", nil, {seed = 7, low = 0, high = 255})
+    hi = 0
+    for e = 0, 4095 do hi = math.max(hi, u:get(e)) end
+    assert.are.equal(255, hi)
+  end)
 end)
 
 describe("T script validates stores, loops and conditions", function()

@@ -156,6 +156,23 @@ describe("tir.ops.quantized_matmul", function()
     U.expect_error(with("relu", 1), "relu must be a boolean")
     U.expect_error(function() qm(3) end, "expects a table of options")
     U.expect_error(function() qm{M = 4, N = 4, K = 8, accum_dtype = "int64"} end, "accum_dtype int64 is for the direct compute")
+    U.expect_error(with("scale", 0), "scale must be positive, got 0")
+    U.expect_error(with("scale", -0.25), "scale must be positive")
+  end)
+
+  it("refuses a K whose sum can leave the int32 accumulator, from the dtypes and zero points", function()
+    -- int8 x int8, zero points 0: |a b| <= 128 * 128, so K * 16384 <= 2^31 - 1 up to K = 131071
+    assert.is_truthy(qm{M = 2, N = 2, K = 131071})
+    U.expect_error(function() qm{M = 2, N = 2, K = 131072} end, "quantized_matmul", "K = 131072 can overflow the int32 accumulator",
+                   "K * 128 * 128 = 2147483648", "the largest K is 131071")
+    -- uint8 A with za = 0 (|a| <= 255) x int8 B with a per-column zb (|b - zb| <= 255): 33025
+    assert.is_truthy(qm{M = 2, N = 2, K = 33025, a_dtype = "uint8", b_zero_point = "per_column"})
+    U.expect_error(function() qm{M = 2, N = 2, K = 33026, a_dtype = "uint8", b_zero_point = "per_column"} end,
+                   "K * 255 * 255", "the largest K is 33025")
+    -- a zero point at the end of the range doubles the reach: int8 A with za = 127 -> |a - za| <= 255
+    U.expect_error(function() qm{M = 2, N = 2, K = 70000, a_zero_point = 127} end, "K * 255 * 128")
+    -- the int64 oracle has no such limit
+    assert.is_truthy(qm{M = 2, N = 2, K = 140000, four_term = false, accum_dtype = "int64", a_zero_point = 127})
   end)
 
   it("tir.schedules.qgemm: one kernel, simulated bit-exact against the int64 oracle; sums computed in the PrimFunc refused", function()

@@ -42,7 +42,12 @@
 -- Errors (tir.Error, primitive "quantized_matmul"): unknown options, non-positive or
 -- non-integer extents, dtypes outside the lists (e.g. float inputs), zero points that are not
 -- integers (a float zero point of an int8 op) or outside the input dtype's range, an output
--- zero point outside the output range.
+-- zero point outside the output range, a constant scale that is not positive and finite, and
+-- (accum_dtype int32) a K for which sum_k (a - za)(b - zb) can leave int32: K * ma * mb >
+-- 2^31 - 1 with ma = max |a - za| over A's range (255 for a per-row za), mb likewise (int8 x
+-- int8 with zero points 0: K <= 131071; the worst case, 255 x 255: K <= 33025).  Runtime inputs
+-- are not checked: scale parameters must be positive, per-row/per-column zero points inside the
+-- input dtype's range, and acc + bias must fit int32.
 local tir = require("tir")
 local util = require("tir.util")
 local te = tir.te
@@ -111,8 +116,26 @@ local function check(o)
   end
   if type(r.scale) == "number" then
     if r.scale ~= r.scale or r.scale == math.huge or r.scale == -math.huge then raise("ValueError", "scale must be finite") end
+    -- requantization scales are s_a * s_b / s_out of positive quantization steps (TVM QNN)
+    if r.scale <= 0 then raise("ValueError", "scale must be positive, got %s", util.show(r.scale)) end
   elseif r.scale ~= "per_tensor" and r.scale ~= "per_channel" then
     raise("TypeError", "scale must be a number, \"per_tensor\" or \"per_channel\", got %s", util.show(r.scale))
+  end
+  -- the int32 accumulator must hold sum_k (a - za)(b - zb) exactly: |a - za| <= ma, |b - zb| <= mb
+  -- (a per-row / per-column zero point is any value of the input dtype's range: ma = hi - lo)
+  if r.accum_dtype == "int32" then
+    local function most(dt, z)
+      local lo, hi = RANGE[dt][1], RANGE[dt][2]
+      if math.type(z) ~= "integer" then return hi - lo end
+      return math.max(hi - z, z - lo)
+    end
+    local ma, mb = most(r.a_dtype, r.a_zero_point), most(r.b_dtype, r.b_zero_point)
+    if r.K * ma * mb > RANGE.int32[2] then
+      raise("ValueError", "K = %d can overflow the int32 accumulator: |sum_k (a - za)(b - zb)| reaches K * %d * %d = %d > 2^31 - 1 "
+            .. "(%s x %s, zero points %s, %s); the largest K is %d (split K, or the int64 direct form: four_term = false, "
+            .. "accum_dtype = \"int64\")", r.K, ma, mb, r.K * ma * mb, r.a_dtype, r.b_dtype, tostring(r.a_zero_point),
+            tostring(r.b_zero_point), RANGE.int32[2] // (ma * mb))
+    end
   end
   if r.accum_dtype == "int64" and r.four_term then raise("ValueError", "accum_dtype int64 is for the direct compute (four_term = false)") end
   if r.b_sums == "input" and not r.four_term then raise("ValueError", "b_sums = \"input\" needs four_term") end

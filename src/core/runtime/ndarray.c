@@ -223,6 +223,19 @@ static uint64_t splitmix64(uint64_t *s) {
 
 int tir_nd_fill_random(tir_NDArray *a, uint64_t seed, double low, double high) {
   if (high < low) return tir_error_set(TIR_ERR_VALUE, "nd.random", "high (%g) < low (%g)", high, low);
+  tir_DType et = tir_dtype_element(a->dtype);
+  if (!tir_dtype_is_float(et)) {
+    /* integers are drawn from [ceil(low), floor(high)]: that range must hold an integer and lie
+     * inside the dtype's (a value outside it would wrap when stored: int8 200 -> -56) */
+    double dlo = tir_dtype_min(et), dhi = tir_dtype_max(et);
+    char dn[32];
+    tir_dtype_str(et, dn);
+    if (low < dlo || high > dhi)
+      return tir_error_set(TIR_ERR_VALUE, "nd.random", "low = %.15g, high = %.15g: the range of %s values is [%.15g, %.15g]", low, high, dn,
+                           dlo, dhi);
+    if (ceil(low) > floor(high))
+      return tir_error_set(TIR_ERR_VALUE, "nd.random", "low = %.15g, high = %.15g holds no %s value", low, high, dn);
+  }
   tir_NDArray *host = a;
   if (a->dev.type != TIR_DEV_CPU) {
     host = tir_nd_empty(a->shape, a->ndim, a->dtype, (tir_Device){TIR_DEV_CPU, 0});
