@@ -80,6 +80,29 @@ int tir_split_host_device(const tir_PrimFunc *lowered, const tir_PrimFunc *host,
 int64_t tir_shared_slice_bytes(const tir_Buffer *b);
 void tir_device_split_free(tir_DeviceSplit *s);
 
+/* Moves each shared Allocate down to the statements using its buffer, so that buffers used
+ * one after the other become sibling allocations (narrow_shared_allocations.c). */
+tir_PrimFunc *tir_pass_narrow_shared_allocations(const tir_PrimFunc *f);
+
+/* The dynamic shared memory plan of a kernel region (shared_memory_plan.c): per shared
+ * Allocate its byte offset (stack placement: siblings share bytes) and whether a barrier must
+ * precede its body (its bytes were an earlier buffer's); under loops and conditions nothing
+ * is reused.  bytes: the peak (what the launch asks for); sum: without reuse. */
+typedef struct {
+  const tir_Allocate *alloc; /* borrowed from the region */
+  int64_t offset;
+  int barrier;
+} tir_SharedSlot;
+typedef struct {
+  tir_SharedSlot *slots;
+  int n;
+  int64_t bytes, sum;
+  int any_dyn, unknown; /* a "shared.dyn" buffer; a buffer of symbolic size */
+} tir_SharedPlan;
+void tir_shared_plan(const tir_Node *region, tir_SharedPlan *out);
+const tir_SharedSlot *tir_shared_plan_find(const tir_SharedPlan *p, const tir_Node *alloc);
+void tir_shared_plan_free(tir_SharedPlan *p);
+
 /* ---- pipeline (pipeline.c) ---- */
 typedef struct {
   int dump;                 /* record the IR after each pass */

@@ -43,7 +43,7 @@ typedef struct {
   unsigned long long uses_mma; /* bit i: row i of the mma table (ptx_mma.c) has its helper emitted */
   int sm;                      /* the target's compute capability (80 for sm_80); 0 when unknown */
   int uses_numerics; /* the conversion / shift / abs helpers (numerics_helpers) */
-  int64_t dyn_off; /* next free byte of the kernel's dynamic shared memory */
+  tir_SharedPlan smem; /* where the kernel's shared buffers live in its dynamic shared memory */
   const tir_Kernel *kernel;
 } CG;
 
@@ -1518,8 +1518,17 @@ static void stmt(CG *g, const tir_Node *s) {
         g->indent += 2;
         line(g);
         const char *ct = ctype(g, b->hdr.dtype, s);
-        putf(g, "%s* %s = (%s*)(tir_dyn_smem + %lld);\n", ct, name_of(g, &b->data->hdr, b->name), ct, (long long)g->dyn_off);
-        g->dyn_off += tir_shared_slice_bytes(b);
+        const tir_SharedSlot *slot = tir_shared_plan_find(&g->smem, s);
+        if (!slot) {
+          cg_fail(g, s, "shared buffer %s is missing from the kernel's shared memory plan", b->name);
+          return;
+        }
+        putf(g, "%s* %s = (%s*)(tir_dyn_smem + %lld);\n", ct, name_of(g, &b->data->hdr, b->name), ct, (long long)slot->offset);
+        if (slot->barrier) {
+          /* the bytes were an earlier buffer's: every thread is done with it first */
+          line(g);
+          put(g, "__syncthreads();\n");
+        }
         stmt(g, a->body);
         g->indent -= 2;
         line(g);
@@ -1647,9 +1656,10 @@ static void kernel(CG *g, const tir_Kernel *k) {
   }
   put(g, ") {\n");
   g->indent = 2;
-  g->dyn_off = 0;
+  tir_shared_plan(f->body, &g->smem);
   if (k->dyn_smem_bytes > 0) put(g, "  extern __shared__ __align__(16) unsigned char tir_dyn_smem[];\n");
   stmt(g, f->body);
+  tir_shared_plan_free(&g->smem);
   g->indent = 0;
   put(g, "}\n\n");
 }

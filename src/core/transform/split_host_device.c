@@ -96,25 +96,6 @@ static int warp_fn(const tir_Node *n, void *p) {
   return 0;
 }
 
-typedef struct {
-  int64_t bytes;
-  int any_dyn, unknown;
-} SmemCtx;
-
-/* bytes of every shared allocation of a kernel (each rounded up to 16), in visiting order */
-static int smem_fn(const tir_Node *n, void *p) {
-  SmemCtx *c = p;
-  if (n->kind != TIR_Allocate) return 0;
-  const tir_Buffer *b = ((const tir_Allocate *)n)->buffer;
-  tir_Scope sc = tir_scope_parse(b->scope);
-  if (sc.rank != TIR_SCOPE_SHARED) return 0;
-  if (strcmp(sc.tag, ".dyn") == 0) c->any_dyn = 1;
-  int64_t e = tir_shared_slice_bytes(b);
-  if (e < 0) c->unknown = 1;
-  else c->bytes += e;
-  return 0;
-}
-
 int64_t tir_shared_slice_bytes(const tir_Buffer *b) {
   int64_t e = tir_dtype_bytes(b->hdr.dtype);
   for (int i = 0; i < b->shape->size; i++) {
@@ -216,10 +197,12 @@ static int make_kernel(const tir_Node *region, const char *name, const tir_PrimF
   /* shared memory beyond the 48 KB a kernel may declare statically (or asked for as
    * "shared.dyn") becomes one dynamic allocation: the codegen carves the buffers out of it
    * in the order it meets them, and the launch raises the kernel's limit (build.c) */
-  SmemCtx sm = {0, 0, 0};
-  tir_visit(region, smem_fn, &sm);
-  k->dyn_smem_bytes = (sm.any_dyn || sm.bytes > 48 * 1024) ? sm.bytes : 0;
-  if (sm.unknown) k->dyn_smem_bytes = 0;
+  /* (the bytes are the plan's peak: buffers used one after the other share them) */
+  tir_SharedPlan sp;
+  tir_shared_plan(region, &sp);
+  k->dyn_smem_bytes = (sp.any_dyn || sp.sum > 48 * 1024) ? sp.bytes : 0;
+  if (sp.unknown) k->dyn_smem_bytes = 0;
+  tir_shared_plan_free(&sp);
   return 0;
 }
 
