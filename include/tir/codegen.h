@@ -39,6 +39,10 @@ int tir_module_num_kernels(const tir_BuiltModule *m);
 const tir_Kernel *tir_module_kernel(const tir_BuiltModule *m, int i);
 /* Runs all kernels on CUDA arrays (checked first) and synchronizes. */
 int tir_module_run(tir_BuiltModule *m, const tir_InterpArg *args, int nargs);
+/* The same without synchronizing: the kernels are queued on the default stream and may still
+ * run when it returns (a module with global temporaries synchronizes before freeing them).
+ * Errors of the kernels themselves show at the next synchronization. */
+int tir_module_launch(tir_BuiltModule *m, const tir_InterpArg *args, int nargs);
 /* Times the kernels with CUDA events (no per-call sync): median seconds per call. */
 int tir_module_time(tir_BuiltModule *m, const tir_InterpArg *args, int nargs, int warmup, int number, int repeat,
                     double *median_s, double *samples_s);

@@ -57,6 +57,14 @@ tir_PrimFunc *tir_pass_inject_software_pipeline(const tir_PrimFunc *f);
  * (TVM InjectPTXAsyncCopy). Flat IR (after flatten_buffer / vectorize_loop). */
 tir_PrimFunc *tir_pass_inject_ptx_async_copy(const tir_PrimFunc *f);
 
+/* f with vars[i] fixed to values[i] (integer constants; borrowed arrays of n), named `name`
+ * (NULL: f's): TVM's PrimFunc.specialize (src/tir/ir/specialize.cc).  Each var must be an
+ * integer scalar parameter (it leaves the parameters) or a variable of a parameter buffer's
+ * shape, strides or offset (a dimension must get a value >= 1); every buffer whose layout names
+ * one is rebuilt over the same data, the body rewritten and simplified (loops over M become
+ * loops over the value); n = 0 gives a renamed copy.  NULL with a TypeError / ValueError naming the function and variable. */
+tir_PrimFunc *tir_specialize(const tir_PrimFunc *f, int n, tir_Var *const *vars, tir_Node *const *values, const char *name);
+
 /* One device kernel split from the function (TVM SplitHostDevice). */
 typedef struct {
   char *name;

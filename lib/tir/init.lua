@@ -38,6 +38,11 @@ tir.te = require("tir.te")
 tir.script = require("tir.script")
 tir.Schedule = require("tir.schedule")
 tir.testing = require("tir.testing")
+-- kernel families dispatched by shape (lib/tir/dispatch.lua): tir.dispatch.family(func), and
+-- tir.specialize(func, {M = 16}) / func:specialize{M = 16} (TVM's PrimFunc.specialize)
+tir.dispatch = require("tir.dispatch")
+tir.specialize = tir.dispatch.specialize
+core.node_methods("PrimFunc").specialize = function(f, values, name) return tir.dispatch.specialize(f, values, name) end
 -- tir.ops (ready-made operators, lib/tir/ops): loaded on first use (it requires tir itself)
 tir.ops = setmetatable({}, {__module = "tir.ops", __index = function(t, k)
   setmetatable(t, {__module = "tir.ops"}) -- loaded: fields of its own now; help(tir.ops) still finds the module

@@ -92,6 +92,17 @@ function te.placeholder(shape, dtype, name)
   return t
 end
 
+--- A symbolic extent for shapes (TVM's te.var): te.var("M") is an int32 variable (dtype: "int64"
+-- for 64-bit extents).  A placeholder with it builds one kernel taking M at run time (the
+-- arguments' shapes give it and are checked); tir.specialize fixes it to chosen values.
+function te.var(name, dtype)
+  if name ~= nil and type(name) ~= "string" then raise("TypeError", "te.var", "name must be a string, got %s", util.show(name)) end
+  if dtype ~= nil and dtype ~= "int32" and dtype ~= "int64" then
+    raise("TypeError", "te.var", "a shape variable is int32 or int64, got %s", util.show(dtype))
+  end
+  return core.var(name or "n", dtype or "int32")
+end
+
 --- A reduction axis over dom = {min, max} (max exclusive) or an extent.
 function te.reduce_axis(dom, name)
   if type(dom) ~= "table" and math.type(dom) ~= "integer" and not core.is_node(dom, "Expr") then

@@ -531,6 +531,16 @@ int tir_module_run(tir_BuiltModule *m, const tir_InterpArg *args, int nargs) {
   return rc;
 }
 
+int tir_module_launch(tir_BuiltModule *m, const tir_InterpArg *args, int nargs) {
+  Launch L;
+  int rc = prepare(m, args, nargs, &L);
+  if (!rc) rc = launch_all(&L);
+  /* temporaries are freed below: the kernels using them must be done first */
+  if (!rc && L.n_temps) rc = tir_cuda_synchronize(L.dev);
+  launch_free(&L);
+  return rc;
+}
+
 int tir_module_time(tir_BuiltModule *m, const tir_InterpArg *args, int nargs, int warmup, int number, int repeat,
                     double *median_s, double *samples_s) {
   Launch L;
