@@ -162,4 +162,29 @@ int tir_cublas_gemm(const tir_NDArray *A, const tir_NDArray *B, tir_NDArray *C, 
 int tir_cublaslt_available(char *why, size_t cap);
 int tir_cublaslt_gemm_int8(const tir_NDArray *A, const tir_NDArray *B, tir_NDArray *C);
 
+/* ---- cuDNN 9 (cudnn.c; dlopen'd: $TIRLUA_CUDNN, else libcudnn.so.9 on the loader's path, else a
+ * Python site-packages nvidia/cudnn/lib) ----
+ * available: 1 and the library's path in why, or 0 and why not.  version: cudnnGetVersion()
+ * (e.g. 90100), 0 without cuDNN. */
+int tir_cudnn_available(char *why, size_t cap);
+int tir_cudnn_version(void);
+/* A conv2d forward plan: x [N, H, W, C], w [K, R, S, C / groups] (cuDNN's NHWC filter, KRSC),
+ * y [N, P, Q, K], all float16 on one CUDA device; fp32 accumulation (compute type FLOAT,
+ * tensor-op math); cross-correlation as every DL framework's conv.  stride / pad (symmetric) /
+ * dilation: {h, w}.  The algorithm is cudnnFindConvolutionForwardAlgorithm's fastest (it runs
+ * every algorithm once, so planning takes milliseconds); its name ("IMPLICIT_PRECOMP_GEMM",
+ * "WINOGRAD_NONFUSED", ...) goes to algo_name.  A workspace is allocated for the plan.
+ * Errors: CudaError without cuDNN or when a cuDNN call fails (its status string), ValueError /
+ * TypeError for shapes, devices and dtypes. */
+typedef struct tir_CudnnConv2d tir_CudnnConv2d;
+tir_CudnnConv2d *tir_cudnn_conv2d_plan(const tir_NDArray *x, const tir_NDArray *w, const tir_NDArray *y, const int stride[2],
+                                       const int pad[2], const int dilation[2], int groups, char *algo_name, size_t cap);
+/* y = conv2d(x, w) with the plan (arrays of the plan's shapes); asynchronous on the default stream. */
+int tir_cudnn_conv2d_run(tir_CudnnConv2d *c, const tir_NDArray *x, const tir_NDArray *w, tir_NDArray *y);
+const char *tir_cudnn_conv2d_algo(const tir_CudnnConv2d *c);
+int tir_cudnn_conv2d_uses_tensor_ops(const tir_CudnnConv2d *c);
+float tir_cudnn_conv2d_find_ms(const tir_CudnnConv2d *c); /* the chosen algorithm's time in the search */
+size_t tir_cudnn_conv2d_workspace(const tir_CudnnConv2d *c);
+void tir_cudnn_conv2d_free(tir_CudnnConv2d *c);
+
 #endif

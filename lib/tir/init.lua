@@ -43,6 +43,7 @@ tir.testing = require("tir.testing")
 tir.dispatch = require("tir.dispatch")
 tir.specialize = tir.dispatch.specialize
 core.node_methods("PrimFunc").specialize = function(f, values, name) return tir.dispatch.specialize(f, values, name) end
+tir.cudnn = require("tir.cudnn") -- cuDNN's conv2d as a reference (lib/tir/cudnn.lua)
 -- tir.ops (ready-made operators, lib/tir/ops): loaded on first use (it requires tir itself)
 tir.ops = setmetatable({}, {__module = "tir.ops", __index = function(t, k)
   setmetatable(t, {__module = "tir.ops"}) -- loaded: fields of its own now; help(tir.ops) still finds the module

@@ -16,6 +16,7 @@ int luaopen_tir_core(lua_State *L) {
   tirL_open_extern(L);
   tirL_open_tables(L);
   tirL_open_dispatch(L);
+  tirL_open_cudnn(L);
   lua_pushstring(L, TIRLUA_VERSION);
   lua_setfield(L, -2, "version");
 #ifdef TIRLUA_SOURCE_DIR

@@ -58,6 +58,7 @@ void tirL_open_interp(lua_State *L);    /* tir.core.interpret */
 void tirL_open_arith(lua_State *L);     /* simplify, can_prove, const_int_bound */
 void tirL_open_sim(lua_State *L);       /* tir.core.simulate (the GPU simulator) */
 void tirL_open_dispatch(lua_State *L);   /* specialize, dispatcher_new (l_dispatch.c) */
+void tirL_open_cudnn(lua_State *L);      /* cudnn_available, cudnn_conv2d_plan (l_cudnn.c) */
 void tirL_open_tables(lua_State *L);    /* tir.core.builtins, mma_configs, scope_valid (l_tables.c) */
 
 /* Registry key of the tir.Error metatable. */
