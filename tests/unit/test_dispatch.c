@@ -19,8 +19,8 @@ static tir_PrimFunc *scale_func(tir_Var *M) {
   tir_Buffer *A = tir_buffer_new("A", TIR_FLOAT32, tir_array_of(2, tir_retain(M), tir_i32(4)), NULL, NULL, "global");
   tir_Buffer *B = tir_buffer_new("B", TIR_FLOAT32, tir_array_of(2, tir_retain(M), tir_i32(4)), NULL, NULL, "global");
   tir_Var *i = tir_var_new("i", TIR_INT32), *j = tir_var_new("j", TIR_INT32);
-  tir_Node *load = tir_buffer_load(A, tir_array_of(2, tir_retain(i), tir_retain(j)));
-  tir_Node *st = tir_buffer_store(B, tir_mul(load, tir_float_imm(TIR_FLOAT32, 2.0)), tir_array_of(2, tir_retain(i), tir_retain(j)));
+  tir_Node *load = tir_buffer_load(R(A), tir_array_of(2, tir_retain(i), tir_retain(j)));
+  tir_Node *st = tir_buffer_store(R(B), tir_mul(load, tir_float_imm(TIR_FLOAT32, 2.0)), tir_array_of(2, tir_retain(i), tir_retain(j)));
   tir_Node *inner = tir_for(j, tir_i32(0), tir_i32(4), TIR_FOR_SERIAL, NULL, NULL, st);
   tir_Node *outer = tir_for(i, tir_i32(0), tir_retain(M), TIR_FOR_SERIAL, NULL, NULL, inner);
   return tir_prim_func("scale", tir_array_of(2, A, B), outer, NULL);
