@@ -2,13 +2,16 @@
 -- cuBLAS (cublasGemmEx, fp16 in/out, fp32 compute) in one process on the same random inputs.
 -- Every result is checked against cuBLAS first (and against float64 for small sizes).
 --   tirlua bench/gemm_fp16.lua [MxNxK ...]   (default: 1024^3 2048^3 4096^3 8192^3 and the LLM shapes)
---   TIRLUA_BENCH_VARIANTS=mma,wmma,...       which configurations (see VARIANTS)
+--   TIRLUA_BENCH_VARIANTS=mma,wmma,...       which configurations (see VARIANTS; "tuned" reads the tuning database,
+--                                            TIRLUA_TUNE_DB; the mma_*_sk* split-K rows run for M <= 128 only)
 --   TIRLUA_BENCH_OUT=file                    append the markdown table to that file
 -- Every row is also appended to bench/results.jsonl (bench/common.lua says where on a GPU machine).
 local tir = require("tir")
 local core = tir.core
 local tc = require("tir.schedules.tc_gemm")
+local tt = require("tir.schedules.tc_gemm_tune")
 local common = dofile("bench/common.lua")
+local TT_OPTS = {dtype = "float16", out_dtype = "float16", intrin = "mma", layout = "NN"} -- tc_gemm_tune.build's workload
 
 local dev = common.device("bench/gemm_fp16.lua")
 if not dev then return end
@@ -23,6 +26,15 @@ local VARIANTS = {
   mma_256_s4 = {desc = "mma.sync, 128x256x32 CTA, 4-stage cp.async pipeline", opts = {intrin = "mma", BN = 256, stages = 4}},
   wmma_s3 = {desc = "WMMA, 3-stage cp.async pipeline", opts = {intrin = "wmma", stages = 3}},
   wmma = {desc = "WMMA 16x16x16, 128x128x32 CTA, 64x64 warp tiles", opts = {intrin = "wmma"}},
+  -- split-K (tc_gemm split_k: partial sums on blockIdx.z + a kernel adding them); small-M shapes only
+  mma_s4_sk2 = {desc = "as mma_s4, split_k = 2 (M <= 128 only)", opts = {intrin = "mma", stages = 4, split_k = 2}, small_m = true},
+  mma_s4_sk4 = {desc = "as mma_s4, split_k = 4 (M <= 128 only)", opts = {intrin = "mma", stages = 4, split_k = 4}, small_m = true},
+  mma_s4_sk8 = {desc = "as mma_s4, split_k = 8 (M <= 128 only)", opts = {intrin = "mma", stages = 4, split_k = 8}, small_m = true},
+  mma_b64_s3_sk4 = {desc = "mma.sync, BK = 64, 3 stages, split_k = 4 (M <= 128 only)",
+                    opts = {intrin = "mma", BK = 64, stages = 3, split_k = 4}, small_m = true},
+  -- the tuning database's configuration (tc_gemm_tune.options: tuned, nearest tuned shape, or defaults)
+  tuned = {desc = "the tuning database's options for the shape (tc_gemm_tune.options; the row says which: tuned, nearest, defaults)",
+           tuned = true},
 }
 
 -- extra configurations for experiments: TIRLUA_BENCH_EXTRA="name:BK=64,stages=3;name2:..."
@@ -49,7 +61,7 @@ for v in (os.getenv("TIRLUA_BENCH_VARIANTS") or "mma,wmma"):gmatch("[^,]+") do
   names[#names + 1] = v
 end
 
-local function config_for(v, m, n, k)
+local function config_for(v, m)
   local o = {epilogue = "D"}
   for k, x in pairs(VARIANTS[v].opts) do o[k] = x end
   -- small M: a CTA of 1 x 4 warps over 16 (or 32) rows
@@ -75,10 +87,21 @@ for _, s in ipairs(shapes) do
   local tol = {rtol = 2e-2, atol = 2e-2 * math.sqrt(k / 64)}
   local flops = 2.0 * m * n * k
   for _, v in ipairs(names) do
-    local o = config_for(v, m, n)
-    local BM, BN, BK = o.BM or 128, o.BN or 128, o.BK or 32
-    local pad = (m % BM ~= 0 or n % BN ~= 0 or k % BK ~= 0) and {BM, BN, BK} or nil
-    local okb, mod = pcall(function() return tir.build(tc.schedule(tc.workload(m, n, k, "float16", "float16", pad), o).mod, "cuda") end)
+    local okb, mod, config, params
+    if VARIANTS[v].small_m and m > 128 then
+      okb, mod = false, "split-K rows are for M <= 128"
+    elseif VARIANTS[v].tuned then
+      local p
+      p, config = tt.options(m, n, k, {})
+      params = require("tir.json").encode(p)
+      okb, mod = pcall(function() return tir.build(tt.build(m, n, k, TT_OPTS, p).mod, "cuda") end)
+    else
+      local o = config_for(v, m)
+      local BM, BN, BK = o.BM or 128, o.BN or 128, (o.BK or 32) * (o.split_k or 1)
+      local pad = (m % BM ~= 0 or n % BN ~= 0 or k % BK ~= 0) and {BM, BN, BK} or nil
+      if pad then o.epilogue = nil end
+      okb, mod = pcall(function() return tir.build(tc.schedule(tc.workload(m, n, k, "float16", "float16", pad), o).mod, "cuda") end)
+    end
     if not okb then
       print(("%-8s %-18s  not built: %s"):format(v, ("%dx%dx%d"):format(m, n, k), tostring(mod):match("[^\n]*")))
     else
@@ -92,11 +115,12 @@ for _, s in ipairs(shapes) do
                    regs = r.registers, spill = r.local_bytes, smem = r.static_smem_bytes + (r.dynamic_smem_bytes or 0)}
       row.ratio = row.tf / row.tfc
       rows[#rows + 1] = row
+      row.config = config
       common.record{bench = "gemm_fp16", variant = v, shape = row.shape, dtype = "float16", ms = t * 1e3, tflops = row.tf,
                     ref = "cuBLAS", ref_ms = tcub * 1e3, ref_tflops = row.tfc, gpu = info.name, registers = row.regs,
-                    smem_bytes = row.smem}
-      print(("%-8s %-18s %9.3f %9.1f %9.3f %9.1f %7.3f %5d %6d %6d"):format(v, row.shape, t * 1e3, row.tf, tcub * 1e3, row.tfc, row.ratio,
-        row.regs, row.spill, row.smem))
+                    smem_bytes = row.smem, config = config, params = params}
+      print(("%-8s %-18s %9.3f %9.1f %9.3f %9.1f %7.3f %5d %6d %6d%s"):format(v, row.shape, t * 1e3, row.tf, tcub * 1e3, row.tfc, row.ratio,
+        row.regs, row.spill, row.smem, config and ("  " .. config .. " " .. params) or ""))
     end
   end
 end
@@ -113,8 +137,8 @@ if out then
   f:write("\n| variant | MxNxK | tirlua ms | TFLOP/s | cuBLAS ms | cuBLAS TFLOP/s | tirlua / cuBLAS | registers | spill bytes | smem bytes |\n")
   f:write("|---|---|---|---|---|---|---|---|---|---|\n")
   for _, r in ipairs(rows) do
-    f:write(("| %s | %s | %.3f | %.1f | %.3f | %.1f | %.3f | %d | %d | %d |\n"):format(r.v, r.shape, r.t * 1e3, r.tf, r.tc * 1e3, r.tfc,
-      r.ratio, r.regs, r.spill, r.smem))
+    f:write(("| %s | %s | %.3f | %.1f | %.3f | %.1f | %.3f | %d | %d | %d |\n"):format(r.v .. (r.config and (" (" .. r.config .. ")") or ""),
+      r.shape, r.t * 1e3, r.tf, r.tc * 1e3, r.tfc, r.ratio, r.regs, r.spill, r.smem))
   end
   f:close()
 end

@@ -292,5 +292,16 @@ describe("tc_gemm's up-front checks accept every configuration the GPU specs and
                                    {compile = false}))
       end
     end
+    -- bench/gemm_fp16.lua's split-K rows (mma_s4_sk2/4/8, mma_b64_s3_sk4) at the small-M shapes
+    for _, sk in ipairs({{32, 4, 2}, {32, 4, 4}, {32, 4, 8}, {64, 3, 4}}) do
+      for _, s in ipairs({{1, 4096, 4096}, {16, 11008, 4096}, {128, 11008, 4096}}) do
+        local m, n, k = s[1], s[2], s[3]
+        local o = config("mma", sk[2], m)
+        o.BK, o.split_k = sk[1], sk[3]
+        local divides = m % (o.BM or 128) == 0
+        local f = tc.workload(m, n, k, "float16", "float16", not divides and {o.BM or 128, o.BN or 128, o.BK * o.split_k} or nil)
+        assert.matches("blockIdx.z", tir.build(tc.schedule(f, o).mod, "cuda -arch=sm_90", {compile = false}):get_source("cuda"))
+      end
+    end
   end)
 end)

@@ -6,6 +6,7 @@ local tir = require("tir")
 local te = tir.te
 local json = require("tir.json")
 local tune = require("tir.tune")
+local U = require("spec_util")
 
 local function vadd(n, factor)
   local A = te.placeholder({n}, "float32", "A")
@@ -325,6 +326,78 @@ describe("tc_gemm_tune", function()
     local sch = tt.schedule(256, 256, 128, {db = db}, true)
     assert.truthy(sch.mod)
     assert.has_error(function() tt.options(1, 1, 1, {dtyp = "float16"}) end)
+    os.remove(db)
+  end)
+
+  it("has a small-M space: 16-row tiles and split_k 1..8 for M = 16, padded K slices for odd shapes", function()
+    local pts = tune.enumerate(tt.space(16, 11008, 4096))
+    assert.are.equal(24, #pts)
+    local splits = {}
+    for _, p in ipairs(pts) do
+      assert.are.equal(16, p.BM)
+      splits[p.split_k] = true
+    end
+    assert.are.same({[1] = true, [2] = true, [4] = true, [8] = true}, splits)
+    for _, p in ipairs(tune.enumerate(tt.space(128, 11008, 4096))) do assert.truthy(p.BM == 64 or p.BM == 128) end
+    -- K = 1000 in 8 slices of BK = 64 pads K to 1024: one step per slice, fewer than the stages
+    for _, p in ipairs(tune.enumerate(tt.space(37, 1000, 1000))) do assert.truthy(1024 // (p.BK * p.split_k) >= p.stages) end
+    -- a split-K point of an odd shape builds (K padded to whole slices) and matches the interpreter
+    local o = {dtype = "float16", out_dtype = "float16", intrin = "mma", layout = "NN"}
+    local sch = tt.build(5, 72, 100, o, {BM = 16, BN = 64, BK = 32, warp_m = 16, warp_n = 32, stages = 2, split_k = 2})
+    U.assert_equiv(require("tir.schedules.tc_gemm").workload(5, 72, 100, "float16", "float16"), sch.mod, {rtol = 1e-3, atol = 1e-3, trials = 1})
+  end)
+
+  it("feeds auto_tensorize and tc_gemm.schedule{tuned = true}: tuned, nearest or defaults, and says which", function()
+    local tc = require("tir.schedules.tc_gemm")
+    local db = tmp()
+    local f = assert(io.open(db, "w"))
+    local tuned = {BM = 16, BN = 128, BK = 64, warp_m = 16, warp_n = 32, stages = 3, split_k = 4}
+    f:write(json.encode({workload = tt.workload_key(16, 11008, 4096), target = "cuda", status = "ok", time_s = 3e-5, params = tuned}), "\n")
+    f:write(json.encode({workload = tt.workload_key(16, 11008, 4096), target = "cuda", status = "ok", time_s = 9e-5,
+                         params = {BM = 16, BN = 64, BK = 32, warp_m = 16, warp_n = 32, stages = 4, split_k = 1}}), "\n")
+    f:close()
+    local key = tt.workload_key(16, 11008, 4096)
+    -- the exact workload: its fastest record
+    local sch, o = tc.auto_tensorize(tc.workload(16, 11008, 4096, "float16", "float16"), "mma.m16n8k16", nil, {db = db, epilogue = "D"})
+    assert.are.equal("tuned " .. key, o.config)
+    assert.are.equal(key, o.config_key)
+    for k, v in pairs(tuned) do assert.are.equal(v, o[k]) end
+    assert.are.equal(86 * 4, o.ctas)
+    assert.truthy(tostring(sch.mod):find("C_rf", 1, true))
+    -- another M: the nearest tuned shape of the family
+    local _, o2 = tc.auto_tensorize(tc.workload(32, 11008, 4096, "float16", "float16"), "mma.m16n8k16", nil, {db = db})
+    assert.are.equal("nearest " .. key, o2.config)
+    assert.are.equal(4, o2.split_k)
+    -- the user's options win over the record's
+    local _, o3 = tc.auto_tensorize(tc.workload(16, 11008, 4096, "float16", "float16"), "mma.m16n8k16", nil, {db = db, split_k = 2})
+    assert.are.equal(2, o3.split_k)
+    -- another family (fp32 out), tuned = false, tiles that do not divide: the defaults, with the reason
+    local _, o4 = tc.auto_tensorize(tc.workload(16, 11008, 4096, "float16"), "mma.m16n8k16", nil, {db = db})
+    assert.truthy(o4.config:find("^defaults %(tc_gemm:mma:float16:float32:NN:16x11008x4096 and its family are not in the tuning database"))
+    assert.is_nil(o4.split_k)
+    local _, o5 = tc.auto_tensorize(tc.workload(16, 11008, 4096, "float16", "float16"), "mma.m16n8k16", nil, {db = db, tuned = false})
+    assert.are.equal("defaults (tuned = false)", o5.config)
+    local _, o6 = tc.auto_tensorize(tc.workload(16, 11008, 1024, "float16", "float16"), "mma.m16n8k16", nil, {db = db})
+    assert.are.equal("nearest " .. key, o6.config) -- 1024 = 4 slices of 256
+    local _, o7 = tc.auto_tensorize(tc.workload(16, 11008, 128, "float16", "float16"), "mma.m16n8k16", nil, {db = db})
+    assert.truthy(o7.config:find("do not divide the block's 16x11008x128", 1, true), o7.config)
+    -- tc_gemm.schedule asked for it: options not given come from the record, also on a padded workload
+    local s1, how, k1 = tc.schedule(tc.workload(16, 11008, 4096, "float16", "float16"), {tuned = true, db = db, epilogue = "D", stages = 2})
+    assert.are.equal("tuned " .. key, how)
+    assert.are.equal(key, k1)
+    assert.truthy(s1:trace():find("rfactor", 1, true))
+    local _, how2, k2 = tc.schedule(tc.workload(20, 11008, 4096, "float16", "float16", {16, 128, 256}), {tuned = true, db = db})
+    assert.are.equal("nearest " .. key, how2)
+    assert.are.equal(tt.workload_key(20, 11008, 4096), k2)
+    -- and on the interpreter the tuned schedule is the GEMM (a small tuned record)
+    f = assert(io.open(db, "a"))
+    f:write(json.encode({workload = tt.workload_key(16, 64, 256), target = "cuda", status = "ok", time_s = 1e-6,
+                         params = {BM = 16, BN = 64, BK = 32, warp_m = 16, warp_n = 32, stages = 2, split_k = 2}}), "\n")
+    f:close()
+    local w = tc.workload(16, 64, 256, "float16", "float16")
+    local s2, o8 = tc.auto_tensorize(w, "mma.m16n8k16", nil, {db = db, epilogue = "D"})
+    assert.are.equal("tuned " .. tt.workload_key(16, 64, 256), o8.config)
+    U.assert_equiv(w, s2.mod, {rtol = 1e-3, atol = 1e-3, trials = 1})
     os.remove(db)
   end)
 end)

@@ -289,6 +289,7 @@ local SCHEDULE_OPTS = {intrin = "string", BM = "positive", BN = "positive", BK =
                        warp_n = "positive", vec = "positive", stages = "positive", early_wait = "boolean",
                        frag_pipeline = "boolean", pad = "boolean", dtype = "dtype", epilogue = "string", unroll = "boolean",
                        block = "string", split_k = "positive", a_stage = "string", b_stage = "string", writeback = "string",
+                       tuned = "boolean", db = "string", target = "string",
                        wmma_shape = function(v)
                          if type(v) ~= "table" or #v ~= 3 or math.type(v[1]) ~= "integer" or math.type(v[2]) ~= "integer" or
                             math.type(v[3]) ~= "integer" then return "a wmma shape {m, n, k}" end
@@ -406,6 +407,11 @@ end
 -- opts override M.defaults; epilogue = "D" fuses that cast block into the store.  Every
 -- option, the block's dtypes (M.SUPPORTED) and shapes (multiples of the tiles) are checked
 -- first; errors are tir.Errors from "tc_gemm.schedule" at the caller's line.
+-- split_k = S: K in S slices on blockIdx.z and a second kernel adding them (tc_gemm_split_k.lua).
+-- tuned = true (with db, target: the tuning database and target, tir.tune.default_db() and
+-- "cuda" by default): options not given are the tuned ones of this GEMM, of the nearest tuned
+-- shape, or the defaults (tc_gemm_tune.lookup); it then returns the Schedule, which of these it
+-- used ("tuned <key>", "nearest <key>", "defaults (<why>)") and the workload key.
 local function schedule(func, opts, P)
   require("tir.intrin.cuda")
   util.check_opts(P, opts, SCHEDULE_OPTS)
@@ -415,6 +421,15 @@ local function schedule(func, opts, P)
   o.dtype_given = opts ~= nil and opts.dtype ~= nil
   o.vec_given = opts ~= nil and opts.vec ~= nil
   local sch = as_schedule(func, P)
+  -- tuned = true: the options not given come from the tuning database (tc_gemm_tune.lookup)
+  local config, config_key
+  if o.tuned then
+    local p
+    p, config, config_key = require("tir.schedules.tc_gemm_tune").lookup(sch, analyze(sch, sch:get_block(o.block or "C"), P), o.intrin,
+      {db = o.db, target = o.target})
+    for key, v in pairs(p) do if opts[key] == nil then o[key] = v end end
+    o.vec_given = opts.vec ~= nil or p.vec ~= nil
+  end
   -- split-K (tc_gemm_split_k.lua): the rfactor'ed block of partial sums is what is tiled below;
   -- the sum over the slices and the epilogue (or the padded workload's D) are a second kernel
   local reduce, epilogue
@@ -620,6 +635,7 @@ local function schedule(func, opts, P)
     -- one wait at the top of each k step (CUTLASS's count, stages - 2): then one barrier per step
     if o.early_wait then sch:annotate(ko, "software_pipeline_early_wait", 1) end
   end
+  if o.tuned then return sch, config, config_key end
   return sch
 end
 
@@ -681,8 +697,11 @@ local INSTR = {["mma.m16n8k16"] = "mma", ["mma.m16n8k32"] = "mma", mma = "mma", 
 --   to fill; default the device's, M.DEFAULT_SM_COUNT without a GPU).
 -- The block may have batch dimensions (bound to blockIdx.z) and either operand transposed; its
 -- M, N, K extents must be multiples of 16 (use M.workload(..., pad) for other shapes), its
--- dtypes a row of M.SUPPORTED.  Tiles: M.pick_tiles (enough CTAs for the SMs).  Returns the
--- Schedule and the options it chose (with ctas, the grid size).
+-- dtypes a row of M.SUPPORTED.  Tiles: the tuning database's for this GEMM (or the nearest
+-- tuned shape; tc_gemm_tune.lookup; extra.tuned = false skips it, extra.db / extra.target pick
+-- the database and target), else M.pick_tiles (enough CTAs for the SMs).  Returns the Schedule
+-- and the options it chose, with ctas (the main kernel's grid size), config (which it used:
+-- "tuned <key>", "nearest <key>" or "defaults (<why>)") and config_key (the workload key).
 function M.auto_tensorize(func, instr, block, extra)
   local P = "tc_gemm.auto_tensorize"
   if instr ~= nil and type(instr) ~= "string" then raise("TypeError", P, "instr must be a string such as \"mma.m16n8k16\", got %s", util.show(instr)) end
@@ -740,15 +759,24 @@ function M.auto_tensorize(func, instr, block, extra)
       raise("ValueError", P, "M, N = %d, %d give %dx%d tiles, which do not hold whole %s warp tiles", m, n, o.BM, o.BN, row.instr)
     end
   end
+  o.stages = k // o.BK >= 3 and 3 or 1
+  -- a tuned configuration of this GEMM (or of the nearest tuned shape) replaces the pick
+  local config, config_key = "defaults (tuned = false)", nil
+  if extra.tuned ~= false then
+    local p
+    p, config, config_key = require("tir.schedules.tc_gemm_tune").lookup(sch, info, intrin, {db = extra.db, target = extra.target})
+    for key, v in pairs(p) do o[key] = v end
+  end
   -- the copies need whole vectors per thread: fewer elements per vector on small tiles
   local threads = (o.BM // o.warp_m) * (o.BN // o.warp_n) * 32
   local esize = tonumber(info.a_dtype:match("%d+$")) // 8
-  o.vec = 16 // esize
+  o.vec = o.vec or 16 // esize
   while o.vec > 1 and (o.BM * o.BK % (threads * o.vec) ~= 0 or o.BN * o.BK % (threads * o.vec) ~= 0) do o.vec = o.vec // 2 end
-  o.stages = k // o.BK >= 3 and 3 or 1
-  for key, v in pairs(extra) do if key ~= "sm_count" then o[key] = v end end
+  local own = {sm_count = true, tuned = true, db = true, target = true}
+  for key, v in pairs(extra) do if not own[key] then o[key] = v end end
   local out = schedule(sch, o, P)
-  o.ctas, o.sm_count = ctas, sms
+  ctas = batch * (m // o.BM) * (n // o.BN) * (o.split_k or 1)
+  o.ctas, o.sm_count, o.config, o.config_key = ctas, sms, config, config_key
   return out, o
 end
 

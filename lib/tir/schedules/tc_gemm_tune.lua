@@ -6,7 +6,8 @@
 --        "nearest tc_gemm:...:4096x4096x11008" or "defaults"
 --   local sch = tt.schedule(4096, 4096, 4096, {dtype = "float16"})       -- prints which it used
 -- The space (tt.space): 8 CTA/warp tilings x 4 (BK, stages) pairs = 32 points, those whose
--- shared tiles fit in 227 KB (the sm_90 limit; sm_80: 163 KB) and the problem.  Every candidate's result is compared
+-- shared tiles fit in 227 KB (the sm_90 limit; sm_80: 163 KB) and the problem; for M <= 128,
+-- small-M tiles x 2 depths x split_k 1, 2, 4, 8 (24 points).  Every candidate's result is compared
 -- with cuBLAS before it is timed.
 local tir = require("tir")
 local tc = require("tir.schedules.tc_gemm")
@@ -36,9 +37,60 @@ local function check_opts(prim, o, m, n, k)
 end
 
 --- The database key of a GEMM: "tc_gemm:<intrin>:<dtype>:<out_dtype>:<layout>:MxNxK".
+local function key_text(intrin, dtype, out_dtype, layout, m, n, k)
+  return ("tc_gemm:%s:%s:%s:%s:%dx%dx%d"):format(intrin, dtype, out_dtype, layout, m, n, k)
+end
+
 function M.workload_key(m, n, k, o)
   o = check_opts("tc_gemm_tune.workload_key", o, m, n, k)
-  return ("tc_gemm:%s:%s:%s:%s:%dx%dx%d"):format(o.intrin, o.dtype, o.out_dtype, o.layout, m, n, k)
+  return key_text(o.intrin, o.dtype, o.out_dtype, o.layout, m, n, k)
+end
+
+-- options of a record that describe the workload or the caller's choices, not the tuned schedule
+local NOT_TUNED = {intrin = true, dtype = true, block = true, epilogue = true, tuned = true, db = true, target = true}
+
+--- The tuned tc_gemm options for the matmul block of a schedule, as tc_gemm.auto_tensorize and
+-- tc_gemm.schedule(func, {tuned = true}) read them.
+--   info: tc_gemm.analyze's result for the block (layout, dtypes, extents: the block's, which
+--   the padded workload makes larger than the GEMM's); intrin: "mma" | "wmma"; opts: db, target.
+-- The key is workload_key's for the GEMM: M and N from the function's last parameter (its
+-- output; a padded workload's D), K from the block, or from A (the first parameter) when the
+-- workload is padded; the out dtype is that parameter's.  Returns params (tc_gemm options,
+-- {} for none), how and the key; how is "tuned <key>", "nearest <key>" (tir.tune.lookup: the
+-- nearest tuned shape of the same family) or "defaults (<why>)" -- nothing recorded, a batched
+-- block, or a record whose tiles (BK x split_k for K) do not divide the block's extents.
+function M.lookup(sch, info, intrin, opts)
+  opts = util.check_opts("tc_gemm_tune.lookup", opts, {db = "string", target = "string"})
+  local params = sch.mod.params
+  local out = params[#params]
+  local nd = #out.shape
+  local e = info.extents
+  local nb = #e
+  local m, n, k = out.shape[nd - 1].value, out.shape[nd].value, e[nb]
+  local padded = pcall(function() return sch:get_block("A_pad") end)
+  if padded then
+    local a = params[1].shape
+    k = info.layout:sub(1, 1) == "T" and a[#a - 1].value or a[#a].value
+  end
+  local dt = info.a_dtype == info.b_dtype and info.a_dtype or (info.a_dtype .. "x" .. info.b_dtype)
+  local key = key_text(intrin, dt, out.dtype, info.layout, m, n, k)
+  if nb > 3 then return {}, "defaults (batched GEMMs are not tuned)", key end
+  local rec, how = tir.tune.lookup(key, opts.target or "cuda", {db = opts.db})
+  if not rec then return {}, ("defaults (%s and its family are not in the tuning database %s)"):format(key, opts.db or tir.tune.default_db()), key end
+  local p = {}
+  for name, v in pairs(rec.params) do
+    if tc.SCHEDULE_OPTS[name] and not NOT_TUNED[name] then p[name] = v end
+  end
+  local d = tc.defaults
+  local BM, BN, BK = p.BM or d.BM, p.BN or d.BN, (p.BK or d.BK) * (p.split_k or 1)
+  local src = how == "tuned" and key or how:gsub("^nearest ", "")
+  if math.type(BM) ~= "integer" or math.type(BN) ~= "integer" or math.type(BK) ~= "integer" then
+    return {}, ("defaults (the record of %s has non-integer tiles)"):format(src), key
+  end
+  if e[nb - 2] % BM ~= 0 or e[nb - 1] % BN ~= 0 or e[nb] % BK ~= 0 then
+    return {}, ("defaults (%s's tiles %dx%dx%d do not divide the block's %dx%dx%d)"):format(src, BM, BN, BK, e[nb - 2], e[nb - 1], e[nb]), key
+  end
+  return p, how == "tuned" and ("tuned " .. key) or how, key
 end
 
 -- Shared bytes of a configuration: stages x (A tile + B tile), rows padded by 16 bytes.
@@ -53,22 +105,50 @@ M.TILES = {{128, 128, 64, 64}, {128, 256, 64, 64}, {256, 128, 64, 64}, {64, 128,
            {64, 256, 64, 64}, {256, 64, 64, 64}, {64, 64, 32, 32}}
 M.DEPTHS = {{32, 3}, {32, 4}, {64, 2}, {64, 3}}
 
---- The default space (a list of tc_gemm option tables, 32 points) and its constraint for an
--- M x N x K GEMM: tiles larger than the problem (rounded up to 64) are dropped, and those whose
--- shared tiles exceed smem_limit or whose k loop is shorter than the pipeline.
+-- Small M (M <= SMALL_M: the decode / small-batch LLM shapes): CTA tiles as high as M rounded
+-- up to 16, 32 or 64 rows (one warp row; 16 x 32 or 16 x 64 warp tiles), and split-K, since
+-- N / BN output tiles alone leave most SMs idle (M = 16, N = 11008: 86 tiles of 16 x 128).
+-- 3 tilings per M class x 2 depths x 4 split_k values = 24 points.
+M.SMALL_M = 128
+M.SMALL_TILES = {
+  [16] = {{16, 64, 16, 32}, {16, 128, 16, 32}, {16, 256, 16, 64}},
+  [32] = {{32, 64, 32, 32}, {32, 128, 32, 32}, {32, 256, 32, 64}},
+  [64] = {{64, 64, 32, 32}, {64, 128, 64, 32}, {64, 256, 64, 64}},
+  [128] = {{64, 128, 64, 32}, {128, 128, 64, 64}, {128, 256, 64, 64}},
+}
+M.SMALL_DEPTHS = {{32, 4}, {64, 3}}
+M.SPLIT_K = {1, 2, 4, 8}
+
+--- The default space (a list of tc_gemm option tables) and its constraint for an M x N x K
+-- GEMM: for M > M.SMALL_M the 32 points of TILES x DEPTHS, tiles larger than the problem
+-- (rounded up to 64) dropped; for smaller M the 24 points of SMALL_TILES (the class of M
+-- rounded up to 16, 32, 64 or 128) x SMALL_DEPTHS x SPLIT_K.  Dropped too: points whose
+-- shared tiles exceed smem_limit, or whose k loop (per split_k slice) is shorter than the pipeline.
 function M.space(m, n, k, o)
   o = check_opts("tc_gemm_tune.space", o, m, n, k)
   local space = {}
-  for _, t in ipairs(M.TILES) do
-    for _, d in ipairs(M.DEPTHS) do
-      space[#space + 1] = {BM = t[1], BN = t[2], warp_m = t[3], warp_n = t[4], BK = d[1], stages = d[2]}
+  if m <= M.SMALL_M then
+    local class = m <= 16 and 16 or m <= 32 and 32 or m <= 64 and 64 or 128
+    for _, t in ipairs(M.SMALL_TILES[class]) do
+      for _, d in ipairs(M.SMALL_DEPTHS) do
+        for _, s in ipairs(M.SPLIT_K) do
+          space[#space + 1] = {BM = t[1], BN = t[2], warp_m = t[3], warp_n = t[4], BK = d[1], stages = d[2], split_k = s}
+        end
+      end
+    end
+  else
+    for _, t in ipairs(M.TILES) do
+      for _, d in ipairs(M.DEPTHS) do
+        space[#space + 1] = {BM = t[1], BN = t[2], warp_m = t[3], warp_n = t[4], BK = d[1], stages = d[2]}
+      end
     end
   end
   local function up(x, q) return (x + q - 1) // q * q end
   local constraint = function(p)
     if smem_bytes(p, 2) > o.smem_limit then return false end
-    if p.BM > up(m, 64) or p.BN > up(n, 64) then return false end
-    if up(k, p.BK) // p.BK < p.stages then return false end
+    if p.BN > up(n, 64) or (m > M.SMALL_M and p.BM > up(m, 64)) then return false end
+    local kc = p.BK * (p.split_k or 1)
+    if up(k, kc) // kc < p.stages then return false end -- BK steps per slice
     return true
   end
   return space, constraint
@@ -109,6 +189,7 @@ function M.build(m, n, k, o, p)
   local sopts = {intrin = o.intrin, dtype = o.dtype}
   for key, v in pairs(p) do sopts[key] = v end
   local BM, BN, BK = sopts.BM or tc.defaults.BM, sopts.BN or tc.defaults.BN, sopts.BK or tc.defaults.BK
+  BK = BK * (sopts.split_k or 1) -- split-K: K padded to whole slices of whole BK steps
   local pad = (m % BM ~= 0 or n % BN ~= 0 or k % BK ~= 0) and {BM, BN, BK} or nil
   local func = tc.workload(m, n, k, o.dtype, o.out_dtype, pad, o.layout)
   if not pad and o.out_dtype == "float16" then sopts.epilogue = "D" end
@@ -141,6 +222,6 @@ function M.schedule(m, n, k, opts, quiet)
 end
 
 -- a call with more arguments than a function's parameters is an error (util.strict)
-for _, key in ipairs({"workload_key", "space", "tune", "build", "options", "schedule"}) do M[key] = util.strict("tc_gemm_tune." .. key, M[key]) end
+for _, key in ipairs({"workload_key", "space", "tune", "build", "options", "schedule", "lookup"}) do M[key] = util.strict("tc_gemm_tune." .. key, M[key]) end
 
 return M
