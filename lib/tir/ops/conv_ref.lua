@@ -36,8 +36,18 @@ return util.strict("tir.testing.ref_conv", function(data, kernel, opts, points)
   local te = tir.te
   local ds, ks = data:shape(), kernel:shape()
   local q = conv.conv_plan(te.placeholder(ds, data:dtype(), "data"), te.placeholder(ks, kernel:dtype(), "kernel"), o)
-  local D, K = flat(data), flat(kernel)
-  local Bv = bias and flat(bias)
+  -- whole outputs read every element: flat Lua tables; a few points of a large output read
+  -- few: element reads of host copies (no table of the whole input)
+  local D, K, Bv
+  if points ~= nil then
+    local hd, hk, hb = data:to("cpu"), kernel:to("cpu"), bias and bias:to("cpu")
+    D = setmetatable({}, {__index = function(_, i) return hd:get(i - 1) end})
+    K = setmetatable({}, {__index = function(_, i) return hk:get(i - 1) end})
+    Bv = hb and setmetatable({}, {__index = function(_, i) return hb:get(i - 1) end})
+  else
+    D, K = flat(data), flat(kernel)
+    Bv = bias and flat(bias)
+  end
   local dstr = strides(ds)
   local kstr = strides(ks)
   local oshape = {}

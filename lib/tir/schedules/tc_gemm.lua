@@ -373,7 +373,7 @@ local function validate(sch, o, P)
             "moves whole vectors (use a smaller vec)", X[1], X[2], bk, elems, o.vec)
     end
   end
-  local padded = o.a_stage or o.b_stage or pcall(function() return sch:get_block("A_pad") end)
+  local padded = o.writeback or pcall(function() return sch:get_block("A_pad") end)
   for _, key in ipairs({"a_stage", "b_stage", "writeback"}) do
     if o[key] and not pcall(function() return sch:get_block(o[key]) end) then
       raise("ValueError", P, "%s block '%s' does not exist", key, o[key])
@@ -454,8 +454,9 @@ local function schedule(func, opts, P)
   if not (o.a_stage or o.b_stage) and pcall(function() return sch:get_block("A_pad") end) then
     o.a_stage, o.b_stage, o.writeback = "A_pad", "B_pad", "D"
   end
-  local padded = o.a_stage ~= nil or o.b_stage ~= nil
-  if padded then o.epilogue = nil end
+  -- with a writeback block the epilogue is that kernel; without one (an im2col stage whose GEMM
+  -- covers the whole output: conv2d_tc) an epilogue still fuses into the store
+  if o.writeback then o.epilogue = nil end
   local AS, BS
   if o.a_stage then
     AS = sch:get_block(o.a_stage)
@@ -476,7 +477,9 @@ local function schedule(func, opts, P)
   local CS -- wmma with an epilogue: accumulators staged in shared memory, then cast by all lanes
   if o.epilogue then
     sch:reverse_compute_inline(o.epilogue) -- the write-back block now computes D = cast(C)
-    if I.store_epilogue then
+    -- the fused store converts only: an epilogue reading more (a bias) goes through shared memory
+    local plain = #sch:get(CF).reads == 1
+    if I.store_epilogue and plain then
       store_intrin = I.store_epilogue -- the cast fused into the fragment store
     else
       -- the accumulator among the write-back's reads (an inlined epilogue may read more:

@@ -1164,6 +1164,18 @@ static void lane_expr(CG *g, const tir_Node *e, int lane) {
       put(g, close);
       return;
     }
+    case TIR_Call: {
+      const tir_Call *k = (const tir_Call *)e;
+      if (strcmp(k->op, "if_then_else") != 0 || k->args->size != 3) break;
+      put(g, "(");
+      lane_expr(g, k->args->items[0], lane);
+      put(g, " ? ");
+      lane_expr(g, k->args->items[1], lane);
+      put(g, " : ");
+      lane_expr(g, k->args->items[2], lane);
+      put(g, ")");
+      return;
+    }
     case TIR_Select: {
       const tir_Select *s = (const tir_Select *)e;
       put(g, "(");
@@ -1180,8 +1192,18 @@ static void lane_expr(CG *g, const tir_Node *e, int lane) {
         binop_expr(g, e, lane);
         return;
       }
-      cg_fail(g, e, "the CUDA codegen cannot emit a vector %s expression", tir_kind_name(e->kind));
+      break;
   }
+  cg_fail(g, e, "the CUDA codegen cannot emit a vector %s expression", tir_kind_name(e->kind));
+}
+
+/* A contiguous vector load's base index when v is one (A[Ramp(b, 1, L)]), else NULL. */
+static const tir_Node *contiguous_load(const tir_Node *v, const tir_BufferLoad **l) {
+  if (v->kind != TIR_BufferLoad) return NULL;
+  const tir_Node *ix = ((const tir_BufferLoad *)v)->indices->items[0];
+  if (ix->kind != TIR_Ramp || !tir_is_one(((const tir_Ramp *)ix)->stride)) return NULL;
+  *l = (const tir_BufferLoad *)v;
+  return ((const tir_Ramp *)ix)->base;
 }
 
 /* The unsigned type moving `bytes` bytes at once, or NULL. */
@@ -1420,6 +1442,27 @@ static void stmt(CG *g, const tir_Node *s) {
           putf(g, ") = *(%s*)(%s + ", raw, name_of(g, &l->buffer->data->hdr, l->buffer->name));
           expr(g, ((const tir_Ramp *)l->indices->items[0])->base);
           put(g, ");\n");
+          return;
+        }
+        const tir_BufferLoad *gl = NULL;
+        const tir_Call *ite = v->kind == TIR_Call && strcmp(((const tir_Call *)v)->op, "if_then_else") == 0 ? (const tir_Call *)v : NULL;
+        double fz;
+        int64_t iz;
+        const tir_Node *zv = ite ? ite->args->items[2] : NULL;
+        if (zv && zv->kind == TIR_Broadcast) zv = ((const tir_Broadcast *)zv)->value;
+        if (raw && contiguous && ite && tir_dtype_bytes(st->value->dtype) >= 4 && ite->args->items[0]->dtype.lanes == 1 && contiguous_load(ite->args->items[1], &gl) &&
+            tir_dtype_bytes(gl->buffer->hdr.dtype) == tir_dtype_bytes(st->buffer->hdr.dtype) &&
+            ((tir_is_const_float(zv, &fz) && fz == 0.0) || (tir_is_const_int(zv, &iz) && iz == 0))) {
+          /* a guarded contiguous copy (a padded or im2col tile; the vectorizer made the condition
+           * uniform): one vector load when the condition holds, zeros otherwise */
+          line(g);
+          putf(g, "*(%s*)(%s + ", raw, dst);
+          expr(g, ((const tir_Ramp *)ix)->base);
+          put(g, ") = (");
+          expr(g, ite->args->items[0]);
+          putf(g, ") ? *(%s*)(%s + ", raw, name_of(g, &gl->buffer->data->hdr, gl->buffer->name));
+          expr(g, contiguous_load(ite->args->items[1], &gl));
+          putf(g, ") : %s{};\n", raw);
           return;
         }
         if (raw && v->kind == TIR_BufferLoad && ((const tir_BufferLoad *)v)->indices->items[0]->kind == TIR_Ramp &&

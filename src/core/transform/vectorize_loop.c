@@ -43,6 +43,49 @@ static int as_ramp(const tir_Node *e, tir_Node **base, tir_Node **stride) {
 
 static tir_Node *vec(VCtx *c, const tir_Node *e);
 
+/* x is a unit-stride ramp whose start is a multiple of the lane count, and y a scalar that is
+ * one too: then the lanes x..x+L-1 lie in one aligned block of L. */
+static int aligned_block(VCtx *c, const tir_Node *x, const tir_Node *y) {
+  if (x->kind != TIR_Ramp || !tir_is_one(((const tir_Ramp *)x)->stride) || is_vec(y)) return 0;
+  tir_DType it = tir_dtype_element(x->dtype);
+  tir_Node *mx = tir_floormod(R(((const tir_Ramp *)x)->base), tir_int_imm(it, c->lanes));
+  tir_Node *my = tir_floormod(R((tir_Node *)y), tir_int_imm(tir_dtype_element(y->dtype), c->lanes));
+  tir_Node *zx = tir_int_imm(it, 0), *zy = tir_int_imm(tir_dtype_element(y->dtype), 0);
+  int ok = tir_can_prove_equal(c->an, mx, zx) && tir_can_prove_equal(c->an, my, zy);
+  tir_release(mx), tir_release(my), tir_release(zx), tir_release(zy);
+  return ok;
+}
+
+/* floordiv / floormod of an aligned unit ramp b + [0, L) by a constant d that is a multiple of L
+ * (TVM's vectorizer and RampDivMod rules): the L lanes share b // d, and b % d + [0, L) does not
+ * wrap, so x // d is the scalar b // d and x % d the ramp (b % d) + [0, L).  An index such as
+ * im2col's c = k % C with C a multiple of 8 stays contiguous.  Anything else: NULL (scalar). */
+static tir_Node *ramp_divmod(VCtx *c, int kind, const tir_Node *x, const tir_Node *y) {
+  int64_t d;
+  if (!is_vec(x) && !is_vec(y)) return tir_binary_raw(kind, R((tir_Node *)x), R((tir_Node *)y));
+  if (!tir_is_const_int(y, &d) || d <= 0 || d % c->lanes != 0 || !aligned_block(c, x, y)) return NULL;
+  const tir_Node *b = ((const tir_Ramp *)x)->base;
+  tir_Node *q = tir_binary(kind, R((tir_Node *)b), R((tir_Node *)y));
+  tir_Node *sq = tir_simplify(c->an, q);
+  tir_release(q);
+  if (kind == TIR_FloorDiv) return sq;
+  return tir_ramp(sq, tir_int_imm(tir_dtype_element(x->dtype), 1), c->lanes);
+}
+
+/* x < y and x >= y for an aligned unit ramp x and a scalar y that is a multiple of L are the
+ * same in every lane (the L lanes are one aligned block, either all below y or all at or
+ * above it): the scalar comparison of the ramp's start.  (Also y > x, y <= x.)  Keeps the
+ * bounds checks of a padded tile uniform, so a guarded copy stays one vector copy. */
+static tir_Node *uniform_compare(VCtx *c, int kind, const tir_Node *x, const tir_Node *y) {
+  if (kind == TIR_GT || kind == TIR_LE) { /* y > x is x < y; y <= x is x >= y */
+    const tir_Node *t = x;
+    x = y, y = t;
+    kind = kind == TIR_GT ? TIR_LT : TIR_GE;
+  }
+  if (!aligned_block(c, x, y)) return NULL;
+  return tir_binary_raw(kind, R(((const tir_Ramp *)x)->base), R((tir_Node *)y));
+}
+
 static tir_Node *vec_binary(VCtx *c, const tir_Node *e) {
   const tir_Add *b = (const tir_Add *)e;
   tir_Node *x = vec(c, b->a), *y = vec(c, b->b);
@@ -78,10 +121,24 @@ static tir_Node *vec_binary(VCtx *c, const tir_Node *e) {
     tir_release(y);
     return tir_ramp(base, stride, c->lanes);
   }
-  if (e->kind == TIR_FloorDiv || e->kind == TIR_FloorMod || e->kind == TIR_Div || e->kind == TIR_Mod) {
+  if ((e->kind == TIR_FloorDiv || e->kind == TIR_FloorMod) && tir_dtype_is_int(e->dtype)) {
+    tir_Node *r = ramp_divmod(c, e->kind, x, y);
+    tir_release(x);
+    tir_release(y);
+    return r;
+  }
+  if (e->kind == TIR_Div || e->kind == TIR_Mod) {
     tir_release(x);
     tir_release(y);
     return NULL; /* index arithmetic that breaks contiguity: leave the loop scalar */
+  }
+  if (e->kind == TIR_LT || e->kind == TIR_GE || e->kind == TIR_GT || e->kind == TIR_LE) {
+    tir_Node *r = uniform_compare(c, e->kind, x, y);
+    if (r) {
+      tir_release(x);
+      tir_release(y);
+      return r;
+    }
   }
   /* lane-wise */
   tir_Node *r = tir_binary_raw(e->kind, bcast(x, c->lanes), bcast(y, c->lanes));
@@ -114,6 +171,25 @@ static tir_Node *vec(VCtx *c, const tir_Node *e) {
       n->false_value = bcast(f, c->lanes);
       tir_node_update_depth(&n->hdr);
       return &n->hdr;
+    }
+    case TIR_Call: {
+      /* if_then_else(c, a, b) with a condition the same in every lane (after the rules above):
+       * one vector value, the codegen a select of whole vectors (and a guarded async copy
+       * inject_ptx_async_copy zero-fills).  A per-lane condition stays scalar: only the taken
+       * side may be evaluated, lane by lane. */
+      const tir_Call *k = (const tir_Call *)e;
+      if (strcmp(k->op, "if_then_else") != 0 || k->args->size != 3) return NULL;
+      tir_Node *a = vec(c, k->args->items[0]);
+      if (!a || is_vec(a)) {
+        tir_release(a);
+        return NULL;
+      }
+      tir_Node *t = vec(c, k->args->items[1]), *f = t ? vec(c, k->args->items[2]) : NULL;
+      if (!t || !f) {
+        tir_release(a), tir_release(t), tir_release(f);
+        return NULL;
+      }
+      return tir_call(tir_dtype_with_lanes(e->dtype, c->lanes), "if_then_else", tir_array_of(3, a, bcast(t, c->lanes), bcast(f, c->lanes)));
     }
     case TIR_BufferLoad: {
       const tir_BufferLoad *l = (const tir_BufferLoad *)e;

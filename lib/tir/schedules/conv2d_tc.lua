@@ -1,0 +1,278 @@
+--- tir.schedules.conv2d_tc: convolution on tensor cores as a GEMM, two lowerings built from
+-- public schedule primitives (docs/CONVOLUTION.md has the index algebra):
+--
+--   GEMM view (NHWC data, groups = 1):  out[m, f] = epi(sum_k A[m, k] * Wm[k, f])
+--     m = (n * P + p) * Q + q  (M = N * P * Q rows: output pixels; out [M, F] is the NHWC output's memory)
+--     k = (r * S + s) * C + c  (K = R * S * C, padded to Kp, a multiple of pad_k)
+--     A[m, k] = X[n, p*sh - pt + r*dh, q*sw - pl + s*dw, c], 0 in the padding and for k >= K
+--     Wm[k, f] = the kernel packed as a [Kp, F] matrix (rows k >= K zero): pack_weight, once per weight
+--
+--   variant "im2col" (a): block "A_im2col" is a kernel of its own writing the [M, Kp] matrix to
+--     global memory (16-byte vector stores, the bounds check uniform per vector), then
+--     tir.schedules.tc_gemm multiplies it (mma.sync / WMMA, cp.async pipeline) -- two kernels.
+--   variant "implicit" (b): "A_im2col" is tc_gemm's A operand stage (tc_gemm's a_stage): per k
+--     step each thread gathers its 16 bytes of the A tile straight from X into shared memory
+--     (cp.async with zero-fill, src-size 0, where the pixel is in the padding or k >= K), so no
+--     im2col matrix exists in global memory -- one kernel.
+--   Both fuse the epilogue "D" (bias, relu, cast) into the GEMM's write-back.
+--
+-- Vector copies need 16 contiguous bytes of one pixel: C a multiple of 8 (fp16) / 16 (int8).
+-- Other channel counts (C = 3 of a first layer) are correct but copy element by element; so
+-- is K = C*R*S not a multiple of 8.
+--
+-- Functions: workload(o) -> PrimFunc, info; schedule(func, opts) -> Schedule;
+-- pack_weight(o) -> PrimFunc (W -> Wm), pack_weight_schedule(func) -> Schedule (a GPU kernel);
+-- gemm_route(o) -> the tc_gemm workload a 1x1 stride-1 unpadded layer is (a plain GEMM).
+local tir = require("tir")
+local util = require("tir.util")
+local te = tir.te
+local tc = require("tir.schedules.tc_gemm")
+local ops_im2col = require("tir.ops.im2col")
+
+local M = {}
+
+local WORKLOAD_OPTS = {N = "positive", H = "positive", W = "positive", C = "positive", F = "positive", R = "positive", S = "positive",
+                       stride = "any", padding = "any", dilation = "any", dtype = "dtype", out_dtype = "dtype", bias = "boolean",
+                       activation = "string", pad_k = "positive", pad_m = "positive", kernel_layout = "string"}
+M.WORKLOAD_OPTS = WORKLOAD_OPTS
+
+local ACC = {float16 = "float32", bfloat16 = "float32", int8 = "int32", uint8 = "int32"}
+
+local function checked(P, o)
+  util.check_opts(P, o, WORKLOAD_OPTS)
+  for _, k in ipairs({"N", "H", "W", "C", "F", "R", "S"}) do
+    if o[k] == nil then util.raise("ValueError", P, "option %s is required (N, H, W, C, F, R, S: the layer's sizes)", k) end
+  end
+  local dt = o.dtype or "float16"
+  if not ACC[dt] then util.raise("TypeError", P, "dtype must be float16, bfloat16, int8 or uint8 (tensor-core inputs), got %s", util.show(dt)) end
+  if o.activation ~= nil and o.activation ~= "relu" then util.raise("ValueError", P, "activation must be \"relu\" or nil, got %s", util.show(o.activation)) end
+  return dt
+end
+
+--- The workload: PrimFunc (X [N, H, W, C], Wm [Kp, F], [bias [F] of the accumulator dtype], out [Mp, F])
+-- with blocks "A_im2col", "C" (the GEMM, accumulating in float32 / int32) and "D" (the epilogue:
+-- + bias, relu, cast to out_dtype: default float16 for 16-bit inputs, int32 for int8).
+-- o: N, H, W, C, F, R, S, stride, padding, dilation (tir.ops.conv's forms), dtype ("float16"),
+-- out_dtype, bias (false), activation (nil | "relu"), pad_k (K padded to a multiple of it: 32),
+-- pad_m (M = N*P*Q padded to a multiple of it: rows of zeros in A, scratch rows in out; default none).
+-- info: {M, Mp, K, Kp, P, Q, F, plan (tir.ops.conv_plan's), flops (2 M F K), dtype, out_dtype}.
+function M.workload(o)
+  local P = "conv2d_tc.workload"
+  if type(o) ~= "table" then util.raise("TypeError", P, "expects a table of options, got %s", util.show(o)) end
+  local dt = checked(P, o)
+  local acc = ACC[dt]
+  local out_dtype = o.out_dtype or (acc == "int32" and "int32" or "float16")
+  local pad_k = o.pad_k or 32
+  local X = te.placeholder({o.N, o.H, o.W, o.C}, dt, "X")
+  local A, plan = ops_im2col.im2col(X, {kernel = {o.R, o.S}, stride = o.stride, padding = o.padding, dilation = o.dilation,
+                                        data_layout = "NHWC", pad_k = pad_k, pad_m = o.pad_m, name = "A_im2col"})
+  local Mp, Kp = A.shape[1], A.shape[2]
+  local Mr = o.N * plan.osz[1] * plan.osz[2]
+  local K = o.R * o.S * o.C
+  local F = o.F
+  local Wm = te.placeholder({Kp, F}, dt, "Wm")
+  local k = te.reduce_axis({0, Kp}, "k")
+  local Cb = te.compute({Mp, F}, function(i, j) return te.sum(te.cast(acc, A[{i, k}]) * te.cast(acc, Wm[{k, j}]), {k}) end, "C")
+  local params = {X, Wm}
+  local bias
+  if o.bias then bias = te.placeholder({F}, acc, "bias"); params[#params + 1] = bias end
+  -- D covers the padded rows too (so that it fuses into the GEMM's write-back): out [Mp, F],
+  -- rows >= M are scratch (epi(0))
+  local D = te.compute({Mp, F}, function(i, j)
+    local v = Cb[{i, j}]
+    if bias then v = v + bias[{j}] end
+    if o.activation == "relu" then v = tir.max(v, tir.const(0, acc)) end
+    return te.cast(out_dtype, v)
+  end, "D")
+  params[#params + 1] = D
+  local f = te.create_prim_func(params, "conv2d_tc")
+  return f, {M = Mr, Mp = Mp, K = K, Kp = Kp, P = plan.osz[1], Q = plan.osz[2], F = F, plan = plan, flops = 2 * Mr * F * K, dtype = dt,
+             out_dtype = out_dtype}
+end
+
+--- The packing of a kernel into Wm: PrimFunc (W, Wm); W is HWIO [R, S, C, F] (TVM's) or OHWI
+-- [F, R, S, C] (cuDNN's NHWC filter, KRSC) by o.kernel_layout.  o: R, S, C, F, dtype, pad_k, kernel_layout.
+function M.pack_weight(o)
+  local P = "conv2d_tc.pack_weight"
+  util.check_opts(P, o, {R = "positive", S = "positive", C = "positive", F = "positive", dtype = "dtype", pad_k = "positive",
+                         kernel_layout = "string"})
+  for _, k in ipairs({"R", "S", "C", "F"}) do
+    if o[k] == nil then util.raise("ValueError", P, "option %s is required", k) end
+  end
+  local kl = o.kernel_layout or "HWIO"
+  local shape = kl == "HWIO" and {o.R, o.S, o.C, o.F} or kl == "OHWI" and {o.F, o.R, o.S, o.C} or nil
+  if not shape then util.raise("ValueError", P, "kernel_layout must be \"HWIO\" or \"OHWI\", got %s", util.show(kl)) end
+  local W = te.placeholder(shape, o.dtype or "float16", "W")
+  local Wm = ops_im2col.conv_weight_matrix(W, {data_layout = "NHWC", kernel_layout = kl, pad_k = o.pad_k or 32, name = "Wm"})
+  return te.create_prim_func({W, Wm}, "pack_weight")
+end
+
+--- The HWIO kernel [R, S, C, F] whose packing is wm (a host NDArray [Kp, F]; its rows k < K):
+-- pack_weight's inverse, for references fed with a random packed weight.  o: R, S, C, F.
+function M.unpack_weight(o, wm)
+  local t = {}
+  for r = 1, o.R do
+    t[r] = {}
+    for s = 1, o.S do
+      t[r][s] = {}
+      for c = 1, o.C do
+        t[r][s][c] = {}
+        for f = 1, o.F do t[r][s][c][f] = wm:get(((r - 1) * o.S + s - 1) * o.C + c - 1, f - 1) end
+      end
+    end
+  end
+  return tir.nd.array(t, wm:dtype())
+end
+
+--- Checks a layer's output (out [Mp, F], any device) at n sampled outputs (rows < M, and the
+-- last row's last column) against tir.testing.ref_conv of x and the HWIO kernel w (any device).
+-- ref_opts: stride, padding, dilation, bias (an NDArray), activation.  exact: equality (int8),
+-- else |got - want| <= tol * (1 + |want|) (tol default 1e-2: fp16 outputs).  Raises a
+-- ValueError naming the first output that differs; returns the max abs error.
+function M.check_points(out, x, w, ref_opts, info, n, exact, tol)
+  local pts, rc = {}, {}
+  local seed = 777
+  for i = 1, n do
+    seed = (seed * 1103515245 + 12345) % 2147483648
+    local m, f = seed % info.M, (seed // 13) % info.F
+    pts[i], rc[i] = m * info.F + f, {m, f}
+  end
+  pts[#pts + 1], rc[#rc + 1] = (info.M - 1) * info.F + info.F - 1, {info.M - 1, info.F - 1}
+  local want = tir.testing.ref_conv(x, w, ref_opts, pts)
+  local host = out:to("cpu")
+  local worst = 0
+  tol = tol or 1e-2
+  for i = 1, #pts do
+    local got = host:get(rc[i][1], rc[i][2])
+    local err = math.abs(got - want[i])
+    worst = math.max(worst, err)
+    if (exact and err ~= 0) or (not exact and err > tol * (1 + math.abs(want[i]))) then
+      util.raise("ValueError", "conv2d_tc.check_points", "out[%d, %d] = %s, float64 reference %s (%d sampled outputs)", rc[i][1], rc[i][2],
+                 tostring(got), tostring(want[i]), #pts)
+    end
+  end
+  return worst
+end
+
+-- an elementwise block as a kernel: its loops fused, `vec` elements per thread (vectorized),
+-- `threads` threads per CTA
+local function elementwise_kernel(sch, blk, threads, vec)
+  local l = {sch:get_loops(blk)}
+  local f = sch:fuse(table.unpack(l))
+  if vec > 1 then
+    local bx, tx, v = sch:split(f, {nil, threads, vec})
+    sch:bind(bx, "blockIdx.x"); sch:bind(tx, "threadIdx.x")
+    sch:vectorize(v)
+  else
+    local bx, tx = sch:split(f, {nil, threads})
+    sch:bind(bx, "blockIdx.x"); sch:bind(tx, "threadIdx.x")
+  end
+end
+
+--- pack_weight's PrimFunc as a GPU kernel (one thread per element of Wm): the one-time packing
+-- of a constant weight on the device.
+function M.pack_weight_schedule(func)
+  local sch = tir.Schedule(func)
+  elementwise_kernel(sch, sch:get_block("Wm"), 256, 1)
+  return sch
+end
+
+-- the options of schedule: tc_gemm's tile parameters and the variant
+local SCHED_OPTS = {variant = "string", im2col_threads = "positive", im2col_vec = "positive"}
+for k, v in pairs(tc.SCHEDULE_OPTS) do if k ~= "a_stage" and k ~= "b_stage" and k ~= "epilogue" and k ~= "block" and k ~= "writeback" then SCHED_OPTS[k] = v end end
+M.SCHEDULE_OPTS = SCHED_OPTS
+
+--- The default tiles for a layer of M x F x Kp (tc_gemm's auto_tensorize choice: enough CTAs
+-- for the SMs), as options of schedule.  When BM does not divide M, build the workload with
+-- pad_m = BM.
+function M.default_tiles(info, sm_count)
+  if info.F % 16 ~= 0 then
+    util.raise("ValueError", "conv2d_tc.default_tiles", "F = %d output channels: the tensor-core tiles need a multiple of 16", info.F)
+  end
+  -- rows: M when a tile divides it, else M rounded up to 64 (the caller pads M to BM: pad_m)
+  local m = info.Mp % 16 == 0 and info.Mp or (info.Mp + 63) // 64 * 64
+  local bm, bn = tc.pick_tiles(1, m, info.F, sm_count or tc.device_sm_count())
+  local o = {BM = bm, BN = bn}
+  local tk = ACC[info.dtype] == "int32" and 32 or 16
+  o.BK = info.Kp % 64 == 0 and tk == 32 and 64 or (info.Kp % 32 == 0 and 32 or 16)
+  o.warp_m, o.warp_n = math.min(64, bm), math.min(64, bn)
+  if bm * bn <= 64 * 64 then o.warp_m, o.warp_n = math.max(16, bm // 2), math.max(16, bn // 2) end
+  o.stages = info.Kp // o.BK >= 3 and 3 or 1
+  return o
+end
+
+--- Whether a layer is a plain GEMM: a 1x1 kernel, stride 1, no padding (A[m, k] = X[m * C + k],
+-- the im2col stage a copy of X viewed as an M x C matrix).
+function M.is_gemm(info)
+  local q = info.plan
+  return q.ksz[1] == 1 and q.ksz[2] == 1 and q.stride[1] == 1 and q.stride[2] == 1 and q.lo[1] == 0 and q.lo[2] == 0 and
+         q.hi[1] == 0 and q.hi[2] == 0 and info.K == info.Kp
+end
+
+--- The tile options for a layer (info from workload): override when given (copied), else for a
+-- plain GEMM (is_gemm) tc_gemm's tuned options of the M x F x K GEMM (tc_gemm_tune.options: the
+-- tuning database's record or the nearest shape's), else the conv tuning record of this layer
+-- (tune), else default_tiles.  Returns the options and how they were chosen.
+function M.layer_options(info, override)
+  local o = {}
+  if override then
+    for k, v in pairs(override) do o[k] = v end
+    return o, "given"
+  end
+  local tt = require("tir.schedules.tc_gemm_tune")
+  local function fits(p) return info.Mp % (p.BM or tc.defaults.BM) == 0 and info.F % (p.BN or tc.defaults.BN) == 0 and
+                                info.Kp % (p.BK or tc.defaults.BK) == 0 end
+  if M.is_gemm(info) and info.dtype == "float16" then
+    local p, how = tt.options(info.M, info.F, info.K, {dtype = "float16", out_dtype = "float16"})
+    if how ~= "defaults" and fits(p) then return p, "tc_gemm " .. how end
+  end
+  local rec, how = tir.tune.lookup(M.workload_key(info), "cuda")
+  if rec and fits(rec.params) then
+    for k, v in pairs(rec.params) do o[k] = v end
+    return o, how
+  end
+  return M.default_tiles(info), "default tiles"
+end
+
+--- The tuning-database key of a layer: "conv2d_tc:<dtype>:N,H,W,C,F,R,S,stride,pad,dilation".
+function M.workload_key(info)
+  local q = info.plan
+  return ("conv2d_tc:%s:%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d"):format(info.dtype, q.N, q.isz[1], q.isz[2], q.C, q.F, q.ksz[1], q.ksz[2],
+    q.stride[1], q.stride[2], q.lo[1], q.lo[2], q.hi[1], q.hi[2], q.dil[1])
+end
+
+--- Schedules a workload's PrimFunc.  opts: variant ("implicit" | "im2col"), tc_gemm's tile
+-- parameters (BM, BN, BK, warp_m, warp_n, stages, vec, pad, ...; defaults default_tiles(info)
+-- when info is given in opts... see schedule_layer), im2col_threads (256) and im2col_vec (8) for
+-- the explicit variant's im2col kernel.  Errors: tc_gemm's (tiles that do not divide M, F, Kp).
+function M.schedule(func, opts)
+  local P = "conv2d_tc.schedule"
+  util.check_opts(P, opts, SCHED_OPTS)
+  local o = {}
+  for k, v in pairs(opts or {}) do o[k] = v end
+  local variant = o.variant or "implicit"
+  if variant ~= "implicit" and variant ~= "im2col" then
+    util.raise("ValueError", P, "variant must be \"implicit\" (implicit GEMM) or \"im2col\" (explicit im2col + GEMM), got %s", util.show(variant))
+  end
+  if not tir.core.is_node(func, "PrimFunc") then
+    util.raise("TypeError", P, "expected the PrimFunc of conv2d_tc.workload, got %s", util.describe(func))
+  end
+  local to = {epilogue = "D"}
+  for k, v in pairs(o) do if tc.SCHEDULE_OPTS[k] then to[k] = v end end
+  local sch = tir.Schedule(func)
+  local ok = pcall(function() return sch:get_block("A_im2col") end)
+  if not ok then util.raise("ValueError", P, "the function has no block A_im2col: build it with conv2d_tc.workload") end
+  if variant == "implicit" then
+    to.a_stage = "A_im2col"
+    return tc.schedule(sch, to)
+  end
+  local threads, vec = o.im2col_threads or 256, o.im2col_vec or 8
+  sch = tc.schedule(sch, to)
+  elementwise_kernel(sch, sch:get_block("A_im2col"), threads, vec)
+  return sch
+end
+
+M.workload = util.strict("conv2d_tc.workload", M.workload)
+M.pack_weight = util.strict("conv2d_tc.pack_weight", M.pack_weight)
+M.schedule = util.strict("conv2d_tc.schedule", M.schedule)
+return M

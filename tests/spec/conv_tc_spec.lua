@@ -1,0 +1,125 @@
+-- conv_tc_spec.lua -- tir.schedules.conv2d_tc: convolution on tensor cores, explicit im2col + GEMM
+-- and implicit GEMM, on the simulator (warp by warp, cp.async, ldmatrix, mma lane maps) against
+-- the interpreter of the unscheduled workload, and against tir.testing.ref_conv (float64) on the
+-- same inputs: padding, stride, dilation, C = 3 (K = 27 padded to 32), K = 72, bias + relu,
+-- fp16 (mma.sync m16n8k16) and int8 (IMMA m16n8k32, exact); the structure of the two lowerings
+-- (one kernel and no im2col matrix in global memory vs two kernels); the 1x1 GEMM route; errors.
+local tir = require("tir")
+local U = require("spec_util")
+local ct = require("tir.schedules.conv2d_tc")
+
+-- random inputs: fp16 in [-1, 1), int8 over its whole range, int32 biases in [-5000, 5000]
+local function args_for(f, seed)
+  local args = tir.testing.random_args(f, seed)
+  for i, a in ipairs(args) do
+    local dt = a:dtype()
+    if dt == "int8" then a:fill_random(seed * 7 + i, -128, 127)
+    elseif dt == "int32" then a:fill_random(seed * 7 + i, -5000, 5000)
+    else a:fill_random(seed * 7 + i, -1, 1) end
+  end
+  return args
+end
+
+local function simulate(c, sopts, exact)
+  local f, info = ct.workload(c)
+  local sch = ct.schedule(f, sopts)
+  local mod = tir.build(sch.mod, "cuda -arch=sm_80", {compile = false})
+  local args = args_for(f, 1)
+  local rep = tir.simulate(mod, args, exact and {reference = f} or {reference = f, rtol = 1e-3, atol = 1e-3})
+  assert.are.equal(0, rep.n_issues)
+  assert.are.equal(0, rep.races)
+  -- and the float64 reference of the convolution itself (rows < M; the output in fp16 rounds)
+  local ref = tir.testing.ref_conv(args[1], ct.unpack_weight(c, args[2]),
+                                   {stride = c.stride, padding = c.padding, dilation = c.dilation, bias = c.bias and args[3] or nil,
+                                    activation = c.activation})
+  local out = args[#args]
+  for m = 0, info.M - 1 do
+    for j = 0, c.F - 1 do
+      local want, got = ref:get(m * c.F + j), out:get(m, j)
+      if exact then
+        if want ~= got then error(("out[%d, %d] = %s, reference %s"):format(m, j, got, want)) end
+      elseif math.abs(got - want) > 2e-3 * (1 + math.abs(want)) then
+        error(("out[%d, %d] = %g, reference %g"):format(m, j, got, want))
+      end
+    end
+  end
+  return mod, info, rep
+end
+
+local SMALL = {BM = 64, BN = 32, BK = 32, warp_m = 32, warp_n = 16, stages = 2}
+local function with(o, extra)
+  local r = {}
+  for k, v in pairs(o) do r[k] = v end
+  for k, v in pairs(extra or {}) do r[k] = v end
+  return r
+end
+
+local LAYERS = {
+  {name = "3x3 pad 1, bias + relu", c = {N = 2, H = 8, W = 8, C = 16, F = 32, R = 3, S = 3, padding = 1, bias = true, activation = "relu"}},
+  {name = "C = 3 (a first layer, K = 27 -> 32), stride 2", c = {N = 2, H = 9, W = 9, C = 3, F = 32, R = 3, S = 3, padding = 1, stride = 2, pad_m = 64}},
+  {name = "C = 8, dilation 2 (K = 72 -> 96)", c = {N = 1, H = 10, W = 10, C = 8, F = 32, R = 3, S = 3, padding = 2, dilation = 2, pad_m = 64}},
+  {name = "1x1 stride 2 (the downsampling shortcut)", c = {N = 2, H = 16, W = 16, C = 32, F = 32, R = 1, S = 1, stride = 2}},
+}
+
+describe("conv2d_tc on the simulator", function()
+  for _, L in ipairs(LAYERS) do
+    for _, variant in ipairs({"implicit", "im2col"}) do
+      it(("%s, %s, fp16 mma.sync"):format(L.name, variant), function()
+        simulate(L.c, with(SMALL, {variant = variant}))
+      end)
+    end
+  end
+
+  it("int8 (IMMA m16n8k32, int32 bias), both variants, bit-exact", function()
+    local c = {N = 2, H = 8, W = 8, C = 32, F = 32, R = 3, S = 3, padding = 1, dtype = "int8", bias = true, pad_k = 64}
+    for _, variant in ipairs({"implicit", "im2col"}) do
+      simulate(c, {variant = variant, BM = 64, BN = 32, BK = 64, warp_m = 32, warp_n = 16, stages = 2, im2col_vec = 16}, true)
+    end
+  end)
+
+  it("implicit GEMM: one kernel, A gathered by zero-filling cp.async, no im2col matrix in global memory", function()
+    local mod, _, rep = simulate(LAYERS[1].c, with(SMALL, {variant = "implicit"}))
+    assert.are.equal(1, rep.kernels)
+    local src = mod:get_source("cuda")
+    assert.truthy(src:find("tir_cp_async_zfill<16>((A_im2col", 1, true), src)
+    assert.falsy(src:find("half* __restrict__ A_im2col", 1, true), src)
+  end)
+
+  it("explicit im2col: a vectorized im2col kernel writing the matrix, then the GEMM", function()
+    local mod, _, rep = simulate(LAYERS[1].c, with(SMALL, {variant = "im2col"}))
+    assert.are.equal(2, rep.kernels)
+    local src = mod:get_source("cuda")
+    assert.truthy(src:find("*(uint4*)(A_im2col + ", 1, true), src)
+    assert.truthy(src:find("tir_cp_async<16>((A_im2col_shared", 1, true), src)
+  end)
+
+  it("the scheduled function means the workload (interpreter, before lowering)", function()
+    local f = ct.workload(LAYERS[3].c)
+    for _, variant in ipairs({"implicit", "im2col"}) do
+      local sch = ct.schedule(f, with(SMALL, {variant = variant}))
+      U.assert_roundtrip(sch.mod)
+      local a1 = args_for(f, 2)
+      local a2 = tir.testing.copy_args(a1)
+      tir.interpret(f, a1)
+      tir.interpret(sch.mod, a2)
+      tir.testing.assert_allclose(a2[#a2], a1[#a1], {rtol = 1e-3, atol = 1e-3})
+    end
+  end)
+end)
+
+describe("conv2d_tc errors", function()
+  local c = {N = 2, H = 8, W = 8, C = 16, F = 32, R = 3, S = 3, padding = 1}
+  it("workload options", function()
+    U.expect_error(function() ct.workload({N = 2, H = 8, W = 8, C = 16, F = 32, R = 3}) end, "conv2d_tc.workload", "option S is required")
+    U.expect_error(function() ct.workload(with(c, {dtype = "float32"})) end, "conv2d_tc.workload", "dtype must be float16")
+    U.expect_error(function() ct.workload(with(c, {padding = -1})) end, "im2col", "padding must not be negative")
+    U.expect_error(function() ct.workload(with(c, {activation = "tanh"})) end, "activation must be \"relu\"")
+    U.expect_error(function() ct.workload(with(c, {strid = 2})) end, "unknown option 'strid'", "did you mean 'stride'")
+  end)
+  it("schedule options", function()
+    local f = ct.workload(c)
+    U.expect_error(function() ct.schedule(f, with(SMALL, {variant = "implicit_gemm"})) end, "conv2d_tc.schedule", "variant must be")
+    U.expect_error(function() ct.schedule(f, with(SMALL, {BM = 96})) end, "tc_gemm.schedule", "M = 128 is not a multiple of BM = 96")
+    U.expect_error(function() ct.schedule(nil, SMALL) end, "conv2d_tc.schedule", "expected the PrimFunc of conv2d_tc.workload")
+  end)
+end)

@@ -1,0 +1,90 @@
+-- gpu_conv_spec.lua -- convolution on tensor cores on a real GPU (#gpu): tir.schedules.conv2d_tc's
+-- implicit GEMM and explicit im2col + GEMM on ResNet-50 v1.5 layers at N = 128 (fp16 NHWC, bias +
+-- relu, fp16 out), each checked at 2048 sampled outputs against the float64 reference
+-- (tir.testing.ref_conv), the two variants against each other on the whole output, and an int8
+-- layer (IMMA) exactly at sampled points.  Without a GPU: pending.
+local tir = require("tir")
+local ct = require("tir.schedules.conv2d_tc")
+
+local dev = tir.device("cuda", 0)
+local has_gpu, why = dev:exists()
+
+local packs = {}
+local function packed(L, w, info, dtype)
+  local key = ("%d,%d,%d,%d,%s,%d"):format(L.R, L.S, L.C, L.F, dtype, info.Kp)
+  if not packs[key] then
+    packs[key] = tir.build(ct.pack_weight_schedule(ct.pack_weight({R = L.R, S = L.S, C = L.C, F = L.F, dtype = dtype,
+                                                                    pad_k = L.pad_k})).mod, "cuda")
+  end
+  local wm = tir.nd.empty({info.Kp, info.F}, dtype, dev)
+  packs[key](w, wm)
+  return wm
+end
+
+-- runs a layer; returns the output (device), the inputs and info
+local function run(L, variant, dtype)
+  dtype = dtype or "float16"
+  local int8 = dtype == "int8"
+  local layer = {}
+  for k, v in pairs(L) do if k ~= "name" then layer[k] = v end end
+  layer.dtype, layer.bias = dtype, true
+  if not int8 then layer.activation = "relu" end
+  local probe = select(2, ct.workload(layer))
+  local opts = ct.layer_options(probe)
+  if probe.M % opts.BM ~= 0 then layer.pad_m = opts.BM end
+  local func, info = ct.workload(layer)
+  opts.variant = variant
+  local mod = tir.build(ct.schedule(func, opts).mod, "cuda")
+  local lo, hi = -1, 1
+  if int8 then lo, hi = -128, 127 end
+  local x = tir.nd.random({L.N, L.H, L.W, L.C}, dtype, dev, {seed = 1, low = lo, high = hi})
+  local w = tir.nd.random({L.R, L.S, L.C, L.F}, dtype, dev, {seed = 2, low = lo, high = hi})
+  local bias = tir.nd.random({L.F}, int8 and "int32" or "float32", dev, {seed = 3, low = int8 and -1000 or -1, high = int8 and 1000 or 1})
+  local out = tir.nd.empty({info.Mp, info.F}, info.out_dtype, dev)
+  mod(x, packed(L, w, info, dtype), bias, out)
+  return out, x, w, bias, info
+end
+
+local function sampled_check(L, out, x, w, bias, info, exact)
+  ct.check_points(out, x, w, {stride = L.stride, padding = L.padding, bias = bias, activation = not exact and "relu" or nil}, info, 2048, exact)
+end
+
+-- ResNet-50 v1.5 layers at N = 128 (NHWC): the stem, a 3x3 of each stage, the strided 3x3
+-- (v1.5 puts the stride there), a 1x1 plain GEMM, a strided 1x1 shortcut
+local LAYERS = {
+  {name = "conv1 7x7/2, C = 3 (K = 147 -> 160)", N = 128, H = 224, W = 224, C = 3, F = 64, R = 7, S = 7, stride = 2, padding = 3},
+  {name = "conv2_x 3x3 64", N = 128, H = 56, W = 56, C = 64, F = 64, R = 3, S = 3, stride = 1, padding = 1},
+  {name = "conv3_1 3x3/2 128", N = 128, H = 56, W = 56, C = 128, F = 128, R = 3, S = 3, stride = 2, padding = 1},
+  {name = "conv5_x 3x3 512", N = 128, H = 7, W = 7, C = 512, F = 512, R = 3, S = 3, stride = 1, padding = 1},
+  {name = "conv2_x 1x1 64 -> 256 (a plain GEMM)", N = 128, H = 56, W = 56, C = 64, F = 256, R = 1, S = 1, stride = 1, padding = 0},
+  {name = "conv3 shortcut 1x1/2 256 -> 512", N = 128, H = 56, W = 56, C = 256, F = 512, R = 1, S = 1, stride = 2, padding = 0},
+}
+
+describe("#gpu conv2d on tensor cores", function()
+  if not has_gpu then
+    it("is skipped: " .. tostring(why), function() pending("no GPU: " .. tostring(why)) end)
+    return
+  end
+  for _, L in ipairs(LAYERS) do
+    it(L.name .. ": implicit GEMM matches float64 at sampled outputs", function()
+      local out, x, w, bias, info = run(L, "implicit")
+      sampled_check(L, out, x, w, bias, info)
+    end)
+  end
+
+  it("conv2_x 3x3: explicit im2col + GEMM equals the implicit GEMM on the whole output", function()
+    local L = LAYERS[2]
+    local a, x, w, bias, info = run(L, "im2col")
+    sampled_check(L, a, x, w, bias, info)
+    local b = run(L, "implicit")
+    tir.testing.assert_allclose(a, b, {rtol = 1e-3, atol = 1e-3})
+  end)
+
+  it("int8 conv2_x 3x3 (IMMA, int32 out + bias): exact at sampled outputs, both variants", function()
+    local L = {N = 128, H = 56, W = 56, C = 64, F = 64, R = 3, S = 3, stride = 1, padding = 1, pad_k = 64}
+    for _, variant in ipairs({"implicit", "im2col"}) do
+      local out, x, w, bias, info = run(L, variant, "int8")
+      sampled_check(L, out, x, w, bias, info, true)
+    end
+  end)
+end)
