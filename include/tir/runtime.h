@@ -45,6 +45,10 @@ tir_NDArray *tir_nd_empty(const int64_t *shape, int ndim, tir_DType dtype, tir_D
 void tir_nd_retain(tir_NDArray *a);
 void tir_nd_release(tir_NDArray *a);
 int64_t tir_nd_numel(const tir_NDArray *a);
+/* A view of a's memory with another shape of as many elements (row-major, no copy): NHWC
+ * activations as the [N*H*W, C] matrix of a 1x1 convolution.  The view holds a reference to a;
+ * writes through either are seen by both.  NULL with a ValueError when the sizes differ. */
+tir_NDArray *tir_nd_reshape(tir_NDArray *a, const int64_t *shape, int ndim);
 /* Copies between any devices; shapes and dtypes must match. */
 int tir_nd_copy(tir_NDArray *dst, const tir_NDArray *src);
 /* A new array on dev with src's contents. */

@@ -428,6 +428,25 @@ static int m_shape(lua_State *L) {
   return 1;
 }
 
+/* a:reshape({d1, d2, ...}) -> a view of a's memory with that shape (tir_nd_reshape) */
+static int m_reshape(lua_State *L) {
+  tir_NDArray *a = tirL_check_ndarray(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  int nd = (int)lua_rawlen(L, 2);
+  if (nd > TIR_MAX_NDIM) return tirL_error(L, TIR_ERR_VALUE, "nd.reshape", "%d dimensions (at most %d)", nd, TIR_MAX_NDIM);
+  int64_t shape[TIR_MAX_NDIM];
+  for (int i = 0; i < nd; i++) {
+    lua_rawgeti(L, 2, i + 1);
+    if (!lua_isinteger(L, -1)) return tirL_error(L, TIR_ERR_TYPE, "nd.reshape", "dimension %d must be an integer, got %s", i + 1, luaL_typename(L, -1));
+    shape[i] = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+  }
+  tir_NDArray *v = tir_nd_reshape(a, shape, nd);
+  if (!v) return tirL_raise_core(L);
+  tirL_push_ndarray(L, v);
+  return 1;
+}
+
 static int m_dtype(lua_State *L) {
   char s[32];
   lua_pushstring(L, tir_dtype_str(tirL_check_ndarray(L, 1)->dtype, s));
@@ -804,7 +823,7 @@ static int l_cuda_time(lua_State *L) {
 }
 
 void tirL_open_runtime(lua_State *L) {
-  static const luaL_Reg methods[] = {{"shape", m_shape},     {"dtype", m_dtype},     {"device", m_device},
+  static const luaL_Reg methods[] = {{"shape", m_shape},     {"reshape", m_reshape}, {"dtype", m_dtype},     {"device", m_device},
                                      {"numel", m_numel},     {"nbytes", m_nbytes},   {"to", m_to},
                                      {"copyfrom", m_copyfrom}, {"fill_random", m_fill_random}, {"get", m_get},
                                      {"set", m_set},         {"get_bits", m_get_bits}, {"set_bits", m_set_bits}, {"to_table", m_to_table}, {"save", m_save},

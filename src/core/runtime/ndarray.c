@@ -81,6 +81,35 @@ void tir_nd_release(tir_NDArray *a) {
   free(a);
 }
 
+static void release_base(void *base) { tir_nd_release(base); }
+
+tir_NDArray *tir_nd_reshape(tir_NDArray *a, const int64_t *shape, int ndim) {
+  if (ndim < 0 || ndim > TIR_MAX_NDIM) {
+    tir_error_set(TIR_ERR_VALUE, "nd.reshape", "%d dimensions (at most %d)", ndim, TIR_MAX_NDIM);
+    return NULL;
+  }
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] < 0 || __builtin_mul_overflow(n, shape[i], &n)) {
+      tir_error_set(TIR_ERR_VALUE, "nd.reshape", "dimension %d (%lld) is not a valid extent", i + 1, (long long)shape[i]);
+      return NULL;
+    }
+  }
+  if (n != tir_nd_numel(a)) {
+    tir_error_set(TIR_ERR_VALUE, "nd.reshape", "the new shape has %lld elements, the array %lld", (long long)n, (long long)tir_nd_numel(a));
+    return NULL;
+  }
+  tir_NDArray *v = calloc(1, sizeof *v);
+  *v = *a;
+  v->refcount = 1;
+  v->ndim = ndim;
+  for (int i = 0; i < TIR_MAX_NDIM; i++) v->shape[i] = i < ndim ? shape[i] : 0;
+  tir_nd_retain(a); /* the view keeps the memory's owner alive */
+  v->owner_free = release_base;
+  v->owner = a;
+  return v;
+}
+
 int tir_nd_copy(tir_NDArray *dst, const tir_NDArray *src) {
   if (!tir_dtype_eq(dst->dtype, src->dtype)) {
     char a[32], b[32];

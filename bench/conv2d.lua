@@ -1,0 +1,276 @@
+-- bench/conv2d.lua -- the 23 distinct convolution layers of ResNet-50 v1.5 (53 convolutions; the
+-- stride 2 sits in the bottleneck's 3x3, as in v1.5) at N = 128, fp16 NHWC in and out, fp32
+-- accumulation: tirlua (tir.schedules.conv2d_tc: implicit GEMM or explicit im2col + tc_gemm; the
+-- 1x1 stride-1 layers as plain tc_gemm GEMMs) against cuDNN (cudnnConvolutionForward with the
+-- algorithm cudnnFindConvolutionForwardAlgorithm picks) in one process, on the same random
+-- inputs.  Every result is checked first: all outputs against cuDNN's, and sampled outputs
+-- against a float64 direct convolution.  Per layer the best tirlua lowering (both are built and
+-- timed when both apply) and its tiles; then the total over the 53 layers weighted by their
+-- occurrences ("resnet50_total", target <= 1.1x cuDNN) and the geomean over the 3x3 layers.
+--   tirlua bench/conv2d.lua [--n=128] [--layers=1,5,...] [--variants=implicit,im2col]
+--   tirlua bench/conv2d.lua --dry          without a GPU: schedule, lower and emit CUDA C for every
+--                                         layer (no NVRTC, nothing timed), and list the layers
+-- Rows go to bench/results.jsonl through bench/common.lua (bench "conv2d").
+local tir = require("tir")
+local common = dofile("bench/common.lua")
+
+local opt = {n = 128, dry = false}
+for _, a in ipairs(arg or {}) do
+  local k, v = a:match("^%-%-([%w_]+)=?(.*)$")
+  if k == "dry" then opt.dry = true
+  elseif k == "n" then opt.n = math.tointeger(tonumber(v))
+  elseif k == "layers" or k == "variants" then opt[k] = v
+  else error("bench/conv2d.lua: unknown argument " .. a .. " (--n=N --layers=i,j --variants=implicit,im2col --dry)") end
+end
+
+-- ResNet-50 v1.5 at 224x224: {name, H (= W) of the input, C, F (output channels), R (= S), stride, padding, occurrences}
+local LAYERS = {
+  {"conv1", 224, 3, 64, 7, 2, 3, 1},
+  -- conv2_x (56x56, 3 bottlenecks)
+  {"conv2_1x1_reduce_first", 56, 64, 64, 1, 1, 0, 1},
+  {"conv2_3x3", 56, 64, 64, 3, 1, 1, 3},
+  {"conv2_1x1_expand+proj", 56, 64, 256, 1, 1, 0, 4}, -- 3 expands + the projection shortcut (64 -> 256, stride 1)
+  {"conv2_1x1_reduce", 56, 256, 64, 1, 1, 0, 2},
+  -- conv3_x (28x28, 4 bottlenecks; the first's 3x3 has stride 2)
+  {"conv3_1x1_reduce_first", 56, 256, 128, 1, 1, 0, 1},
+  {"conv3_3x3_s2", 56, 128, 128, 3, 2, 1, 1},
+  {"conv3_1x1_expand", 28, 128, 512, 1, 1, 0, 4},
+  {"conv3_proj_s2", 56, 256, 512, 1, 2, 0, 1},
+  {"conv3_1x1_reduce", 28, 512, 128, 1, 1, 0, 3},
+  {"conv3_3x3", 28, 128, 128, 3, 1, 1, 3},
+  -- conv4_x (14x14, 6 bottlenecks)
+  {"conv4_1x1_reduce_first", 28, 512, 256, 1, 1, 0, 1},
+  {"conv4_3x3_s2", 28, 256, 256, 3, 2, 1, 1},
+  {"conv4_1x1_expand", 14, 256, 1024, 1, 1, 0, 6},
+  {"conv4_proj_s2", 28, 512, 1024, 1, 2, 0, 1},
+  {"conv4_1x1_reduce", 14, 1024, 256, 1, 1, 0, 5},
+  {"conv4_3x3", 14, 256, 256, 3, 1, 1, 5},
+  -- conv5_x (7x7, 3 bottlenecks)
+  {"conv5_1x1_reduce_first", 14, 1024, 512, 1, 1, 0, 1},
+  {"conv5_3x3_s2", 14, 512, 512, 3, 2, 1, 1},
+  {"conv5_1x1_expand", 7, 512, 2048, 1, 1, 0, 3},
+  {"conv5_proj_s2", 14, 1024, 2048, 1, 2, 0, 1},
+  {"conv5_1x1_reduce", 7, 2048, 512, 1, 1, 0, 2},
+  {"conv5_3x3", 7, 512, 512, 3, 1, 1, 2},
+}
+local total_count = 0
+for _, l in ipairs(LAYERS) do total_count = total_count + l[8] end
+assert(#LAYERS == 23 and total_count == 53, "ResNet-50 has 23 distinct conv layers, 53 in all")
+
+local selected = {}
+if opt.layers then
+  for i in opt.layers:gmatch("%d+") do selected[#selected + 1] = tonumber(i) end
+else
+  for i = 1, #LAYERS do selected[i] = i end
+end
+local variants = {}
+for v in (opt.variants or "implicit,im2col"):gmatch("[^,]+") do variants[#variants + 1] = v end
+
+local function layer_info(l, N)
+  local name, H, C, F, R, stride, pad, count = table.unpack(l)
+  local P = (H + 2 * pad - R) // stride + 1
+  return {name = name, N = N, H = H, W = H, C = C, F = F, R = R, S = R, stride = stride, padding = pad, count = count, P = P, Q = P,
+          M = N * P * P, K = C * R * R, flops = 2.0 * N * P * P * F * C * R * R}
+end
+
+local function shape_key(L)
+  return ("N%d_%dx%dx%d_to_%d_%dx%d_s%d_p%d"):format(L.N, L.H, L.W, L.C, L.F, L.R, L.S, L.stride, L.padding)
+end
+
+-- Every tirlua candidate of a layer: {lowering, mapping (text), sch (Schedule), args = function(x, wm, out)}.
+-- The 1x1 stride-1 layers are GEMMs (x viewed as [N*H*W, C], the packed weight [C, F]): tc_gemm;
+-- the others go through conv2d_tc's two lowerings (both, unless --variants says otherwise).
+local function candidates(L)
+  local tc = require("tir.schedules.tc_gemm")
+  local ct = require("tir.schedules.conv2d_tc")
+  local wl = {N = L.N, H = L.H, W = L.W, C = L.C, F = L.F, R = L.R, S = L.S, stride = L.stride, padding = L.padding}
+  local func, info = ct.workload(wl)
+  local topts, how = ct.layer_options(info)
+  if topts.BM and info.M % topts.BM ~= 0 then
+    wl.pad_m = topts.BM
+    func, info = ct.workload(wl)
+  end
+  local function tiles(o)
+    return ("BM%d BN%d BK%d warps %dx%d, %d stage(s) [%s]"):format(o.BM or tc.defaults.BM, o.BN or tc.defaults.BN, o.BK or tc.defaults.BK,
+      o.warp_m or tc.defaults.warp_m, o.warp_n or tc.defaults.warp_n, o.stages or 1, how)
+  end
+  local out = {}
+  if ct.is_gemm(info) then
+    local g = tc.workload(info.M, L.F, L.C, "float16", "float16")
+    local o = {epilogue = "D"}
+    for k, v in pairs(topts) do o[k] = v end
+    out[1] = {lowering = "tc_gemm", mapping = ("GEMM %dx%dx%d, %s"):format(info.M, L.F, L.C, tiles(o)), sch = tc.schedule(g, o),
+              info = info, gemm = true}
+    return out, info
+  end
+  for _, v in ipairs(variants) do
+    local o = {variant = v}
+    for k, x in pairs(topts) do o[k] = x end
+    local ok, sch = pcall(ct.schedule, func, o)
+    local label = v == "implicit" and "implicit_gemm" or "im2col+tc_gemm"
+    if ok then
+      out[#out + 1] = {lowering = label, mapping = ("%s M=%d N=%d K=%d (Kp %d), %s"):format(v == "implicit" and "implicit GEMM" or "im2col + GEMM",
+                       info.M, L.F, info.K, info.Kp, tiles(o)), sch = sch, info = info}
+    else
+      io.write(("  %s: %s refused: %s\n"):format(L.name, label, tostring(sch):match("[^\n]*")))
+    end
+  end
+  return out, info
+end
+
+if opt.dry then
+  print(("bench/conv2d.lua --dry: %d layers at N = %d, scheduled, lowered and emitted as CUDA C (no NVRTC, nothing run)"):format(#selected, opt.n))
+  local t0 = os.clock()
+  for _, i in ipairs(selected) do
+    local L = layer_info(LAYERS[i], opt.n)
+    local t1 = os.clock()
+    local cands = candidates(L)
+    for _, c in ipairs(cands) do
+      tir.build(c.sch.mod, "cuda", {compile = false})
+      print(("  %2d %-24s x%d  %-15s %s"):format(i, L.name, L.count, c.lowering, c.mapping))
+    end
+    print(("     (%.2f s CPU)"):format(os.clock() - t1))
+  end
+  print(("bench/conv2d.lua --dry: ok (%.1f s CPU)"):format(os.clock() - t0))
+  return
+end
+
+local dev = common.device("bench/conv2d.lua")
+if not dev then return end
+local ok_cudnn, where = tir.cudnn.available()
+if not ok_cudnn then
+  print("bench/conv2d.lua: skipped: " .. tostring(where))
+  return
+end
+print(("bench/conv2d.lua: %s, cuDNN %d (%s), N = %d"):format(dev:info().name, tir.cudnn.version(), where, opt.n))
+local ct = require("tir.schedules.conv2d_tc")
+
+-- float64 direct convolution at sampled outputs (host copies xh [N, H, W, C], wh [F, R, S, C])
+local function ref_point(L, xh, wh, m, f)
+  local q = m % L.Q
+  local p = (m // L.Q) % L.P
+  local n = m // (L.P * L.Q)
+  local acc = 0.0
+  for r = 0, L.R - 1 do
+    local h = p * L.stride - L.padding + r
+    if h >= 0 and h < L.H then
+      for s = 0, L.S - 1 do
+        local w = q * L.stride - L.padding + s
+        if w >= 0 and w < L.W then
+          for c = 0, L.C - 1 do acc = acc + xh:get(n, h, w, c) * wh:get(f, r, s, c) end
+        end
+      end
+    end
+  end
+  return acc
+end
+
+-- all candidates of the selected layers, built together (NVRTC on every core)
+local plans, funcs = {}, {}
+local tb = os.clock()
+for _, i in ipairs(selected) do
+  local L = layer_info(LAYERS[i], opt.n)
+  local cands, info = candidates(L)
+  local pack = ct.pack_weight_schedule(ct.pack_weight({R = L.R, S = L.S, C = L.C, F = L.F, kernel_layout = "OHWI"}))
+  plans[#plans + 1] = {index = i, L = L, cands = cands, info = info, pack = #funcs + 1}
+  funcs[#funcs + 1] = pack.mod
+  for _, c in ipairs(cands) do
+    c.build = #funcs + 1
+    funcs[#funcs + 1] = c.sch.mod
+  end
+end
+local built = tir.build_many(funcs, "cuda")
+print(("-- %d kernels scheduled and built in %.1f s (CPU time of this thread)"):format(#funcs, os.clock() - tb))
+
+local rows, failures, inputs = {}, 0, {}
+print(("%-3s %-24s %3s %-15s %9s %9s %7s  %-22s %s"):format("#", "layer", "x", "tirlua", "ms", "cuDNN ms", "ratio", "cuDNN algorithm", "mapping"))
+for _, pl in ipairs(plans) do
+  local L, info = pl.L, pl.info
+  -- layers with the same input shape share one random input (and its host copy)
+  local xkey = ("%dx%dx%dx%d"):format(L.N, L.H, L.W, L.C)
+  if not inputs[xkey] then
+    local xd = tir.nd.random({L.N, L.H, L.W, L.C}, "float16", dev, {seed = pl.index})
+    inputs = {[xkey] = {xd, xd:to(tir.cpu())}} -- one at a time: the previous ones are freed
+  end
+  local x, xh = inputs[xkey][1], inputs[xkey][2]
+  local w = tir.nd.random({L.F, L.R, L.S, L.C}, "float16", dev, {seed = 100 + pl.index})
+  local y = tir.nd.empty({L.N, L.P, L.Q, L.F}, "float16", dev)
+  local plan = tir.cudnn.conv2d_plan(x, w, y, {stride = L.stride, padding = L.padding})
+  plan:run(x, w, y)
+  local t_ref = tir.core.cuda_time(function() plan:run(x, w, y) end, 0, 3, 10, 5)
+  local pm = built[pl.pack]
+  if pm.err then error(pm.err, 0) end
+  local wm = tir.nd.empty({info.Kp, L.F}, "float16", dev)
+  pm.mod(w, wm)
+  local wh = w:to(tir.cpu())
+  local yflat = y:reshape({info.M, L.F})
+  local best
+  for _, c in ipairs(pl.cands) do
+    local b = built[c.build]
+    if b.err then
+      print(("    %s %s: build failed: %s"):format(L.name, c.lowering, tostring(b.err):match("[^\n]*")))
+    else
+      local out = tir.nd.empty({info.Mp, L.F}, "float16", dev)
+      local args = c.gemm and {x:reshape({info.M, L.C}), wm, out} or {x, wm, out}
+      b.mod(table.unpack(args))
+      -- checked first: every output against cuDNN, 32 sampled outputs against float64
+      -- (padded rows, when M is padded to the tile, are scratch: then the sampled outputs only)
+      local ok, st = true, {max_abs = 0 / 0}
+      if info.Mp == info.M then ok, st = pcall(tir.testing.assert_allclose, out, yflat, {rtol = 1e-2, atol = 2e-2 * math.sqrt(info.K / 64)}) end
+      local worst = 0
+      local oh = out:to(tir.cpu())
+      local seed = 12345 + pl.index
+      for _ = 1, 32 do
+        seed = (seed * 1103515245 + 12345) % 2147483648
+        local m, f = seed % info.M, (seed // 7) % L.F
+        local want = ref_point(L, xh, wh, m, f)
+        local e = math.abs(oh:get(m, f) - want)
+        worst = math.max(worst, e)
+        if e > 1e-2 * (1 + math.abs(want)) then ok, st = false, ("out[%d, %d] = %g, float64 %g"):format(m, f, oh:get(m, f), want) end
+      end
+      if not ok then
+        failures = failures + 1
+        print(("    %s %s: WRONG RESULT: %s"):format(L.name, c.lowering, tostring(st):gsub("\n", "; ")))
+      else
+        local t = b.mod:time_evaluator({number = 10, repeat_ = 5})(table.unpack(args))
+        c.ms, c.err_cudnn, c.err_f64 = t * 1e3, st.max_abs, worst
+        if not best or c.ms < best.ms then best = c end
+      end
+    end
+  end
+  if best then
+    local row = {bench = "conv2d", variant = best.lowering, shape = shape_key(L), dtype = "float16", ms = best.ms,
+                 tflops = L.flops / (best.ms * 1e-3) / 1e12, ref = "cuDNN " .. plan:algo(), ref_ms = t_ref * 1e3,
+                 ref_tflops = L.flops / t_ref / 1e12, layer = L.name, count = L.count, mapping = best.mapping,
+                 max_err_cudnn = best.err_cudnn, max_err_f64 = best.err_f64}
+    for _, c in ipairs(pl.cands) do if c.ms then row["ms_" .. c.lowering] = c.ms end end
+    common.record(row)
+    rows[#rows + 1] = row
+    print(("%-3d %-24s %3d %-15s %9.4f %9.4f %7.3f  %-22s %s"):format(pl.index, L.name, L.count, best.lowering, best.ms, t_ref * 1e3,
+      t_ref * 1e3 / best.ms, plan:algo(), best.mapping))
+  end
+  io.stdout:flush()
+  collectgarbage() -- the layer's device arrays (hundreds of MB) go now, not when Lua's heap grows
+end
+
+-- the weighted total over ResNet-50's 53 convolutions and the geomean over the 3x3 layers
+if #rows == #LAYERS then
+  local tot, tot_ref, lg, lg_ref, n3 = 0, 0, 0, 0, 0
+  for _, r in ipairs(rows) do
+    tot, tot_ref = tot + r.count * r.ms, tot_ref + r.count * r.ref_ms
+    if r.shape:match("_3x3_") then lg, lg_ref, n3 = lg + math.log(r.ms), lg_ref + math.log(r.ref_ms), n3 + 1 end
+  end
+  local g, g_ref = math.exp(lg / n3), math.exp(lg_ref / n3)
+  common.record{bench = "conv2d", variant = "resnet50_total", shape = ("N%d_53_layers"):format(opt.n), dtype = "float16", ms = tot,
+                ref = "cuDNN", ref_ms = tot_ref, target = "ms <= 1.1 x ref_ms"}
+  common.record{bench = "conv2d", variant = "geomean_3x3", shape = ("N%d_%d_3x3_layers"):format(opt.n, n3), dtype = "float16", ms = g,
+                ref = "cuDNN", ref_ms = g_ref, target = "ratio >= 0.9"}
+  print(("resnet50_total: tirlua %.3f ms, cuDNN %.3f ms over the 53 convolutions: %.3fx cuDNN's time (target <= 1.1x)"):format(tot, tot_ref, tot / tot_ref))
+  print(("geomean over the %d 3x3 layers: cuDNN / tirlua = %.3f (target >= 0.9)"):format(n3, g_ref / g))
+else
+  print(("bench/conv2d.lua: %d of %d layers measured: no weighted total"):format(#rows, #LAYERS))
+end
+if failures > 0 then
+  print(("bench/conv2d.lua: %d WRONG RESULT(S)"):format(failures))
+  os.exit(1)
+end
