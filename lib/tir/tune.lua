@@ -456,8 +456,6 @@ function tune.records(path)
   return out, bad
 end
 
---- The fastest successful record of workload on target (default "cuda"), or nil.
--- opts: db (path), gpu (only records measured on this GPU name).
 local function check_key(prim, workload, target)
   if type(workload) ~= "string" then util.raise("TypeError", prim, "workload must be a string, got %s", util.show(workload)) end
   if target ~= nil and type(target) ~= "string" then
@@ -465,14 +463,17 @@ local function check_key(prim, workload, target)
   end
 end
 
+--- The fastest successful record of workload on target (default "cuda"), or nil.
+-- opts: db (path), gpu (only records measured on this GPU name), accept (function(record) ->
+-- boolean: the records it refuses do not count).
 function tune.best(workload, target, opts)
   check_key("tune.best", workload, target)
-  opts = util.check_opts("tune.best", opts, {db = "string", gpu = "string", nearest = "boolean"})
+  opts = util.check_opts("tune.best", opts, {db = "string", gpu = "string", nearest = "boolean", accept = "function"})
   target = target or "cuda"
   local best
   for _, r in ipairs((tune.records(opts.db))) do
     if r.workload == workload and r.target == target and r.status == "ok" and type(r.time_s) == "number" and
-        (not opts.gpu or r.gpu == opts.gpu) then
+        (not opts.gpu or r.gpu == opts.gpu) and (not opts.accept or opts.accept(r)) then
       if not best or r.time_s < best.time_s then best = r end
     end
   end
@@ -492,9 +493,11 @@ end
 -- default true) the best record of the nearest tuned workload of the same family -- keys
 -- "family:MxNxK", distance the sum of |log| ratios of the dimensions.  Returns record, how:
 -- how is "tuned" or "nearest <workload>"; nil, "not tuned" when there is none.
+-- opts.accept (function(record) -> boolean): only the records it accepts count, for the workload
+-- and its neighbours alike (a caller refusing parameters that do not fit its shape).
 function tune.lookup(workload, target, opts)
   check_key("tune.lookup", workload, target)
-  opts = util.check_opts("tune.lookup", opts, {db = "string", gpu = "string", nearest = "boolean"})
+  opts = util.check_opts("tune.lookup", opts, {db = "string", gpu = "string", nearest = "boolean", accept = "function"})
   local r = tune.best(workload, target, opts)
   if r then return r, "tuned" end
   if opts.nearest == false then return nil, "not tuned" end
@@ -503,7 +506,10 @@ function tune.lookup(workload, target, opts)
   local cands = {}
   for _, rec in ipairs((tune.records(opts.db))) do
     local f2, d2 = split_key(rec.workload)
-    if f2 == fam and d2 and #d2 == #dims and rec.status == "ok" and rec.target == (target or "cuda") then cands[rec.workload] = d2 end
+    if f2 == fam and d2 and #d2 == #dims and rec.status == "ok" and rec.target == (target or "cuda") and type(rec.time_s) == "number" and
+        (not opts.gpu or rec.gpu == opts.gpu) and (not opts.accept or opts.accept(rec)) then
+      cands[rec.workload] = d2
+    end
   end
   local near, dist
   for w, d2 in pairs(cands) do

@@ -208,6 +208,14 @@ describe("tir.tune", function()
     assert.is_nil(r)
     assert.are.equal("not tuned", how)
     assert.is_nil((tune.lookup("g:f16:3000x4096x4096", "cuda", {db = db, nearest = false})))
+    -- accept filters the records: of the workload itself, then of its neighbours
+    local small = function(rec) return rec.params.BM <= 64 end
+    r, how = tune.lookup("g:f16:128x128x128", "cuda", {db = db, accept = small})
+    assert.are.same({64, "tuned"}, {r.params.BM, how})
+    r, how = tune.lookup("g:f16:3000x4096x4096", "cuda", {db = db, accept = small})
+    assert.are.same({64, "nearest g:f16:128x128x128"}, {r.params.BM, how})
+    assert.is_nil((tune.lookup("g:f16:3000x4096x4096", "cuda", {db = db, accept = function() return false end})))
+    assert.are.equal(64, tune.best("g:f16:128x128x128", "cuda", {db = db, accept = small}).params.BM)
   end)
 
   it("refuses bad specs clearly", function()
@@ -379,8 +387,13 @@ describe("tc_gemm_tune", function()
     assert.are.equal("defaults (tuned = false)", o5.config)
     local _, o6 = tc.auto_tensorize(tc.workload(16, 11008, 1024, "float16", "float16"), "mma.m16n8k16", nil, {db = db})
     assert.are.equal("nearest " .. key, o6.config) -- 1024 = 4 slices of 256
+    -- K = 128: the fastest record's slices (4 x 64) do not divide it; the other record (split 1, BK 32) does
     local _, o7 = tc.auto_tensorize(tc.workload(16, 11008, 128, "float16", "float16"), "mma.m16n8k16", nil, {db = db})
-    assert.truthy(o7.config:find("do not divide the block's 16x11008x128", 1, true), o7.config)
+    assert.are.equal("nearest " .. key, o7.config)
+    assert.are.same({64, 1}, {o7.BN, o7.split_k})
+    -- K = 64: no record fits (the second one's 4 stages need 4 steps of 32)
+    local _, o9 = tc.auto_tensorize(tc.workload(16, 11008, 64, "float16", "float16"), "mma.m16n8k16", nil, {db = db})
+    assert.truthy(o9.config:find("do not divide the block's 16x11008x64 or do not fit the shape", 1, true), o9.config)
     -- tc_gemm.schedule asked for it: options not given come from the record, also on a padded workload
     local s1, how, k1 = tc.schedule(tc.workload(16, 11008, 4096, "float16", "float16"), {tuned = true, db = db, epilogue = "D", stages = 2})
     assert.are.equal("tuned " .. key, how)
@@ -394,6 +407,15 @@ describe("tc_gemm_tune", function()
     f:write(json.encode({workload = tt.workload_key(16, 64, 256), target = "cuda", status = "ok", time_s = 1e-6,
                          params = {BM = 16, BN = 64, BK = 32, warp_m = 16, warp_n = 32, stages = 2, split_k = 2}}), "\n")
     f:close()
+    -- tc_gemm_tune.options takes the nearest record that fits: a 128-row tile is not taken for M = 64
+    f = assert(io.open(db, "a"))
+    f:write(json.encode({workload = tt.workload_key(128, 11008, 4096), target = "cuda", status = "ok", time_s = 6e-5,
+                         params = {BM = 128, BN = 128, BK = 64, warp_m = 64, warp_n = 64, stages = 3, split_k = 1}}), "\n")
+    f:close()
+    local p64, how64 = tt.options(64, 11008, 4096, {db = db})
+    assert.are.same({"nearest " .. key, 16}, {how64, p64.BM})
+    local p128, how128 = tt.options(128, 11008, 4096, {db = db})
+    assert.are.same({"tuned", 128}, {how128, p128.BM})
     local w = tc.workload(16, 64, 256, "float16", "float16")
     local s2, o8 = tc.auto_tensorize(w, "mma.m16n8k16", nil, {db = db, epilogue = "D"})
     assert.are.equal("tuned " .. tt.workload_key(16, 64, 256), o8.config)

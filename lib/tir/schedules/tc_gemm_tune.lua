@@ -58,7 +58,8 @@ local NOT_TUNED = {intrin = true, dtype = true, block = true, epilogue = true, t
 -- workload is padded; the out dtype is that parameter's.  Returns params (tc_gemm options,
 -- {} for none), how and the key; how is "tuned <key>", "nearest <key>" (tir.tune.lookup: the
 -- nearest tuned shape of the same family) or "defaults (<why>)" -- nothing recorded, a batched
--- block, or a record whose tiles (BK x split_k for K) do not divide the block's extents.
+-- block, or no record whose tiles (BK x split_k for K) divide the block's extents and fit the
+-- GEMM (M.fits): those are passed over for the next nearest shape.
 function M.lookup(sch, info, intrin, opts)
   opts = util.check_opts("tc_gemm_tune.lookup", opts, {db = "string", target = "string"})
   local params = sch.mod.params
@@ -75,20 +76,34 @@ function M.lookup(sch, info, intrin, opts)
   local dt = info.a_dtype == info.b_dtype and info.a_dtype or (info.a_dtype .. "x" .. info.b_dtype)
   local key = key_text(intrin, dt, out.dtype, info.layout, m, n, k)
   if nb > 3 then return {}, "defaults (batched GEMMs are not tuned)", key end
-  local rec, how = tir.tune.lookup(key, opts.target or "cuda", {db = opts.db})
-  if not rec then return {}, ("defaults (%s and its family are not in the tuning database %s)"):format(key, opts.db or tir.tune.default_db()), key end
+  local d = tc.defaults
+  -- a record's CTA tile and k slice (BK x split_k), or nil when they are not positive integers
+  local function tiles(r)
+    local p = r.params
+    if type(p) ~= "table" then return nil end
+    local BM, BN, BK, S = p.BM or d.BM, p.BN or d.BN, p.BK or d.BK, p.split_k or 1
+    for _, x in ipairs({BM, BN, BK, S}) do if math.type(x) ~= "integer" or x < 1 then return nil end end
+    return BM, BN, BK * S
+  end
+  local fits = M.fits(m, n, k)
+  local function divides(r)
+    local BM, BN, BK = tiles(r)
+    return BM ~= nil and e[nb - 2] % BM == 0 and e[nb - 1] % BN == 0 and e[nb] % BK == 0 and fits(r)
+  end
+  local db = opts.db or tir.tune.default_db()
+  local rec, how = tir.tune.lookup(key, opts.target or "cuda", {db = db, accept = divides})
+  if not rec then
+    local any, how0 = tir.tune.lookup(key, opts.target or "cuda", {db = db})
+    if not any then return {}, ("defaults (%s and its family are not in the tuning database %s)"):format(key, db), key end
+    local src = how0 == "tuned" and key or how0:gsub("^nearest ", "")
+    local BM, BN, BK = tiles(any)
+    if not BM then return {}, ("defaults (the record of %s has tiles that are not positive integers)"):format(src), key end
+    return {}, ("defaults (%s's tiles %dx%dx%d do not divide the block's %dx%dx%d or do not fit the shape, and no other record does)"):format(
+      src, BM, BN, BK, e[nb - 2], e[nb - 1], e[nb]), key
+  end
   local p = {}
   for name, v in pairs(rec.params) do
     if tc.SCHEDULE_OPTS[name] and not NOT_TUNED[name] then p[name] = v end
-  end
-  local d = tc.defaults
-  local BM, BN, BK = p.BM or d.BM, p.BN or d.BN, (p.BK or d.BK) * (p.split_k or 1)
-  local src = how == "tuned" and key or how:gsub("^nearest ", "")
-  if math.type(BM) ~= "integer" or math.type(BN) ~= "integer" or math.type(BK) ~= "integer" then
-    return {}, ("defaults (the record of %s has non-integer tiles)"):format(src), key
-  end
-  if e[nb - 2] % BM ~= 0 or e[nb - 1] % BN ~= 0 or e[nb] % BK ~= 0 then
-    return {}, ("defaults (%s's tiles %dx%dx%d do not divide the block's %dx%dx%d)"):format(src, BM, BN, BK, e[nb - 2], e[nb - 1], e[nb]), key
   end
   return p, how == "tuned" and ("tuned " .. key) or how, key
 end
@@ -146,7 +161,7 @@ function M.space(m, n, k, o)
   local function up(x, q) return (x + q - 1) // q * q end
   local constraint = function(p)
     if smem_bytes(p, 2) > o.smem_limit then return false end
-    if p.BN > up(n, 64) or (m > M.SMALL_M and p.BM > up(m, 64)) then return false end
+    if p.BN > up(n, 64) or p.BM > up(m, m > M.SMALL_M and 64 or 16) then return false end
     local kc = p.BK * (p.split_k or 1)
     if up(k, kc) // kc < p.stages then return false end -- BK steps per slice
     return true
@@ -196,11 +211,29 @@ function M.build(m, n, k, o, p)
   return tc.schedule(func, sopts)
 end
 
+--- A tir.tune.lookup accept function for an M x N x K GEMM: records whose parameters pass the
+-- space's constraint for this shape (tiles not taller than M rounded up to 16 -- to 64 above
+-- SMALL_M --, not wider than N rounded up to 64, each k slice at least `stages` steps, shared
+-- tiles within 227 KB).  A record tuned for M = 128 is then not taken for M = 64.
+function M.fits(m, n, k)
+  local _, constraint = M.space(m, n, k)
+  local d = tc.defaults
+  return function(rec)
+    local p = rec.params
+    if type(p) ~= "table" then return false end
+    local q = {BM = p.BM or d.BM, BN = p.BN or d.BN, BK = p.BK or d.BK, stages = p.stages or d.stages, split_k = p.split_k}
+    for _, key in ipairs({"BM", "BN", "BK", "stages"}) do if math.type(q[key]) ~= "integer" or q[key] < 1 then return false end end
+    if q.split_k ~= nil and (math.type(q.split_k) ~= "integer" or q.split_k < 1) then return false end
+    return constraint(q)
+  end
+end
+
 --- The options to schedule an M x N x K GEMM with: the tuned ones, the nearest tuned shape's,
--- or tc_gemm's defaults.  Returns opts, how ("tuned", "nearest <key>", "defaults").
+-- or tc_gemm's defaults; only records that fit the shape count (M.fits).  Returns opts, how
+-- ("tuned", "nearest <key>", "defaults").
 function M.options(m, n, k, opts)
   local o = check_opts("tc_gemm_tune.options", opts, m, n, k)
-  local rec, how = tir.tune.lookup(M.workload_key(m, n, k, o), o.target, {db = o.db})
+  local rec, how = tir.tune.lookup(M.workload_key(m, n, k, o), o.target, {db = o.db, accept = M.fits(m, n, k)})
   if not rec then return {}, "defaults" end
   local p = {}
   for key, v in pairs(rec.params) do p[key] = v end
@@ -222,6 +255,6 @@ function M.schedule(m, n, k, opts, quiet)
 end
 
 -- a call with more arguments than a function's parameters is an error (util.strict)
-for _, key in ipairs({"workload_key", "space", "tune", "build", "options", "schedule", "lookup"}) do M[key] = util.strict("tc_gemm_tune." .. key, M[key]) end
+for _, key in ipairs({"workload_key", "space", "tune", "build", "options", "schedule", "lookup", "fits"}) do M[key] = util.strict("tc_gemm_tune." .. key, M[key]) end
 
 return M
