@@ -107,6 +107,36 @@ describe("conv2d_tc on the simulator", function()
   end)
 end)
 
+describe("conv2d_tc tile choices", function()
+  -- ResNet-50 v1.5's distinct layers at N = 128 (H, W, C, F, R, S, stride, pad)
+  local RESNET = {{224, 224, 3, 64, 7, 7, 2, 3}, {56, 56, 64, 64, 1, 1, 1, 0}, {56, 56, 64, 64, 3, 3, 1, 1}, {56, 56, 64, 256, 1, 1, 1, 0},
+                  {56, 56, 128, 128, 3, 3, 2, 1}, {28, 28, 512, 256, 1, 1, 1, 0}, {14, 14, 256, 256, 3, 3, 1, 1}, {7, 7, 512, 512, 3, 3, 1, 1},
+                  {14, 14, 1024, 2048, 1, 1, 2, 0}}
+  it("default tiles divide every ResNet-50 layer, with 4 or 8 warps and a full grid of 132 SMs", function()
+    for _, l in ipairs(RESNET) do
+      local _, info = ct.workload({N = 128, H = l[1], W = l[2], C = l[3], F = l[4], R = l[5], S = l[6], stride = l[7], padding = l[8]})
+      local o, how = ct.layer_options(info)
+      assert.are.equal("default tiles", how) -- (the specs run with an empty tuning database)
+      assert.are.equal(0, info.M % o.BM); assert.are.equal(0, info.F % o.BN); assert.are.equal(0, info.Kp % o.BK)
+      local warps = (o.BM // o.warp_m) * (o.BN // o.warp_n)
+      assert.is_true(warps == 4 or warps == 8)
+      assert.is_true((info.M // o.BM) * (info.F // o.BN) >= 132)
+      assert.is_true(o.stages >= 1 and o.stages <= info.Kp // o.BK)
+      assert.are.equal(l[5] == 1 and l[7] == 1, ct.is_gemm(info))
+      local sp = ct.space(info)
+      assert.is_true(#sp > 0)
+      for _, p in ipairs(sp) do assert.are.equal(0, info.F % p.BN); assert.are.equal(0, info.Kp % p.BK) end
+    end
+  end)
+  it("the tuning key names the layer; given options are used as they are", function()
+    local _, info = ct.workload({N = 128, H = 56, W = 56, C = 64, F = 64, R = 3, S = 3, padding = 1})
+    assert.are.equal("conv2d_tc:float16:128,56,56,64,64,3,3,1,1,1,1,1,1,1", ct.workload_key(info))
+    local o, how = ct.layer_options(info, {BM = 64, BN = 64})
+    assert.are.same({BM = 64, BN = 64}, o)
+    assert.are.equal("given", how)
+  end)
+end)
+
 describe("conv2d_tc errors", function()
   local c = {N = 2, H = 8, W = 8, C = 16, F = 32, R = 3, S = 3, padding = 1}
   it("workload options", function()

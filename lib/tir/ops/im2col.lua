@@ -54,6 +54,7 @@ local function geometry(P, data, o, ksz)
   kshape[nd + 1], kshape[nd + 2] = Cin, 1
   local fake = te.placeholder(kshape, data.dtype, "im2col_kernel_extents")
   local q = conv._plan(P, data, fake, {data_layout = o.data_layout, kernel_layout = kl, stride = o.stride, padding = o.padding, dilation = o.dilation})
+  q.F, q.kl, q.kpos, q.ks = nil, nil, nil, nil -- (the stand-in kernel's; im2col has no output channels)
   return q
 end
 

@@ -182,23 +182,115 @@ local SCHED_OPTS = {variant = "string", im2col_threads = "positive", im2col_vec 
 for k, v in pairs(tc.SCHEDULE_OPTS) do if k ~= "a_stage" and k ~= "b_stage" and k ~= "epilogue" and k ~= "block" and k ~= "writeback" then SCHED_OPTS[k] = v end end
 M.SCHEDULE_OPTS = SCHED_OPTS
 
---- The default tiles for a layer of M x F x Kp (tc_gemm's auto_tensorize choice: enough CTAs
--- for the SMs), as options of schedule.  When BM does not divide M, build the workload with
--- pad_m = BM.
+--- The default tiles for a layer of M x F x Kp (CUTLASS's sm80 conv shapes: CTA tiles of 4 or 8
+-- warps with 64 x 64 or 64 x 32 warp tiles; a smaller tile when the grid would not fill the
+-- SMs), as options of schedule.  When BM does not divide M, build the workload with pad_m = BM.
+--   F >= 256 (a multiple of 128), M a multiple of 256: 256 x 128 x 64 (8 warps, 2 stages; the
+--     tuned 4096^3 GEMM's tile);  F a multiple of 128: 128 x 128 x 32 (4 warps, 4 stages);
+--   F a multiple of 64: 128 x 64 x 32 (4 warps of 64 x 32);  else 64 x 32 (or 32 x 16).
 function M.default_tiles(info, sm_count)
+  local P = "conv2d_tc.default_tiles"
   if info.F % 16 ~= 0 then
-    util.raise("ValueError", "conv2d_tc.default_tiles", "F = %d output channels: the tensor-core tiles need a multiple of 16", info.F)
+    util.raise("ValueError", P, "F = %d output channels: the tensor-core tiles need a multiple of 16", info.F)
   end
-  -- rows: M when a tile divides it, else M rounded up to 64 (the caller pads M to BM: pad_m)
-  local m = info.Mp % 16 == 0 and info.Mp or (info.Mp + 63) // 64 * 64
-  local bm, bn = tc.pick_tiles(1, m, info.F, sm_count or tc.device_sm_count())
-  local o = {BM = bm, BN = bn}
-  local tk = ACC[info.dtype] == "int32" and 32 or 16
-  o.BK = info.Kp % 64 == 0 and tk == 32 and 64 or (info.Kp % 32 == 0 and 32 or 16)
-  o.warp_m, o.warp_n = math.min(64, bm), math.min(64, bn)
-  if bm * bn <= 64 * 64 then o.warp_m, o.warp_n = math.max(16, bm // 2), math.max(16, bn // 2) end
-  o.stages = info.Kp // o.BK >= 3 and 3 or 1
+  local sms = sm_count or tc.device_sm_count()
+  local int8 = ACC[info.dtype] == "int32"
+  local tk = int8 and 32 or 16
+  local m = info.Mp
+  local function ctas(o) return ((m + o.BM - 1) // o.BM) * (info.F // o.BN) end
+  local cands = {}
+  if info.F % 128 == 0 and info.F >= 256 and m % 256 == 0 then
+    cands[#cands + 1] = {BM = 256, BN = 128, warp_m = 64, warp_n = 64, BK = 64, stages = 2}
+  end
+  if info.F % 128 == 0 then cands[#cands + 1] = {BM = 128, BN = 128, warp_m = 64, warp_n = 64, BK = 32, stages = 4} end
+  if info.F % 64 == 0 then cands[#cands + 1] = {BM = 128, BN = 64, warp_m = 64, warp_n = 32, BK = 32, stages = 4} end
+  if info.F % 32 == 0 then cands[#cands + 1] = {BM = 64, BN = 32, warp_m = 32, warp_n = 16, BK = 32, stages = 4} end
+  cands[#cands + 1] = {BM = 32, BN = 16, warp_m = 16, warp_n = 16, BK = 32, stages = 4}
+  local o
+  for _, c in ipairs(cands) do
+    if not o and ctas(c) >= sms then o = c end
+  end
+  o = o or cands[#cands]
+  if int8 then o.BK = 64 end -- IMMA's k is 32: two instructions per 64-deep step, 64 bytes a row
+  while info.Kp % o.BK ~= 0 do o.BK = o.BK // 2 end
+  if o.BK < tk then
+    util.raise("ValueError", P, "Kp = %d is not a multiple of the instruction's k = %d (build the workload with pad_k = %d)", info.Kp, tk, tk)
+  end
+  o.stages = math.max(1, math.min(o.stages, info.Kp // o.BK))
   return o
+end
+
+--- The tuning space of a layer (info from workload): tc_gemm_tune's CTA / warp tilings and (BK,
+-- stages) depths, those whose tiles divide F and Kp (M is padded to BM: pad_m), that fit in
+-- smem_limit bytes of shared memory (227 KB) and whose k loop holds the pipeline.
+function M.space(info, smem_limit)
+  local tt = require("tir.schedules.tc_gemm_tune")
+  local out = {}
+  local esize = ACC[info.dtype] == "int32" and 1 or 2
+  smem_limit = smem_limit or 227 * 1024
+  -- tc_gemm's depths, and shallower pipelines for short k loops (1x1 layers with C = 64)
+  local depths = {{32, 2}, {64, 1}}
+  for _, d in ipairs(tt.DEPTHS) do depths[#depths + 1] = d end
+  for _, t in ipairs(tt.TILES) do
+    for _, d in ipairs(depths) do
+      local p = {BM = t[1], BN = t[2], warp_m = t[3], warp_n = t[4], BK = d[1], stages = d[2]}
+      local pad = 16 // esize
+      local smem = p.stages * (p.BM * (p.BK + pad) + p.BK * (p.BN + pad)) * esize
+      if info.F % p.BN == 0 and info.Kp % p.BK == 0 and info.Kp // p.BK >= p.stages and smem <= smem_limit and
+         p.BM <= (info.Mp + 63) // 64 * 64 then
+        out[#out + 1] = p
+      end
+    end
+  end
+  return out
+end
+
+--- Tunes a layer on the GPU with tir.tune over M.space (records under M.workload_key, which
+-- layer_options then reads): layer = workload's options (M = N*P*Q must be a multiple of the
+-- candidates' BM: those that do not divide it are left out); o: variant ("implicit"), trials,
+-- jobs, db, progress.  Every candidate's output is compared with the default tiles' output, itself
+-- checked against the float64 reference at 1024 sampled outputs.  Returns tir.tune's result.
+function M.tune(layer, o)
+  local P = "conv2d_tc.tune"
+  o = util.check_opts(P, o, {variant = "string", trials = "positive", jobs = "positive", db = "string", progress = "boolean"})
+  local dev = tir.device("cuda", 0)
+  local func, info = M.workload(layer)
+  local space = {}
+  for _, p in ipairs(M.space(info)) do if info.M % p.BM == 0 then space[#space + 1] = p end end
+  if #space == 0 then util.raise("ValueError", P, "no tile of the space divides M = %d", info.M) end
+  local function build(p)
+    local so = {variant = o.variant or "implicit"}
+    for k, v in pairs(p) do so[k] = v end
+    return M.schedule(func, so)
+  end
+  local dt, acc = info.dtype, ACC[info.dtype]
+  local int = acc == "int32"
+  local x = tir.nd.random({layer.N, layer.H, layer.W, layer.C}, dt, dev, {seed = 1, low = int and -128 or -1, high = int and 127 or 1})
+  local w = tir.nd.random({layer.R, layer.S, layer.C, layer.F}, dt, dev, {seed = 2, low = int and -128 or -1, high = int and 127 or 1})
+  local bias = layer.bias and tir.nd.random({layer.F}, acc, dev, {seed = 3, low = int and -1000 or -1, high = int and 1000 or 1}) or nil
+  local wm = tir.nd.empty({info.Kp, info.F}, dt, dev)
+  tir.build(M.pack_weight_schedule(M.pack_weight({R = layer.R, S = layer.S, C = layer.C, F = layer.F, dtype = dt, pad_k = layer.pad_k})).mod,
+            "cuda")(w, wm)
+  local function args(out)
+    local a = {x, wm}
+    if bias then a[#a + 1] = bias end
+    a[#a + 1] = out
+    return a
+  end
+  local ref = tir.nd.empty({info.Mp, info.F}, info.out_dtype, dev)
+  tir.build(build(space[1]).mod, "cuda")(table.unpack(args(ref)))
+  M.check_points(ref, x, w, {stride = layer.stride, padding = layer.padding, dilation = layer.dilation, bias = bias,
+                             activation = layer.activation}, info, 1024, int)
+  return tir.tune{
+    workload = M.workload_key(info), target = "cuda", space = space, trials = o.trials, jobs = o.jobs, db = o.db, progress = o.progress,
+    build = build,
+    args = function() return args(tir.nd.empty({info.Mp, info.F}, info.out_dtype, dev)) end,
+    check = function(mod, a)
+      mod(table.unpack(a))
+      local ok, err = pcall(tir.testing.assert_allclose, a[#a], ref, {rtol = int and 0 or 1e-2, atol = int and 0 or 1e-2})
+      return ok, not ok and tostring(err):match("[^\n]*") or nil
+    end,
+  }
 end
 
 --- Whether a layer is a plain GEMM: a 1x1 kernel, stride 1, no padding (A[m, k] = X[m * C + k],
@@ -237,7 +329,7 @@ end
 --- The tuning-database key of a layer: "conv2d_tc:<dtype>:N,H,W,C,F,R,S,stride,pad,dilation".
 function M.workload_key(info)
   local q = info.plan
-  return ("conv2d_tc:%s:%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d"):format(info.dtype, q.N, q.isz[1], q.isz[2], q.C, q.F, q.ksz[1], q.ksz[2],
+  return ("conv2d_tc:%s:%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d"):format(info.dtype, q.N, q.isz[1], q.isz[2], q.C, info.F, q.ksz[1], q.ksz[2],
     q.stride[1], q.stride[2], q.lo[1], q.lo[2], q.hi[1], q.hi[2], q.dil[1])
 end
 
@@ -275,4 +367,8 @@ end
 M.workload = util.strict("conv2d_tc.workload", M.workload)
 M.pack_weight = util.strict("conv2d_tc.pack_weight", M.pack_weight)
 M.schedule = util.strict("conv2d_tc.schedule", M.schedule)
+M.tune = util.strict("conv2d_tc.tune", M.tune)
+M.space = util.strict("conv2d_tc.space", M.space)
+M.default_tiles = util.strict("conv2d_tc.default_tiles", M.default_tiles)
+M.layer_options = util.strict("conv2d_tc.layer_options", M.layer_options)
 return M
