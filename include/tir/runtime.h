@@ -132,7 +132,17 @@ void *tir_cuda_module_function(tir_CudaModule *m, const char *name);
 int tir_cuda_func_set_max_dynamic_smem(void *fn, int bytes);
 /* Registers, local memory (spill/stack) and static shared memory of a kernel. */
 int tir_cuda_func_attributes(void *fn, int *regs, int *local_bytes, int *static_smem_bytes);
-int tir_cuda_launch(void *fn, const unsigned grid[3], const unsigned block[3], unsigned dyn_smem, void **args);
+/* cluster: thread-block cluster dims (CUDA Driver API cuLaunchKernelEx with
+ * CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION), NULL or {0, 0, 0} for a plain cuLaunchKernel. */
+int tir_cuda_launch(void *fn, const unsigned grid[3], const unsigned block[3], unsigned dyn_smem, void **args,
+                    const int *cluster);
+/* Encodes the 128-byte CUtensorMap (64-byte aligned `map`) of a compact row-major tensor at
+ * device address dptr (CUDA Driver API cuTensorMapEncodeTiled; dims / box of d outermost first,
+ * element strides 1, no interleave, L2 promotion 128 B, out-of-bounds elements zero).  The
+ * driver's rules (16-byte aligned address and strides, ...) are checked here first so that the
+ * error names them.  -1 with the error set (also when the driver lacks the entry point). */
+struct tir_TmaDesc;
+int tir_cuda_tensor_map_encode(void *map, const struct tir_TmaDesc *desc, uint64_t dptr);
 /* Times `fn()` launches with CUDA events: `number` launches per sample, median of
  * `repeat` samples, after `warmup` launches.  launch(ctx) returns 0 on success. */
 int tir_cuda_time(int dev, int (*launch)(void *ctx), void *ctx, int warmup, int number, int repeat,

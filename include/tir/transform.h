@@ -73,6 +73,10 @@ typedef struct {
   tir_Node *block[3];
   int64_t dyn_smem_bytes;
   const char *warp_op;  /* a warp-wide builtin the kernel calls (borrowed from func), or NULL */
+  tir_Array *tma_descs; /* the distinct tma_descriptor calls of the kernel (include/tir/tma.h): each is a
+                           `const __grid_constant__ CUtensorMap` parameter after func's params, encoded at launch */
+  tir_Array *tma_smem;  /* data vars of the shared buffers TMA copies write or read: aligned to TIR_TMA_SMEM_ALIGN */
+  int cluster[3];       /* thread-block cluster dims (AttrStmt "cluster_dims"; 0: no cluster launch) */
 } tir_Kernel;
 
 typedef struct {
@@ -86,6 +90,9 @@ int tir_split_host_device(const tir_PrimFunc *lowered, const tir_PrimFunc *host,
 /* Bytes a shared buffer takes in a kernel's dynamic shared memory (its size rounded up to 16,
  * so every slice stays 16-byte aligned for vector and cp.async accesses); -1 when symbolic. */
 int64_t tir_shared_slice_bytes(const tir_Buffer *b);
+/* The alignment (bytes) of shared buffer b in kernel k: TIR_TMA_SMEM_ALIGN (include/tir/tma.h)
+ * for a TMA copy's shared operand, else 16. */
+int64_t tir_shared_slice_align(const tir_Kernel *k, const tir_Buffer *b);
 void tir_device_split_free(tir_DeviceSplit *s);
 
 /* Moves each shared Allocate down to the statements using its buffer, so that buffers used
@@ -110,6 +117,9 @@ typedef struct {
 void tir_shared_plan(const tir_Node *region, tir_SharedPlan *out);
 const tir_SharedSlot *tir_shared_plan_find(const tir_SharedPlan *p, const tir_Node *alloc);
 void tir_shared_plan_free(tir_SharedPlan *p);
+/* The data vars of the shared buffers TMA copies (ptx_tma_load / ptx_tma_store) write or read
+ * in region: aligned to TIR_TMA_SMEM_ALIGN by the plan and the codegen.  Owned. */
+tir_Array *tir_tma_shared_operands(const tir_Node *region);
 
 /* ---- pipeline (pipeline.c) ---- */
 typedef struct {

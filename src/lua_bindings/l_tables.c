@@ -1,6 +1,6 @@
 /* l_tables.c -- the core's tables as Lua values (read-only copies):
  *   tir.core.builtins()      -> {{op=, min_args=, max_args=, writes={i..} (0-based), pure=, barrier=,
- *                                 async=, async_wait=, warp=, float_math=, doc=}, ...}  (builtins.def)
+ *                                 async=, async_wait=, warp=, float_math=, async_proxy=, doc=}, ...}  (builtins.def)
  *   tir.core.mma_configs()   -> {{name=, family="mma"|"wmma", m=, n=, k=, a=, b=, c= (dtype strings),
  *                                 ptx_a=, ptx_b=, ptx_c=, min_sm=, tile_m=, tile_n=, regs_a=, regs_b=,
  *                                 regs_c=, source=}, ...}  (include/tir/mma.h)
@@ -47,6 +47,7 @@ static int l_builtins(lua_State *L) {
     set_bool(L, "async_wait", t[i].flags & TIR_BUILTIN_ASYNC_WAIT);
     set_bool(L, "warp", t[i].flags & TIR_BUILTIN_WARP);
     set_bool(L, "float_math", t[i].flags & TIR_BUILTIN_FLOAT_MATH);
+    set_bool(L, "async_proxy", t[i].flags & TIR_BUILTIN_ASYNC_PROXY);
     set_str(L, "doc", t[i].doc);
     lua_rawseti(L, -2, i + 1);
   }

@@ -10,6 +10,7 @@
 #include "tir/kernel_cache.h"
 #include "tir/error.h"
 #include "tir/strbuf.h"
+#include "tir/tma.h"
 
 struct tir_BuiltModule {
   tir_PrimFunc *func;    /* as given */
@@ -357,6 +358,7 @@ typedef struct {
   unsigned (*grid)[3], (*block)[3];
   void ***kargs;     /* per kernel: array of pointers to values */
   uint64_t **kvals;  /* per kernel: storage for pointer/scalar values (8 bytes each) */
+  void **kmaps;      /* per kernel: its encoded CUtensorMaps (128 bytes each, 64-byte aligned) */
   tir_NDArray **temps;
   int n_temps;
 } Launch;
@@ -365,7 +367,9 @@ static void launch_free(Launch *L) {
   for (int i = 0; i < L->nk; i++) {
     free(L->kargs ? L->kargs[i] : NULL);
     free(L->kvals ? L->kvals[i] : NULL);
+    free(L->kmaps ? L->kmaps[i] : NULL);
   }
+  free(L->kmaps);
   free(L->kargs);
   free(L->kvals);
   free(L->grid);
@@ -381,6 +385,44 @@ static int eval_dim(const tir_Node *e, tir_Analyzer *an, int64_t *out) {
     tir_error_set(TIR_ERR_RUNTIME, "module", "cannot evaluate launch dimension %s for these arguments", s);
     free(s);
     return -1;
+  }
+  return 0;
+}
+
+static int eval_desc_dim(void *an, const tir_Node *e, int64_t *v) { return tir_as_const_int(an, e, v); }
+
+/* The kernel's tensor maps (tma_descriptor calls, include/tir/tma.h) for this call's arrays:
+ * parameters np.. of kernel k. */
+static int encode_tensor_maps(Launch *L, int k, const tir_PrimFunc *f, const tir_InterpArg *args, int nargs, tir_Analyzer *an) {
+  const tir_Kernel *K = &L->m->split.kernels[k];
+  int np = K->func->params->size, nd = K->tma_descs->size;
+  L->kmaps[k] = aligned_alloc(64, (size_t)nd * 128);
+  if (!L->kmaps[k]) return tir_error_set(TIR_ERR_RUNTIME, K->name, "out of memory for tensor maps");
+  for (int i = 0; i < nd; i++) {
+    const tir_Node *c = K->tma_descs->items[i];
+    tir_TmaDesc d;
+    char why[256];
+    if (tir_tma_desc_from_call(c, eval_desc_dim, an, &d, why, sizeof why))
+      return tir_error_set(TIR_ERR_RUNTIME, K->name, "tensor map %d: %s", i, why);
+    const tir_Node *data = ((const tir_Call *)c)->args->items[0];
+    uint64_t dptr = 0;
+    int found = 0;
+    for (int a = 0; a < nargs && !found; a++) {
+      const tir_Node *hp = f->params->items[a];
+      if (hp->kind == TIR_Buffer && &((const tir_Buffer *)hp)->data->hdr == data) {
+        dptr = args[a].array->dptr;
+        found = 1;
+      }
+    }
+    for (int t = 0; t < L->m->split.host_allocs->size && !found; t++)
+      if (&((const tir_Buffer *)L->m->split.host_allocs->items[t])->data->hdr == data) {
+        dptr = L->temps[t]->dptr;
+        found = 1;
+      }
+    if (!found) return tir_error_set(TIR_ERR_INTERNAL, K->name, "tensor map %d: its buffer is not an argument", i);
+    char *map = (char *)L->kmaps[k] + (size_t)i * 128;
+    if (tir_cuda_tensor_map_encode(map, &d, dptr)) return -1;
+    L->kargs[k][np + i] = map;
   }
   return 0;
 }
@@ -437,6 +479,7 @@ static int prepare(tir_BuiltModule *m, const tir_InterpArg *args, int nargs, Lau
   L->block = calloc((size_t)L->nk, sizeof *L->block);
   L->kargs = calloc((size_t)L->nk, sizeof *L->kargs);
   L->kvals = calloc((size_t)L->nk, sizeof *L->kvals);
+  L->kmaps = calloc((size_t)L->nk, sizeof *L->kmaps);
   for (int k = 0; k < L->nk && !rc; k++) {
     const tir_Kernel *K = &m->split.kernels[k];
     int64_t g[3], b[3];
@@ -450,8 +493,8 @@ static int prepare(tir_BuiltModule *m, const tir_InterpArg *args, int nargs, Lau
       L->grid[k][d] = (unsigned)g[d];
       L->block[k][d] = (unsigned)b[d];
     }
-    int np = K->func->params->size;
-    L->kargs[k] = calloc((size_t)np + 1, sizeof(void *));
+    int np = K->func->params->size, nd = K->tma_descs->size;
+    L->kargs[k] = calloc((size_t)(np + nd) + 1, sizeof(void *));
     L->kvals[k] = calloc((size_t)np + 1, sizeof(uint64_t));
     for (int j = 0; j < np && !rc; j++) {
       const tir_Node *p = K->func->params->items[j];
@@ -508,6 +551,7 @@ static int prepare(tir_BuiltModule *m, const tir_InterpArg *args, int nargs, Lau
         rc = tir_error_set(TIR_ERR_INTERNAL, K->name, "kernel parameter %d has no value at launch", j + 1);
       L->kargs[k][j] = &L->kvals[k][j];
     }
+    if (!rc && nd) rc = encode_tensor_maps(L, k, f, args, nargs, an);
   }
   tir_analyzer_free(an);
   return rc;
@@ -517,7 +561,7 @@ static int launch_all(void *ctx) {
   Launch *L = ctx;
   for (int k = 0; k < L->nk; k++)
     if (tir_cuda_launch(L->m->fns[k], L->grid[k], L->block[k], (unsigned)L->m->split.kernels[k].dyn_smem_bytes,
-                        L->kargs[k]) != 0)
+                        L->kargs[k], L->m->split.kernels[k].cluster) != 0)
       return -1;
   return 0;
 }

@@ -20,6 +20,7 @@
 #include "tir/mma.h"
 #include "tir/scope.h"
 #include "tir/strbuf.h"
+#include "tir/tma.h"
 
 typedef struct {
   const tir_Node *key;
@@ -40,6 +41,9 @@ typedef struct {
   const char *extern_src[64]; /* registered sources of the call_extern functions used (borrowed) */
   int n_extern_src;
   int uses_cp_async;
+  int uses_tma;          /* the TMA / mbarrier helpers */
+  unsigned tma_ranks;    /* bit r: the rank-r tensor copy helpers are emitted */
+  int arch_a;            /* the target has the architecture-specific 'a' features (sm_90a) */
   unsigned long long uses_mma; /* bit i: row i of the mma table (ptx_mma.c) has its helper emitted */
   int sm;                      /* the target's compute capability (80 for sm_80); 0 when unknown */
   int uses_numerics; /* the conversion / shift / abs helpers (numerics_helpers) */
@@ -941,6 +945,16 @@ static void call_expr(CG *g, const tir_Call *c) {
   const char *op = c->op;
   int n = c->args->size;
   tir_DType t = c->hdr.dtype;
+  if (strcmp(op, "tma_descriptor") == 0) {
+    /* the kernel's tensor-map parameter (split_host_device collected the distinct calls) */
+    for (int i = 0; g->kernel && i < g->kernel->tma_descs->size; i++)
+      if (tir_structural_equal(g->kernel->tma_descs->items[i], &c->hdr)) {
+        putf(g, "(&tir_tmap_%d)", i);
+        return;
+      }
+    cg_fail(g, &c->hdr, "tma_descriptor outside the kernel's tensor-map parameters");
+    return;
+  }
   if (strcmp(op, "tir_print") == 0) {
     print_call(g, c);
     return;
@@ -1301,6 +1315,152 @@ static int async_copy_stmt(CG *g, const tir_Call *c) {
   return 0;
 }
 
+
+/* ---- TMA and mbarriers (include/tir/tma.h; PTX ISA 9.7.9.25 cp.async.bulk.tensor,
+ * cp.async.bulk.commit_group / wait_group; 9.7.13.15 mbarrier; fence.proxy.async; setmaxnreg).
+ * sm_90+; setmaxnreg needs sm_90a.  Tensor maps are `const __grid_constant__` kernel parameters
+ * (their generic address is what cp.async.bulk.tensor takes), coordinates go innermost first.
+ * The wait loops on try_wait.parity (a label inside a { } scope is local to it, so the helper
+ * can be inlined many times). */
+static const char *tma_helpers =
+    "\n// TMA and mbarriers (PTX ISA 9.7.9.25 cp.async.bulk.tensor, 9.7.13.15 mbarrier); sm_90\n"
+    "struct __align__(64) tir_CUtensorMap { unsigned long long opaque[16]; };\n"
+    "__device__ __forceinline__ unsigned tir_smem_addr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }\n"
+    "__device__ __forceinline__ void tir_mbarrier_init(void *bar, unsigned count) {\n"
+    "  asm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1;\" :: \"r\"(tir_smem_addr(bar)), \"r\"(count) : \"memory\");\n}\n"
+    "__device__ __forceinline__ void tir_mbarrier_arrive(void *bar) {\n"
+    "  asm volatile(\"mbarrier.arrive.shared::cta.b64 _, [%0];\" :: \"r\"(tir_smem_addr(bar)) : \"memory\");\n}\n"
+    "__device__ __forceinline__ void tir_mbarrier_arrive_expect_tx(void *bar, unsigned tx) {\n"
+    "  asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\" :: \"r\"(tir_smem_addr(bar)), \"r\"(tx) : \"memory\");\n}\n"
+    "__device__ __forceinline__ void tir_mbarrier_wait(void *bar, unsigned parity) {\n"
+    "  asm volatile(\"{\\n.reg .pred p;\\nTIR_WAIT:\\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\\n@!p bra TIR_WAIT;\\n}\\n\"\n"
+    "               :: \"r\"(tir_smem_addr(bar)), \"r\"(parity) : \"memory\");\n}\n"
+    "__device__ __forceinline__ void tir_fence_proxy_async() { asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\"); }\n"
+    "__device__ __forceinline__ void tir_bulk_commit() { asm volatile(\"cp.async.bulk.commit_group;\" ::: \"memory\"); }\n"
+    "template <int N> __device__ __forceinline__ void tir_bulk_wait_read() {\n"
+    "  asm volatile(\"cp.async.bulk.wait_group.read %0;\" :: \"n\"(N) : \"memory\");\n}\n";
+
+static void tma_rank_helpers(tir_StrBuf *sb, int r) {
+  static const char *cs[] = {"c0", "c1", "c2", "c3", "c4"};
+  tir_sb_printf(sb, "__device__ __forceinline__ void tir_tma_load_%dd(void *dst, const void *tmap, void *bar", r);
+  for (int i = 0; i < r; i++) tir_sb_printf(sb, ", int %s", cs[i]);
+  tir_sb_printf(sb, ") {\n  asm volatile(\"cp.async.bulk.tensor.%dd.shared::cluster.global.mbarrier::complete_tx::bytes [%%0], [%%1, {", r);
+  for (int i = 0; i < r; i++) tir_sb_printf(sb, "%s%%%d", i ? ", " : "", 3 + i);
+  tir_sb_puts(sb, "}], [%2];\"\n               :: \"r\"(tir_smem_addr(dst)), \"l\"(tmap), \"r\"(tir_smem_addr(bar))");
+  for (int i = 0; i < r; i++) tir_sb_printf(sb, ", \"r\"(%s)", cs[i]);
+  tir_sb_puts(sb, " : \"memory\");\n}\n");
+  tir_sb_printf(sb, "__device__ __forceinline__ void tir_tma_store_%dd(const void *tmap, const void *src", r);
+  for (int i = 0; i < r; i++) tir_sb_printf(sb, ", int %s", cs[i]);
+  tir_sb_printf(sb, ") {\n  asm volatile(\"cp.async.bulk.tensor.%dd.global.shared::cta.bulk_group [%%0, {", r);
+  for (int i = 0; i < r; i++) tir_sb_printf(sb, "%s%%%d", i ? ", " : "", 2 + i);
+  tir_sb_puts(sb, "}], [%1];\"\n               :: \"l\"(tmap), \"r\"(tir_smem_addr(src))");
+  for (int i = 0; i < r; i++) tir_sb_printf(sb, ", \"r\"(%s)", cs[i]);
+  tir_sb_puts(sb, " : \"memory\");\n}\n");
+}
+
+/* the rank of a tma_descriptor argument (its constant argument 3) */
+static int desc_rank(CG *g, const tir_Call *c, const tir_Node *d, int coords) {
+  int64_t r = 0;
+  if (d->kind != TIR_Call || strcmp(((const tir_Call *)d)->op, "tma_descriptor") != 0 ||
+      !const_arg((const tir_Call *)d, 3, &r) || r != coords) {
+    cg_fail(g, &c->hdr, "%s needs a tma_descriptor operand whose rank is its number of coordinates (%d)", c->op, coords);
+    return 0;
+  }
+  return (int)r;
+}
+
+/* Statement-level TMA / mbarrier builtins; returns 1 when `c` was one. */
+static int tma_stmt(CG *g, const tir_Call *c) {
+  const tir_BuiltinInfo *bi = tir_builtin_info(c->op);
+  if (!bi || (bi->id < TIR_BI_PTX_TMA_LOAD || bi->id > TIR_BI_PTX_SETMAXNREG_DEC)) return 0;
+  int n = c->args->size;
+  if (g->sm && g->sm < 90) {
+    cg_fail(g, &c->hdr, "%s is a Hopper instruction (sm_90+), but the target is sm_%d: build with -arch=sm_90a", c->op, g->sm);
+    return 1;
+  }
+  g->uses_tma = 1;
+  line(g);
+  switch (bi->id) {
+    case TIR_BI_PTX_TMA_LOAD: {
+      int r = desc_rank(g, c, c->args->items[1], n - 3);
+      if (!r) return 1;
+      g->tma_ranks |= 1u << r;
+      putf(g, "tir_tma_load_%dd(", r);
+      ptr_ref(g, c->args->items[0]);
+      put(g, ", ");
+      expr(g, c->args->items[1]);
+      put(g, ", ");
+      ptr_ref(g, c->args->items[2]);
+      for (int i = n - 1; i >= 3; i--) { /* innermost first */
+        put(g, ", ");
+        expr(g, c->args->items[i]);
+      }
+      put(g, ");\n");
+      return 1;
+    }
+    case TIR_BI_PTX_TMA_STORE: {
+      int r = desc_rank(g, c, c->args->items[0], n - 2);
+      if (!r) return 1;
+      g->tma_ranks |= 1u << r;
+      putf(g, "tir_tma_store_%dd(", r);
+      expr(g, c->args->items[0]);
+      put(g, ", ");
+      ptr_ref(g, c->args->items[1]);
+      for (int i = n - 1; i >= 2; i--) {
+        put(g, ", ");
+        expr(g, c->args->items[i]);
+      }
+      put(g, ");\n");
+      return 1;
+    }
+    case TIR_BI_PTX_BULK_COMMIT_GROUP: put(g, "tir_bulk_commit();\n"); return 1;
+    case TIR_BI_PTX_BULK_WAIT_GROUP_READ: {
+      int64_t k;
+      if (!tir_as_const_int(g->an, c->args->items[0], &k) || k < 0) k = 0;
+      putf(g, "tir_bulk_wait_read<%lld>();\n", (long long)k);
+      return 1;
+    }
+    case TIR_BI_PTX_FENCE_PROXY_ASYNC: put(g, "tir_fence_proxy_async();\n"); return 1;
+    case TIR_BI_PTX_MBARRIER_INIT:
+    case TIR_BI_PTX_MBARRIER_ARRIVE_EXPECT_TX:
+    case TIR_BI_PTX_MBARRIER_WAIT:
+    case TIR_BI_PTX_MBARRIER_ARRIVE: {
+      const char *fn = bi->id == TIR_BI_PTX_MBARRIER_INIT ? "tir_mbarrier_init" : bi->id == TIR_BI_PTX_MBARRIER_WAIT ? "tir_mbarrier_wait"
+                       : bi->id == TIR_BI_PTX_MBARRIER_ARRIVE ? "tir_mbarrier_arrive" : "tir_mbarrier_arrive_expect_tx";
+      const tir_BufferLoad *l = addr_load(c->args->items[0]);
+      if (!l || !tir_scope_is_shared(l->buffer->scope) || tir_dtype_bytes(l->buffer->hdr.dtype) != 8) {
+        cg_fail(g, &c->hdr, "%s needs address_of(bar[i]) of a 64-bit shared buffer (an mbarrier is 8 bytes of shared memory)", c->op);
+        return 1;
+      }
+      putf(g, "%s(", fn);
+      ptr_ref(g, c->args->items[0]);
+      if (n == 2) {
+        put(g, ", (unsigned)(");
+        expr(g, c->args->items[1]);
+        put(g, ")");
+      }
+      put(g, ");\n");
+      return 1;
+    }
+    case TIR_BI_PTX_SETMAXNREG_INC:
+    case TIR_BI_PTX_SETMAXNREG_DEC: {
+      int64_t k;
+      if (!g->arch_a) {
+        cg_fail(g, &c->hdr, "%s needs the architecture-specific target sm_90a (PTX ISA setmaxnreg), not sm_%d", c->op, g->sm);
+        return 1;
+      }
+      if (!const_arg(c, 0, &k) || k < 24 || k > 256 || k % 8) {
+        cg_fail(g, &c->hdr, "%s takes a constant register count, a multiple of 8 in 24 .. 256 (PTX ISA setmaxnreg)", c->op);
+        return 1;
+      }
+      putf(g, "asm volatile(\"setmaxnreg.%s.sync.aligned.u32 %lld;\");\n", bi->id == TIR_BI_PTX_SETMAXNREG_INC ? "inc" : "dec",
+           (long long)k);
+      return 1;
+    }
+    default: return 0;
+  }
+}
+
 static void stmt(CG *g, const tir_Node *s);
 
 static void block_body(CG *g, const tir_Node *s) {
@@ -1521,6 +1681,7 @@ static void stmt(CG *g, const tir_Node *s) {
         }
         if (tc_stmt(g, (const tir_Call *)v)) return;
         if (async_copy_stmt(g, (const tir_Call *)v)) return;
+        if (tma_stmt(g, (const tir_Call *)v)) return;
       }
       line(g);
       expr(g, v);
@@ -1580,7 +1741,8 @@ static void stmt(CG *g, const tir_Node *s) {
       }
       const char *qual;
       tir_Scope sc = tir_scope_parse(b->scope);
-      if (sc.rank == TIR_SCOPE_SHARED && !*sc.tag) qual = "__shared__ __align__(16) ";
+      if (sc.rank == TIR_SCOPE_SHARED && !*sc.tag)
+        qual = tir_shared_slice_align(g->kernel, b) > 16 ? "__shared__ __align__(1024) " : "__shared__ __align__(16) ";
       else if (sc.rank == TIR_SCOPE_LOCAL) qual = "";
       else {
         cg_fail(g, s, "buffer %s has scope '%s', which cannot be allocated inside a kernel", b->name, b->scope);
@@ -1697,10 +1859,15 @@ static void kernel(CG *g, const tir_Kernel *k) {
       putf(g, "%s %s", ctype(g, v->hdr.dtype, p), name_of(g, p, v->name));
     }
   }
+  for (int i = 0; i < k->tma_descs->size; i++) {
+    putf(g, "%sconst __grid_constant__ tir_CUtensorMap tir_tmap_%d", f->params->size || i ? ", " : "", i);
+    g->uses_tma = 1;
+  }
   put(g, ") {\n");
   g->indent = 2;
   tir_shared_plan(f->body, &g->smem);
-  if (k->dyn_smem_bytes > 0) put(g, "  extern __shared__ __align__(16) unsigned char tir_dyn_smem[];\n");
+  if (k->dyn_smem_bytes > 0)
+    putf(g, "  extern __shared__ __align__(%d) unsigned char tir_dyn_smem[];\n", k->tma_smem->size ? TIR_TMA_SMEM_ALIGN : 16);
   stmt(g, f->body);
   tir_shared_plan_free(&g->smem);
   g->indent = 0;
@@ -1712,7 +1879,10 @@ char *tir_codegen_cuda(const tir_DeviceSplit *split, const char *arch) {
   memset(&g, 0, sizeof g);
   tir_sb_init(&g.out);
   g.an = tir_analyzer_new();
-  if (arch && strncmp(arch, "sm_", 3) == 0) g.sm = atoi(arch + 3);
+  if (arch && strncmp(arch, "sm_", 3) == 0) {
+    g.sm = atoi(arch + 3);
+    g.arch_a = arch[strlen(arch) - 1] == 'a';
+  }
   for (int i = 0; i < split->n_kernels && !g.failed; i++) {
     /* names are per kernel */
     for (int j = 0; j < g.n_names; j++) free(g.names[j].name);
@@ -1733,6 +1903,11 @@ char *tir_codegen_cuda(const tir_DeviceSplit *split, const char *arch) {
   if (g.uses_bf16) tir_sb_puts(&all, "#include <cuda_bf16.h>\n");
   if (g.uses_wmma) tir_sb_puts(&all, "#include <mma.h>\n");
   if (g.uses_cp_async) tir_sb_puts(&all, cp_async_helpers);
+  if (g.uses_tma) {
+    tir_sb_puts(&all, tma_helpers);
+    for (int r = 1; r <= TIR_TMA_MAX_RANK; r++)
+      if (g.tma_ranks >> r & 1) tma_rank_helpers(&all, r);
+  }
   {
     int nrows;
     const tir_MmaConfig *rows = tir_mma_table(&nrows);

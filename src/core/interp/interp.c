@@ -9,6 +9,7 @@
 #include "tir/extern.h"
 #include "tir/device_print.h"
 #include "tir/interp.h"
+#include "tir/tma.h"
 #include "tir/schedule.h"
 #include "tir/strbuf.h"
 #include "tir/scope.h"
@@ -637,9 +638,53 @@ static int exec_cp_async(Interp *I, const tir_Call *c) {
   return 0;
 }
 
+/* ---- TMA and mbarriers (include/tir/tma.h; docs/BUILTINS.md) ----
+ * Threads run one after another here, so a TMA copy is the tile copy it stands for, done when
+ * issued, and the mbarrier operations do nothing (tir.simulate models their phases). */
+static int interp_eval_int(void *p, const tir_Node *e, int64_t *v) {
+  Interp *I = p;
+  *v = eval(I, e, 0).i;
+  return !I->failed;
+}
+
+static int exec_tma(Interp *I, const tir_Call *c, int load) {
+  int n = c->args->size, di = load ? 1 : 0, si = load ? 0 : 1, c0 = load ? 3 : 2;
+  tir_TmaDesc d;
+  char why[256];
+  if (tir_tma_desc_from_call(c->args->items[di], interp_eval_int, I, &d, why, sizeof why))
+    return I->failed ? -1 : fail(I, &c->hdr, "%s: %s", c->op, why);
+  if (n - c0 != d.rank) return fail(I, &c->hdr, "%s: %d coordinates for a rank-%d tensor map", c->op, n - c0, d.rank);
+  int ts = storage_of(I, (const tir_Var *)((const tir_Call *)c->args->items[di])->args->items[0]);
+  if (ts < 0) return fail(I, &c->hdr, "%s: the tensor map's buffer is not allocated here", c->op);
+  Storage *tensor = &I->storages[ts], *sm = NULL;
+  int64_t elems = 1;
+  for (int i = 0; i < d.rank; i++) elems *= d.dims[i];
+  if (tir_dtype_bytes(tensor->dtype) != tir_dtype_bytes(d.dtype) || tensor->n < elems)
+    return fail(I, &c->hdr, "%s: the tensor map describes %lld elements of %d bytes, its buffer has %lld of %d", c->op,
+                (long long)elems, tir_dtype_bytes(d.dtype), (long long)tensor->n, tir_dtype_bytes(tensor->dtype));
+  char *box = element_addr(I, c->args->items[si], &sm, c->op);
+  if (!box) return -1;
+  if (box + tir_tma_box_bytes(&d) > sm->base + sm->n * tir_dtype_bytes(sm->dtype))
+    return fail(I, &c->hdr, "%s: the %lld-byte box runs past the end of %s", c->op, (long long)tir_tma_box_bytes(&d), sm->name);
+  int64_t coords[TIR_TMA_MAX_RANK];
+  for (int i = 0; i < d.rank; i++) coords[i] = eval(I, c->args->items[c0 + i], 0).i;
+  if (I->failed) return -1;
+  if (load) tir_tma_copy_in(&d, tensor->base, coords, box);
+  else tir_tma_copy_out(&d, tensor->base, coords, box);
+  return 0;
+}
+
 /* Statement-level async builtins; returns 1 when `op` is not one of them. */
 static int exec_async_builtin(Interp *I, const tir_Call *c) {
   const char *op = c->op;
+  if (strcmp(op, "ptx_tma_load") == 0) return exec_tma(I, c, 1);
+  if (strcmp(op, "ptx_tma_store") == 0) return exec_tma(I, c, 0);
+  if (tir_builtin_has(op, TIR_BUILTIN_ASYNC_PROXY) || strcmp(op, "ptx_mbarrier_init") == 0 ||
+      strcmp(op, "ptx_fence_proxy_async") == 0 || strcmp(op, "ptx_setmaxnreg_inc") == 0 || strcmp(op, "ptx_setmaxnreg_dec") == 0) {
+    for (int i = 0; i < c->args->size; i++)
+      if (!tir_address_of_load(c->args->items[i])) (void)eval(I, c->args->items[i], 0);
+    return I->failed ? -1 : 0;
+  }
   if (strcmp(op, "ptx_cp_async") == 0) return exec_cp_async(I, c);
   if (strcmp(op, "ptx_commit_group") == 0) {
     struct AsyncState *a = I->async;

@@ -7,6 +7,7 @@
 
 #include "tir/error.h"
 #include "tir/runtime.h"
+#include "tir/tma.h"
 
 /* Attribute numbers from cuda.h (CUdevice_attribute, CUfunction_attribute). */
 enum {
@@ -30,6 +31,11 @@ static struct {
 #define F(ret, name, sym, params) ret(*name) params;
 #include "cuda_fns.def"
 #undef F
+  /* CUDA 12+ entry points, looked up without failing the load on older drivers */
+  int (*cuTensorMapEncodeTiled)(void *map, int dtype, unsigned rank, void *addr, const uint64_t *dims,
+                                const uint64_t *strides, const unsigned *box, const unsigned *elem_strides, int interleave,
+                                int swizzle, int l2_promotion, int oob_fill);
+  int (*cuLaunchKernelEx)(const void *config, void *fn, void **params, void **extra);
   int n_devices;
   void *ctx[64];
 } D;
@@ -51,6 +57,8 @@ static int load_driver(void) {
   }
 #include "cuda_fns.def"
 #undef F
+  *(void **)&D.cuTensorMapEncodeTiled = dlsym(D.lib, "cuTensorMapEncodeTiled");
+  *(void **)&D.cuLaunchKernelEx = dlsym(D.lib, "cuLaunchKernelEx");
   int rc = D.cuInit(0);
   if (rc != 0) {
     const char *name = "?";
@@ -210,9 +218,71 @@ int tir_cuda_func_attributes(void *fn, int *regs, int *local_bytes, int *static_
   return 0;
 }
 
-int tir_cuda_launch(void *fn, const unsigned grid[3], const unsigned block[3], unsigned dyn_smem, void **args) {
+/* cuda.h's CUlaunchConfig / CUlaunchAttribute (CUDA 12 ABI): attribute 4 is
+ * CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, its value {x, y, z} in a 64-byte union */
+typedef struct {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    unsigned dims[3];
+  } value;
+} LaunchAttr;
+typedef struct {
+  unsigned grid[3], block[3], smem;
+  void *stream;
+  LaunchAttr *attrs;
+  unsigned n_attrs;
+} LaunchConfig;
+
+int tir_cuda_launch(void *fn, const unsigned grid[3], const unsigned block[3], unsigned dyn_smem, void **args,
+                    const int *cluster) {
+  if (cluster && cluster[0] > 0) {
+    if (!D.cuLaunchKernelEx)
+      return tir_error_set(TIR_ERR_CUDA, "cuLaunchKernelEx", "the CUDA driver lacks cuLaunchKernelEx (cluster launches need CUDA 12+)");
+    LaunchAttr at;
+    memset(&at, 0, sizeof at);
+    at.id = 4;
+    for (int d = 0; d < 3; d++) at.value.dims[d] = (unsigned)(cluster[d] > 0 ? cluster[d] : 1);
+    LaunchConfig cfg = {{grid[0], grid[1], grid[2]}, {block[0], block[1], block[2]}, dyn_smem, NULL, &at, 1};
+    CU("cuLaunchKernelEx", D.cuLaunchKernelEx(&cfg, fn, args, NULL));
+    return 0;
+  }
   CU("cuLaunchKernel",
      D.cuLaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], dyn_smem, NULL, args, NULL));
+  return 0;
+}
+
+int tir_cuda_tensor_map_encode(void *map, const tir_TmaDesc *d, uint64_t dptr) {
+  if (need_driver()) return -1;
+  if (!D.cuTensorMapEncodeTiled)
+    return tir_error_set(TIR_ERR_CUDA, "cuTensorMapEncodeTiled", "the CUDA driver lacks cuTensorMapEncodeTiled (TMA needs CUDA 12+)");
+  char why[256];
+  if (tir_tma_desc_check(d, why, sizeof why)) return tir_error_set(TIR_ERR_CUDA, "cuTensorMapEncodeTiled", "%s", why);
+  int es = tir_dtype_bytes(d->dtype);
+  uint64_t dims[TIR_TMA_MAX_RANK], strides[TIR_TMA_MAX_RANK];
+  unsigned box[TIR_TMA_MAX_RANK], estr[TIR_TMA_MAX_RANK];
+  uint64_t stride = (uint64_t)es;
+  for (int i = 0; i < d->rank; i++) { /* CUDA's order: innermost first */
+    int src = d->rank - 1 - i;
+    dims[i] = (uint64_t)d->dims[src];
+    box[i] = (unsigned)d->box[src];
+    estr[i] = 1;
+    stride *= (uint64_t)d->dims[src];
+    if (i + 1 < d->rank) {
+      strides[i] = stride;
+      if (stride % 16)
+        return tir_error_set(TIR_ERR_CUDA, "cuTensorMapEncodeTiled",
+                             "a TMA tensor's row strides must be multiples of 16 bytes; dimension %d's is %llu bytes (pad the "
+                             "inner dimension to a multiple of %d elements)", src - 1, (unsigned long long)stride, 16 / es);
+    }
+  }
+  if (dptr % 16)
+    return tir_error_set(TIR_ERR_CUDA, "cuTensorMapEncodeTiled", "a TMA tensor's address must be 16-byte aligned (0x%llx)",
+                         (unsigned long long)dptr);
+  int sw = d->swizzle == 32 ? 1 : d->swizzle == 64 ? 2 : d->swizzle == 128 ? 3 : 0;
+  CU("cuTensorMapEncodeTiled", D.cuTensorMapEncodeTiled(map, tir_tma_cuda_dtype(d->dtype), (unsigned)d->rank, (void *)(uintptr_t)dptr,
+                                                         dims, strides, box, estr, 0, sw, 2, 0));
   return 0;
 }
 

@@ -10,19 +10,49 @@
  * every thread of the block to reach it, and a loop would need another one before the next
  * iteration reuses the first buffer, so under a loop or a condition nothing is reused (the
  * buffer goes above every byte handed out so far).  Both split_host_device (the launch's
- * byte count) and the CUDA codegen (the offsets) read this one plan. */
+ * byte count) and the CUDA codegen (the offsets) read this one plan.  The shared operands of
+ * TMA copies start at a multiple of TIR_TMA_SMEM_ALIGN (include/tir/tma.h). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "pass_util.h"
 #include "tir/scope.h"
+#include "tir/tma.h"
 #include "tir/transform.h"
 
 typedef struct {
   tir_SharedPlan *p;
   int64_t hwm; /* end of every byte handed out so far */
   int cap;
+  tir_Array *tma; /* data vars of TMA operands (owned) */
 } PlanCtx;
+
+/* shared buffers that TMA copies (ptx_tma_load / ptx_tma_store) write or read */
+static int tma_operand_fn(const tir_Node *n, void *p) {
+  tir_Array **set = p;
+  if (n->kind != TIR_Call) return 0;
+  const tir_Call *c = (const tir_Call *)n;
+  int pos = strcmp(c->op, "ptx_tma_load") == 0 ? 0 : strcmp(c->op, "ptx_tma_store") == 0 ? 1 : -1;
+  if (pos < 0 || c->args->size <= pos) return 0;
+  const tir_BufferLoad *l = tir_address_of_load(c->args->items[pos]);
+  if (!l) return 0;
+  for (int i = 0; i < (*set)->size; i++)
+    if ((*set)->items[i] == &l->buffer->data->hdr) return 0;
+  *set = tir_array_push(*set, tir_retain(l->buffer->data));
+  return 0;
+}
+
+tir_Array *tir_tma_shared_operands(const tir_Node *region) {
+  tir_Array *set = tir_array_empty();
+  tir_visit(region, tma_operand_fn, &set);
+  return set;
+}
+
+static int64_t slot_align(const PlanCtx *c, const tir_Buffer *b) {
+  for (int i = 0; i < c->tma->size; i++)
+    if (c->tma->items[i] == &b->data->hdr) return TIR_TMA_SMEM_ALIGN;
+  return 16;
+}
 
 static void add(PlanCtx *c, const tir_Allocate *a, int64_t off, int barrier) {
   tir_SharedPlan *p = c->p;
@@ -70,7 +100,8 @@ static void walk(PlanCtx *c, const tir_Node *s, int64_t base, int no_reuse) {
       }
       if (strcmp(sc.tag, ".dyn") == 0) c->p->any_dyn = 1;
       c->p->sum += bytes;
-      int64_t off = no_reuse && c->hwm > base ? c->hwm : base;
+      int64_t off = no_reuse && c->hwm > base ? c->hwm : base, al = slot_align(c, a->buffer);
+      off = (off + al - 1) / al * al;
       int barrier = off < c->hwm; /* bytes an earlier, finished allocation used */
       add(c, a, off, barrier);
       int64_t end = off + bytes;
@@ -85,8 +116,9 @@ static void walk(PlanCtx *c, const tir_Node *s, int64_t base, int no_reuse) {
 
 void tir_shared_plan(const tir_Node *region, tir_SharedPlan *out) {
   memset(out, 0, sizeof *out);
-  PlanCtx c = {out, 0, 0};
+  PlanCtx c = {out, 0, 0, tir_tma_shared_operands(region)};
   walk(&c, region, 0, 0);
+  tir_release(c.tma);
 }
 
 const tir_SharedSlot *tir_shared_plan_find(const tir_SharedPlan *p, const tir_Node *alloc) {

@@ -14,6 +14,7 @@
 #include "tir/strbuf.h"
 #include "tir/transform.h"
 #include "tir/scope.h"
+#include "tir/tma.h"
 
 typedef struct {
   const tir_Node **defined;
@@ -96,6 +97,12 @@ static int warp_fn(const tir_Node *n, void *p) {
   return 0;
 }
 
+int64_t tir_shared_slice_align(const tir_Kernel *k, const tir_Buffer *b) {
+  for (int i = 0; k && k->tma_smem && i < k->tma_smem->size; i++)
+    if (k->tma_smem->items[i] == &b->data->hdr) return TIR_TMA_SMEM_ALIGN;
+  return 16;
+}
+
 int64_t tir_shared_slice_bytes(const tir_Buffer *b) {
   int64_t e = tir_dtype_bytes(b->hdr.dtype);
   for (int i = 0; i < b->shape->size; i++) {
@@ -104,6 +111,16 @@ int64_t tir_shared_slice_bytes(const tir_Buffer *b) {
     e *= d;
   }
   return (e + 15) / 16 * 16;
+}
+
+/* The distinct tma_descriptor calls (structurally), in the order met: the kernel's tensor-map parameters. */
+static int tma_desc_fn(const tir_Node *n, void *p) {
+  tir_Array **descs = p;
+  if (n->kind != TIR_Call || strcmp(((const tir_Call *)n)->op, "tma_descriptor") != 0) return 0;
+  for (int i = 0; i < (*descs)->size; i++)
+    if (tir_structural_equal((*descs)->items[i], n)) return 0;
+  *descs = tir_array_push(*descs, tir_retain(n));
+  return 0;
 }
 
 static int make_kernel(const tir_Node *region, const char *name, const tir_PrimFunc *host, tir_Kernel *k) {
@@ -176,6 +193,9 @@ static int make_kernel(const tir_Node *region, const char *name, const tir_PrimF
       return -1;
     }
   }
+  k->tma_descs = tir_array_empty();
+  tir_visit(region, tma_desc_fn, &k->tma_descs);
+  k->tma_smem = tir_tma_shared_operands(region);
   FreeCtx c = {0};
   tir_visit(region, def_fn, &c);
   tir_visit(region, use_fn, &c);
@@ -254,6 +274,8 @@ void tir_device_split_free(tir_DeviceSplit *s) {
   for (int i = 0; i < s->n_kernels; i++) {
     free(s->kernels[i].name);
     tir_release(s->kernels[i].func);
+    tir_release(s->kernels[i].tma_descs);
+    tir_release(s->kernels[i].tma_smem);
     for (int d = 0; d < 3; d++) {
       tir_release(s->kernels[i].grid[d]);
       tir_release(s->kernels[i].block[d]);

@@ -19,7 +19,9 @@
  * "any" if an iteration can leave accesses of ever older iterations (no barrier on its
  * way).  So filling version (k + 1) % 2 while version k % 2 is read needs no barrier, but
  * refilling the version the previous iteration read does.  After every ptx_wait_group a
- * barrier follows (cp.async data of other threads is visible only then). */
+ * barrier follows (cp.async data of other threads is visible only then).  The shared operands
+ * of TMA and mbarrier builtins (TIR_BUILTIN_ASYNC_PROXY) are left out: mbarrier phases order
+ * them, and a pipeline built on them has no __syncthreads in its main loop. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -191,11 +193,14 @@ static int access_fn(const tir_Node *n, void *p) {
      * cp.async of a tile would get barriers between them); the others are reads */
     const tir_Call *cl = (const tir_Call *)n;
     int addr_args = 0;
+    /* TMA copies and mbarrier operations: ordered by mbarrier phases, which a __syncthreads
+     * neither replaces nor needs (include/tir/tma.h); mbarrier.init is an ordinary write */
+    int async_proxy = tir_builtin_has(cl->op, TIR_BUILTIN_ASYNC_PROXY);
     for (int i = 0; i < cl->args->size; i++) {
       const tir_Node *x = cl->args->items[i];
       const tir_BufferLoad *l = tir_address_of_load(x);
       if (l) {
-        record(c, tir_builtin_writes_arg(cl->op, i), l->buffer);
+        if (!async_proxy) record(c, tir_builtin_writes_arg(cl->op, i), l->buffer);
         for (int k = 0; k < l->indices->size; k++) tir_visit(l->indices->items[k], access_fn, c);
         addr_args = 1;
       } else {

@@ -1,0 +1,146 @@
+-- tma_spec.lua -- Hopper TMA and mbarrier builtins (include/tir/tma.h, docs/BUILTINS.md): the
+-- registry rows, the CUDA C / PTX for sm_90a, the refusals, and the interpreter's copy semantics
+-- (a TMA copy = the box copy it stands for, with the swizzle of include/tir/tma.h).
+local tir = require("tir")
+local U = require("spec_util")
+local T = tir.script
+
+local function nvrtc() return (tir.core.nvrtc_available and tir.core.nvrtc_available()) ~= false end
+
+-- The element of a dense 64-column fp16 box row r, column c after the 128-byte swizzle: the
+-- 16-byte chunk c // 8 of 128-byte line r lands in chunk (c // 8) ~ (r % 8).
+local function swz128(r, c) return r * 64 + (((c // 8) ~ (r % 8)) * 8) + c % 8 end
+
+-- A copy kernel: each CTA loads its 64 x 64 tile of A with one TMA copy (thread 0), waits on
+-- the mbarrier, and all threads copy the (unswizzled) tile to B.
+local function copy_kernel(opts)
+  opts = opts or {}
+  local rows, swizzle = opts.rows or 256, opts.swizzle or 128
+  local nthreads = opts.threads or 128
+  local tx_bytes = opts.tx_bytes or 64 * 64 * 2
+  return T.prim_func("tmacopy", {A = T.Buffer({rows, 64}, "float16"), B = T.Buffer({rows, 64}, "float16")}, function(A, B)
+    local bx = T.launch_thread("blockIdx.x", rows // 64)
+    -- threads = 0: no thread launch (the interpreter runs no shared memory inside one)
+    local tx = nthreads > 0 and T.launch_thread("threadIdx.x", nthreads) or 0
+    nthreads = math.max(nthreads, 1)
+    local S = T.allocate({4096}, "float16", "shared")
+    local bar = T.allocate({1}, "uint64", "shared")
+    local d = T.call("handle", "tma_descriptor", A.data, "float16", swizzle, 2, rows, 64, 64, 64)
+    T.If(tir.eq(tx, 0), function() T.evaluate(T.call("void", "ptx_mbarrier_init", T.address_of(bar[{0}]), 1)) end)
+    T.evaluate(T.call("void", "tvm_storage_sync"))
+    T.If(tir.eq(tx, 0), function()
+      T.evaluate(T.call("void", "ptx_mbarrier_arrive_expect_tx", T.address_of(bar[{0}]), tx_bytes))
+      T.evaluate(T.call("void", "ptx_tma_load", T.address_of(S[{0}]), d, T.address_of(bar[{0}]), bx * 64, 0))
+    end)
+    if not opts.no_wait then T.evaluate(T.call("void", "ptx_mbarrier_wait", T.address_of(bar[{0}]), 0)) end
+    for i in T.serial(4096 // nthreads) do
+      local e = i * nthreads + tx
+      local r, c = e // 64, e % 64
+      local src = swizzle == 128 and swz128(r, c) or e
+      B[{bx * 64 + r, c}] = S[{src}]
+    end
+  end)
+end
+
+describe("TMA and mbarrier builtins", function()
+  it("are rows of the registry with the attributes thread_sync reads", function()
+    local by = {}
+    for _, b in ipairs(tir.core.builtins()) do by[b.op] = b end
+    assert.are.same({0}, by.ptx_tma_load.writes)
+    assert.is_true(by.ptx_tma_load.async_proxy and by.ptx_mbarrier_wait.async_proxy and by.ptx_mbarrier_arrive.async_proxy)
+    assert.is_false(by.ptx_mbarrier_init.async_proxy) -- an ordinary write: a barrier follows it
+    assert.are.same({0}, by.ptx_mbarrier_init.writes)
+    assert.is_true(by.tma_descriptor.pure)
+    assert.is_true(by.ptx_setmaxnreg_inc.warp)
+  end)
+
+  it("generate CUDA C with a __grid_constant__ tensor map and the PTX instructions for sm_90a", function()
+    local mod = tir.build(copy_kernel(), "cuda -arch=sm_90a", {compile = nvrtc()})
+    local src = mod:get_source("cuda")
+    for _, want in ipairs({"const __grid_constant__ tir_CUtensorMap tir_tmap_0", "__shared__ __align__(1024) half S[4096]",
+                           "tir_tma_load_2d((S + 0), (&tir_tmap_0), (bar + 0), 0, (((int)blockIdx.x) * 64))",
+                           "tir_mbarrier_wait((bar + 0), (unsigned)(0))"}) do
+      assert.is_truthy(src:find(want, 1, true), want)
+    end
+    -- no barrier between the TMA copy, the wait and the reads: the mbarrier orders them
+    local after = src:sub(src:find("tir_mbarrier_arrive_expect_tx((bar", 1, true), -1)
+    assert.is_nil(after:find("__syncthreads", 1, true))
+    if nvrtc() then
+      local ptx = mod:get_source("ptx")
+      assert.is_truthy(ptx:find("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes", 1, true))
+      assert.is_truthy(ptx:find("mbarrier.try_wait.parity.shared::cta.b64", 1, true))
+      assert.is_truthy(ptx:find("mbarrier.arrive.expect_tx.shared::cta.b64", 1, true))
+    end
+  end)
+
+  it("are refused for targets before sm_90, and setmaxnreg without sm_90a", function()
+    U.expect_error(function() tir.build(copy_kernel(), "cuda -arch=sm_80", {compile = false}) end,
+      "ptx_mbarrier_init is a Hopper instruction (sm_90+), but the target is sm_80", "sm_90a")
+    local k = T.prim_func("nreg", {A = T.Buffer({128}, "float32")}, function(A)
+      local bx = T.launch_thread("blockIdx.x", 1)
+      local tx = T.launch_thread("threadIdx.x", 128)
+      T.evaluate(T.call("void", "ptx_setmaxnreg_inc", 232))
+      A[{tx}] = T.float32(1)
+    end)
+    U.expect_error(function() tir.build(k, "cuda -arch=sm_90", {compile = false}) end, "needs the architecture-specific target sm_90a")
+    local src = tir.build(k, "cuda -arch=sm_90a", {compile = false}):get_source("cuda")
+    assert.is_truthy(src:find('asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");', 1, true))
+    local bad = T.prim_func("nreg2", {A = T.Buffer({128}, "float32")}, function(A)
+      local bx = T.launch_thread("blockIdx.x", 1)
+      local tx = T.launch_thread("threadIdx.x", 128)
+      T.evaluate(T.call("void", "ptx_setmaxnreg_dec", 20))
+      A[{tx}] = T.float32(1)
+    end)
+    U.expect_error(function() tir.build(bad, "cuda -arch=sm_90a", {compile = false}) end, "a multiple of 8 in 24 .. 256")
+  end)
+
+  it("run on the interpreter as the box copies they stand for (swizzle included)", function()
+    for _, sw in ipairs({0, 128}) do
+      local k = copy_kernel({swizzle = sw, threads = 0})
+      local a = tir.nd.random({256, 64}, "float16", nil, {seed = 3})
+      local b = tir.nd.empty({256, 64}, "float16")
+      tir.interpret(k, {a, b})
+      assert.are.same(a:to_table(), b:to_table())
+    end
+  end)
+
+  it("check the tensor map's rules (box sizes, the swizzle span, the rank)", function()
+    local function with_desc(...)
+      local args = {...}
+      return T.prim_func("bad", {A = T.Buffer({256, 64}, "float16")}, function(A)
+        local bx = T.launch_thread("blockIdx.x", 1)
+        local S = T.allocate({8192}, "float16", "shared")
+        local bar = T.allocate({1}, "uint64", "shared")
+        T.evaluate(T.call("void", "ptx_tma_load", T.address_of(S[{0}]),
+          T.call("handle", "tma_descriptor", A.data, "float16", table.unpack(args)), T.address_of(bar[{0}]), 0, 0))
+      end)
+    end
+    local a = tir.nd.random({256, 64}, "float16", nil, {seed = 1})
+    U.expect_error(function() tir.interpret(with_desc(128, 2, 256, 64, 512, 64), {a}) end, "TMA boxes are 1 to 256 elements")
+    U.expect_error(function() tir.interpret(with_desc(64, 2, 256, 64, 64, 64), {a}) end, "more than the 64-byte swizzle span")
+    U.expect_error(function() tir.interpret(with_desc(0, 2, 256, 64, 64, 4), {a}) end, "multiple of 16")
+    U.expect_error(function() tir.interpret(with_desc(48, 2, 256, 64, 64, 64), {a}) end, "0, 32, 64 or 128 bytes")
+  end)
+end)
+
+describe("#gpu TMA on the device", function()
+  local dev = tir.device("cuda", 0)
+  local ok, why = dev:exists()
+  if not ok then
+    it("is skipped: " .. tostring(why), function() pending("no GPU: " .. tostring(why)) end)
+    return
+  end
+  it("copies 64 x 64 fp16 tiles with one TMA copy each (no swizzle and 128-byte swizzle), tensor maps encoded at launch", function()
+    for _, sw in ipairs({0, 128}) do
+      for _, rows in ipairs({256, 4096}) do
+        local mod = tir.build(copy_kernel({swizzle = sw, rows = rows}), "cuda -arch=sm_90a")
+        local a = tir.nd.random({rows, 64}, "float16", dev, {seed = rows + sw})
+        local b = tir.nd.empty({rows, 64}, "float16", dev)
+        mod(a, b)
+        assert.are.same(a:to("cpu"):to_table(), b:to("cpu"):to_table())
+      end
+    end
+  end)
+end)
+
+return {copy_kernel = copy_kernel}
