@@ -62,6 +62,7 @@ typedef struct {
   int64_t statements;        /* statements executed (once per CTA step, all active threads together) */
   int64_t thread_statements; /* the same, summed over active threads */
   int64_t barriers, warp_ops, cp_async, shared_reads, shared_writes;
+  int64_t tma_copies, mbarrier_waits; /* TMA loads issued; waits that had to complete a phase */
   int64_t n_issues;          /* all issues found (issues[] keeps the first max_issues) */
   tir_SimIssue *issues;
   int n_kept;

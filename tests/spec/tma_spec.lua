@@ -26,7 +26,7 @@ local function copy_kernel(opts)
     local S = T.allocate({4096}, "float16", "shared")
     local bar = T.allocate({1}, "uint64", "shared")
     local d = T.call("handle", "tma_descriptor", A.data, "float16", swizzle, 2, rows, 64, 64, 64)
-    T.If(tir.eq(tx, 0), function() T.evaluate(T.call("void", "ptx_mbarrier_init", T.address_of(bar[{0}]), 1)) end)
+    T.If(tir.eq(tx, 0), function() T.evaluate(T.call("void", "ptx_mbarrier_init", T.address_of(bar[{0}]), opts.count or 1)) end)
     T.evaluate(T.call("void", "tvm_storage_sync"))
     T.If(tir.eq(tx, 0), function()
       T.evaluate(T.call("void", "ptx_mbarrier_arrive_expect_tx", T.address_of(bar[{0}]), tx_bytes))
@@ -120,6 +120,46 @@ describe("TMA and mbarrier builtins", function()
     U.expect_error(function() tir.interpret(with_desc(64, 2, 256, 64, 64, 64), {a}) end, "more than the 64-byte swizzle span")
     U.expect_error(function() tir.interpret(with_desc(0, 2, 256, 64, 64, 4), {a}) end, "multiple of 16")
     U.expect_error(function() tir.interpret(with_desc(48, 2, 256, 64, 64, 64), {a}) end, "0, 32, 64 or 128 bytes")
+  end)
+end)
+
+describe("tir.simulate on TMA copies and mbarriers", function()
+  local function run(opts)
+    local a = tir.nd.random({256, 64}, "float16", nil, {seed = 5})
+    local b = tir.nd.empty({256, 64}, "float16")
+    local rep = tir.simulate(copy_kernel(opts), {a, b})
+    return rep, a, b
+  end
+
+  it("lands the copy when its phase completes: the result is the input, bit for bit", function()
+    for _, sw in ipairs({0, 128}) do
+      local rep, a, b = run({swizzle = sw})
+      assert.are.equal(0, rep.n_issues)
+      assert.are.equal(4, rep.tma_copies)
+      assert.is_true(rep.mbarrier_waits >= 4)
+      assert.are.same(a:to_table(), b:to_table())
+    end
+  end)
+
+  it("reports reading a TMA destination before its barrier phase (no wait), naming the copy", function()
+    U.expect_error(function() run({no_wait = true}) end, "SimulationError", "reads S[0], the destination of a TMA copy issued by thread (0, 0, 0)",
+      "before the mbarrier phase the copy completes on has completed", "other statement: T.evaluate(T.call(\"void\", \"ptx_tma_load\"")
+  end)
+
+  it("reports a wrong expect_tx byte count, too small and too large", function()
+    U.expect_error(function() run({tx_bytes = 4096}) end, "wrong expect_tx byte count on bar[0] (phase 0)",
+      "bring 4096 bytes more than ptx_mbarrier_arrive_expect_tx announced (4096)")
+    U.expect_error(function() run({tx_bytes = 16384}) end, "wrong expect_tx byte count on bar[0]",
+      "expects 8192 more bytes than the TMA copies issued on it bring (announced 16384)", "would wait forever")
+    local a = tir.nd.random({256, 64}, "float16", nil, {seed = 5})
+    local rep = tir.simulate(copy_kernel({tx_bytes = 16384}), {a, tir.nd.empty({256, 64}, "float16")}, {check = false})
+    assert.is_true(rep.n_issues >= 1)
+    assert.are.equal("mbarrier_tx", rep.issues[1].kind)
+  end)
+
+  it("reports a deadlock: every thread waits on a phase that lacks arrivals", function()
+    U.expect_error(function() run({count = 2}) end, "deadlock: every thread of the CTA waits on phase 0 of bar[0] (parity 0)",
+      "still needs 1 of its 2 arrivals", "no thread is left to make them")
   end)
 end)
 

@@ -411,6 +411,8 @@ static int run_kernel(Sim *S, const tir_DeviceSplit *split, int k, const tir_Pri
     rc = sim_exec(S, K->func->body, &all);
     if (!rc) rc = sim_async_cta_end(S);
     else sim_async_cta_end(S);
+    if (!rc) rc = sim_mbarrier_cta_end(S);
+    else sim_mbarrier_cta_end(S);
   }
   free(ctas);
   sim_free_stores(S, S->n_global);
@@ -530,6 +532,7 @@ int tir_simulate(const tir_PrimFunc *lowered, const tir_PrimFunc *host, const ti
   tir_analyzer_free(an);
   if (!rc && opts->expected) rc = compare(S, host, args, nargs, &split);
   sim_async_free(S);
+  sim_mbarrier_free(S);
   sim_free_stores(S, 0);
   sim_map_free(&S->stmap);
   sim_map_free(&S->vars);

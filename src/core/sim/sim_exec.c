@@ -600,6 +600,8 @@ static int exec_evaluate(Sim *S, const tir_Evaluate *ev, const Act *a) {
     if (strcmp(c->op, "tvm_storage_sync") == 0 || strcmp(c->op, "syncthreads") == 0) return sim_barrier(S, &ev->hdr, a);
     int rc = sim_async_builtin(S, c, a);
     if (rc != 1) return rc;
+    rc = sim_tma_builtin(S, c, a);
+    if (rc != 1) return rc;
     rc = sim_warp_builtin(S, c, a);
     if (rc != 1) return rc;
   }

@@ -1,6 +1,6 @@
 /* sim_internal.h -- shared state of the GPU simulator (sim.c: launches and reports;
  * sim_exec.c: statements and expressions over a CTA's threads; sim_mem.c: storage, the
- * shared-memory race shadow, cp.async; sim_warp.c: warp-level builtins). */
+ * shared-memory race shadow, cp.async; sim_mbarrier.c: TMA copies and mbarriers; sim_warp.c: warp-level builtins). */
 #ifndef TIR_SIM_INTERNAL_H
 #define TIR_SIM_INTERNAL_H
 
@@ -123,6 +123,7 @@ typedef struct Sim {
   int itop, icap;
   int all_ids[SIM_MAX_THREADS];
   ThreadAsync *async; /* per thread */
+  struct SimBars *bars; /* mbarriers and TMA copies in flight (sim_mbarrier.c) */
   Reported *reported;
   int n_reported, cap_reported;
   const char *issue_tail; /* appended to the next issue's message */
@@ -179,6 +180,11 @@ int sim_async_builtin(Sim *S, const tir_Call *c, const Act *a); /* 1: not an asy
 int sim_async_cta_end(Sim *S);
 void sim_async_free(Sim *S);
 int sim_barrier(Sim *S, const tir_Node *stmt, const Act *a);
+
+/* ---- sim_mbarrier.c ---- */
+int sim_tma_builtin(Sim *S, const tir_Call *c, const Act *a); /* 1: not a TMA / mbarrier builtin */
+int sim_mbarrier_cta_end(Sim *S);
+void sim_mbarrier_free(Sim *S);
 
 /* ---- sim_warp.c ---- */
 int sim_warp_builtin(Sim *S, const tir_Call *c, const Act *a); /* 1: not a warp builtin */

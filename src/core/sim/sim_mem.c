@@ -171,6 +171,14 @@ int sim_reported_before(Sim *S, const char *kind, const tir_Node *x, const tir_N
 static int inflight_issue(Sim *S, Store *st, int64_t byte, int tid, const Shadow *sh, const char *verb) {
   char who[96], other[96];
   int64_t el = byte / st->esize;
+  const tir_Node *v = sh->p_stmt && sh->p_stmt->kind == TIR_Evaluate ? ((const tir_Evaluate *)sh->p_stmt)->value : NULL;
+  if (v && v->kind == TIR_Call && strcmp(((const tir_Call *)v)->op, "ptx_tma_load") == 0)
+    return sim_issue(S, "tma_race", S->cur, tid, sh->p_stmt, sh->p_thr, st->buf->name, el, st->n,
+                     "%s %s %s[%lld], the destination of a TMA copy issued by %s, before the mbarrier phase the copy "
+                     "completes on has completed (a ptx_mbarrier_wait on that phase is missing, or waits on the wrong "
+                     "barrier or parity)",
+                     sim_thread_name(S, tid, who, sizeof who), verb, st->buf->name, (long long)el,
+                     sim_thread_name(S, sh->p_thr, other, sizeof other));
   return sim_issue(S, "async_race", S->cur, tid, sh->p_stmt, sh->p_thr, st->buf->name, el, st->n,
                    "%s %s %s[%lld] while a cp.async to it is in flight: it was issued by %s and no cp.async.wait_group of "
                    "that thread has covered its group yet (a ptx_wait_group is missing, or allows too many groups in flight)",

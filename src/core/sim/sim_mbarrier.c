@@ -1,0 +1,477 @@
+/* sim_mbarrier.c -- the simulator's TMA copies and mbarriers (include/tir/tma.h; PTX ISA
+ * 9.7.13.15 mbarrier, 9.7.9.25 cp.async.bulk.tensor).
+ *
+ * An mbarrier (an 8-byte element of a shared uint64 buffer) has a phase number, the arrivals
+ * its current phase still needs (mbarrier.init's count at the start of each phase) and a
+ * transaction count: arrive.expect_tx adds bytes, a TMA copy completing on the barrier takes
+ * its box's bytes off.  A phase completes when it has all its arrivals and the transaction
+ * count is back to zero.  ptx_tma_load reads its source box when issued; the destination bytes
+ * are in flight (any access is reported, naming the copy) until the phase the copy completes
+ * on completes: then the data lands.  The copies complete (their bytes count) when a thread
+ * waits on the barrier.  ptx_mbarrier_wait(bar, q) passes when the current phase's parity is
+ * not q; otherwise the phase must complete now.  When it cannot:
+ *   - it has its arrivals but expects more bytes than the copies issued on it bring (or got
+ *     more than it expected): a wrong expect_tx byte count ("mbarrier_tx");
+ *   - it lacks arrivals and every thread of the CTA is among the waiting ones: a deadlock;
+ *   - it lacks arrivals that threads outside the waiting set (another branch) might still
+ *     make: the lockstep simulator cannot order the two branches (a warp-specialized
+ *     producer / consumer pair), which is reported as a RuntimeError, not guessed.
+ * TMA data landed through an mbarrier is ordered by it, not by __syncthreads: it counts as no
+ * thread's write in the race shadow.  ptx_tma_store reads its shared box (race-checked: the
+ * generic writes of other threads must be before a __syncthreads) and writes the tensor at
+ * once.  Not modelled: fence.proxy.async (the store's data is taken as visible), setmaxnreg,
+ * clusters, and write-after-read through an "empty" barrier (lockstep runs every read of a
+ * stage before the copy that refills it).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_internal.h"
+#include "tir/scope.h"
+#include "tir/tma.h"
+
+typedef struct {
+  Store *st;
+  int64_t byte, size;
+  unsigned char *data;
+  const tir_Node *stmt;
+  int tid;
+  int completed; /* its bytes were taken off the transaction count */
+} TmaCopy;
+
+typedef struct {
+  Store *st;
+  int64_t el;
+  int64_t cta_gen;
+  int count, pending;
+  int64_t tx, expected; /* expected: bytes announced in this phase (messages) */
+  int64_t phase;
+  int64_t init_epoch;
+  int init_tid;
+  const tir_Node *init_stmt;
+  TmaCopy *c;
+  int nc, cc;
+} Bar;
+
+struct SimBars {
+  Bar *b;
+  int n, cap;
+};
+
+static struct SimBars *bars(Sim *S) {
+  if (!S->bars) S->bars = calloc(1, sizeof *S->bars);
+  return S->bars;
+}
+
+static Bar *find_bar(Sim *S, Store *st, int64_t el, int create) {
+  struct SimBars *B = bars(S);
+  for (int i = 0; i < B->n; i++)
+    if (B->b[i].st == st && B->b[i].el == el && B->b[i].cta_gen == S->cta_gen) return &B->b[i];
+  if (!create) return NULL;
+  if (B->n == B->cap) {
+    B->cap = B->cap ? B->cap * 2 : 8;
+    B->b = realloc(B->b, sizeof *B->b * (size_t)B->cap);
+  }
+  Bar *b = &B->b[B->n++];
+  memset(b, 0, sizeof *b);
+  b->st = st;
+  b->el = el;
+  b->cta_gen = S->cta_gen;
+  b->count = -1; /* not initialized */
+  return b;
+}
+
+/* address_of(buf[index]) of a flat buffer: its storage and per-thread element indices */
+static int addr_arg(Sim *S, const tir_Node *arg, const Act *a, Store **st, SVal **el, const char *op) {
+  const tir_BufferLoad *l = tir_address_of_load(arg);
+  if (!l || l->indices->size != 1) return sim_fail(S, arg, "%s expects address_of(buffer[index]) operands of flat buffers", op);
+  *st = sim_store_of(S, l->buffer, arg);
+  if (!*st) return -1;
+  *el = sim_eval(S, l->indices->items[0], 0, a);
+  return *el ? 0 : -1;
+}
+
+/* the mbarrier operand of thread t: must be an initialized 8-byte shared element */
+static Bar *bar_of(Sim *S, Store *st, int64_t el, int t, const char *op) {
+  char who[96];
+  if (st->kind != ST_SHARED || st->esize != 8) {
+    sim_fail(S, S->cur, "%s: an mbarrier is an 8-byte element of a shared buffer, not %s (%d-byte elements)", op,
+             st->buf ? st->buf->name : "?", st->esize);
+    return NULL;
+  }
+  if (!sim_in_bounds(S, st, el, 1, t, "mbarrier access")) return NULL;
+  Bar *b = find_bar(S, st, el, 0);
+  if (!b || b->count < 0) {
+    sim_issue(S, "mbarrier_uninit", S->cur, t, NULL, -1, st->buf->name, el, st->n,
+              "%s on %s[%lld] by %s, which no ptx_mbarrier_init has initialized in this CTA", op, st->buf->name, (long long)el,
+              sim_thread_name(S, t, who, sizeof who));
+    return NULL;
+  }
+  if (b->init_epoch == S->epoch && b->init_tid != t) {
+    char oth[96];
+    sim_issue(S, "race", S->cur, t, b->init_stmt, b->init_tid, st->buf->name, el, st->n,
+              "%s on %s[%lld] by %s in the barrier interval in which %s initialized it (a __syncthreads must come between "
+              "mbarrier.init and other threads' use)", op, st->buf->name, (long long)el, sim_thread_name(S, t, who, sizeof who),
+              sim_thread_name(S, b->init_tid, oth, sizeof oth));
+    return S->fatal ? NULL : b;
+  }
+  return b;
+}
+
+static void deliver(Sim *S, Bar *b) {
+  for (int i = 0; i < b->nc; i++) {
+    TmaCopy *c = &b->c[i];
+    if (c->st->cta_gen == S->cta_gen) {
+      memcpy(c->st->base + c->byte, c->data, (size_t)c->size);
+      for (int64_t k = 0; k < c->size; k++) {
+        Shadow *sh = &c->st->shadow[c->byte + k];
+        if (sh->pending) sh->pending--;
+        sh->w_epoch = -1; /* ordered by the mbarrier: no thread's write */
+        sh->w_stmt = c->stmt;
+      }
+    }
+    free(c->data);
+  }
+  b->nc = 0;
+}
+
+static void complete_phase(Sim *S, Bar *b) {
+  deliver(S, b);
+  b->phase++;
+  b->pending = b->count;
+  b->tx = 0;
+  b->expected = 0;
+}
+
+/* Counts the copies in flight on b (they may complete at any time; here: now). */
+static int complete_copies(Sim *S, Bar *b, int tid) {
+  for (int i = 0; i < b->nc; i++) {
+    TmaCopy *c = &b->c[i];
+    if (c->completed) continue;
+    c->completed = 1;
+    b->tx -= c->size;
+    if (b->tx < 0) {
+      char who[96];
+      if (sim_issue(S, "mbarrier_tx", c->stmt, tid, NULL, c->tid, b->st->buf->name, b->el, b->st->n,
+                    "wrong expect_tx byte count on %s[%lld] (phase %lld): TMA copies completing on it bring %lld bytes more "
+                    "than ptx_mbarrier_arrive_expect_tx announced (%lld); the phase would complete before the data landed, "
+                    "seen by %s", b->st->buf->name, (long long)b->el, (long long)b->phase, (long long)-b->tx,
+                    (long long)b->expected, sim_thread_name(S, tid, who, sizeof who)))
+        return -1;
+      b->tx = 0;
+    }
+  }
+  return 0;
+}
+
+static int try_complete(Sim *S, Bar *b) {
+  if (b->pending == 0 && b->tx == 0) {
+    int in_flight = 0;
+    for (int i = 0; i < b->nc; i++) in_flight += !b->c[i].completed;
+    if (!in_flight) complete_phase(S, b);
+  }
+  return 0;
+}
+
+static int arrive(Sim *S, Bar *b, int t) {
+  if (b->pending <= 0) {
+    char who[96];
+    if (sim_issue(S, "mbarrier_arrivals", S->cur, t, b->init_stmt, b->init_tid, b->st->buf->name, b->el, b->st->n,
+                  "%s arrives on %s[%lld] (phase %lld), which already has all %d arrivals of its mbarrier.init count but "
+                  "still waits for %lld transaction bytes", sim_thread_name(S, t, who, sizeof who), b->st->buf->name,
+                  (long long)b->el, (long long)b->phase, b->count, (long long)b->tx))
+      return -1;
+    return 0;
+  }
+  b->pending--;
+  return try_complete(S, b);
+}
+
+static int eval_dim(void *p, const tir_Node *e, int64_t *v) {
+  void **ctx = p;
+  Sim *S = ctx[0];
+  const Act *a = ctx[1];
+  int mark = S->vtop;
+  SVal *r = sim_eval(S, e, 0, a);
+  S->vtop = mark;
+  if (!r) return 0;
+  *v = r[a->ids[0]].i;
+  return 1;
+}
+
+/* the tensor map operand: its description and the global storage it names */
+static int desc_arg(Sim *S, const tir_Call *c, int pos, const Act *a, tir_TmaDesc *d, Store **tensor) {
+  char why[256];
+  void *ctx[2] = {S, (void *)a};
+  const tir_Node *dn = c->args->items[pos];
+  if (tir_tma_desc_from_call(dn, eval_dim, ctx, d, why, sizeof why)) return S->fatal ? -1 : sim_fail(S, &c->hdr, "%s: %s", c->op, why);
+  const tir_Node *data = ((const tir_Call *)dn)->args->items[0];
+  int *slot = data->kind == TIR_Var ? sim_map_slot(&S->stmap, data, 0) : NULL;
+  if (!slot || *slot < 0) return sim_fail(S, &c->hdr, "%s: the tensor map's buffer is not an argument of the kernel", c->op);
+  *tensor = S->st[*slot];
+  int64_t elems = 1;
+  for (int i = 0; i < d->rank; i++) elems *= d->dims[i];
+  if ((*tensor)->kind != ST_GLOBAL || (*tensor)->esize != tir_dtype_bytes(d->dtype) || (*tensor)->n < elems)
+    return sim_fail(S, &c->hdr, "%s: the tensor map describes %lld global elements of %d bytes; %s has %lld of %d", c->op,
+                    (long long)elems, tir_dtype_bytes(d->dtype), (*tensor)->buf ? (*tensor)->buf->name : "?",
+                    (long long)(*tensor)->n, (*tensor)->esize);
+  if (c->args->size - (pos == 1 ? 3 : 2) != d->rank)
+    return sim_fail(S, &c->hdr, "%s: %d coordinates for a rank-%d tensor map", c->op, c->args->size - (pos == 1 ? 3 : 2), d->rank);
+  return 0;
+}
+
+static int tma_load(Sim *S, const tir_Call *c, const Act *a) {
+  int mark = S->vtop;
+  tir_TmaDesc d;
+  Store *tensor, *ds, *bs;
+  SVal *dst, *bar, *co[TIR_TMA_MAX_RANK];
+  if (desc_arg(S, c, 1, a, &d, &tensor)) return -1;
+  if (addr_arg(S, c->args->items[0], a, &ds, &dst, c->op) || addr_arg(S, c->args->items[2], a, &bs, &bar, c->op)) return -1;
+  if (ds->kind != ST_SHARED) return sim_fail(S, &c->hdr, "ptx_tma_load copies into shared memory, not into %s", ds->buf->name);
+  for (int i = 0; i < d.rank; i++)
+    if (!(co[i] = sim_eval(S, c->args->items[3 + i], 0, a))) return -1;
+  int64_t bytes = tir_tma_box_bytes(&d);
+  for (int k = 0; k < a->n; k++) {
+    int t = a->ids[k];
+    char who[96];
+    Bar *b = bar_of(S, bs, bar[t].i, t, c->op);
+    if (!b) {
+      if (S->fatal) return -1;
+      continue;
+    }
+    int64_t db = dst[t].i * ds->esize;
+    if (db % (d.swizzle ? TIR_TMA_SMEM_ALIGN : 128)) {
+      if (sim_issue(S, "misaligned", S->cur, t, NULL, -1, ds->buf->name, dst[t].i, ds->n,
+                    "ptx_tma_load's destination %s[%lld] is not %d-byte aligned (%s; TMA needs 128 bytes, a swizzled box "
+                    "its 1024-byte pattern)", ds->buf->name, (long long)dst[t].i, d.swizzle ? TIR_TMA_SMEM_ALIGN : 128,
+                    sim_thread_name(S, t, who, sizeof who)))
+        return -1;
+      continue;
+    }
+    if (!sim_in_bounds(S, ds, dst[t].i, bytes / ds->esize, t, "TMA write")) {
+      if (S->fatal) return -1;
+      continue;
+    }
+    for (int64_t i = 0; i < bytes; i++) {
+      Shadow *sh = &ds->shadow[db + i];
+      if (sh->pending) {
+        char oth[96];
+        if (sim_issue(S, "async_race", S->cur, t, sh->p_stmt, sh->p_thr, ds->buf->name, (db + i) / ds->esize, ds->n,
+                      "%s issues a TMA copy to %s[%lld] while another copy to it, issued by %s, has not landed", 
+                      sim_thread_name(S, t, who, sizeof who), ds->buf->name, (long long)((db + i) / ds->esize),
+                      sim_thread_name(S, sh->p_thr, oth, sizeof oth)))
+          return -1;
+        break;
+      }
+    }
+    int64_t cs[TIR_TMA_MAX_RANK];
+    for (int i = 0; i < d.rank; i++) cs[i] = co[i][t].i;
+    TmaCopy cp = {ds, db, bytes, malloc((size_t)(bytes > 0 ? bytes : 1)), S->cur, t, 0};
+    tir_tma_copy_in(&d, tensor->base, cs, (char *)cp.data); /* the source is read at issue */
+    for (int64_t i = 0; i < bytes; i++) {
+      Shadow *sh = &ds->shadow[db + i];
+      sh->pending++;
+      sh->p_thr = (int16_t)t;
+      sh->p_stmt = S->cur;
+    }
+    if (b->nc == b->cc) {
+      b->cc = b->cc ? b->cc * 2 : 4;
+      b->c = realloc(b->c, sizeof *b->c * (size_t)b->cc);
+    }
+    b->c[b->nc++] = cp;
+    S->rep->tma_copies++;
+  }
+  S->vtop = mark;
+  return 0;
+}
+
+static int tma_store(Sim *S, const tir_Call *c, const Act *a) {
+  int mark = S->vtop;
+  tir_TmaDesc d;
+  Store *tensor, *ss;
+  SVal *src, *co[TIR_TMA_MAX_RANK];
+  if (desc_arg(S, c, 0, a, &d, &tensor)) return -1;
+  if (addr_arg(S, c->args->items[1], a, &ss, &src, c->op)) return -1;
+  if (ss->kind != ST_SHARED) return sim_fail(S, &c->hdr, "ptx_tma_store copies from shared memory, not from %s", ss->buf->name);
+  for (int i = 0; i < d.rank; i++)
+    if (!(co[i] = sim_eval(S, c->args->items[2 + i], 0, a))) return -1;
+  int es = ss->esize;
+  int64_t n = tir_tma_box_bytes(&d) / tir_dtype_bytes(d.dtype);
+  for (int k = 0; k < a->n && !S->fatal; k++) {
+    int t = a->ids[k];
+    for (int64_t e = 0; e < n; e++) {
+      int64_t rem = e, el = 0, stride = 1, inside = 1;
+      for (int i = d.rank - 1; i >= 0; i--) {
+        int64_t x = co[i][t].i + rem % d.box[i];
+        rem /= d.box[i];
+        if (x < 0 || x >= d.dims[i]) inside = 0;
+        el += x * stride;
+        stride *= d.dims[i];
+      }
+      if (!inside) continue;
+      int64_t sel = src[t].i + tir_tma_swizzle(e * es, d.swizzle) / es;
+      SVal v;
+      if (sim_load_elem(S, ss, sel, t, ss->dtype, &v) || sim_store_elem(S, tensor, el, t, ss->dtype, v)) return -1;
+    }
+  }
+  S->vtop = mark;
+  return 0;
+}
+
+int sim_tma_builtin(Sim *S, const tir_Call *c, const Act *a) {
+  const tir_BuiltinInfo *bi = tir_builtin_info(c->op);
+  if (!bi) return 1;
+  switch (bi->id) {
+    case TIR_BI_PTX_TMA_LOAD: return tma_load(S, c, a);
+    case TIR_BI_PTX_TMA_STORE: return tma_store(S, c, a);
+    case TIR_BI_PTX_BULK_COMMIT_GROUP:
+    case TIR_BI_PTX_BULK_WAIT_GROUP_READ:
+    case TIR_BI_PTX_FENCE_PROXY_ASYNC:
+    case TIR_BI_PTX_SETMAXNREG_INC:
+    case TIR_BI_PTX_SETMAXNREG_DEC: return 0; /* the store's data is written at issue */
+    case TIR_BI_PTX_MBARRIER_INIT:
+    case TIR_BI_PTX_MBARRIER_ARRIVE:
+    case TIR_BI_PTX_MBARRIER_ARRIVE_EXPECT_TX:
+    case TIR_BI_PTX_MBARRIER_WAIT: break;
+    default: return 1;
+  }
+  int mark = S->vtop;
+  Store *bs;
+  SVal *el, *arg = NULL;
+  if (addr_arg(S, c->args->items[0], a, &bs, &el, c->op)) return -1;
+  if (c->args->size == 2 && !(arg = sim_eval(S, c->args->items[1], 0, a))) return -1;
+  int rc = 0;
+  if (bi->id == TIR_BI_PTX_MBARRIER_INIT) {
+    for (int k = 0; k < a->n && !rc; k++) {
+      int t = a->ids[k];
+      char who[96];
+      if (bs->kind != ST_SHARED || bs->esize != 8) {
+        rc = sim_fail(S, &c->hdr, "ptx_mbarrier_init: an mbarrier is an 8-byte element of a shared buffer");
+        break;
+      }
+      if (!sim_in_bounds(S, bs, el[t].i, 1, t, "mbarrier init")) {
+        rc = S->fatal ? -1 : 0;
+        continue;
+      }
+      Bar *b = find_bar(S, bs, el[t].i, 1);
+      if (b->count >= 0 && b->init_epoch == S->epoch) {
+        rc = sim_issue(S, "mbarrier_init", S->cur, t, b->init_stmt, b->init_tid, bs->buf->name, el[t].i, bs->n,
+                       "%s initializes %s[%lld] again in the barrier interval of its previous init (one thread should "
+                       "initialize each mbarrier)", sim_thread_name(S, t, who, sizeof who), bs->buf->name, (long long)el[t].i);
+        continue;
+      }
+      if (arg[t].i < 1 || arg[t].i > (1 << 20) - 1) {
+        rc = sim_fail(S, &c->hdr, "ptx_mbarrier_init: the arrival count %lld is outside 1 .. 2^20 - 1 (PTX ISA mbarrier.init)",
+                      (long long)arg[t].i);
+        break;
+      }
+      for (int i = 0; i < b->nc; i++) free(b->c[i].data);
+      b->nc = 0;
+      b->count = b->pending = (int)arg[t].i;
+      b->tx = b->expected = b->phase = 0;
+      b->init_epoch = S->epoch;
+      b->init_tid = t;
+      b->init_stmt = S->cur;
+      rc = sim_shared_write(S, bs, el[t].i * 8, 8, t, S->cur);
+    }
+    S->vtop = mark;
+    return rc;
+  }
+  if (bi->id != TIR_BI_PTX_MBARRIER_WAIT) {
+    for (int k = 0; k < a->n && !rc; k++) {
+      int t = a->ids[k];
+      Bar *b = bar_of(S, bs, el[t].i, t, c->op);
+      if (!b) {
+        rc = S->fatal ? -1 : 0;
+        continue;
+      }
+      if (bi->id == TIR_BI_PTX_MBARRIER_ARRIVE_EXPECT_TX) {
+        b->tx += arg[t].i;
+        b->expected += arg[t].i;
+      }
+      rc = arrive(S, b, t);
+    }
+    S->vtop = mark;
+    return rc;
+  }
+  /* the wait: per distinct barrier, in thread order */
+  for (int k = 0; k < a->n && !rc; k++) {
+    int t = a->ids[k];
+    char who[96];
+    Bar *b = bar_of(S, bs, el[t].i, t, c->op);
+    if (!b) {
+      rc = S->fatal ? -1 : 0;
+      continue;
+    }
+    if ((b->phase & 1) != (arg[t].i & 1)) continue; /* that phase has completed */
+    S->rep->mbarrier_waits++;
+    if ((rc = complete_copies(S, b, t))) break;
+    try_complete(S, b);
+    if ((b->phase & 1) != (arg[t].i & 1)) continue;
+    if (b->pending == 0) {
+      rc = sim_issue(S, "mbarrier_tx", S->cur, t, NULL, -1, bs->buf->name, el[t].i, bs->n,
+                     "wrong expect_tx byte count on %s[%lld]: phase %lld has all its arrivals and expects %lld more bytes "
+                     "than the TMA copies issued on it bring (announced %lld); %s would wait forever",
+                     bs->buf->name, (long long)el[t].i, (long long)b->phase, (long long)b->tx, (long long)b->expected,
+                     sim_thread_name(S, t, who, sizeof who));
+      complete_phase(S, b); /* check = false: go on as if it had */
+      continue;
+    }
+    if (a->n == S->T) {
+      rc = sim_issue(S, "deadlock", S->cur, t, b->init_stmt, b->init_tid, bs->buf->name, el[t].i, bs->n,
+                     "deadlock: every thread of the CTA waits on phase %lld of %s[%lld] (parity %lld), which still needs %d of "
+                     "its %d arrivals%s, and no thread is left to make them", (long long)b->phase, bs->buf->name,
+                     (long long)el[t].i, (long long)(arg[t].i & 1), b->pending, b->count,
+                     b->tx ? " and transaction bytes" : "");
+      complete_phase(S, b);
+      continue;
+    }
+    rc = sim_fail(S, &c->hdr,
+                  "%s waits on phase %lld of %s[%lld], which still needs %d arrivals, while %d of the CTA's threads are in "
+                  "another branch: tir.simulate runs a CTA's threads in lockstep and cannot run the other branch first "
+                  "(warp-specialized producer / consumer loops need per-warp scheduling, which it does not do)",
+                  sim_thread_name(S, t, who, sizeof who), (long long)b->phase, bs->buf->name, (long long)el[t].i, b->pending,
+                  S->T - a->n);
+  }
+  S->vtop = mark;
+  return rc;
+}
+
+/* At the end of a CTA: TMA copies whose phase never completed never landed. */
+int sim_mbarrier_cta_end(Sim *S) {
+  if (!S->bars) return 0;
+  int rc = 0;
+  struct SimBars *B = S->bars;
+  for (int i = 0; i < B->n; i++) {
+    Bar *b = &B->b[i];
+    if (b->nc && !rc && !S->fatal) {
+      char who[96];
+      rc = sim_issue(S, "tma_not_waited", b->c[0].stmt, b->c[0].tid, NULL, -1, b->st->buf->name, b->el, b->st->n,
+                     "%d TMA cop%s issued by %s on %s[%lld] never landed: no ptx_mbarrier_wait saw its phase complete "
+                     "before the CTA ended", b->nc, b->nc == 1 ? "y" : "ies", sim_thread_name(S, b->c[0].tid, who, sizeof who),
+                     b->st->buf->name, (long long)b->el);
+    }
+    for (int k = 0; k < b->nc; k++) {
+      TmaCopy *c = &b->c[k];
+      if (c->st->cta_gen == S->cta_gen)
+        for (int64_t j = 0; j < c->size; j++)
+          if (c->st->shadow[c->byte + j].pending) c->st->shadow[c->byte + j].pending--;
+      free(c->data);
+    }
+    free(b->c);
+  }
+  B->n = 0;
+  return rc;
+}
+
+void sim_mbarrier_free(Sim *S) {
+  if (!S->bars) return;
+  for (int i = 0; i < S->bars->n; i++) {
+    for (int k = 0; k < S->bars->b[i].nc; k++) free(S->bars->b[i].c[k].data);
+    free(S->bars->b[i].c);
+  }
+  free(S->bars->b);
+  free(S->bars);
+  S->bars = NULL;
+}
