@@ -53,6 +53,11 @@ tir_PrimFunc *tir_pass_thread_sync(const tir_PrimFunc *f);
  * steady state and epilogue, their buffers multi-versioned; async stages get async_scope,
  * ptx_commit_group and ptx_wait_group (TVM InjectSoftwarePipeline). Block-level IR. */
 tir_PrimFunc *tir_pass_inject_software_pipeline(const tir_PrimFunc *f);
+/* Loops annotated tma_pipeline_stages = N whose body starts with copies marked tma_copy become
+ * N-stage pipelines of TMA copies (one per tile, issued by thread 0) ordered by full/empty
+ * mbarriers, with no __syncthreads in the loop (inject_tma_pipeline.c has the form and the
+ * code).  Block-level IR. */
+tir_PrimFunc *tir_pass_inject_tma_pipeline(const tir_PrimFunc *f);
 /* Inside async_scope: shared <- global copies of 4, 8 or 16 bytes become ptx_cp_async
  * (TVM InjectPTXAsyncCopy). Flat IR (after flatten_buffer / vectorize_loop). */
 tir_PrimFunc *tir_pass_inject_ptx_async_copy(const tir_PrimFunc *f);

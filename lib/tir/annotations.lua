@@ -4,7 +4,7 @@
 -- Rule: annotations are free-form as in TVM (any string key is kept, printed and ignored by
 -- the passes), except that a key that is not in KNOWN is refused when
 --   * it starts with a reserved prefix ("software_pipeline_", "tensor_intrin",
---     "buffer_dim_align"): tirlua owns those names, so an unknown one is a misspelling; or
+--     "buffer_dim_align", "tma_"): tirlua owns those names, so an unknown one is a misspelling; or
 --   * it is within edit distance 2 of a known key (1 for short keys), e.g.
 --     "software_pipline_stage" or "software_pipeline_stages".
 -- The error says "did you mean" and lists the known keys.  Keys further away are user keys.
@@ -17,11 +17,13 @@ A.KNOWN = {
   software_pipeline_order = {on = "loop", set_by = "user", doc = "order of the child statements in the pipeline body"},
   software_pipeline_async_stages = {on = "loop", set_by = "user", doc = "stages whose copies become cp.async"},
   software_pipeline_early_wait = {on = "loop", set_by = "user", doc = "one cp.async wait at the top of each iteration (tirlua)"},
+  tma_pipeline_stages = {on = "loop", set_by = "user", doc = "stages of a TMA + mbarrier pipeline (inject_tma_pipeline)"},
+  tma_copy = {on = "block", set_by = "user", doc = "this global -> shared copy becomes one TMA copy per tile (inject_tma_pipeline)"},
   tensor_intrin = {on = "block", set_by = "tensorize", doc = "the intrinsic a tensorized block runs"},
   buffer_dim_align = {on = "block", set_by = "storage_align", doc = "stride padding of the written buffers"},
 }
 
-A.RESERVED_PREFIXES = {"software_pipeline_", "tensor_intrin", "buffer_dim_align"}
+A.RESERVED_PREFIXES = {"software_pipeline_", "tensor_intrin", "buffer_dim_align", "tma_"}
 
 local names = util.sorted_keys(A.KNOWN)
 

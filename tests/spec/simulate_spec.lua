@@ -29,50 +29,8 @@ local function sim_equal(f, sch, opts)
   return rep
 end
 
--- Statement rewriting of a lowered function, for planting bugs: fn(stmt) returns nil (keep and
--- recurse), false (delete) or a replacement.
-local FIELDS = {For = {"loop_var", "min", "extent", "thread_tag", "annotations", "body"}, IfThenElse = {"cond", "then_case", "else_case"},
-                LetStmt = {"var", "value", "body"}, AttrStmt = {"node", "key", "value", "body"}, Allocate = {"buffer", "body"}}
-local BODIES = {For = {"body"}, IfThenElse = {"then_case", "else_case"}, LetStmt = {"body"}, AttrStmt = {"body"}, Allocate = {"body"}}
-local function rewrite(s, fn)
-  local r = fn(s)
-  if r ~= nil then return r end
-  if s.kind == "SeqStmt" then
-    local out = {}
-    for i = 1, #s.seq do
-      local x = rewrite(s.seq[i], fn)
-      if x then out[#out + 1] = x end
-    end
-    return core.make("SeqStmt", {seq = out})
-  end
-  if not FIELDS[s.kind] then return s end
-  local t = {}
-  for _, f in ipairs(FIELDS[s.kind]) do t[f] = s[f] end
-  if s.kind == "For" then -- the loop kind (s.kind is the node's kind): from the printed header
-    local head = tostring(s):match("^[^\n]*")
-    t.kind = head:find("T.unroll", 1, true) and 3 or head:find("T.vectorized", 1, true) and 2 or 0
-  end
-  for _, f in ipairs(BODIES[s.kind]) do
-    if s[f] then t[f] = rewrite(s[f], fn) or core.make("Evaluate", {value = 0}) end
-  end
-  return core.make(s.kind, t)
-end
-local function rewrite_func(f, fn)
-  return core.make("PrimFunc", {name = f.name, params = f.params, body = rewrite(f.body, fn), attrs = f.attrs})
-end
-local function is_call(s, op) return s.kind == "Evaluate" and s.value.kind == "Call" and s.value.op == op end
--- deletes the n-th Evaluate calling op
-local function drop_call(f, op, n)
-  local seen = 0
-  local g = rewrite_func(f, function(s)
-    if is_call(s, op) then
-      seen = seen + 1
-      if seen == n then return false end
-    end
-  end)
-  assert(seen >= n, "no call " .. op .. " #" .. n)
-  return g
-end
+-- statement rewriting for planting bugs (spec_util.lua)
+local rewrite, rewrite_func, is_call, drop_call = U.rewrite, U.rewrite_func, U.is_call, U.drop_call
 
 local function small_tc(intrin, o)
   local r = {BM = 32, BN = 32, BK = 32, warp_m = 16, warp_n = 16, intrin = intrin}

@@ -134,6 +134,50 @@ function U.merge(a, b)
   for k, v in pairs(a) do r[k] = v end
   for k, v in pairs(b or {}) do r[k] = v end
   return r
+
+-- Statement rewriting of a lowered function, for planting bugs: fn(stmt) returns nil (keep and
+-- recurse), false (delete) or a replacement.
+U.REWRITE_FIELDS = {For = {"loop_var", "min", "extent", "thread_tag", "annotations", "body"}, IfThenElse = {"cond", "then_case", "else_case"},
+                LetStmt = {"var", "value", "body"}, AttrStmt = {"node", "key", "value", "body"}, Allocate = {"buffer", "body"}}
+U.REWRITE_BODIES = {For = {"body"}, IfThenElse = {"then_case", "else_case"}, LetStmt = {"body"}, AttrStmt = {"body"}, Allocate = {"body"}}
+function U.rewrite(s, fn)
+  local r = fn(s)
+  if r ~= nil then return r end
+  if s.kind == "SeqStmt" then
+    local out = {}
+    for i = 1, #s.seq do
+      local x = U.rewrite(s.seq[i], fn)
+      if x then out[#out + 1] = x end
+    end
+    return tir.core.make("SeqStmt", {seq = out})
+  end
+  if not U.REWRITE_FIELDS[s.kind] then return s end
+  local t = {}
+  for _, f in ipairs(U.REWRITE_FIELDS[s.kind]) do t[f] = s[f] end
+  if s.kind == "For" then -- the loop kind (s.kind is the node's kind): from the printed header
+    local head = tostring(s):match("^[^\n]*")
+    t.kind = head:find("T.unroll", 1, true) and 3 or head:find("T.vectorized", 1, true) and 2 or 0
+  end
+  for _, f in ipairs(U.REWRITE_BODIES[s.kind]) do
+    if s[f] then t[f] = U.rewrite(s[f], fn) or tir.core.make("Evaluate", {value = 0}) end
+  end
+  return tir.core.make(s.kind, t)
+end
+function U.rewrite_func(f, fn)
+  return tir.core.make("PrimFunc", {name = f.name, params = f.params, body = U.rewrite(f.body, fn), attrs = f.attrs})
+end
+function U.is_call(s, op) return s.kind == "Evaluate" and s.value.kind == "Call" and s.value.op == op end
+-- deletes the n-th Evaluate calling op
+function U.drop_call(f, op, n)
+  local seen = 0
+  local g = U.rewrite_func(f, function(s)
+    if U.is_call(s, op) then
+      seen = seen + 1
+      if seen == n then return false end
+    end
+  end)
+  assert(seen >= n, "no call " .. op .. " #" .. n)
+  return g
 end
 
 return U

@@ -289,7 +289,7 @@ local SCHEDULE_OPTS = {intrin = "string", BM = "positive", BN = "positive", BK =
                        warp_n = "positive", vec = "positive", stages = "positive", early_wait = "boolean",
                        frag_pipeline = "boolean", pad = "boolean", dtype = "dtype", epilogue = "string", unroll = "boolean",
                        block = "string", split_k = "positive", a_stage = "string", b_stage = "string", writeback = "string",
-                       tuned = "boolean", db = "string", target = "string",
+                       tuned = "boolean", db = "string", target = "string", tma = "boolean",
                        wmma_shape = function(v)
                          if type(v) ~= "table" or #v ~= 3 or math.type(v[1]) ~= "integer" or math.type(v[2]) ~= "integer" or
                             math.type(v[3]) ~= "integer" then return "a wmma shape {m, n, k}" end
@@ -379,6 +379,16 @@ local function validate(sch, o, P)
       raise("ValueError", P, "%s block '%s' does not exist", key, o[key])
     end
   end
+  if o.tma then
+    -- TMA copies whole dense boxes (include/tir/tma.h): no row padding, no predicated tiles
+    if o.intrin ~= "mma" then raise("ValueError", P, "tma = true runs with intrin = \"mma\" (got %s)", util.show(o.intrin)) end
+    if padded then raise("ValueError", P, "tma = true needs M, N, K multiples of the tiles (TMA copies whole boxes, not the padded workload)") end
+    if o.pad_given and o.pad then raise("ValueError", P, "tma = true and pad = true: a TMA box lands dense (no row padding)") end
+    if bk * esize % 16 ~= 0 or bk > 256 or bm > 256 or bn > 256 then
+      raise("ValueError", P, "tma = true: a TMA box is at most 256 per dimension with 16-byte rows (BM=%d BN=%d BK=%d)", bm, bn, bk)
+    end
+    o.pad = false
+  end
   if o.epilogue and not padded then -- (the padded workload's D is a kernel of its own)
     local okb, E = pcall(function() return sch:get(sch:get_block(o.epilogue)) end)
     if not okb then raise("ValueError", P, "epilogue block '%s' does not exist", o.epilogue) end
@@ -420,6 +430,7 @@ local function schedule(func, opts, P)
   for k, v in pairs(opts or {}) do o[k] = v end
   o.dtype_given = opts ~= nil and opts.dtype ~= nil
   o.vec_given = opts ~= nil and opts.vec ~= nil
+  o.pad_given = opts ~= nil and opts.pad ~= nil
   local sch = as_schedule(func, P)
   -- tuned = true: the options not given come from the tuning database (tc_gemm_tune.lookup)
   local config, config_key
@@ -527,8 +538,9 @@ local function schedule(func, opts, P)
   else
     sch:reverse_compute_at(CFB, wz)
   end
-  -- cooperative 16-byte copies of the shared tiles by all warps
-  for _, b in ipairs({AS, BS}) do
+  -- cooperative 16-byte copies of the shared tiles by all warps (tma: one TMA copy per tile,
+  -- inject_tma_pipeline; the copy's loops stay as compute_at left them)
+  for _, b in ipairs(o.tma and {} or {AS, BS}) do
     local l = {sch:get_loops(b)}
     local f = sch:fuse(l[#l - 1], l[#l])
     local outer, ty, tz, tx, v = sch:split(f, {nil, wm, wn, 32, o.vec})
@@ -631,7 +643,10 @@ local function schedule(func, opts, P)
     local bxd, txd = sch:split(f, {nil, 256})
     sch:bind(bxd, "blockIdx.x"); sch:bind(txd, "threadIdx.x")
   end
-  if o.stages > 1 then
+  if o.tma then
+    sch:annotate(AS, "tma_copy", 1); sch:annotate(BS, "tma_copy", 1)
+    sch:annotate(ko, "tma_pipeline_stages", o.stages)
+  elseif o.stages > 1 then
     sch:annotate(ko, "software_pipeline_stage", {0, 0, o.stages - 1})
     sch:annotate(ko, "software_pipeline_order", {0, 1, 2})
     sch:annotate(ko, "software_pipeline_async_stages", {0})

@@ -373,7 +373,8 @@ static void walk(V *v, const tir_Node *n) {
  * is 32 consecutive linear thread ids, x fastest (CUDA C++ Programming Guide, "SIMT
  * Architecture"), and a warp-wide builtin (TIR_BUILTIN_WARP) gives lanes 0..31 one tile: with
  * blockDim.x = 16 and threadIdx.y = 4 a warp holds two threadIdx.y values, i.e. two warp tiles.
- * The launch's blockDim.x is the largest extent bound to threadIdx.x in the kernel (as
+ * The launch's blockDim.x is the largest extent bound to threadIdx.x in the kernel (a loop
+ * annotated tma_pipeline_stages counts as 32: inject_tma_pipeline adds a loop of 32) (as
  * lower_thread_binding takes it); symbolic extents are checked at launch (split_host_device
  * keeps the same rule on the lowered kernel for builtins written by hand). */
 typedef struct {
@@ -403,6 +404,8 @@ static int warp_launch_fn(const tir_Node *n, void *p) {
     else if (strcmp(f->thread_tag, "threadIdx.y") == 0) slot = &w->ty, ext = &w->ey;
     else if (strcmp(f->thread_tag, "threadIdx.z") == 0) slot = &w->tz, ext = &w->ez;
     if (slot && c && e > *ext) *slot = f, *ext = e;
+  } else if (n->kind == TIR_For && tir_ann_get(((const tir_For *)n)->annotations, "tma_pipeline_stages") && w->ex < 32) {
+    w->tx = (const tir_For *)n, w->ex = 32; /* inject_tma_pipeline binds its leader loop to 32 threadIdx.x lanes */
   } else if (n->kind == TIR_BlockRealize && !w->block) {
     const tir_Block *b = ((const tir_BlockRealize *)n)->block;
     const tir_Node *intrin = tir_ann_get(b->annotations, "tensor_intrin");

@@ -1,0 +1,504 @@
+/* inject_tma_pipeline.c -- a loop annotated `tma_pipeline_stages = N` whose body starts with
+ * global -> shared tile copies marked `tma_copy` becomes an N-stage pipeline of TMA copies
+ * ordered by mbarriers (CUTLASS's sm90 "TMA, not warp-specialized" mainloop; PTX ISA 9.7.9.25
+ * cp.async.bulk.tensor, 9.7.13.15 mbarrier; include/tir/tma.h).  Block-level IR, run where
+ * inject_software_pipeline runs (the shared tiles are allocated in the loop body).
+ *
+ * The body is a sequence: the marked copies first (each a nest of serial loops around one
+ * block `dst[...] = src[...]`, dst a shared buffer allocated in the body, src a global tensor,
+ * the box dense: dst's element (i_0, .., i_r) is src's (base_0 + i_0, ..)), then the
+ * statements that use the tiles.  Each shared tile gets N versions (a leading dimension) and
+ * two mbarrier arrays full[N], empty[N] are allocated with them; with E iterations, s = (k -
+ * min) % N and parity p = ((k - min) / N) % 2:
+ *
+ *   leader: init full[*] with 1 arrival, empty[*] with one per thread of the CTA; __syncthreads
+ *   leader: for the first min(N, E) iterations: expect_tx(full[s], bytes); one TMA copy per tile
+ *   for k:  wait(full[s], p); the statements, on version s; arrive(empty[s])
+ *           leader, when iteration k + N exists: wait(empty[s], p) (every thread is done with
+ *           stage s), expect_tx(full[s], bytes), the copies of iteration k + N into stage s
+ *
+ * The leader is thread 0 of the CTA (lane 0 of a `threadIdx.x` loop of 32 the pass adds, and
+ * 0 in the enclosing threadIdx loops).  No __syncthreads is left in the loop: thread_sync
+ * leaves the TMA and mbarrier operands out (TIR_BUILTIN_ASYNC_PROXY).  The TMA swizzle is the
+ * destination scope's ("shared.swz32/64/128" when the shared scope carries one, else none),
+ * so the box lands in exactly the layout the buffer declares.  Errors (LoweringError) name
+ * the loop and the copy that does not have the form above.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pass_util.h"
+#include "tir/arith.h"
+#include "tir/scope.h"
+#include "tir/tma.h"
+
+#define PASS "inject_tma_pipeline"
+#define KEY_STAGES "tma_pipeline_stages"
+#define KEY_COPY "tma_copy"
+
+typedef struct {
+  const tir_PrimFunc *func;
+  const tir_Var *threads[8]; /* enclosing threadIdx loops */
+  int thread_x[8];           /* ... bound to threadIdx.x */
+  int n_threads;
+  int64_t cta_threads[3];    /* the launch extents of threadIdx.x/y/z over the function */
+} Ctx;
+
+typedef struct {
+  const tir_Node *stmt;     /* the copy statement (borrowed) */
+  const tir_Buffer *dst, *src;
+  tir_Node *base[TIR_TMA_MAX_RANK]; /* src coordinates of box element 0 (owned; in terms of the loop var) */
+  int64_t box[TIR_TMA_MAX_RANK];
+  int rank;
+  tir_Buffer *ver;          /* the versioned tile (owned) */
+  int swizzle;
+} Copy;
+
+static tir_Node *fail_at(Ctx *c, const tir_Node *where, const char *what, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static tir_Node *fail_at(Ctx *c, const tir_Node *where, const char *what, const char *fmt, ...) {
+  char msg[768];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  tir_error_set(TIR_ERR_LOWER, PASS, "%s", msg);
+  tir_error_set_ir(&c->func->hdr);
+  tir_error_mark(where, what);
+  return TIR_MUTATE_ERROR;
+}
+
+static int64_t thread_extent(const tir_For *f) {
+  int64_t e;
+  return tir_is_const_int(f->extent, &e) ? e : -1;
+}
+
+static int scan_threads(const tir_Node *n, void *p) {
+  Ctx *c = p;
+  if (n->kind != TIR_For) return 0;
+  const tir_For *f = (const tir_For *)n;
+  if (f->kind != TIR_FOR_THREAD_BINDING || strncmp(f->thread_tag, "threadIdx.", 10) != 0) return 0;
+  int d = f->thread_tag[10] - 'x';
+  int64_t e = thread_extent(f);
+  if (d >= 0 && d < 3 && e > c->cta_threads[d]) c->cta_threads[d] = e;
+  return 0;
+}
+
+/* The physical XOR swizzle a shared scope declares ("shared.swz32" / ".swz64" / ".swz128"),
+ * which the TMA copy must produce; 0 for a plain shared buffer. */
+static int scope_swizzle(const char *scope) {
+  tir_Scope sc = tir_scope_parse(scope);
+  if (strcmp(sc.tag, ".swz32") == 0) return 32;
+  if (strcmp(sc.tag, ".swz64") == 0) return 64;
+  if (strcmp(sc.tag, ".swz128") == 0) return 128;
+  return 0;
+}
+
+/* ---- the copy statements ---- */
+static int has_copy_mark(const tir_Node *n, void *p) {
+  if (n->kind == TIR_Block && tir_ann_get(((const tir_Block *)n)->annotations, KEY_COPY)) *(int *)p = 1;
+  return 0;
+}
+
+/* Parses a marked copy: the nest, the box and its coordinates.  0, or -1 with the error set. */
+static int parse_copy(Ctx *c, const tir_For *loop, const tir_Node *s, const tir_Array *allocs, Copy *cp) {
+  const tir_Var *lv[TIR_TMA_MAX_RANK + 4];
+  int64_t ext[TIR_TMA_MAX_RANK + 4];
+  int nl = 0;
+  const tir_Node *x = s;
+  while (x->kind == TIR_For) {
+    const tir_For *f = (const tir_For *)x;
+    int64_t e;
+    if ((f->kind != TIR_FOR_SERIAL && f->kind != TIR_FOR_UNROLLED) || !tir_is_zero(f->min) || !tir_is_const_int(f->extent, &e) ||
+        nl == TIR_TMA_MAX_RANK + 4) {
+      fail_at(c, x, "this loop", "loop %s: the TMA copy's loops must be serial, start at 0 and have constant extents (at most %d), "
+              "one per box dimension: leave the cache_read's loops unbound and unsplit", loop->loop_var->name, TIR_TMA_MAX_RANK);
+      return -1;
+    }
+    lv[nl] = f->loop_var;
+    ext[nl++] = e;
+    x = f->body;
+  }
+  const char *form = "the TMA copy must be one block dst[i, ..] = src[base + i, ..] (a dense box of a global tensor into a shared "
+                     "tile allocated in the pipelined loop, no predicate)";
+  if (x->kind != TIR_BlockRealize || !tir_is_one(((const tir_BlockRealize *)x)->predicate)) {
+    fail_at(c, x, "not a copy block", "loop %s: %s", loop->loop_var->name, form);
+    return -1;
+  }
+  const tir_BlockRealize *br = (const tir_BlockRealize *)x;
+  const tir_Block *b = br->block;
+  if (b->body->kind != TIR_BufferStore || b->init || b->match_buffers->size || b->alloc_buffers->size) {
+    fail_at(c, x, "not a copy block", "loop %s: %s", loop->loop_var->name, form);
+    return -1;
+  }
+  const tir_BufferStore *st = (const tir_BufferStore *)b->body;
+  if (st->value->kind != TIR_BufferLoad) {
+    fail_at(c, &st->hdr, "not a plain copy", "loop %s: %s", loop->loop_var->name, form);
+    return -1;
+  }
+  const tir_BufferLoad *ld = (const tir_BufferLoad *)st->value;
+  cp->dst = st->buffer;
+  cp->src = ld->buffer;
+  int in_body = 0;
+  for (int i = 0; i < allocs->size; i++) in_body |= allocs->items[i] == &st->buffer->hdr;
+  tir_DType et = tir_dtype_element(ld->buffer->hdr.dtype);
+  if (!tir_scope_is_shared(st->buffer->scope) || !tir_scope_is_global(ld->buffer->scope) || !in_body ||
+      tir_tma_cuda_dtype(et) < 0 || tir_dtype_bytes(et) != tir_dtype_bytes(tir_dtype_element(st->buffer->hdr.dtype)) ||
+      ld->buffer->strides->size || st->buffer->strides->size || !tir_is_zero(st->buffer->elem_offset)) {
+    fail_at(c, &st->hdr, "this copy", "loop %s: %s; here %s (scope %s) <- %s (scope %s)%s", loop->loop_var->name, form,
+            st->buffer->name, st->buffer->scope, ld->buffer->name, ld->buffer->scope,
+            in_body ? "" : ", and the tile is not allocated in the loop body");
+    return -1;
+  }
+  int rank = ld->indices->size;
+  if (rank < 1 || rank > TIR_TMA_MAX_RANK || st->indices->size != rank || nl > rank) {
+    fail_at(c, &st->hdr, "this copy", "loop %s: %s; a TMA box has as many dimensions as the tile and the tensor (1 .. %d)",
+            loop->loop_var->name, form, TIR_TMA_MAX_RANK);
+    return -1;
+  }
+  /* bindings into the indices */
+  int nv = b->iter_vars->size;
+  tir_Var **vars = calloc((size_t)nv + 1, sizeof *vars);
+  tir_Node **vals = calloc((size_t)nv + 1, sizeof *vals);
+  for (int i = 0; i < nv; i++) {
+    vars[i] = ((const tir_IterVar *)b->iter_vars->items[i])->var;
+    vals[i] = br->iter_values->items[i];
+  }
+  tir_Analyzer *an = tir_analyzer_new();
+  for (int i = 0; i < nl; i++) {
+    tir_Node *z = tir_i32(0), *e = tir_int_imm(lv[i]->hdr.dtype, ext[i]);
+    tir_analyzer_bind_range(an, lv[i], z, e);
+    tir_release(z), tir_release(e);
+  }
+  int rc = 0;
+  int used[TIR_TMA_MAX_RANK + 4] = {0};
+  for (int d = 0; d < rank && !rc; d++) {
+    tir_Node *si = tir_substitute(ld->indices->items[d], nv, vars, vals);
+    tir_Node *di = tir_substitute(st->indices->items[d], nv, vars, vals);
+    tir_Node *dsim = tir_simplify(an, di);
+    /* the box dimension: the loop the tile index is, or none (a box of 1) */
+    int which = -1;
+    for (int i = 0; i < nl; i++)
+      if (dsim == &lv[i]->hdr) which = i;
+    int64_t zc;
+    int unit = tir_is_const_int(dsim, &zc) && zc == 0;
+    if ((which < 0 && !unit) || (which >= 0 && used[which])) rc = -1;
+    if (which >= 0) used[which] = 1;
+    tir_Node *base = NULL;
+    if (!rc) {
+      tir_Node *off = which >= 0 ? tir_sub(R(si), R((tir_Node *)lv[which])) : R(si);
+      base = tir_simplify(an, off);
+      tir_release(off);
+      /* the base may not depend on the copy's own loops */
+      for (int i = 0; i < nl && !rc; i++) {
+        tir_Node *z = tir_i32(0);
+        tir_Node *b0 = tir_substitute(base, 1, (tir_Var *const *)&lv[i], &z);
+        if (!tir_can_prove_equal(an, b0, base)) rc = -1;
+        tir_release(b0), tir_release(z);
+      }
+    }
+    cp->base[d] = base;
+    cp->box[d] = which >= 0 ? ext[which] : 1;
+    int64_t sh;
+    if (!rc && (!tir_is_const_int(st->buffer->shape->items[d], &sh) || sh != cp->box[d])) rc = -1;
+    tir_release(si), tir_release(di), tir_release(dsim);
+  }
+  /* every loop walks one box dimension */
+  for (int i = 0; i < nl && !rc; i++)
+    if (!used[i]) rc = -1;
+  cp->rank = rank;
+  tir_analyzer_free(an);
+  free(vars), free(vals);
+  if (rc) {
+    fail_at(c, &st->hdr, "this copy", "loop %s: %s; here the tile %s is not the box of %s that the copy's loops walk in order "
+            "(each tile index one loop, each tensor index base + that loop, the tile's shape the box)",
+            loop->loop_var->name, form, st->buffer->name, ld->buffer->name);
+    return -1;
+  }
+  cp->swizzle = scope_swizzle(st->buffer->scope);
+  tir_TmaDesc dd;
+  memset(&dd, 0, sizeof dd);
+  dd.dtype = et;
+  dd.rank = rank;
+  dd.swizzle = cp->swizzle;
+  for (int d = 0; d < rank; d++) {
+    int64_t v;
+    dd.dims[d] = tir_is_const_int(ld->buffer->shape->items[d], &v) ? v : 0;
+    dd.box[d] = cp->box[d];
+  }
+  char why[256];
+  if (tir_tma_desc_check(&dd, why, sizeof why)) {
+    fail_at(c, &st->hdr, "this copy", "loop %s: the TMA copy of %s into %s: %s", loop->loop_var->name, ld->buffer->name,
+            st->buffer->name, why);
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- versions ---- */
+typedef struct {
+  Copy *cp;
+  int n;
+  tir_Node *stage; /* (k - min) % N */
+} Ver;
+
+static const Copy *ver_of(const Ver *v, const tir_Buffer *b) {
+  for (int i = 0; i < v->n; i++)
+    if (v->cp[i].dst == b || v->cp[i].dst->data == b->data) return &v->cp[i];
+  return NULL;
+}
+
+static tir_Array *prepend(tir_Node *first, const tir_Array *rest) {
+  tir_Array *a = tir_array_new(rest->size + 1);
+  a->items[0] = first;
+  for (int i = 0; i < rest->size; i++) a->items[i + 1] = tir_retain(rest->items[i]);
+  return a;
+}
+
+static tir_Node *ver_mut(const tir_Node *n, void *arg) {
+  Ver *v = arg;
+  const Copy *cp;
+  switch (n->kind) {
+    case TIR_BufferLoad: {
+      if (!ver_of(v, ((const tir_BufferLoad *)n)->buffer)) return NULL;
+      tir_Node *m = tir_mutate_children(n, ver_mut, arg);
+      if (!m) return TIR_MUTATE_ERROR;
+      const tir_BufferLoad *l = (const tir_BufferLoad *)m;
+      cp = ver_of(v, l->buffer);
+      tir_Node *out = tir_buffer_load(R(cp->ver), prepend(R(v->stage), l->indices));
+      tir_release(m);
+      return out;
+    }
+    case TIR_BufferStore: {
+      if (!ver_of(v, ((const tir_BufferStore *)n)->buffer)) return NULL;
+      tir_Node *m = tir_mutate_children(n, ver_mut, arg);
+      if (!m) return TIR_MUTATE_ERROR;
+      const tir_BufferStore *s = (const tir_BufferStore *)m;
+      cp = ver_of(v, s->buffer);
+      tir_Node *out = tir_buffer_store(R(cp->ver), R(s->value), prepend(R(v->stage), s->indices));
+      tir_release(m);
+      return out;
+    }
+    case TIR_BufferRegion: {
+      const tir_BufferRegion *br = (const tir_BufferRegion *)n;
+      if (!(cp = ver_of(v, br->buffer))) return NULL;
+      tir_Node *m = tir_mutate_children(n, ver_mut, arg);
+      if (!m) return TIR_MUTATE_ERROR;
+      tir_Node *rg = &tir_range(R(v->stage), tir_int_imm(v->stage->dtype, 1))->hdr;
+      tir_Node *out = &tir_buffer_region(R(cp->ver), prepend(rg, ((const tir_BufferRegion *)m)->region))->hdr;
+      tir_release(m);
+      return out;
+    }
+    default: return NULL;
+  }
+}
+
+/* ---- emission helpers ---- */
+static tir_Node *call_stmt(const char *op, tir_Array *args) { return tir_evaluate(tir_call(TIR_VOID, op, args)); }
+static tir_Node *bar_at(tir_Buffer *bar, tir_Node *i) { return tir_address_of(tir_buffer_load(R(bar), tir_array_of(1, i))); }
+
+/* Runs body on the CTA's thread 0: a threadIdx.x loop of 32 (so a kernel without one gets whole
+ * warps) and 0 in every enclosing threadIdx loop. */
+static tir_Node *leader(Ctx *c, tir_Node *body) {
+  int have_x = 0;
+  for (int i = 0; i < c->n_threads; i++) have_x |= c->thread_x[i];
+  tir_Var *tx = have_x ? NULL : tir_var_new("tma_leader", TIR_INT32);
+  tir_Node *cond = tx ? tir_cmp(TIR_EQ, R((tir_Node *)tx), tir_i32(0)) : tir_bool_imm(1);
+  for (int i = 0; i < c->n_threads; i++)
+    cond = tir_and(cond, tir_cmp(TIR_EQ, R((tir_Node *)c->threads[i]), tir_int_imm(c->threads[i]->hdr.dtype, 0)));
+  tir_Node *s = tir_if(cond, body, NULL);
+  if (!tx) return s;
+  return tir_for(tx, tir_i32(0), tir_i32((int)(c->cta_threads[0] > 32 ? c->cta_threads[0] : 32)), TIR_FOR_THREAD_BINDING,
+                 "threadIdx.x", NULL, s);
+}
+
+/* The copies of original iteration `it` (an expression) into stage `s`: expect_tx, then one
+ * TMA copy per tile.  Owned. */
+static tir_Node *issue(const tir_For *loop, Copy *cps, int n, tir_Buffer *full, tir_Node *it, tir_Node *s) {
+  int64_t bytes = 0;
+  tir_Array *items = tir_array_empty();
+  for (int i = 0; i < n; i++) {
+    Copy *cp = &cps[i];
+    tir_DType et = tir_dtype_element(cp->src->hdr.dtype);
+    int64_t bb = tir_dtype_bytes(et);
+    for (int d = 0; d < cp->rank; d++) bb *= cp->box[d];
+    bytes += bb;
+    char ts[32];
+    tir_Array *da = tir_array_of(4, R((tir_Node *)cp->src->data), tir_string_imm(tir_dtype_str(et, ts)), tir_i32(cp->swizzle),
+                                 tir_i32(cp->rank));
+    for (int d = 0; d < cp->rank; d++) da = tir_array_push(da, R(cp->src->shape->items[d]));
+    for (int d = 0; d < cp->rank; d++) da = tir_array_push(da, tir_i32((int)cp->box[d]));
+    tir_Node *desc = tir_call(TIR_HANDLE, "tma_descriptor", da);
+    tir_Array *zeros = tir_array_of(1, R(s));
+    for (int d = 0; d < cp->rank; d++) zeros = tir_array_push(zeros, tir_int_imm(cp->ver->shape->items[d + 1]->dtype, 0));
+    tir_Array *args = tir_array_of(3, tir_address_of(tir_buffer_load(R(cp->ver), zeros)), desc, bar_at(full, R(s)));
+    for (int d = 0; d < cp->rank; d++) {
+      tir_Node *cd = tir_substitute(cp->base[d], 1, (tir_Var *const *)&loop->loop_var, &it);
+      args = tir_array_push(args, tir_cast(TIR_INT32, cd));
+    }
+    items = tir_array_push(items, call_stmt("ptx_tma_load", args));
+  }
+  tir_Array *all = tir_array_of(1, call_stmt("ptx_mbarrier_arrive_expect_tx", tir_array_of(2, bar_at(full, R(s)), tir_i32((int)bytes))));
+  tir_Array *cat = tir_array_concat(all, items);
+  tir_release(all), tir_release(items);
+  tir_release(it), tir_release(s);
+  return tir_seq(cat);
+}
+
+static int is_plain_opaque(const tir_BlockRealize *br) {
+  const tir_Block *b = br->block;
+  return tir_is_one(br->predicate) && b->iter_vars->size == 0 && !b->init && b->match_buffers->size == 0;
+}
+
+static tir_Node *pipeline(Ctx *c, const tir_For *f) {
+  int64_t N;
+  const tir_Node *an = tir_ann_get(f->annotations, KEY_STAGES);
+  if (!tir_is_const_int(an, &N) || N < 1 || N > 32)
+    return fail_at(c, &f->hdr, "pipelined loop", "loop %s: %s must be an integer 1 .. 32 (the number of shared-memory stages)",
+                   f->loop_var->name, KEY_STAGES);
+  if (f->kind != TIR_FOR_SERIAL && f->kind != TIR_FOR_UNROLLED)
+    return fail_at(c, &f->hdr, "pipelined loop", "loop %s: only serial loops can be TMA-pipelined", f->loop_var->name);
+  if (tir_ann_get(f->annotations, "software_pipeline_stage"))
+    return fail_at(c, &f->hdr, "pipelined loop", "loop %s has both %s and software_pipeline_stage: one pipeline per loop",
+                   f->loop_var->name, KEY_STAGES);
+  tir_Array *allocs = tir_array_empty();
+  const tir_Node *body = f->body;
+  while (body->kind == TIR_BlockRealize && is_plain_opaque((const tir_BlockRealize *)body)) {
+    const tir_Block *b = ((const tir_BlockRealize *)body)->block;
+    tir_Array *x = tir_array_concat(allocs, b->alloc_buffers);
+    tir_release(allocs);
+    allocs = x;
+    body = b->body;
+  }
+  const tir_Node *const *kids = &body;
+  int nk = 1;
+  if (body->kind == TIR_SeqStmt) {
+    kids = (const tir_Node *const *)((const tir_SeqStmt *)body)->seq->items;
+    nk = ((const tir_SeqStmt *)body)->seq->size;
+  }
+  Copy *cps = calloc((size_t)nk, sizeof *cps);
+  int ncp = 0;
+  tir_Node *result = TIR_MUTATE_ERROR;
+  while (ncp < nk) {
+    int marked = 0;
+    tir_visit(kids[ncp], has_copy_mark, &marked);
+    if (!marked) break;
+    if (parse_copy(c, f, kids[ncp], allocs, &cps[ncp])) goto done;
+    cps[ncp].stmt = kids[ncp];
+    ncp++;
+  }
+  if (ncp == 0) {
+    fail_at(c, &f->hdr, "pipelined loop", "loop %s is annotated %s but its body does not start with copies marked %s "
+            "(sch:annotate(copy_block, \"%s\", 1))", f->loop_var->name, KEY_STAGES, KEY_COPY, KEY_COPY);
+    goto done;
+  }
+  for (int i = ncp; i < nk; i++) {
+    int marked = 0;
+    tir_visit(kids[i], has_copy_mark, &marked);
+    if (marked) {
+      fail_at(c, kids[i], "a later copy", "loop %s: the %s copies must come first in the loop body, before the statements "
+              "that use the tiles", f->loop_var->name, KEY_COPY);
+      goto done;
+    }
+  }
+  {
+    tir_DType lt = f->loop_var->hdr.dtype;
+    tir_Node *k0 = tir_sub(R((tir_Node *)f->loop_var), R(f->min));
+    Ver V = {cps, ncp, tir_floormod(R(k0), tir_int_imm(lt, N))};
+    tir_Node *parity = tir_floormod(tir_floordiv(k0, tir_int_imm(lt, N)), tir_int_imm(lt, 2));
+    for (int i = 0; i < ncp; i++) {
+      const tir_Buffer *b = cps[i].dst;
+      cps[i].ver = (tir_Buffer *)tir_node_copy(&b->hdr);
+      tir_release(cps[i].ver->shape);
+      cps[i].ver->shape = prepend(tir_int_imm(b->shape->size ? b->shape->items[0]->dtype : TIR_INT32, N), b->shape);
+      tir_release(cps[i].ver->data);
+      cps[i].ver->data = tir_var_new(b->data->name, b->data->hdr.dtype);
+    }
+    tir_Buffer *full = tir_buffer_new("tma_full", tir_dtype(TIR_DT_UINT, 64, 1), tir_array_of(1, tir_i32((int)N)), NULL, NULL, "shared");
+    tir_Buffer *empty = tir_buffer_new("tma_empty", tir_dtype(TIR_DT_UINT, 64, 1), tir_array_of(1, tir_i32((int)N)), NULL, NULL, "shared");
+    int64_t T = (c->cta_threads[0] > 32 ? c->cta_threads[0] : 32) * (c->cta_threads[1] > 0 ? c->cta_threads[1] : 1) *
+                (c->cta_threads[2] > 0 ? c->cta_threads[2] : 1);
+    /* init */
+    tir_Var *si = tir_var_new("s", TIR_INT32);
+    tir_Node *init_body = tir_seq2(call_stmt("ptx_mbarrier_init", tir_array_of(2, bar_at(full, R((tir_Node *)si)), tir_i32(1))),
+                                   call_stmt("ptx_mbarrier_init", tir_array_of(2, bar_at(empty, R((tir_Node *)si)), tir_i32((int)T))));
+    tir_Node *init = leader(c, tir_for(si, tir_i32(0), tir_i32((int)N), TIR_FOR_SERIAL, "", NULL, init_body));
+    tir_Node *sync = call_stmt("tvm_storage_sync", tir_array_of(1, tir_string_imm("shared")));
+    /* prologue: iterations min .. min + N - 1 (those that exist) */
+    tir_Var *pi = tir_var_new("p", lt);
+    tir_Node *it = tir_add(R(f->min), R((tir_Node *)pi));
+    tir_Node *pro_body = tir_if(tir_cmp(TIR_LT, R((tir_Node *)pi), R(f->extent)),
+                                issue(f, cps, ncp, full, it, tir_cast(TIR_INT32, R((tir_Node *)pi))), NULL);
+    tir_Node *pro = leader(c, tir_for(pi, tir_int_imm(lt, 0), tir_int_imm(lt, N), TIR_FOR_SERIAL, "", NULL, pro_body));
+    /* the loop */
+    tir_Array *items = tir_array_of(1, call_stmt("ptx_mbarrier_wait", tir_array_of(2, bar_at(full, tir_cast(TIR_INT32, R(V.stage))),
+                                                                                    tir_cast(TIR_INT32, R(parity)))));
+    for (int i = ncp; i < nk; i++) {
+      tir_Node *x = tir_mutate(kids[i], ver_mut, &V);
+      if (!x) {
+        tir_release(items);
+        goto emit_fail;
+      }
+      items = tir_array_push(items, x);
+    }
+    items = tir_array_push(items, call_stmt("ptx_mbarrier_arrive", tir_array_of(1, bar_at(empty, tir_cast(TIR_INT32, R(V.stage))))));
+    tir_Node *nxt = tir_add(R((tir_Node *)f->loop_var), tir_int_imm(lt, N));
+    tir_Node *refill = tir_seq2(call_stmt("ptx_mbarrier_wait", tir_array_of(2, bar_at(empty, tir_cast(TIR_INT32, R(V.stage))),
+                                                                            tir_cast(TIR_INT32, R(parity)))),
+                                issue(f, cps, ncp, full, R(nxt), tir_cast(TIR_INT32, R(V.stage))));
+    tir_Node *end = tir_add(R(f->min), R(f->extent));
+    items = tir_array_push(items, leader(c, tir_if(tir_cmp(TIR_LT, nxt, end), refill, NULL)));
+    tir_Array *anns = tir_ann_remove(f->annotations, KEY_STAGES);
+    tir_Node *loop = tir_for(R(f->loop_var), R(f->min), R(f->extent), f->kind, f->thread_tag, anns, tir_seq(items));
+    /* the block holding the versioned tiles, the barriers and the other buffers of the body */
+    tir_Array *nallocs = tir_array_empty();
+    for (int q = 0; q < allocs->size; q++) {
+      const tir_Node *a = allocs->items[q];
+      const Copy *cp = ver_of(&V, (const tir_Buffer *)a);
+      nallocs = tir_array_push(nallocs, tir_retain(cp ? &cp->ver->hdr : a));
+    }
+    nallocs = tir_array_push(nallocs, &full->hdr);
+    nallocs = tir_array_push(nallocs, &empty->hdr);
+    tir_Block *blk = tir_block_new("", NULL, NULL, NULL, NULL, nallocs, NULL, NULL, tir_seq(tir_array_of(4, init, sync, pro, loop)));
+    result = tir_block_realize(tir_array_empty(), tir_bool_imm(1), blk);
+    tir_release(V.stage), tir_release(parity);
+    goto done;
+  emit_fail:
+    tir_release(V.stage), tir_release(parity);
+    tir_release(full), tir_release(empty), tir_release(init), tir_release(sync), tir_release(pro);
+    result = TIR_MUTATE_ERROR;
+  }
+done:
+  for (int i = 0; i < nk; i++) {
+    for (int d = 0; d < TIR_TMA_MAX_RANK; d++) tir_release(cps[i].base[d]);
+    tir_release(cps[i].ver);
+  }
+  free(cps);
+  tir_release(allocs);
+  return result;
+}
+
+static tir_Node *mut(const tir_Node *n, void *arg) {
+  Ctx *c = arg;
+  if (tir_is_expr(n)) return tir_retain(n);
+  if (n->kind != TIR_For) return NULL;
+  const tir_For *f = (const tir_For *)n;
+  if (f->kind == TIR_FOR_THREAD_BINDING && strncmp(f->thread_tag, "threadIdx.", 10) == 0 && c->n_threads < 8) {
+    c->thread_x[c->n_threads] = f->thread_tag[10] == 'x';
+    c->threads[c->n_threads++] = f->loop_var;
+    tir_Node *m = tir_mutate_children(n, mut, arg);
+    c->n_threads--;
+    return m ? m : TIR_MUTATE_ERROR;
+  }
+  if (!tir_ann_get(f->annotations, KEY_STAGES)) return NULL;
+  return pipeline(c, f);
+}
+
+tir_PrimFunc *tir_pass_inject_tma_pipeline(const tir_PrimFunc *f) {
+  Ctx c;
+  memset(&c, 0, sizeof c);
+  c.func = f;
+  tir_visit(f->body, scan_threads, &c);
+  return pass_with_body(f, tir_mutate(f->body, mut, &c));
+}
