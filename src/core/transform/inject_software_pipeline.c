@@ -257,12 +257,6 @@ static const Remap *find_remap(Pipe *p, const tir_Buffer *b) {
   return NULL;
 }
 
-static tir_Array *prepend(tir_Node *first, const tir_Array *rest) {
-  tir_Array *a = tir_array_new(rest->size + 1);
-  a->items[0] = first;
-  for (int i = 0; i < rest->size; i++) a->items[i + 1] = tir_retain(rest->items[i]);
-  return a;
-}
 
 static tir_Node *ver_mut(const tir_Node *n, void *arg) {
   Pipe *p = arg;
@@ -274,7 +268,7 @@ static tir_Node *ver_mut(const tir_Node *n, void *arg) {
       const Remap *r = find_remap(p, l->buffer);
       if (!r) return m;
       if (l->buffer != r->old) goto opaque;
-      tir_Node *out = tir_buffer_load((tir_Buffer *)R(r->nb), prepend(version_index(p, r), l->indices));
+      tir_Node *out = tir_buffer_load((tir_Buffer *)R(r->nb), pass_prepend(version_index(p, r), l->indices));
       tir_release(m);
       return out;
     opaque:
@@ -293,7 +287,7 @@ static tir_Node *ver_mut(const tir_Node *n, void *arg) {
         tir_release(m);
         return TIR_MUTATE_ERROR;
       }
-      tir_Node *out = tir_buffer_store((tir_Buffer *)R(r->nb), R(s->value), prepend(version_index(p, r), s->indices));
+      tir_Node *out = tir_buffer_store((tir_Buffer *)R(r->nb), R(s->value), pass_prepend(version_index(p, r), s->indices));
       tir_release(m);
       return out;
     }
@@ -305,7 +299,7 @@ static tir_Node *ver_mut(const tir_Node *n, void *arg) {
       if (!m) return TIR_MUTATE_ERROR;
       const tir_BufferRegion *mb = (const tir_BufferRegion *)m;
       tir_Node *rg = &tir_range(version_index(p, r), tir_int_imm(p->cur->loop_var->hdr.dtype, 1))->hdr;
-      tir_Node *out = &tir_buffer_region((tir_Buffer *)R(r->nb), prepend(rg, mb->region))->hdr;
+      tir_Node *out = &tir_buffer_region((tir_Buffer *)R(r->nb), pass_prepend(rg, mb->region))->hdr;
       tir_release(m);
       return out;
     }
@@ -344,23 +338,6 @@ static int versions_of(Pipe *p, const tir_Node *data) {
   return any_writer ? v : 1;
 }
 
-static tir_Buffer *versioned_buffer(const tir_Buffer *b, int versions) {
-  tir_Buffer *nb = (tir_Buffer *)tir_node_copy(&b->hdr);
-  tir_DType it = b->shape->size ? b->shape->items[0]->dtype : TIR_INT32;
-  tir_Array *shape = prepend(tir_int_imm(it, versions), b->shape);
-  tir_release(nb->shape);
-  nb->shape = shape;
-  if (b->strides->size) {
-    tir_Node *s0 = tir_mul(R(b->strides->items[0]), R(b->shape->items[0]));
-    tir_Array *strides = prepend(s0, b->strides);
-    tir_release(nb->strides);
-    nb->strides = strides;
-  }
-  /* a fresh data var: the versioned buffer is a different allocation */
-  tir_release(nb->data);
-  nb->data = tir_var_new(b->data->name, b->data->hdr.dtype);
-  return nb;
-}
 
 /* ---- fresh copies: every instance of a statement defines its own variables and buffers
  * (printing and structural equality map each definition once, as TVM's ConvertSSA) ---- */
@@ -831,7 +808,7 @@ static tir_Node *pipeline(Ctx *ctx, const tir_For *orig, const tir_For *f) {
     int vv = versions_of(&P, &b->data->hdr);
     if (vv > 1) {
       P.remap[P.n_remap].old = b;
-      P.remap[P.n_remap].nb = versioned_buffer(b, vv);
+      P.remap[P.n_remap].nb = pass_versioned_buffer(b, vv);
       P.remap[P.n_remap].versions = vv;
       P.n_remap++;
     }

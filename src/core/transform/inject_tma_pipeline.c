@@ -249,12 +249,6 @@ static const Copy *ver_of(const Ver *v, const tir_Buffer *b) {
   return NULL;
 }
 
-static tir_Array *prepend(tir_Node *first, const tir_Array *rest) {
-  tir_Array *a = tir_array_new(rest->size + 1);
-  a->items[0] = first;
-  for (int i = 0; i < rest->size; i++) a->items[i + 1] = tir_retain(rest->items[i]);
-  return a;
-}
 
 static tir_Node *ver_mut(const tir_Node *n, void *arg) {
   Ver *v = arg;
@@ -266,7 +260,7 @@ static tir_Node *ver_mut(const tir_Node *n, void *arg) {
       if (!m) return TIR_MUTATE_ERROR;
       const tir_BufferLoad *l = (const tir_BufferLoad *)m;
       cp = ver_of(v, l->buffer);
-      tir_Node *out = tir_buffer_load(R(cp->ver), prepend(R(v->stage), l->indices));
+      tir_Node *out = tir_buffer_load(R(cp->ver), pass_prepend(R(v->stage), l->indices));
       tir_release(m);
       return out;
     }
@@ -276,7 +270,7 @@ static tir_Node *ver_mut(const tir_Node *n, void *arg) {
       if (!m) return TIR_MUTATE_ERROR;
       const tir_BufferStore *s = (const tir_BufferStore *)m;
       cp = ver_of(v, s->buffer);
-      tir_Node *out = tir_buffer_store(R(cp->ver), R(s->value), prepend(R(v->stage), s->indices));
+      tir_Node *out = tir_buffer_store(R(cp->ver), R(s->value), pass_prepend(R(v->stage), s->indices));
       tir_release(m);
       return out;
     }
@@ -286,7 +280,7 @@ static tir_Node *ver_mut(const tir_Node *n, void *arg) {
       tir_Node *m = tir_mutate_children(n, ver_mut, arg);
       if (!m) return TIR_MUTATE_ERROR;
       tir_Node *rg = &tir_range(R(v->stage), tir_int_imm(v->stage->dtype, 1))->hdr;
-      tir_Node *out = &tir_buffer_region(R(cp->ver), prepend(rg, ((const tir_BufferRegion *)m)->region))->hdr;
+      tir_Node *out = &tir_buffer_region(R(cp->ver), pass_prepend(rg, ((const tir_BufferRegion *)m)->region))->hdr;
       tir_release(m);
       return out;
     }
@@ -408,12 +402,7 @@ static tir_Node *pipeline(Ctx *c, const tir_For *f) {
     Ver V = {cps, ncp, tir_floormod(R(k0), tir_int_imm(lt, N))};
     tir_Node *parity = tir_floormod(tir_floordiv(k0, tir_int_imm(lt, N)), tir_int_imm(lt, 2));
     for (int i = 0; i < ncp; i++) {
-      const tir_Buffer *b = cps[i].dst;
-      cps[i].ver = (tir_Buffer *)tir_node_copy(&b->hdr);
-      tir_release(cps[i].ver->shape);
-      cps[i].ver->shape = prepend(tir_int_imm(b->shape->size ? b->shape->items[0]->dtype : TIR_INT32, N), b->shape);
-      tir_release(cps[i].ver->data);
-      cps[i].ver->data = tir_var_new(b->data->name, b->data->hdr.dtype);
+      cps[i].ver = pass_versioned_buffer(cps[i].dst, (int)N);
     }
     tir_Buffer *full = tir_buffer_new("tma_full", tir_dtype(TIR_DT_UINT, 64, 1), tir_array_of(1, tir_i32((int)N)), NULL, NULL, "shared");
     tir_Buffer *empty = tir_buffer_new("tma_empty", tir_dtype(TIR_DT_UINT, 64, 1), tir_array_of(1, tir_i32((int)N)), NULL, NULL, "shared");

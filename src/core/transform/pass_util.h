@@ -18,4 +18,31 @@ static inline tir_PrimFunc *pass_with_body(const tir_PrimFunc *f, tir_Node *body
   return g;
 }
 
+/* A new array: first (stolen), then rest's items (retained). */
+static inline tir_Array *pass_prepend(tir_Node *first, const tir_Array *rest) {
+  tir_Array *a = tir_array_new(rest->size + 1);
+  a->items[0] = first;
+  for (int i = 0; i < rest->size; i++) a->items[i + 1] = tir_retain(rest->items[i]);
+  return a;
+}
+
+/* b with a leading dimension of `versions` (a pipeline's multi-buffered copy of it) and a
+ * fresh data var: a different allocation (inject_software_pipeline, inject_tma_pipeline). */
+static inline tir_Buffer *pass_versioned_buffer(const tir_Buffer *b, int versions) {
+  tir_Buffer *nb = (tir_Buffer *)tir_node_copy(&b->hdr);
+  tir_DType it = b->shape->size ? b->shape->items[0]->dtype : TIR_INT32;
+  tir_Array *shape = pass_prepend(tir_int_imm(it, versions), b->shape);
+  tir_release(nb->shape);
+  nb->shape = shape;
+  if (b->strides->size) {
+    tir_Node *s0 = tir_mul(R(b->strides->items[0]), R(b->shape->items[0]));
+    tir_Array *strides = pass_prepend(s0, b->strides);
+    tir_release(nb->strides);
+    nb->strides = strides;
+  }
+  tir_release(nb->data);
+  nb->data = tir_var_new(b->data->name, b->data->hdr.dtype);
+  return nb;
+}
+
 #endif
