@@ -134,6 +134,7 @@ function U.merge(a, b)
   for k, v in pairs(a) do r[k] = v end
   for k, v in pairs(b or {}) do r[k] = v end
   return r
+end
 
 -- Statement rewriting of a lowered function, for planting bugs: fn(stmt) returns nil (keep and
 -- recurse), false (delete) or a replacement.

@@ -102,12 +102,8 @@ describe("inject_tma_pipeline (tc_gemm tma = true)", function()
 end)
 
 describe("#gpu TMA pipelines on the device", function()
-  local dev = tir.device("cuda", 0)
-  local ok, why = dev:exists()
-  if not ok then
-    it("is skipped: " .. tostring(why), function() pending("no GPU: " .. tostring(why)) end)
-    return
-  end
+  local dev = U.gpu_or_pending(it, function(w) pending(w) end)
+  if not dev then return end
   it("tc_gemm tma = true matches cuBLAS (fp16 out) at 1024^3 and 4096^3, stages 2-4, layouts NT / NN / TN", function()
     for _, c in ipairs({{1024, "NT", 3}, {1024, "NN", 2}, {1024, "TN", 4}, {4096, "NT", 4}}) do
       local n, lay, st = c[1], c[2], c[3]

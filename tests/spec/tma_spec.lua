@@ -164,12 +164,8 @@ describe("tir.simulate on TMA copies and mbarriers", function()
 end)
 
 describe("#gpu TMA on the device", function()
-  local dev = tir.device("cuda", 0)
-  local ok, why = dev:exists()
-  if not ok then
-    it("is skipped: " .. tostring(why), function() pending("no GPU: " .. tostring(why)) end)
-    return
-  end
+  local dev = U.gpu_or_pending(it, function(w) pending(w) end)
+  if not dev then return end
   it("copies 64 x 64 fp16 tiles with one TMA copy each (no swizzle and 128-byte swizzle), tensor maps encoded at launch", function()
     for _, sw in ipairs({0, 128}) do
       for _, rows in ipairs({256, 4096}) do
