@@ -1,11 +1,12 @@
--- matmul_tc_common.lua -- shared by matmul_wmma.lua and matmul_mma.lua: builds the fp16 tensor-core
+-- matmul_tc_common.lua -- shared by matmul_wmma.lua, matmul_mma.lua and matmul_tma.lua: builds the fp16 tensor-core
 -- GEMM (tir.schedules.tc_gemm) with the given intrinsic, prints the scheduled IR, the trace and the
 -- PTX lines with the tensor-core instructions; runs it on a GPU against cuBLAS, or on the CPU
 -- interpreter (which runs each intrinsic's desc) at a small size.
 local tir = require("tir")
 local tc = require("tir.schedules.tc_gemm")
 
-return function(intrin, argv)
+-- extra: tc_gemm options over the example's (matmul_tma.lua: tma = true); name: the script's.
+return function(intrin, argv, extra, name)
   local dev = tir.device("cuda", 0)
   local has_gpu, why = dev:exists()
   local function size(i, d)
@@ -16,12 +17,13 @@ return function(intrin, argv)
   local M = size(1, has_gpu and 4096 or 64)
   local N, K = size(2, M), size(3, M)
   if M <= 0 or N <= 0 or K <= 0 then
-    io.stderr:write("usage: tirlua scripts/examples/matmul_" .. intrin .. ".lua [M N K]\n")
+    io.stderr:write("usage: tirlua scripts/examples/matmul_" .. (name or intrin) .. ".lua [M N K]\n")
     os.exit(1)
   end
   -- tiles: the benchmark's defaults on a GPU, small ones for the interpreter
   local o = {intrin = intrin, epilogue = "D", stages = 3}
   if not has_gpu then o.BM, o.BN, o.BK, o.warp_m, o.warp_n = 32, 32, 32, 16, 16 end
+  for k, v in pairs(extra or {}) do o[k] = v end
   local BM, BN, BK = o.BM or 128, o.BN or 128, o.BK or 32
   local pad = (M % BM ~= 0 or N % BN ~= 0 or K % BK ~= 0) and {BM, BN, BK} or nil
   local func = tc.workload(M, N, K, "float16", "float16", pad)
@@ -36,7 +38,7 @@ return function(intrin, argv)
   -- instructions at the start of a PTX line (so wmma.mma.sync is not counted as mma.sync)
   for _, x in ipairs(tir.testing.ptx_instructions(ptx, {"mma%.sync%.aligned[%w%.]*", "ldmatrix%.sync%.aligned[%w%.]*",
       "wmma%.load%.[ab]%.sync[%w%.]*", "wmma%.mma%.sync[%w%.]*", "wmma%.store%.d%.sync[%w%.]*", "cp%.async%.c[ga]%.shared%.global[^;]*",
-      "cp%.async%.commit_group", "cp%.async%.wait_group[^;]*"})) do
+      "cp%.async%.commit_group", "cp%.async%.wait_group[^;]*", "cp%.async%.bulk%.tensor[^;]*", "mbarrier%.init[%w%.:_]*", "mbarrier%.arrive[%w%.:_]*", "mbarrier%.try_wait[%w%.:_]*"})) do
     print(("  %4d x  %s"):format(x.count, x.first))
   end
   if has_gpu then
@@ -67,7 +69,7 @@ return function(intrin, argv)
     local cs = tir.nd.empty({M, N}, "float16")
     local rep = tir.simulate(mod, {a, b, cs})
     local st2 = tir.testing.assert_allclose(cs, c0, {rtol = 1e-2, atol = 1e-2})
-    print(("simulator: %d CTAs, %d warp-level ops, %d cp.async, %d barriers, no races; max abs error %.3g"):format(
-      rep.ctas, rep.warp_ops, rep.cp_async, rep.barriers, st2.max_abs))
+    print(("simulator: %d CTAs, %d warp-level ops, %d cp.async, %d TMA copies, %d barriers, no races; max abs error %.3g"):format(
+      rep.ctas, rep.warp_ops, rep.cp_async, rep.tma_copies, rep.barriers, st2.max_abs))
   end
 end
