@@ -26,6 +26,14 @@ local VARIANTS = {
   mma_256_s4 = {desc = "mma.sync, 128x256x32 CTA, 4-stage cp.async pipeline", opts = {intrin = "mma", BN = 256, stages = 4}},
   wmma_s3 = {desc = "WMMA, 3-stage cp.async pipeline", opts = {intrin = "wmma", stages = 3}},
   wmma = {desc = "WMMA 16x16x16, 128x128x32 CTA, 64x64 warp tiles", opts = {intrin = "wmma"}},
+  -- Hopper TMA (tc_gemm tma = true; sm_90): one cp.async.bulk.tensor per tile by thread 0, full/empty mbarrier
+  -- pipeline without __syncthreads in the main loop; shared rows dense (TMA does not pad)
+  tma_s3 = {desc = "mma.sync, TMA tiles, 3-stage mbarrier pipeline (128x128x32)", opts = {intrin = "mma", tma = true, stages = 3}},
+  tma_s4 = {desc = "mma.sync, TMA tiles, 4-stage mbarrier pipeline (128x128x32)", opts = {intrin = "mma", tma = true, stages = 4}},
+  tma_256_s4 = {desc = "mma.sync, TMA tiles, 128x256x32 CTA, 4 stages", opts = {intrin = "mma", tma = true, BN = 256, stages = 4}},
+  tma_b64_s3 = {desc = "mma.sync, TMA tiles, 128x128x64 (128-byte rows), 3 stages", opts = {intrin = "mma", tma = true, BK = 64, stages = 3}},
+  mma_nopad_s4 = {desc = "as mma_s4 with unpadded shared rows (the layout TMA gives: isolates TMA from padding)",
+                  opts = {intrin = "mma", stages = 4, pad = false}},
   -- split-K (tc_gemm split_k: partial sums on blockIdx.z + a kernel adding them); small-M shapes only
   mma_s4_sk2 = {desc = "as mma_s4, split_k = 2 (M <= 128 only)", opts = {intrin = "mma", stages = 4, split_k = 2}, small_m = true},
   mma_s4_sk4 = {desc = "as mma_s4, split_k = 4 (M <= 128 only)", opts = {intrin = "mma", stages = 4, split_k = 4}, small_m = true},
