@@ -1,6 +1,6 @@
 /* runtime.h -- devices, arrays, CUDA (driver API + NVRTC), reference BLAS.
  *
- * Nothing here links against CUDA: libcuda.so.1, libnvrtc, libcublas and libopenblas
+ * Nothing here links against CUDA: libcuda.so.1, libnvrtc, libcublas, libcudnn and libopenblas
  * are opened with dlopen on first use, so the library builds and runs on machines with
  * no GPU, no driver or no toolkit; the GPU functions then fail with a clear reason
  * ("no CUDA driver (libcuda.so.1 not found)", "no CUDA device").

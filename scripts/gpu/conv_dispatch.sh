@@ -3,7 +3,7 @@
 # ./tirlua or .carry/bin/tirlua) and busted's modules (.carry/lua): issue 10's convolution
 # benchmark and kernel families, logs and bench rows under $OUT:
 #   sh scripts/gpu/conv_dispatch.sh [what ...]    what: specs dispatch conv (default: all three)
-#     specs     the #gpu specs of dispatch_spec, cudnn_spec (and conv_tc_spec when present)
+#     specs     the #gpu specs of dispatch_spec and cudnn_spec
 #     dispatch  scripts/examples/dispatch.lua at N = K = 4096 (every entry vs cuBLAS, dispatch overhead)
 #     conv      bench/conv2d.lua (ResNet-50's 23 conv layers at N = 128 vs cuDNN; rows -> $OUT/results.jsonl)
 OUT=${OUT:-out}
@@ -19,7 +19,6 @@ for w in $what; do
   case $w in
     specs)
       specs="tests/spec/dispatch_spec.lua tests/spec/cudnn_spec.lua"
-      [ -f tests/spec/conv_tc_spec.lua ] && specs="$specs tests/spec/conv_tc_spec.lua"
       "$T" tests/run_busted.lua --run=gpu -o utfTerminal $specs > "$OUT/gpu_specs.log" 2>&1 || status=1
       tail -15 "$OUT/gpu_specs.log" ;;
     dispatch) "$T" scripts/examples/dispatch.lua > "$OUT/dispatch.log" 2>&1 || status=1; tail -30 "$OUT/dispatch.log" ;;
