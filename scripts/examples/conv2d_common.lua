@@ -24,15 +24,17 @@ return function(variant, argv)
   local layer = {N = v[1], H = v[2], W = v[3], C = v[4], F = v[5], R = v[6], S = v[7], stride = v[8], padding = v[9],
                  bias = true, activation = "relu"}
   local probe = select(2, ct.workload(layer))
-  local opts = ct.layer_options(probe, has_gpu and nil or {BM = 32, BN = 32, BK = 32, warp_m = 16, warp_n = 16, stages = 2})
+  -- a GPU: the layer's tiles (tuned or default); the simulator: small tiles for a small layer
+  local small = {BM = 32, BN = 32, BK = 32, warp_m = 16, warp_n = 16, stages = 2}
+  local opts, how = ct.layer_options(probe, (not has_gpu) and small or nil)
   if opts.BM and probe.M % opts.BM ~= 0 then layer.pad_m = opts.BM end
   local func, info = ct.workload(layer)
   opts.variant = (variant == "implicit_gemm") and "implicit" or "im2col"
   local sch = ct.schedule(func, opts)
   local json = require("tir.json")
-  print(("-- conv2d %s: N=%d %dx%dx%d -> %d, %dx%d stride %d pad %d; GEMM M=%d (rows %d) N=%d K=%d (padded %d); tiles %s"):format(
+  print(("-- conv2d %s: N=%d %dx%dx%d -> %d, %dx%d stride %d pad %d; GEMM M=%d (rows %d) N=%d K=%d (padded %d); tiles %s (%s)"):format(
     opts.variant, layer.N, layer.H, layer.W, layer.C, layer.F, layer.R, layer.S, layer.stride, layer.padding, info.M, info.Mp, info.F,
-    info.K, info.Kp, json.encode(opts)))
+    info.K, info.Kp, json.encode(opts), how))
   local mod = tir.build(sch.mod, "cuda")
   local src = mod:get_source("cuda")
   local kernels = select(2, src:gsub("__global__", ""))
