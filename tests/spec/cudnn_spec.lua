@@ -17,7 +17,7 @@ describe("tir.cudnn without a GPU", function()
       assert.are.equal(0, tir.cudnn.version())
     end
     -- an explicit override that does not exist is reported, not silently replaced
-    local exe = arg and arg[-1] or "build/tirlua"
+    local exe = (os.getenv("TIRLUA_BUILD_DIR") or "build") .. "/tirlua"
     local p = io.popen(("TIRLUA_CUDNN=/nonexistent/libcudnn.so.9 %s -e 'print(tir.cudnn.available())' 2>&1"):format(exe))
     local out = p:read("a")
     p:close()
