@@ -43,6 +43,7 @@ local VARIANTS = {
   -- the tuning database's configuration (tc_gemm_tune.options: tuned, nearest tuned shape, or defaults)
   tuned = {desc = "the tuning database's options for the shape (tc_gemm_tune.options; the row says which: tuned, nearest, defaults)",
            tuned = true},
+  auto = {desc = "tc_gemm.auto_tensorize's own pick (tuned = false; M, N, K multiples of 16)", auto = true},
 }
 
 -- extra configurations for experiments: TIRLUA_BENCH_EXTRA="name:BK=64,stages=3;name2:..."
@@ -99,6 +100,14 @@ for _, s in ipairs(shapes) do
     local okb, mod, config, params
     if VARIANTS[v].small_m and m > 128 then
       okb, mod = false, "split-K rows are for M <= 128"
+    elseif VARIANTS[v].auto then
+      okb, mod = pcall(function()
+        local sch, o = tc.auto_tensorize(tc.workload(m, n, k, "float16", "float16"), "mma.m16n8k16", nil, {epilogue = "D", tuned = false})
+        params = require("tir.json").encode({BM = o.BM, BN = o.BN, BK = o.BK, warp_m = o.warp_m, warp_n = o.warp_n, stages = o.stages,
+                                             split_k = o.split_k})
+        config = "auto_tensorize"
+        return tir.build(sch.mod, "cuda")
+      end)
     elseif VARIANTS[v].tuned then
       local p
       p, config = tt.options(m, n, k, {})

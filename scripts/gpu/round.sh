@@ -9,7 +9,7 @@
 #   tune       tir.tune over tc_gemm at 4096^3              -> tune.log
 #   smallm     tir.tune over tc_gemm at M = 16 and 128 (N = 11008, K = 4096; split-K, small tiles;
 #              database $TIRLUA_TUNE_DB, default $OUT/tuning.jsonl), then bench/gemm_fp16.lua's
-#              split-K and tuned rows at M = 1, 16, 64, 128                 -> smallm.log
+#              split-K, tuned and auto_tensorize rows at M = 1, 16, 64, 128  -> smallm.log
 # Exit status: non-zero when any stage failed (the others still run).
 set -u
 OUT=${OUT:-out}
@@ -44,7 +44,7 @@ for stage in "$@"; do
     smallm)
       export TIRLUA_TUNE_DB="${TIRLUA_TUNE_DB:-$OUT/tuning.jsonl}"
       "$T" bench/tune_gemm.lua 16x11008x4096 128x11008x4096 > "$OUT/smallm.log" 2>&1 || status=1
-      TIRLUA_BENCH_VARIANTS=mma_s4,mma_s4_sk2,mma_s4_sk4,mma_s4_sk8,mma_b64_s3_sk4,tuned "$T" bench/gemm_fp16.lua 1x11008x4096 \
+      TIRLUA_BENCH_VARIANTS=mma_s4,mma_s4_sk2,mma_s4_sk4,mma_s4_sk8,mma_b64_s3_sk4,tuned,auto "$T" bench/gemm_fp16.lua 1x11008x4096 \
         16x11008x4096 64x11008x4096 128x11008x4096 >> "$OUT/smallm.log" 2>&1 || status=1
       cat "$OUT/smallm.log" ;;
     *) echo "round.sh: unknown stage $stage"; status=1 ;;

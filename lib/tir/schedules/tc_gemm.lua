@@ -717,7 +717,8 @@ local INSTR = {["mma.m16n8k16"] = "mma", ["mma.m16n8k32"] = "mma", mma = "mma", 
 -- M, N, K extents must be multiples of 16 (use M.workload(..., pad) for other shapes), its
 -- dtypes a row of M.SUPPORTED.  Tiles: the tuning database's for this GEMM (or the nearest
 -- tuned shape; tc_gemm_tune.lookup; extra.tuned = false skips it, extra.db / extra.target pick
--- the database and target), else M.pick_tiles (enough CTAs for the SMs).  Returns the Schedule
+-- the database and target), else M.pick_tiles (enough CTAs for the SMs; for M = 16 or 32 an
+-- M x 128 tile, BK 64 and split_k up to 2 CTAs per SM).  Returns the Schedule
 -- and the options it chose, with ctas (the main kernel's grid size), config (which it used:
 -- "tuned <key>", "nearest <key>" or "defaults (<why>)") and config_key (the workload key).
 function M.auto_tensorize(func, instr, block, extra)
@@ -778,6 +779,21 @@ function M.auto_tensorize(func, instr, block, extra)
     end
   end
   o.stages = k // o.BK >= 3 and 3 or 1
+  -- M = 16 or 32 with 16-bit inputs: the GEMM is bound by reading B (16 x 11008 x 4096 moves
+  -- 90 MB for 1.4 GFLOP).  The H200's best (bench/RESULTS.md "Small M", the tuner's pick too):
+  -- an M x 128 CTA of 16 x 32 warp tiles with a 64-deep k tile (3 stages), and split-K until
+  -- there are 2 CTAs per SM (31.2 us against 34.0 unsplit, 80 with the 32-deep 4-stage tile).
+  -- Split 2, 4 or 8, keeping >= 6 BK steps per slice.  (K < 1024: too little to stream; the
+  -- pick above keeps its smaller tiles and more CTAs.)
+  local bn_small = n % 128 == 0 and 128 or (n % 64 == 0 and 64 or nil)
+  if tk == 16 and intrin == "mma" and (m == 16 or m == 32) and k >= 1024 and k % 64 == 0 and bn_small then
+    o.BM, o.BN, o.warp_m, o.warp_n = m, bn_small, m, 32
+    o.BK, o.stages = 64, k // 64 >= 3 and 3 or 1
+    local tiles = batch * (n // bn_small)
+    for _, sk in ipairs({2, 4, 8}) do
+      if tiles * (o.split_k or 1) < 2 * sms and k % (sk * 64) == 0 and k // (sk * 64) >= 6 then o.split_k = sk end
+    end
+  end
   -- a tuned configuration of this GEMM (or of the nearest tuned shape) replaces the pick
   local config, config_key = "defaults (tuned = false)", nil
   if extra.tuned ~= false then
