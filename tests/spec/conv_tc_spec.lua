@@ -77,6 +77,37 @@ describe("conv2d_tc on the simulator", function()
     end
   end)
 
+  it("int8 with the quantized epilogue (bias, per-channel scale, zero point, relu): bit-exact, and equal to tir.ops.conv's requantize", function()
+    local c = {N = 2, H = 8, W = 8, C = 32, F = 32, R = 3, S = 3, padding = 1, dtype = "int8", bias = true, pad_k = 64, activation = "relu",
+               requantize = {scale = "per_channel", out_zero_point = -5}}
+    local f, info = ct.workload(c)
+    assert.are.equal("int8", info.out_dtype)
+    -- the same layer as a te op, for the meaning of the numbers
+    local te = tir.te
+    local X = te.placeholder({2, 8, 8, 32}, "int8", "X")
+    local W = te.placeholder({3, 3, 32, 32}, "int8", "W")
+    local B = te.placeholder({32}, "int32", "bias")
+    local S = te.placeholder({32}, "float32", "scale")
+    local Y = tir.ops.conv(X, W, {padding = 1, bias = B, activation = "relu", requantize = {scale = "per_channel", out_zero_point = -5},
+                                  scale_tensor = S})
+    local g = te.create_prim_func({X, W, B, S, Y})
+    for _, variant in ipairs({"implicit", "im2col"}) do
+      local sch = ct.schedule(f, {variant = variant, BM = 64, BN = 32, BK = 64, warp_m = 32, warp_n = 16, stages = 2, im2col_vec = 16})
+      local mod = tir.build(sch.mod, "cuda -arch=sm_80", {compile = false})
+      local args = args_for(f, 4)
+      local sc = {}
+      for i = 1, 32 do sc[i] = (i % 3 == 0) and 0.5 or (i / 32) * 1e-4 end -- exact halves: ties of the rounding
+      args[4] = tir.nd.array(sc, "float32")
+      local rep = tir.simulate(mod, args, {reference = f})
+      assert.are.equal(0, rep.n_issues)
+      local ga = {args[1], ct.unpack_weight(c, args[2]), args[3], args[4], tir.nd.empty({2, 8, 8, 32}, "int8")}
+      tir.interpret(g, ga)
+      for m = 0, info.M - 1 do
+        for j = 0, 31 do assert.are.equal(ga[5]:get(m * 32 + j), args[5]:get(m, j)) end
+      end
+    end
+  end)
+
   it("implicit GEMM: one kernel, A gathered by zero-filling cp.async, no im2col matrix in global memory", function()
     local mod, _, rep = simulate(LAYERS[1].c, with(SMALL, {variant = "implicit"}))
     assert.are.equal(1, rep.kernels)
@@ -145,6 +176,8 @@ describe("conv2d_tc errors", function()
     U.expect_error(function() ct.workload(with(c, {padding = -1})) end, "im2col", "padding must not be negative")
     U.expect_error(function() ct.workload(with(c, {activation = "tanh"})) end, "activation must be \"relu\"")
     U.expect_error(function() ct.workload(with(c, {strid = 2})) end, "unknown option 'strid'", "did you mean 'stride'")
+    U.expect_error(function() ct.workload(with(c, {requantize = {scale = 0.5}})) end, "requantize is for int8")
+    U.expect_error(function() ct.workload(with(c, {dtype = "int8", requantize = {out_zero_point = 300}})) end, "outside int8")
   end)
   it("schedule options", function()
     local f = ct.workload(c)

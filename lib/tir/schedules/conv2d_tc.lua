@@ -33,7 +33,7 @@ local M = {}
 
 local WORKLOAD_OPTS = {N = "positive", H = "positive", W = "positive", C = "positive", F = "positive", R = "positive", S = "positive",
                        stride = "any", padding = "any", dilation = "any", dtype = "dtype", out_dtype = "dtype", bias = "boolean",
-                       activation = "string", pad_k = "positive", pad_m = "positive", kernel_layout = "string"}
+                       activation = "string", pad_k = "positive", pad_m = "positive", kernel_layout = "string", requantize = "table"}
 M.WORKLOAD_OPTS = WORKLOAD_OPTS
 
 local ACC = {float16 = "float32", bfloat16 = "float32", int8 = "int32", uint8 = "int32"}
@@ -49,12 +49,15 @@ local function checked(P, o)
   return dt
 end
 
---- The workload: PrimFunc (X [N, H, W, C], Wm [Kp, F], [bias [F] of the accumulator dtype], out [Mp, F])
+--- The workload: PrimFunc (X [N, H, W, C], Wm [Kp, F], [bias [F] of the accumulator dtype], [scale [F]], out [Mp, F])
 -- with blocks "A_im2col", "C" (the GEMM, accumulating in float32 / int32) and "D" (the epilogue:
 -- + bias, relu, cast to out_dtype: default float16 for 16-bit inputs, int32 for int8).
 -- o: N, H, W, C, F, R, S, stride, padding, dilation (tir.ops.conv's forms), dtype ("float16"),
 -- out_dtype, bias (false), activation (nil | "relu"), pad_k (K padded to a multiple of it: 32),
--- pad_m (M = N*P*Q padded to a multiple of it: rows of zeros in A, scratch rows in out; default none).
+-- pad_m (M = N*P*Q padded to a multiple of it: rows of zeros in A, scratch rows in out; default none),
+-- requantize = {scale = number | "per_channel", out_zero_point, out_dtype = "int8" | "uint8"} (int8
+-- inputs: tir.ops.quantized_matmul's requantization replaces the cast; "per_channel" adds a float32
+-- parameter scale [F] after bias; relu raises the low end to the zero point).
 -- info: {M, Mp, K, Kp, P, Q, F, plan (tir.ops.conv_plan's), flops (2 M F K), dtype, out_dtype}.
 function M.workload(o)
   local P = "conv2d_tc.workload"
@@ -78,9 +81,35 @@ function M.workload(o)
   if o.bias then bias = te.placeholder({F}, acc, "bias"); params[#params + 1] = bias end
   -- D covers the padded rows too (so that it fuses into the GEMM's write-back): out [Mp, F],
   -- rows >= M are scratch (epi(0))
+  local req, scale
+  if o.requantize then
+    -- tir.ops.quantized_matmul's requantization (round half to even in float32, clamp, zero point)
+    local r = util.check_opts(P .. " requantize", o.requantize, {scale = "number|string", out_zero_point = "integer", out_dtype = "string"})
+    if acc ~= "int32" then util.raise("TypeError", P, "requantize is for int8 / uint8 inputs (dtype %s)", dt) end
+    req = {scale = r.scale == nil and 1.0 or r.scale, zo = r.out_zero_point or 0, out_dtype = r.out_dtype or "int8"}
+    local range = ({int8 = {-128, 127}, uint8 = {0, 255}})[req.out_dtype]
+    if not range then util.raise("TypeError", P, "requantize.out_dtype must be int8 or uint8, got %s", util.show(req.out_dtype)) end
+    if req.zo < range[1] or req.zo > range[2] then
+      util.raise("ValueError", P, "requantize.out_zero_point = %d is outside %s", req.zo, req.out_dtype)
+    end
+    if o.out_dtype ~= nil and o.out_dtype ~= req.out_dtype then
+      util.raise("ValueError", P, "out_dtype %s contradicts requantize.out_dtype %s", o.out_dtype, req.out_dtype)
+    end
+    if req.scale == "per_channel" then
+      scale = te.placeholder({F}, "float32", "scale"); params[#params + 1] = scale
+    elseif type(req.scale) ~= "number" or req.scale ~= req.scale or math.abs(req.scale) == math.huge then
+      util.raise("TypeError", P, "requantize.scale must be a finite number or \"per_channel\", got %s", util.show(req.scale))
+    end
+    out_dtype = req.out_dtype
+  end
+  local requantize_expr = require("tir.ops.quantized_matmul").requantize_expr
   local D = te.compute({Mp, F}, function(i, j)
     local v = Cb[{i, j}]
     if bias then v = v + bias[{j}] end
+    if req then
+      local sc = scale and scale[{j}] or tir.const(req.scale, "float32")
+      return requantize_expr(te.cast("float32", v) * sc, req.zo, req.out_dtype, o.activation == "relu")
+    end
     if o.activation == "relu" then v = tir.max(v, tir.const(0, acc)) end
     return te.cast(out_dtype, v)
   end, "D")
