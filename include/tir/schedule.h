@@ -131,6 +131,13 @@ int64_t tir_sched_blockize_blocks(tir_Schedule *s, const int64_t *uids, int n, i
  * buffer "<buf>_reindex" indexed by the block's iteration variables; the block accesses the
  * new buffer at those variables (TVM ReIndex).  Returns the new stage's uid. */
 int64_t tir_sched_reindex(tir_Schedule *s, int64_t block, int is_write, int index);
+/* Pads the block's iteration domain: extent q becomes the next multiple of padding[q]
+ * (n_padding = the number of iteration variables); buffers accessed at padded variables get
+ * "<buf>_pad" copies, filled with zeros outside the original domain before the block (inputs)
+ * and copied back after it (the output, block "<buf>_pad_unpad") (TVM PadEinsum).  Writes the
+ * new blocks' uids (input copies in access order, then the output's) to out_uids (at most
+ * max_out) and returns their number, or -1 with a ScheduleError (pad_einsum.c lists the rules). */
+int tir_sched_pad_einsum(tir_Schedule *s, int64_t block, const int64_t *padding, int n_padding, int64_t *out_uids, int max_out);
 
 /* ---- annotations and small structural steps ---- */
 /* key/value on a block (block >= 0) or a loop (loop != NULL). value is borrowed. */

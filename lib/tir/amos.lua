@@ -24,10 +24,12 @@ local amos = {}
 local util = require("tir.util")
 local raise = util.raise
 
--- The H200 numbers the cost model uses (bench/RESULTS.md, the session's final round):
--- tirlua's mma.sync GEMM 324 TFLOP/s, IMMA 690 TOP/s; HBM3e 4.8 TB/s (NVIDIA's H200 data sheet).
+-- The H200 numbers the cost model uses: tirlua's measured mma.sync GEMM 324 TFLOP/s and IMMA
+-- 690 TOP/s (bench/RESULTS.md, the session's final round); HBM3e 4.8 TB/s (NVIDIA's H200 data
+-- sheet); L2 taken as 2.5x HBM and a launch as 3 us (assumptions of the model, not measured:
+-- amos.measure is what decides); 32-byte sectors (the CUDA programming guide's global loads).
 amos.MACHINE = {flops = {float16 = 324e12, bfloat16 = 324e12, int8 = 690e12, uint8 = 690e12}, dram_bytes_per_s = 4.8e12,
-                sector_bytes = 32, launch_s = 3e-6}
+                l2_bytes_per_s = 12e12, sector_bytes = 32, launch_s = 3e-6}
 
 -- The intrinsics: tc_gemm's table of supported rows (one place); a name is a row's instr.
 -- tile: the warp tile tc_gemm tensorizes ({16, 16, k} for mma.sync: two m16n8k instructions).
@@ -97,9 +99,57 @@ local function strip_casts(e)
   return e
 end
 
+-- Splits of iteration variables the indices already imply: v // c and v % c (c dividing v's
+-- extent) in an index, as grouped convolutions index the input channel with
+-- (f // (F / groups)) * Cg + rc, become two variables (transform_block_layout v -> (v // c,
+-- v % c)), after which the indices are affine.  Returns the variables' names for display
+-- ("ff/16", "ff%16") when it changed the block, else nil.
+local function split_implied(sch, blk)
+  local b = sch:get(blk)
+  local ivs = b.iter_vars
+  local function qof(v) for q, iv in ipairs(ivs) do if iv.var == v then return q end end end
+  local split = {}
+  local core = require("tir.core")
+  local function walk(e)
+    local k = e.kind
+    if k == "Buffer" then return end
+    if k == "Array" then
+      for i = 1, #e do if core.is_node(e[i]) then walk(e[i]) end end
+      return
+    end
+    if (k == "FloorDiv" or k == "FloorMod") and e.a.kind == "Var" and e.b.kind == "IntImm" then
+      local q = qof(e.a)
+      local ext = q and ivs[q].dom.extent
+      if q and ext.kind == "IntImm" and e.b.value > 1 and e.b.value < ext.value and ext.value % e.b.value == 0 and not split[q] then
+        split[q] = e.b.value
+      end
+      return
+    end
+    for _, f in ipairs(core.node_fields(e)) do
+      local c = e[f]
+      if core.is_node(c) then walk(c) end
+    end
+  end
+  walk(b.body)
+  if not next(split) then return nil end
+  local shown = {}
+  for q, iv in ipairs(ivs) do
+    local n = iv.var.name:gsub("^v_", "")
+    if split[q] then shown[#shown + 1] = n .. "/" .. split[q]; shown[#shown + 1] = n .. "%" .. split[q] else shown[#shown + 1] = n end
+  end
+  sch:transform_block_layout(blk, function(...)
+    local v, out = {...}, {}
+    for q = 1, #v do
+      if split[q] then out[#out + 1] = v[q] // split[q]; out[#out + 1] = v[q] % split[q] else out[#out + 1] = v[q] end
+    end
+    return table.unpack(out)
+  end)
+  return shown
+end
+
 -- Everything the enumeration needs from the block, checked: returns info or raises a
 -- ValueError naming P and the block, with the offending fragment.
-local function analyze(sch, blk, P)
+local function analyze(sch, blk, P, shown)
   local b = sch:get(blk)
   local name = b.name
   local function fail(fmt, ...) raise("ValueError", P, "block '%s': " .. fmt, name, ...) end
@@ -108,7 +158,7 @@ local function analyze(sch, blk, P)
     local e = iv.dom.extent
     if e.kind ~= "IntImm" then fail("iteration variable %s has the symbolic extent %s; a mapping needs constant extents", iv.var.name, tostring(e)) end
     if iv.iter_type ~= 0 and iv.iter_type ~= 2 then fail("iteration variable %s is neither spatial nor a reduction", iv.var.name) end
-    ivs[q] = {q = q, name = iv.var.name, var = iv.var, kind = iv.iter_type == 2 and "R" or "S", ext = e.value}
+    ivs[q] = {q = q, name = shown and shown[q] or iv.var.name, var = iv.var, kind = iv.iter_type == 2 and "R" or "S", ext = e.value}
   end
   local function qof(v) for q, iv in ipairs(ivs) do if iv.var == v then return q end end end
   local has_r = false
@@ -168,11 +218,10 @@ local function analyze(sch, blk, P)
   end
   local out = access(body.buffer, body.indices, "the output")
   for d, f in ipairs(out.forms) do
-    local n = 0
-    for q, c in pairs(f.coef) do n = n + 1 if c ~= 1 or ivs[q].kind ~= "S" then n = 99 end end
-    if n ~= 1 or f.const ~= 0 then
-      fail("the output %s must be indexed by one spatial iteration variable per dimension, dimension %d is %s", body.buffer.name, d - 1,
-           tostring(body.indices[d]))
+    for q in pairs(f.coef) do
+      if ivs[q].kind ~= "S" then
+        fail("the output %s's index %d (%s) uses the reduction variable %s", body.buffer.name, d - 1, tostring(body.indices[d]), ivs[q].name)
+      end
     end
   end
   local x, y = access(la.buffer, la.indices, "operand"), access(lb.buffer, lb.indices, "operand")
@@ -298,7 +347,15 @@ local function cost(c, intr, info)
   if c.bb_ext == 1 and #c.bs == 0 then bytes_b = np * kp * esz * math.max(1, (bt * mp) // bm) / eff(c.run_b) end
   local out_elems = bt * mp * np
   local bytes_c = out_elems * 4 + (c.reindex_c and (out_elems * 4 + c.useful_out * 4) or 0)
-  local t_mem = (bytes_a + bytes_b + bytes_c) / Mx.dram_bytes_per_s
+  -- the tiles stream through L2; from DRAM come the operands' footprints (a gather's re-reads
+  -- of the same input, R*S times for a convolution, hit L2) and the output traffic
+  local function footprint(acc)
+    local n = esz
+    for _, e in ipairs(acc.shape) do n = n * e end
+    return n
+  end
+  local t_mem = math.max((bytes_a + bytes_b) / Mx.l2_bytes_per_s,
+                         (footprint(c.A) + footprint(c.B) + bytes_c) / Mx.dram_bytes_per_s)
   local kernels = (c.reindex_c or c.pad_any) and 2 or 1
   local t = math.max(t_mma, t_mem) + kernels * Mx.launch_s
   return t, {t_mma = t_mma, t_mem = t_mem, bm = bm, bn = bn, reuse = flops / (bytes_a + bytes_b + bytes_c)}
@@ -367,18 +424,16 @@ local function enumerate(info, intr)
             c.pad_any = c.padded[1] ~= c.ext[1] or c.padded[2] ~= c.ext[2] or c.padded[3] ~= c.ext[3]
             local useful = c.batch_ext * c.ext[1] * c.ext[2] * c.ext[3]
             c.waste = 1 - useful / (c.batch_ext * c.padded[1] * c.padded[2] * c.padded[3])
-            -- operand layouts: the reindexed tile's fast dimension follows the source's
-            local function layout(acc, side)
-              local inner, best
-              for q, s in pairs(acc.stride) do if math.abs(s) == 1 then inner = q end end
-              for _, q in ipairs(side) do if q == inner then best = "side" end end
-              return best == "side" and "KX" or "XK"
+            -- operand layouts: the tile's fast dimension is the one along which the source is
+            -- contiguous the longest (the copy into shared memory reads runs of it); an operand
+            -- read without a reindex keeps its own layout (tc_gemm reads it from the block)
+            local function layout(acc, side, side_name)
+              local run_k, run_x = contiguous_run(K, acc, ivs), contiguous_run(side, acc, ivs)
+              if run_x > run_k then return "K" .. side_name, run_x end
+              return side_name .. "K", run_k
             end
-            c.layout_a = layout(A, Mg) == "KX" and "KM" or "MK"
-            c.layout_b = layout(B, Ng) == "KX" and "KN" or "NK"
-            local a_fast = c.layout_a == "MK" and K or Mg
-            local b_fast = c.layout_b == "NK" and K or Ng
-            c.run_a, c.run_b = contiguous_run(a_fast, A, ivs), contiguous_run(b_fast, B, ivs)
+            c.layout_a, c.run_a = layout(A, Mg, "M")
+            c.layout_b, c.run_b = layout(B, Ng, "N")
             -- new block iteration space: [bs] [ba] [bb] m n k, one fused variable per group
             local groups = {}
             for _, g in ipairs({bs, ba, bb}) do if #g > 0 then groups[#groups + 1] = g end end
@@ -454,15 +509,31 @@ end
 -- Errors: TypeError/ValueError naming "amos.mappings" and the block (no reduction,
 -- non-affine access, a body that is not a multiply-accumulate, dtypes the intrinsic does not
 -- run, an unknown intrinsic).
-function amos.mappings(func_or_sch, block, intrin)
-  local P = "amos.mappings"
-  local intr = intrinsic(intrin, P)
-  local sch = as_schedule(func_or_sch, P)
+local function check_block_arg(block, P)
   if type(block) ~= "string" and not (type(block) == "table" and block.uid) then
     raise("TypeError", P, "block must be a block name or a BlockRV, got %s", util.describe(block))
   end
+end
+
+-- the enumeration on sch (which becomes the candidates' base); shown: the display names of
+-- a split already made (amos.apply), nil to make the implied splits here
+local mappings_on
+
+function amos.mappings(func_or_sch, block, intrin)
+  local P = "amos.mappings"
+  intrinsic(intrin, P)
+  check_block_arg(block, P)
+  local sch = as_schedule(func_or_sch, P)
+  -- enumerate on a copy: a Schedule given stays as it is
+  if sch == func_or_sch then sch = sch:copy() end
+  return mappings_on(sch, block, intrin, P)
+end
+
+function mappings_on(sch, block, intrin, P, shown)
+  local intr = intrinsic(intrin, P)
   local blk = type(block) == "string" and sch:get_block(block) or block
-  local info = analyze(sch, blk, P)
+  if shown == nil then shown = split_implied(sch, blk) end
+  local info = analyze(sch, blk, P, shown or nil)
   -- dtypes: a row of the intrinsic
   local row
   for _, r in ipairs(intr.rows) do
@@ -484,7 +555,7 @@ function amos.mappings(func_or_sch, block, intrin)
     if c.A.dtype == row.in_dtype and c.B.dtype == row.b_dtype then kept[#kept + 1] = c end
   end
   for i, c in ipairs(kept) do c.index = i end
-  local out = setmetatable({intrin = intr.name, block = info.name, info = info, row = row, rejected = rejected, base = sch:copy()},
+  local out = setmetatable({intrin = intr.name, block = info.name, info = info, row = row, rejected = rejected, base = sch},
                            Candidates)
   for i, c in ipairs(kept) do out[i] = c c.set = out end
   if #kept == 0 then
@@ -537,7 +608,7 @@ function Candidates:table(limit)
       ("%s %s%s"):format(c.B.buffer.name, c.layout_b, c.reindex_b and "*" or ""),
       c.pad_any and ("%dx%dx%d"):format(c.padded[1], c.padded[2], c.padded[3]) or "none",
       ("%.1f%%"):format(100 * c.waste), ("%d/%d"):format(c.run_a, c.run_b), ("%.0f"):format(c.parts.reuse), fmt_time(c.predicted),
-      fmt_time(c.measured)}
+      c.measure_error and "failed" or fmt_time(c.measured)}
   end
   local w = {}
   for _, r in ipairs(rows) do for j, s in ipairs(r) do w[j] = math.max(w[j] or 0, #s) end end
@@ -548,6 +619,11 @@ function Candidates:table(limit)
   end
   if n < #self then lines[#lines + 1] = ("... %d more (cands:table() shows all)"):format(#self - n) end
   lines[#lines + 1] = "(* = reindexed: gathered into the shared tile; reuse = flops per byte of global traffic)"
+  for i = 1, n do
+    if self[i].measure_error then lines[#lines + 1] = ("#%d failed to measure: %s"):format(i, self[i].measure_error:match("[^\n]*")) end
+  end
+  local best = self:best()
+  if best and best.measured then lines[#lines + 1] = ("best measured: #%d (%s)"):format(best.index, fmt_time(best.measured)) end
   for _, why in ipairs(self.rejected) do lines[#lines + 1] = "rejected: " .. why end
   return table.concat(lines, "\n")
 end
@@ -620,6 +696,7 @@ end
 local function perform(sch, c, extra, P)
   local tc = require("tir.schedules.tc_gemm")
   local set = c.set
+  local intr = intrinsic(set.intrin, P)
   local info = set.info
   local ivs = info.ivs
   local blk = sch:get_block(info.name)
@@ -649,12 +726,34 @@ local function perform(sch, c, extra, P)
     -- elementwise consumers of the output (an epilogue) move into the write-back
     for _, q in ipairs(sch:get_consumers(CR)) do pcall(sch.reverse_compute_inline, sch, q) end
   end
+  -- padding to whole instruction tiles (pad_einsum): the zero-filling copies of the operands
+  -- take over the gathers (the reindex stages are inlined into them), the output's copy back
+  -- takes over the write-back
+  local stage_a, stage_b, wb = AR, BR, CR
   if c.pad_any then
-    raise("ValueError", P, "candidate %d of block '%s' needs padding to %dx%dx%d, which apply does not do yet", c.index, info.name,
-          c.padded[1], c.padded[2], c.padded[3])
+    local g = intr.granule
+    local factors = {}
+    for i = 1, #c.groups do factors[i] = 1 end
+    factors[#factors + 1], factors[#factors + 2], factors[#factors + 3] = g[1], g[2], g[3]
+    local abuf = AR and sch:get(AR).writes[1].buffer or c.A.buffer
+    local bbuf = BR and sch:get(BR).writes[1].buffer or c.B.buffer
+    for _, nb in ipairs({sch:pad_einsum(blk, factors)}) do
+      local b = sch:get(nb)
+      local reads_ = b.reads[1] and b.reads[1].buffer
+      if reads_ == abuf or reads_ == bbuf then
+        local R = reads_ == abuf and AR or BR
+        if R then sch:compute_inline(R) end
+        if reads_ == abuf then stage_a = nb else stage_b = nb end
+      else
+        if CR then sch:reverse_compute_inline(CR) end
+        wb = nb
+      end
+    end
   end
-  local o = {a_stage = AR and sch:get(AR).name or nil, b_stage = BR and sch:get(BR).name or nil,
-             writeback = CR and sch:get(CR).name or nil}
+  local o = {a_stage = stage_a and sch:get(stage_a).name or nil, b_stage = stage_b and sch:get(stage_b).name or nil,
+             writeback = wb and sch:get(wb).name or nil}
+  -- the tuning database's records are plain GEMMs' (tc_gemm_tune): used when asked for
+  o.tuned = false
   for k, v in pairs(extra or {}) do o[k] = v end
   local _, chosen = tc.auto_tensorize(sch, set.intrin, info.name, o)
   bind_rest(sch)
@@ -722,10 +821,60 @@ function amos.apply(func_or_sch, block, intrin, choice, extra)
   local P = "amos.apply"
   extra = util.check_opts(P, extra, apply_opts())
   local sch = as_schedule(func_or_sch, P)
-  local cands = amos.mappings(sch, block, intrin)
+  intrinsic(intrin, P)
+  check_block_arg(block, P)
+  local shown = split_implied(sch, type(block) == "string" and sch:get_block(block) or block)
+  local cands = mappings_on(sch:copy(), block, intrin, P, shown or false)
   local c = pick(cands, choice, P)
   local _, o = perform(sch, c, extra, P)
   return sch, c, o
+end
+
+--- Measures candidates (the AMOS paper's tuning by measurement): for each of the first
+-- opts.top candidates (default 8, in ranking order) applies it on a copy, builds it for
+-- CUDA and times it on random inputs (mod:time_evaluator, median seconds), storing
+-- cand.measured (or cand.measure_error when it fails to build or run; the others go on).
+-- cands:best() is then the fastest measured one and print(cands) shows the times.
+--   opts: top, number (20), repeat_ (3), device (0), extra (tc_gemm options for apply),
+--   runner = function(sch, cand) -> seconds: replaces build + time (another timer, a
+--   simulator-based estimate, a remote device).
+-- Without a runner it needs a CUDA device and raises a RuntimeError naming amos.measure
+-- otherwise.  Returns cands.
+function amos.measure(cands, opts)
+  local P = "amos.measure"
+  if getmetatable(cands) ~= Candidates then
+    raise("TypeError", P, "expected the candidates of tir.amos.mappings, got %s", util.describe(cands))
+  end
+  opts = util.check_opts(P, opts, {top = "positive", number = "positive", repeat_ = "positive", device = "nonneg", extra = "table",
+                                   runner = "function"})
+  local tir = require("tir")
+  local runner = opts.runner
+  if not runner then
+    local dev = tir.device("cuda", opts.device or 0)
+    if not dev:exists() then
+      raise("RuntimeError", P, "no CUDA device %d: candidates are measured on a GPU (pass opts.runner to measure otherwise); " ..
+            "the ranking stays the predicted one", opts.device or 0)
+    end
+    local func = cands.base.mod
+    if tir.core.is_node(func, "IRModule") then func = func.functions[1] end
+    local host = tir.testing.random_args(func, 1)
+    local args = {}
+    for i, a in ipairs(host) do args[i] = a:to(dev) end
+    runner = function(sch)
+      local mod = tir.build(sch.mod, "cuda")
+      return mod:time_evaluator({number = opts.number or 20, repeat_ = opts.repeat_ or 3})(table.unpack(args))
+    end
+  end
+  for i = 1, math.min(#cands, opts.top or 8) do
+    local c = cands[i]
+    local ok, t = pcall(function()
+      local sch = cands:apply(i, opts.extra)
+      return runner(sch, c)
+    end)
+    if ok and type(t) == "number" then c.measured, c.measure_error = t, nil
+    else c.measured, c.measure_error = nil, ok and ("the runner returned " .. util.describe(t)) or tostring(t) end
+  end
+  return cands
 end
 
 function Candidates.__tostring(s) return s:table(20) end

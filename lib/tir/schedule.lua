@@ -586,6 +586,25 @@ function Schedule:reindex(block, buffer)
   return out
 end
 
+--- Pads a block's iteration domain to multiples of the factors (TVM pad_einsum), one per
+-- iteration variable (1: unchanged), e.g. sch:pad_einsum(C, {16, 16, 16}) on 127^3 gives 128^3.
+-- Buffers the block accesses at padded variables get "<buf>_pad" copies: inputs filled with
+-- zeros outside the original domain by new blocks before the block, the output copied back
+-- over the original domain by a block "<buf>_pad_unpad" after it.  The block must be an
+-- einsum (indices are iteration variables or constants) under trivially bound loops; a padded
+-- reduction variable needs C = C + a product with a factor indexed by it (zeros add nothing).
+-- Returns the new blocks (input copies in access order, then the output's).
+function Schedule:pad_einsum(block, padding)
+  block = check_block(self, block, "pad_einsum", 1)
+  if type(padding) ~= "table" or getmetatable(padding) ~= nil or #padding ~= util.count_keys(padding) then
+    raise("TypeError", "pad_einsum", "padding must be a list of integers (one factor per iteration variable), got %s", describe(padding))
+  end
+  for i, f in ipairs(padding) do check_int(f, "pad_einsum", ("padding[%d]"):format(i)) end
+  local outs = block_list(self, self._state:pad_einsum(block.uid, padding))
+  record(self, "pad_einsum", {block, {table.unpack(padding)}}, outs)
+  return table.unpack(outs)
+end
+
 local function target(self, x, prim)
   if getmetatable(x) == LoopRV then return x.var end
   return check_block(self, x, prim, 1).uid

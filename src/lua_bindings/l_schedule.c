@@ -395,6 +395,29 @@ static int m_reindex(lua_State *L) {
   return 1;
 }
 
+/* pad_einsum(block, {factors}) -> {uids of the new blocks} */
+static int m_pad_einsum(lua_State *L) {
+  tir_Schedule *s = check(L, 1);
+  int64_t uid = check_uid(L, 2);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  int n = (int)luaL_len(L, 3);
+  if (n > 64) return luaL_error(L, "pad_einsum: at most 64 factors");
+  int64_t pad[64], out[64];
+  for (int i = 0; i < n; i++) {
+    lua_rawgeti(L, 3, i + 1);
+    pad[i] = luaL_checkinteger(L, -1);
+    lua_pop(L, 1);
+  }
+  int r = tir_sched_pad_einsum(s, uid, pad, n, out, 64);
+  if (r < 0) return tirL_raise_core(L);
+  lua_createtable(L, r, 0);
+  for (int i = 0; i < r; i++) {
+    lua_pushinteger(L, out[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 1;
+}
+
 /* annotate(block_uid | loop_var, key, value) */
 static int m_annotate(lua_State *L) {
   tir_Schedule *s = check(L, 1);
@@ -470,6 +493,7 @@ void tirL_open_schedule(lua_State *L) {
                                      {"blockize_blocks", m_blockize_blocks},
                                      {"rfactor", m_rfactor},
                                      {"reindex", m_reindex},
+                                     {"pad_einsum", m_pad_einsum},
                                      {"annotate", m_annotate},
                                      {"unannotate", m_unannotate},
                                      {"add_unit_loop", m_add_unit_loop},

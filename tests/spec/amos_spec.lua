@@ -35,7 +35,7 @@ describe("amos.mappings", function()
     assert.are.equal(3, #cands)
     local text = tostring(cands)
     assert.truthy(text:find("mappings of block 'conv' onto mma.m16n8k16", 1, true))
-    assert.truthy(text:find("M=h*w(64) N=oc(16) K=rh*rw*rc(144)", 1, true))
+    assert.truthy(text:find("M=yy*xx(64) N=ff(16) K=ry*rx*rc(144)", 1, true))
     assert.truthy(text:find("predicted", 1, true))
     -- the best needs no padding; the ones with a batch dimension pad M from 8 to 16
     assert.are.equal(0, cands[1].waste)
@@ -90,6 +90,37 @@ describe("amos.mappings", function()
   end)
 end)
 
+describe("amos.measure", function()
+  it("a runner's times fill the table; best() is the fastest measured; failures are shown", function()
+    local f = W.conv2d(1, 8, 8, 16, 16, 3, 3, {pad = 1})
+    local cands = tir.amos.mappings(f, "conv", "mma.m16n8k16")
+    local seen = 0
+    tir.amos.measure(cands, {top = 3, runner = function(sch, c)
+      seen = seen + 1
+      assert.truthy(sch:trace():find("tensorize", 1, true))
+      if c.index == 3 then error("no luck") end
+      return c.index == 2 and 1e-5 or 2e-5
+    end})
+    assert.are.equal(3, seen)
+    assert.are.equal(2, cands:best().index)
+    local text = tostring(cands)
+    assert.truthy(text:find("10.0 us", 1, true))
+    assert.truthy(text:find("best measured: #2", 1, true))
+    assert.truthy(text:find("#3 failed to measure", 1, true))
+    local sch, c = cands:apply()
+    assert.are.equal(2, c.index)
+    check_applied(f, sch, 1e-3)
+  end)
+
+  it("without a GPU and a runner: a RuntimeError naming amos.measure", function()
+    if tir.device("cuda", 0):exists() then return end
+    local cands = tir.amos.mappings(W.matmul(32, 32, 32, "NN"), "C", "mma.m16n8k16")
+    U.expect_error(function() tir.amos.measure(cands) end, "RuntimeError", "amos.measure", "no CUDA device")
+    U.expect_error(function() tir.amos.measure({}) end, "amos.measure", "expected the candidates")
+    U.expect_error(function() tir.amos.measure(cands, {topp = 1}) end, "amos.measure", "did you mean 'top'")
+  end)
+end)
+
 describe("amos.apply", function()
   for _, layout in ipairs({"NN", "NT", "TN", "TT"}) do
     it("matmul " .. layout .. ": no reindex, tc_gemm's layouts", function()
@@ -114,7 +145,7 @@ describe("amos.apply", function()
     end
     -- no im2col matrix in global memory: the gathered operand lives in shared memory
     local text = tostring(sch.mod)
-    assert.truthy(text:find('pad_reindex = T.alloc_buffer({64, 144}, "float16", {scope = "shared"})', 1, true))
+    assert.truthy(text:find('pad_temp_reindex = T.alloc_buffer({64, 144}, "float16", {scope = "shared"})', 1, true))
   end)
 
   it("conv2d NCHW, dilated, strided, grouped; conv1d; conv3d", function()
@@ -133,6 +164,31 @@ describe("amos.apply", function()
 
   it("wmma", function()
     map_and_check(W.conv2d(1, 8, 8, 16, 16, 3, 3, {pad = 1}), "conv", "wmma.m16n16k16", nil, 1e-3)
+  end)
+
+  it("padding (pad_einsum): odd matmuls in every layout, a first layer (C = 3, K = 27), a strided conv (M = 49)", function()
+    for _, layout in ipairs({"NN", "NT", "TN", "TT"}) do
+      local cands, sch = map_and_check(W.matmul(30, 20, 27, layout), "C", "mma.m16n8k16", nil, 1e-3)
+      assert.is_true(cands[1].pad_any)
+      assert.truthy(sch:trace():find("pad_einsum", 1, true))
+    end
+    local c1 = map_and_check(W.conv2d(1, 7, 7, 3, 16, 3, 3, {pad = 1}), "conv", "mma.m16n8k16", nil, 1e-3)
+    assert.are.same({64, 16, 32}, c1[1].padded)
+    map_and_check(W.conv2d(1, 15, 15, 16, 16, 3, 3, {stride = 2}), "conv", "mma.m16n8k16", nil, 1e-3)
+    map_and_check(W.conv2d(1, 9, 9, 8, 24, 3, 3, {pad = 2, dilation = 2}), "conv", "mma.m16n8k16", nil, 1e-3)
+    -- a candidate with a batch dimension whose M is padded from 8 to 16
+    local c2 = map_and_check(W.conv2d(1, 8, 8, 16, 16, 3, 3, {pad = 1}), "conv", "mma.m16n8k16", 2, 1e-3)
+    assert.are.equal(0.5, c2[2].waste)
+  end)
+
+  it("padding, int8 (bit-exact): a first layer on IMMA", function()
+    map_and_check(W.conv2d(1, 7, 7, 3, 16, 3, 3, {pad = 1, dtype = "int8"}), "conv", "mma.m16n8k32")
+  end)
+
+  it("an epilogue (fp16 output) moves into the write-back", function()
+    local f = W.conv2d(1, 8, 8, 16, 16, 3, 3, {pad = 1, out_dtype = "float16"})
+    local _, sch = map_and_check(f, "conv", "mma.m16n8k16", nil, 1e-2)
+    assert.truthy(sch:trace():find("reverse_compute_inline", 1, true))
   end)
 
   it("a Schedule is changed in place; the trace replays", function()

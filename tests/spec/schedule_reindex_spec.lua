@@ -16,14 +16,7 @@ end
 local function assert_all(f, sch, want)
   if want then assert_ir(sch.mod, want) end
   U.assert_equiv(f, sch.mod)
-  local args = tir.testing.random_args(f, 3)
-  local a2 = tir.testing.copy_args(args)
-  tir.interpret(f, args)
-  tir.interpret(tir.lower(sch.mod), a2)
-  for i = 1, #args do assert.are.same(args[i]:to_table(), a2[i]:to_table()) end
-  local s2 = tir.Schedule(f)
-  s2:apply_trace(sch:trace())
-  assert_ir(s2.mod, sch.mod)
+  U.assert_lowered_and_replayed(f, sch)
 end
 
 local function transpose()

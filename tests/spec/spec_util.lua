@@ -41,6 +41,21 @@ function U.assert_equiv(f1, f2, opts)
   end
 end
 
+--- After scheduling f into sch: the lowered schedule computes exactly what f does (random
+-- inputs, seed 3) and sch's trace replayed on f gives the same IR.
+function U.assert_lowered_and_replayed(f, sch)
+  local args = tir.testing.random_args(f, 3)
+  local a2 = tir.testing.copy_args(args)
+  tir.interpret(f, args)
+  tir.interpret(tir.lower(sch.mod), a2)
+  for i = 1, #args do assert.are.same(args[i]:to_table(), a2[i]:to_table()) end
+  local s2 = tir.Schedule(f)
+  s2:apply_trace(sch:trace())
+  local eq, diff = tir.structural_equal(s2.mod, sch.mod)
+  assert(eq, ("the replayed trace gives other IR: %s\n-- replayed:\n%s\n-- scheduled:\n%s"):format(tostring(diff), tostring(s2.mod),
+                                                                                               tostring(sch.mod)))
+end
+
 --- Calls fn, requires it to raise, and requires every pattern (plain text) in the message.
 function U.expect_error(fn, ...)
   local ok, e = pcall(fn)

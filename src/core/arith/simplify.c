@@ -724,6 +724,23 @@ static tir_Node *simp(tir_Analyzer *a, const tir_Node *e) {
       tir_Node *v = simp(a, ((const tir_Cast *)e)->value);
       return tir_cast(e->dtype, v);
     }
+    case TIR_Call: {
+      /* if_then_else(c1, if_then_else(c2, x, z), z) -> if_then_else(c1 && c2, x, z) for a
+       * constant z: the same value, x evaluated under the same condition (a padding stage
+       * inlined into another one; the cp.async lowering takes one zero-fill predicate) */
+      const tir_Call *cl = (const tir_Call *)e;
+      if (strcmp(cl->op, "if_then_else") != 0 || cl->args->size != 3) break;
+      const tir_Node *t = cl->args->items[1], *z = cl->args->items[2];
+      if (!(z->kind == TIR_IntImm || z->kind == TIR_FloatImm) || t->kind != TIR_Call) break;
+      const tir_Call *ti = (const tir_Call *)t;
+      if (strcmp(ti->op, "if_then_else") != 0 || ti->args->size != 3 || !tir_expr_deep_equal(ti->args->items[2], z)) break;
+      tir_Node *c = tir_and(R(cl->args->items[0]), R(ti->args->items[0]));
+      tir_Node *m = c ? tir_if_then_else(c, R(ti->args->items[1]), R((tir_Node *)z)) : NULL;
+      if (!m) break;
+      tir_Node *r = simp(a, m);
+      tir_release(m);
+      return r;
+    }
     case TIR_Let: {
       const tir_Let *l = (const tir_Let *)e;
       tir_Node *v = simp(a, l->value);

@@ -267,3 +267,20 @@ tir_Node *sch_map_blocks(const tir_Node *root, const int64_t *uids, int n,
 tir_Node *sch_scope_with_body(const tir_Block *scope, tir_Node *body) {
   return &tir_block_with_body(scope, body)->hdr;
 }
+
+const tir_Block *sch_leaf_scope(tir_Schedule *s, const char *P, const tir_BlockRealize *br, const SchPath *pb) {
+  const tir_Block *blk = br->block;
+  int sidx = sch_scope_index(pb);
+  if (sidx < 0) {
+    sch_error(s, P, &br->hdr, "this block", "block '%s' has no enclosing scope", blk->name);
+    return NULL;
+  }
+  const tir_BlockRealize **inner;
+  int ni = sch_child_blocks(&blk->hdr, &inner);
+  free(inner);
+  if (ni) {
+    sch_error(s, P, &br->hdr, "this block", "block '%s' is not a leaf block (it holds %d block(s))", blk->name, ni);
+    return NULL;
+  }
+  return (const tir_Block *)pb->nodes[sidx];
+}

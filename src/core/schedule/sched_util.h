@@ -47,6 +47,9 @@ int sch_compute_location(tir_Schedule *s, const char *prim, int64_t uid, const t
 int sch_check_scope(tir_Schedule *s, const char *P, const tir_Node *where, const char *scope);
 /* A new buffer like src (shape, dtype) named <src>_<scope>, unique in f (owned). */
 tir_Buffer *sch_cache_buffer(const tir_PrimFunc *f, const tir_Buffer *src, const char *scope);
+/* The scope block of the leaf block realized by br (path pb), or NULL with primitive P's
+ * error (no scope; a block holding blocks). */
+const tir_Block *sch_leaf_scope(tir_Schedule *s, const char *P, const tir_BlockRealize *br, const SchPath *pb);
 /* Index of the item of body's sequence that contains target, or -1. */
 int sch_top_child_index(const tir_Node *body, const tir_Node *target);
 

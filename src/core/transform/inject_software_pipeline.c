@@ -199,7 +199,7 @@ static int int_list(const tir_Array *anns, const char *key, int64_t **out) {
 }
 
 /* Is every store of s a copy from a global buffer into a shared one (the value a load, or
- * if_then_else / select of a condition, a load and zero)? */
+ * if_then_else / select of a condition, a load -- or another such zero fill -- and zero)? */
 typedef struct {
   int stores, bad;
   const tir_Node *why;
@@ -215,12 +215,14 @@ static const tir_BufferLoad *copy_source(const tir_Node *v) {
     a = ((const tir_Select *)v)->true_value;
     z = ((const tir_Select *)v)->false_value;
   }
-  if (!a || a->kind != TIR_BufferLoad) return NULL;
+  if (!a) return NULL;
   if (z->kind == TIR_Broadcast) z = ((const tir_Broadcast *)z)->value;
   double fz;
   int64_t iz;
-  if ((tir_is_const_float(z, &fz) && fz == 0.0) || (tir_is_const_int(z, &iz) && iz == 0)) return (const tir_BufferLoad *)a;
-  return NULL;
+  if (!((tir_is_const_float(z, &fz) && fz == 0.0) || (tir_is_const_int(z, &iz) && iz == 0))) return NULL;
+  /* nested zero fills (a padding stage inlined into another) are one predicate after the
+   * simplify pass, which runs before inject_ptx_async_copy */
+  return a->kind == TIR_BufferLoad ? (const tir_BufferLoad *)a : copy_source(a);
 }
 
 static int copy_fn(const tir_Node *n, void *p) {

@@ -97,15 +97,8 @@ int64_t tir_sched_reindex(tir_Schedule *s, int64_t uid, int is_write, int index)
     return -1;
   }
   const tir_Buffer *buf = ((const tir_BufferRegion *)regions->items[index])->buffer;
-  int sidx = sch_scope_index(&pb);
-  if (sidx < 0) return sch_error(s, P, &br->hdr, "this block", "block '%s' has no enclosing scope", blk->name);
-  const tir_Block *scope = (const tir_Block *)pb.nodes[sidx];
-  {
-    const tir_BlockRealize **inner;
-    int ni = sch_child_blocks(&blk->hdr, &inner);
-    free(inner);
-    if (ni) return sch_error(s, P, &br->hdr, "this block", "block '%s' is not a leaf block (it holds %d block(s))", blk->name, ni);
-  }
+  const tir_Block *scope = sch_leaf_scope(s, P, br, &pb);
+  if (!scope) return -1;
   if (!is_write && sch_block_writes(blk, buf))
     return sch_error(s, P, &br->hdr, "this block",
                      "block '%s' also writes %s: reindex it as a write buffer (a read stage would leave %s without the results)",
