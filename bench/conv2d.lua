@@ -8,6 +8,7 @@
 -- timed when both apply) and its tiles; then the total over the 53 layers weighted by their
 -- occurrences ("resnet50_total", target <= 1.1x cuDNN) and the geomean over the 3x3 layers.
 --   tirlua bench/conv2d.lua [--n=128] [--layers=1,5,...] [--variants=implicit,im2col]
+--   TIRLUA_BENCH_OUT=file                append the markdown table to that file
 --   tirlua bench/conv2d.lua --dry          without a GPU: schedule, lower and emit CUDA C for every
 --                                         layer (no NVRTC, nothing timed), and list the layers
 -- Rows go to bench/results.jsonl through bench/common.lua (bench "conv2d").
@@ -248,6 +249,7 @@ local function run_layer(pl)
                  max_err_cudnn = best.err_cudnn, max_err_f64 = best.err_f64}
     for _, c in ipairs(pl.cands) do if c.ms then row["ms_" .. c.lowering] = c.ms end end
     common.record(row)
+    row.index = pl.index
     rows[#rows + 1] = row
     print(("%-3d %-24s %3d %-15s %9.4f %9.4f %7.3f  %-22s %s"):format(pl.index, L.name, L.count, best.lowering, best.ms, t_ref * 1e3,
       t_ref * 1e3 / best.ms, plan:algo(), best.mapping))
@@ -264,6 +266,7 @@ for _, pl in ipairs(plans) do
 end
 
 -- the weighted total over ResNet-50's 53 convolutions and the geomean over the 3x3 layers
+local summary
 if #rows == #LAYERS then
   local tot, tot_ref, lg, lg_ref, n3 = 0, 0, 0, 0, 0
   for _, r in ipairs(rows) do
@@ -275,10 +278,26 @@ if #rows == #LAYERS then
                 ref = "cuDNN", ref_ms = tot_ref, target = "ms <= 1.1 x ref_ms"}
   common.record{bench = "conv2d", variant = "geomean_3x3", shape = ("N%d_%d_3x3_layers"):format(opt.n, n3), dtype = "float16", ms = g,
                 ref = "cuDNN", ref_ms = g_ref, target = "ratio >= 0.9"}
-  print(("resnet50_total: tirlua %.3f ms, cuDNN %.3f ms over the 53 convolutions: %.3fx cuDNN's time (target <= 1.1x)"):format(tot, tot_ref, tot / tot_ref))
-  print(("geomean over the %d 3x3 layers: cuDNN / tirlua = %.3f (target >= 0.9)"):format(n3, g_ref / g))
+  summary = ("resnet50_total: tirlua %.3f ms, cuDNN %.3f ms over the 53 convolutions: %.3fx cuDNN's time (target <= 1.1x)\n" ..
+             "geomean over the %d 3x3 layers: cuDNN / tirlua = %.3f (target >= 0.9)"):format(tot, tot_ref, tot / tot_ref, n3, g_ref / g)
+  print(summary)
 else
   print(("bench/conv2d.lua: %d of %d layers measured: no weighted total"):format(#rows, #LAYERS))
+end
+-- the markdown table for bench/RESULTS.md
+local md = os.getenv("TIRLUA_BENCH_OUT")
+if md and #rows > 0 then
+  local f = assert(io.open(md, "a"))
+  f:write(("\n### ResNet-50 v1.5 convolutions at N = %d (fp16 NHWC, fp32 accumulation) vs cuDNN\n\n"):format(opt.n))
+  f:write(("%s, %s, cuDNN %d, commit %s; CUDA events, median of 5 samples of 10 launches; every result checked against 32 float64 " ..
+           "outputs and all of cuDNN's first.  ms: tirlua's best lowering.\n\n"):format(common.date(), common.gpu(), tir.cudnn.version(), common.commit()))
+  f:write("| # | layer | x | lowering | mapping | tirlua ms | TFLOP/s | cuDNN ms | cuDNN algo | cuDNN / tirlua |\n|---|---|---|---|---|---|---|---|---|---|\n")
+  for _, r in ipairs(rows) do
+    f:write(("| %d | %s | %d | %s | %s | %.4f | %.1f | %.4f | %s | %.3f |\n"):format(r.index, r.layer, r.count, r.variant, r.mapping, r.ms,
+      r.tflops, r.ref_ms, r.ref:gsub("^cuDNN ", ""), r.ref_ms / r.ms))
+  end
+  if summary then f:write("\n" .. summary .. "\n") end
+  f:close()
 end
 if failures > 0 then
   print(("bench/conv2d.lua: %d layer(s) or lowering(s) FAILED or WRONG (see above)"):format(failures))

@@ -22,7 +22,7 @@ for w in $what; do
       "$T" tests/run_busted.lua --run=gpu -o utfTerminal $specs > "$OUT/gpu_specs.log" 2>&1 || status=1
       tail -15 "$OUT/gpu_specs.log" ;;
     dispatch) "$T" scripts/examples/dispatch.lua > "$OUT/dispatch.log" 2>&1 || status=1; tail -30 "$OUT/dispatch.log" ;;
-    conv) "$T" bench/conv2d.lua ${CONV_ARGS:-} > "$OUT/conv2d.log" 2>&1 || status=1; cat "$OUT/conv2d.log" ;;
+    conv) TIRLUA_BENCH_OUT="$OUT/conv2d.md" "$T" bench/conv2d.lua ${CONV_ARGS:-} > "$OUT/conv2d.log" 2>&1 || status=1; cat "$OUT/conv2d.log" ;;
     *) echo "conv_dispatch.sh: unknown part '$w' (specs dispatch conv)"; status=1 ;;
   esac
   echo "-- $w: $(( $(date +%s) - start )) s"
