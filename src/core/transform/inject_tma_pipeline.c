@@ -11,11 +11,13 @@
  * two mbarrier arrays full[N], empty[N] are allocated with them; with E iterations, s = (k -
  * min) % N and parity p = ((k - min) / N) % 2:
  *
- *   leader: init full[*] with 1 arrival, empty[*] with one per thread of the CTA; __syncthreads
+ *   leader: init full[*] with 1 arrival, empty[*] with one per thread of the CTA, fence.proxy.async;
+ *           __syncthreads
  *   leader: for the first min(N, E) iterations: expect_tx(full[s], bytes); one TMA copy per tile
  *   for k:  wait(full[s], p); the statements, on version s; arrive(empty[s])
  *           leader, when iteration k + N exists: wait(empty[s], p) (every thread is done with
- *           stage s), expect_tx(full[s], bytes), the copies of iteration k + N into stage s
+ *           stage s), fence.proxy.async (the generic-proxy reads before the async-proxy
+ *           writes), expect_tx(full[s], bytes), the copies of iteration k + N into stage s
  *
  * The leader is thread 0 of the CTA (lane 0 of a `threadIdx.x` loop of 32 the pass adds, and
  * 0 in the enclosing threadIdx loops).  No __syncthreads is left in the loop: thread_sync
@@ -412,7 +414,9 @@ static tir_Node *pipeline(Ctx *c, const tir_For *f) {
     tir_Var *si = tir_var_new("s", TIR_INT32);
     tir_Node *init_body = tir_seq2(call_stmt("ptx_mbarrier_init", tir_array_of(2, bar_at(full, R((tir_Node *)si)), tir_i32(1))),
                                    call_stmt("ptx_mbarrier_init", tir_array_of(2, bar_at(empty, R((tir_Node *)si)), tir_i32((int)T))));
-    tir_Node *init = leader(c, tir_for(si, tir_i32(0), tir_i32((int)N), TIR_FOR_SERIAL, "", NULL, init_body));
+    /* the inits (generic-proxy writes) made visible to the TMA unit's complete_tx (async proxy) */
+    tir_Node *init = leader(c, tir_seq2(tir_for(si, tir_i32(0), tir_i32((int)N), TIR_FOR_SERIAL, "", NULL, init_body),
+                                        call_stmt("ptx_fence_proxy_async", tir_array_empty())));
     tir_Node *sync = call_stmt("tvm_storage_sync", tir_array_of(1, tir_string_imm("shared")));
     /* prologue: iterations min .. min + N - 1 (those that exist) */
     tir_Var *pi = tir_var_new("p", lt);
@@ -433,9 +437,13 @@ static tir_Node *pipeline(Ctx *c, const tir_For *f) {
     }
     items = tir_array_push(items, call_stmt("ptx_mbarrier_arrive", tir_array_of(1, bar_at(empty, tir_cast(TIR_INT32, R(V.stage))))));
     tir_Node *nxt = tir_add(R((tir_Node *)f->loop_var), tir_int_imm(lt, N));
-    tir_Node *refill = tir_seq2(call_stmt("ptx_mbarrier_wait", tir_array_of(2, bar_at(empty, tir_cast(TIR_INT32, R(V.stage))),
-                                                                            tir_cast(TIR_INT32, R(parity)))),
-                                issue(f, cps, ncp, full, R(nxt), tir_cast(TIR_INT32, R(V.stage))));
+    /* every thread's reads of stage s (generic proxy: ldmatrix, ld.shared) happen before the TMA
+     * (async proxy) overwrites it: the empty phase orders them, a proxy fence carries that
+     * order over to the async proxy */
+    tir_Node *refill = tir_seq(tir_array_of(3, call_stmt("ptx_mbarrier_wait", tir_array_of(2, bar_at(empty, tir_cast(TIR_INT32, R(V.stage))),
+                                                                                             tir_cast(TIR_INT32, R(parity)))),
+                                             call_stmt("ptx_fence_proxy_async", tir_array_empty()),
+                                             issue(f, cps, ncp, full, R(nxt), tir_cast(TIR_INT32, R(V.stage)))));
     tir_Node *end = tir_add(R(f->min), R(f->extent));
     items = tir_array_push(items, leader(c, tir_if(tir_cmp(TIR_LT, nxt, end), refill, NULL)));
     tir_Array *anns = tir_ann_remove(f->annotations, KEY_STAGES);
