@@ -32,6 +32,7 @@ local VARIANTS = {
   tma_s4 = {desc = "mma.sync, TMA tiles, 4-stage mbarrier pipeline (128x128x32)", opts = {intrin = "mma", tma = true, stages = 4}},
   tma_256_s4 = {desc = "mma.sync, TMA tiles, 128x256x32 CTA, 4 stages", opts = {intrin = "mma", tma = true, BN = 256, stages = 4}},
   tma_b64_s3 = {desc = "mma.sync, TMA tiles, 128x128x64 (128-byte rows), 3 stages", opts = {intrin = "mma", tma = true, BK = 64, stages = 3}},
+  tma_s4_p = {desc = "as tma_s4, persistent: 2 CTAs per SM walking the tiles in groups of 8 rows", opts = {intrin = "mma", tma = true, stages = 4, persistent = true}},
   mma_nopad_s4 = {desc = "as mma_s4 with unpadded shared rows (the layout TMA gives: isolates TMA from padding)",
                   opts = {intrin = "mma", stages = 4, pad = false}},
   -- split-K (tc_gemm split_k: partial sums on blockIdx.z + a kernel adding them); small-M shapes only

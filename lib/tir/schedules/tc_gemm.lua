@@ -289,7 +289,11 @@ local SCHEDULE_OPTS = {intrin = "string", BM = "positive", BN = "positive", BK =
                        warp_n = "positive", vec = "positive", stages = "positive", early_wait = "boolean",
                        frag_pipeline = "boolean", pad = "boolean", dtype = "dtype", epilogue = "string", unroll = "boolean",
                        block = "string", split_k = "positive", a_stage = "string", b_stage = "string", writeback = "string",
-                       tuned = "boolean", db = "string", target = "string", tma = "boolean",
+                       tuned = "boolean", db = "string", target = "string", tma = "boolean", persistent = function(v)
+                         if v ~= true and v ~= false and not (math.type(v) == "integer" and v > 0) then
+                           return "true, false or a number of CTAs"
+                         end
+                       end,
                        wmma_shape = function(v)
                          if type(v) ~= "table" or #v ~= 3 or math.type(v[1]) ~= "integer" or math.type(v[2]) ~= "integer" or
                             math.type(v[3]) ~= "integer" then return "a wmma shape {m, n, k}" end
@@ -388,6 +392,10 @@ local function validate(sch, o, P)
       raise("ValueError", P, "tma = true: a TMA box is at most 256 per dimension with 16-byte rows (BM=%d BN=%d BK=%d)", bm, bn, bk)
     end
     o.pad = false
+  end
+  if o.persistent then
+    if not o.tma then raise("ValueError", P, "persistent = true needs tma = true (the TMA pipeline re-arms its mbarriers per tile)") end
+    if o.split_k > 1 or info.batch > 0 then raise("ValueError", P, "persistent = true: no split_k and no batch dimensions") end
   end
   if o.epilogue and not padded then -- (the padded workload's D is a kernel of its own)
     local okb, E = pcall(function() return sch:get(sch:get_block(o.epilogue)) end)
@@ -520,7 +528,25 @@ local function schedule(func, opts, P)
     local bz = info.batch > 1 and sch:fuse(table.unpack(order, 1, info.batch)) or lp[1]
     sch:bind(bz, "blockIdx.z")
   end
-  sch:bind(by, "blockIdx.y"); sch:bind(bx, "blockIdx.x")
+  if o.persistent then
+    -- a persistent grid (inject_tma_pipeline re-arms its mbarriers per tile): G CTAs, CTA b
+    -- computes tiles b, b + G, ..., in an order grouped by `group` rows of tiles for L2 reuse
+    -- (tile t = (row group, column, row in group)); G divides the tile count (no tail predicate)
+    local ny, nx = info.extents[#info.extents - 2] // o.BM, info.extents[#info.extents - 1] // o.BN
+    local want = o.persistent == true and 2 * M.device_sm_count() or o.persistent
+    local G = 1
+    for g = 1, math.min(want, ny * nx) do if ny * nx % g == 0 then G = g end end
+    local grp = 1
+    for _, g in ipairs({8, 4, 2}) do if grp == 1 and ny % g == 0 then grp = g end end
+    local byo, byi = sch:split(by, {nil, grp})
+    sch:reorder(byo, bx, byi)
+    local t = sch:fuse(byo, bx, byi)
+    local tile, cta = sch:split(t, {nil, G})
+    sch:reorder(cta, tile)
+    sch:bind(cta, "blockIdx.x")
+  else
+    sch:bind(by, "blockIdx.y"); sch:bind(bx, "blockIdx.x")
+  end
   sch:bind(wy, "threadIdx.y"); sch:bind(wz, "threadIdx.z")
   sch:compute_at(AF, ki); sch:compute_at(BF, ki)
   sch:compute_at(AS, ko); sch:compute_at(BS, ko)

@@ -45,6 +45,7 @@ typedef struct {
   const tir_Var *threads[8]; /* enclosing threadIdx loops */
   int thread_x[8];           /* ... bound to threadIdx.x */
   int n_threads;
+  int in_loop;               /* the pipeline sits in a serial loop (a persistent kernel's tile loop) */
   int64_t cta_threads[3];    /* the launch extents of threadIdx.x/y/z over the function */
 } Ctx;
 
@@ -457,7 +458,15 @@ static tir_Node *pipeline(Ctx *c, const tir_For *f) {
     }
     nallocs = tir_array_push(nallocs, &full->hdr);
     nallocs = tir_array_push(nallocs, &empty->hdr);
-    tir_Block *blk = tir_block_new("", NULL, NULL, NULL, NULL, nallocs, NULL, NULL, tir_seq(tir_array_of(4, init, sync, pro, loop)));
+    /* inside a loop (a persistent kernel's tiles): the barriers are initialized again for each
+     * run of the pipeline, once every thread is done with the previous one */
+    tir_Array *parts = c->in_loop ? tir_array_of(1, call_stmt("tvm_storage_sync", tir_array_of(1, tir_string_imm("shared"))))
+                                  : tir_array_empty();
+    parts = tir_array_push(parts, init);
+    parts = tir_array_push(parts, sync);
+    parts = tir_array_push(parts, pro);
+    parts = tir_array_push(parts, loop);
+    tir_Block *blk = tir_block_new("", NULL, NULL, NULL, NULL, nallocs, NULL, NULL, tir_seq(parts));
     result = tir_block_realize(tir_array_empty(), tir_bool_imm(1), blk);
     tir_release(V.stage), tir_release(parity);
     goto done;
@@ -488,7 +497,13 @@ static tir_Node *mut(const tir_Node *n, void *arg) {
     c->n_threads--;
     return m ? m : TIR_MUTATE_ERROR;
   }
-  if (!tir_ann_get(f->annotations, KEY_STAGES)) return NULL;
+  if (!tir_ann_get(f->annotations, KEY_STAGES)) {
+    if (f->kind == TIR_FOR_THREAD_BINDING) return NULL;
+    c->in_loop++;
+    tir_Node *m = tir_mutate_children(n, mut, arg);
+    c->in_loop--;
+    return m ? m : TIR_MUTATE_ERROR;
+  }
   return pipeline(c, f);
 }
 
