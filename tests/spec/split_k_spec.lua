@@ -49,11 +49,13 @@ describe("tc_gemm split_k", function()
     end
   end)
 
-  it("fp16 with an fp32 output (no epilogue): the second kernel writes C", function()
-    local f = tc.workload(16, 64, 128, "float16")
-    local sch = tc.schedule(f, opts({split_k = 2}))
-    U.assert_equiv(f, sch.mod, {rtol = 1e-5, atol = 1e-5})
-    assert.are.equal(2, kernels(sim(f, sch)))
+  it("fp16 and bf16 with an fp32 output (no epilogue): the second kernel writes C", function()
+    for _, dt in ipairs({"float16", "bfloat16"}) do
+      local f = tc.workload(16, 64, 128, dt)
+      local sch = tc.schedule(f, opts({split_k = 2}))
+      U.assert_equiv(f, sch.mod, {rtol = 1e-5, atol = 1e-5})
+      assert.are.equal(2, kernels(sim(f, sch)))
+    end
   end)
 
   it("int8 and u8 x s8 -> int32: partial sums in int32, exact (full-range inputs, interpreter and simulator)", function()
@@ -104,6 +106,21 @@ describe("tc_gemm split_k", function()
     local sch, o3 = tc.auto_tensorize(f, "mma.m16n8k16", nil, {sm_count = 4, epilogue = "D"})
     assert.are.same({2, 2}, {o3.split_k, o3.ctas})
     U.assert_equiv(f, sch.mod, {rtol = 1e-3, atol = 1e-3, trials = 1})
+  end)
+
+  it("a batched matmul with B transposed: ks fused with the batch on blockIdx.z", function()
+    local te = tir.te
+    local A = te.placeholder({3, 32, 128}, "float16", "A")
+    local B = te.placeholder({3, 64, 128}, "float16", "B")
+    local k = te.reduce_axis({0, 128}, "k")
+    local C = te.compute({3, 32, 64}, function(bb, i, j)
+      return te.sum(te.cast("float32", A[{bb, i, k}]) * te.cast("float32", B[{bb, j, k}]), {k})
+    end, "bmm")
+    local f = te.create_prim_func({A, B, C})
+    local sch = tc.schedule(f, opts({block = "bmm", BM = 32, split_k = 2}))
+    assert.truthy(tostring(sch.mod):find('bmm_rf = T.alloc_buffer({2, 3, 32, 64}, "float32")', 1, true))
+    U.assert_equiv(f, sch.mod, {rtol = 1e-5, atol = 1e-5, trials = 1})
+    sim(f, sch)
   end)
 
   it("split_k = 1 is the plain schedule", function()
