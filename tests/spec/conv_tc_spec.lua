@@ -56,7 +56,8 @@ end
 
 local LAYERS = {
   {name = "3x3 pad 1, bias + relu", c = {N = 2, H = 8, W = 8, C = 16, F = 32, R = 3, S = 3, padding = 1, bias = true, activation = "relu"}},
-  {name = "C = 3 (a first layer, K = 27 -> 32), stride 2", c = {N = 2, H = 9, W = 9, C = 3, F = 32, R = 3, S = 3, padding = 1, stride = 2, pad_m = 64}},
+  {name = "C = 3 (a first layer: channels padded to 4, K = 36 -> 64), stride 2", c = {N = 2, H = 9, W = 9, C = 3, F = 32, R = 3, S = 3, padding = 1, stride = 2, pad_m = 64}},
+  {name = "C = 3 unpadded (pad_c = 1: element copies, K = 27 -> 32)", c = {N = 2, H = 9, W = 9, C = 3, F = 32, R = 3, S = 3, padding = 1, pad_c = 1, pad_m = 64}},
   {name = "C = 8, dilation 2 (K = 72 -> 96)", c = {N = 1, H = 10, W = 10, C = 8, F = 32, R = 3, S = 3, padding = 2, dilation = 2, pad_m = 64}},
   {name = "1x1 stride 2 (the downsampling shortcut)", c = {N = 2, H = 16, W = 16, C = 32, F = 32, R = 1, S = 1, stride = 2}},
 }
@@ -114,6 +115,18 @@ describe("conv2d_tc on the simulator", function()
     local src = mod:get_source("cuda")
     assert.truthy(src:find("tir_cp_async_zfill<16>((A_im2col", 1, true), src)
     assert.falsy(src:find("half* __restrict__ A_im2col", 1, true), src)
+  end)
+
+  it("C = 3 is padded to 4 channels (X_pad, a kernel of its own): one 8-byte zero-filling cp.async per pixel", function()
+    assert.are.equal(4, ct.padded_channels(3, "float16"))
+    assert.are.equal(8, ct.padded_channels(3, "int8"))
+    assert.are.equal(64, ct.padded_channels(64, "float16"))
+    assert.are.equal(12, ct.padded_channels(12, "float16")) -- 24 bytes: element copies, no padding
+    assert.are.equal(3, ct.padded_channels(3, "float16", 1))
+    local mod, info, rep = simulate(LAYERS[2].c, with(SMALL, {variant = "implicit"}))
+    assert.are.equal(4, info.Cp)
+    assert.are.equal(2, rep.kernels)
+    assert.truthy(mod:get_source("cuda"):find("tir_cp_async_zfill<8>((A_im2col", 1, true))
   end)
 
   it("explicit im2col: a vectorized im2col kernel writing the matrix, then the GEMM", function()

@@ -16,9 +16,10 @@
 --     im2col matrix exists in global memory -- one kernel.
 --   Both fuse the epilogue "D" (bias, relu, cast) into the GEMM's write-back.
 --
--- Vector copies need 16 contiguous bytes of one pixel: C a multiple of 8 (fp16) / 16 (int8).
--- Other channel counts (C = 3 of a first layer) are correct but copy element by element; so
--- is K = C*R*S not a multiple of 8.
+-- Vector copies need 16 contiguous bytes of one pixel: C a multiple of 8 (fp16) / 16 (int8).  A
+-- smaller C (3 of a first layer) is padded to 8-byte pixels (padded_channels: a kernel writes
+-- X_pad, the packed weight has zero rows there) and copied one 8-byte cp.async per pixel; other
+-- channel counts are correct but copied element by element.
 --
 -- Functions: workload(o) -> PrimFunc, info; schedule(func, opts) -> Schedule;
 -- pack_weight(o) -> PrimFunc (W -> Wm), pack_weight_schedule(func) -> Schedule (a GPU kernel);
@@ -33,7 +34,8 @@ local M = {}
 
 local WORKLOAD_OPTS = {N = "positive", H = "positive", W = "positive", C = "positive", F = "positive", R = "positive", S = "positive",
                        stride = "any", padding = "any", dilation = "any", dtype = "dtype", out_dtype = "dtype", bias = "boolean",
-                       activation = "string", pad_k = "positive", pad_m = "positive", kernel_layout = "string", requantize = "table"}
+                       activation = "string", pad_k = "positive", pad_m = "positive", pad_c = "positive", kernel_layout = "string",
+                       requantize = "table"}
 M.WORKLOAD_OPTS = WORKLOAD_OPTS
 
 local ACC = {float16 = "float32", bfloat16 = "float32", int8 = "int32", uint8 = "int32"}
@@ -47,6 +49,21 @@ local function checked(P, o)
   if not ACC[dt] then util.raise("TypeError", P, "dtype must be float16, bfloat16, int8 or uint8 (tensor-core inputs), got %s", util.show(dt)) end
   if o.activation ~= nil and o.activation ~= "relu" then util.raise("ValueError", P, "activation must be \"relu\" or nil, got %s", util.show(o.activation)) end
   return dt
+end
+
+local ESIZE = {float16 = 2, bfloat16 = 2, int8 = 1, uint8 = 1}
+
+--- The channel count the im2col gather works on: C itself when a pixel's channels fill whole
+-- 16-byte vectors (C * element bytes a multiple of 16), or when C is at least 16 bytes; a smaller C
+-- (the RGB input's C = 3) rounded up to 8 bytes (fp16: 4, int8: 8 channels), so that each pixel
+-- is one 8-byte cp.async instead of C element copies.  pad_c (a multiple to round C up to; 1: none)
+-- overrides.  workload and pack_weight both use it (the zero channels meet zero weights).
+function M.padded_channels(C, dtype, pad_c)
+  local e = ESIZE[dtype or "float16"] or 2
+  if pad_c then return (C + pad_c - 1) // pad_c * pad_c end
+  if (C * e) % 16 == 0 or C * e >= 16 then return C end
+  local q = 8 // e
+  return (C + q - 1) // q * q
 end
 
 --- The workload: PrimFunc (X [N, H, W, C], Wm [Kp, F], [bias [F] of the accumulator dtype], [scale [F]], out [Mp, F])
@@ -67,11 +84,19 @@ function M.workload(o)
   local out_dtype = o.out_dtype or (acc == "int32" and "int32" or "float16")
   local pad_k = o.pad_k or 32
   local X = te.placeholder({o.N, o.H, o.W, o.C}, dt, "X")
-  local A, plan = ops_im2col.im2col(X, {kernel = {o.R, o.S}, stride = o.stride, padding = o.padding, dilation = o.dilation,
+  local Cp = M.padded_channels(o.C, dt, o.pad_c)
+  local Xg = X
+  if Cp ~= o.C then
+    -- the input with zero channels up to Cp (a kernel of its own; its pixels are 8-byte vectors)
+    Xg = te.compute({o.N, o.H, o.W, Cp}, function(n, h, w, c)
+      return tir.if_then_else(tir.lt(c, o.C), X[{n, h, w, c}], tir.const(0, dt))
+    end, "X_pad")
+  end
+  local A, plan = ops_im2col.im2col(Xg, {kernel = {o.R, o.S}, stride = o.stride, padding = o.padding, dilation = o.dilation,
                                         data_layout = "NHWC", pad_k = pad_k, pad_m = o.pad_m, name = "A_im2col"})
   local Mp, Kp = A.shape[1], A.shape[2]
   local Mr = o.N * plan.osz[1] * plan.osz[2]
-  local K = o.R * o.S * o.C
+  local K = o.R * o.S * o.C -- (the useful work; the GEMM's K is R * S * Cp, padded to Kp)
   local F = o.F
   local Wm = te.placeholder({Kp, F}, dt, "Wm")
   local k = te.reduce_axis({0, Kp}, "k")
@@ -115,7 +140,7 @@ function M.workload(o)
   end, "D")
   params[#params + 1] = D
   local f = te.create_prim_func(params, "conv2d_tc")
-  return f, {M = Mr, Mp = Mp, K = K, Kp = Kp, P = plan.osz[1], Q = plan.osz[2], F = F, plan = plan, flops = 2 * Mr * F * K, dtype = dt,
+  return f, {M = Mr, Mp = Mp, K = K, Kp = Kp, C = o.C, Cp = Cp, P = plan.osz[1], Q = plan.osz[2], F = F, plan = plan, flops = 2 * Mr * F * K, dtype = dt,
              out_dtype = out_dtype}
 end
 
@@ -124,21 +149,38 @@ end
 function M.pack_weight(o)
   local P = "conv2d_tc.pack_weight"
   util.check_opts(P, o, {R = "positive", S = "positive", C = "positive", F = "positive", dtype = "dtype", pad_k = "positive",
-                         kernel_layout = "string"})
+                         pad_c = "positive", kernel_layout = "string"})
   for _, k in ipairs({"R", "S", "C", "F"}) do
     if o[k] == nil then util.raise("ValueError", P, "option %s is required", k) end
   end
   local kl = o.kernel_layout or "HWIO"
   local shape = kl == "HWIO" and {o.R, o.S, o.C, o.F} or kl == "OHWI" and {o.F, o.R, o.S, o.C} or nil
   if not shape then util.raise("ValueError", P, "kernel_layout must be \"HWIO\" or \"OHWI\", got %s", util.show(kl)) end
-  local W = te.placeholder(shape, o.dtype or "float16", "W")
-  local Wm = ops_im2col.conv_weight_matrix(W, {data_layout = "NHWC", kernel_layout = kl, pad_k = o.pad_k or 32, name = "Wm"})
+  local dt = o.dtype or "float16"
+  local W = te.placeholder(shape, dt, "W")
+  local Cp = M.padded_channels(o.C, dt, o.pad_c)
+  local Wm
+  if Cp == o.C then
+    Wm = ops_im2col.conv_weight_matrix(W, {data_layout = "NHWC", kernel_layout = kl, pad_k = o.pad_k or 32, name = "Wm"})
+  else
+    -- rows k = (r S + s) Cp + c, zero for the padding channels c >= C and for k >= R S Cp
+    local Kc = o.R * o.S * Cp
+    local q = o.pad_k or 32
+    local Kp = (Kc + q - 1) // q * q
+    Wm = te.compute({Kp, o.F}, function(k, f)
+      local c, rs = k % Cp, k // Cp
+      local r, s_ = rs // o.S, rs % o.S
+      local v = kl == "HWIO" and W[{r, s_, c, f}] or W[{f, r, s_, c}]
+      return tir.if_then_else(tir.all(tir.lt(k, Kc), tir.lt(c, o.C)), v, tir.const(0, dt))
+    end, "Wm")
+  end
   return te.create_prim_func({W, Wm}, "pack_weight")
 end
 
 --- The HWIO kernel [R, S, C, F] whose packing is wm (a host NDArray [Kp, F]; its rows k < K):
 -- pack_weight's inverse, for references fed with a random packed weight.  o: R, S, C, F.
 function M.unpack_weight(o, wm)
+  local Cp = M.padded_channels(o.C, wm:dtype(), o.pad_c)
   local t = {}
   for r = 1, o.R do
     t[r] = {}
@@ -146,7 +188,7 @@ function M.unpack_weight(o, wm)
       t[r][s] = {}
       for c = 1, o.C do
         t[r][s][c] = {}
-        for f = 1, o.F do t[r][s][c][f] = wm:get(((r - 1) * o.S + s - 1) * o.C + c - 1, f - 1) end
+        for f = 1, o.F do t[r][s][c][f] = wm:get(((r - 1) * o.S + s - 1) * Cp + c - 1, f - 1) end
       end
     end
   end
@@ -383,13 +425,22 @@ function M.schedule(func, opts)
   local sch = tir.Schedule(func)
   local ok = pcall(function() return sch:get_block("A_im2col") end)
   if not ok then util.raise("ValueError", P, "the function has no block A_im2col: build it with conv2d_tc.workload") end
+  local xpad = pcall(function() return sch:get_block("X_pad") end)
+  local threads, vec = o.im2col_threads or 256, o.im2col_vec or 8
+  if xpad then
+    -- padded channels: each pixel of X_pad is 8 bytes, the copies move one pixel each
+    local e = ESIZE[sch:get(sch:get_block("X_pad")).writes[1].buffer.dtype]
+    if to.vec == nil then to.vec = 8 // e end
+    if o.im2col_vec == nil then vec = 8 // e end
+  end
   if variant == "implicit" then
     to.a_stage = "A_im2col"
-    return tc.schedule(sch, to)
+    sch = tc.schedule(sch, to)
+  else
+    sch = tc.schedule(sch, to)
+    elementwise_kernel(sch, sch:get_block("A_im2col"), threads, vec)
   end
-  local threads, vec = o.im2col_threads or 256, o.im2col_vec or 8
-  sch = tc.schedule(sch, to)
-  elementwise_kernel(sch, sch:get_block("A_im2col"), threads, vec)
+  if xpad then elementwise_kernel(sch, sch:get_block("X_pad"), 256, 1) end
   return sch
 end
 
@@ -400,4 +451,5 @@ M.tune = util.strict("conv2d_tc.tune", M.tune)
 M.space = util.strict("conv2d_tc.space", M.space)
 M.default_tiles = util.strict("conv2d_tc.default_tiles", M.default_tiles)
 M.layer_options = util.strict("conv2d_tc.layer_options", M.layer_options)
+M.padded_channels = util.strict("conv2d_tc.padded_channels", M.padded_channels)
 return M
