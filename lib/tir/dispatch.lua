@@ -89,6 +89,15 @@ function D.family(func, name)
   return setmetatable({func = func, name = name or func.name, vars = vars, by_name = by_name, entries = {}}, Family)
 end
 
+-- An independent copy of func (its own buffers and variables, through print -> load), so that the
+-- functions of a family's IRModule share no objects (as a module's functions in TVM); func itself
+-- when its text does not load back.
+local function fresh_copy(func)
+  local ok, g = pcall(function() return require("tir.script").parse(tostring(func)) end)
+  if ok and core.is_node(g, "PrimFunc") and core.structural_equal(g, func) then return g end
+  return func
+end
+
 local function value_text(v) return math.type(v) == "integer" and tostring(v) or ("%s_%s"):format(v[1] or "", v[2] or "") end
 
 local function run_rule(P, rule, f, info)
@@ -131,7 +140,7 @@ function Family:add(when, rule, note)
   for _, e in ipairs(self.entries) do
     if e.label == label then raise("ValueError", P, "%s has an entry for %s already (%s)", self.name, table.concat(label_parts, ", "), label) end
   end
-  local f = self.func
+  local f = fresh_copy(self.func)
   if next(values) then f = D.specialize(f, values, label) end
   local info = {label = label, values = values, ranges = ranges}
   local sched, rnote = run_rule(P, rule, f, info)
@@ -150,7 +159,7 @@ function Family:fallback(rule, note)
     if e.fallback then raise("ValueError", P, "%s has a fallback already (%s)", self.name, e.label) end
   end
   local label = self.name .. "_any"
-  local sched, rnote = run_rule(P, rule, self.func, {label = label, values = {}, ranges = {}})
+  local sched, rnote = run_rule(P, rule, fresh_copy(self.func), {label = label, values = {}, ranges = {}})
   self.entries[#self.entries + 1] = {label = label, func = core.specialize(sched, {}, label), values = {}, ranges = {},
                                      note = note or rnote, fallback = true}
   return #self.entries
