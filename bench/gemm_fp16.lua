@@ -5,6 +5,9 @@
 --   TIRLUA_BENCH_VARIANTS=mma,wmma,...       which configurations (see VARIANTS; "tuned" reads the tuning database,
 --                                            TIRLUA_TUNE_DB; the mma_*_sk* split-K rows run for M <= 128 only)
 --   TIRLUA_BENCH_OUT=file                    append the markdown table to that file
+--   TIRLUA_REF_KERNEL_<DTYPE>_<LAYOUT>=name  the cuBLAS kernel name to record (e.g. from ncu), per
+--                                            dtype and layout (TIRLUA_REF_KERNEL_FLOAT16_NT)
+-- The wgmma variants (sm_90a) use K-major operands (layout NT: B is N x K; cuBLAS with B transposed).
 -- Every row is also appended to bench/results.jsonl (bench/common.lua says where on a GPU machine).
 local tir = require("tir")
 local core = tir.core
@@ -45,6 +48,16 @@ local VARIANTS = {
   tuned = {desc = "the tuning database's options for the shape (tc_gemm_tune.options; the row says which: tuned, nearest, defaults)",
            tuned = true},
   auto = {desc = "tc_gemm.auto_tensorize's own pick (tuned = false; M, N, K multiples of 16)", auto = true},
+  -- Hopper (sm_90a): wgmma.mma_async from 128-byte-swizzled shared tiles, cp.async pipeline;
+  -- K-major operands (A M x K, B N x K: layout "NT"), cuBLAS on the same operands (B transposed)
+  wgmma = {desc = "wgmma m64n256k16, 128x256x64 CTA (2 consumer warpgroups), 4-stage cp.async, layout NT",
+           opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 4}, layout = "NT", arch = "sm_90a"},
+  wgmma_s3 = {desc = "as wgmma, 3-stage cp.async", opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 3}, layout = "NT",
+              arch = "sm_90a"},
+  wgmma_128 = {desc = "wgmma m64n128k16, 128x128x64 CTA, 4-stage cp.async, layout NT",
+               opts = {intrin = "wgmma", BM = 128, BN = 128, BK = 64, stages = 4}, layout = "NT", arch = "sm_90a"},
+  wgmma_bf16 = {desc = "as wgmma with bf16 inputs and fp32 output (cuBLAS bf16 -> fp32)",
+                opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 4}, layout = "NT", arch = "sm_90a", dtype = "bfloat16"},
 }
 
 -- extra configurations for experiments: TIRLUA_BENCH_EXTRA="name:BK=64,stages=3;name2:..."
@@ -72,10 +85,10 @@ for v in (os.getenv("TIRLUA_BENCH_VARIANTS") or "mma,wmma"):gmatch("[^,]+") do
 end
 
 local function config_for(v, m)
-  local o = {epilogue = "D"}
+  local o = {epilogue = (VARIANTS[v].dtype or "float16") == "float16" and "D" or nil}
   for k, x in pairs(VARIANTS[v].opts) do o[k] = x end
-  -- small M: a CTA of 1 x 4 warps over 16 (or 32) rows
-  if m < (o.BM or 128) then
+  -- small M: a CTA of 1 x 4 warps over 16 (or 32) rows (mma.sync / wmma)
+  if m < (o.BM or 128) and o.intrin ~= "wgmma" then
     o.BM = m >= 64 and 64 or (m >= 32 and 32 or 16)
     o.warp_m = o.BM
     o.BN, o.warp_n = 128, 32
@@ -97,8 +110,25 @@ for _, s in ipairs(shapes) do
   core.cuda_sync(0)
   local tol = {rtol = 2e-2, atol = 2e-2 * math.sqrt(k / 64)}
   local flops = 2.0 * m * n * k
+  -- operands of other dtypes / layouts (the wgmma variants), made on first use for this shape
+  local inputs = {}
+  local function operands(dt, layout)
+    if dt == "float16" and layout == "NN" then return a, b, cref end
+    local key = dt .. layout
+    if not inputs[key] then
+      local x = tir.nd.random({m, k}, dt, dev, {seed = 21})
+      local y = tir.nd.random(layout == "NT" and {n, k} or {k, n}, dt, dev, {seed = 22})
+      local r = tir.nd.empty({m, n}, dt == "float16" and "float16" or "float32", dev)
+      core.cublas_gemm(x, y, r, false, layout == "NT", 1.0, 0.0)
+      core.cuda_sync(0)
+      inputs[key] = {x, y, r}
+    end
+    return table.unpack(inputs[key])
+  end
   for _, v in ipairs(names) do
     local okb, mod, config, params
+    local V = VARIANTS[v]
+    local dt, layout = V.dtype or "float16", V.layout or "NN"
     if VARIANTS[v].small_m and m > 128 then
       okb, mod = false, "split-K rows are for M <= 128"
     elseif VARIANTS[v].auto then
@@ -119,12 +149,17 @@ for _, s in ipairs(shapes) do
       local BM, BN, BK = o.BM or 128, o.BN or 128, (o.BK or 32) * (o.split_k or 1)
       local pad = (m % BM ~= 0 or n % BN ~= 0 or k % BK ~= 0) and {BM, BN, BK} or nil
       if pad then o.epilogue = nil end
-      okb, mod = pcall(function() return tir.build(tc.schedule(tc.workload(m, n, k, "float16", "float16", pad), o).mod, "cuda") end)
+      okb, mod = pcall(function()
+        if pad and o.intrin == "wgmma" then error("the wgmma schedule has no padding yet (tiles must divide the shape)") end
+        return tir.build(tc.schedule(tc.workload(m, n, k, dt, dt == "float16" and "float16" or nil, pad, layout), o).mod,
+                         V.arch and ("cuda -arch=" .. V.arch) or "cuda")
+      end)
     end
     if not okb then
       print(("%-8s %-18s  not built: %s"):format(v, ("%dx%dx%d"):format(m, n, k), tostring(mod):match("[^\n]*")))
     else
-      local c = tir.nd.empty({m, n}, "float16", dev)
+      local a, b, cref = operands(dt, layout)
+      local c = tir.nd.empty({m, n}, cref:dtype(), dev)
       mod(a, b, c)
       local okc, why = pcall(tir.testing.assert_allclose, c, cref, tol)
       if not okc then
@@ -133,15 +168,17 @@ for _, s in ipairs(shapes) do
         goto next_variant
       end
       local t = mod:time_evaluator({number = 10, repeat_ = 7, warmup = 3})(a, b, c)
-      local tcub = core.cuda_time(function() core.cublas_gemm(a, b, cref, false, false, 1.0, 0.0) end, 0, 3, 10, 7)
+      local tcub = core.cuda_time(function() core.cublas_gemm(a, b, cref, false, layout == "NT", 1.0, 0.0) end, 0, 3, 10, 7)
       local r = mod:resources()
       local row = {v = v, shape = ("%dx%dx%d"):format(m, n, k), t = t, tc = tcub, tf = flops / t / 1e12, tfc = flops / tcub / 1e12,
                    regs = r.registers, spill = r.local_bytes, smem = r.static_smem_bytes + (r.dynamic_smem_bytes or 0)}
       row.ratio = row.tf / row.tfc
       rows[#rows + 1] = row
       row.config = config
-      common.record{bench = "gemm_fp16", variant = v, shape = row.shape, dtype = "float16", ms = t * 1e3, tflops = row.tf,
+      common.record{bench = "gemm_fp16", variant = v, shape = row.shape, dtype = dt, layout = layout, ms = t * 1e3, tflops = row.tf,
                     ref = "cuBLAS", ref_ms = tcub * 1e3, ref_tflops = row.tfc, gpu = info.name, registers = row.regs,
+                    -- the cuBLAS kernel behind ref_ms, when the caller found it (ncu) and passed it
+                    ref_kernel = os.getenv("TIRLUA_REF_KERNEL_" .. dt:upper() .. "_" .. layout),
                     smem_bytes = row.smem, config = config, params = params}
       print(("%-8s %-18s %9.3f %9.1f %9.3f %9.1f %7.3f %5d %6d %6d%s"):format(v, row.shape, t * 1e3, row.tf, tcub * 1e3, row.tfc, row.ratio,
         row.regs, row.spill, row.smem, config and ("  " .. config .. " " .. params) or ""))

@@ -318,7 +318,8 @@ enum {
   TIR_BUILTIN_WARP = 16,      /* a warp-wide .sync.aligned instruction: all 32 lanes execute it */
   TIR_BUILTIN_FLOAT_MATH = 32, /* computes in floating point: the call must have a float dtype */
   TIR_BUILTIN_SHUFFLE = 64,    /* a warp shuffle: exchanges values between the lanes of a warp */
-  TIR_BUILTIN_ASYNC_PROXY = 128 /* TMA / mbarrier: its shared operands are ordered by mbarrier phases, not barriers */
+  TIR_BUILTIN_ASYNC_PROXY = 128 /* TMA / mbarrier: its shared operands are ordered by mbarrier phases, not barriers */,
+  TIR_BUILTIN_WARPGROUP = 256 /* warpgroup-wide (wgmma): 128 consecutive threads execute it together */
 };
 /* the registry flags of a TIR_MATH row's kind (builtins.def) */
 enum {

@@ -9,13 +9,20 @@
  * operand keeps its tile in (tile elements / 32) consecutive elements per lane, in the order of
  * the lane maps below.  wmma rows are nvcuda::wmma fragment shapes (layout unspecified by PTX;
  * the simulator models a fragment as the warp's collective tile).
+ *
+ * wgmma rows (PTX ISA 9.7.15 "Asynchronous Warpgroup Level Matrix Multiply-Accumulate
+ * Instructions") are one instruction wgmma.mma_async.sync.aligned.m64nNk<k> of a warpgroup (128
+ * consecutive threads, the first a multiple of 128): N is an operand of the instruction, not of the
+ * row (n = 0; tir_wgmma_n_valid says which N exist), A and B come from shared memory through
+ * matrix descriptors (9.7.15.5.1.2) and the accumulator D lives in registers, N/2 per thread
+ * ("wgmma.accumulator" buffers, lane maps over lanes 0..127).  The rows need the sm_90a target.
  */
 #ifndef TIR_MMA_H
 #define TIR_MMA_H
 
 #include "tir/dtype.h"
 
-typedef enum { TIR_MMA_SYNC, TIR_MMA_WMMA } tir_MmaFamily;
+typedef enum { TIR_MMA_SYNC, TIR_MMA_WMMA, TIR_MMA_WGMMA } tir_MmaFamily;
 
 /* element e of lane `lane`'s part of a warp-tile operand -> (row, col) of the tile
  * (A: row m, col k; B: row k, col n; C/D: row m, col n) */
@@ -33,6 +40,9 @@ typedef struct {
   int regs_a, regs_b, regs_c;
   tir_MmaLaneMap map_a, map_b, map_c;
   const char *source;    /* the PTX ISA / CUDA guide section the facts come from */
+  /* wgmma only: the valid N are multiples of n_step up to 32 and of n_step_hi above, up to 256
+   * (PTX ISA 9.7.15.5.1.1: .f32 accumulators N = 8 i; .s32 N = 8 i up to 32, then 16 i) */
+  int n_step, n_step_hi;
 } tir_MmaConfig;
 
 /* All rows (static storage); *n gets their number. */
@@ -41,6 +51,14 @@ const tir_MmaConfig *tir_mma_table(int *n);
 const tir_MmaConfig *tir_mma_find(tir_MmaFamily family, const char *name);
 /* The row of `family` with these element types (and shape, 0 = any), or NULL. */
 const tir_MmaConfig *tir_mma_for(tir_MmaFamily family, tir_DType a, tir_DType b, tir_DType c, int m, int n, int k);
+/* Whether N is a valid n dimension of a wgmma row (see n_step). */
+int tir_wgmma_n_valid(const tir_MmaConfig *c, int n);
+/* The device helper of one wgmma instruction m64n<n>k<k> of row c with B stored N-major (trans_b,
+ * 16-bit inputs only): void NAME(acc *d, unsigned long long desc_a, unsigned long long desc_b),
+ * accumulating into d's n/2 registers (scale-d = 1).  Name: static storage; source: owned. */
+const char *tir_wgmma_helper_name(const tir_MmaConfig *c, int n, int trans_b);
+char *tir_wgmma_helper_source(const tir_MmaConfig *c, int n, int trans_b);
+
 /* Warp-tile extents of a row: A is tile_m x k, B k x tile_n, C tile_m x tile_n (mma.sync: 16 x 16,
  * two instructions along n; wmma: the fragment shape). */
 int tir_mma_tile_m(const tir_MmaConfig *c);

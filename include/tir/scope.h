@@ -4,7 +4,17 @@
  * A scope string is "<rank>[<tag>]": "global" (also ""), "shared" / "shared.dyn", "warp" (the
  * mma.sync operand buffers: a 16x16 tile per 256 elements, each lane keeps a 32nd), "local" /
  * "register", "wmma.matrix_a" / "wmma.matrix_b" / "wmma.accumulator" (nvcuda::wmma fragments),
- * and TVM's "m16n8k<k>.matrixA|B|C" fragment scopes (accepted by the schedule only).
+ * and TVM's "m16n8k<k>.matrixA|B|C" fragment scopes (accepted by the schedule only),
+ * "wgmma.accumulator" (the D fragment of wgmma.mma_async: a warpgroup of 128 threads holds a 64 x N
+ * tile, N/2 elements a thread, PTX ISA 9.7.15.5.1.1; lane maps in include/tir/mma.h).
+ *
+ * Shared memory may carry a physical XOR swizzle: "shared.swz32", "shared.swz64", "shared.swz128"
+ * (tag ".swz<B>").  Indexing stays logical everywhere (interpreter, schedule, flatten); the CUDA
+ * codegen and the simulator place logical byte offset o at tir_swizzle_offset(o, B), i.e. bits
+ * [4, 4 + log2(B/16)) XOR bits [7, 7 + log2(B/16)) -- CUTLASS Swizzle<log2(B/16), 4, 3>, the
+ * swizzle modes of wgmma matrix descriptors (PTX ISA 9.7.15.5.1.2) and of TMA tensor maps
+ * (CU_TENSOR_MAP_SWIZZLE_32B/64B/128B).  The pattern repeats every 8 * B bytes, relative to an
+ * allocation aligned to 1024 bytes; 16-byte chunks stay contiguous.
  */
 #ifndef TIR_SCOPE_H
 #define TIR_SCOPE_H
@@ -18,12 +28,14 @@ typedef enum {
   TIR_SCOPE_WMMA_MATRIX_B,
   TIR_SCOPE_WMMA_ACCUMULATOR,
   TIR_SCOPE_MMA_MATRIX, /* m16n8k<k>.matrixA|B|C */
+  TIR_SCOPE_WGMMA_ACCUMULATOR, /* wgmma.accumulator */
   TIR_SCOPE_UNKNOWN
 } tir_ScopeRank;
 
 typedef struct {
   tir_ScopeRank rank;
-  const char *tag; /* what follows the rank's name: "" or ".dyn" (borrowed from the string) */
+  const char *tag; /* what follows the rank's name: "", ".dyn", ".swz<B>" (borrowed from the string) */
+  int swizzle;     /* shared: the XOR swizzle's width in bytes (32, 64, 128), 0 for none */
 } tir_Scope;
 
 /* Parses a scope string (NULL reads as ""); an unknown string has rank TIR_SCOPE_UNKNOWN. */
@@ -34,15 +46,25 @@ int tir_scope_is_shared(const char *scope); /* "shared", "shared.dyn" */
 int tir_scope_is_local(const char *scope);  /* "local", "register" */
 int tir_scope_is_warp(const char *scope);   /* "warp" */
 int tir_scope_is_wmma(const char *scope);   /* wmma.matrix_a/_b/accumulator */
-/* A tensor-core operand buffer: wmma fragments and warp buffers (only the tensor-core builtins
+int tir_scope_is_wgmma(const char *scope);  /* wgmma.accumulator */
+/* The swizzle width in bytes of a shared scope (0: none or not shared). */
+int tir_scope_swizzle(const char *scope);
+/* The physical byte offset of logical byte offset `off` under a swizzle of `bytes` (0: off). */
+static inline long long tir_swizzle_offset(long long off, int bytes) {
+  int bits = bytes == 128 ? 3 : bytes == 64 ? 2 : bytes == 32 ? 1 : 0;
+  return bits ? off ^ (((off >> 7) & ((1 << bits) - 1)) << 4) : off;
+}
+/* A tensor-core operand buffer: wmma fragments, warp buffers and wgmma accumulators (only the tensor-core builtins
  * may touch it: it has no per-thread element addresses). */
 int tir_scope_is_fragment(const char *scope);
 /* Whether the iterations of a loop bound to `thread_tag` get separate copies of a buffer in
- * `scope`: none for global, blockIdx for shared, blockIdx and threadIdx.y/z for warp (a warp is
- * 32 lanes of threadIdx.x), any thread tag for local and wmma fragments. */
+ * `scope`: none for global, blockIdx for shared, blockIdx and threadIdx.y/z for warp and
+ * wgmma.accumulator (a warp is 32 lanes of threadIdx.x, a warpgroup 128), any thread tag for local
+ * and wmma fragments. */
 int tir_scope_splits(const char *scope, const char *thread_tag);
 /* Threads that share one element of the buffer: 1 for local, 32 for warp and wmma (the whole
- * warp holds a fragment), 0 for shared/global (all threads of a block / the grid). */
+ * warp holds a fragment), 128 for wgmma.accumulator, 0 for shared/global (all threads of a block /
+ * the grid). */
 int tir_scope_lanes_per_element(const char *scope);
 
 /* Whether the schedule primitives (set_scope, cache_read, cache_write) and the T script accept

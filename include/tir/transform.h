@@ -61,6 +61,9 @@ tir_PrimFunc *tir_pass_inject_tma_pipeline(const tir_PrimFunc *f);
 /* Inside async_scope: shared <- global copies of 4, 8 or 16 bytes become ptx_cp_async
  * (TVM InjectPTXAsyncCopy). Flat IR (after flatten_buffer / vectorize_loop). */
 tir_PrimFunc *tir_pass_inject_ptx_async_copy(const tir_PrimFunc *f);
+/* wgmma_operand(address_of(S[i]), ld, major) -> wgmma_desc(address_of(S[i]), LBO, SBO, swizzle) from
+ * S's swizzled shared scope (PTX ISA 9.7.15.5.1.2); refuses layouts without a canonical form. */
+tir_PrimFunc *tir_pass_lower_wgmma_descriptor(const tir_PrimFunc *f);
 
 /* f with vars[i] fixed to values[i] (integer constants; borrowed arrays of n), named `name`
  * (NULL: f's): TVM's PrimFunc.specialize (src/tir/ir/specialize.cc).  Each var must be an
@@ -96,7 +99,9 @@ int tir_split_host_device(const tir_PrimFunc *lowered, const tir_PrimFunc *host,
  * so every slice stays 16-byte aligned for vector and cp.async accesses); -1 when symbolic. */
 int64_t tir_shared_slice_bytes(const tir_Buffer *b);
 /* The alignment (bytes) of shared buffer b in kernel k: TIR_TMA_SMEM_ALIGN (include/tir/tma.h)
- * for a TMA copy's shared operand, else 16. */
+ * for a TMA copy's shared operand or a swizzled
+ * scope (shared.swz<B>: the XOR pattern is relative to a 1024-byte boundary, PTX ISA 9.7.15.5.1.2.2),
+ * else 16. */
 int64_t tir_shared_slice_align(const tir_Kernel *k, const tir_Buffer *b);
 void tir_device_split_free(tir_DeviceSplit *s);
 

@@ -1,9 +1,11 @@
 /* l_tables.c -- the core's tables as Lua values (read-only copies):
  *   tir.core.builtins()      -> {{op=, min_args=, max_args=, writes={i..} (0-based), pure=, barrier=,
- *                                 async=, async_wait=, warp=, float_math=, async_proxy=, doc=}, ...}  (builtins.def)
- *   tir.core.mma_configs()   -> {{name=, family="mma"|"wmma", m=, n=, k=, a=, b=, c= (dtype strings),
- *                                 ptx_a=, ptx_b=, ptx_c=, min_sm=, tile_m=, tile_n=, regs_a=, regs_b=,
- *                                 regs_c=, source=}, ...}  (include/tir/mma.h)
+ *                                 async=, async_wait=, warp=, warpgroup=, float_math=, async_proxy=, doc=},
+ *                                 ...}  (builtins.def)
+ *   tir.core.mma_configs()   -> {{name=, family="mma"|"wmma"|"wgmma", m=, n=, k=, a=, b=, c= (dtype
+ *                                 strings), ptx_a=, ptx_b=, ptx_c=, min_sm=, tile_m=, tile_n=, regs_a=,
+ *                                 regs_b=, regs_c=, source=, n_valid= (wgmma: the valid N)}, ...}
+ *                                 (include/tir/mma.h)
  *   tir.core.scope_valid(s)  -> boolean (include/tir/scope.h: what set_scope/cache_read accept)
  *   tir.core.scope_list()    -> the list of valid scopes for messages (a string) */
 #include "l_tir.h"
@@ -46,6 +48,7 @@ static int l_builtins(lua_State *L) {
     set_bool(L, "async", t[i].flags & TIR_BUILTIN_ASYNC);
     set_bool(L, "async_wait", t[i].flags & TIR_BUILTIN_ASYNC_WAIT);
     set_bool(L, "warp", t[i].flags & TIR_BUILTIN_WARP);
+    set_bool(L, "warpgroup", t[i].flags & TIR_BUILTIN_WARPGROUP);
     set_bool(L, "float_math", t[i].flags & TIR_BUILTIN_FLOAT_MATH);
     set_bool(L, "async_proxy", t[i].flags & TIR_BUILTIN_ASYNC_PROXY);
     set_str(L, "doc", t[i].doc);
@@ -62,7 +65,7 @@ static int l_mma_configs(lua_State *L) {
     char buf[32];
     lua_createtable(L, 0, 20);
     set_str(L, "name", t[i].name);
-    set_str(L, "family", t[i].family == TIR_MMA_SYNC ? "mma" : "wmma");
+    set_str(L, "family", t[i].family == TIR_MMA_SYNC ? "mma" : t[i].family == TIR_MMA_WMMA ? "wmma" : "wgmma");
     set_int(L, "m", t[i].m);
     set_int(L, "n", t[i].n);
     set_int(L, "k", t[i].k);
@@ -79,24 +82,44 @@ static int l_mma_configs(lua_State *L) {
     set_int(L, "regs_b", t[i].regs_b);
     set_int(L, "regs_c", t[i].regs_c);
     set_str(L, "source", t[i].source);
+    if (t[i].family == TIR_MMA_WGMMA) {
+      lua_newtable(L); /* the valid N of the instruction */
+      for (int nn = 8, j = 0; nn <= 256; nn += 8)
+        if (tir_wgmma_n_valid(&t[i], nn)) {
+          lua_pushinteger(L, nn);
+          lua_rawseti(L, -2, ++j);
+        }
+      lua_setfield(L, -2, "n_valid");
+    }
     lua_rawseti(L, -2, i + 1);
   }
   return 1;
 }
 
-/* mma_lane_map(name, operand) -> {{lane=, e=, row=, col=}, ...} over the row's warp tile
-** (operand "a", "b" or "c"; mma.sync rows only: wmma fragments have no PTX-defined layout) */
+/* mma_lane_map(name, operand [, n]) -> {{lane=, e=, row=, col=}, ...} over the row's warp tile
+** (operand "a", "b" or "c"; mma.sync rows; wgmma rows with their n: lanes 0..127 of the
+** warpgroup, "c" (n/2 a lane) or "a" (A in registers); wmma fragments have no PTX-defined layout) */
 static int l_mma_lane_map(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
   const char *op = luaL_checkstring(L, 2);
   const tir_MmaConfig *c = tir_mma_find(TIR_MMA_SYNC, name);
-  if (!c) return tirL_error(L, TIR_ERR_VALUE, "mma_lane_map", "no mma.sync row named '%s'", name);
-  if ((op[0] != 'a' && op[0] != 'b' && op[0] != 'c') || op[1] != '\0')
-    return tirL_error(L, TIR_ERR_VALUE, "mma_lane_map", "operand must be \"a\", \"b\" or \"c\", got '%s'", op);
-  tir_MmaLaneMap map = op[0] == 'a' ? c->map_a : op[0] == 'b' ? c->map_b : c->map_c;
-  int per = tir_mma_lane_elems(c, op[0]);
-  lua_createtable(L, 32 * per, 0);
-  for (int lane = 0; lane < 32; lane++)
+  const tir_MmaConfig *wg = c ? NULL : tir_mma_find(TIR_MMA_WGMMA, name);
+  if (!c && !wg) return tirL_error(L, TIR_ERR_VALUE, "mma_lane_map", "no mma.sync or wgmma row named '%s'", name);
+  if ((op[0] != 'a' && op[0] != 'b' && op[0] != 'c') || op[1] != '\0' || (wg && op[0] == 'b'))
+    return tirL_error(L, TIR_ERR_VALUE, "mma_lane_map", "operand must be \"a\", %s\"c\", got '%s'", wg ? "" : "\"b\" or ", op);
+  int lanes = 32, per;
+  tir_MmaLaneMap map;
+  if (wg) {
+    lua_Integer n = luaL_checkinteger(L, 3);
+    if (!tir_wgmma_n_valid(wg, (int)n)) return tirL_error(L, TIR_ERR_VALUE, "mma_lane_map", "n = %lld is not a valid N of %s", (long long)n, name);
+    c = wg, lanes = 128, map = op[0] == 'a' ? c->map_a : c->map_c;
+    per = op[0] == 'a' ? 64 * c->k / 128 : (int)n / 2;
+  } else {
+    map = op[0] == 'a' ? c->map_a : op[0] == 'b' ? c->map_b : c->map_c;
+    per = tir_mma_lane_elems(c, op[0]);
+  }
+  lua_createtable(L, lanes * per, 0);
+  for (int lane = 0; lane < lanes; lane++)
     for (int e = 0; e < per; e++) {
       int r, col;
       map(lane, e, &r, &col);

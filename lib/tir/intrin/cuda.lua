@@ -41,6 +41,7 @@
 -- of the first n8 tile and b0,b1 of the second; B stored n x k (no .trans): lane l gives row
 -- (l % 8) + 8 (l // 16), byte column 16 ((l // 8) % 2).
 local tir = require("tir")
+local util = require("tir.util")
 local T = tir.script
 local M = {}
 
@@ -303,6 +304,103 @@ function M.register_mma()
       end
     end
   end
+end
+
+--- wgmma (PTX ISA 9.7.15 "Asynchronous Warpgroup Level Matrix Multiply-Accumulate"; sm_90a).
+-- A warpgroup (128 threads) computes a 64 x n tile; A (64 x k) and B come from swizzled shared
+-- memory (scopes shared.swz<B>; lower_wgmma_descriptor derives the descriptors from them), the
+-- accumulator is a "wgmma.accumulator" buffer (n/2 elements a thread).  N is a parameter of the
+-- instruction, so the intrinsics are registered on first use, per (row, n, B's storage, depth):
+--   wgmma_sync_64x<n>x<depth>_<t><acc>_<bk|bn>  C[64,n] += A[64,depth] * B: depth / k instructions
+--                     (k = the row's: 16, or 32 for s8) issued back to back as one group
+--                     (wgmma_fence; wgmma_mma_async x depth/k; wgmma_commit_group;
+--                     wgmma_wait_group 0), so the accumulator and the shared tiles are free
+--                     when the intrinsic ends.  bk: B stored n x k (K-major); bn: B stored k x n
+--                     (N-major, 16-bit inputs only).
+--   wgmma_fill_64x<n>_<acc>                    C = 0
+--   wgmma_store_64x<n>_<acc>[_f16]_<scope>     C -> [64,n] of acc (or float16) in shared / global
+-- Returns {sync=, fill=, store = {shared=, global=}, store_f16 = {...} (f32 accumulators), tile =
+-- {64, n, depth}}.  Errors name the valid N (tir.core.mma_configs() n_valid).
+function M.wgmma(row, n, b_major, depth)
+  b_major = b_major or "K"
+  local P = "tir.intrin.cuda.wgmma"
+  if type(row) == "string" then
+    local name = row
+    row = nil
+    for _, r in ipairs(rows("wgmma")) do if r.name == name then row = r end end
+    if not row then util.raise("ValueError", P, "no wgmma row named %s", tostring(name)) end
+  end
+  local ok = false
+  for _, v in ipairs(row.n_valid) do ok = ok or v == n end
+  if not ok then
+    util.raise("ValueError", P, "n = %s is not a valid N of wgmma %s (valid: %s)", tostring(n), row.name, table.concat(row.n_valid, ", "))
+  end
+  if b_major ~= "K" and b_major ~= "MN" then util.raise("ValueError", P, "b_major must be \"K\" or \"MN\", got %s", tostring(b_major)) end
+  if b_major == "MN" and not row.a:match("16$") then
+    util.raise("ValueError", P, "an N-major B exists for 16-bit inputs only (PTX ISA 9.7.15.5.1.2), not for %s", row.name)
+  end
+  local k = row.k
+  depth = depth or k
+  if math.type(depth) ~= "integer" or depth < k or depth % k ~= 0 then
+    util.raise("ValueError", P, "depth must be a multiple of the instruction's k = %d, got %s", k, tostring(depth))
+  end
+  local names = {sync = ("wgmma_sync_64x%dx%d_%s%s_%s"):format(n, depth, row.ptx_a, row.ptx_c, b_major == "K" and "bk" or "bn"),
+                 fill = ("wgmma_fill_64x%d_%s"):format(n, row.ptx_c), tile = {64, n, depth},
+                 store = {shared = ("wgmma_store_64x%d_%s_shared"):format(n, row.ptx_c),
+                          global = ("wgmma_store_64x%d_%s_global"):format(n, row.ptx_c)}}
+  if row.c == "float32" then
+    names.store_f16 = {shared = ("wgmma_store_64x%d_f32_f16_shared"):format(n), global = ("wgmma_store_64x%d_f32_f16_global"):format(n)}
+  end
+  if tir.TensorIntrin.get(names.sync) then return names end
+  local bk = b_major == "K"
+  local function sig()
+    return {A = buf(64, depth, row.a, "shared", true), B = bk and buf(n, depth, row.b, "shared", true) or buf(depth, n, row.b, "shared", true),
+            C = buf(64, n, row.c, "wgmma.accumulator")}
+  end
+  local function breg(B) return bk and region(B, n, depth) or region(B, depth, n) end
+  local desc = T.prim_func(names.sync, sig(), function(A, B, C)
+    T.block("root", function()
+      T.reads(region(C, 64, n), region(A, 64, depth), breg(B))
+      T.writes(region(C, 64, n))
+      for i, j, kk in T.grid(64, n, depth) do
+        T.block("update", function()
+          local vi, vj, vk = T.axis.remap("SSR", {i, j, kk})
+          local b = bk and B[{vj, vk}] or B[{vk, vj}]
+          C[{vi, vj}] = C[{vi, vj}] + T.cast(row.c, A[{vi, vk}]) * T.cast(row.c, b)
+        end)
+      end
+    end)
+  end)
+  local impl = T.prim_func(names.sync .. "_impl", sig(), function(A, B, C)
+    T.block("root", function()
+      T.reads(region(C, 64, n), region(A, 64, depth), breg(B))
+      T.writes(region(C, 64, n))
+      T.evaluate(T.call("void", "wgmma_fence"))
+      for s = 0, depth // k - 1 do
+        local da = T.call("uint64", "wgmma_operand", T.address_of(A[{0, s * k}]), A.strides[1], "K")
+        local db = T.call("uint64", "wgmma_operand", T.address_of(bk and B[{0, s * k}] or B[{s * k, 0}]), B.strides[1], b_major)
+        T.evaluate(T.call("void", "wgmma_mma_async", T.address_of(C[{0, 0}]), da, db, n, bk and 0 or 1, row.name))
+      end
+      T.evaluate(T.call("void", "wgmma_commit_group"))
+      T.evaluate(T.call("void", "wgmma_wait_group", 0))
+    end)
+  end)
+  register(names.sync, desc, impl)
+  if not tir.TensorIntrin.get(names.fill) then
+    fill_pair(names.fill, 64, n, row.c, "wgmma.accumulator", function(C)
+      return T.call("void", "wgmma_fill", T.address_of(C[{0, 0}]), n, tir.const(0, row.c))
+    end)
+    for _, scope in ipairs({"shared", "global"}) do
+      local outs = {{names.store[scope], row.c}}
+      if names.store_f16 then outs[2] = {names.store_f16[scope], "float16"} end
+      for _, o in ipairs(outs) do
+        store_pair(o[1], "store", 64, n, row.c, "wgmma.accumulator", o[2], scope, function(S, D)
+          return T.call("void", "wgmma_store", T.address_of(S[{0, 0}]), T.address_of(D[{0, 0}]), D.strides[1], n)
+        end)
+      end
+    end
+  end
+  return names
 end
 
 M.register_wmma()

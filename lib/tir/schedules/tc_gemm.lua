@@ -9,6 +9,8 @@
 -- accumulators live in registers until the end and are stored straight to global memory.
 --   intrin = "mma":  ldmatrix + mma.sync.m16n8k16 (operands in "warp" buffers);
 --   intrin = "wmma": nvcuda::wmma fragments (load_matrix_sync);
+--   intrin = "wgmma": Hopper's wgmma.mma_async from swizzled shared tiles (sm_90a), scheduled by
+--                     lib/tir/schedules/tc_gemm_wgmma.lua (its own options);
 --   shared rows padded by 16 bytes (pad) so ldmatrix / wmma loads are free of bank conflicts.
 -- stages > 1 software-pipelines the BK loop (annotations read by inject_software_pipeline;
 -- the copies become cp.async); early_wait waits once at the top of each k step, so that one
@@ -432,6 +434,14 @@ end
 -- used ("tuned <key>", "nearest <key>", "defaults (<why>)") and the workload key.
 local function schedule(func, opts, P)
   require("tir.intrin.cuda")
+  if type(opts) == "table" and opts.intrin == "wgmma" then -- Hopper: lib/tir/schedules/tc_gemm_wgmma.lua
+    local W = require("tir.schedules.tc_gemm_wgmma")
+    util.check_opts(P, opts, W.OPTS)
+    local o = {}
+    for k, v in pairs(W.defaults) do o[k] = v end
+    for k, v in pairs(opts) do o[k] = v end
+    return W.schedule(as_schedule(func, P), o, P, analyze)
+  end
   util.check_opts(P, opts, SCHEDULE_OPTS)
   local o = {}
   for k, v in pairs(M.defaults) do o[k] = v end

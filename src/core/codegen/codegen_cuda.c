@@ -46,6 +46,12 @@ typedef struct {
   int arch_a;            /* the target has the architecture-specific 'a' features (sm_90a) */
   unsigned long long uses_mma; /* bit i: row i of the mma table (ptx_mma.c) has its helper emitted */
   int sm;                      /* the target's compute capability (80 for sm_80); 0 when unknown */
+  int arch_a;                  /* the architecture-specific target (sm_90a): wgmma, setmaxnreg */
+  int uses_swizzle;            /* tir_swz: shared buffers of scope shared.swz<B> */
+  int uses_wgmma_desc;
+  struct { const tir_MmaConfig *cfg; int n, trans_b; } wgmma[32]; /* wgmma helpers to emit */
+  int n_wgmma;
+  int kernel_wgmma; /* the kernel being emitted issues wgmma (its cp.async waits get a proxy fence) */
   int uses_numerics; /* the conversion / shift / abs helpers (numerics_helpers) */
   tir_SharedPlan smem; /* where the kernel's shared buffers live in its dynamic shared memory */
   const tir_Kernel *kernel;
@@ -196,6 +202,20 @@ static void operand(CG *g, const tir_Node *e, int lane) {
  * 16x16 tile per 256 logical elements, of which each lane keeps 8 (PTX ISA 9.7.14.5.8, fragments
  * of mma.m16n8k16), so the per-thread array is a 32nd of the logical size. */
 
+/* A shared buffer of scope shared.swz<B> keeps logical indices in the IR; its element index i is
+ * emitted as tir_swz<B, elem bytes>(i), the physical element (include/tir/scope.h).  Returns
+ * whether it opened the call (the caller closes it). */
+static int swz_open(CG *g, const tir_Buffer *b) {
+  int w = tir_scope_swizzle(b->scope);
+  if (!w) return 0;
+  g->uses_swizzle = 1;
+  putf(g, "tir_swz<%d, %d>(", w, tir_dtype_bytes(b->hdr.dtype));
+  return 1;
+}
+static void swz_close(CG *g, int open) {
+  if (open) put(g, ")");
+}
+
 /* The flattened BufferLoad inside an address_of(...) argument, or NULL. */
 static const tir_BufferLoad *addr_load(const tir_Node *e) {
   const tir_BufferLoad *l = tir_address_of_load(e);
@@ -224,7 +244,9 @@ static void ptr_ref(CG *g, const tir_Node *arg) {
     return;
   }
   putf(g, "(%s + ", name_of(g, &l->buffer->data->hdr, l->buffer->name));
+  int sw = swz_open(g, l->buffer);
   expr(g, l->indices->items[0]);
+  swz_close(g, sw);
   put(g, ")");
 }
 
@@ -238,6 +260,31 @@ static void warp_ref(CG *g, const tir_Node *arg) {
   putf(g, "(%s + (", name_of(g, &l->buffer->data->hdr, l->buffer->name));
   expr(g, l->indices->items[0]);
   put(g, ") / 32)");
+}
+
+/* the per-thread part of a wgmma.accumulator buffer: `buf + index / 128` (a warpgroup's 64 x n tile,
+ * n/2 elements a thread in the order of PTX ISA 9.7.15.5.1.1's D fragment) */
+static void wg_ref(CG *g, const tir_Node *arg) {
+  const tir_BufferLoad *l = addr_load(arg);
+  if (!l || !tir_scope_is_wgmma(l->buffer->scope)) {
+    cg_fail(g, arg, "a wgmma builtin needs address_of(wgmma.accumulator buffer[...]) here");
+    return;
+  }
+  putf(g, "(%s + (", name_of(g, &l->buffer->data->hdr, l->buffer->name));
+  expr(g, l->indices->items[0]);
+  put(g, ") / 128)");
+}
+
+/* wgmma.* exist on sm_90a only (PTX ISA 9.7.15: "requires sm_90a"; not on sm_90 nor on later
+ * architectures), so any other target is refused by name. */
+static int wgmma_target_ok(CG *g, const tir_Call *c) {
+  if (g->sm == 90 && g->arch_a) return 1;
+  char t[16];
+  if (g->sm) snprintf(t, sizeof t, "sm_%d%s", g->sm, g->arch_a ? "a" : "");
+  else snprintf(t, sizeof t, "unknown");
+  cg_fail(g, &c->hdr, "%s: the wgmma instructions exist only on the architecture-specific target sm_90a (PTX ISA 9.7.15), but the "
+          "target is %s; build with \"cuda -arch=sm_90a\"", c->op, t);
+  return 0;
 }
 
 static int const_arg(const tir_Call *c, int i, int64_t *v) { return i < c->args->size && tir_is_const_int(c->args->items[i], v); }
@@ -301,7 +348,14 @@ static int tc_stmt(CG *g, const tir_Call *c) {
   case TIR_BI_MMA_SYNC:
   case TIR_BI_MMA_FILL:
   case TIR_BI_MMA_STORE:
+  case TIR_BI_WGMMA_FENCE:
+  case TIR_BI_WGMMA_COMMIT_GROUP:
+  case TIR_BI_WGMMA_WAIT_GROUP:
+  case TIR_BI_WGMMA_MMA_ASYNC:
+  case TIR_BI_WGMMA_FILL:
+  case TIR_BI_WGMMA_STORE:
     /* the arity the registry declares (include/tir/builtins.def) */
+    if ((bi->flags & TIR_BUILTIN_WARPGROUP) && !wgmma_target_ok(g, c)) return 1;
     if (n < bi->min_args || n > bi->max_args || (bi->id == TIR_BI_WMMA_MMA && n != 4 && n != 7)) {
       char want[32];
       if (bi->id == TIR_BI_WMMA_MMA) snprintf(want, sizeof want, "4 or 7");
@@ -512,6 +566,156 @@ static int tc_stmt(CG *g, const tir_Call *c) {
     put(g, "}\n");
     return 1;
   }
+  case TIR_BI_WGMMA_FENCE:
+  case TIR_BI_WGMMA_COMMIT_GROUP:
+    line(g);
+    putf(g, "asm volatile(\"wgmma.%s.sync.aligned;\\n\" ::: \"memory\");\n", bi->id == TIR_BI_WGMMA_FENCE ? "fence" : "commit_group");
+    return 1;
+  case TIR_BI_WGMMA_WAIT_GROUP: {
+    int64_t w;
+    if (!tir_as_const_int(g->an, c->args->items[0], &w) || w < 0 || w > 7) {
+      cg_fail(g, &c->hdr, "wgmma_wait_group takes a constant group count 0..7 (an immediate of wgmma.wait_group)");
+      return 1;
+    }
+    line(g);
+    putf(g, "asm volatile(\"wgmma.wait_group.sync.aligned %lld;\\n\" ::: \"memory\");\n", (long long)w);
+    return 1;
+  }
+  /* wgmma_mma_async(d, desc_a, desc_b, n, trans_b [, config]): one call of the (row, n, trans_b)
+   * helper (ptx_mma.c), emitted once */
+  case TIR_BI_WGMMA_MMA_ASYNC: {
+    int64_t nv = 0, tb = 0;
+    const tir_BufferLoad *d = addr_load(c->args->items[0]);
+    const tir_Node *da = c->args->items[1], *db = c->args->items[2];
+    int descs = da->kind == TIR_Call && strcmp(((const tir_Call *)da)->op, "wgmma_desc") == 0 && db->kind == TIR_Call &&
+                strcmp(((const tir_Call *)db)->op, "wgmma_desc") == 0;
+    if (!descs) {
+      cg_fail(g, &c->hdr, "wgmma_mma_async: the operands must be wgmma_desc(...) here (lower_wgmma_descriptor turns wgmma_operand "
+              "into them)");
+      return 1;
+    }
+    const tir_BufferLoad *la = addr_load(((const tir_Call *)da)->args->items[0]), *lb = addr_load(((const tir_Call *)db)->args->items[0]);
+    if (!d || !la || !lb || !const_arg(c, 3, &nv) || !const_arg(c, 4, &tb)) {
+      cg_fail(g, &c->hdr, "wgmma_mma_async takes (address_of(accumulator), wgmma_desc(A), wgmma_desc(B), constant n, constant trans_b)");
+      return 1;
+    }
+    const char *name = str_arg(c, 5);
+    const tir_MmaConfig *cfg = name ? tir_mma_find(TIR_MMA_WGMMA, name)
+                                    : tir_mma_for(TIR_MMA_WGMMA, la->buffer->hdr.dtype, lb->buffer->hdr.dtype, d->buffer->hdr.dtype, 0, 0, 0);
+    if (!cfg) {
+      char a[32], b[32], dd[32];
+      tir_dtype_str(la->buffer->hdr.dtype, a), tir_dtype_str(lb->buffer->hdr.dtype, b), tir_dtype_str(d->buffer->hdr.dtype, dd);
+      cg_fail(g, &c->hdr, "wgmma_mma_async: no wgmma configuration %s%s multiplies %s x %s into %s (include/tir/mma.h: "
+              "m64nNk16.f16.f16.f32, m64nNk16.bf16.bf16.f32, m64nNk32.s8.s8.s32)", name ? "named " : "", name ? name : "", a, b, dd);
+      return 1;
+    }
+    if (!tir_wgmma_n_valid(cfg, (int)nv)) {
+      cg_fail(g, &c->hdr, "wgmma_mma_async: n = %lld is not a valid N of wgmma %s (PTX ISA 9.7.15.5.1.1: multiples of %d up to 32, of %d "
+              "up to 256)", (long long)nv, cfg->name, cfg->n_step, cfg->n_step_hi);
+      return 1;
+    }
+    if (tb && cfg->a.bits != 16) {
+      cg_fail(g, &c->hdr, "wgmma_mma_async: an N-major B (trans_b = 1) exists for 16-bit inputs only (PTX ISA 9.7.15.5.1.2: imm-trans-b "
+              "is only given for .f16/.bf16), not for %s", cfg->name);
+      return 1;
+    }
+    int found = 0;
+    for (int i = 0; i < g->n_wgmma; i++) found |= g->wgmma[i].cfg == cfg && g->wgmma[i].n == (int)nv && g->wgmma[i].trans_b == (int)tb;
+    if (!found) {
+      if (g->n_wgmma == (int)(sizeof g->wgmma / sizeof g->wgmma[0])) {
+        cg_fail(g, &c->hdr, "wgmma_mma_async: more than 32 different wgmma shapes in one module");
+        return 1;
+      }
+      g->wgmma[g->n_wgmma].cfg = cfg, g->wgmma[g->n_wgmma].n = (int)nv, g->wgmma[g->n_wgmma++].trans_b = (int)tb;
+    }
+    line(g);
+    putf(g, "%s((%s*)", tir_wgmma_helper_name(cfg, (int)nv, (int)tb), tir_dtype_is_float(cfg->c) ? "float" : "int");
+    wg_ref(g, c->args->items[0]);
+    put(g, ", ");
+    expr(g, da);
+    put(g, ", ");
+    expr(g, db);
+    put(g, ");\n");
+    return 1;
+  }
+  /* wgmma_fill(d, n, value): the thread's n/2 elements; wgmma_store(d, dst, ld, n): thread t of
+   * the warpgroup (warp w = t / 32, lane l) holds rows 16 w + l/4 (+ 8), columns 8 j + 2 (l % 4) + {0, 1}.
+   * Both start with an empty asm on each register ("+f"): volatile asm keeps its order, so the
+   * accesses cannot move above a preceding wgmma.wait_group (CUTLASS's warpgroup_fence_operand). */
+  case TIR_BI_WGMMA_FILL:
+  case TIR_BI_WGMMA_STORE: {
+    int st = bi->id == TIR_BI_WGMMA_STORE;
+    int64_t nv;
+    const tir_BufferLoad *d = addr_load(c->args->items[0]);
+    if (!d || !const_arg(c, st ? 3 : 1, &nv) || nv < 8 || nv > 256 || nv % 8) {
+      cg_fail(g, &c->hdr, "%s takes (address_of(accumulator), %sconstant n (a multiple of 8 up to 256)%s)", op, st ? "dst, ld, " : "",
+              st ? "" : ", value");
+      return 1;
+    }
+    tir_DType at = d->buffer->hdr.dtype;
+    const char *act = ctype(g, at, &c->hdr), *cons = tir_dtype_is_float(at) ? "f" : "r";
+    line(g);
+    put(g, "{\n");
+    g->indent += 2;
+    line(g);
+    putf(g, "%s* d_ = ", act);
+    wg_ref(g, c->args->items[0]);
+    put(g, ";\n");
+    line(g);
+    put(g, "#pragma unroll\n");
+    line(g);
+    putf(g, "for (int i_ = 0; i_ < %lld; ++i_) asm volatile(\"\" : \"+%s\"(d_[i_]) :: \"memory\");\n", (long long)nv / 2, cons);
+    if (!st) {
+      line(g);
+      put(g, "#pragma unroll\n");
+      line(g);
+      putf(g, "for (int i_ = 0; i_ < %lld; ++i_) d_[i_] = ", (long long)nv / 2);
+      expr(g, c->args->items[2]);
+      put(g, ";\n");
+    } else {
+      const tir_BufferLoad *dst = addr_load(c->args->items[1]);
+      if (!dst) {
+        cg_fail(g, &c->hdr, "wgmma_store needs address_of(destination[...])");
+        return 1;
+      }
+      tir_DType dt = dst->buffer->hdr.dtype;
+      g->uses_lane_id = 1;
+      line(g);
+      putf(g, "%s* p_ = ", ctype(g, dt, &c->hdr));
+      ptr_ref(g, c->args->items[1]);
+      put(g, ";\n");
+      line(g);
+      put(g, "const int l_ = tir_lane_id(), w_ = (threadIdx.x >> 5) & 3, ld_ = ");
+      expr(g, c->args->items[2]);
+      put(g, ";\n");
+      line(g);
+      put(g, "#pragma unroll\n");
+      line(g);
+      putf(g, "for (int j_ = 0; j_ < %lld; ++j_)\n", (long long)nv / 8);
+      line(g);
+      put(g, "  #pragma unroll\n");
+      line(g);
+      put(g, "  for (int h_ = 0; h_ < 2; ++h_) {\n");
+      line(g);
+      put(g, "    const int o_ = (16 * w_ + (l_ >> 2) + 8 * h_) * ld_ + 8 * j_ + 2 * (l_ & 3);\n");
+      line(g);
+      if (tir_dtype_eq(dt, TIR_FLOAT32) && tir_dtype_eq(at, TIR_FLOAT32))
+        put(g, "    *(float2*)(p_ + o_) = make_float2(d_[4 * j_ + 2 * h_], d_[4 * j_ + 2 * h_ + 1]);\n");
+      else if (tir_dtype_eq(dt, TIR_INT32) && tir_dtype_eq(at, TIR_INT32))
+        put(g, "    *(int2*)(p_ + o_) = make_int2(d_[4 * j_ + 2 * h_], d_[4 * j_ + 2 * h_ + 1]);\n");
+      else if (is_half(dt) && tir_dtype_eq(at, TIR_FLOAT32))
+        put(g, "    *(__half2*)(p_ + o_) = __floats2half2_rn(d_[4 * j_ + 2 * h_], d_[4 * j_ + 2 * h_ + 1]);\n");
+      else
+        putf(g, "    p_[o_] = (%s)d_[4 * j_ + 2 * h_]; p_[o_ + 1] = (%s)d_[4 * j_ + 2 * h_ + 1];\n", ctype(g, dt, &c->hdr),
+             ctype(g, dt, &c->hdr));
+      line(g);
+      put(g, "  }\n");
+    }
+    g->indent -= 2;
+    line(g);
+    put(g, "}\n");
+    return 1;
+  }
   default: return 0;
   }
 }
@@ -563,6 +767,15 @@ static const char *wmma_elem_type(CG *g, tir_DType t, const tir_Node *where) {
 static void tc_alloc(CG *g, const tir_Allocate *a, int64_t n) {
   const tir_Buffer *b = a->buffer;
   const char *name = name_of(g, &b->data->hdr, b->name);
+  if (tir_scope_is_wgmma(b->scope)) {
+    if (n % (64 * 8)) {
+      cg_fail(g, &a->hdr, "wgmma.accumulator buffer %s has %lld elements, not a whole number of 64 x 8 tiles", b->name, (long long)n);
+      return;
+    }
+    line(g);
+    putf(g, "%s %s[%lld];\n", ctype(g, b->hdr.dtype, &a->hdr), name, (long long)(n / 128));
+    return;
+  }
   if (tir_scope_is_warp(b->scope)) {
     if (n % 256) {
       cg_fail(g, &a->hdr, "warp buffer %s has %lld elements, not a whole number of 16x16 tiles", b->name, (long long)n);
@@ -973,9 +1186,28 @@ static void call_expr(CG *g, const tir_Call *c) {
     expr(g, c->args->items[0]);
     return;
   }
+  if (strcmp(op, "wgmma_desc") == 0 || strcmp(op, "wgmma_operand") == 0) {
+    int64_t lbo, sbo, sw;
+    const tir_BufferLoad *l = n == 4 ? addr_load(c->args->items[0]) : NULL;
+    if (op[6] == 'o') {
+      cg_fail(g, &c->hdr, "wgmma_operand must be lowered to wgmma_desc before codegen (lower_wgmma_descriptor)");
+      return;
+    }
+    if (!l || !tir_scope_is_shared(l->buffer->scope) || !tir_is_const_int(c->args->items[1], &lbo) ||
+        !tir_is_const_int(c->args->items[2], &sbo) || !tir_is_const_int(c->args->items[3], &sw) ||
+        (sw != 0 && sw != 32 && sw != 64 && sw != 128)) {
+      cg_fail(g, &c->hdr, "wgmma_desc takes (address_of(shared[...]), constant LBO bytes, constant SBO bytes, swizzle 0 | 32 | 64 | 128)");
+      return;
+    }
+    g->uses_wgmma_desc = 1;
+    put(g, "tir_wgmma_desc(");
+    ptr_ref(g, c->args->items[0]);
+    putf(g, ", %lldu, %lldu, %du)", (long long)lbo, (long long)sbo, sw == 128 ? 1 : sw == 64 ? 2 : sw == 32 ? 3 : 0);
+    return;
+  }
   if (strcmp(op, "address_of") == 0 && n == 1) {
     const tir_BufferLoad *l = addr_load(&c->hdr);
-    if (l && (tir_scope_is_wmma(l->buffer->scope) || tir_scope_is_warp(l->buffer->scope))) {
+    if (l && tir_scope_is_fragment(l->buffer->scope)) {
       cg_fail(g, &c->hdr, "the address of a %s buffer (%s) has no meaning outside the tensor-core builtins", l->buffer->scope,
               l->buffer->name);
       return;
@@ -1037,7 +1269,9 @@ static void call_expr(CG *g, const tir_Call *c) {
     /* one load of the whole word: the schedule keeps it aligned (tir.simulate checks) */
     tir_Node *sb = tir_simplify_take(g->an, base);
     putf(g, "(*(%s*)(%s + ", ctype(g, t, &c->hdr), name_of(g, &l->buffer->data->hdr, l->buffer->name));
+    int sw = swz_open(g, l->buffer);
     expr(g, sb);
+    swz_close(g, sw);
     put(g, "))");
     tir_release(sb);
     return;
@@ -1131,7 +1365,9 @@ static void expr(CG *g, const tir_Node *e) {
         return;
       }
       putf(g, "%s[", name_of(g, &l->buffer->data->hdr, l->buffer->name));
+      int sw = swz_open(g, l->buffer);
       expr(g, l->indices->items[0]);
+      swz_close(g, sw);
       put(g, "]");
       return;
     }
@@ -1168,7 +1404,9 @@ static void lane_expr(CG *g, const tir_Node *e, int lane) {
     case TIR_BufferLoad: {
       const tir_BufferLoad *l = (const tir_BufferLoad *)e;
       putf(g, "%s[", name_of(g, &l->buffer->data->hdr, l->buffer->name));
+      int sw = swz_open(g, l->buffer);
       lane_expr(g, l->indices->items[0], lane);
+      swz_close(g, sw);
       put(g, "]");
       return;
     }
@@ -1310,6 +1548,13 @@ static int async_copy_stmt(CG *g, const tir_Call *c) {
     g->uses_cp_async = 1;
     line(g);
     putf(g, "tir_cp_async_wait<%lld>();\n", (long long)k);
+    if (g->kernel_wgmma) {
+      /* cp.async writes through the generic proxy, wgmma reads shared memory through the async
+       * proxy: each thread orders its landed copies before the barrier that follows (PTX ISA,
+       * Memory Consistency Model, proxies; fence.proxy.async) */
+      line(g);
+      put(g, "asm volatile(\"fence.proxy.async.shared::cta;\\n\" ::: \"memory\");\n");
+    }
     return 1;
   }
   return 0;
@@ -1598,9 +1843,13 @@ static void stmt(CG *g, const tir_Node *s) {
           const tir_BufferLoad *l = (const tir_BufferLoad *)v;
           line(g);
           putf(g, "*(%s*)(%s + ", raw, dst);
+          int sw = swz_open(g, st->buffer);
           expr(g, ((const tir_Ramp *)ix)->base);
+          swz_close(g, sw);
           putf(g, ") = *(%s*)(%s + ", raw, name_of(g, &l->buffer->data->hdr, l->buffer->name));
+          sw = swz_open(g, l->buffer);
           expr(g, ((const tir_Ramp *)l->indices->items[0])->base);
+          swz_close(g, sw);
           put(g, ");\n");
           return;
         }
@@ -1638,12 +1887,16 @@ static void stmt(CG *g, const tir_Node *s) {
           putf(g, "__align__(16) %s vec_[%d];\n", et, lanes);
           line(g);
           putf(g, "*(%s*)vec_ = *(%s*)(%s + ", raw, raw, name_of(g, &l->buffer->data->hdr, l->buffer->name));
+          int sw = swz_open(g, l->buffer);
           expr(g, ((const tir_Ramp *)l->indices->items[0])->base);
+          swz_close(g, sw);
           put(g, ");\n");
           for (int lane = 0; lane < lanes; lane++) {
             line(g);
             putf(g, "%s[", dst);
+            int sw = swz_open(g, st->buffer);
             lane_expr(g, ix, lane);
+            swz_close(g, sw);
             putf(g, "] = vec_[%d];\n", lane);
           }
           g->indent -= 2;
@@ -1654,7 +1907,9 @@ static void stmt(CG *g, const tir_Node *s) {
         for (int lane = 0; lane < lanes; lane++) {
           line(g);
           putf(g, "%s[", dst);
+          int sw = swz_open(g, st->buffer);
           lane_expr(g, ix, lane);
+          swz_close(g, sw);
           put(g, "] = ");
           lane_expr(g, v, lane);
           put(g, ";\n");
@@ -1663,7 +1918,9 @@ static void stmt(CG *g, const tir_Node *s) {
       }
       line(g);
       putf(g, "%s[", dst);
+      int sw = swz_open(g, st->buffer);
       expr(g, ix);
+      swz_close(g, sw);
       put(g, "] = ");
       expr(g, st->value);
       put(g, ";\n");
@@ -1704,7 +1961,7 @@ static void stmt(CG *g, const tir_Node *s) {
         }
         n *= d;
       }
-      if (tir_scope_is_wmma(b->scope) || tir_scope_is_warp(b->scope)) {
+      if (tir_scope_is_wmma(b->scope) || tir_scope_is_warp(b->scope) || tir_scope_is_wgmma(b->scope)) {
         line(g);
         put(g, "{\n");
         g->indent += 2;
@@ -1741,7 +1998,7 @@ static void stmt(CG *g, const tir_Node *s) {
       }
       const char *qual;
       tir_Scope sc = tir_scope_parse(b->scope);
-      if (sc.rank == TIR_SCOPE_SHARED && !*sc.tag)
+      if (sc.rank == TIR_SCOPE_SHARED && (!*sc.tag || sc.swizzle)) /* TMA operands, swizzled tiles: 1024 */
         qual = tir_shared_slice_align(g->kernel, b) > 16 ? "__shared__ __align__(1024) " : "__shared__ __align__(16) ";
       else if (sc.rank == TIR_SCOPE_LOCAL) qual = "";
       else {
@@ -1830,9 +2087,21 @@ static int select_scan(const tir_Node *x, void *p) {
   return 0;
 }
 
+static int swizzle_scan(const tir_Node *n, void *p) {
+  if (n->kind == TIR_Allocate && tir_scope_swizzle(((const tir_Allocate *)n)->buffer->scope)) *(int *)p = 1;
+  return 0;
+}
+
+static int wgmma_scan(const tir_Node *n, void *p) {
+  if (n->kind == TIR_Call && tir_builtin_has(((const tir_Call *)n)->op, TIR_BUILTIN_WARPGROUP)) *(int *)p = 1;
+  return 0;
+}
+
 static void kernel(CG *g, const tir_Kernel *k) {
   g->kernel = k;
   const tir_PrimFunc *f = k->func;
+  g->kernel_wgmma = 0;
+  tir_visit(f->body, wgmma_scan, &g->kernel_wgmma);
   int64_t threads = 1;
   int const_block = 1;
   for (int d = 0; d < 3; d++) {
@@ -1866,8 +2135,11 @@ static void kernel(CG *g, const tir_Kernel *k) {
   put(g, ") {\n");
   g->indent = 2;
   tir_shared_plan(f->body, &g->smem);
-  if (k->dyn_smem_bytes > 0)
-    putf(g, "  extern __shared__ __align__(%d) unsigned char tir_dyn_smem[];\n", k->tma_smem->size ? TIR_TMA_SMEM_ALIGN : 16);
+  if (k->dyn_smem_bytes > 0) {
+    int swz = 0; /* a swizzled buffer's pattern is relative to a 1024-byte boundary */
+    tir_visit(f->body, swizzle_scan, &swz);
+    putf(g, "  extern __shared__ __align__(%d) unsigned char tir_dyn_smem[];\n", k->tma_smem->size || swz ? TIR_TMA_SMEM_ALIGN : 16);
+  }
   stmt(g, f->body);
   tir_shared_plan_free(&g->smem);
   g->indent = 0;
@@ -1918,6 +2190,25 @@ char *tir_codegen_cuda(const tir_DeviceSplit *split, const char *arch) {
         free(h);
       }
   }
+  for (int i = 0; i < g.n_wgmma; i++) {
+    char *h = tir_wgmma_helper_source(g.wgmma[i].cfg, g.wgmma[i].n, g.wgmma[i].trans_b);
+    tir_sb_puts(&all, h);
+    free(h);
+  }
+  if (g.uses_wgmma_desc)
+    tir_sb_puts(&all,
+                "\n// the wgmma matrix descriptor (PTX ISA 9.7.15.5.1.2.2): start address, LBO, SBO (each (x & 0x3FFFF) >> 4),\n"
+                "// swizzle mode in bits 62-63 (0 none, 1 128B, 2 64B, 3 32B); base offset 0 (1024-byte aligned patterns)\n"
+                "__device__ __forceinline__ unsigned long long tir_wgmma_desc(const void *p, unsigned lbo, unsigned sbo, unsigned mode) {\n"
+                "  unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
+                "  return (unsigned long long)((a & 0x3FFFF) >> 4) | ((unsigned long long)((lbo & 0x3FFFF) >> 4) << 16) |\n"
+                "         ((unsigned long long)((sbo & 0x3FFFF) >> 4) << 32) | ((unsigned long long)mode << 62);\n}\n");
+  if (g.uses_swizzle)
+    tir_sb_puts(&all,
+                "\n// the physical element of logical element i of a shared.swz<B> buffer of E-byte elements: byte bits\n"
+                "// [4, 4 + log2(B/16)) XOR bits [7, ...) (CUTLASS Swizzle<log2(B/16), 4, 3>; include/tir/scope.h)\n"
+                "template <int B, int E> __device__ __forceinline__ int tir_swz(int i) {\n"
+                "  const int o = i * E;\n  return (o ^ (((o >> 7) & (B / 16 - 1)) << 4)) / E;\n}\n");
   if (g.uses_numerics) numerics_helpers(&all);
   if (g.uses_lane_id)
     tir_sb_puts(&all, "\n__device__ __forceinline__ int tir_lane_id() {\n  int l;\n  asm(\"mov.u32 %0, %%laneid;\" : \"=r\"(l));\n  return l;\n}\n");

@@ -33,6 +33,23 @@ static void c_map(int l, int e, int *r, int *c) {
   *r = g + 8 * (jj / 2);
   *c = 8 * t + 2 * q + jj % 2;
 }
+/* wgmma (PTX ISA 9.7.15.5.1.1.1 Figures 148/149, 9.7.15.5.1.1.3 Figures 152/153): a warpgroup's
+ * lanes 0..127; warp w = lane / 32 owns rows 16 w .. 16 w + 15 of the 64-row tile, laid out
+ * inside its 16 rows as mma.sync's: D element e of a lane is row 16 w + g + 8 ((e % 4) / 2),
+ * column 8 (e / 4) + 2 q + e % 2 (N/2 elements a lane); A in registers as m16n8k16's / m16n8k32's A. */
+static void wg_c(int l, int e, int *r, int *c) {
+  int w = l / 32, g = l % 32 / 4, q = l % 4;
+  *r = 16 * w + g + 8 * (e % 4 / 2);
+  *c = 8 * (e / 4) + 2 * q + e % 2;
+}
+static void wg_a16(int l, int e, int *r, int *c) {
+  a_map(l % 32, e, 2, r, c);
+  *r += 16 * (l / 32);
+}
+static void wg_a8(int l, int e, int *r, int *c) {
+  a_map(l % 32, e, 4, r, c);
+  *r += 16 * (l / 32);
+}
 static void a16(int l, int e, int *r, int *c) { a_map(l, e, 2, r, c); }
 static void b16(int l, int e, int *r, int *c) { b_map(l, e, 2, r, c); }
 static void a8(int l, int e, int *r, int *c) { a_map(l, e, 4, r, c); }
@@ -55,6 +72,11 @@ static void b8(int l, int e, int *r, int *c) { b_map(l, e, 4, r, c); }
 #define WMMA(name, m, n, k, A, B, C, pa, pb, pc, sm)                                                                 \
   {name, TIR_MMA_WMMA, m, n, k, A, B, C, pa, pb, pc, sm, 0, 0, 0, NULL, NULL, NULL,                                 \
    "PTX ISA 9.7.14.4 (wmma); CUDA C++ Programming Guide, Warp Matrix Functions"}
+/* wgmma.mma_async m64nNk<k> (n = 0: N is the instruction's), sm_90a; A in registers: 4 registers a
+ * lane, B always from shared memory (no lane map); D: N/2 registers a lane (regs_c 0: depends on N) */
+#define WGMMA(name, k, A, B, C, pa, pb, pc, amap, step_hi)                                                            \
+  {name, TIR_MMA_WGMMA, 64, 0, k, A, B, C, pa, pb, pc, 90, 4, 0, 0, amap, NULL, wg_c,                               \
+   "PTX ISA 9.7.15 (wgmma.mma_async; fragments 9.7.15.5.1.1, descriptors 9.7.15.5.1.2)", 8, step_hi}
 
 static const tir_MmaConfig table[] = {
     MMA16("m16n8k16.f16.f16.f32", F16, F16, F32, "f16", "f16", "f32"),
@@ -71,6 +93,10 @@ static const tir_MmaConfig table[] = {
     WMMA("m32n8k16.u8.u8.s32", 32, 8, 16, U8, U8, S32, "u8", "u8", "s32", 72),
     WMMA("m8n32k16.s8.s8.s32", 8, 32, 16, S8, S8, S32, "s8", "s8", "s32", 72),
     WMMA("m8n32k16.u8.u8.s32", 8, 32, 16, U8, U8, S32, "u8", "u8", "s32", 72),
+    WGMMA("m64nNk16.f16.f16.f32", 16, F16, F16, F32, "f16", "f16", "f32", wg_a16, 8),
+    WGMMA("m64nNk16.bf16.bf16.f32", 16, BF16, BF16, F32, "bf16", "bf16", "f32", wg_a16, 8),
+    /* the form without .satfinite: s32 sums wrap, as the interpreter's int32 arithmetic */
+    WGMMA("m64nNk32.s8.s8.s32", 32, S8, S8, S32, "s8", "s8", "s32", wg_a8, 16),
 };
 
 const tir_MmaConfig *tir_mma_table(int *n) {
@@ -96,6 +122,42 @@ const tir_MmaConfig *tir_mma_for(tir_MmaFamily family, tir_DType a, tir_DType b,
 
 int tir_mma_tile_m(const tir_MmaConfig *c) { return c->family == TIR_MMA_SYNC ? 16 : c->m; }
 int tir_mma_tile_n(const tir_MmaConfig *c) { return c->family == TIR_MMA_SYNC ? 16 : c->n; }
+
+int tir_wgmma_n_valid(const tir_MmaConfig *c, int n) {
+  if (c->family != TIR_MMA_WGMMA || n < 8 || n > 256) return 0;
+  return n <= 32 ? n % c->n_step == 0 : n % c->n_step_hi == 0;
+}
+
+const char *tir_wgmma_helper_name(const tir_MmaConfig *c, int n, int trans_b) {
+  static char buf[8][80];
+  static int next;
+  char *b = buf[next++ % 8];
+  snprintf(b, sizeof buf[0], "tir_wgmma_m64n%dk%d_%s_%s_%s%s", n, c->k, c->ptx_a, c->ptx_b, c->ptx_c, trans_b ? "_tb" : "");
+  return b;
+}
+
+/* wgmma.mma_async.sync.aligned.m64n<n>k<k>.<d>.<a>.<b> d, a-desc, b-desc, scale-d [, imm-scale-a,
+ * imm-scale-b, imm-trans-a, imm-trans-b] (PTX ISA 9.7.15.5.2; the integer form has no scale/trans
+ * immediates).  scale-d is a predicate: 1, D = A B + D (the accumulator is zeroed by a fill). */
+char *tir_wgmma_helper_source(const tir_MmaConfig *c, int n, int trans_b) {
+  int fl = tir_dtype_is_float(c->c), nd = n / 2;
+  const char *acc = fl ? "float" : "int";
+  tir_StrBuf sb;
+  tir_sb_init(&sb);
+  tir_sb_printf(&sb, "\n// %s: one m64n%dk%d of the warpgroup, A and B from shared memory (descriptors)%s\n", c->source, n, c->k,
+                trans_b ? ", B N-major" : "");
+  tir_sb_printf(&sb, "__device__ __forceinline__ void %s(%s *d, unsigned long long da, unsigned long long db) {\n",
+                tir_wgmma_helper_name(c, n, trans_b), acc);
+  tir_sb_printf(&sb, "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n\"\n", nd + 2);
+  tir_sb_printf(&sb, "               \"wgmma.mma_async.sync.aligned.m64n%dk%d.%s.%s.%s {", n, c->k, c->ptx_c, c->ptx_a, c->ptx_b);
+  for (int i = 0; i < nd; i++) tir_sb_printf(&sb, "%s%%%d", i ? ", " : "", i);
+  tir_sb_printf(&sb, "}, %%%d, %%%d, p", nd, nd + 1);
+  if (fl) tir_sb_printf(&sb, ", 1, 1, 0, %d", trans_b ? 1 : 0);
+  tir_sb_puts(&sb, ";\\n}\\n\"\n               : ");
+  for (int i = 0; i < nd; i++) tir_sb_printf(&sb, "%s\"+%s\"(d[%d])", i ? (i % 8 ? ", " : ",\n                 ") : "", fl ? "f" : "r", i);
+  tir_sb_puts(&sb, "\n               : \"l\"(da), \"l\"(db), \"r\"(1));\n}\n");
+  return tir_sb_take(&sb);
+}
 
 int tir_mma_lane_elems(const tir_MmaConfig *c, char operand) {
   int tm = tir_mma_tile_m(c), tn = tir_mma_tile_n(c);

@@ -12,20 +12,26 @@ tir_Scope tir_scope_parse(const char *s) {
   } names[] = {{"global", TIR_SCOPE_GLOBAL, 0},         {"shared", TIR_SCOPE_SHARED, 1},
                {"warp", TIR_SCOPE_WARP, 0},             {"local", TIR_SCOPE_LOCAL, 0},
                {"register", TIR_SCOPE_LOCAL, 0},        {"wmma.matrix_a", TIR_SCOPE_WMMA_MATRIX_A, 0},
-               {"wmma.matrix_b", TIR_SCOPE_WMMA_MATRIX_B, 0}, {"wmma.accumulator", TIR_SCOPE_WMMA_ACCUMULATOR, 0}};
-  tir_Scope r = {TIR_SCOPE_UNKNOWN, ""};
-  if (!s || !*s) return (tir_Scope){TIR_SCOPE_GLOBAL, ""};
+               {"wmma.matrix_b", TIR_SCOPE_WMMA_MATRIX_B, 0}, {"wmma.accumulator", TIR_SCOPE_WMMA_ACCUMULATOR, 0},
+               {"wgmma.accumulator", TIR_SCOPE_WGMMA_ACCUMULATOR, 0}};
+  tir_Scope r = {TIR_SCOPE_UNKNOWN, "", 0};
+  if (!s || !*s) return (tir_Scope){TIR_SCOPE_GLOBAL, "", 0};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     size_t n = strlen(names[i].name);
     if (strncmp(s, names[i].name, n) != 0) continue;
-    if (s[n] == 0 || (names[i].tagged && strcmp(s + n, ".dyn") == 0)) return (tir_Scope){names[i].rank, s + n};
+    if (s[n] == 0 || (names[i].tagged && strcmp(s + n, ".dyn") == 0)) return (tir_Scope){names[i].rank, s + n, 0};
+    if (names[i].tagged) { /* shared.swz32 | .swz64 | .swz128 */
+      const char *t = s + n;
+      int w = strcmp(t, ".swz32") == 0 ? 32 : strcmp(t, ".swz64") == 0 ? 64 : strcmp(t, ".swz128") == 0 ? 128 : 0;
+      if (w) return (tir_Scope){names[i].rank, t, w};
+    }
   }
   /* TVM's mma fragment scopes: m16n8k<digits>.matrixA|B|C */
   if (strncmp(s, "m16n8k", 6) == 0 && isdigit((unsigned char)s[6])) {
     const char *p = s + 6;
     while (isdigit((unsigned char)*p)) p++;
     if (strcmp(p, ".matrixA") == 0 || strcmp(p, ".matrixB") == 0 || strcmp(p, ".matrixC") == 0)
-      return (tir_Scope){TIR_SCOPE_MMA_MATRIX, p};
+      return (tir_Scope){TIR_SCOPE_MMA_MATRIX, p, 0};
   }
   return r;
 }
@@ -40,14 +46,20 @@ int tir_scope_is_wmma(const char *s) {
   return r == TIR_SCOPE_WMMA_MATRIX_A || r == TIR_SCOPE_WMMA_MATRIX_B || r == TIR_SCOPE_WMMA_ACCUMULATOR;
 }
 
-int tir_scope_is_fragment(const char *s) { return tir_scope_is_wmma(s) || tir_scope_is_warp(s); }
+int tir_scope_is_wgmma(const char *s) { return tir_scope_parse(s).rank == TIR_SCOPE_WGMMA_ACCUMULATOR; }
+
+int tir_scope_swizzle(const char *s) { return tir_scope_parse(s).swizzle; }
+
+int tir_scope_is_fragment(const char *s) { return tir_scope_is_wmma(s) || tir_scope_is_warp(s) || tir_scope_is_wgmma(s); }
 
 int tir_scope_splits(const char *s, const char *tag) {
   int block = tag && strncmp(tag, "blockIdx.", 9) == 0;
   switch (tir_scope_parse(s).rank) {
     case TIR_SCOPE_GLOBAL: return 0;
     case TIR_SCOPE_SHARED: return block;
-    case TIR_SCOPE_WARP: return block || (tag && (strcmp(tag, "threadIdx.y") == 0 || strcmp(tag, "threadIdx.z") == 0));
+    case TIR_SCOPE_WARP:
+    case TIR_SCOPE_WGMMA_ACCUMULATOR:
+      return block || (tag && (strcmp(tag, "threadIdx.y") == 0 || strcmp(tag, "threadIdx.z") == 0));
     default: return 1; /* local, wmma fragments, anything narrower */
   }
 }
@@ -57,6 +69,7 @@ int tir_scope_lanes_per_element(const char *s) {
     case TIR_SCOPE_GLOBAL:
     case TIR_SCOPE_SHARED: return 0;
     case TIR_SCOPE_LOCAL: return 1;
+    case TIR_SCOPE_WGMMA_ACCUMULATOR: return 128;
     default: return 32;
   }
 }
@@ -67,5 +80,6 @@ int tir_scope_valid(const char *s) {
 }
 
 const char *tir_scope_valid_list(void) {
-  return "global, shared, shared.dyn, local, warp, wmma.matrix_a, wmma.matrix_b, wmma.accumulator, m16n8k<k>.matrixA|B|C";
+  return "global, shared, shared.dyn, local, warp, wmma.matrix_a, wmma.matrix_b, wmma.accumulator, m16n8k<k>.matrixA|B|C, "
+         "shared.swz32, shared.swz64, shared.swz128, wgmma.accumulator";
 }

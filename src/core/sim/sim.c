@@ -408,6 +408,7 @@ static int run_kernel(Sim *S, const tir_DeviceSplit *split, int k, const tir_Pri
     S->rep->ctas++;
     S->vtop = S->itop = 0;
     S->n_reported = 0;
+    sim_wgmma_cta_begin(S);
     rc = sim_exec(S, K->func->body, &all);
     if (!rc) rc = sim_async_cta_end(S);
     else sim_async_cta_end(S);

@@ -106,9 +106,10 @@ static int vector_index(const tir_Array *idx) {
 static SVal *load(Sim *S, const tir_BufferLoad *l, int lane, const Act *a) {
   Store *st = sim_store_of(S, l->buffer, &l->hdr);
   if (!st) return NULL;
-  if (st->kind == ST_FRAG) {
-    sim_fail(S, &l->hdr, "wmma fragment %s can only be used through the wmma builtins (the codegen declares fragments, not arrays)",
-             l->buffer->name);
+  if (st->kind == ST_FRAG || st->kind == ST_WGACC) {
+    sim_fail(S, &l->hdr, "%s %s can only be used through the %s builtins (the codegen declares %s, not arrays)",
+             st->kind == ST_FRAG ? "wmma fragment" : "wgmma accumulator", l->buffer->name, st->kind == ST_FRAG ? "wmma" : "wgmma",
+             st->kind == ST_FRAG ? "fragments" : "the registers of one thread");
     return NULL;
   }
   SVal *r = sim_vnew(S);
@@ -510,8 +511,9 @@ static int check_vector_alignment(Sim *S, const tir_BufferStore *st, const Act *
 static int exec_store(Sim *S, const tir_BufferStore *st, const Act *a) {
   Store *s = sim_store_of(S, st->buffer, &st->hdr);
   if (!s) return -1;
-  if (s->kind == ST_FRAG)
-    return sim_fail(S, &st->hdr, "wmma fragment %s can only be written through the wmma builtins", st->buffer->name);
+  if (s->kind == ST_FRAG || s->kind == ST_WGACC)
+    return sim_fail(S, &st->hdr, "%s %s can only be written through the %s builtins", s->kind == ST_FRAG ? "wmma fragment" : "wgmma accumulator",
+                    st->buffer->name, s->kind == ST_FRAG ? "wmma" : "wgmma");
   int lanes = st->value->dtype.lanes;
   int vec = vector_index(st->indices);
   if (lanes > 1 && st->indices->size == 1 && check_vector_alignment(S, st, a)) return -1;
@@ -603,6 +605,8 @@ static int exec_evaluate(Sim *S, const tir_Evaluate *ev, const Act *a) {
     rc = sim_tma_builtin(S, c, a);
     if (rc != 1) return rc;
     rc = sim_warp_builtin(S, c, a);
+    if (rc != 1) return rc;
+    rc = sim_wgmma_builtin(S, c, a);
     if (rc != 1) return rc;
   }
   int mark = S->vtop;

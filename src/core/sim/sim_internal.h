@@ -32,7 +32,7 @@ typedef struct {
   int n;
 } Act;
 
-enum { ST_GLOBAL, ST_SHARED, ST_LOCAL, ST_WARP, ST_FRAG };
+enum { ST_GLOBAL, ST_SHARED, ST_LOCAL, ST_WARP, ST_FRAG, ST_WGACC /* wgmma.accumulator: n/128 per thread */ };
 
 /* Race shadow of one byte of shared memory.  Epochs are barrier intervals (a global counter,
  * so entries from earlier CTAs never match). */
@@ -66,6 +66,7 @@ typedef struct {
   Prov *prov;        /* global arguments compared with an oracle */
   int64_t *origin;   /* warp buffers: per lane element, the shared element ldmatrix loaded it from
                         ((storage index << 40) | element), -1 when it came from elsewhere */
+  int64_t *wg_group; /* wgmma accumulators: per thread element, 1 + the wgmma group that writes it (0: none) */
   int index;         /* position in Sim.st */
   int entered;       /* local/warp/fragment: allocations are kept for the kernel */
 } Store;
@@ -129,6 +130,9 @@ typedef struct Sim {
   const char *issue_tail; /* appended to the next issue's message */
   const tir_Node **hinted; /* statements with a hint already */
   int n_hinted;
+  /* wgmma groups per warpgroup (sim_wgmma.c): ids below wg_done are complete, wg_next is the
+   * open (uncommitted) group; reset per CTA */
+  int64_t wg_done[SIM_MAX_THREADS / 128], wg_next[SIM_MAX_THREADS / 128];
 } Sim;
 
 /* ---- sim.c ---- */
@@ -163,7 +167,7 @@ void sim_free_stores(Sim *S, int from);
 void sim_poison(char *p, tir_DType t, int64_t n);
 /* element el of st for thread tid (bounds already checked) */
 static inline char *sim_addr(const Store *st, int tid, int64_t el) {
-  int64_t inst = st->kind == ST_LOCAL || st->kind == ST_WARP ? tid : st->kind == ST_FRAG ? tid / 32 : 0;
+  int64_t inst = st->kind == ST_LOCAL || st->kind == ST_WARP || st->kind == ST_WGACC ? tid : st->kind == ST_FRAG ? tid / 32 : 0;
   return st->base + inst * st->inst_bytes + el * st->esize;
 }
 /* Bounds check of [el, el + count) in st; an issue when outside.  Returns 1 when in bounds. */
@@ -185,9 +189,15 @@ int sim_barrier(Sim *S, const tir_Node *stmt, const Act *a);
 int sim_tma_builtin(Sim *S, const tir_Call *c, const Act *a); /* 1: not a TMA / mbarrier builtin */
 int sim_mbarrier_cta_end(Sim *S);
 void sim_mbarrier_free(Sim *S);
+/* ---- sim_wgmma.c ---- */
+int sim_wgmma_builtin(Sim *S, const tir_Call *c, const Act *a); /* 1: not a wgmma builtin */
+void sim_wgmma_cta_begin(Sim *S);
 
 /* ---- sim_warp.c ---- */
 int sim_warp_builtin(Sim *S, const tir_Call *c, const Act *a); /* 1: not a warp builtin */
 SVal *sim_shfl(Sim *S, const tir_Call *c, int mode, const Act *a); /* ptx_shfl_sync_*, PTX ISA 9.7.8.6 */
+/* D = C + A B (A tm x tk, B tk x tn, C tm x tn row-major) in k order, rounded to acc after every
+ * step as the interpreter's desc does; integers exactly, wrapping */
+void sim_mma_tile(const double *A, const double *B, double *C, int tm, int tn, int tk, tir_DType acc);
 
 #endif

@@ -41,6 +41,7 @@ void sim_free_stores(Sim *S, int from) {
     free(st->shadow);
     free(st->prov);
     free(st->origin);
+    free(st->wg_group);
     free(st);
   }
   if (from < S->n_st) S->n_st = from;
@@ -62,6 +63,7 @@ static int scope_kind(const char *scope) {
     case TIR_SCOPE_WMMA_MATRIX_A:
     case TIR_SCOPE_WMMA_MATRIX_B:
     case TIR_SCOPE_WMMA_ACCUMULATOR: return ST_FRAG;
+    case TIR_SCOPE_WGMMA_ACCUMULATOR: return ST_WGACC;
     default: return -1;
   }
 }
@@ -96,14 +98,18 @@ int sim_alloc(Sim *S, const tir_Allocate *al, const Act *a) {
     st->kind = kind;
     st->dtype = tir_dtype_element(b->hdr.dtype);
     st->esize = tir_dtype_bytes(st->dtype);
-    st->n = kind == ST_WARP ? n / 32 : n;
-    int64_t inst = kind == ST_LOCAL || kind == ST_WARP ? S->T : kind == ST_FRAG ? (S->T + 31) / 32 : 1;
+    if (kind == ST_WGACC && n % (64 * 8))
+      return sim_fail(S, &al->hdr, "wgmma.accumulator buffer %s has %lld elements, not a whole number of 64 x 8 tiles (as the codegen "
+                      "requires)", b->name, (long long)n);
+    st->n = kind == ST_WARP ? n / 32 : kind == ST_WGACC ? n / 128 : n;
+    int64_t inst = kind == ST_LOCAL || kind == ST_WARP || kind == ST_WGACC ? S->T : kind == ST_FRAG ? (S->T + 31) / 32 : 1;
     st->inst_bytes = st->n * st->esize;
     st->base = calloc((size_t)(inst * st->n > 0 ? inst * st->n : 1), (size_t)st->esize);
     st->owned = 1;
     if (!st->base) return sim_fail(S, &al->hdr, "out of memory allocating %s", b->name);
     st->cta_gen = -1;
     if (kind == ST_WARP) st->origin = malloc(sizeof(int64_t) * (size_t)(inst * st->n > 0 ? inst * st->n : 1));
+    if (kind == ST_WGACC) st->wg_group = calloc((size_t)(inst * st->n > 0 ? inst * st->n : 1), sizeof(int64_t));
     if (kind == ST_SHARED) {
       st->shadow = calloc((size_t)(st->inst_bytes ? st->inst_bytes : 1), sizeof(Shadow));
       if (!st->shadow) return sim_fail(S, &al->hdr, "out of memory allocating the race shadow of %s", b->name);
@@ -122,6 +128,7 @@ int sim_alloc(Sim *S, const tir_Allocate *al, const Act *a) {
     if (kind == ST_FRAG && k > 0 && a->ids[k - 1] / 32 == t / 32) continue;
     sim_poison(sim_addr(st, t, 0), st->dtype, st->n);
     if (st->origin) memset(st->origin + (int64_t)t * st->n, 0xff, sizeof(int64_t) * (size_t)st->n);
+    if (st->wg_group) memset(st->wg_group + (int64_t)t * st->n, 0, sizeof(int64_t) * (size_t)st->n);
   }
   return 0;
 }
@@ -133,6 +140,7 @@ static const char *scope_word(const Store *st) {
     case ST_LOCAL: return "local";
     case ST_WARP: return "warp (per lane)";
     case ST_FRAG: return "wmma fragment";
+    case ST_WGACC: return "wgmma accumulator (per thread)";
     default: return "global";
   }
 }

@@ -178,7 +178,7 @@ static int ldmatrix(Sim *S, const tir_Call *c, const Act *a) {
 /* D = C + A B in k order, rounded to the accumulator type after every step (the interpreter's
  * desc: C[i, j] = C[i, j] + acc(A[i, k]) * acc(B[k, j])); integers exactly (int64 products,
  * wrapped to the accumulator type like the interpreter) */
-static void mma_tile(const double *A, const double *B, double *C, int tm, int tn, int tk, tir_DType acc) {
+void sim_mma_tile(const double *A, const double *B, double *C, int tm, int tn, int tk, tir_DType acc) {
   for (int i = 0; i < tm; i++)
     for (int j = 0; j < tn; j++) {
       SVal c = {.f = C[i * tn + j]};
@@ -301,7 +301,7 @@ static int mma_sync(Sim *S, const tir_Call *c, const Act *a) {
     }
     check_tile(S, &x[1], off[1], base, 0, cfg);
     check_tile(S, &x[2], off[2], base, 1, cfg);
-    mma_tile(A, B, C, 16, 16, tk, cfg->c);
+    sim_mma_tile(A, B, C, 16, 16, tk, cfg->c);
     for (int l = 0; l < 32; l++)
       for (int j = 0; j < ne[0]; j++) {
         int r, cc;
@@ -547,7 +547,7 @@ static int wmma_mma(Sim *S, const tir_Call *c, const Act *a) {
     if (rc) continue;
     for (int i = 1; i < 4; i++)
       for (int64_t e = 0; e < elems[i]; e++) M[i - 1][e] = get_num(x[i].st, base, first[i] + e);
-    mma_tile(M[0], M[1], M[2], m, n, k, cfg->c);
+    sim_mma_tile(M[0], M[1], M[2], m, n, k, cfg->c);
     for (int64_t e = 0; e < elems[0]; e++) put_num(x[0].st, base, first[0] + e, M[2][e]);
   }
   for (int i = 0; i < 3; i++) free(M[i]);

@@ -44,6 +44,7 @@ tir_PrimFunc *tir_lower(const tir_PrimFunc *f, tir_LowerOptions *opts) {
   RUN("simplify", tir_pass_simplify(cur));
   RUN("flatten_buffer", tir_pass_flatten_buffer(cur));
   RUN("simplify", tir_pass_simplify(cur));
+  RUN("lower_wgmma_descriptor", tir_pass_lower_wgmma_descriptor(cur));
   RUN("vectorize_loop", tir_pass_vectorize_loop(cur));
   RUN("inject_ptx_async_copy", tir_pass_inject_ptx_async_copy(cur));
   RUN("unroll_loop", tir_pass_unroll_loop(cur, unroll_max));

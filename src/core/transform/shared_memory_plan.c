@@ -51,7 +51,7 @@ tir_Array *tir_tma_shared_operands(const tir_Node *region) {
 static int64_t slot_align(const PlanCtx *c, const tir_Buffer *b) {
   for (int i = 0; i < c->tma->size; i++)
     if (c->tma->items[i] == &b->data->hdr) return TIR_TMA_SMEM_ALIGN;
-  return 16;
+  return tir_scope_swizzle(b->scope) ? TIR_TMA_SMEM_ALIGN : 16; /* a swizzled tile: its XOR pattern's boundary */
 }
 
 static void add(PlanCtx *c, const tir_Allocate *a, int64_t off, int barrier) {

@@ -100,7 +100,7 @@ static int warp_fn(const tir_Node *n, void *p) {
 int64_t tir_shared_slice_align(const tir_Kernel *k, const tir_Buffer *b) {
   for (int i = 0; k && k->tma_smem && i < k->tma_smem->size; i++)
     if (k->tma_smem->items[i] == &b->data->hdr) return TIR_TMA_SMEM_ALIGN;
-  return 16;
+  return tir_scope_swizzle(b->scope) ? TIR_TMA_SMEM_ALIGN : 16; /* the XOR pattern's boundary */
 }
 
 int64_t tir_shared_slice_bytes(const tir_Buffer *b) {

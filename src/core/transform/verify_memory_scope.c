@@ -425,7 +425,24 @@ static int warp_launch_fn(const tir_Node *n, void *p) {
 static void check_warp_launch(V *v, const tir_Node *kernel) {
   WarpLaunch w = {NULL, NULL, NULL, 1, 1, 1, 0, NULL, NULL, NULL};
   tir_visit(kernel, warp_launch_fn, &w);
-  if (!w.block || w.symbolic_x || w.ex % 32 == 0) return;
+  if (!w.block || w.symbolic_x) return;
+  if (tir_builtin_has(w.op, TIR_BUILTIN_WARPGROUP) && w.ex % 128 != 0) {
+    /* wgmma: a warpgroup is 4 consecutive warps, the first of them a multiple of 4 (PTX ISA 9.7.15.1) */
+    char bind[160];
+    if (w.tx) snprintf(bind, sizeof bind, "threadIdx.x = %lld (loop %s)", (long long)w.ex, w.tx->loop_var->name);
+    else snprintf(bind, sizeof bind, "no loop bound to threadIdx.x (blockDim.x = 1)");
+    tir_error_set(TIR_ERR_LOWER, "verify_memory_scope",
+                  "block '%s' (tensorized with %s) uses the warpgroup-wide builtin %s, but its kernel launches %s: a warpgroup is "
+                  "128 consecutive threads (PTX ISA 9.7.15.1) and the intrinsic gives each warpgroup one tile, so blockDim.x must "
+                  "be a multiple of 128 -- bind threadIdx.x to 128 threads and number the warpgroups with threadIdx.y/z",
+                  w.block->name, w.intrin, w.op, bind);
+    tir_error_set_ir(&v->func->hdr);
+    tir_error_mark(&w.block->hdr, "this block");
+    if (w.tx) tir_error_mark(&w.tx->hdr, "bound to threadIdx.x");
+    v->failed = 1;
+    return;
+  }
+  if (w.ex % 32 == 0) return;
   char bind[160];
   if (w.tx) snprintf(bind, sizeof bind, "threadIdx.x = %lld (loop %s)", (long long)w.ex, w.tx->loop_var->name);
   else snprintf(bind, sizeof bind, "no loop bound to threadIdx.x (blockDim.x = 1)");

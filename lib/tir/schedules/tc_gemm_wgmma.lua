@@ -1,0 +1,136 @@
+--- tir.schedules.tc_gemm_wgmma: the Hopper GEMM schedule (tc_gemm with intrin = "wgmma"), built
+-- from public schedule primitives only (read it, change it):
+--   C[i, j] = sum_k acc(A[i, k]) * acc(B[j, k])   A: M x K, B: N x K (both K-major: tc_gemm's "NT"
+--   layout, cuBLAS's "TN"); fp16 / bf16 into fp32, or int8 into int32; optionally followed by the
+--   epilogue block D = cast(f16, C), fused into the accumulator store.
+-- Structure: a CTA computes BM x BN with BM / 64 consumer warpgroups (threadIdx.y; threadIdx.x =
+-- the 128 threads of a warpgroup), each a 64 x BN tile in registers (wgmma.accumulator, BN/2 a
+-- thread).  Per BK step the A and B tiles are copied into shared memory by 16-byte cp.async copies
+-- of all threads (stages > 1: a cp.async pipeline), into tiles whose rows are exactly BK elements =
+-- the swizzle width (shared.swz32/64/128: BK * element bytes), the canonical K-major wgmma layout;
+-- then each warpgroup issues BK / k wgmma.mma_async m64n<BN>k<k> as one group and waits for it.
+-- The descriptors come from the tiles' scope and rows (lower_wgmma_descriptor), never from here.
+-- Needs the target "cuda -arch=sm_90a".
+local M = {}
+local util = require("tir.util")
+local raise = util.raise
+
+M.defaults = {BM = 128, BN = 128, BK = 64, stages = 3, epilogue = nil, unroll = true}
+
+local OPTS = {intrin = "string", BM = "positive", BN = "positive", BK = "positive", stages = "positive", epilogue = "string",
+              unroll = "boolean", block = "string", dtype = "dtype", vec = "positive"}
+M.OPTS = OPTS
+
+-- the wgmma row of the block's dtypes (include/tir/mma.h), or an error naming the supported ones
+local function row_for(info, P)
+  local rows, known = {}, {}
+  for _, r in ipairs(require("tir.core").mma_configs()) do
+    if r.family == "wgmma" then
+      rows[#rows + 1] = r
+      known[#known + 1] = ("%s x %s -> %s"):format(r.a, r.b, r.c)
+      if r.a == info.a_dtype and r.b == info.b_dtype and r.c == info.c_dtype then return r end
+    end
+  end
+  raise("TypeError", P, "block '%s' multiplies %s x %s into %s, which intrin = \"wgmma\" does not run; supported: %s", info.name,
+        info.a_dtype, info.b_dtype, info.c_dtype, table.concat(known, "; "))
+end
+
+--- Schedules the block (default "C") of tc_gemm.workload(M, N, K, dtype, out, pad, "NT") for
+-- wgmma; returns the Schedule.  opts: BM (64 or 128: one or two warpgroups), BN (the wgmma N: a
+-- valid N of the row, at most 256), BK (16, 32 or 64 for 16-bit inputs, 32, 64 or 128 for int8:
+-- BK * element bytes is the swizzle, 32, 64 or 128 bytes), stages (cp.async pipeline depth),
+-- epilogue ("D": the fp16 cast fused into the store), unroll.  Every option and shape is
+-- checked first; errors are tir.Errors from "tc_gemm.schedule".
+function M.schedule(sch, o, P, analyze)
+  local info = analyze(sch, sch:get_block(o.block or "C"), P)
+  local row = row_for(info, P)
+  if info.layout ~= "NT" then
+    raise("ValueError", P, "intrin = \"wgmma\" runs K-major operands (A stored M x K, B stored N x K: tc_gemm.workload(..., \"NT\")); " ..
+          "block '%s' has layout %s", info.name, info.layout)
+  end
+  if info.batch > 0 then raise("ValueError", P, "intrin = \"wgmma\" has no batch dimensions yet (block '%s')", info.name) end
+  local esize = tonumber(row.a:match("%d+$")) // 8
+  local BM, BN, BK = o.BM, o.BN, o.BK
+  if BM ~= 64 and BM ~= 128 and BM ~= 192 and BM ~= 256 then
+    raise("ValueError", P, "BM must be 64, 128, 192 or 256 (64 rows a consumer warpgroup), got %d", BM)
+  end
+  local nv = false
+  for _, v in ipairs(row.n_valid) do nv = nv or v == BN end
+  if not nv then raise("ValueError", P, "BN = %d is not a valid wgmma N for %s (valid: %s)", BN, row.name, table.concat(row.n_valid, ", ")) end
+  local sw = BK * esize
+  if sw ~= 32 and sw ~= 64 and sw ~= 128 then
+    raise("ValueError", P, "BK * %d bytes = %d: the shared rows must be exactly a swizzle width (32, 64 or 128 bytes), so BK must be %d, " ..
+          "%d or %d for %s", esize, sw, 32 // esize, 64 // esize, 128 // esize, row.a)
+  end
+  if BK % row.k ~= 0 then raise("ValueError", P, "BK = %d is not a multiple of the instruction's k = %d", BK, row.k) end
+  local ext = info.extents
+  for q, t in ipairs({BM, BN, BK}) do
+    local e = ext[#ext - 3 + q]
+    if not e then raise("ValueError", P, "block '%s' has a symbolic extent; intrin = \"wgmma\" needs constant M, N, K", info.name) end
+    if e % t ~= 0 then
+      raise("ValueError", P, "%s = %d is not a multiple of %s = %d", ({"M", "N", "K"})[q], e, ({"BM", "BN", "BK"})[q], t)
+    end
+  end
+  local wgs = BM // 64
+  local vec = o.vec or 16 // esize
+  if vec * esize ~= 16 then raise("ValueError", P, "vec must be %d (16-byte cp.async copies of %s)", 16 // esize, row.a) end
+  local smem = o.stages * (BM + BN) * BK * esize
+  if smem > 227 * 1024 then
+    raise("ValueError", P, "stages * (BM + BN) * BK * %d = %d bytes of shared memory; the H100/H200 allow 227 KB per block", esize, smem)
+  end
+  if o.epilogue then
+    local okb, E = pcall(function() return sch:get(sch:get_block(o.epilogue)) end)
+    if not okb then raise("ValueError", P, "epilogue block '%s' does not exist", o.epilogue) end
+    local edt = E.writes[1] and E.writes[1].buffer.dtype
+    if row.c ~= "float32" or edt ~= "float16" then
+      raise("TypeError", P, "epilogue '%s' writes %s; the fused wgmma store writes float16 from float32 accumulators", o.epilogue, tostring(edt))
+    end
+  end
+
+  local names = require("tir.intrin.cuda").wgmma(row, BN, "K", BK)
+  local C = sch:get_block(o.block or "C")
+  local scope = ("shared.swz%d"):format(sw)
+  local AS = sch:cache_read(C, info.a_index, scope)
+  local BS = sch:cache_read(C, info.b_index, scope)
+  local CF = sch:cache_write(C, 0, "wgmma.accumulator")
+  local store = names.store.global
+  if o.epilogue then
+    sch:reverse_compute_inline(o.epilogue) -- the write-back block now computes D = cast(C)
+    store = names.store_f16.global
+  end
+  info = analyze(sch, C, P)
+  local lp = info.loops
+  local i, j, k = lp[#lp - 2], lp[#lp - 1], lp[#lp]
+  local by, wg, i64 = sch:split(i, {nil, wgs, 64})
+  local bx, jn = sch:split(j, {nil, BN})
+  local ko, kin = sch:split(k, {nil, BK})
+  sch:reorder(by, bx, wg, ko, i64, jn, kin)
+  sch:bind(by, "blockIdx.y"); sch:bind(bx, "blockIdx.x")
+  sch:bind(wg, "threadIdx.y")
+  sch:compute_at(AS, ko); sch:compute_at(BS, ko)
+  sch:reverse_compute_at(CF, wg)
+  -- cooperative 16-byte copies of the shared tiles by all warpgroups (threadIdx.x: 128 threads)
+  for _, b in ipairs({AS, BS}) do
+    local l = {sch:get_loops(b)}
+    local f = sch:fuse(l[#l - 1], l[#l])
+    local outer, ty, tx, v = sch:split(f, {nil, wgs, 128, vec})
+    sch:bind(ty, "threadIdx.y"); sch:bind(tx, "threadIdx.x")
+    sch:vectorize(v)
+    if o.unroll then sch:unroll(outer) end
+  end
+  local init = sch:decompose_reduction(C, ko)
+  sch:tensorize(i64, names.sync)
+  local il = {sch:get_loops(init)}
+  sch:tensorize(il[#il - 1], names.fill)
+  local sl = {sch:get_loops(CF)}
+  sch:tensorize(sl[#sl - 1], store)
+  if o.stages > 1 then
+    sch:annotate(ko, "software_pipeline_stage", {0, 0, o.stages - 1})
+    sch:annotate(ko, "software_pipeline_order", {0, 1, 2})
+    sch:annotate(ko, "software_pipeline_async_stages", {0})
+    sch:annotate(ko, "software_pipeline_early_wait", 1)
+  end
+  return sch
+end
+
+return M

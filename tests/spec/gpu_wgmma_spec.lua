@@ -1,0 +1,62 @@
+-- gpu_wgmma_spec.lua -- Hopper wgmma GEMMs on a real sm_90 GPU (#gpu): tc_gemm with intrin =
+-- "wgmma" (lib/tir/schedules/tc_gemm_wgmma.lua, built for sm_90a) against cuBLAS on the same
+-- K-major operands (A M x K, B N x K; cuBLAS with B transposed), fp16 and bf16 in, fp32
+-- accumulate, at 4096^3 and a small size, and int8 against an int32 CUDA-core kernel (exact).
+-- Without an sm_90 GPU: pending.
+local tir = require("tir")
+local tc = require("tir.schedules.tc_gemm")
+
+local dev = tir.device("cuda", 0)
+local has_gpu, why = dev:exists()
+if has_gpu and dev:info().arch ~= "sm_90" then has_gpu, why = false, "the GPU is " .. dev:info().arch .. ", wgmma needs sm_90" end
+
+local function check(m, n, k, dtype, o)
+  local f = tc.workload(m, n, k, dtype, dtype == "float16" and "float16" or nil, nil, "NT")
+  local opts = {intrin = "wgmma"}
+  for key, v in pairs(o) do opts[key] = v end
+  local mod = tir.build(tc.schedule(f, opts).mod, "cuda -arch=sm_90a")
+  local a = tir.nd.random({m, k}, dtype, dev, {seed = m + 1})
+  local b = tir.nd.random({n, k}, dtype, dev, {seed = n + 2})
+  local out = dtype == "float16" and "float16" or "float32"
+  local c = tir.nd.empty({m, n}, out, dev)
+  local ref = tir.nd.empty({m, n}, out, dev)
+  mod(a, b, c)
+  tir.core.cublas_gemm(a, b, ref, false, true, 1.0, 0.0)
+  tir.core.cuda_sync(0)
+  return tir.testing.assert_allclose(c, ref, {rtol = 2e-2, atol = 2e-2 * math.sqrt(k / 64)})
+end
+
+describe("#gpu wgmma GEMM (sm_90a)", function()
+  if not has_gpu then
+    it("is skipped: " .. tostring(why), function() pending("no sm_90 GPU: " .. tostring(why)) end)
+    return
+  end
+  for _, c in ipairs({
+    {"float16", {4096, 4096, 4096}, {BM = 128, BN = 256, BK = 64, stages = 4, epilogue = "D"}},
+    {"float16", {4096, 4096, 4096}, {BM = 128, BN = 128, BK = 64, stages = 4, epilogue = "D"}},
+    {"bfloat16", {4096, 4096, 4096}, {BM = 128, BN = 256, BK = 64, stages = 4}},
+    {"float16", {256, 512, 192}, {BM = 64, BN = 64, BK = 32, stages = 3, epilogue = "D"}},
+  }) do
+    it(("%s %dx%dx%d BM=%d BN=%d BK=%d stages=%d matches cuBLAS"):format(c[1], c[2][1], c[2][2], c[2][3], c[3].BM, c[3].BN, c[3].BK, c[3].stages),
+       function() check(c[2][1], c[2][2], c[2][3], c[1], c[3]) end)
+  end
+
+  it("int8 m64n128k32 at 1024^3 equals an int32 CUDA-core kernel exactly", function()
+    local m, n, k = 1024, 1024, 1024
+    local f = tc.workload(m, n, k, "int8", "int32", nil, "NT")
+    local mod = tir.build(tc.schedule(f, {intrin = "wgmma", BM = 128, BN = 128, BK = 128, stages = 3}).mod, "cuda -arch=sm_90a")
+    local a = tir.nd.random({m, k}, "int8", dev, {seed = 5, low = -128, high = 127})
+    local b = tir.nd.random({n, k}, "int8", dev, {seed = 6, low = -128, high = 127})
+    local c = tir.nd.empty({m, n}, "int32", dev)
+    mod(a, b, c)
+    local rs = tir.Schedule(f)
+    local i, j = rs:get_loops(rs:get_block("C"))
+    local io, ii = rs:split(i, {nil, 16})
+    local jo, ji = rs:split(j, {nil, 16})
+    rs:reorder(io, jo, ii, ji)
+    rs:bind(io, "blockIdx.y"); rs:bind(jo, "blockIdx.x"); rs:bind(ii, "threadIdx.y"); rs:bind(ji, "threadIdx.x")
+    local r = tir.nd.empty({m, n}, "int32", dev)
+    tir.build(rs.mod, "cuda")(a, b, r)
+    tir.testing.assert_allclose(c, r, {rtol = 0, atol = 0})
+  end)
+end)

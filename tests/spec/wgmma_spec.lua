@@ -1,0 +1,253 @@
+-- wgmma_spec.lua -- Hopper's warpgroup MMA (PTX ISA 9.7.15): the wgmma rows of include/tir/mma.h,
+-- the shared.swz<B> scopes and wgmma.accumulator, the descriptors lower_wgmma_descriptor derives,
+-- the sm_90a target, tc_gemm with intrin = "wgmma" (lib/tir/schedules/tc_gemm_wgmma.lua).
+-- Every schedule runs through the interpreter (before/after) and the simulator (bit-exact against
+-- the interpreter); planted bugs (an accumulator read before its wait, a descriptor whose swizzle
+-- is not the buffer's) must be reported; the PTX for sm_90a holds the instructions and ptxas
+-- accepts it; bad inputs are clear errors.
+local tir = require("tir")
+local T = tir.script
+local U = require("spec_util")
+local tc = require("tir.schedules.tc_gemm")
+local cuda = require("tir.intrin.cuda")
+
+local nvrtc_ok = tir.core.nvrtc_available()
+local asan = os.getenv("ASAN_OPTIONS") ~= nil
+
+local function row(name)
+  for _, r in ipairs(tir.core.mma_configs()) do if r.name == name then return r end end
+end
+
+-- random inputs: floats in [-1, 1], int8 over its whole range
+local function args_for(f, seed)
+  local out = {}
+  for i, p in ipairs(f.params) do
+    local shape = {}
+    for d = 1, #p.shape do shape[d] = p.shape[d].value end
+    local lo, hi = -1, 1
+    if p.dtype == "int8" then lo, hi = -128, 127 end
+    out[i] = tir.nd.random(shape, p.dtype, tir.nd.cpu(), {seed = seed * 31 + i, low = lo, high = hi})
+  end
+  return out
+end
+
+local function sim_exact(f, sch, seed)
+  local mod = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false})
+  local rep = tir.simulate(mod, args_for(f, seed or 1), {reference = f})
+  assert.are.equal(0, rep.n_issues)
+  assert.are.equal(0, rep.races)
+  return rep, mod
+end
+
+describe("the wgmma rows of the instruction table", function()
+  it("are m64nNk16 f16/bf16 -> f32 and m64nNk32 s8 -> s32, sm_90, with the PTX ISA's valid N", function()
+    local f16, bf16, s8 = row("m64nNk16.f16.f16.f32"), row("m64nNk16.bf16.bf16.f32"), row("m64nNk32.s8.s8.s32")
+    for _, r in ipairs({f16, bf16, s8}) do
+      assert.are.equal("wgmma", r.family)
+      assert.are.equal(64, r.m)
+      assert.are.equal(90, r.min_sm)
+      assert.matches("PTX ISA 9.7.15", r.source)
+    end
+    assert.are.equal(16, f16.k); assert.are.equal(32, s8.k)
+    assert.are.equal(32, #f16.n_valid) -- 8, 16, ..., 256
+    assert.are.equal(256, f16.n_valid[32])
+    -- .s32: 8 i up to 32, then 16 i (PTX ISA 9.7.15.5.1.1.3)
+    assert.are.same({8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256}, s8.n_valid)
+  end)
+
+  it("lay the 64 x N accumulator over the 128 threads of a warpgroup, each element exactly once", function()
+    for _, n in ipairs({8, 24, 128, 256}) do
+      local seen, count = {}, 0
+      for _, c in ipairs(tir.core.mma_lane_map("m64nNk16.f16.f16.f32", "c", n)) do
+        local key = c.row * 1000 + c.col
+        assert.is_nil(seen[key])
+        seen[key] = true
+        count = count + 1
+        assert.is_true(c.row >= 16 * (c.lane // 32) and c.row < 16 * (c.lane // 32) + 16) -- warp w owns rows 16w..16w+15
+      end
+      assert.are.equal(64 * n, count)
+    end
+    -- D fragment (PTX ISA Figure 149): thread 37 = warp 1, lane 5: rows 16 + 1 (+ 8), columns 2 + {0, 1} + 8 j
+    local m = tir.core.mma_lane_map("m64nNk16.f16.f16.f32", "c", 16)
+    local got = {}
+    for _, c in ipairs(m) do if c.lane == 37 then got[#got + 1] = {c.row, c.col} end end
+    assert.are.same({{17, 2}, {17, 3}, {25, 2}, {25, 3}, {17, 10}, {17, 11}, {25, 10}, {25, 11}}, got)
+    U.expect_error(function() tir.core.mma_lane_map("m64nNk16.f16.f16.f32", "c", 12) end, "not a valid N")
+  end)
+
+  it("has builtins flagged warpgroup-wide, and swizzled shared scopes", function()
+    local by = {}
+    for _, b in ipairs(tir.core.builtins()) do by[b.op] = b end
+    for _, op in ipairs({"wgmma_fence", "wgmma_commit_group", "wgmma_wait_group", "wgmma_mma_async", "wgmma_fill", "wgmma_store"}) do
+      assert.is_true(by[op].warpgroup and by[op].warp, op)
+    end
+    assert.are.same({0}, by.wgmma_mma_async.writes)
+    assert.are.same({1}, by.wgmma_store.writes)
+    assert.is_true(by.wgmma_desc.pure and by.wgmma_operand.pure)
+    for _, s in ipairs({"shared.swz32", "shared.swz64", "shared.swz128", "wgmma.accumulator"}) do assert.is_true(tir.core.scope_valid(s), s) end
+    for _, s in ipairs({"shared.swz16", "shared.swz256", "shared.swz", "wgmma.matrix_a"}) do assert.is_false(tir.core.scope_valid(s), s) end
+  end)
+end)
+
+describe("tc_gemm with intrin = \"wgmma\"", function()
+  local cases = {
+    {"float16", "float16", {BM = 128, BN = 128, BK = 64, stages = 2, epilogue = "D"}, {128, 128, 128}},  -- 128-byte swizzle, 2 warpgroups
+    {"bfloat16", nil, {BM = 64, BN = 64, BK = 32, stages = 3}, {64, 128, 128}},                       -- 64-byte swizzle, fp32 out
+    {"float16", nil, {BM = 64, BN = 32, BK = 16, stages = 1}, {64, 64, 64}},                          -- 32-byte swizzle, no pipeline
+    {"int8", nil, {BM = 128, BN = 64, BK = 128, stages = 2}, {128, 64, 256}},                         -- s8 m64n64k32, 128-byte swizzle
+  }
+  if not asan then cases[#cases + 1] = {"float16", "float16", {BM = 64, BN = 256, BK = 64, stages = 2, epilogue = "D"}, {64, 256, 128}} end
+  for _, c in ipairs(cases) do
+    it(("%s BM=%d BN=%d BK=%d stages=%d: interpreter-equivalent, simulator bit-exact"):format(c[1], c[3].BM, c[3].BN, c[3].BK, c[3].stages), function()
+      local f = tc.workload(c[4][1], c[4][2], c[4][3], c[1], c[2], nil, "NT")
+      local o = {intrin = "wgmma"}
+      for k, v in pairs(c[3]) do o[k] = v end
+      local sch = tc.schedule(f, o)
+      U.assert_equiv(f, sch.mod, {trials = 1, rtol = 0, atol = 0})
+      local rep = sim_exact(f, sch)
+      assert.is_true(rep.warp_ops > 0)
+    end)
+  end
+
+  it("derives the descriptors: start address, SBO = 8 rows of the swizzle width, the swizzle from the scope", function()
+    local f = tc.workload(128, 128, 128, "float16", "float16", nil, "NT")
+    local mod = tir.build(tc.schedule(f, {intrin = "wgmma", BK = 32, epilogue = "D"}).mod, "cuda -arch=sm_90a", {compile = false})
+    local src = mod:get_source("cuda")
+    -- 64-byte rows: SBO 512 bytes, mode 2 (64B) in bits 62-63, LBO unused (16)
+    assert.matches("tir_wgmma_desc%(%(A_shared_swz64 %+ tir_swz<64, 2>%(", src)
+    assert.matches(", 16u, 512u, 2u%)", src)
+    assert.matches("__floats2half2_rn", src)
+    assert.matches("fence.proxy.async.shared::cta", src) -- cp.async writes (generic proxy) before wgmma reads (async proxy)
+    assert.matches("__shared__ __align__%(1024%)", src) -- the swizzle pattern's boundary
+  end)
+
+  it("builds for sm_90a with NVRTC; the PTX holds wgmma.mma_async and ptxas -arch=sm_90a accepts it without spills", function()
+    if not nvrtc_ok then return pending("NVRTC is not available") end
+    local f = tc.workload(256, 256, 128, "float16", "float16", nil, "NT")
+    local mod = tir.build(tc.schedule(f, {intrin = "wgmma", BN = 256, epilogue = "D"}).mod, "cuda -arch=sm_90a")
+    local ptx = mod:get_source("ptx")
+    assert.matches("%.target sm_90a", ptx)
+    assert.matches("wgmma%.mma_async%.sync%.aligned%.m64n256k16%.f32%.f16%.f16", ptx)
+    for _, s in ipairs({"wgmma%.fence%.sync%.aligned", "wgmma%.commit_group%.sync%.aligned", "wgmma%.wait_group%.sync%.aligned 0",
+                        "cp%.async%.cg%.shared%.global", "fence%.proxy%.async%.shared::cta"}) do
+      assert.matches(s, ptx)
+    end
+    local ptxas = os.getenv("CUDA_HOME") and (os.getenv("CUDA_HOME") .. "/bin/ptxas") or "/usr/local/cuda/bin/ptxas"
+    local fh = io.open(ptxas, "r")
+    if not fh then return pending("ptxas is not installed") end
+    fh:close()
+    local tmp = os.tmpname()
+    local w = assert(io.open(tmp .. ".ptx", "w"))
+    w:write(ptx)
+    w:close()
+    local p = io.popen(("%s -arch=sm_90a -v -o %s.cubin %s.ptx 2>&1"):format(ptxas, tmp, tmp))
+    local out = p:read("a")
+    local ok = p:close()
+    os.remove(tmp .. ".ptx"); os.remove(tmp .. ".cubin"); os.remove(tmp)
+    assert.is_true(ok, out)
+    assert.matches("0 bytes spill stores", out)
+  end)
+
+  it("is refused for any target other than sm_90a, naming it", function()
+    local f = tc.workload(128, 128, 64, "float16", "float16", nil, "NT")
+    local sch = tc.schedule(f, {intrin = "wgmma", epilogue = "D"})
+    for _, t in ipairs({"cuda -arch=sm_90", "cuda -arch=sm_80"}) do
+      U.expect_error(function() tir.build(sch.mod, t, {compile = false}) end, "CodegenError",
+                     "the wgmma instructions exist only on the architecture-specific target sm_90a", "build with \"cuda -arch=sm_90a\"")
+    end
+  end)
+
+  it("checks its options and the block first", function()
+    local nt = tc.workload(128, 128, 64, "float16", "float16", nil, "NT")
+    U.expect_error(function() tc.schedule(nt, {intrin = "wgmma", BN = 100}) end, "tc_gemm.schedule", "BN = 100 is not a valid wgmma N")
+    U.expect_error(function() tc.schedule(nt, {intrin = "wgmma", BK = 48}) end, "the shared rows must be exactly a swizzle width")
+    U.expect_error(function() tc.schedule(nt, {intrin = "wgmma", BM = 96}) end, "BM must be 64, 128, 192 or 256")
+    U.expect_error(function() tc.schedule(nt, {intrin = "wgmma", warp_m = 64}) end, "unknown option", "warp_m")
+    U.expect_error(function() tc.schedule(tc.workload(256, 256, 64, "float16", nil, nil, "NT"), {intrin = "wgmma", stages = 8, BN = 256}) end,
+                   "227 KB")
+    local nn = tc.workload(128, 128, 64, "float16", "float16")
+    U.expect_error(function() tc.schedule(nn, {intrin = "wgmma"}) end, "K-major operands", "has layout NN")
+    local u8 = tc.workload(128, 128, 128, "uint8", "int32", nil, "NT")
+    U.expect_error(function() tc.schedule(u8, {intrin = "wgmma", BK = 128}) end, "uint8 x uint8 into int32", "does not run")
+  end)
+
+  it("refuses an operand tile without a swizzle (no canonical wgmma layout), naming the scope to use", function()
+    local f = tc.workload(128, 128, 64, "float16", "float16", nil, "NT")
+    local sch = tc.schedule(f, {intrin = "wgmma", epilogue = "D", stages = 1})
+    sch:set_scope(sch:get_block("A_shared_swz128"), 0, "shared")
+    U.expect_error(function() tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false}) end, "lower_wgmma_descriptor",
+                   "has scope 'shared'", "give the tile the scope shared.swz128")
+  end)
+end)
+
+describe("planted bugs in wgmma kernels show on the simulator", function()
+  -- replaces the impl of a registered intrinsic while fn runs
+  local function with_impl(name, make, fn)
+    local desc, good = tir.TensorIntrin.get(name)
+    local ok, err = pcall(function()
+      tir.TensorIntrin.register(name, desc, make(), true)
+      fn()
+    end)
+    tir.TensorIntrin.register(name, desc, good, true)
+    assert(ok, err)
+  end
+  local function bad_sync(n, depth, body)
+    local ld, ldb = tir.var("ld", "int32"), tir.var("ldb", "int32")
+    return T.prim_func("bad", {A = T.Buffer({64, depth}, "float16", {scope = "shared", offset_factor = 16, strides = {ld, 1}}),
+                               B = T.Buffer({n, depth}, "float16", {scope = "shared", offset_factor = 16, strides = {ldb, 1}}),
+                               C = T.Buffer({64, n}, "float32", {scope = "wgmma.accumulator", offset_factor = 16})}, function(A, B, C)
+      T.block("root", function()
+        T.reads(C[{{0, 64}, {0, n}}], A[{{0, 64}, {0, depth}}], B[{{0, n}, {0, depth}}])
+        T.writes(C[{{0, 64}, {0, n}}])
+        body(A, B, C, ld, ldb)
+      end)
+    end)
+  end
+  local f = tc.workload(64, 64, 128, "float16", nil, nil, "NT")
+  local o = {intrin = "wgmma", BM = 64, BN = 64, BK = 64, stages = 2}
+  local names = cuda.wgmma(row("m64nNk16.f16.f16.f32"), 64, "K", 64)
+
+  it("an accumulator read before its wgmma_wait_group: wgmma_pending", function()
+    with_impl(names.sync, function()
+      return bad_sync(64, 64, function(A, B, C, ld, ldb)
+        T.evaluate(T.call("void", "wgmma_fence"))
+        for s = 0, 3 do
+          T.evaluate(T.call("void", "wgmma_mma_async", T.address_of(C[{0, 0}]),
+            T.call("uint64", "wgmma_operand", T.address_of(A[{0, 16 * s}]), ld, "K"),
+            T.call("uint64", "wgmma_operand", T.address_of(B[{0, 16 * s}]), ldb, "K"), 64, 0))
+        end
+        T.evaluate(T.call("void", "wgmma_commit_group")) -- and no wgmma_wait_group
+      end)
+    end, function()
+      local mod = tir.build(tc.schedule(f, o).mod, "cuda -arch=sm_90a", {compile = false})
+      U.expect_error(function() tir.simulate(mod, args_for(f, 1), {reference = f}) end, "wgmma_store reads wgmma accumulator",
+                     "not waited for", "until a wgmma_wait_group covers that group")
+      local rep = tir.simulate(mod, args_for(f, 1), {reference = f, check = false})
+      assert.are.equal("wgmma_pending", rep.issues[1].kind)
+    end)
+  end)
+
+  it("a descriptor whose swizzle disagrees with the buffer's layout: wgmma_descriptor, and the result differs", function()
+    with_impl(names.sync, function()
+      return bad_sync(64, 64, function(A, B, C, ld, ldb)
+        T.evaluate(T.call("void", "wgmma_fence"))
+        for s = 0, 3 do
+          -- the tile is shared.swz128, the descriptor says 64-byte swizzle (SBO as for 128-byte rows)
+          T.evaluate(T.call("void", "wgmma_mma_async", T.address_of(C[{0, 0}]),
+            T.call("uint64", "wgmma_desc", T.address_of(A[{0, 16 * s}]), 16, 1024, 64),
+            T.call("uint64", "wgmma_operand", T.address_of(B[{0, 16 * s}]), ldb, "K"), 64, 0))
+        end
+        T.evaluate(T.call("void", "wgmma_commit_group"))
+        T.evaluate(T.call("void", "wgmma_wait_group", 0))
+      end)
+    end, function()
+      local mod = tir.build(tc.schedule(f, o).mod, "cuda -arch=sm_90a", {compile = false})
+      U.expect_error(function() tir.simulate(mod, args_for(f, 1), {reference = f}) end, "the descriptor of A says a 64-byte swizzle",
+                     "A_shared_swz128 is laid out with an XOR swizzle of that width", "PTX ISA 9.7.15.5.1.2")
+      local rep = tir.simulate(mod, args_for(f, 1), {reference = f, check = false})
+      local kinds = {}
+      for _, is in ipairs(rep.issues) do kinds[is.kind] = true end
+      assert.is_true(kinds.wgmma_descriptor and kinds.mismatch)
+    end)
+  end)
+end)
