@@ -104,7 +104,7 @@ static int l_mma_lane_map(lua_State *L) {
   const char *op = luaL_checkstring(L, 2);
   const tir_MmaConfig *c = tir_mma_find(TIR_MMA_SYNC, name);
   const tir_MmaConfig *wg = c ? NULL : tir_mma_find(TIR_MMA_WGMMA, name);
-  if (!c && !wg) return tirL_error(L, TIR_ERR_VALUE, "mma_lane_map", "no mma.sync or wgmma row named '%s'", name);
+  if (!c && !wg) return tirL_error(L, TIR_ERR_VALUE, "mma_lane_map", "no mma.sync row named '%s' (nor a wgmma row)", name);
   if ((op[0] != 'a' && op[0] != 'b' && op[0] != 'c') || op[1] != '\0' || (wg && op[0] == 'b'))
     return tirL_error(L, TIR_ERR_VALUE, "mma_lane_map", "operand must be \"a\", %s\"c\", got '%s'", wg ? "" : "\"b\" or ", op);
   int lanes = 32, per;
