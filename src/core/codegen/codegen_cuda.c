@@ -46,7 +46,6 @@ typedef struct {
   int arch_a;            /* the target has the architecture-specific 'a' features (sm_90a) */
   unsigned long long uses_mma; /* bit i: row i of the mma table (ptx_mma.c) has its helper emitted */
   int sm;                      /* the target's compute capability (80 for sm_80); 0 when unknown */
-  int arch_a;                  /* the architecture-specific target (sm_90a): wgmma, setmaxnreg */
   int uses_swizzle;            /* tir_swz: shared buffers of scope shared.swz<B> */
   int uses_wgmma_desc;
   struct { const tir_MmaConfig *cfg; int n, trans_b; } wgmma[32]; /* wgmma helpers to emit */
