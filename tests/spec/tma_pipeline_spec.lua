@@ -71,7 +71,7 @@ describe("inject_tma_pipeline (tc_gemm tma = true)", function()
     assert.is_truthy(src:find("const __grid_constant__ tir_CUtensorMap tir_tmap_1", 1, true))
   end)
 
-  it("catches planted bugs: no full wait, a wrong expect_tx count, a wrong arrival count", function()
+  it("catches planted bugs: no full wait, a wrong expect_tx count, no proxy fence, a wrong arrival count", function()
     local f, sch = gemm(64, 64, 96, "NT", {stages = 2})
     local low = tir.lower(sch.mod)
     local args = function() return tir.testing.random_args(f, 1) end
@@ -84,6 +84,9 @@ describe("inject_tma_pipeline (tc_gemm tma = true)", function()
     end)
     U.expect_error(function() tir.simulate(g, args()) end, "wrong expect_tx byte count on tma_full[0] (phase 0)",
       "bring 4096 bytes more than ptx_mbarrier_arrive_expect_tx announced (4096)")
+    -- the refill's proxy fence: the TMA would overwrite what ldmatrix read through the generic proxy
+    U.expect_error(function() tir.simulate(U.drop_call(low, "ptx_fence_proxy_async", 2), args()) end,
+      "a TMA copy by thread (0, 0, 0) [warp 0, lane 0] uses A_shared[", "accessed through the generic proxy with no fence.proxy.async since")
     local first = true
     local h = U.rewrite_func(low, function(s)
       if U.is_call(s, "ptx_mbarrier_init") and first then

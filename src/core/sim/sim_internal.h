@@ -41,6 +41,9 @@ typedef struct {
   int64_t w_epoch, r_epoch;
   int16_t w_thr, r_thr[2], p_thr; /* p_*: the latest cp.async in flight to it */
   uint16_t pending;               /* cp.async copies in flight to this byte */
+  int16_t g_thr;                  /* the thread of the latest generic-proxy access (g_step) */
+  int64_t g_step;                 /* when (Sim.gen_step) the byte was last accessed through the generic proxy */
+  const tir_Node *g_stmt;
 } Shadow;
 
 /* Provenance of a global element (for the oracle comparison). */
@@ -124,6 +127,8 @@ typedef struct Sim {
   int itop, icap;
   int all_ids[SIM_MAX_THREADS];
   ThreadAsync *async; /* per thread */
+  int64_t gen_step;     /* counts generic-proxy shared accesses (Shadow.g_step) */
+  int64_t *fence_step;  /* per thread: gen_step at its latest fence.proxy.async (sim_mbarrier.c) */
   struct SimBars *bars; /* mbarriers and TMA copies in flight (sim_mbarrier.c) */
   Reported *reported;
   int n_reported, cap_reported;

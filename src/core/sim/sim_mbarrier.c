@@ -19,7 +19,8 @@
  * TMA data landed through an mbarrier is ordered by it, not by __syncthreads: it counts as no
  * thread's write in the race shadow.  ptx_tma_store reads its shared box (race-checked: the
  * generic writes of other threads must be before a __syncthreads) and writes the tensor at
- * once.  Not modelled: fence.proxy.async (the store's data is taken as visible), setmaxnreg,
+ * once.  A TMA copy touching bytes last accessed through the generic proxy needs a
+ * fence.proxy.async in between (proxy_check).  Not modelled: setmaxnreg,
  * clusters, and write-after-read through an "empty" barrier (lockstep runs every read of a
  * stage before the copy that refills it).
  */
@@ -117,6 +118,31 @@ static Bar *bar_of(Sim *S, Store *st, int64_t el, int t, const char *op) {
     return S->fatal ? NULL : b;
   }
   return b;
+}
+
+/* Cross-proxy ordering (PTX ISA 9.7.13.4 fence.proxy.async; memory consistency model, proxies):
+ * a TMA copy (async proxy) may touch a shared byte last accessed through the generic proxy
+ * (ld/st/ldmatrix, mbarrier.init) only after a fence.proxy.async that comes after that access
+ * -- by the thread that accessed it or by the issuing thread (after an mbarrier wait / barrier
+ * ordered the access before the fence).  Returns -1 when an issue stops the run. */
+static int64_t *fence_steps(Sim *S) {
+  if (!S->fence_step) S->fence_step = calloc(SIM_MAX_THREADS, sizeof *S->fence_step);
+  return S->fence_step;
+}
+
+static int proxy_check(Sim *S, Store *st, int64_t byte, int64_t size, int t, const char *what) {
+  int64_t *fs = fence_steps(S);
+  for (int64_t i = 0; i < size; i++) {
+    const Shadow *sh = &st->shadow[byte + i];
+    if (!sh->g_step || fs[t] >= sh->g_step || (sh->g_thr >= 0 && fs[sh->g_thr] >= sh->g_step)) continue;
+    char who[96], oth[96];
+    return sim_issue(S, "proxy_fence", S->cur, t, sh->g_stmt, sh->g_thr, st->buf->name, (byte + i) / st->esize, st->n,
+                     "%s by %s uses %s[%lld], which %s accessed through the generic proxy with no fence.proxy.async since "
+                     "(ptx_fence_proxy_async after the access, or by the issuing thread after the wait that orders it): the "
+                     "TMA unit may see the bytes as they were before", what, sim_thread_name(S, t, who, sizeof who),
+                     st->buf->name, (long long)((byte + i) / st->esize), sim_thread_name(S, sh->g_thr, oth, sizeof oth));
+  }
+  return 0;
 }
 
 static void deliver(Sim *S, Bar *b) {
@@ -253,6 +279,7 @@ static int tma_load(Sim *S, const tir_Call *c, const Act *a) {
       if (S->fatal) return -1;
       continue;
     }
+    if (proxy_check(S, ds, db, bytes, t, "a TMA copy") || proxy_check(S, bs, bar[t].i * 8, 8, t, "the mbarrier of a TMA copy")) return -1;
     for (int64_t i = 0; i < bytes; i++) {
       Shadow *sh = &ds->shadow[db + i];
       if (sh->pending) {
@@ -300,6 +327,7 @@ static int tma_store(Sim *S, const tir_Call *c, const Act *a) {
   int64_t n = tir_tma_box_bytes(&d) / tir_dtype_bytes(d.dtype);
   for (int k = 0; k < a->n && !S->fatal; k++) {
     int t = a->ids[k];
+    if (proxy_check(S, ss, src[t].i * es, tir_tma_box_bytes(&d), t, "a TMA store")) return -1;
     for (int64_t e = 0; e < n; e++) {
       int64_t rem = e, el = 0, stride = 1, inside = 1;
       for (int i = d.rank - 1; i >= 0; i--) {
@@ -328,6 +356,8 @@ int sim_tma_builtin(Sim *S, const tir_Call *c, const Act *a) {
     case TIR_BI_PTX_BULK_COMMIT_GROUP:
     case TIR_BI_PTX_BULK_WAIT_GROUP_READ:
     case TIR_BI_PTX_FENCE_PROXY_ASYNC:
+      for (int k = 0; k < a->n; k++) fence_steps(S)[a->ids[k]] = S->gen_step;
+      return 0;
     case TIR_BI_PTX_SETMAXNREG_INC:
     case TIR_BI_PTX_SETMAXNREG_DEC: return 0; /* the store's data is written at issue */
     case TIR_BI_PTX_MBARRIER_INIT:
@@ -466,6 +496,8 @@ int sim_mbarrier_cta_end(Sim *S) {
 }
 
 void sim_mbarrier_free(Sim *S) {
+  free(S->fence_step);
+  S->fence_step = NULL;
   if (!S->bars) return;
   for (int i = 0; i < S->bars->n; i++) {
     for (int k = 0; k < S->bars->b[i].nc; k++) free(S->bars->b[i].c[k].data);

@@ -219,6 +219,9 @@ int sim_shared_read(Sim *S, Store *st, int64_t byte, int size, int tid) {
       raced = 1;
       if (race_issue(S, st, byte + i, tid, S->cur, sh->w_thr, sh->w_stmt, 1)) return -1;
     }
+    sh->g_step = ++S->gen_step;
+    sh->g_thr = (int16_t)tid;
+    sh->g_stmt = S->cur;
     if (sh->r_epoch != S->epoch) {
       sh->r_epoch = S->epoch;
       sh->r_thr[0] = (int16_t)tid;
@@ -249,6 +252,9 @@ int sim_shared_write(Sim *S, Store *st, int64_t byte, int size, int tid, const t
     sh->w_epoch = S->epoch;
     sh->w_thr = (int16_t)tid;
     sh->w_stmt = stmt;
+    sh->g_step = ++S->gen_step;
+    sh->g_thr = (int16_t)tid;
+    sh->g_stmt = stmt;
   }
   return 0;
 }
