@@ -330,7 +330,7 @@ end
 -- global traffic of the operand tiles (each A tile read by every CTA of its row, each B
 -- tile by every CTA of its column: the reuse a CTA tile gives), divided by the efficiency of
 -- the gathers (a copy whose contiguous run is shorter than a 32-byte sector wastes the rest
--- of it), the output written in fp32 (plus a write-back pass when the output is reindexed),
+-- of it), the output (through an fp32 workspace and a copy-back kernel when M or N is padded),
 -- and a launch per kernel.  Returns the estimate and its parts.
 local function cost(c, intr, info)
   local tc = require("tir.schedules.tc_gemm")
@@ -346,7 +346,10 @@ local function cost(c, intr, info)
   local bytes_b = bt * np * kp * esz * (mp // bm) / eff(c.run_b)
   if c.bb_ext == 1 and #c.bs == 0 then bytes_b = np * kp * esz * math.max(1, (bt * mp) // bm) / eff(c.run_b) end
   local out_elems = bt * mp * np
-  local bytes_c = out_elems * 4 + (c.reindex_c and (out_elems * 4 + c.useful_out * 4) or 0)
+  -- a padded M or N: an fp32 workspace and a copy-back kernel; else the fragments go to the
+  -- output (through shared memory when it is reindexed)
+  local writeback = c.padded[1] ~= c.ext[1] or c.padded[2] ~= c.ext[2]
+  local bytes_c = writeback and (out_elems * 8 + c.useful_out * 4) or c.useful_out * 4
   -- the tiles stream through L2; from DRAM come the operands' footprints (a gather's re-reads
   -- of the same input, R*S times for a convolution, hit L2) and the output traffic
   local function footprint(acc)
@@ -356,7 +359,7 @@ local function cost(c, intr, info)
   end
   local t_mem = math.max((bytes_a + bytes_b) / Mx.l2_bytes_per_s,
                          (footprint(c.A) + footprint(c.B) + bytes_c) / Mx.dram_bytes_per_s)
-  local kernels = (c.reindex_c or c.pad_any) and 2 or 1
+  local kernels = writeback and 2 or 1
   local t = math.max(t_mma, t_mem) + kernels * Mx.launch_s
   return t, {t_mma = t_mma, t_mem = t_mem, bm = bm, bn = bn, reuse = flops / (bytes_a + bytes_b + bytes_c)}
 end
@@ -750,8 +753,15 @@ local function perform(sch, c, extra, P)
       end
     end
   end
-  local o = {a_stage = stage_a and sch:get(stage_a).name or nil, b_stage = stage_b and sch:get(stage_b).name or nil,
-             writeback = wb and sch:get(wb).name or nil}
+  local o = {a_stage = stage_a and sch:get(stage_a).name or nil, b_stage = stage_b and sch:get(stage_b).name or nil}
+  if wb and wb == CR then
+    -- the output's reindex stage reads the accumulator over its whole domain: it becomes the
+    -- fragment store's epilogue, staged through shared memory (its output index is no window of
+    -- a fragment), so no fp32 workspace exists in global memory
+    o.epilogue, o.stage_epilogue = sch:get(wb).name, true
+  elseif wb then
+    o.writeback = sch:get(wb).name -- the padded output's copy back: a kernel of its own
+  end
   -- the tuning database's records are plain GEMMs' (tc_gemm_tune): used when asked for
   o.tuned = false
   for k, v in pairs(extra or {}) do o[k] = v end

@@ -143,6 +143,10 @@ describe("amos.apply", function()
     for _, step in ipairs({"reindex", "compute_inline", "transform_layout", "transform_block_layout", "tensorize"}) do
       assert.truthy(tr:find(step, 1, true), step)
     end
+    -- one kernel: the output's reindex stage is the staged fragment store's epilogue
+    local src = tir.build(sch.mod, "cuda -arch=sm_80", {compile = false}):get_source("cuda")
+    local _, kernels = src:gsub("__global__", "")
+    assert.are.equal(1, kernels)
     -- no im2col matrix in global memory: the gathered operand lives in shared memory
     local text = tostring(sch.mod)
     assert.truthy(text:find('pad_temp_reindex = T.alloc_buffer({64, 144}, "float16", {scope = "shared"})', 1, true))

@@ -291,6 +291,7 @@ local SCHEDULE_OPTS = {intrin = "string", BM = "positive", BN = "positive", BK =
                        warp_n = "positive", vec = "positive", stages = "positive", early_wait = "boolean",
                        frag_pipeline = "boolean", pad = "boolean", dtype = "dtype", epilogue = "string", unroll = "boolean",
                        block = "string", split_k = "positive", a_stage = "string", b_stage = "string", writeback = "string",
+                       stage_epilogue = "boolean",
                        tuned = "boolean", db = "string", target = "string", tma = "boolean", persistent = function(v)
                          if v ~= true and v ~= false and not (math.type(v) == "integer" and v > 0) then
                            return "true, false or a number of CTAs"
@@ -403,7 +404,7 @@ local function validate(sch, o, P)
     local okb, E = pcall(function() return sch:get(sch:get_block(o.epilogue)) end)
     if not okb then raise("ValueError", P, "epilogue block '%s' does not exist", o.epilogue) end
     local edt = E.writes[1] and E.writes[1].buffer.dtype
-    if row.epilogue_dtype and edt ~= row.epilogue_dtype then
+    if row.epilogue_dtype and edt ~= row.epilogue_dtype and not o.stage_epilogue then
       raise("TypeError", P, "epilogue '%s' writes %s, but the fused store of intrin = \"%s\" writes %s", o.epilogue,
             tostring(edt), o.intrin, row.epilogue_dtype)
     end
@@ -507,7 +508,9 @@ local function schedule(func, opts, P)
   if o.epilogue then
     sch:reverse_compute_inline(o.epilogue) -- the write-back block now computes D = cast(C)
     -- the fused store converts only: an epilogue reading more (a bias) goes through shared memory
-    local plain = #sch:get(CF).reads == 1
+    -- (stage_epilogue: always, e.g. an epilogue storing into another layout -- tir.amos's
+    -- write-back of a fused M, which no fragment store's window covers)
+    local plain = #sch:get(CF).reads == 1 and not o.stage_epilogue
     if I.store_epilogue and plain then
       store_intrin = I.store_epilogue -- the cast fused into the fragment store
     else
