@@ -4,7 +4,10 @@
 # benchmarks).  Logs go to $OUT (at most 8 files come back: each stage writes one log; the
 # benchmarks append their markdown to $OUT/bench.md and their rows to $OUT/results.jsonl).
 #   specs      the main job and every #gpu spec             -> main.log, gpu_specs.log
-#   examples   the tensor-core and int8 examples at 4096^3  -> examples.log
+#   examples   the tensor-core and int8 examples at 4096^3, the conv2d examples (a ResNet-50 layer
+#              at N = 128)                                   -> examples.log
+#   convtiles  bench/conv2d_tiles.lua: conv2d_tc's default tiles vs other tilings vs cuDNN on
+#              ResNet-50's 3x3 layers                        -> convtiles.log
 #   bench      fp32, fp16, int8 GEMM benchmarks             -> bench.log
 #   tune       tir.tune over tc_gemm at 4096^3              -> tune.log
 #   smallm     tir.tune over tc_gemm at M = 16 and 128 (N = 11008, K = 4096; split-K, small tiles;
@@ -27,7 +30,7 @@ for stage in "$@"; do
       "$T" tests/run_busted.lua --run=gpu -o utfTerminal > "$OUT/gpu_specs.log" 2>&1 || status=1
       grep -E "successes|^(Error|Failure) " "$OUT/gpu_specs.log" | tail -20 ;;
     examples)
-      for ex in matmul_mma gemm_int8 gemm_dp4a qgemm; do
+      for ex in matmul_mma gemm_int8 gemm_dp4a qgemm conv2d_implicit_gemm conv2d_im2col; do
         echo "== $ex" >> "$OUT/examples.log"
         "$T" "scripts/examples/$ex.lua" >> "$OUT/examples.log" 2>&1 || { status=1; echo "$ex FAILED" >> "$OUT/examples.log"; }
       done
@@ -41,6 +44,9 @@ for stage in "$@"; do
     tune)
       "$T" bench/tune_gemm.lua > "$OUT/tune.log" 2>&1 || status=1
       cat "$OUT/tune.log" ;;
+    convtiles)
+      "$T" bench/conv2d_tiles.lua --max=4 > "$OUT/convtiles.log" 2>&1 || status=1
+      cat "$OUT/convtiles.log" ;;
     smallm)
       export TIRLUA_TUNE_DB="${TIRLUA_TUNE_DB:-$OUT/tuning.jsonl}"
       "$T" bench/tune_gemm.lua 16x11008x4096 128x11008x4096 > "$OUT/smallm.log" 2>&1 || status=1

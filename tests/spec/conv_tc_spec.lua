@@ -1,8 +1,8 @@
 -- conv_tc_spec.lua -- tir.schedules.conv2d_tc: convolution on tensor cores, explicit im2col + GEMM
 -- and implicit GEMM, on the simulator (warp by warp, cp.async, ldmatrix, mma lane maps) against
 -- the interpreter of the unscheduled workload, and against tir.testing.ref_conv (float64) on the
--- same inputs: padding, stride, dilation, C = 3 (K = 27 padded to 32), K = 72, bias + relu,
--- fp16 (mma.sync m16n8k16) and int8 (IMMA m16n8k32, exact); the structure of the two lowerings
+-- same inputs: padding, stride, dilation, C = 3 (padded to 4 channels, or element copies), K = 72,
+-- bias + relu, fp16 (mma.sync m16n8k16, WMMA) and int8 (IMMA m16n8k32, exact; requantized); the structure of the two lowerings
 -- (one kernel and no im2col matrix in global memory vs two kernels); the 1x1 GEMM route; errors.
 local tir = require("tir")
 local U = require("spec_util")
@@ -70,6 +70,13 @@ describe("conv2d_tc on the simulator", function()
       end)
     end
   end
+
+  it("fp16 on WMMA (wmma.m16n16k16 fragments), both variants, with and without the bias epilogue", function()
+    for _, bias in ipairs({true, false}) do
+      local c = {N = 2, H = 8, W = 8, C = 16, F = 32, R = 3, S = 3, padding = 1, bias = bias, activation = bias and "relu" or nil}
+      for _, variant in ipairs({"implicit", "im2col"}) do simulate(c, with(SMALL, {variant = variant, intrin = "wmma"})) end
+    end
+  end)
 
   it("int8 (IMMA m16n8k32, int32 bias), both variants, bit-exact", function()
     local c = {N = 2, H = 8, W = 8, C = 32, F = 32, R = 3, S = 3, padding = 1, dtype = "int8", bias = true, pad_k = 64}
