@@ -6,7 +6,11 @@
 --     weights with precomputed column sums, int32 bias, per-channel scale, out zero point, int8
 --     out; tir.schedules.qgemm, one launch) against (a) tirlua's plain int8 GEMM of the shape and
 --     (b) cuBLASLt int8 followed by a separate requantizing kernel written with tirlua (its time
---     is the sum of the two, each timed alone).
+--     is the sum of the two, each timed alone);
+--   * qgemm imma_fused_zb: the same with asymmetric per-column weight zero points zb (so the
+--     row sums of A are needed: computed in the IMMA kernel from its shared A tiles, still one
+--     launch) against the plain IMMA GEMM and against cuBLASLt + a tirlua row-sum kernel + a
+--     requantizing kernel (three launches, times added).
 -- tirlua's int8 GEMMs here are tir.schedules.qgemm's: "simt" (int32 multiply-adds) and "dp4a"
 -- (dp4a on int8x4 registers packed with prmt); "imma" is tc_gemm's mma.sync m16n8k32 path.
 --   tirlua bench/gemm_int8.lua [MxNxK ...]   (default: 1024^3 .. 8192^3 and M in {16, 128, 4096}, N = 11008, K = 4096)
@@ -61,9 +65,12 @@ local function bench_shape(m, n, k)
   local plain_f = qm{M = m, N = n, K = k, out_dtype = "int32", name = "gemm_int8"}
   local c = tir.nd.empty({m, n}, "int32", dev)
   local t_int8 = {}
-  for _, intrin in ipairs({"simt", "dp4a"}) do
+  for _, intrin in ipairs({"simt", "dp4a", "dp4a_v4"}) do
     local o = opts_for(m, n)
-    o.intrin = intrin
+    o.intrin = intrin == "dp4a_v4" and "dp4a" or intrin
+    -- dp4a_v4: the tile copies 4 bytes (one k-group word) per access: 32-bit global loads and
+    -- shared stores instead of byte loads and prmt-merged stores
+    if intrin == "dp4a_v4" then o.vec = 4 end
     local plain = tir.build(qg.schedule(plain_f, o).mod, "cuda")
     plain(a, b, c)
     tir.testing.assert_allclose(c, c_lt, {rtol = 0, atol = 0}) -- int32 in float64: bit-exact
@@ -79,6 +86,7 @@ local function bench_shape(m, n, k)
   end
   row("gemm_int8", "simt", t_int8.simt, "cuBLASLt", t_lt, "int8")
   row("gemm_int8", "dp4a", t_int8.dp4a, "cuBLASLt", t_lt, "int8")
+  row("gemm_int8", "dp4a_v4", t_int8.dp4a_v4, "cuBLASLt", t_lt, "int8")
   -- tirlua IMMA: tc_gemm with mma.sync m16n8k32 (A [M, K], B [N, K]: both k-major, tc_gemm's
   -- "NT"); 128x128x128 CTAs, 3 stages (the best of the measured configurations), 16-row CTAs
   -- for small M
@@ -149,6 +157,41 @@ local function bench_shape(m, n, k)
     row("qgemm", variant, t_q[intrin], "tirlua plain int8", t_int8[intrin], "int8")
     row("qgemm", variant, t_q[intrin], "cuBLASLt + requant", t_lt + t_rq, "int8")
   end
+  -- asymmetric weights: per-column zb, the row sums of A computed inside the IMMA kernel
+  local zo = {M = m, N = n, K = k, a_zero_point = ZA, b_zero_point = "per_column", b_sums = "input", bias = true,
+              scale = "per_channel", out_zero_point = -7, out_dtype = "int8", name = "qgemm_zb"}
+  local zmod = tir.build(qg.schedule(qm(zo), {intrin = "mma", tc = imma_tiles}).mod, "cuda")
+  local zb = tir.nd.random({n}, "int32", dev, {seed = 35, low = -128, high = 127})
+  zmod(a, b, zb, bias, scale, bsum, out)
+  local t_zb = timed(zmod, a, b, zb, bias, scale, bsum, out)
+  -- the reference: cuBLASLt, the row sums (a tirlua kernel), a requantizing kernel
+  local rsf = tir.Schedule(qm.row_sums_func(m, k, "int8"))
+  local ri2 = rsf:get_loops(rsf:get_block("a_row_sum"))
+  local rb2, rt2 = rsf:split(ri2, {nil, 128})
+  rsf:bind(rb2, "blockIdx.x"); rsf:bind(rt2, "threadIdx.x")
+  local rsk = tir.build(rsf.mod, "cuda")
+  local asum = tir.nd.empty({m}, "int32", dev)
+  rsk(a, asum)
+  local t_rs = timed(rsk, a, asum)
+  local Ai = te.placeholder({m}, "int32", "a_row_sums")
+  local Zi = te.placeholder({n}, "int32", "zb")
+  local O2 = te.compute({m, n}, function(i, j)
+    local v = Ci[{i, j}] - Zi[{j}] * Ai[{i}] - tir.const(ZA, "int32") * Ki[{j}] + tir.const(k * ZA, "int32") * Zi[{j}] + Bi[{j}]
+    return qm.requantize_expr(Si[{j}] * te.cast("float32", v), -7, "int8", false)
+  end, "requant_zb")
+  local rs2 = tir.Schedule(te.create_prim_func({Ci, Ai, Zi, Bi, Si, Ki, O2}, "requant_zb"))
+  local r2i, r2j = rs2:get_loops(rs2:get_block("requant_zb"))
+  local f2 = rs2:fuse(r2i, r2j)
+  local b2, t2, v2 = rs2:split(f2, {nil, 256, 4})
+  rs2:bind(b2, "blockIdx.x"); rs2:bind(t2, "threadIdx.x"); rs2:unroll(v2)
+  local rq2 = tir.build(rs2.mod, "cuda")
+  local out3 = tir.nd.empty({m, n}, "int8", dev)
+  rq2(c_lt, asum, zb, bias, scale, bsum, out3)
+  local t_rq2 = timed(rq2, c_lt, asum, zb, bias, scale, bsum, out3)
+  zmod(a, b, zb, bias, scale, bsum, out)
+  tir.testing.assert_allclose(out, out3, {rtol = 0, atol = 0})
+  row("qgemm", "imma_fused_zb", t_zb, "tirlua plain int8", t_int8.mma, "int8")
+  row("qgemm", "imma_fused_zb", t_zb, "cuBLASLt + row sums + requant", t_lt + t_rs + t_rq2, "int8")
 end
 
 for _, s in ipairs(shapes) do
@@ -161,8 +204,8 @@ if outp then
   local f = assert(io.open(outp, "a"))
   f:write("\n### int8 GEMM and fused quantized GEMM vs cuBLASLt (bench/gemm_int8.lua)\n\n")
   f:write(("%s, %s (%s, %d SMs), commit %s; CUDA events, median of 5 samples of 5 launches after 3 warm-ups; every result " ..
-           "checked bit-exact first (tirlua int8 GEMM = cuBLASLt, fused qgemm = cuBLASLt + requant). tirlua's GEMMs are " ..
-           "tir.schedules.qgemm's SIMT (int32 multiply-add) and DP4A schedules, not IMMA.\n\n"):format(common.date(), info.name, info.arch, info.sm_count,
+           "checked bit-exact first (tirlua int8 GEMM = cuBLASLt, fused qgemm = cuBLASLt + requant). simt/dp4a: " ..
+           "tir.schedules.qgemm's SIMT and DP4A schedules; imma: tc_gemm mma.sync m16n8k32.\n\n"):format(common.date(), info.name, info.arch, info.sm_count,
            common.commit()))
   f:write("| bench | variant | MxNxK | ms | TOP/s | ref | ref ms | ref TOP/s | ref_ms / ms |\n|---|---|---|---|---|---|---|---|---|\n")
   for _, r in ipairs(rows) do

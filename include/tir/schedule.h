@@ -46,6 +46,11 @@ tir_Array *tir_sched_get_child_blocks(tir_Schedule *s, int64_t block, const tir_
 tir_Array *tir_sched_split(tir_Schedule *s, const tir_Var *loop, const int64_t *factors, int n);
 /* Fuses perfectly nested loops (outer to inner) into one; returns its var (owned). */
 tir_Var *tir_sched_fuse(tir_Schedule *s, tir_Var *const *loops, int n);
+/* Merges sibling loops (items of one sequence, in order) of one constant extent starting at 0
+ * into one loop at the last one's place, bodies in order (TVM Merge); refuses loops bound or
+ * annotated, of different extents, or whose blocks (or an earlier loop's and the statements
+ * it moves past) conflict on a buffer.  Returns the merged loop's variable (the first's; owned). */
+tir_Var *tir_sched_merge(tir_Schedule *s, tir_Var *const *loops, int n);
 /* Reorders loops lying on one chain into the given order (outer to inner). */
 int tir_sched_reorder(tir_Schedule *s, tir_Var *const *loops, int n);
 
@@ -65,13 +70,16 @@ int tir_sched_vectorize(tir_Schedule *s, const tir_Var *loop);
  * loop, nothing between its old place and the loop changing what it reads.  0 or -1. */
 int tir_sched_compute_at(tir_Schedule *s, int64_t block, const tir_Var *loop, int preserve_unit_loops, int index);
 /* Moves a consumer block under `loop` (of its producers), consuming what the producers under
- * the loop write; index as compute_at.  All producers must be under the loop and write
- * everything it reads there; a reduction may only be split into whole tiles per iteration. */
-int tir_sched_reverse_compute_at(tir_Schedule *s, int64_t block, const tir_Var *loop, int preserve_unit_loops, int index);
+ * the loop write; index as compute_at.  All producers must be under the loop (prior_producers:
+ * or run entirely before it, like inputs -- beyond TVM) and write everything it reads there;
+ * a reduction may only be split into whole tiles per iteration. */
+int tir_sched_reverse_compute_at(tir_Schedule *s, int64_t block, const tir_Var *loop, int preserve_unit_loops, int index,
+                                 int prior_producers);
 /* Inlines a producer's expression into its consumers and removes it. */
 int tir_sched_compute_inline(tir_Schedule *s, int64_t block);
-/* Folds a consumer into its single producer and removes it. */
-int tir_sched_reverse_compute_inline(tir_Schedule *s, int64_t block);
+/* Folds a consumer into its single producer and removes it (prior_producers: into the last of
+ * several producers, the others running before it -- beyond TVM). */
+int tir_sched_reverse_compute_inline(tir_Schedule *s, int64_t block, int prior_producers);
 
 /* ---- caches ---- */
 /* Copies the block's read buffer `index` into a new buffer in `scope` through a new block,

@@ -203,6 +203,20 @@ function Schedule:split(loop, factors)
   return table.unpack(out)
 end
 
+--- Merges sibling loops of one extent (items of one sequence, given in order) into one loop
+-- standing where the last one stood, their bodies in order (TVM's merge); returns it.  Refused
+-- when blocks of two of the loops (or of an earlier loop and the statements it moves past)
+-- use a buffer one of them writes.
+function Schedule:merge(...)
+  local loops = table.pack(...)
+  local vars = {}
+  for i = 1, loops.n do vars[i] = check_loop(loops[i], "merge", i) end
+  local v = self._state:merge(table.unpack(vars, 1, loops.n))
+  local out = loop_rv(v)
+  record(self, "merge", {table.unpack(loops, 1, loops.n)}, {out})
+  return out
+end
+
 --- Fuses perfectly nested loops (outer to inner) into one; returns it.
 function Schedule:fuse(...)
   local loops = table.pack(...)
@@ -288,13 +302,17 @@ function Schedule:compute_at(block, loop, preserve_unit_loops, index)
 end
 
 --- Moves a consumer block under `loop`, consuming exactly what the producers under it write;
--- preserve_unit_loops and index as compute_at.
-function Schedule:reverse_compute_at(block, loop, preserve_unit_loops, index)
+-- preserve_unit_loops and index as compute_at.  prior_producers (default false; beyond TVM,
+-- which refuses): producers that run entirely before the loop are allowed too, read like inputs.
+function Schedule:reverse_compute_at(block, loop, preserve_unit_loops, index, prior_producers)
   block = check_block(self, block, "reverse_compute_at", 1)
   local v = check_loop(loop, "reverse_compute_at", 2)
   self._state:reverse_compute_at(block.uid, v, check_bool(preserve_unit_loops, "reverse_compute_at", "preserve_unit_loops"),
-                                 index and check_int(index, "reverse_compute_at", "index") or -1)
-  record(self, "reverse_compute_at", {block, loop, preserve_unit_loops or false, index or -1})
+                                 index and check_int(index, "reverse_compute_at", "index") or -1,
+                                 check_bool(prior_producers, "reverse_compute_at", "prior_producers"))
+  local a = {block, loop, preserve_unit_loops or false, index or -1}
+  if prior_producers then a[5] = true end
+  record(self, "reverse_compute_at", a)
 end
 
 --- Inlines a producer's expression into its consumers (and removes it).
@@ -305,10 +323,12 @@ function Schedule:compute_inline(block)
 end
 
 --- Folds a consumer (e.g. an epilogue) into its single producer (and removes it).
-function Schedule:reverse_compute_inline(block)
+-- prior_producers (default false; beyond TVM, which refuses): a consumer with several producers
+-- is folded into the last one, the others running before it.
+function Schedule:reverse_compute_inline(block, prior_producers)
   block = check_block(self, block, "reverse_compute_inline", 1)
-  self._state:reverse_compute_inline(block.uid)
-  record(self, "reverse_compute_inline", {block})
+  self._state:reverse_compute_inline(block.uid, check_bool(prior_producers, "reverse_compute_inline", "prior_producers"))
+  record(self, "reverse_compute_inline", prior_producers and {block, true} or {block})
 end
 
 -- consumer_blocks of cache_read/cache_write: nil or a list of blocks (BlockRVs or names).

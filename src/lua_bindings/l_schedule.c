@@ -169,6 +169,17 @@ static int m_fuse(lua_State *L) {
   return 1;
 }
 
+static int m_merge(lua_State *L) {
+  tir_Schedule *s = check(L, 1);
+  int n;
+  tir_Var **v = check_vars(L, 2, &n);
+  tir_Var *r = tir_sched_merge(s, v, n);
+  free(v);
+  if (!r) return tirL_raise_core(L);
+  tirL_push_node(L, &r->hdr);
+  return 1;
+}
+
 static int m_reorder(lua_State *L) {
   tir_Schedule *s = check(L, 1);
   int n;
@@ -218,7 +229,7 @@ static int m_compute_at(lua_State *L) {
 static int m_reverse_compute_at(lua_State *L) {
   tir_Schedule *s = check(L, 1);
   if (tir_sched_reverse_compute_at(s, check_uid(L, 2), (tir_Var *)tirL_check_node(L, 3, TIR_Var, "loop"), lua_toboolean(L, 4),
-                                   opt_int_arg(L, 5, -1)))
+                                   opt_int_arg(L, 5, -1), lua_toboolean(L, 6)))
     return tirL_raise_core(L);
   return 0;
 }
@@ -229,7 +240,7 @@ static int m_compute_inline(lua_State *L) {
 }
 
 static int m_reverse_compute_inline(lua_State *L) {
-  if (tir_sched_reverse_compute_inline(check(L, 1), check_uid(L, 2))) return tirL_raise_core(L);
+  if (tir_sched_reverse_compute_inline(check(L, 1), check_uid(L, 2), lua_toboolean(L, 3))) return tirL_raise_core(L);
   return 0;
 }
 
@@ -472,6 +483,7 @@ void tirL_open_schedule(lua_State *L) {
                                      {"get_child_blocks", m_get_child_blocks},
                                      {"split", m_split},
                                      {"fuse", m_fuse},
+                                     {"merge", m_merge},
                                      {"reorder", m_reorder},
                                      {"bind", m_bind},
                                      {"unroll", m_unroll},

@@ -91,4 +91,31 @@ describe("#gpu int8 tensor-core GEMM", function()
     w.wmma_shape = {32, 8, 16}
     check(512, 512, 512, "int8", "NT", w)
   end)
+  it("fused quantized GEMM with per-column zb (row sums of A in the IMMA kernel), 256x128x512, = the int64 oracle", function()
+    local qm = tir.ops.quantized_matmul
+    local qg = require("tir.schedules.qgemm")
+    for _, adt in ipairs({"int8", "uint8"}) do
+      local o = {M = 256, N = 128, K = 512, a_dtype = adt, a_zero_point = adt == "uint8" and 255 or -128,
+                 b_zero_point = "per_column", b_sums = "input", bias = true, scale = "per_channel", out_zero_point = 5}
+      local f = qm(o)
+      local mod = tir.build(qg.schedule(f, {intrin = "mma", tc = {BM = 128, BN = 128, BK = 128, warp_m = 64, warp_n = 64,
+                                                                stages = 3}}).mod, "cuda")
+      assert.are.equal(1, #mod:kernels())
+      local lo, hi = adt == "uint8" and 0 or -128, adt == "uint8" and 255 or 127
+      local a = tir.nd.random({256, 512}, adt, tir.cpu(), {seed = 3, low = lo, high = hi})
+      local b = tir.nd.random({128, 512}, "int8", tir.cpu(), {seed = 4, low = -128, high = 127})
+      local zb = tir.nd.random({128}, "int32", tir.cpu(), {seed = 5, low = -128, high = 127})
+      local bias = tir.nd.random({128}, "int32", tir.cpu(), {seed = 6, low = -100000, high = 100000})
+      local scale = tir.nd.random({128}, "float32", tir.cpu(), {seed = 7, low = 1e-6, high = 1e-5})
+      local bsum = qm.col_sums(b, "NK")
+      local out = tir.nd.empty({256, 128}, "int8", dev)
+      mod(copy_to(a, dev), copy_to(b, dev), copy_to(zb, dev), copy_to(bias, dev), copy_to(scale, dev), copy_to(bsum, dev), out)
+      local ro = {}
+      for k, v in pairs(o) do ro[k] = v end
+      ro.four_term, ro.accum_dtype, ro.b_sums = false, "int64", nil
+      local ref = tir.nd.empty({256, 128}, "int8")
+      tir.interpret(qm(ro), {a, b, zb, bias, scale, ref})
+      assert.are.same(ref:to_table(), copy_to(out, tir.cpu()):to_table())
+    end
+  end)
 end)

@@ -227,4 +227,50 @@ describe("tir.ops.quantized_matmul", function()
     end
     U.expect_error(function() qg.schedule(qm{M = 64, N = 64, K = 64}, {BX = 1}) end, "unknown option 'BX'")
   end)
+
+  it("IMMA with zb != 0 is one kernel: the row sums of A from the GEMM's shared tiles, bit-exact vs the int64 oracle", function()
+    local qg = require("tir.schedules.qgemm")
+    local cases = {
+      {a_dtype = "int8", a_zero_point = 127, b_zero_point = -128, stages = 3},   -- zero points at the ends
+      {a_dtype = "uint8", a_zero_point = 0, b_zero_point = 127, stages = 2},
+      {a_dtype = "uint8", a_zero_point = "per_row", b_zero_point = "per_column", stages = 1},
+      {a_dtype = "int8", a_zero_point = 0, b_zero_point = "per_column", stages = 2, relu = true},
+    }
+    for n, c in ipairs(cases) do
+      local o = {M = 128, N = 64, K = 192, a_dtype = c.a_dtype, a_zero_point = c.a_zero_point, b_zero_point = c.b_zero_point,
+                 b_sums = "input", bias = true, scale = "per_channel", out_zero_point = -3, relu = c.relu}
+      local f = qm(o)
+      local sch = qg.schedule(f, {intrin = "mma", tc = {BM = 64, BN = 64, BK = 64, warp_m = 32, warp_n = 32, stages = c.stages}})
+      -- the printed IR: the sums' update inside the GEMM's k loop, reading the shared A tile
+      local ir = tostring(sch.mod)
+      local kloop = ir:find("software_pipeline_stage", 1, true) or ir:find("for ax1_0 in T.serial", 1, true)
+      local upd = ir:find('T.block("a_row_sum_update_o"', 1, true)
+      local mma = ir:find('T.block("C_update_o"', 1, true)
+      assert.is_truthy(upd and mma and (c.stages == 1 or kloop < upd))
+      assert.is_truthy(ir:find('"tensor_intrin"] = "dp4a_row_sum64_' .. (c.a_dtype == "uint8" and "u8" or "s8") .. '_shared"', 1, true))
+      assert.is_truthy(ir:find("A_shared[{i_0 * 64 + ax0_1 * 64", 1, true))
+      local mod = tir.build(sch.mod, "cuda -arch=sm_80", {compile = false})
+      assert.are.equal(1, #mod:kernels())
+      local args = inputs(o, 10 + n)
+      args[#args + 1] = qm.col_sums(args[2], "NK")
+      args[#args + 1] = tir.nd.empty({o.M, o.N}, "int8")
+      local rep = tir.simulate(mod, args, {reference = f})
+      assert.are.equal(0, rep.n_issues)
+      assert.are.equal(1, rep.kernels)
+      -- against the direct compute in int64
+      local ro = {}
+      for k, v in pairs(o) do ro[k] = v end
+      ro.four_term, ro.accum_dtype, ro.b_sums = false, "int64", nil
+      local ra = {}
+      for q = 1, #args - 2 do ra[q] = args[q] end
+      local ref_out = tir.nd.empty({o.M, o.N}, "int8")
+      ra[#ra + 1] = ref_out
+      tir.interpret(qm(ro), ra)
+      assert.are.same(ref_out:to_table(), args[#args]:to_table())
+    end
+    -- the PTX has the dp4a against ones
+    local f = qm{M = 128, N = 128, K = 256, a_zero_point = 5, b_zero_point = 9, b_sums = "input"}
+    local mod = tir.build(qg.schedule(f, {intrin = "mma", tc = {BK = 128, stages = 3}}).mod, "cuda -arch=sm_80", {compile = false})
+    assert.is_truthy(mod:get_source("cuda"):find("16843009", 1, true))
+  end)
 end)

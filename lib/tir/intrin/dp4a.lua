@@ -91,6 +91,67 @@ function M.register(a_dtype, b_dtype, kmajor, scope, opts)
   return name
 end
 
+--- The row-sum intrinsic's name: n (a multiple of 16) consecutive 8-bit values of one row
+-- (a_dtype) added to an int32 scalar, both in `scope` (tc_gemm's row_sums: one k step of the
+-- shared A tile into the shared sums).
+function M.row_sum_name(a_dtype, n, scope)
+  return ("dp4a_row_sum%d_%s_%s"):format(n, SHORT[a_dtype], scope or "shared")
+end
+
+--- Registers the row-sum intrinsic for n values (TVM's dp4a desc shape, the second operand
+-- all ones):
+--   desc: S[0] += int32(A[k]) for k < n
+--   impl: S[0] += c_0 + ... + c_{n/16 - 1},  c_q = dp4a(w_4q+3, 1x4, ... dp4a(w_4q, 1x4, 0))
+-- with w_i the 32-bit word of A[4i .. 4i + 3] (one aligned load; the four words of a 16-byte
+-- chunk are consecutive loads that nvcc merges into one 16-byte load) and 1x4 = 0x01010101,
+-- the int8x4 of ones (dp4a.s32.s32, or dp4a.u32.s32 for uint8 A: exact).  One chain per
+-- 16-byte chunk (independent), and one read-modify-write of S per call: a schedule gives the
+-- whole k step to one call, so no barrier separates the chunks (thread_sync cannot tell that
+-- each thread updates its own S).
+function M.register_row_sum(a_dtype, n, scope)
+  scope = scope or "shared"
+  if n % 16 ~= 0 then error("tir.intrin.dp4a.register_row_sum: n must be a multiple of 16", 2) end
+  local name = M.row_sum_name(a_dtype, n, scope)
+  local function sig()
+    return {A = T.Buffer({n}, a_dtype, {scope = scope, offset_factor = 16}),
+            S = T.Buffer({1}, "int32", {scope = scope, offset_factor = 1})}
+  end
+  local desc = T.prim_func(name, sig(), function(A, S)
+    T.block("root", function()
+      T.reads(S[{0}], A[{{0, n}}])
+      T.writes(S[{0}])
+      for k in T.grid(n) do
+        T.block("update", function()
+          local vk = T.axis.remap("R", {k})
+          S[{0}] = S[{0}] + T.cast("int32", A[{vk}])
+        end)
+      end
+    end)
+  end)
+  local impl = T.prim_func(name .. "_impl", sig(), function(A, S)
+    T.block("root", function()
+      T.reads(S[{0}], A[{{0, n}}])
+      T.writes(S[{0}])
+      local total
+      for q = 0, n // 16 - 1 do
+        local c = T.int32(0)
+        for w = 0, 3 do
+          local word = T.call("int32", "reinterpret", A[{T.Ramp(16 * q + 4 * w, 1, 4)}])
+          c = T.call("int32", "ptx_dp4a", word, T.int32(0x01010101), c, SIGN[a_dtype], "s32")
+        end
+        total = total and total + c or c
+      end
+      S[{0}] = S[{0}] + total
+    end)
+  end)
+  tir.TensorIntrin.register(name, desc, impl, true)
+  return name
+end
+
+for _, adt in ipairs({"int8", "uint8"}) do
+  for _, n in ipairs({16, 32, 64, 128, 256}) do M.register_row_sum(adt, n, "shared") end
+end
+
 for _, ab in ipairs({{"int8", "int8"}, {"uint8", "int8"}, {"int8", "uint8"}}) do
   for _, scope in ipairs({"shared", "local"}) do
     for _, kmajor in ipairs({false, true}) do M.register(ab[1], ab[2], kmajor, scope) end

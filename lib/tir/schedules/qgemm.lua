@@ -7,10 +7,13 @@
 --     clamp) runs per thread right after its register tile (reverse_compute_at the thread
 --     loop; the accumulator C is set to "local" scope), so C never goes to global memory;
 --   * the column sums of B come in as a parameter (b_sums = "input": a constant weight's sums,
---     computed once); with b_zero_point ~= 0 the row sums of A do too (a_sums = "input", a
---     separate kernel per call): the schedule refuses a PrimFunc that computes sums, since the
---     epilogue could not move into the GEMM's nest.
--- One kernel launch for the quantized GEMM itself.  opts: BM, BN, BK, TY, TX, vec (8: int8 elements per access of the
+--     computed once by a one-time pre-pass); with b_zero_point ~= 0 the row sums of A are
+--     computed in the kernel on tensor cores (intrin "mma": tc_gemm's row_sums, from the
+--     shared A tiles of each k step, tir.schedules.tc_gemm_row_sums) -- the SIMT/DP4A
+--     schedules take them as a parameter (a_sums = "input", a separate kernel per call) and
+--     refuse a PrimFunc that computes them, since their epilogue moves into the GEMM's nest
+--     with reverse_compute_at, which needs the GEMM as its only producer.
+-- One kernel launch for the quantized GEMM (on tensor cores also with zb != 0).  opts: BM, BN, BK, TY, TX, vec (8: int8 elements per access of the
 -- cooperative copies; BM * BK and BN * BK must be multiples of TY * TX * vec), unroll (true),
 -- transpose (true: the shared tiles stored k-major, [k][i] and [k][j], so that the threads of a
 -- warp read consecutive bytes instead of rows 128 bytes apart, all in one bank), intrin ("simt":
@@ -49,19 +52,21 @@ function M.schedule(func, opts)
   local has = {}
   for _, b in ipairs(sch:get_child_blocks(sch:get_block("root"))) do has[b.name] = b end
   for _, name in ipairs({"a_row_sum", "b_col_sum"}) do
-    if has[name] then
+    -- on tensor cores the row sums of A are computed in the GEMM's kernel (tc_gemm row_sums)
+    if has[name] and not (name == "a_row_sum" and o.intrin == "mma") then
       util.raise("ValueError", "qgemm",
                  "block %s is computed in the PrimFunc: this schedule fuses the epilogue into the GEMM's thread loop, which "
                  .. "needs the GEMM as the epilogue's only producer (TVM's reverse_compute_at rule); give the sums as "
                  .. "inputs: b_sums = \"input\" (a constant weight's column sums, computed once) and, when "
-                 .. "b_zero_point ~= 0, a_sums = \"input\" (quantized_matmul.row_sums_func: a kernel before the GEMM)", name)
+                 .. "b_zero_point ~= 0, a_sums = \"input\" (quantized_matmul.row_sums_func: a kernel before the GEMM) -- or "
+                 .. "intrin = \"mma\", which computes the row sums of A in the GEMM's kernel", name)
     end
   end
   if o.intrin == "mma" then
     -- IMMA: tir.schedules.tc_gemm (mma.sync m16n8k32, ldmatrix, cp.async pipeline) with the
     -- epilogue inlined into its write-back, which stages the accumulators in shared memory
     local tc = require("tir.schedules.tc_gemm")
-    local to = {intrin = "mma", epilogue = "out"}
+    local to = {intrin = "mma", epilogue = "out", row_sums = has.a_row_sum and "a_row_sum" or nil}
     for k, v in pairs(o.tc or {}) do to[k] = v end
     return tc.schedule(func, to)
   end

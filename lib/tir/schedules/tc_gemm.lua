@@ -297,6 +297,7 @@ local SCHEDULE_OPTS = {intrin = "string", BM = "positive", BN = "positive", BK =
                            return "true, false or a number of CTAs"
                          end
                        end,
+                       row_sums = "string",
                        wmma_shape = function(v)
                          if type(v) ~= "table" or #v ~= 3 or math.type(v[1]) ~= "integer" or math.type(v[2]) ~= "integer" or
                             math.type(v[3]) ~= "integer" then return "a wmma shape {m, n, k}" end
@@ -500,13 +501,16 @@ local function schedule(func, opts, P)
   else
     BS = sch:cache_read(C, info.b_index, "shared")
   end
-  local AF = sch:cache_read(C, info.a_index, I.scope_a)
-  local BF = sch:cache_read(C, info.b_index, I.scope_b)
+  -- (the fragments feed the GEMM only: the row sums of o.row_sums read the shared tile)
+  local AF = sch:cache_read(C, info.a_index, I.scope_a, {C})
+  local BF = sch:cache_read(C, info.b_index, I.scope_b, {C})
   local CF = sch:cache_write(C, 0, I.scope_c)
   local store_intrin = I.store
   local CS -- wmma with an epilogue: accumulators staged in shared memory, then cast by all lanes
   if o.epilogue then
-    sch:reverse_compute_inline(o.epilogue) -- the write-back block now computes D = cast(C)
+    -- the write-back block now computes D = cast(C); with row_sums the epilogue also reads the
+    -- row sums, a producer before the GEMM (prior_producers)
+    sch:reverse_compute_inline(o.epilogue, o.row_sums ~= nil)
     -- the fused store converts only: an epilogue reading more (a bias) goes through shared memory
     -- (stage_epilogue: always, e.g. an epilogue storing into another layout -- tir.amos's
     -- write-back of a fused M, which no fragment store's window covers)
@@ -561,12 +565,11 @@ local function schedule(func, opts, P)
     sch:bind(by, "blockIdx.y"); sch:bind(bx, "blockIdx.x")
   end
   sch:bind(wy, "threadIdx.y"); sch:bind(wz, "threadIdx.z")
-  sch:compute_at(AF, ki); sch:compute_at(BF, ki)
-  sch:compute_at(AS, ko); sch:compute_at(BS, ko)
   local CFB = CF -- with an epilogue, the write-back block now computes it
+  local prior = o.row_sums ~= nil -- the epilogue reads the row sums, computed before the GEMM
   if CS then
     sch:reverse_compute_at(CS, wz)
-    sch:reverse_compute_at(CF, wz)
+    sch:reverse_compute_at(CF, wz, false, -1, prior)
     -- the cast from the staged tile: 32 lanes, vec-wide
     local l = {sch:get_loops(CF)}
     local f = sch:fuse(l[#l - 1], l[#l])
@@ -575,8 +578,13 @@ local function schedule(func, opts, P)
     if o.unroll then sch:unroll(outer) end
     CFB = CS
   else
-    sch:reverse_compute_at(CFB, wz)
+    sch:reverse_compute_at(CFB, wz, false, -1, prior)
   end
+  sch:compute_at(AF, ki); sch:compute_at(BF, ki)
+  -- row_sums: the block summing the rows of A moves into the CTA, its k loop merged with the
+  -- GEMM's, so it reads the shared A tile each k step loads (tc_gemm_row_sums.lua)
+  if o.row_sums then ko = require("tir.schedules.tc_gemm_row_sums").fuse(sch, o, wz, ko, wm, wn, P) end
+  sch:compute_at(AS, ko); sch:compute_at(BS, ko)
   -- cooperative 16-byte copies of the shared tiles by all warps (tma: one TMA copy per tile,
   -- inject_tma_pipeline; the copy's loops stay as compute_at left them)
   for _, b in ipairs(o.tma and {} or {AS, BS}) do
@@ -686,8 +694,15 @@ local function schedule(func, opts, P)
     sch:annotate(AS, "tma_copy", 1); sch:annotate(BS, "tma_copy", 1)
     sch:annotate(ko, "tma_pipeline_stages", o.stages)
   elseif o.stages > 1 then
-    sch:annotate(ko, "software_pipeline_stage", {0, 0, o.stages - 1})
-    sch:annotate(ko, "software_pipeline_order", {0, 1, 2})
+    -- row_sums: the k step is (A copy, row sums, B copy, mma); the sums, like the
+    -- multiply-accumulate, read the tiles loaded stages - 1 steps ago; both copies go first
+    if o.row_sums then
+      sch:annotate(ko, "software_pipeline_stage", {0, o.stages - 1, 0, o.stages - 1})
+      sch:annotate(ko, "software_pipeline_order", {0, 2, 1, 3})
+    else
+      sch:annotate(ko, "software_pipeline_stage", {0, 0, o.stages - 1})
+      sch:annotate(ko, "software_pipeline_order", {0, 1, 2})
+    end
     sch:annotate(ko, "software_pipeline_async_stages", {0})
     -- one wait at the top of each k step (CUTLASS's count, stages - 2): then one barrier per step
     if o.early_wait then sch:annotate(ko, "software_pipeline_early_wait", 1) end

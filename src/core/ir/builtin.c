@@ -161,6 +161,15 @@ int tir_reinterpret_check(const tir_Call *c, char *err, size_t errlen) {
 tir_Node *tir_unit_ramp_base(const tir_Node *ix) {
   if (!ix) return NULL;
   if (ix->kind == TIR_Ramp) return tir_is_one(((const tir_Ramp *)ix)->stride) ? R(((const tir_Ramp *)ix)->base) : NULL;
+  if (ix->kind == TIR_Mul) {
+    /* x * Broadcast(1) (a unit stride a match_buffer view leaves in the flattened index) */
+    const tir_Mul *m = (const tir_Mul *)ix;
+    for (int side = 0; side < 2; side++) {
+      const tir_Node *x = side ? m->b : m->a, *y = side ? m->a : m->b;
+      if (x->kind == TIR_Broadcast && tir_is_one(((const tir_Broadcast *)x)->value)) return tir_unit_ramp_base(y);
+    }
+    return NULL;
+  }
   if (ix->kind != TIR_Add) return NULL;
   const tir_Add *a = (const tir_Add *)ix;
   for (int side = 0; side < 2; side++) {

@@ -715,6 +715,8 @@ static int reads_unproduced(tir_Schedule *s, const char *P, const SchPath *pl, c
 
 int sch_compute_location(tir_Schedule *s, const char *P, int64_t uid, const tir_Var *lv, int preserve_unit_loops,
                          int index, int reverse) {
+  int prior = reverse & 2;
+  reverse &= 1;
   SchPath pb, pl;
   const tir_BlockRealize *br = sch_find_block(s->func->body, uid, &pb);
   if (!br) return tir_sched_block_realize(s, uid, P) ? 0 : -1;
@@ -755,6 +757,10 @@ int sch_compute_location(tir_Schedule *s, const char *P, int64_t uid, const tir_
       last_in = i;
     }
     if (!is_dependent(all[i]->block, &dc)) continue;
+    /* reverse: a producer that runs before the loop (no block of the loop seen yet) is done
+     * when the loop starts, like a function input (the fused quantized GEMM's row sums of A
+     * before the GEMM nest its epilogue moves into) */
+    if (prior && first_in < 0 && !sch_contains_stmt(loop->body, &all[i]->hdr)) continue;
     n_dep++;
     if (!sch_contains_stmt(loop->body, &all[i]->hdr)) {
       sch_error(s, P, &all[i]->hdr, reverse ? "a producer outside the loop" : "a consumer outside the loop",

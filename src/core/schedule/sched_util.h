@@ -37,7 +37,8 @@ tir_Node *sch_realize_with_block(const tir_BlockRealize *br, tir_Block *blk);
 /* A copy of b with new reads/writes (stolen; NULL keeps). */
 tir_Block *sch_block_with_regions(const tir_Block *b, tir_Array *reads, tir_Array *writes);
 int sch_block_is_reduction(const tir_Block *b);
-/* compute_at (reverse = 0) / reverse_compute_at (reverse = 1); index -1 = default position. */
+/* compute_at (reverse = 0) / reverse_compute_at (reverse = 1; 3: producers that run before the
+ * loop are allowed too); index -1 = default position. */
 int sch_compute_location(tir_Schedule *s, const char *prim, int64_t uid, const tir_Var *loop, int preserve_unit_loops,
                          int index, int reverse);
 

@@ -107,7 +107,7 @@ static int producer_store_ranges(const tir_Block *pblk, const tir_BufferStore *p
   return ok;
 }
 
-int tir_sched_reverse_compute_inline(tir_Schedule *s, int64_t uid) {
+int tir_sched_reverse_compute_inline(tir_Schedule *s, int64_t uid, int prior_producers) {
   const char *P = "reverse_compute_inline";
   SchPath pb;
   const tir_BlockRealize *br = sch_find_block(s->func->body, uid, &pb);
@@ -134,9 +134,13 @@ int tir_sched_reverse_compute_inline(tir_Schedule *s, int64_t uid) {
   tir_Node **inv = NULL;
   tir_Range **owned = NULL;
   int inv_n = 0, inv_niv = 0;
+  /* prior_producers: with several producers, the last one (in the scope's order) is folded
+   * into; the others finish before it starts, so what the consumer reads from them is ready
+   * at its new place (the row sums of A a quantized GEMM's epilogue reads besides the
+   * accumulator).  TVM's ReverseComputeInline takes a single producer only. */
   for (int i = 0; i < n_all; i++) {
     if (all[i]->block == blk || !sch_is_producer_of(all[i]->block, blk)) continue;
-    if (prod) {
+    if (prod && !prior_producers) {
       sch_error(s, P, &all[i]->hdr, "a second producer", "block '%s' has more than one producer in its scope ('%s' and '%s')",
                 blk->name, prod->block->name, all[i]->block->name);
       goto done;
@@ -172,6 +176,16 @@ int tir_sched_reverse_compute_inline(tir_Schedule *s, int64_t uid) {
     }
   for (int i = pidx + 1; i < cidx; i++) {
     const tir_Buffer *hit;
+    /* what the consumer reads must not change between its new place and its old one */
+    for (int r = 0; r < blk->reads->size; r++) {
+      const tir_Buffer *rb = ((const tir_BufferRegion *)blk->reads->items[r])->buffer;
+      if (sch_block_writes(all[i]->block, rb)) {
+        sch_error(s, P, &all[i]->hdr, "this block",
+                  "block '%s' writes %s between the producer '%s' and block '%s', which reads it; the read cannot move up",
+                  all[i]->block->name, rb->name, pblk->name, blk->name);
+        goto done;
+      }
+    }
     if (sch_touches_what_writes(all[i]->block, blk, &hit)) {
       sch_error(s, P, &all[i]->hdr, "this block",
                 "block '%s' uses %s between the producer '%s' and block '%s', which writes it; the write cannot move up",

@@ -1,0 +1,63 @@
+--- tir.schedules.tc_gemm_row_sums: the row sums of A (a quantized GEMM's sum_k A[i, k], needed
+-- for a weight zero point zb != 0: tir.ops.quantized_matmul's block "a_row_sum") computed
+-- inside tc_gemm's kernel from the shared A tiles the GEMM already loads (tc_gemm option
+-- row_sums = the block's name).  Public schedule primitives only; after it the printed IR has
+-- the sums' block inside the GEMM's k loop, reading A_shared:
+--   * set_scope: the sums live in shared memory, one int32 per row of the CTA (the epilogue's
+--     lanes read other rows than the threads that sum them);
+--   * compute_at under the warp loop (ahead of the GEMM: its producer, the copy of A, comes
+--     first), the rows split over the CTA's threads (threadIdx.y, .z, .x: one row each);
+--   * its k loop split by BK and the k-step loop merged with the GEMM's (Schedule:merge), so
+--     each k step sums the BK columns of the tile just staged (the cache_read of A already
+--     feeds both blocks, so the compute_at of A_shared that follows covers both);
+--   * the BK-wide inner loop tensorized with tir.intrin.dp4a's row-sum intrinsic: per 16
+--     columns one 16-byte load and four dp4a against 0x01010101, one update of the sum per k
+--     step.
+-- Cost per k step of BK = 128: 8 16-byte shared loads + 32 dp4a per thread (conflict-free with
+-- the 16-byte row padding: the 8 rows of a quarter warp fall in 8 bank groups), against the
+-- warp's 128 mma.sync; no extra global traffic.
+local M = {}
+local util = require("tir.util")
+
+--- Moves block o.row_sums into the GEMM's nest; wz: the warp loop, ko: the GEMM's k-step loop;
+-- wm x wn warps.  Returns the merged k-step loop (the GEMM's ko from then on).
+function M.fuse(sch, o, wz, ko, wm, wn, P)
+  local dp4a = require("tir.intrin.dp4a")
+  local ok, rs = pcall(function() return sch:get_block(o.row_sums) end)
+  if not ok then util.raise("ValueError", P, "row_sums: there is no block '%s'", o.row_sums) end
+  local b = sch:get(rs)
+  if #b.writes ~= 1 or #b.writes[1].buffer.shape ~= 1 or b.writes[1].buffer.dtype ~= "int32" or #b.reads ~= 1 then
+    util.raise("ValueError", P, "row_sums: block '%s' must sum the rows of A into an int32 vector (S[i] += A[i, k])", o.row_sums)
+  end
+  local a_dt = b.reads[1].buffer.dtype
+  if a_dt ~= "int8" and a_dt ~= "uint8" then
+    util.raise("ValueError", P, "row_sums: block '%s' reads %s; the row-sum intrinsic takes int8 or uint8", o.row_sums, a_dt)
+  end
+  if o.BK % 16 ~= 0 or o.BK > 256 then
+    util.raise("ValueError", P, "row_sums needs BK a multiple of 16 up to 256 (the row-sum intrinsics), got %d", o.BK)
+  end
+  local threads = wm * wn * 32
+  if o.BM % threads ~= 0 and threads % o.BM ~= 0 then
+    util.raise("ValueError", P, "row_sums: BM = %d rows over %d threads (one row per thread): one must divide the other", o.BM, threads)
+  end
+  sch:set_scope(rs, 0, "shared")
+  sch:compute_at(rs, wz, false, -2)
+  local l = {sch:get_loops(rs)}
+  local i, k = l[#l - 1], l[#l]
+  local kstep, kin = sch:split(k, {nil, o.BK})
+  local rows, ty, tz, tx = sch:split(i, {nil, wm, wn, 32})
+  sch:reorder(kstep, rows, ty, tz, tx, kin)
+  sch:bind(ty, "threadIdx.y"); sch:bind(tz, "threadIdx.z"); sch:bind(tx, "threadIdx.x")
+  local init = sch:decompose_reduction(rs, kstep)
+  local il = {sch:get_loops(init)}
+  local iy, iz, ix = il[#il - 2], il[#il - 1], il[#il]
+  for q, tag in ipairs({"threadIdx.y", "threadIdx.z", "threadIdx.x"}) do
+    local lp = ({iy, iz, ix})[q]
+    if sch:get(lp).thread_tag == "" then sch:bind(lp, tag) end
+  end
+  sch:tensorize(kin, dp4a.row_sum_name(a_dt, o.BK, "shared"))
+  return sch:merge(kstep, ko)
+end
+
+M.fuse = util.strict("tc_gemm_row_sums.fuse", M.fuse)
+return M
