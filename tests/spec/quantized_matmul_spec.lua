@@ -268,6 +268,12 @@ describe("tir.ops.quantized_matmul", function()
       tir.interpret(qm(ro), ra)
       assert.are.same(ref_out:to_table(), args[#args]:to_table())
     end
+    -- DP4A with 4-byte tile copies: 32-bit accesses typed unsigned int (NVRTC has no `uint`)
+    local pf = qm{M = 128, N = 128, K = 64, out_dtype = "int32"}
+    local dsrc = tir.build(qg.schedule(pf, {intrin = "dp4a", BM = 128, BN = 128, vec = 4}).mod, "cuda -arch=sm_80",
+                           {compile = false}):get_source("cuda")
+    assert.is_truthy(dsrc:find("*(unsigned int*)(A_shared", 1, true))
+    assert.is_falsy(dsrc:find("(uint*)", 1, true))
     -- the PTX has the dp4a against ones
     local f = qm{M = 128, N = 128, K = 256, a_zero_point = 5, b_zero_point = 9, b_sums = "input"}
     local mod = tir.build(qg.schedule(f, {intrin = "mma", tc = {BK = 128, stages = 3}}).mod, "cuda -arch=sm_80", {compile = false})

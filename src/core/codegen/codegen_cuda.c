@@ -1461,7 +1461,7 @@ static const tir_Node *contiguous_load(const tir_Node *v, const tir_BufferLoad *
 static const char *raw_type(int bytes) {
   switch (bytes) {
     case 2: return "unsigned short";
-    case 4: return "uint";
+    case 4: return "unsigned int"; /* (no "uint": NVRTC has no sys/types.h) */
     case 8: return "uint2";
     case 16: return "uint4";
     default: return NULL;
