@@ -38,6 +38,23 @@ describe("dynamic shared memory plan", function()
     assert.is_truthy(pa and pc and pa < pc)
   end)
 
+  it("pads the staged accumulator rows so mma_store's 8-byte stores are free of bank conflicts", function()
+    local qf = qm{M = 4096, N = 4096, K = 4096, a_zero_point = 3, b_sums = "input", bias = true, scale = "per_channel"}
+    local k, src = kernel_of(qg.schedule(qf, {intrin = "mma", tc = tiles}))
+    assert.is_truthy(src:find("ld_ = 136;", 1, true)) -- 128 int32 + 8: rows 32 mod 128 bytes apart
+    assert.are.equal(110560, k.dyn_smem_bytes)         -- (still inside the pipeline's bytes)
+    -- one mma_store instruction: lane l writes row l / 4, columns 2 (l % 4) .. + 1 (8 bytes)
+    local function store(r0)
+      local acc = {}
+      for l = 0, 31 do acc[l + 1] = {r = r0 + l // 4 + 1, c = 2 * (l % 4) + 1, bytes = 8} end
+      return acc
+    end
+    local plain = tir.layout.shared{shape = {128, 128}, dtype = "int32"}
+    local padded = tir.layout.shared{shape = {128, 128}, dtype = "int32", pad = 8}
+    assert.are.equal(4, (plain:conflicts(store(0))))
+    assert.are.equal(1, (padded:conflicts(store(0))))
+  end)
+
   it("still simulates bit-exact (the narrowed allocations keep the program's meaning)", function()
     local o = {M = 64, N = 64, K = 128, a_zero_point = -128, b_sums = "input", bias = true, scale = "per_channel", out_zero_point = 5}
     local f = qm(o)

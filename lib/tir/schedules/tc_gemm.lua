@@ -682,6 +682,12 @@ local function schedule(func, opts, P)
     sch:storage_align(AS, 0, 0, 64 // esize, 16 // esize)
     sch:storage_align(BS, 0, 0, 64 // esize, 16 // esize)
   end
+  if CS and o.intrin == "mma" and o.pad then
+    -- the staged accumulators: mma_store writes 8 rows x 4 lanes of 8 bytes per instruction;
+    -- rows BN * 4 bytes apart put all 8 rows on the same banks (8-way conflicts).  Rows
+    -- padded to 32 mod 128 bytes: 2 wavefronts per 256-byte store, the minimum
+    sch:storage_align(ST, 0, 0, 32, 8)
+  end
   if reduce then
     require("tir.schedules.tc_gemm_split_k").schedule_reduce(sch, reduce, epilogue or o.writeback, 256, P)
   elseif o.writeback then
