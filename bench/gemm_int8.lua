@@ -47,6 +47,16 @@ local function opts_for(m, n)
   return {}
 end
 
+-- a requantizing (elementwise M x N) kernel: 256 threads of 4 outputs per CTA
+local function elementwise_kernel(f, block)
+  local rs = tir.Schedule(f)
+  local ri, rj = rs:get_loops(rs:get_block(block))
+  local fused = rs:fuse(ri, rj)
+  local bx, tx, vv = rs:split(fused, {nil, 256, 4})
+  rs:bind(bx, "blockIdx.x"); rs:bind(tx, "threadIdx.x"); rs:unroll(vv)
+  return tir.build(rs.mod, "cuda")
+end
+
 local info = dev:info()
 local rows = {}
 local function timed(mod, ...) return mod:time_evaluator({number = 5, repeat_ = 5, warmup = 3})(...) end
@@ -140,13 +150,7 @@ local function bench_shape(m, n, k)
     r = tir.min(tir.max(r, tir.const(-128 + 7, "float32")), tir.const(127 + 7, "float32"))
     return te.cast("int8", te.cast("int32", r) + tir.const(-7, "int32"))
   end, "requant")
-  local rf = te.create_prim_func({Ci, Bi, Si, Ki, O}, "requant")
-  local rs = tir.Schedule(rf)
-  local ri, rj = rs:get_loops(rs:get_block("requant"))
-  local fused = rs:fuse(ri, rj)
-  local bx, tx, vv = rs:split(fused, {nil, 256, 4})
-  rs:bind(bx, "blockIdx.x"); rs:bind(tx, "threadIdx.x"); rs:unroll(vv)
-  local rq = tir.build(rs.mod, "cuda")
+  local rq = elementwise_kernel(te.create_prim_func({Ci, Bi, Si, Ki, O}, "requant"), "requant")
   local out2 = tir.nd.empty({m, n}, "int8", dev)
   rq(c_lt, bias, scale, bsum, out2)
   local t_rq = timed(rq, c_lt, bias, scale, bsum, out2)
@@ -179,12 +183,7 @@ local function bench_shape(m, n, k)
     local v = Ci[{i, j}] - Zi[{j}] * Ai[{i}] - tir.const(ZA, "int32") * Ki[{j}] + tir.const(k * ZA, "int32") * Zi[{j}] + Bi[{j}]
     return qm.requantize_expr(Si[{j}] * te.cast("float32", v), -7, "int8", false)
   end, "requant_zb")
-  local rs2 = tir.Schedule(te.create_prim_func({Ci, Ai, Zi, Bi, Si, Ki, O2}, "requant_zb"))
-  local r2i, r2j = rs2:get_loops(rs2:get_block("requant_zb"))
-  local f2 = rs2:fuse(r2i, r2j)
-  local b2, t2, v2 = rs2:split(f2, {nil, 256, 4})
-  rs2:bind(b2, "blockIdx.x"); rs2:bind(t2, "threadIdx.x"); rs2:unroll(v2)
-  local rq2 = tir.build(rs2.mod, "cuda")
+  local rq2 = elementwise_kernel(te.create_prim_func({Ci, Ai, Zi, Bi, Si, Ki, O2}, "requant_zb"), "requant_zb")
   local out3 = tir.nd.empty({m, n}, "int8", dev)
   rq2(c_lt, asum, zb, bias, scale, bsum, out3)
   local t_rq2 = timed(rq2, c_lt, asum, zb, bias, scale, bsum, out3)

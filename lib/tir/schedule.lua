@@ -203,30 +203,25 @@ function Schedule:split(loop, factors)
   return table.unpack(out)
 end
 
+-- fuse / merge: loops in, one loop out (the core primitive of that name), recorded
+local function loops_to_loop(self, prim, ...)
+  local loops = table.pack(...)
+  local vars = {}
+  for i = 1, loops.n do vars[i] = check_loop(loops[i], prim, i) end
+  local v = self._state[prim](self._state, table.unpack(vars, 1, loops.n))
+  local out = loop_rv(v)
+  record(self, prim, {table.unpack(loops, 1, loops.n)}, {out})
+  return out
+end
+
 --- Merges sibling loops of one extent (items of one sequence, given in order) into one loop
 -- standing where the last one stood, their bodies in order (TVM's merge); returns it.  Refused
 -- when blocks of two of the loops (or of an earlier loop and the statements it moves past)
 -- use a buffer one of them writes.
-function Schedule:merge(...)
-  local loops = table.pack(...)
-  local vars = {}
-  for i = 1, loops.n do vars[i] = check_loop(loops[i], "merge", i) end
-  local v = self._state:merge(table.unpack(vars, 1, loops.n))
-  local out = loop_rv(v)
-  record(self, "merge", {table.unpack(loops, 1, loops.n)}, {out})
-  return out
-end
+function Schedule:merge(...) return loops_to_loop(self, "merge", ...) end
 
 --- Fuses perfectly nested loops (outer to inner) into one; returns it.
-function Schedule:fuse(...)
-  local loops = table.pack(...)
-  local vars = {}
-  for i = 1, loops.n do vars[i] = check_loop(loops[i], "fuse", i) end
-  local v = self._state:fuse(table.unpack(vars, 1, loops.n))
-  local out = loop_rv(v)
-  record(self, "fuse", {table.unpack(loops, 1, loops.n)}, {out})
-  return out
-end
+function Schedule:fuse(...) return loops_to_loop(self, "fuse", ...) end
 
 --- Reorders loops on one chain into the given order (outer to inner).
 function Schedule:reorder(...)

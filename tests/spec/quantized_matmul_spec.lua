@@ -82,6 +82,28 @@ local function check(o, seeds)
   return f
 end
 
+-- a one-kernel qgemm module (b_sums = "input", int8 out) simulated on inputs(o, seed) and the
+-- column sums of B: the simulator against the interpreter on f, the output against the direct
+-- compute in int64
+local function simulate_vs_oracle(o, f, mod, seed)
+  local args = inputs(o, seed)
+  args[#args + 1] = qm.col_sums(args[2], "NK")
+  args[#args + 1] = tir.nd.empty({o.M, o.N}, "int8")
+  local rep = tir.simulate(mod, args, {reference = f})
+  assert.are.equal(0, rep.n_issues)
+  assert.are.equal(1, rep.kernels)
+  local ro = {}
+  for k, v in pairs(o) do ro[k] = v end
+  ro.four_term, ro.accum_dtype, ro.b_sums = false, "int64", nil
+  local ra = {}
+  for q = 1, #args - 2 do ra[q] = args[q] end
+  local ref_out = tir.nd.empty({o.M, o.N}, "int8")
+  ra[#ra + 1] = ref_out
+  tir.interpret(qm(ro), ra)
+  assert.are.same(ref_out:to_table(), args[#args]:to_table())
+  return rep
+end
+
 describe("tir.ops.quantized_matmul", function()
   it("prints the 4-term rewrite: a pure int8 GEMM, row sums of A, column sums of B, one epilogue", function()
     local f = qm{M = 16, N = 8, K = 32, a_dtype = "uint8", a_zero_point = 7, b_zero_point = -3, bias = true, scale = 0.25}
@@ -182,20 +204,7 @@ describe("tir.ops.quantized_matmul", function()
       local o = {M = c.M, N = c.N, K = c.K, a_dtype = "uint8", a_zero_point = 200, b_sums = "input", bias = true,
                  scale = "per_channel", out_zero_point = 9}
       local f = qm(o)
-      local mod = tir.build(qg.schedule(f, c.opts).mod, "cuda", {compile = false})
-      local args = inputs(o, 4)
-      args[#args + 1] = qm.col_sums(args[2], "NK")
-      args[#args + 1] = tir.nd.empty({c.M, c.N}, "int8")
-      local rep = tir.simulate(mod, args, {reference = f})
-      assert.are.equal(0, rep.n_issues)
-      assert.are.equal(1, rep.kernels)
-      -- and the oracle
-      local ro = {}
-      for k, v in pairs(o) do ro[k] = v end
-      ro.four_term, ro.accum_dtype, ro.b_sums = false, "int64", nil
-      local ref_out = tir.nd.empty({c.M, c.N}, "int8")
-      tir.interpret(qm(ro), {args[1], args[2], args[3], args[4], ref_out})
-      assert.are.same(ref_out:to_table(), args[#args]:to_table())
+      simulate_vs_oracle(o, f, tir.build(qg.schedule(f, c.opts).mod, "cuda", {compile = false}), 4)
     end
     -- on tensor cores (IMMA through tc_gemm, the epilogue inlined into the staged write-back)
     for _, adt in ipairs({"int8", "uint8"}) do
@@ -251,22 +260,7 @@ describe("tir.ops.quantized_matmul", function()
       assert.is_truthy(ir:find("A_shared[{i_0 * 64 + ax0_1 * 64", 1, true))
       local mod = tir.build(sch.mod, "cuda -arch=sm_80", {compile = false})
       assert.are.equal(1, #mod:kernels())
-      local args = inputs(o, 10 + n)
-      args[#args + 1] = qm.col_sums(args[2], "NK")
-      args[#args + 1] = tir.nd.empty({o.M, o.N}, "int8")
-      local rep = tir.simulate(mod, args, {reference = f})
-      assert.are.equal(0, rep.n_issues)
-      assert.are.equal(1, rep.kernels)
-      -- against the direct compute in int64
-      local ro = {}
-      for k, v in pairs(o) do ro[k] = v end
-      ro.four_term, ro.accum_dtype, ro.b_sums = false, "int64", nil
-      local ra = {}
-      for q = 1, #args - 2 do ra[q] = args[q] end
-      local ref_out = tir.nd.empty({o.M, o.N}, "int8")
-      ra[#ra + 1] = ref_out
-      tir.interpret(qm(ro), ra)
-      assert.are.same(ref_out:to_table(), args[#args]:to_table())
+      simulate_vs_oracle(o, f, mod, 10 + n)
     end
     -- DP4A with 4-byte tile copies: 32-bit accesses typed unsigned int (NVRTC has no `uint`)
     local pf = qm{M = 128, N = 128, K = 64, out_dtype = "int32"}
