@@ -61,7 +61,8 @@ function D.specialize(func, values, name)
   local _, by_name = signature_vars(func)
   local list, keys = {}, {}
   for k in pairs(values) do keys[#keys + 1] = k end
-  table.sort(keys, function(a, b) return tostring(type(a) == "string" and a or a.name) < tostring(type(b) == "string" and b or b.name) end)
+  local function key_name(k) return tostring(core.is_node(k) and k.name or k) end
+  table.sort(keys, function(a, b) return key_name(a) < key_name(b) end)
   for _, k in ipairs(keys) do
     local v = values[k]
     local e = var_of(P, by_name, k, func)
@@ -121,7 +122,8 @@ function Family:add(when, rule, note)
   local values, ranges, label_parts = {}, {}, {}
   local keys = {}
   for k in pairs(when) do keys[#keys + 1] = k end
-  table.sort(keys, function(a, b) return tostring(type(a) == "string" and a or a.name) < tostring(type(b) == "string" and b or b.name) end)
+  local function key_name(k) return tostring(core.is_node(k) and k.name or k) end
+  table.sort(keys, function(a, b) return key_name(a) < key_name(b) end)
   for _, k in ipairs(keys) do
     local v = when[k]
     local e = var_of(P, self.by_name, k, self.func)
@@ -216,6 +218,9 @@ end
 
 -- Dispatcher methods written in Lua.
 local DM = core.dispatcher_methods
+-- C methods whose argument errors would be bare Lua strings (select/check/launch, the hot
+-- path, raise tir.Errors themselves and stay unwrapped)
+for _, k in ipairs({"add", "entry"}) do DM[k] = util.guarded("Dispatcher:" .. k, DM[k]) end
 
 local function arg_list(prim, ...)
   local n = select("#", ...)

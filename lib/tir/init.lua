@@ -16,8 +16,8 @@ local core = require("tir.core")
 local util = require("tir.util")
 
 local tir = {}
-for k, v in pairs(core) do
-  if type(v) == "function" and not k:match("^te_") and not k:match("^nd_") then tir[k] = v end
+for k, v in pairs(core) do -- a binding's bad argument is a TypeError naming tir.<k> (util.guarded)
+  if type(v) == "function" and not k:match("^te_") and not k:match("^nd_") then tir[k] = util.guarded(k, v) end
 end
 tir.core = core
 require("tir.math").install(tir) -- tir.exp, tir.sqrt, tir.round, tir.abs, tir.sigmoid, ... (docs/BUILTINS.md)
@@ -245,6 +245,7 @@ end
 --- tir.capture_prints(f, ...): runs f(...) and returns what tir.print calls printed on the CPU
 -- (interpreter, simulator) meanwhile, as a string (instead of writing it to stdout).
 function tir.capture_prints(f, ...)
+  if type(f) ~= "function" then util.raise("TypeError", "capture_prints", "f must be a function, got %s", util.show(f)) end
   core.print_capture_begin()
   local ok, err = pcall(f, ...)
   local text = core.print_capture_end()

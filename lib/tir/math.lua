@@ -61,8 +61,8 @@ function M.install(t)
     if t[b.name] == nil then t[b.name] = make(b) end
   end
   if t.power == nil then t.power = t.pow end
-  t.max_value = t.max_value or core.max_value
-  t.min_value = t.min_value or core.min_value
+  t.max_value = t.max_value or util.guarded("max_value", core.max_value)
+  t.min_value = t.min_value or util.guarded("min_value", core.min_value)
   return t
 end
 

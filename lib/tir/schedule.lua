@@ -393,6 +393,9 @@ end
 --- Changes the scope of the block's write buffer `index` (0-based, or its name).
 function Schedule:set_scope(block, index, scope)
   block = check_block(self, block, "set_scope", 1)
+  if type(scope) ~= "string" then
+    raise("TypeError", "set_scope", "scope must be a storage scope name such as \"shared\" or \"local\", got %s", util.show(scope))
+  end
   self._state:set_scope(block.uid, buffer_index(self, block, index, "write", "set_scope"), scope)
   record(self, "set_scope", {block, index, scope})
 end

@@ -135,18 +135,17 @@ for _, dt in ipairs({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint
 end
 T.handle = function() return {scalar_param = "handle"} end
 
-T.cast = core.cast
-T.Cast = core.cast
-T.Select = core.select             -- both sides evaluated (TVM's T.Select)
-T.if_then_else = core.if_then_else -- only the side the condition picks (TVM's T.if_then_else)
+-- the C bindings below raise a tir.Error naming T.<name> on a bad argument (util.guarded)
+local G = util.guarded
+T.cast = G("T.cast", core.cast)
+T.Cast = T.cast
+T.Select = G("T.Select", core.select)                 -- both sides evaluated (TVM's T.Select)
+T.if_then_else = G("T.if_then_else", core.if_then_else) -- only the side the condition picks (TVM's T.if_then_else)
 require("tir.math").install(T)     -- T.exp, T.sqrt, T.round, T.abs, T.max_value, ... (docs/BUILTINS.md)
-T.min, T.max = core.min, core.max
-T.floordiv, T.floormod = core.floordiv, core.floormod
-T.truncdiv, T.truncmod = core.truncdiv, core.truncmod
-T.eq, T.ne, T.lt, T.le, T.gt, T.ge = core.eq, core.ne, core.lt, core.le, core.gt, core.ge
-T.And, T.Or, T.Not = core.And, core.Or, core.Not
-T.Ramp, T.Broadcast = core.Ramp, core.Broadcast
-T.call = core.call
+for _, k in ipairs({"min", "max", "floordiv", "floormod", "truncdiv", "truncmod", "eq", "ne", "lt", "le", "gt", "ge",
+                    "And", "Or", "Not", "Ramp", "Broadcast", "call"}) do
+  T[k] = G("T." .. k, core[k])
+end
 --- T.call_extern(dtype, name, args...): a call of the device function `name` (a CUDA built-in such
 -- as "__dp4a", or one registered with tir.register_extern), passed through to the CUDA C; the
 -- interpreter and the simulator need a CPU model (tir.register_extern_model).  T.call_pure_extern:
@@ -161,11 +160,18 @@ T.address_of = function(load) return core.call("handle", "address_of", load) end
 --- T.var(dtype): a fresh symbolic variable (e.g. a buffer's stride in a tensor intrinsic);
 -- named after the local it is assigned to.
 function T.var(dtype) local v = core.var("v", dtype or "int32") if B.pending then pending(v) end return v end
+--- T.Let(name, value, fn): the expression fn(v) with v bound to value (TVM's tir.Let).
 function T.Let(name, value, fn)
+  if type(name) ~= "string" then util.raise("TypeError", "T.Let", "name must be a string, got %s", util.show(name)) end
+  if type(fn) ~= "function" then util.raise("TypeError", "T.Let", "fn must be a function(v) returning the body, got %s", util.show(fn)) end
+  if not core.is_node(value) and math.type(value) ~= "integer" then
+    util.raise("TypeError", "T.Let", "value must be an expression or an integer, got %s", util.show(value))
+  end
   local v = core.var(name, core.is_node(value) and value.dtype or "int32")
   return core.make("Let", {var = v, value = value, body = fn(v)})
 end
-function T.reduce(combiner, source, axes) return core.te_reduce(combiner, source, axes) end
+local te_reduce = G("T.reduce", core.te_reduce)
+function T.reduce(combiner, source, axes) return te_reduce(combiner, source, axes) end
 
 -- ---------------------------------------------------------------------------------------
 -- buffers
@@ -441,8 +447,16 @@ local function make_loop(kind)
     if kind == "thread_binding" then
       -- (extent, tag [, opts]) or (min, stop, tag [, opts])
       if type(b) == "string" then lo, extent, tag, opts = 0, a, b, c
-      else lo, extent, tag, opts = a, b - a, c, d end
+      else lo, extent, tag, opts = a, b, c, d end
       if type(tag) ~= "string" then err("T.thread_binding needs a thread tag such as \"threadIdx.x\"", 2) end
+      local bounds = {lo, extent}
+      for i = 1, 2 do
+        local x = bounds[i]
+        if not core.is_node(x) and math.type(x) ~= "integer" then
+          err(("T.thread_binding(extent, tag) / (min, stop, tag): bounds must be integers or expressions, got %s"):format(util.show(x)), 2)
+        end
+      end
+      if type(b) ~= "string" then extent = b - a end
     else
       lo, extent, rest = range_args(a, b, c)
       opts = rest

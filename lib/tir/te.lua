@@ -132,7 +132,7 @@ end
 function te.sum(expr, axis, where) return reduce("sum", expr, axis, where) end
 function te.max(expr, axis, where) return reduce("max", expr, axis, where) end
 function te.min(expr, axis, where) return reduce("min", expr, axis, where) end
-te.cast = core.cast
+te.cast = util.guarded("te.cast", core.cast)
 
 local function param_names(f, n)
   local names = {}

@@ -47,6 +47,31 @@ function util.guard(prim, f, ...)
   error(e, 0)
 end
 
+-- The second half of util.guarded: results pass through, a binding's string error becomes a
+-- tir.Error.  A string with a "file:line:" prefix comes from Lua code the C function called
+-- back (a user's te.compute body, an extern model) and is the caller's own error: left as is.
+local function guarded_finish(prim, ok, ...)
+  if ok then return ... end
+  local e = ...
+  if type(e) == "string" and not e:match("^[^:\n]+:%d+: ") then
+    local kind = e:match("^bad argument") and "TypeError" or "ValueError"
+    e = e:gsub("bad argument (#%d+) to '[^']*'", "bad argument %1")
+    core.raise(kind, prim, e)
+  end
+  error(e, 0)
+end
+
+--- util.guarded(prim, f) -> a function calling the C binding f, whose argument errors (luaL's
+-- "bad argument #1 to 'cast' (string expected, got nil)" strings) become a tir.Error naming
+-- prim (TypeError; other binding strings ValueError), positioned at the user's line.
+-- No table is made per call (the results pass through varargs); help(x) sees f's docs.
+function util.guarded(prim, f)
+  if type(f) ~= "function" then return f end
+  local w = function(...) return guarded_finish(prim, pcall(f, ...)) end
+  util.wrapped[w] = f
+  return w
+end
+
 --- Checks a dtype string.
 function util.check_dtype(dt, prim, what)
   if dt == nil then return end

@@ -53,7 +53,7 @@ static int l_specialize(lua_State *L) {
       for (int j = 0; j < i; j++) tir_release(vals[j]);
       return tirL_error(L, TIR_ERR_TYPE, "specialize", "the value of %s must be an integer, got %s", vars[i]->name, luaL_typename(L, -1));
     }
-    vals[i] = tir_int_imm(vars[i]->hdr.dtype, lua_tointeger(L, -1));
+    vals[i] = tir_int_imm(tir_dtype(TIR_DT_INT, 64, 1), lua_tointeger(L, -1)); /* tir_specialize checks the range */
     lua_pop(L, 1);
   }
   tir_PrimFunc *g = tir_specialize(f, n, vars, vals, name);

@@ -97,8 +97,8 @@ static int fold_logic(lua_State *L, int kind) {
   }
   tirL_push_node(L, tir_bool_imm(kind == TIR_And));
   for (int i = 1; i <= n; i++) {
+    tir_Node *x = tirL_to_expr(L, i, TIR_BOOL, 1); /* may raise: convert before taking a reference to acc */
     tir_Node *acc = tir_retain(tirL_to_node(L, -1));
-    tir_Node *x = tirL_to_expr(L, i, TIR_BOOL, 1);
     tir_Node *r = tir_binary(kind, acc, x);
     if (!r) return tirL_raise_core(L);
     lua_pop(L, 1);

@@ -138,7 +138,21 @@ local function pads_of(P, padding, nd, ksz, dil)
 end
 
 --- Output extent of one spatial dimension: (x + lo + hi - dilation*(k-1) - 1) // stride + 1.
+-- tir.ops.conv_out_size(x, k [, stride [, lo [, hi [, dilation]]]]): defaults 1, 0, lo, 1.
 function C.out_size(x, k, stride, lo, hi, dilation)
+  stride, lo, dilation = stride or 1, lo or 0, dilation or 1
+  hi = hi or lo
+  local names = {"x", "k", "stride", "lo", "hi", "dilation"}
+  local vals = {x, k, stride, lo, hi, dilation}
+  for i = 1, 6 do
+    local v = vals[i]
+    if math.type(v) ~= "integer" then
+      raise("conv_out_size", "TypeError", "conv_out_size(x, k, stride, lo, hi, dilation): %s must be an integer, got %s",
+            names[i], util.show(v))
+    end
+    local least = (i == 4 or i == 5) and 0 or 1
+    if v < least then raise("conv_out_size", "ValueError", "%s must be at least %d, got %d", names[i], least, v) end
+  end
   return (x + lo + hi - dilation * (k - 1) - 1) // stride + 1
 end
 
@@ -299,7 +313,8 @@ end
 -- Returns the output tensor (the epilogue's when there is one); its shape is data's with C
 -- replaced by F and each spatial extent by the output's.
 function C.conv(data, kernel, opts)
-  local P = opts and opts._op or "conv"
+  local P = type(opts) == "table" and opts._op or "conv"
+  if opts ~= nil and type(opts) ~= "table" then util.check_opts(P, opts, OPTS) end
   local o = {}
   for k, v in pairs(opts or {}) do if k ~= "_op" then o[k] = v end end
   util.check_opts(P, o, OPTS)
@@ -349,6 +364,7 @@ end
 -- workloads and the benchmarks need (fields nd, N, C, F, groups, ksz, isz, osz, stride, dil,
 -- lo, hi, acc, dl, kl).
 function C.conv_plan(data, kernel, opts)
+  if opts ~= nil and type(opts) ~= "table" then util.check_opts("conv_plan", opts, OPTS) end
   local o = {}
   for k, v in pairs(opts or {}) do o[k] = v end
   util.check_opts("conv_plan", o, OPTS)

@@ -28,9 +28,20 @@ end
 
 return util.strict("tir.testing.ref_conv", function(data, kernel, opts, points)
   local P = "tir.testing.ref_conv"
+  local args = {data, kernel}
+  for i = 1, 2 do
+    local x = args[i]
+    if not (type(x) == "userdata" and getmetatable(x) and getmetatable(x).__name == "tir.NDArray") then
+      util.raise("TypeError", P, "%s must be a tir.NDArray, got %s", i == 1 and "data" or "kernel", util.describe(x))
+    end
+  end
+  if opts ~= nil and type(opts) ~= "table" then util.raise("TypeError", P, "opts must be a table, got %s", util.show(opts)) end
   local o = {}
   for k, v in pairs(opts or {}) do o[k] = v end
   local bias, act = o.bias, o.activation
+  if bias ~= nil and not (type(bias) == "userdata" and getmetatable(bias) and getmetatable(bias).__name == "tir.NDArray") then
+    util.raise("TypeError", P, "opts.bias must be a tir.NDArray (one value per output channel), got %s", util.describe(bias))
+  end
   o.bias, o.activation = nil, nil
   if act ~= nil and act ~= "relu" then util.raise("ValueError", P, "activation must be \"relu\" or nil, got %s", util.show(act)) end
   local te = tir.te

@@ -64,6 +64,16 @@ tir_PrimFunc *tir_specialize(const tir_PrimFunc *f, int n, tir_Var *const *vars,
              NULL;
     if (!values[i] || !tir_is_const_int(values[i], &x))
       return tir_error_set(TIR_ERR_TYPE, P, "function %s: the value of %s must be an integer constant", f->name, v->name), NULL;
+    if (v->hdr.dtype.bits < 64) { /* the value must fit the variable's dtype (no silent wrap-around) */
+      int b = v->hdr.dtype.bits;
+      int is_u = v->hdr.dtype.code == TIR_DT_UINT;
+      int64_t lo = is_u ? 0 : -((int64_t)1 << (b - 1)), hi = is_u ? ((int64_t)1 << b) - 1 : ((int64_t)1 << (b - 1)) - 1;
+      char dts[32];
+      if (x < lo || x > hi)
+        return tir_error_set(TIR_ERR_VALUE, P, "function %s: %lld does not fit %s's dtype %s (%lld .. %lld)", f->name, (long long)x,
+                             v->name, tir_dtype_str(v->hdr.dtype, dts), (long long)lo, (long long)hi),
+               NULL;
+    }
     for (int j = 0; j < i; j++)
       if (vars[j] == vars[i]) return tir_error_set(TIR_ERR_VALUE, P, "function %s: %s is specialized twice", f->name, v->name), NULL;
     if (!in_signature(f, v)) {

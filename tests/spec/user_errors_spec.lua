@@ -1,0 +1,105 @@
+-- user_errors_spec.lua -- a new user's wrong calls end in a tir.Error naming the function, never
+-- a bare Lua error ("attempt to index a nil value", "bad argument #1 to '?'") or a wrong value.
+-- The sweep (user_errors_sweep.lua) calls every public function of a module with junk in a
+-- child tirlua (the calls change process state); the cases below pin the messages.
+
+local build = os.getenv("TIRLUA_BUILD_DIR") or "build"
+local te = tir.te
+
+local function err_of(f, ...)
+  local ok, e = pcall(f, ...)
+  assert.is_false(ok, "expected an error")
+  local mt = type(e) == "table" and getmetatable(e)
+  assert.is_truthy(mt and mt.__name == "tir.Error", "not a tir.Error: " .. tostring(e))
+  return e
+end
+
+local function sweep(target)
+  local p = assert(io.popen(("TIRLUA_CACHE=0 %s/tirlua tests/spec/user_errors_sweep.lua %s 2>&1; echo rc=$?"):format(build, target)))
+  local out = p:read("a")
+  p:close()
+  return out
+end
+
+describe("wrong arguments give a tir.Error #errors", function()
+  for _, target in ipairs({"tir", "T", "tir.te", "tir.ops", "tir.testing", "tir.nd", "tir.dispatch", "tir.amos", "tir.layout",
+                           "tir.cudnn", "tir.tune", "NDArray", "Schedule", "Dispatcher", "PrimFunc"}) do
+    it("sweep of " .. target, function()
+      local out = sweep(target)
+      assert.matches("done %d+ 0\nrc=0\n$", out, nil, nil, out)
+    end)
+  end
+
+  it("tir.call / T.call / T.Broadcast / te.cast name themselves", function()
+    local e = err_of(tir.call, nil, "x")
+    assert.are.equal("TypeError", e.kind)
+    assert.are.equal("call", e.primitive)
+    assert.matches("bad argument #1 %(string expected, got nil%)", e.message)
+    e = err_of(tir.script.Broadcast, "x", 4)
+    assert.are.equal("T.Broadcast", e.primitive)
+    e = err_of(tir.script.call, 3)
+    assert.are.equal("T.call", e.primitive)
+    e = err_of(te.cast, "floot32", 1)
+    assert.are.equal("te.cast", e.primitive)
+    assert.matches("unknown dtype 'floot32'", e.message)
+    e = err_of(tir.script.reduce, "prod", 1, {})
+    assert.are.equal("T.reduce", e.primitive)
+  end)
+
+  it("a Lua error inside a user's callback stays the user's error", function()
+    local A = te.placeholder({4}, "float32", "A")
+    local ok, e = pcall(te.compute, {4}, function(i) local t = nil; return t.x end, "B")
+    assert.is_false(ok)
+    assert.matches("attempt to index", tostring(e))
+    local _ = A
+  end)
+
+  it("T.Let and T.thread_binding check their arguments", function()
+    local T = tir.script
+    assert.matches("fn must be a function", err_of(T.Let, "x", 1, nil).message)
+    assert.matches("name must be a string", err_of(T.Let, {}, 1, function(v) return v end).message)
+    assert.matches("bounds must be integers", err_of(T.thread_binding, nil, "threadIdx.x").message)
+    assert.matches("bounds must be integers", err_of(T.thread_binding, "x", 4, "threadIdx.x").message)
+  end)
+
+  it("tir.capture_prints needs a function", function()
+    assert.matches("f must be a function", err_of(tir.capture_prints, 3).message)
+    assert.are.equal("", tir.capture_prints(function() end)) -- capture state not left open
+  end)
+
+  it("tir.ops.conv / conv_plan / conv_out_size / ref_conv refuse non-tables and missing sizes", function()
+    local X = te.placeholder({1, 8, 8, 4}, "float32", "X")
+    local W = te.placeholder({3, 3, 4, 8}, "float32", "W")
+    assert.matches("options must be a table", err_of(tir.ops.conv, X, W, "NHWC").message)
+    assert.matches("options must be a table", err_of(tir.ops.conv_plan, X, W, 3).message)
+    assert.are.equal(8, tir.ops.conv_out_size(8, 3, 1, 1, 1, 1))
+    assert.are.equal(6, tir.ops.conv_out_size(8, 3))
+    assert.are.equal(4, tir.ops.conv_out_size(8, 3, 2, 1))
+    assert.matches("stride must be at least 1", err_of(tir.ops.conv_out_size, 8, 3, 0).message)
+    assert.matches("k must be an integer", err_of(tir.ops.conv_out_size, 8).message)
+    assert.matches("data must be a tir.NDArray", err_of(tir.testing.ref_conv, nil, nil, {}).message)
+    local x = tir.nd.empty({1, 4, 4, 2}, "float32", "cpu")
+    local w = tir.nd.empty({1, 1, 2, 2}, "float32", "cpu")
+    assert.matches("opts must be a table", err_of(tir.testing.ref_conv, x, w, 5).message)
+    assert.matches("opts.bias must be a tir.NDArray", err_of(tir.testing.ref_conv, x, w, {bias = 1}).message)
+  end)
+
+  it("tir.specialize refuses values outside the variable's dtype (no wrap-around)", function()
+    local M = te.var("M")
+    local A = te.placeholder({M, 4}, "float32", "A")
+    local B = te.compute({M, 4}, function(i, j) return A[{i, j}] * 2 end, "B")
+    local f = te.create_prim_func({A, B})
+    local e = err_of(tir.specialize, f, {M = 1 << 31})
+    assert.matches("2147483648 does not fit M's dtype int32", e.message)
+    e = err_of(tir.specialize, f, {M = 1 << 40})
+    assert.matches("1099511627776 does not fit", e.message)
+    assert.matches("at least 1, got 0", err_of(tir.specialize, f, {M = 0}).message)
+    local g = tir.specialize(f, {M = 0x7fffffff})
+    assert.are.equal(0x7fffffff, g.params[1].shape[1].value)
+    local M64 = te.var("M64", "int64")
+    local A64 = te.placeholder({M64}, "float32", "A64")
+    local B64 = te.compute({M64}, function(i) return A64[{i}] end, "B64")
+    local g64 = tir.specialize(te.create_prim_func({A64, B64}), {M64 = 1 << 40})
+    assert.are.equal(1 << 40, g64.params[1].shape[1].value)
+  end)
+end)
