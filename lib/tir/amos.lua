@@ -24,11 +24,11 @@ local amos = {}
 local util = require("tir.util")
 local raise = util.raise
 
--- The H200 numbers the cost model uses: tirlua's measured mma.sync GEMM 324 TFLOP/s and IMMA
--- 690 TOP/s (bench/RESULTS.md, the session's final round); HBM3e 4.8 TB/s (NVIDIA's H200 data
+-- The H200 numbers the cost model uses: tirlua's measured mma.sync GEMM 324 TFLOP/s, IMMA
+-- 690 TOP/s and DP4A GEMM 16.6 TOP/s (bench/RESULTS.md); HBM3e 4.8 TB/s (NVIDIA's H200 data
 -- sheet); L2 taken as 2.5x HBM and a launch as 3 us (assumptions of the model, not measured:
 -- amos.measure is what decides); 32-byte sectors (the CUDA programming guide's global loads).
-amos.MACHINE = {flops = {float16 = 324e12, bfloat16 = 324e12, int8 = 690e12, uint8 = 690e12}, dram_bytes_per_s = 4.8e12,
+amos.MACHINE = {flops = {float16 = 324e12, bfloat16 = 324e12, int8 = 690e12, uint8 = 690e12}, flops_dp4a = 16.6e12, dram_bytes_per_s = 4.8e12,
                 l2_bytes_per_s = 12e12, sector_bytes = 32, launch_s = 3e-6}
 
 -- The intrinsics: tc_gemm's table of supported rows (one place); a name is a row's instr.
@@ -40,11 +40,23 @@ local function intrinsic(name, P)
     if not seen[r.instr] then seen[r.instr] = true names[#names + 1] = r.instr end
     if r.instr == name then rows[#rows + 1] = r end
   end
+  names[#names + 1] = "dp4a"
+  if name == "dp4a" then
+    for _, a in ipairs({"int8", "uint8"}) do
+      for _, b in ipairs({"int8", "uint8"}) do rows[#rows + 1] = {instr = "dp4a", in_dtype = a, b_dtype = b, acc_dtype = "int32"} end
+    end
+  end
   if type(name) ~= "string" then raise("TypeError", P, "the intrinsic must be a name such as \"mma.m16n8k16\", got %s", util.describe(name)) end
   if #rows == 0 then
     local near = util.closest(name, names)
     raise("ValueError", P, "unknown intrinsic %s%s; known: %s", util.show(name), near and (" (did you mean '" .. near .. "'?)") or "",
           table.concat(names, ", "))
+  end
+  if name == "dp4a" then
+    -- dp4a (PTX ISA, dp4a; tir.intrin.dp4a): one thread's C[0] += A[k] * B[k], k < 4, 8-bit
+    -- operands into int32.  Its M and N are 1: every spatial variable stays a loop of the SIMT
+    -- schedule (dp4a_schedule below, 16 x 16 tiles per CTA stage), K pads to its 16-deep steps
+    return {name = name, rows = rows, tile = {1, 1, 4}, granule = {16, 16, 16}, names = names, simt = true}
   end
   local s = rows[1].shape
   local tile = {s[1], s[2], s[3]}
@@ -340,7 +352,7 @@ local function cost(c, intr, info)
   local bm, bn = tc.pick_tiles(bt, mp, np, sms)
   local esz = tonumber(info.ins[1].dtype:match("%d+$")) // 8
   local flops = 2 * bt * mp * np * kp
-  local t_mma = flops / (Mx.flops[info.ins[1].dtype] or Mx.flops.float16)
+  local t_mma = flops / (intr.simt and Mx.flops_dp4a or Mx.flops[info.ins[1].dtype] or Mx.flops.float16)
   local function eff(run) return math.min(1, run * esz / Mx.sector_bytes) end
   local bytes_a = bt * mp * kp * esz * (np // bn) / eff(c.run_a)
   local bytes_b = bt * np * kp * esz * (mp // bm) / eff(c.run_b)
@@ -696,6 +708,108 @@ local function bind_rest(sch)
   end
 end
 
+-- The SIMT schedule of a normalized block C[b.., m, n] += A[.., m|k, k|m] * B[.., n|k, k|n] with
+-- dp4a: a CTA computes BM x BN with TY x TX threads (register tiles of BM/TY x BN/TX), the
+-- operands' tiles staged in shared memory per 16-deep k step (the operand stages made the
+-- tiles by set_scope, like tc_gemm's a_stage, else cache_read), both stored k-major so one
+-- intrinsic covers both layouts (the prmt-packing dp4a of tir.intrin.dp4a), the accumulators in
+-- registers; epilogue: the output's reindex stage (inlined into the register write-back) or a
+-- kernel of its own (writeback).
+local DP4A_OPTS = {BM = "positive", BN = "positive", TY = "positive", TX = "positive"}
+local function dp4a_schedule(sch, name, o, P)
+  local dp4a = require("tir.intrin.dp4a")
+  local C = sch:get_block(name)
+  local b = sch:get(C)
+  local loops = {sch:get_loops(C)}
+  local nb = #loops - 3
+  local dom = {}
+  for q, iv in ipairs(b.iter_vars) do dom[q] = iv.dom.extent.value end
+  local m, n, k = dom[nb + 1], dom[nb + 2], dom[nb + 3]
+  local function pick(e, want)
+    if want then return e % want == 0 and want or nil end
+    for _, t in ipairs({64, 32, 16}) do if e % t == 0 then return t end end
+  end
+  local BM, BN = pick(m, o.BM), pick(n, o.BN)
+  if (o.BM and BM ~= o.BM) or (o.BN and BN ~= o.BN) then
+    raise("ValueError", P, "dp4a: BM = %s, BN = %s must divide M = %d, N = %d", tostring(o.BM), tostring(o.BN), m, n)
+  end
+  local TY, TX = o.TY or math.min(8, BM), o.TX or math.min(8, BN)
+  if BM % TY ~= 0 or BN % TX ~= 0 then raise("ValueError", P, "dp4a: TY = %d, TX = %d must divide BM = %d, BN = %d", TY, TX, BM, BN) end
+  local BK = 16
+  -- operand tiles in shared memory
+  local reads = b.reads
+  local function stage(stage_name, pos)
+    if stage_name then
+      local S = sch:get_block(stage_name)
+      sch:set_scope(S, 0, "shared")
+      return S
+    end
+    return sch:cache_read(C, pos, "shared", {C})
+  end
+  local posA, posB = 0, 1
+  local AS, BS = stage(o.a_stage, posA), stage(o.b_stage, posB)
+  local CL = sch:cache_write(C, 0, "local")
+  if o.epilogue then sch:reverse_compute_inline(o.epilogue) end
+  loops = {sch:get_loops(C)}
+  local i, j, kk = loops[nb + 1], loops[nb + 2], loops[nb + 3]
+  local by, ty, ii = sch:split(i, {nil, TY, BM // TY})
+  local bx, tx, jj = sch:split(j, {nil, TX, BN // TX})
+  local ko, ki = sch:split(kk, {nil, BK})
+  local order = {}
+  for q = 1, nb do order[q] = loops[q] end
+  for _, l in ipairs({by, bx, ty, tx, ko, ki, ii, jj}) do order[#order + 1] = l end
+  sch:reorder(table.unpack(order))
+  if nb > 0 then sch:bind(nb > 1 and sch:fuse(table.unpack(loops, 1, nb)) or loops[1], "blockIdx.z") end
+  sch:bind(by, "blockIdx.y"); sch:bind(bx, "blockIdx.x")
+  sch:bind(ty, "threadIdx.y"); sch:bind(tx, "threadIdx.x")
+  sch:compute_at(AS, ko); sch:compute_at(BS, ko)
+  sch:reverse_compute_at(CL, tx)
+  for _, S in ipairs({AS, BS}) do
+    local l = {sch:get_loops(S)}
+    local f = sch:fuse(l[#l - 1], l[#l])
+    local _, fy, fx = sch:split(f, {nil, TY, TX})
+    sch:bind(fy, "threadIdx.y"); sch:bind(fx, "threadIdx.x")
+  end
+  -- both tiles k-major ([k][row]): the dp4a intrinsic's kmajor form packs four rows of a column
+  for _, S in ipairs({AS, BS}) do
+    local buf = sch:get(S).writes[1].buffer
+    local nd = #buf.shape
+    local last_is_k = false
+    local kvar = sch:get(C).iter_vars[nb + 3].var
+    for _, rg in ipairs(sch:get(C).reads) do
+      if rg.buffer == buf then last_is_k = rg.region[#rg.region].min == kvar end
+    end
+    if last_is_k then
+      sch:transform_layout(S, {"write", 0}, function(...)
+        local x = {...}
+        x[nd - 1], x[nd] = x[nd], x[nd - 1]
+        return table.unpack(x)
+      end)
+    end
+  end
+  sch:decompose_reduction(C, ko)
+  local upd = sch:get_block(name .. "_update")
+  local dt = {}
+  for q, rg in ipairs(sch:get(upd).reads) do dt[q] = rg.buffer.dtype end
+  local ul = {sch:get_loops(upd)}
+  local kl, il, jl = ul[#ul - 2], ul[#ul - 1], ul[#ul]
+  local kio, kii = sch:split(kl, {nil, 4})
+  sch:reorder(kio, il, jl, kii)
+  local adt, bdt
+  for _, rg in ipairs(sch:get(upd).reads) do
+    if rg.buffer == sch:get(AS).writes[1].buffer then adt = rg.buffer.dtype end
+    if rg.buffer == sch:get(BS).writes[1].buffer then bdt = rg.buffer.dtype end
+  end
+  sch:tensorize(kii, dp4a.name(adt, bdt, true, "shared"))
+  if o.writeback then
+    local D = sch:get_block(o.writeback)
+    local f = sch:fuse(sch:get_loops(D))
+    local bxd, txd = sch:split(f, {nil, 256})
+    sch:bind(bxd, "blockIdx.x"); sch:bind(txd, "threadIdx.x")
+  end
+  return {BM = BM, BN = BN, BK = BK, TY = TY, TX = TX, stages = 1}
+end
+
 local function perform(sch, c, extra, P)
   local tc = require("tir.schedules.tc_gemm")
   local set = c.set
@@ -762,10 +876,20 @@ local function perform(sch, c, extra, P)
   elseif wb then
     o.writeback = sch:get(wb).name -- the padded output's copy back: a kernel of its own
   end
-  -- the tuning database's records are plain GEMMs' (tc_gemm_tune): used when asked for
-  o.tuned = false
-  for k, v in pairs(extra or {}) do o[k] = v end
-  local _, chosen = tc.auto_tensorize(sch, set.intrin, info.name, o)
+  local chosen
+  if intr.simt then
+    for k, v in pairs(extra or {}) do
+      if not DP4A_OPTS[k] then raise("ValueError", P, "option %s does not apply to dp4a (its options: BM, BN, TY, TX)", util.show(k)) end
+      o[k] = v
+    end
+    require("tir.intrin.dp4a")
+    chosen = dp4a_schedule(sch, info.name, o, P)
+  else
+    -- the tuning database's records are plain GEMMs' (tc_gemm_tune): used when asked for
+    o.tuned = false
+    for k, v in pairs(extra or {}) do o[k] = v end
+    _, chosen = tc.auto_tensorize(sch, set.intrin, info.name, o)
+  end
   bind_rest(sch)
   return sch, chosen
 end
@@ -803,6 +927,7 @@ local function apply_opts()
     APPLY_OPTS = {}
     for k, v in pairs(require("tir.schedules.tc_gemm").SCHEDULE_OPTS) do APPLY_OPTS[k] = v end
     APPLY_OPTS.sm_count = "positive"
+    APPLY_OPTS.TY, APPLY_OPTS.TX = "positive", "positive" -- dp4a's thread tiles
     for _, k in ipairs({"a_stage", "b_stage", "writeback", "block"}) do APPLY_OPTS[k] = nil end
   end
   return APPLY_OPTS

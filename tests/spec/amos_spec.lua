@@ -166,6 +166,19 @@ describe("amos.apply", function()
     map_and_check(W.conv2d(1, 8, 8, 32, 16, 3, 3, {pad = 1, dtype = "int8"}), "conv", "mma.m16n8k32")
   end)
 
+  it("dp4a (SIMT, k-major shared tiles, prmt packing): matmul layouts, padded, conv, batched, bit-exact", function()
+    for _, f in ipairs({(W.matmul(32, 32, 64, "NN", "int8")), (W.matmul(32, 48, 64, "TT", "int8")), (W.matmul(30, 20, 27, "NT", "int8"))}) do
+      local _, sch = map_and_check(f, "C", "dp4a")
+      assert.truthy(sch:trace():find('sch:tensorize(l', 1, true))
+      assert.truthy(sch:trace():find('"dp4a_s8s8s32_kmajor_shared"', 1, true))
+    end
+    map_and_check(W.conv2d(1, 7, 7, 3, 16, 3, 3, {pad = 1, dtype = "int8"}), "conv", "dp4a")
+    map_and_check(W.batch_matmul(2, 16, 16, 32, false, "int8"), "C", "dp4a")
+    U.expect_error(function() tir.amos.mappings(W.matmul(32, 32, 32, "NN"), "C", "dp4a") end, "amos.mappings", "int8")
+    U.expect_error(function() tir.amos.apply(W.matmul(32, 32, 64, "NN", "int8"), "C", "dp4a", nil, {BM = 128}) end, "amos.apply", "dp4a",
+                   "must divide")
+  end)
+
   it("wmma", function()
     map_and_check(W.conv2d(1, 8, 8, 16, 16, 3, 3, {pad = 1}), "conv", "wmma.m16n16k16", nil, 1e-3)
   end)
