@@ -43,10 +43,11 @@ end)
 
 -- On the GPU machine: build/tirlua tests/run_busted.lua --run=gpu tests/spec/cudnn_spec.lua
 describe("#gpu tir.cudnn.conv2d", function()
-  local dev = tir.device("cuda", 0)
-  local has_gpu, why = dev:exists()
-  if not has_gpu or not tir.cudnn.available() then
-    it("is skipped", function() pending("no GPU or no cuDNN: " .. tostring(why or select(2, tir.cudnn.available()))) end)
+  local dev = U.gpu_or_pending(it, function(why) pending(why) end)
+  if not dev then return end
+  local have, where = tir.cudnn.available()
+  if not have then
+    it("is skipped: " .. where, function() pending("no cuDNN: " .. where) end)
     return
   end
   local cases = {

@@ -248,12 +248,8 @@ end)
 -- On the GPU machine (busted carried in .carry/lua):
 --   build/tirlua tests/run_busted.lua --run=gpu tests/spec/dispatch_spec.lua
 describe("#gpu kernel families on the device", function()
-  local dev = tir.device("cuda", 0)
-  local has_gpu, why = dev:exists()
-  if not has_gpu then
-    it("is skipped: " .. tostring(why), function() pending("no GPU: " .. tostring(why)) end)
-    return
-  end
+  local dev = U.gpu_or_pending(it, function(why) pending(why) end)
+  if not dev then return end
   local tc = require("tir.schedules.tc_gemm")
 
   it("launches the selected kernel for each M (specialized tensor-core, symbolic SIMT) like cuBLAS", function()
