@@ -78,6 +78,45 @@ describe("conv2d_tc on the simulator", function()
     end
   end)
 
+  it("NCHW data and output: layout kernels around the NHWC GEMM (X_nhwc, out_nchw), both variants, C = 16 and C = 3", function()
+    for _, c in ipairs({{N = 2, H = 8, W = 8, C = 16, F = 32, R = 3, S = 3, padding = 1, bias = true, activation = "relu", data_layout = "NCHW"},
+                        {N = 2, H = 9, W = 9, C = 3, F = 32, R = 3, S = 3, padding = 1, stride = 2, pad_m = 64, data_layout = "NCHW"}}) do
+      local f, info = ct.workload(c)
+      assert.are.same({2, 32, info.P, info.Q}, info.out_shape)
+      for _, variant in ipairs({"implicit", "im2col"}) do
+        local mod = tir.build(ct.schedule(f, with(SMALL, {variant = variant})).mod, "cuda -arch=sm_80", {compile = false})
+        local args = args_for(f, 5)
+        local rep = tir.simulate(mod, args, {reference = f, rtol = 1e-3, atol = 1e-3})
+        assert.are.equal(0, rep.n_issues)
+        assert.are.equal(variant == "implicit" and 3 or 4, rep.kernels)
+        ct.check_points(args[#args], args[1], ct.unpack_weight(c, args[2]),
+                        {stride = c.stride, padding = c.padding, bias = c.bias and args[3] or nil, activation = c.activation}, info, 400, false, 2e-3)
+      end
+    end
+  end)
+
+  it("pack_weight: OIHW, OHWI and HWIO kernels pack to the same Wm (channels padded or not)", function()
+    for _, C in ipairs({16, 3}) do
+      local o = {R = 3, S = 3, C = C, F = 32}
+      local hwio = tir.nd.random({3, 3, C, 32}, "float16", tir.cpu(), {seed = C, low = -1, high = 1})
+      local t, ohwi, oihw = hwio:to_table(), {}, {}
+      for f = 1, 32 do
+        ohwi[f], oihw[f] = {}, {}
+        for r = 1, 3 do ohwi[f][r] = {} for s = 1, 3 do ohwi[f][r][s] = {} for c = 1, C do ohwi[f][r][s][c] = t[r][s][c][f] end end end
+        for c = 1, C do oihw[f][c] = {} for r = 1, 3 do oihw[f][c][r] = {} for s = 1, 3 do oihw[f][c][r][s] = t[r][s][c][f] end end end
+      end
+      local outs = {}
+      for _, kl in ipairs({{"HWIO", hwio}, {"OHWI", tir.nd.array(ohwi, "float16")}, {"OIHW", tir.nd.array(oihw, "float16")}}) do
+        local pf = ct.pack_weight({R = 3, S = 3, C = C, F = 32, kernel_layout = kl[1]})
+        local wm = tir.nd.empty({pf.params[2].shape[1].value, 32}, "float16")
+        tir.interpret(pf, {kl[2], wm})
+        outs[#outs + 1] = wm:to_table()
+      end
+      assert.are.same(outs[1], outs[2]); assert.are.same(outs[1], outs[3])
+      assert.are.same(t, ct.unpack_weight(o, tir.nd.array(outs[1], "float16")):to_table())
+    end
+  end)
+
   it("int8 (IMMA m16n8k32, int32 bias), both variants, bit-exact", function()
     local c = {N = 2, H = 8, W = 8, C = 32, F = 32, R = 3, S = 3, padding = 1, dtype = "int8", bias = true, pad_k = 64}
     for _, variant in ipairs({"implicit", "im2col"}) do
@@ -197,6 +236,8 @@ describe("conv2d_tc errors", function()
     U.expect_error(function() ct.workload(with(c, {activation = "tanh"})) end, "activation must be \"relu\"")
     U.expect_error(function() ct.workload(with(c, {strid = 2})) end, "unknown option 'strid'", "did you mean 'stride'")
     U.expect_error(function() ct.workload(with(c, {requantize = {scale = 0.5}})) end, "requantize is for int8")
+    U.expect_error(function() ct.workload(with(c, {data_layout = "NWHC"})) end, "data_layout must be \"NHWC\" or \"NCHW\"")
+    U.expect_error(function() ct.pack_weight({R = 3, S = 3, C = 16, F = 32, kernel_layout = "IOHW"}) end, "kernel_layout must be")
     U.expect_error(function() ct.workload(with(c, {dtype = "int8", requantize = {out_zero_point = 300}})) end, "outside int8")
   end)
   it("schedule options", function()

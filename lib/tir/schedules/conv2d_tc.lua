@@ -21,6 +21,9 @@
 -- X_pad, the packed weight has zero rows there) and copied one 8-byte cp.async per pixel; other
 -- channel counts are correct but copied element by element.
 --
+-- NCHW (data_layout = "NCHW"): kernels of their own transpose X into the NHWC copy "X_nhwc" and
+-- the [M, F] result into out [N, F, P, Q] ("out_nchw"); the GEMM between them is the NHWC one.
+--
 -- Functions: workload(o) -> PrimFunc, info; schedule(func, opts) -> Schedule;
 -- pack_weight(o) -> PrimFunc (W -> Wm), pack_weight_schedule(func) -> Schedule (a GPU kernel);
 -- gemm_route(o) -> the tc_gemm workload a 1x1 stride-1 unpadded layer is (a plain GEMM).
@@ -35,7 +38,7 @@ local M = {}
 local WORKLOAD_OPTS = {N = "positive", H = "positive", W = "positive", C = "positive", F = "positive", R = "positive", S = "positive",
                        stride = "any", padding = "any", dilation = "any", dtype = "dtype", out_dtype = "dtype", bias = "boolean",
                        activation = "string", pad_k = "positive", pad_m = "positive", pad_c = "positive", kernel_layout = "string",
-                       requantize = "table"}
+                       requantize = "table", data_layout = "string"}
 M.WORKLOAD_OPTS = WORKLOAD_OPTS
 
 local ACC = {float16 = "float32", bfloat16 = "float32", int8 = "int32", uint8 = "int32"}
@@ -70,7 +73,8 @@ end
 -- with blocks "A_im2col", "C" (the GEMM, accumulating in float32 / int32) and "D" (the epilogue:
 -- + bias, relu, cast to out_dtype: default float16 for 16-bit inputs, int32 for int8).
 -- o: N, H, W, C, F, R, S, stride, padding, dilation (tir.ops.conv's forms), dtype ("float16"),
--- out_dtype, bias (false), activation (nil | "relu"), pad_k (K padded to a multiple of it: 32),
+-- out_dtype, bias (false), activation (nil | "relu"), data_layout ("NHWC" | "NCHW"), pad_c (see
+-- padded_channels), pad_k (K padded to a multiple of it: 32),
 -- pad_m (M = N*P*Q padded to a multiple of it: rows of zeros in A, scratch rows in out; default none),
 -- requantize = {scale = number | "per_channel", out_zero_point, out_dtype = "int8" | "uint8"} (int8
 -- inputs: tir.ops.quantized_matmul's requantization replaces the cast; "per_channel" adds a float32
@@ -83,10 +87,19 @@ function M.workload(o)
   local acc = ACC[dt]
   local out_dtype = o.out_dtype or (acc == "int32" and "int32" or "float16")
   local pad_k = o.pad_k or 32
-  local X = te.placeholder({o.N, o.H, o.W, o.C}, dt, "X")
+  local layout = o.data_layout or "NHWC"
+  if layout ~= "NHWC" and layout ~= "NCHW" then util.raise("ValueError", P, "data_layout must be \"NHWC\" or \"NCHW\", got %s", util.show(layout)) end
+  local nchw = layout == "NCHW"
+  local X = te.placeholder(nchw and {o.N, o.C, o.H, o.W} or {o.N, o.H, o.W, o.C}, dt, "X")
   local Cp = M.padded_channels(o.C, dt, o.pad_c)
   local Xg = X
-  if Cp ~= o.C then
+  if nchw then
+    -- NCHW data: a kernel of its own writes the NHWC copy the gather reads (channels padded too)
+    Xg = te.compute({o.N, o.H, o.W, Cp}, function(n, h, w, c)
+      if Cp == o.C then return X[{n, c, h, w}] end
+      return tir.if_then_else(tir.lt(c, o.C), X[{n, c, h, w}], tir.const(0, dt))
+    end, "X_nhwc")
+  elseif Cp ~= o.C then
     -- the input with zero channels up to Cp (a kernel of its own; its pixels are 8-byte vectors)
     Xg = te.compute({o.N, o.H, o.W, Cp}, function(n, h, w, c)
       return tir.if_then_else(tir.lt(c, o.C), X[{n, h, w, c}], tir.const(0, dt))
@@ -138,14 +151,21 @@ function M.workload(o)
     if o.activation == "relu" then v = tir.max(v, tir.const(0, acc)) end
     return te.cast(out_dtype, v)
   end, "D")
-  params[#params + 1] = D
+  local out = D
+  local P_, Q_ = plan.osz[1], plan.osz[2]
+  if nchw then
+    -- NCHW output: a kernel of its own reads the GEMM's [M, F] result (D, now a workspace)
+    out = te.compute({o.N, F, P_, Q_}, function(n, f, p, q) return D[{(n * P_ + p) * Q_ + q, f}] end, "out_nchw")
+  end
+  params[#params + 1] = out
   local f = te.create_prim_func(params, "conv2d_tc")
-  return f, {M = Mr, Mp = Mp, K = K, Kp = Kp, C = o.C, Cp = Cp, P = plan.osz[1], Q = plan.osz[2], F = F, plan = plan, flops = 2 * Mr * F * K, dtype = dt,
+  return f, {M = Mr, Mp = Mp, K = K, Kp = Kp, C = o.C, Cp = Cp, data_layout = layout,
+             out_shape = nchw and {o.N, F, P_, Q_} or {Mp, F}, P = plan.osz[1], Q = plan.osz[2], F = F, plan = plan, flops = 2 * Mr * F * K, dtype = dt,
              out_dtype = out_dtype}
 end
 
---- The packing of a kernel into Wm: PrimFunc (W, Wm); W is HWIO [R, S, C, F] (TVM's) or OHWI
--- [F, R, S, C] (cuDNN's NHWC filter, KRSC) by o.kernel_layout.  o: R, S, C, F, dtype, pad_k, kernel_layout.
+--- The packing of a kernel into Wm: PrimFunc (W, Wm); W is HWIO [R, S, C, F] (TVM's), OHWI
+-- [F, R, S, C] (cuDNN's NHWC filter, KRSC) or OIHW [F, C, R, S] (NCHW's) by o.kernel_layout.  o: R, S, C, F, dtype, pad_k, kernel_layout.
 function M.pack_weight(o)
   local P = "conv2d_tc.pack_weight"
   util.check_opts(P, o, {R = "positive", S = "positive", C = "positive", F = "positive", dtype = "dtype", pad_k = "positive",
@@ -154,8 +174,8 @@ function M.pack_weight(o)
     if o[k] == nil then util.raise("ValueError", P, "option %s is required", k) end
   end
   local kl = o.kernel_layout or "HWIO"
-  local shape = kl == "HWIO" and {o.R, o.S, o.C, o.F} or kl == "OHWI" and {o.F, o.R, o.S, o.C} or nil
-  if not shape then util.raise("ValueError", P, "kernel_layout must be \"HWIO\" or \"OHWI\", got %s", util.show(kl)) end
+  local shape = kl == "HWIO" and {o.R, o.S, o.C, o.F} or kl == "OHWI" and {o.F, o.R, o.S, o.C} or kl == "OIHW" and {o.F, o.C, o.R, o.S} or nil
+  if not shape then util.raise("ValueError", P, "kernel_layout must be \"HWIO\", \"OHWI\" or \"OIHW\", got %s", util.show(kl)) end
   local dt = o.dtype or "float16"
   local W = te.placeholder(shape, dt, "W")
   local Cp = M.padded_channels(o.C, dt, o.pad_c)
@@ -170,7 +190,7 @@ function M.pack_weight(o)
     Wm = te.compute({Kp, o.F}, function(k, f)
       local c, rs = k % Cp, k // Cp
       local r, s_ = rs // o.S, rs % o.S
-      local v = kl == "HWIO" and W[{r, s_, c, f}] or W[{f, r, s_, c}]
+      local v = kl == "HWIO" and W[{r, s_, c, f}] or kl == "OHWI" and W[{f, r, s_, c}] or W[{f, c, r, s_}]
       return tir.if_then_else(tir.all(tir.lt(k, Kc), tir.lt(c, o.C)), v, tir.const(0, dt))
     end, "Wm")
   end
@@ -205,16 +225,24 @@ function M.check_points(out, x, w, ref_opts, info, n, exact, tol)
   local seed = 777
   for i = 1, n do
     seed = (seed * 1103515245 + 12345) % 2147483648
-    local m, f = seed % info.M, (seed // 13) % info.F
-    pts[i], rc[i] = m * info.F + f, {m, f}
+    rc[i] = {seed % info.M, (seed // 13) % info.F}
   end
-  pts[#pts + 1], rc[#rc + 1] = (info.M - 1) * info.F + info.F - 1, {info.M - 1, info.F - 1}
-  local want = tir.testing.ref_conv(x, w, ref_opts, pts)
+  rc[#rc + 1] = {info.M - 1, info.F - 1}
+  -- flat indices of the output (ref_conv's shape: NHWC = [M, F]'s memory, or NCHW)
+  local PQ = info.P * info.Q
+  for i, mf in ipairs(rc) do
+    local m, f = mf[1], mf[2]
+    pts[i] = info.data_layout == "NCHW" and ((m // PQ) * info.F + f) * PQ + m % PQ or m * info.F + f
+  end
+  local ro = {}
+  for k, v in pairs(ref_opts) do ro[k] = v end
+  if info.data_layout == "NCHW" then ro.data_layout, ro.kernel_layout = "NCHW", "HWIO" end
+  local want = tir.testing.ref_conv(x, w, ro, pts)
   local host = out:to("cpu")
   local worst = 0
   tol = tol or 1e-2
   for i = 1, #pts do
-    local got = host:get(rc[i][1], rc[i][2])
+    local got = host:get(pts[i])
     local err = math.abs(got - want[i])
     worst = math.max(worst, err)
     if (exact and err ~= 0) or (not exact and err > tol * (1 + math.abs(want[i]))) then
@@ -425,11 +453,13 @@ function M.schedule(func, opts)
   local sch = tir.Schedule(func)
   local ok = pcall(function() return sch:get_block("A_im2col") end)
   if not ok then util.raise("ValueError", P, "the function has no block A_im2col: build it with conv2d_tc.workload") end
-  local xpad = pcall(function() return sch:get_block("X_pad") end)
+  local function has(name) return (pcall(function() return sch:get_block(name) end)) end
+  local xname = has("X_pad") and "X_pad" or has("X_nhwc") and "X_nhwc" or nil
   local threads, vec = o.im2col_threads or 256, o.im2col_vec or 8
-  if xpad then
+  local xbuf = xname and sch:get(sch:get_block(xname)).writes[1].buffer
+  local e = xbuf and ESIZE[xbuf.dtype]
+  if xbuf and (xbuf.shape[4].value * e) % 16 ~= 0 then
     -- padded channels: each pixel of X_pad is 8 bytes, the copies move one pixel each
-    local e = ESIZE[sch:get(sch:get_block("X_pad")).writes[1].buffer.dtype]
     if to.vec == nil then to.vec = 8 // e end
     if o.im2col_vec == nil then vec = 8 // e end
   end
@@ -440,7 +470,8 @@ function M.schedule(func, opts)
     sch = tc.schedule(sch, to)
     elementwise_kernel(sch, sch:get_block("A_im2col"), threads, vec)
   end
-  if xpad then elementwise_kernel(sch, sch:get_block("X_pad"), 256, 1) end
+  if xname then elementwise_kernel(sch, sch:get_block(xname), 256, 1) end
+  if has("out_nchw") then elementwise_kernel(sch, sch:get_block("out_nchw"), 256, 1) end
   return sch
 end
 
