@@ -697,6 +697,13 @@ local function schedule(func, opts, P)
     sch:bind(bxd, "blockIdx.x"); sch:bind(txd, "threadIdx.x")
   end
   if o.tma then
+    -- a tile whose rows are 32, 64 or 128 bytes gets that XOR swizzle (scope shared.swz<B>): the
+    -- TMA box lands swizzled and ldmatrix reads its 8 rows from 8 different bank groups
+    local function swz(inner)
+      local bytes = inner * esize
+      return (bytes == 32 or bytes == 64 or bytes == 128) and ("shared.swz%d"):format(bytes) or "shared"
+    end
+    sch:set_scope(AS, 0, swz(ta and o.BM or o.BK)); sch:set_scope(BS, 0, swz(tb and o.BK or o.BN))
     sch:annotate(AS, "tma_copy", 1); sch:annotate(BS, "tma_copy", 1)
     sch:annotate(ko, "tma_pipeline_stages", o.stages)
   elseif o.stages > 1 then

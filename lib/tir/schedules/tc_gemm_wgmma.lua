@@ -18,7 +18,7 @@ local raise = util.raise
 M.defaults = {BM = 128, BN = 128, BK = 64, stages = 3, epilogue = nil, unroll = true}
 
 local OPTS = {intrin = "string", BM = "positive", BN = "positive", BK = "positive", stages = "positive", epilogue = "string",
-              unroll = "boolean", block = "string", dtype = "dtype", vec = "positive"}
+              unroll = "boolean", block = "string", dtype = "dtype", vec = "positive", tma = "boolean"}
 M.OPTS = OPTS
 
 -- the wgmma row of the block's dtypes (include/tir/mma.h), or an error naming the supported ones
@@ -38,7 +38,8 @@ end
 --- Schedules the block (default "C") of tc_gemm.workload(M, N, K, dtype, out, pad, "NT") for
 -- wgmma; returns the Schedule.  opts: BM (64 or 128: one or two warpgroups), BN (the wgmma N: a
 -- valid N of the row, at most 256), BK (16, 32 or 64 for 16-bit inputs, 32, 64 or 128 for int8:
--- BK * element bytes is the swizzle, 32, 64 or 128 bytes), stages (cp.async pipeline depth),
+-- BK * element bytes is the swizzle, 32, 64 or 128 bytes), stages (cp.async pipeline depth, or
+-- with tma = true the TMA + mbarrier pipeline's),
 -- epilogue ("D": the fp16 cast fused into the store), unroll.  Every option and shape is
 -- checked first; errors are tir.Errors from "tc_gemm.schedule".
 function M.schedule(sch, o, P, analyze)
@@ -109,8 +110,10 @@ function M.schedule(sch, o, P, analyze)
   sch:bind(wg, "threadIdx.y")
   sch:compute_at(AS, ko); sch:compute_at(BS, ko)
   sch:reverse_compute_at(CF, wg)
-  -- cooperative 16-byte copies of the shared tiles by all warpgroups (threadIdx.x: 128 threads)
-  for _, b in ipairs({AS, BS}) do
+  -- cooperative 16-byte copies of the shared tiles by all warpgroups (threadIdx.x: 128 threads);
+  -- tma: one TMA copy per tile instead (inject_tma_pipeline; the copy loops stay as they are, the
+  -- pass adds the 128 threadIdx.x lanes)
+  for _, b in ipairs(o.tma and {} or {AS, BS}) do
     local l = {sch:get_loops(b)}
     local f = sch:fuse(l[#l - 1], l[#l])
     local outer, ty, tx, v = sch:split(f, {nil, wgs, 128, vec})
@@ -124,7 +127,12 @@ function M.schedule(sch, o, P, analyze)
   sch:tensorize(il[#il - 1], names.fill)
   local sl = {sch:get_loops(CF)}
   sch:tensorize(sl[#sl - 1], store)
-  if o.stages > 1 then
+  if o.tma then
+    -- full/empty mbarrier pipeline of o.stages stages (docs/TENSOR_CORES.md "TMA pipelines"); the
+    -- box lands with the tiles' 32/64/128-byte swizzle, which the wgmma descriptors read
+    sch:annotate(AS, "tma_copy", 1); sch:annotate(BS, "tma_copy", 1)
+    sch:annotate(ko, "tma_pipeline_stages", o.stages)
+  elseif o.stages > 1 then
     sch:annotate(ko, "software_pipeline_stage", {0, 0, o.stages - 1})
     sch:annotate(ko, "software_pipeline_order", {0, 1, 2})
     sch:annotate(ko, "software_pipeline_async_stages", {0})

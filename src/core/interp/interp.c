@@ -669,8 +669,9 @@ static int exec_tma(Interp *I, const tir_Call *c, int load) {
   int64_t coords[TIR_TMA_MAX_RANK];
   for (int i = 0; i < d.rank; i++) coords[i] = eval(I, c->args->items[c0 + i], 0).i;
   if (I->failed) return -1;
-  if (load) tir_tma_copy_in(&d, tensor->base, coords, box);
-  else tir_tma_copy_out(&d, tensor->base, coords, box);
+  int own = tir_scope_swizzle(tir_address_of_load(c->args->items[si])->buffer->scope); /* the tile's logical order */
+  if (load) tir_tma_copy_in(&d, tensor->base, coords, box, own);
+  else tir_tma_copy_out(&d, tensor->base, coords, box, own);
   return 0;
 }
 

@@ -19,7 +19,8 @@
  *           stage s), fence.proxy.async (the generic-proxy reads before the async-proxy
  *           writes), expect_tx(full[s], bytes), the copies of iteration k + N into stage s
  *
- * The leader is thread 0 of the CTA (lane 0 of a `threadIdx.x` loop of 32 the pass adds, and
+ * The leader is thread 0 of the CTA (lane 0 of a `threadIdx.x` loop the pass adds -- 32 lanes, a
+ * warpgroup's 128 when the kernel calls warpgroup-wide builtins -- and
  * 0 in the enclosing threadIdx loops).  No __syncthreads is left in the loop: thread_sync
  * leaves the TMA and mbarrier operands out (TIR_BUILTIN_ASYNC_PROXY).  The TMA swizzle is the
  * destination scope's ("shared.swz32/64/128" when the shared scope carries one, else none),
@@ -47,6 +48,7 @@ typedef struct {
   int n_threads;
   int in_loop;               /* the pipeline sits in a serial loop (a persistent kernel's tile loop) */
   int64_t cta_threads[3];    /* the launch extents of threadIdx.x/y/z over the function */
+  int lanes;                 /* the leader loop's extent when threadIdx.x is narrower (tir_tma_leader_lanes) */
 } Ctx;
 
 typedef struct {
@@ -77,6 +79,17 @@ static int64_t thread_extent(const tir_For *f) {
   return tir_is_const_int(f->extent, &e) ? e : -1;
 }
 
+static int warpgroup_fn(const tir_Node *n, void *p) {
+  if (n->kind == TIR_Call && tir_builtin_has(((const tir_Call *)n)->op, TIR_BUILTIN_WARPGROUP)) *(int *)p = 1;
+  return 0;
+}
+
+int tir_tma_leader_lanes(const tir_Node *region) {
+  int wg = 0;
+  tir_visit(region, warpgroup_fn, &wg);
+  return wg ? 128 : 32;
+}
+
 static int scan_threads(const tir_Node *n, void *p) {
   Ctx *c = p;
   if (n->kind != TIR_For) return 0;
@@ -85,16 +98,6 @@ static int scan_threads(const tir_Node *n, void *p) {
   int d = f->thread_tag[10] - 'x';
   int64_t e = thread_extent(f);
   if (d >= 0 && d < 3 && e > c->cta_threads[d]) c->cta_threads[d] = e;
-  return 0;
-}
-
-/* The physical XOR swizzle a shared scope declares ("shared.swz32" / ".swz64" / ".swz128"),
- * which the TMA copy must produce; 0 for a plain shared buffer. */
-static int scope_swizzle(const char *scope) {
-  tir_Scope sc = tir_scope_parse(scope);
-  if (strcmp(sc.tag, ".swz32") == 0) return 32;
-  if (strcmp(sc.tag, ".swz64") == 0) return 64;
-  if (strcmp(sc.tag, ".swz128") == 0) return 128;
   return 0;
 }
 
@@ -219,7 +222,7 @@ static int parse_copy(Ctx *c, const tir_For *loop, const tir_Node *s, const tir_
             loop->loop_var->name, form, st->buffer->name, ld->buffer->name);
     return -1;
   }
-  cp->swizzle = scope_swizzle(st->buffer->scope);
+  cp->swizzle = tir_scope_swizzle(st->buffer->scope); /* the box lands in the layout the tile declares */
   tir_TmaDesc dd;
   memset(&dd, 0, sizeof dd);
   dd.dtype = et;
@@ -295,7 +298,7 @@ static tir_Node *ver_mut(const tir_Node *n, void *arg) {
 static tir_Node *call_stmt(const char *op, tir_Array *args) { return tir_evaluate(tir_call(TIR_VOID, op, args)); }
 static tir_Node *bar_at(tir_Buffer *bar, tir_Node *i) { return tir_address_of(tir_buffer_load(R(bar), tir_array_of(1, i))); }
 
-/* Runs body on the CTA's thread 0: a threadIdx.x loop of 32 (so a kernel without one gets whole
+/* Runs body on the CTA's thread 0: a threadIdx.x loop of c->lanes (so a kernel without one gets whole
  * warps) and 0 in every enclosing threadIdx loop. */
 static tir_Node *leader(Ctx *c, tir_Node *body) {
   int have_x = 0;
@@ -306,7 +309,7 @@ static tir_Node *leader(Ctx *c, tir_Node *body) {
     cond = tir_and(cond, tir_cmp(TIR_EQ, R((tir_Node *)c->threads[i]), tir_int_imm(c->threads[i]->hdr.dtype, 0)));
   tir_Node *s = tir_if(cond, body, NULL);
   if (!tx) return s;
-  return tir_for(tx, tir_i32(0), tir_i32((int)(c->cta_threads[0] > 32 ? c->cta_threads[0] : 32)), TIR_FOR_THREAD_BINDING,
+  return tir_for(tx, tir_i32(0), tir_i32((int)(c->cta_threads[0] > c->lanes ? c->cta_threads[0] : c->lanes)), TIR_FOR_THREAD_BINDING,
                  "threadIdx.x", NULL, s);
 }
 
@@ -409,7 +412,7 @@ static tir_Node *pipeline(Ctx *c, const tir_For *f) {
     }
     tir_Buffer *full = tir_buffer_new("tma_full", tir_dtype(TIR_DT_UINT, 64, 1), tir_array_of(1, tir_i32((int)N)), NULL, NULL, "shared");
     tir_Buffer *empty = tir_buffer_new("tma_empty", tir_dtype(TIR_DT_UINT, 64, 1), tir_array_of(1, tir_i32((int)N)), NULL, NULL, "shared");
-    int64_t T = (c->cta_threads[0] > 32 ? c->cta_threads[0] : 32) * (c->cta_threads[1] > 0 ? c->cta_threads[1] : 1) *
+    int64_t T = (c->cta_threads[0] > c->lanes ? c->cta_threads[0] : c->lanes) * (c->cta_threads[1] > 0 ? c->cta_threads[1] : 1) *
                 (c->cta_threads[2] > 0 ? c->cta_threads[2] : 1);
     /* init */
     tir_Var *si = tir_var_new("s", TIR_INT32);
@@ -512,5 +515,6 @@ tir_PrimFunc *tir_pass_inject_tma_pipeline(const tir_PrimFunc *f) {
   memset(&c, 0, sizeof c);
   c.func = f;
   tir_visit(f->body, scan_threads, &c);
+  c.lanes = tir_tma_leader_lanes(f->body);
   return pass_with_body(f, tir_mutate(f->body, mut, &c));
 }

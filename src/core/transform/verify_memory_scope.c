@@ -40,6 +40,7 @@
 
 #include "pass_util.h"
 #include "tir/scope.h"
+#include "tir/transform.h"
 
 #define MAXD 512
 
@@ -374,7 +375,7 @@ static void walk(V *v, const tir_Node *n) {
  * Architecture"), and a warp-wide builtin (TIR_BUILTIN_WARP) gives lanes 0..31 one tile: with
  * blockDim.x = 16 and threadIdx.y = 4 a warp holds two threadIdx.y values, i.e. two warp tiles.
  * The launch's blockDim.x is the largest extent bound to threadIdx.x in the kernel (a loop
- * annotated tma_pipeline_stages counts as 32: inject_tma_pipeline adds a loop of 32) (as
+ * annotated tma_pipeline_stages counts as tir_tma_leader_lanes: inject_tma_pipeline adds that loop) (as
  * lower_thread_binding takes it); symbolic extents are checked at launch (split_host_device
  * keeps the same rule on the lowered kernel for builtins written by hand). */
 typedef struct {
@@ -383,6 +384,7 @@ typedef struct {
   int symbolic_x;
   const tir_Block *block; /* the first tensorized block calling a warp-wide builtin */
   const char *intrin, *op;
+  const tir_For *tma; /* a loop annotated tma_pipeline_stages */
 } WarpLaunch;
 
 static int warp_op_fn(const tir_Node *n, void *p) {
@@ -404,8 +406,8 @@ static int warp_launch_fn(const tir_Node *n, void *p) {
     else if (strcmp(f->thread_tag, "threadIdx.y") == 0) slot = &w->ty, ext = &w->ey;
     else if (strcmp(f->thread_tag, "threadIdx.z") == 0) slot = &w->tz, ext = &w->ez;
     if (slot && c && e > *ext) *slot = f, *ext = e;
-  } else if (n->kind == TIR_For && tir_ann_get(((const tir_For *)n)->annotations, "tma_pipeline_stages") && w->ex < 32) {
-    w->tx = (const tir_For *)n, w->ex = 32; /* inject_tma_pipeline binds its leader loop to 32 threadIdx.x lanes */
+  } else if (n->kind == TIR_For && tir_ann_get(((const tir_For *)n)->annotations, "tma_pipeline_stages") && !w->tma) {
+    w->tma = (const tir_For *)n; /* inject_tma_pipeline binds its leader loop to tir_tma_leader_lanes threadIdx.x lanes */
   } else if (n->kind == TIR_BlockRealize && !w->block) {
     const tir_Block *b = ((const tir_BlockRealize *)n)->block;
     const tir_Node *intrin = tir_ann_get(b->annotations, "tensor_intrin");
@@ -423,9 +425,10 @@ static int warp_launch_fn(const tir_Node *n, void *p) {
 }
 
 static void check_warp_launch(V *v, const tir_Node *kernel) {
-  WarpLaunch w = {NULL, NULL, NULL, 1, 1, 1, 0, NULL, NULL, NULL};
+  WarpLaunch w = {NULL, NULL, NULL, 1, 1, 1, 0, NULL, NULL, NULL, NULL};
   tir_visit(kernel, warp_launch_fn, &w);
   if (!w.block || w.symbolic_x) return;
+  if (w.tma && w.ex < tir_tma_leader_lanes(kernel)) w.tx = w.tma, w.ex = tir_tma_leader_lanes(kernel);
   if (tir_builtin_has(w.op, TIR_BUILTIN_WARPGROUP) && w.ex % 128 != 0) {
     /* wgmma: a warpgroup is 4 consecutive warps, the first of them a multiple of 4 (PTX ISA 9.7.15.1) */
     char bind[160];
