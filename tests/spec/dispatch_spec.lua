@@ -238,9 +238,12 @@ describe("tir.dispatch: kernel families", function()
     local t0 = os.clock()
     for _ = 1, 20000 do d:check(a[1], a[2], a[3]) end
     local lua = (os.clock() - t0) / 20000
-    assert.is_true(sel < 2e-6, ("select %.3g s"):format(sel))
-    assert.is_true(chk < 2e-6, ("check %.3g s"):format(chk))
-    assert.is_true(lua < 2e-6, ("d:check from Lua %.3g s"):format(lua))
+    -- the 2 us target is the plain build's; ASan+UBSan instrument every load (measured 3.9 us
+    -- for d:check on the shared 2-core machine during scripts/test.sh): 5x there
+    local bound = os.getenv("ASAN_OPTIONS") and 10e-6 or 2e-6
+    assert.is_true(sel < bound, ("select %.3g s"):format(sel))
+    assert.is_true(chk < bound, ("check %.3g s"):format(chk))
+    assert.is_true(lua < bound, ("d:check from Lua %.3g s"):format(lua))
     U.expect_error(function() d:bench("launchh", 1, table.unpack(a)) end, "mode must be select, check, launch or module_launch")
   end)
 end)
