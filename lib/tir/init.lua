@@ -135,19 +135,49 @@ local function build_options(prim, target, opts, extra)
   return o
 end
 
-function tir.build(func, target, opts)
-  func = as_func(func, "build")
-  local o = build_options("build", target, opts)
-  if tir.config.dump then o.dump = true end
-  local mod = core.build(func, o)
+-- tirlua --dump=ir|cuda|ptx (tir.config.dump) and --debug=N (tir.config.debug): what a build
+-- prints.  dump: the IR after each pass / the CUDA C / the PTX on stdout.  debug >= 1: one line
+-- per build on stderr (function, kernels with grid, block and dynamic shared memory, cache
+-- status); debug >= 2: also the IR after each pass, as --dump=ir.
+local function debug_level()
+  local d = tir.config.debug
+  return math.type(d) == "integer" and d or 0
+end
+
+local function report_build(mod, func, prim)
   local dump = tir.config.dump
+  if debug_level() >= 2 and dump ~= "ir" then dump = "ir" end
   if dump == "ir" then
     for _, d in ipairs(mod:dumps()) do io.write("-- after ", d.pass, "\n", d.ir, "\n") end
   elseif dump == "cuda" then
     io.write(mod:get_source("cuda"), "\n")
   elseif dump == "ptx" then
-    io.write(mod:get_source("ptx") or "", "\n")
+    local ok, ptx = pcall(mod.get_source, mod, "ptx")
+    io.write(ok and ptx or "-- no PTX: built with compile = false", "\n")
   end
+  if debug_level() >= 1 then
+    local ks = {}
+    for _, k in ipairs(mod:kernels()) do
+      ks[#ks + 1] = ("%s grid(%s) block(%s) smem %d"):format(k.name, table.concat(k.grid, ", "), table.concat(k.block, ", "),
+                                                             k.dyn_smem_bytes or 0)
+    end
+    local name = core.is_node(func, "PrimFunc") and func.name or "module"
+    io.stderr:write(("[tirlua debug] %s %s -> %s: %s; cache %s\n"):format(prim, name, mod:arch(),
+      #ks > 0 and table.concat(ks, "; ") or "no kernels", mod:cache_status()))
+  end
+end
+
+-- tir.build without the reporting (build_many reports after compiling, so that PTX exists)
+local function build_quiet(func, target, opts, prim)
+  func = as_func(func, prim)
+  local o = build_options(prim, target, opts)
+  if tir.config.dump or debug_level() >= 2 then o.dump = true end
+  return core.build(func, o), func
+end
+
+function tir.build(func, target, opts)
+  local mod, f = build_quiet(func, target, opts, "build")
+  report_build(mod, f, "build")
   return mod
 end
 
@@ -169,12 +199,12 @@ function tir.build_many(funcs, target, opts)
   if o.compile == false then util.raise("ValueError", "build_many", "compile = false makes no sense here: use tir.build") end
   o.jobs = nil
   o.compile = false
-  local results, mods, idx = {}, {}, {}
+  local results, mods, idx, fns = {}, {}, {}, {}
   for i, f in ipairs(funcs) do
-    local ok, mod = pcall(tir.build, f, target, o)
+    local ok, mod, fn = pcall(build_quiet, f, target, o, "build_many")
     if ok then
       results[i] = {mod = mod}
-      mods[#mods + 1], idx[#mods + 1] = mod, i
+      mods[#mods + 1], idx[#mods + 1], fns[#mods + 1] = mod, i, fn
     else
       results[i] = {err = mod}
     end
@@ -183,7 +213,7 @@ function tir.build_many(funcs, target, opts)
     core.compile_many(mods, jobs)
     for j, mod in ipairs(mods) do
       local ok, err = pcall(mod.compile_error, mod)
-      if not ok then results[idx[j]] = {err = err} end
+      if not ok then results[idx[j]] = {err = err} else report_build(mod, fns[j], "build_many") end
     end
   end
   return results

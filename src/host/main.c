@@ -88,13 +88,31 @@ static int report(lua_State *L, int status) {
   return status;
 }
 
-/* Message handler: tir.Error and other objects with __tostring print as themselves;
+/* tir.config.debug (--debug=N), 0 when unset. */
+static lua_Integer debug_level(lua_State *L) {
+  lua_Integer d = 0;
+  if (lua_getglobal(L, "tir") == LUA_TTABLE && lua_getfield(L, -1, "config") == LUA_TTABLE) {
+    lua_getfield(L, -1, "debug");
+    d = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+  }
+  lua_settop(L, 1);
+  return d;
+}
+
+/* Message handler: tir.Error and other objects with __tostring print as themselves (with
+** --debug=1 or more also the Lua traceback: where in the script and in lib/tir it came from);
 ** strings get a traceback. */
 static int msghandler(lua_State *L) {
   const char *msg = lua_tostring(L, 1);
   if (msg == NULL) {
-    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
-    msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    lua_settop(L, 1);
+    int dbg = debug_level(L) >= 1;
+    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) {
+      if (!dbg) return 1;
+      msg = lua_tostring(L, -1);
+    } else
+      msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
   }
   luaL_traceback(L, L, msg, 1);
   return 1;
@@ -199,7 +217,9 @@ static void print_usage(FILE *f, const char *badoption) {
           "  --device=N          set tir.config.device: the CUDA device tir.device(\"cuda\") means\n"
           "  --cache-info        print the kernel cache's directory and size, then exit\n"
           "  --cache-clear       remove every kernel cache entry, then exit\n"
-          "  --debug=N           set tir.config.debug (read by scripts; kernels always get -lineinfo)\n"
+          "  --debug=N           set tir.config.debug: 1 a line per build on stderr (kernels, grid,\n"
+          "                      block, shared memory, cache) and the Lua traceback of a failing\n"
+          "                      script; 2 also the IR after each pass (as --dump=ir)\n"
           "  --        stop handling options\n"
           "  -         stop handling options and execute stdin\n"
           "tir.config options apply after " INIT_VAR " and before -e, -l and the script.\n",

@@ -116,6 +116,46 @@ describe("tirlua command line #cli", function()
     assert.are.equal("3\t3\t0\t0\n", out)
   end)
 
+  -- a one-kernel build (compile = false: no NVRTC needed)
+  local build_script = table.concat({
+    "local te = tir.te",
+    "local A = te.placeholder({64}, 'float32', 'A')",
+    "local B = te.compute({64}, function(i) return A[{i}] + 1 end, 'B')",
+    "local s = tir.Schedule(te.create_prim_func({A, B}))",
+    "local o, t = s:split(s:get_loops('B'), {nil, 32}); s:bind(o, 'blockIdx.x'); s:bind(t, 'threadIdx.x')",
+    "tir.build(s, 'cuda', {compile = false, cache = false})",
+    "print('built')"}, "\n")
+
+  it("--debug=1 reports each build and a failing script's traceback; 2 adds the IR after each pass", function()
+    local out, rc = run({ "--debug=1", "-e", build_script })
+    assert.are.equal(0, rc)
+    assert.matches("%[tirlua debug%] build main %-> sm_%d+: main_kernel grid%(2, 1, 1%) block%(32, 1, 1%) smem 0; cache %a+", out)
+    assert.not_matches("after lower", out)
+    out = run({ "--debug=2", "-e", build_script })
+    assert.matches("%-%- after input\n", out)
+    assert.matches("%[tirlua debug%] build main", out)
+    out = run({ "-e", build_script })
+    assert.are.equal("built\n", out)
+    -- the traceback of a tir.Error only with --debug
+    out, rc = run({ "--debug=1", "-e", "tir.ops.conv(1, 2)" })
+    assert.are.equal(1, rc)
+    assert.matches("TypeError in conv: data must be a te tensor.*stack traceback:.*conv%.lua", out)
+    out = run({ "-e", "tir.ops.conv(1, 2)" })
+    assert.not_matches("traceback", out)
+  end)
+
+  it("--dump=ptx works for tir.build_many (the PTX exists only after its compile)", function()
+    local script = build_script:gsub("tir%.build%(s, 'cuda', {compile = false, cache = false}%)",
+      "local r = tir.build_many({s, s}, 'cuda', {cache = false}); for _, x in ipairs(r) do assert(x.mod, tostring(x.err)) end")
+    local out, rc = run({ "--dump=ptx", "-e", script })
+    if not tir.nvrtc_available() then return end -- compile = true needs NVRTC
+    assert.are.equal(0, rc, out)
+    local _, n = out:gsub("%.entry main_kernel", "")
+    assert.are.equal(2, n)
+    out = run({ "--dump=ptx", "-e", build_script })
+    assert.matches("%-%- no PTX: built with compile = false", out)
+  end)
+
   it("rejects unknown options and bad values with the usage", function()
     for _, bad in ipairs({ "-x", "--nope", "--dump=sass", "--device=one", "-e" }) do
       local out, rc = run({ bad })
