@@ -75,12 +75,14 @@ local function bench_shape(m, n, k)
   local plain_f = qm{M = m, N = n, K = k, out_dtype = "int32", name = "gemm_int8"}
   local c = tir.nd.empty({m, n}, "int32", dev)
   local t_int8 = {}
-  for _, intrin in ipairs({"simt", "dp4a", "dp4a_v4"}) do
+  for _, intrin in ipairs({"simt", "dp4a", "dp4a_v4", "dp4a_v4_s2p"}) do
     local o = opts_for(m, n)
-    o.intrin = intrin == "dp4a_v4" and "dp4a" or intrin
+    o.intrin = intrin:match("^dp4a") and "dp4a" or intrin
     -- dp4a_v4: the tile copies 4 bytes (one k-group word) per access: 32-bit global loads and
-    -- shared stores instead of byte loads and prmt-merged stores
-    if intrin == "dp4a_v4" then o.vec = 4 end
+    -- shared stores instead of byte loads and prmt-merged stores; _s2p: and a 2-stage cp.async
+    -- pipeline with the k-group planes padded (conflict-free 4-byte stores)
+    if intrin ~= "simt" and intrin ~= "dp4a" then o.vec = 4 end
+    if intrin == "dp4a_v4_s2p" then o.stages, o.pad_planes = 2, true end
     local plain = tir.build(qg.schedule(plain_f, o).mod, "cuda")
     plain(a, b, c)
     tir.testing.assert_allclose(c, c_lt, {rtol = 0, atol = 0}) -- int32 in float64: bit-exact
@@ -97,6 +99,7 @@ local function bench_shape(m, n, k)
   row("gemm_int8", "simt", t_int8.simt, "cuBLASLt", t_lt, "int8")
   row("gemm_int8", "dp4a", t_int8.dp4a, "cuBLASLt", t_lt, "int8")
   row("gemm_int8", "dp4a_v4", t_int8.dp4a_v4, "cuBLASLt", t_lt, "int8")
+  row("gemm_int8", "dp4a_v4_s2p", t_int8.dp4a_v4_s2p, "cuBLASLt", t_lt, "int8")
   -- tirlua IMMA: tc_gemm with mma.sync m16n8k32 (A [M, K], B [N, K]: both k-major, tc_gemm's
   -- "NT"); 128x128x128 CTAs, 3 stages (the best of the measured configurations), 16-row CTAs
   -- for small M

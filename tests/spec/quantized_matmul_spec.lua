@@ -268,6 +268,30 @@ describe("tir.ops.quantized_matmul", function()
                            {compile = false}):get_source("cuda")
     assert.is_truthy(dsrc:find("*(unsigned int*)(A_shared", 1, true))
     assert.is_falsy(dsrc:find("(uint*)", 1, true))
+    -- DP4A pipelined (cp.async 4-byte copies, 2 stages) with padded k-group planes: simulated
+    -- bit-exact; the planes 16 mod 128 bytes apart make the 4-byte copies conflict-free
+    for _, so in ipairs({{stages = 2, pad_planes = true}, {stages = 3}}) do
+      local o = {intrin = "dp4a", BM = 128, BN = 128, vec = 4}
+      for k2, v in pairs(so) do o[k2] = v end
+      local dmod = tir.build(qg.schedule(pf, o).mod, "cuda -arch=sm_80", {compile = false})
+      assert.is_truthy(dmod:get_source("cuda"):find("tir_cp_async<4>", 1, true))
+      local rep = tir.simulate(dmod, tir.testing.random_args(pf, 8), {reference = pf})
+      assert.are.equal(0, rep.n_issues)
+      assert.is_true(rep.cp_async > 0)
+    end
+    local function copy(planes_stride)
+      -- one warp of the copy: lane l (tx = l % 16, ty = l // 16) stores k-group tx % 8 of row
+      -- 2 ty + tx // 8: plane tx % 8, byte 4 * row
+      local lay = tir.layout.shared{shape = {8, 512}, dtype = "int8", row_stride = planes_stride}
+      local acc = {}
+      for l = 0, 31 do
+        local tx, ty = l % 16, l // 16
+        acc[l + 1] = {r = tx % 8, c = 4 * (2 * ty + tx // 8), bytes = 4}
+      end
+      return (lay:conflicts(acc))
+    end
+    assert.are.equal(8, copy(512))
+    assert.are.equal(1, copy(528))
     -- the PTX has the dp4a against ones
     local f = qm{M = 128, N = 128, K = 256, a_zero_point = 5, b_zero_point = 9, b_sums = "input"}
     local mod = tir.build(qg.schedule(f, {intrin = "mma", tc = {BK = 128, stages = 3}}).mod, "cuda -arch=sm_80", {compile = false})

@@ -46,7 +46,7 @@ describe("dynamic shared memory plan", function()
     -- one mma_store instruction: lane l writes row l / 4, columns 2 (l % 4) .. + 1 (8 bytes)
     local function store(r0)
       local acc = {}
-      for l = 0, 31 do acc[l + 1] = {r = r0 + l // 4 + 1, c = 2 * (l % 4) + 1, bytes = 8} end
+      for l = 0, 31 do acc[l + 1] = {r = r0 + l // 4, c = 2 * (l % 4), bytes = 8} end
       return acc
     end
     local plain = tir.layout.shared{shape = {128, 128}, dtype = "int32"}

@@ -15,7 +15,9 @@
 --     with reverse_compute_at, which needs the GEMM as its only producer.
 -- One kernel launch for the quantized GEMM (on tensor cores also with zb != 0).  opts: BM, BN, BK, TY, TX, vec (8: int8 elements per access of the
 -- cooperative copies; BM * BK and BN * BK must be multiples of TY * TX * vec), unroll (true),
--- transpose (true: the shared tiles stored k-major, [k][i] and [k][j], so that the threads of a
+-- stages (1: none; 2 or more: the SIMT/DP4A tile copies software-pipelined as cp.async),
+-- pad_planes (false; DP4A word tiles: pad the k-group planes against the bank conflicts of
+-- 4-byte copies), transpose (true: the shared tiles stored k-major, [k][i] and [k][j], so that the threads of a
 -- warp read consecutive bytes instead of rows 128 bytes apart, all in one bank), intrin ("simt":
 -- int32 multiply-adds; "dp4a": the k loop by 4 tensorized with tir.intrin.dp4a, dp4a.*.s32 on
 -- int8x4 registers, sm_61+), dp4a_load ("word": the shared tiles stored [k / 4][row][k % 4], each
@@ -26,7 +28,7 @@
 local M = {}
 
 M.defaults = {BM = 64, BN = 64, BK = 32, TY = 16, TX = 16, vec = 8, unroll = true, transpose = true, intrin = "simt",
-              dp4a_load = "word", tc = false}
+              dp4a_load = "word", tc = false, stages = 1, pad_planes = false}
 
 function M.schedule(func, opts)
   local tir = require("tir")
@@ -117,6 +119,21 @@ function M.schedule(func, opts)
     else
       sch:tensorize(kii, dp4a.name(a_dt, b_dt, o.transpose, "shared"))
     end
+    if word and o.pad_planes then
+      -- 4-byte copies (vec = 4) store the four k-groups of a row's 16 bytes into four planes
+      -- BM * 4 bytes apart: the 8 lanes of a row segment hit one bank.  Planes padded to 16 mod
+      -- 128 bytes: lane (plane p, row r) lands on bank 4p + r, conflict-free; the compute's
+      -- 16-byte loads (4 rows of one plane) are unchanged
+      sch:storage_align(AS, 0, 0, 128, 16)
+      sch:storage_align(BS, 0, 0, 128, 16)
+    end
+  end
+  if o.stages > 1 then
+    -- the tile copies run stages - 1 k steps ahead as cp.async (inject_software_pipeline): ko's
+    -- body is [A copy, B copy, the k step's multiply-accumulates]
+    sch:annotate(ko, "software_pipeline_stage", {0, 0, o.stages - 1})
+    sch:annotate(ko, "software_pipeline_order", {0, 1, 2})
+    sch:annotate(ko, "software_pipeline_async_stages", {0})
   end
   return sch
 end
