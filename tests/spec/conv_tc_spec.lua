@@ -95,6 +95,29 @@ describe("conv2d_tc on the simulator", function()
     end
   end)
 
+  it("grouped convolution (groups = 2 and 4): the group a batch dimension, both variants, against float64", function()
+    for _, G in ipairs({2, 4}) do
+      local c = {N = 2, H = 8, W = 8, C = 32, F = 64 * G // 2, R = 3, S = 3, padding = 1, groups = G, bias = true, activation = "relu"}
+      local f, info = ct.workload(c)
+      for _, variant in ipairs({"implicit", "im2col"}) do
+        local mod = tir.build(ct.schedule(f, with(SMALL, {variant = variant})).mod, "cuda -arch=sm_80", {compile = false})
+        local args = args_for(f, 6)
+        local rep = tir.simulate(mod, args, {reference = f, rtol = 1e-3, atol = 1e-3})
+        assert.are.equal(0, rep.n_issues)
+        ct.check_points(args[#args], args[1], ct.unpack_weight(c, args[2]),
+                        {padding = 1, groups = G, bias = args[3], activation = "relu"}, info, 400, false, 2e-3)
+      end
+      -- pack_weight with groups is unpack_weight's inverse
+      local pf = ct.pack_weight({R = 3, S = 3, C = 32 // G, F = c.F, groups = G})
+      local w = tir.nd.random({3, 3, 32 // G, c.F}, "float16", tir.cpu(), {seed = 9, low = -1, high = 1})
+      local wm = tir.nd.empty({G, info.Kp, c.F // G}, "float16")
+      tir.interpret(pf, {w, wm})
+      assert.are.same(w:to_table(), ct.unpack_weight(c, wm):to_table())
+    end
+    U.expect_error(function() ct.workload({N = 1, H = 8, W = 8, C = 32, F = 32, R = 3, S = 3, groups = 32}) end,
+                   "conv2d_tc.workload", "no profitable tensor-core mapping")
+  end)
+
   it("pack_weight: OIHW, OHWI and HWIO kernels pack to the same Wm (channels padded or not)", function()
     for _, C in ipairs({16, 3}) do
       local o = {R = 3, S = 3, C = C, F = 32}

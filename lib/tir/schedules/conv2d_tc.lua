@@ -21,6 +21,9 @@
 -- X_pad, the packed weight has zero rows there) and copied one 8-byte cp.async per pixel; other
 -- channel counts are correct but copied element by element.
 --
+-- Groups (groups = G, NHWC): the group is a batch dimension of the GEMM (blockIdx.z), Wm [G, Kgp,
+-- F/G], a kernel of its own writes the NHWC output; F/G must be a multiple of 16 (depthwise: refused,
+-- with the reason).
 -- NCHW (data_layout = "NCHW"): kernels of their own transpose X into the NHWC copy "X_nhwc" and
 -- the [M, F] result into out [N, F, P, Q] ("out_nchw"); the GEMM between them is the NHWC one.
 --
@@ -38,7 +41,7 @@ local M = {}
 local WORKLOAD_OPTS = {N = "positive", H = "positive", W = "positive", C = "positive", F = "positive", R = "positive", S = "positive",
                        stride = "any", padding = "any", dilation = "any", dtype = "dtype", out_dtype = "dtype", bias = "boolean",
                        activation = "string", pad_k = "positive", pad_m = "positive", pad_c = "positive", kernel_layout = "string",
-                       requantize = "table", data_layout = "string"}
+                       requantize = "table", data_layout = "string", groups = "positive"}
 M.WORKLOAD_OPTS = WORKLOAD_OPTS
 
 local ACC = {float16 = "float32", bfloat16 = "float32", int8 = "int32", uint8 = "int32"}
@@ -80,10 +83,64 @@ end
 -- inputs: tir.ops.quantized_matmul's requantization replaces the cast; "per_channel" adds a float32
 -- parameter scale [F] after bias; relu raises the low end to the zero point).
 -- info: {M, Mp, K, Kp, P, Q, F, plan (tir.ops.conv_plan's), flops (2 M F K), dtype, out_dtype}.
+-- Grouped convolution (groups = G > 1, NHWC): G GEMMs of M x F/G x R*S*C/G, the group a batch
+-- dimension (blockIdx.z): A_im2col [G, Mp, Kgp] gathers channels g*Cg + c, Wm [G, Kgp, Fg]
+-- (pack_weight with groups), C and D [G, Mp, Fg]; a kernel of its own ("out_nhwc") writes the
+-- NHWC output out[m, g*Fg + fg] from D.
+local function grouped_workload(P, o, dt)
+  local G, acc = o.groups, ACC[dt]
+  if o.C % G ~= 0 or o.F % G ~= 0 then util.raise("ValueError", P, "groups = %d must divide C = %d and F = %d", G, o.C, o.F) end
+  local Cg, Fg = o.C // G, o.F // G
+  if Fg % 16 ~= 0 then
+    util.raise("ValueError", P, "F / groups = %d output channels per group: tensor-core tiles need a multiple of 16 (a depthwise or " ..
+               "narrow grouped convolution has no profitable tensor-core mapping: use tir.ops.conv with a SIMT schedule)", Fg)
+  end
+  for _, k in ipairs({"data_layout", "pad_c", "requantize"}) do
+    if o[k] ~= nil and not (k == "data_layout" and o[k] == "NHWC") then util.raise("ValueError", P, "%s is not supported with groups > 1", k) end
+  end
+  local out_dtype = o.out_dtype or (acc == "int32" and "int32" or "float16")
+  local X = te.placeholder({o.N, o.H, o.W, o.C}, dt, "X")
+  -- the geometry of one group (tir.ops.im2col's plan over a stand-in with Cg channels)
+  local _, plan = ops_im2col.im2col(te.placeholder({o.N, o.H, o.W, Cg}, dt, "X_group"), {kernel = {o.R, o.S}, stride = o.stride,
+                                    padding = o.padding, dilation = o.dilation, data_layout = "NHWC"})
+  local Pq, Qq = plan.osz[1], plan.osz[2]
+  local Mr, Kg = o.N * Pq * Qq, o.R * o.S * Cg
+  local up = function(x, q) return (x + q - 1) // q * q end
+  local Mp, Kgp = up(Mr, o.pad_m or 1), up(Kg, o.pad_k or 32)
+  local A = te.compute({G, Mp, Kgp}, function(g, m, k)
+    local n, pq = ops_im2col.split_m(m, plan.osz)
+    local c, r = ops_im2col.split_k(k, true, Cg, plan.ksz)
+    local h = pq[1] * plan.stride[1] - plan.lo[1] + r[1] * plan.dil[1]
+    local w = pq[2] * plan.stride[2] - plan.lo[2] + r[2] * plan.dil[2]
+    local conds = {tir.ge(h, 0), tir.lt(h, o.H), tir.ge(w, 0), tir.lt(w, o.W)}
+    if Kgp ~= Kg then conds[#conds + 1] = tir.lt(k, Kg) end
+    if Mp ~= Mr then conds[#conds + 1] = tir.lt(m, Mr) end
+    return tir.if_then_else(tir.all(table.unpack(conds)), X[{n, h, w, g * Cg + c}], tir.const(0, dt))
+  end, "A_im2col")
+  local Wm = te.placeholder({G, Kgp, Fg}, dt, "Wm")
+  local k = te.reduce_axis({0, Kgp}, "k")
+  local Cb = te.compute({G, Mp, Fg}, function(g, i, j) return te.sum(te.cast(acc, A[{g, i, k}]) * te.cast(acc, Wm[{g, k, j}]), {k}) end, "C")
+  local params = {X, Wm}
+  local bias
+  if o.bias then bias = te.placeholder({o.F}, acc, "bias"); params[#params + 1] = bias end
+  local D = te.compute({G, Mp, Fg}, function(g, i, j)
+    local v = Cb[{g, i, j}]
+    if bias then v = v + bias[{g * Fg + j}] end
+    if o.activation == "relu" then v = tir.max(v, tir.const(0, acc)) end
+    return te.cast(out_dtype, v)
+  end, "D")
+  local out = te.compute({Mp, o.F}, function(m, f) return D[{f // Fg, m, f % Fg}] end, "out_nhwc")
+  params[#params + 1] = out
+  local f = te.create_prim_func(params, "conv2d_tc")
+  return f, {M = Mr, Mp = Mp, K = Kg * G, Kp = Kgp, Kg = Kg, C = o.C, Cp = o.C, groups = G, Fg = Fg, data_layout = "NHWC",
+             out_shape = {Mp, o.F}, P = Pq, Q = Qq, F = o.F, plan = plan, flops = 2 * Mr * o.F * Kg, dtype = dt, out_dtype = out_dtype}
+end
+
 function M.workload(o)
   local P = "conv2d_tc.workload"
   if type(o) ~= "table" then util.raise("TypeError", P, "expects a table of options, got %s", util.show(o)) end
   local dt = checked(P, o)
+  if (o.groups or 1) > 1 then return grouped_workload(P, o, dt) end
   local acc = ACC[dt]
   local out_dtype = o.out_dtype or (acc == "int32" and "int32" or "float16")
   local pad_k = o.pad_k or 32
@@ -169,9 +226,26 @@ end
 function M.pack_weight(o)
   local P = "conv2d_tc.pack_weight"
   util.check_opts(P, o, {R = "positive", S = "positive", C = "positive", F = "positive", dtype = "dtype", pad_k = "positive",
-                         pad_c = "positive", kernel_layout = "string"})
+                         pad_c = "positive", kernel_layout = "string", groups = "positive"})
   for _, k in ipairs({"R", "S", "C", "F"}) do
     if o[k] == nil then util.raise("ValueError", P, "option %s is required", k) end
+  end
+  if (o.groups or 1) > 1 then
+    -- C is the channels per group here (the kernel's I); Wm [G, Kgp, Fg], k = (r S + s) Cg + c
+    local G = o.groups
+    if o.F % G ~= 0 then util.raise("ValueError", P, "groups = %d does not divide F = %d", G, o.F) end
+    if (o.kernel_layout or "HWIO") ~= "HWIO" then util.raise("ValueError", P, "grouped kernels are packed from HWIO [R, S, C/groups, F]") end
+    local dt = o.dtype or "float16"
+    local W = te.placeholder({o.R, o.S, o.C, o.F}, dt, "W")
+    local Fg, Kg = o.F // G, o.R * o.S * o.C
+    local Kgp = (Kg + (o.pad_k or 32) - 1) // (o.pad_k or 32) * (o.pad_k or 32)
+    local Wm = te.compute({G, Kgp, Fg}, function(g, k, f)
+      local c, r = ops_im2col.split_k(k, true, o.C, {o.R, o.S})
+      local v = W[{r[1], r[2], c, g * Fg + f}]
+      if Kgp == Kg then return v end
+      return tir.if_then_else(tir.lt(k, Kg), v, tir.const(0, dt))
+    end, "Wm")
+    return te.create_prim_func({W, Wm}, "pack_weight")
   end
   local kl = o.kernel_layout or "HWIO"
   local shape = kl == "HWIO" and {o.R, o.S, o.C, o.F} or kl == "OHWI" and {o.F, o.R, o.S, o.C} or kl == "OIHW" and {o.F, o.C, o.R, o.S} or nil
@@ -198,8 +272,26 @@ function M.pack_weight(o)
 end
 
 --- The HWIO kernel [R, S, C, F] whose packing is wm (a host NDArray [Kp, F]; its rows k < K):
--- pack_weight's inverse, for references fed with a random packed weight.  o: R, S, C, F.
+-- pack_weight's inverse, for references fed with a random packed weight.  o: R, S, C, F (the
+-- workload's: C all input channels), pad_c, groups (wm [G, Kgp, F/G] -> [R, S, C/G, F]).
 function M.unpack_weight(o, wm)
+  local G = o.groups or 1
+  if G > 1 then
+    -- wm [G, Kgp, Fg] -> HWIO [R, S, C / G, F]
+    local Cg, Fg = o.C // G, o.F // G
+    local t = {}
+    for r = 1, o.R do
+      t[r] = {}
+      for s = 1, o.S do
+        t[r][s] = {}
+        for c = 1, Cg do
+          t[r][s][c] = {}
+          for f = 1, o.F do t[r][s][c][f] = wm:get((f - 1) // Fg, ((r - 1) * o.S + s - 1) * Cg + c - 1, (f - 1) % Fg) end
+        end
+      end
+    end
+    return tir.nd.array(t, wm:dtype())
+  end
   local Cp = M.padded_channels(o.C, wm:dtype(), o.pad_c)
   local t = {}
   for r = 1, o.R do
@@ -289,21 +381,22 @@ M.SCHEDULE_OPTS = SCHED_OPTS
 --   F a multiple of 64: 128 x 64 x 32 (4 warps of 64 x 32);  else 64 x 32 (or 32 x 16).
 function M.default_tiles(info, sm_count)
   local P = "conv2d_tc.default_tiles"
-  if info.F % 16 ~= 0 then
-    util.raise("ValueError", P, "F = %d output channels: the tensor-core tiles need a multiple of 16", info.F)
+  local Fn, G = info.Fg or info.F, info.groups or 1 -- the GEMM's N (per group) and the batch
+  if Fn % 16 ~= 0 then
+    util.raise("ValueError", P, "F = %d output channels: the tensor-core tiles need a multiple of 16", Fn)
   end
   local sms = sm_count or tc.device_sm_count()
   local int8 = ACC[info.dtype] == "int32"
   local tk = int8 and 32 or 16
   local m = info.Mp
-  local function ctas(o) return ((m + o.BM - 1) // o.BM) * (info.F // o.BN) end
+  local function ctas(o) return G * ((m + o.BM - 1) // o.BM) * (Fn // o.BN) end
   local cands = {}
-  if info.F % 128 == 0 and info.F >= 256 and m % 256 == 0 then
+  if Fn % 128 == 0 and Fn >= 256 and m % 256 == 0 then
     cands[#cands + 1] = {BM = 256, BN = 128, warp_m = 64, warp_n = 64, BK = 64, stages = 2}
   end
-  if info.F % 128 == 0 then cands[#cands + 1] = {BM = 128, BN = 128, warp_m = 64, warp_n = 64, BK = 32, stages = 4} end
-  if info.F % 64 == 0 then cands[#cands + 1] = {BM = 128, BN = 64, warp_m = 64, warp_n = 32, BK = 32, stages = 4} end
-  if info.F % 32 == 0 then cands[#cands + 1] = {BM = 64, BN = 32, warp_m = 32, warp_n = 16, BK = 32, stages = 4} end
+  if Fn % 128 == 0 then cands[#cands + 1] = {BM = 128, BN = 128, warp_m = 64, warp_n = 64, BK = 32, stages = 4} end
+  if Fn % 64 == 0 then cands[#cands + 1] = {BM = 128, BN = 64, warp_m = 64, warp_n = 32, BK = 32, stages = 4} end
+  if Fn % 32 == 0 then cands[#cands + 1] = {BM = 64, BN = 32, warp_m = 32, warp_n = 16, BK = 32, stages = 4} end
   cands[#cands + 1] = {BM = 32, BN = 16, warp_m = 16, warp_n = 16, BK = 32, stages = 4}
   local o
   for _, c in ipairs(cands) do
@@ -323,6 +416,7 @@ end
 -- stages) depths, those whose tiles divide F and Kp (M is padded to BM: pad_m), that fit in
 -- smem_limit bytes of shared memory (227 KB) and whose k loop holds the pipeline.
 function M.space(info, smem_limit)
+  local Fn = info.Fg or info.F
   local tt = require("tir.schedules.tc_gemm_tune")
   local out = {}
   local esize = ACC[info.dtype] == "int32" and 1 or 2
@@ -335,7 +429,7 @@ function M.space(info, smem_limit)
       local p = {BM = t[1], BN = t[2], warp_m = t[3], warp_n = t[4], BK = d[1], stages = d[2]}
       local pad = 16 // esize
       local smem = p.stages * (p.BM * (p.BK + pad) + p.BK * (p.BN + pad)) * esize
-      if info.F % p.BN == 0 and info.Kp % p.BK == 0 and info.Kp // p.BK >= p.stages and smem <= smem_limit and
+      if Fn % p.BN == 0 and info.Kp % p.BK == 0 and info.Kp // p.BK >= p.stages and smem <= smem_limit and
          p.BM <= (info.Mp + 63) // 64 * 64 then
         out[#out + 1] = p
       end
@@ -354,6 +448,7 @@ function M.tune(layer, o)
   o = util.check_opts(P, o, {variant = "string", trials = "positive", jobs = "positive", db = "string", progress = "boolean"})
   local dev = tir.device("cuda", 0)
   local func, info = M.workload(layer)
+  if (info.groups or 1) > 1 then util.raise("ValueError", P, "grouped layers are not tuned (give the tiles to schedule)") end
   local space = {}
   for _, p in ipairs(M.space(info)) do if info.M % p.BM == 0 then space[#space + 1] = p end end
   if #space == 0 then util.raise("ValueError", P, "no tile of the space divides M = %d", info.M) end
@@ -395,6 +490,7 @@ end
 --- Whether a layer is a plain GEMM: a 1x1 kernel, stride 1, no padding (A[m, k] = X[m * C + k],
 -- the im2col stage a copy of X viewed as an M x C matrix).
 function M.is_gemm(info)
+  if (info.groups or 1) > 1 then return false end
   local q = info.plan
   return q.ksz[1] == 1 and q.ksz[2] == 1 and q.stride[1] == 1 and q.stride[2] == 1 and q.lo[1] == 0 and q.lo[2] == 0 and
          q.hi[1] == 0 and q.hi[2] == 0 and info.K == info.Kp
@@ -405,13 +501,14 @@ end
 -- tuning database's record or the nearest shape's), else the conv tuning record of this layer
 -- (tune), else default_tiles.  Returns the options and how they were chosen.
 function M.layer_options(info, override)
+  local Fn = info.Fg or info.F
   local o = {}
   if override then
     for k, v in pairs(override) do o[k] = v end
     return o, "given"
   end
   local tt = require("tir.schedules.tc_gemm_tune")
-  local function fits(p) return info.Mp % (p.BM or tc.defaults.BM) == 0 and info.F % (p.BN or tc.defaults.BN) == 0 and
+  local function fits(p) return info.Mp % (p.BM or tc.defaults.BM) == 0 and Fn % (p.BN or tc.defaults.BN) == 0 and
                                 info.Kp % (p.BK or tc.defaults.BK) == 0 end
   if M.is_gemm(info) and info.dtype == "float16" then
     local p, how = tt.options(info.M, info.F, info.K, {dtype = "float16", out_dtype = "float16"})
@@ -472,6 +569,7 @@ function M.schedule(func, opts)
   end
   if xname then elementwise_kernel(sch, sch:get_block(xname), 256, 1) end
   if has("out_nchw") then elementwise_kernel(sch, sch:get_block("out_nchw"), 256, 1) end
+  if has("out_nhwc") then elementwise_kernel(sch, sch:get_block("out_nhwc"), 256, 1) end
   return sch
 end
 
