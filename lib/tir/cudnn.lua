@@ -28,19 +28,24 @@ local function pair(P, name, given, min)
   return v
 end
 
-function M.conv2d_plan(x, w, y, opts)
-  local P = "cudnn.conv2d"
+local function plan(P, x, w, y, opts)
   local o = util.check_opts(P, opts, {stride = "any", padding = "any", dilation = "any", groups = "positive"})
   local s, p, d = pair(P, "stride", o.stride, 1), pair(P, "padding", o.padding, 0), pair(P, "dilation", o.dilation, 1)
   local g = o.groups or 1
   if g > 0x7fffffff then util.raise("ValueError", P, "groups is too large: %s", util.show(g)) end
   return core.cudnn_conv2d_plan(x, w, y, s[1], s[2], p[1], p[2], d[1], d[2], g)
 end
+--- tir.cudnn.conv2d_plan(x, w, y [, opts]) -> plan: cuDNN's fastest forward algorithm for these
+-- shapes (cudnnFindConvolutionForwardAlgorithm), run with plan:run(x, w, y).  x [N, H, W, C],
+-- w [K, R, S, C / groups] (OHWI), y [N, P, Q, K]: float16 CUDA arrays; opts stride, padding,
+-- dilation (an integer or {h, w}), groups.  CudaError without cuDNN or a GPU.
+function M.conv2d_plan(x, w, y, opts) return plan("cudnn.conv2d_plan", x, w, y, opts) end
 
+--- tir.cudnn.conv2d(x, w, y [, opts]) -> the algorithm's name: conv2d_plan, then one run.
 function M.conv2d(x, w, y, opts)
-  local plan = M.conv2d_plan(x, w, y, opts)
-  plan:run(x, w, y)
-  return plan:algo()
+  local pl = plan("cudnn.conv2d", x, w, y, opts)
+  pl:run(x, w, y)
+  return pl:algo()
 end
 
 util.strict_all(M, "cudnn.")

@@ -190,7 +190,8 @@ function M.doc(x)
     while util and util.wrapped and util.wrapped[x] do x = util.wrapped[x] end -- argument-checking wrappers
     local info = debug.getinfo(x, "S")
     if info.what == "C" then
-      return "a function written in C (tir.core); its Lua wrapper in lib/tir documents it"
+      return "a function written in C (tir.core, src/lua_bindings/); the header of lib/tir/init.lua, the README and " ..
+             "docs/BUILTINS.md describe the tir.* expression helpers"
     end
     local path = info.source:match("^@(.*)$")
     local text = path and comment_above(path, info.linedefined)

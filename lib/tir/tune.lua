@@ -456,6 +456,20 @@ function tune.records(path)
   return out, bad
 end
 
+-- tune.records for the lookups: lines that are not records (a damaged or hand-edited
+-- database) are skipped, and said once per database on stderr, so that "not in the tuning
+-- database" is not the only trace of them
+local warned_bad = {}
+local function records_warned(path)
+  local recs, bad = tune.records(path)
+  local p = path or tune.default_db()
+  if bad > 0 and not warned_bad[p] then
+    warned_bad[p] = true
+    io.stderr:write(("tuning database %s: %d line(s) are not JSON records with a workload; skipped\n"):format(p, bad))
+  end
+  return recs
+end
+
 local function check_key(prim, workload, target)
   if type(workload) ~= "string" then util.raise("TypeError", prim, "workload must be a string, got %s", util.show(workload)) end
   if target ~= nil and type(target) ~= "string" then
@@ -471,7 +485,7 @@ function tune.best(workload, target, opts)
   opts = util.check_opts("tune.best", opts, {db = "string", gpu = "string", nearest = "boolean", accept = "function"})
   target = target or "cuda"
   local best
-  for _, r in ipairs((tune.records(opts.db))) do
+  for _, r in ipairs(records_warned(opts.db)) do
     if r.workload == workload and r.target == target and r.status == "ok" and type(r.time_s) == "number" and
         (not opts.gpu or r.gpu == opts.gpu) and (not opts.accept or opts.accept(r)) then
       if not best or r.time_s < best.time_s then best = r end
@@ -504,7 +518,7 @@ function tune.lookup(workload, target, opts)
   local fam, dims = split_key(workload)
   if not dims then return nil, "not tuned" end
   local cands = {}
-  for _, rec in ipairs((tune.records(opts.db))) do
+  for _, rec in ipairs(records_warned(opts.db)) do
     local f2, d2 = split_key(rec.workload)
     if f2 == fam and d2 and #d2 == #dims and rec.status == "ok" and rec.target == (target or "cuda") and type(rec.time_s) == "number" and
         (not opts.gpu or rec.gpu == opts.gpu) and (not opts.accept or opts.accept(rec)) then

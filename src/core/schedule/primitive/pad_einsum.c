@@ -174,8 +174,10 @@ int tir_sched_pad_einsum(tir_Schedule *s, int64_t uid, const int64_t *padding, i
                      nv, n_padding);
   for (int q = 0; q < nv; q++)
     if (padding[q] < 1)
-      return sch_error(s, P, &br->hdr, "this block", "padding factor %d is %lld; factors must be positive (1: no padding)", q,
-                       (long long)padding[q]);
+      return sch_error(s, P, &br->hdr, "this block",
+                       "the padding factor of iteration variable %s (number %d of %d, counted from 1) is %lld; factors must be "
+                       "positive (1: no padding)",
+                       ((const tir_IterVar *)blk->iter_vars->items[q])->var->name, q + 1, nv, (long long)padding[q]);
   const tir_Block *scope = sch_leaf_scope(s, P, br, &pb);
   if (!scope) return -1;
   if (blk->writes->size != 1 || blk->body->kind != TIR_BufferStore)
