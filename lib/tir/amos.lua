@@ -395,9 +395,9 @@ local function enumerate(info, intr)
   local ivs = info.ivs
   local cands, rejected = {}, {}
   local seen = {}
-  -- the intrinsic's A is the block's first factor: tensorize matches the product C + A * B
-  -- in order, so a mapping with the operands' roles exchanged would need the body rewritten
-  for swap = 0, 0 do
+  -- either operand can be the intrinsic's A (tensorize matches C + x * y with the factors
+  -- exchanged too: the M and N roles of a convolution's pixels and channels can swap)
+  for swap = 0, 1 do
     local A, B = info.ins[1 + swap], info.ins[2 - swap]
     local r = roles(info, A, B)
     local function reject(why)
@@ -497,7 +497,9 @@ local function enumerate(info, intr)
   table.sort(cands, function(a, b)
     if a.predicted ~= b.predicted then return a.predicted < b.predicted end
     if a.waste ~= b.waste then return a.waste < b.waste end
-    return #a.groups < #b.groups
+    if #a.groups ~= #b.groups then return #a.groups < #b.groups end
+    if a.swap ~= b.swap then return not a.swap end
+    return false
   end)
   for i, c in ipairs(cands) do c.index = i end
   return cands, rejected

@@ -32,15 +32,20 @@ describe("amos.mappings", function()
   it("enumerates the fusions of a conv2d NHWC, ranked, and prints a table", function()
     local f = W.conv2d(1, 8, 8, 16, 16, 3, 3, {pad = 1})
     local cands = tir.amos.mappings(f, "conv", "mma.m16n8k16")
-    assert.are.equal(3, #cands)
+    -- 3 fusions of the pixels into M (yy*xx, or one of them with the other a batch index),
+    -- each also with the roles exchanged (the channels as M)
+    assert.are.equal(6, #cands)
     local text = tostring(cands)
     assert.truthy(text:find("mappings of block 'conv' onto mma.m16n8k16", 1, true))
     assert.truthy(text:find("M=yy*xx(64) N=ff(16) K=ry*rx*rc(144)", 1, true))
     assert.truthy(text:find("predicted", 1, true))
     -- the best needs no padding; the ones with a batch dimension pad M from 8 to 16
     assert.are.equal(0, cands[1].waste)
-    assert.are.equal(0.5, cands[2].waste)
-    assert.is_true(cands[2].pad_any)
+    assert.is_false(cands[1].swap)
+    assert.is_true(cands[2].swap)
+    assert.truthy(text:find("M=ff(16) N=yy*xx(64) K=ry*rx*rc(144)", 1, true))
+    assert.are.equal(0.5, cands[3].waste)
+    assert.is_true(cands[3].pad_any)
     -- the gather of the input is contiguous along rw * rc (48 fp16), the weight's along oc
     assert.are.equal(48, cands[1].run_a)
     assert.are.equal("KN", cands[1].layout_b)
@@ -179,6 +184,24 @@ describe("amos.apply", function()
                    "must divide")
   end)
 
+  it("the roles exchanged (the weight as the intrinsic's A): conv2d, padded, int8, matmul", function()
+    local function swapped(f, block, intrin, tol)
+      local cands = tir.amos.mappings(f, block, intrin)
+      for _, c in ipairs(cands) do
+        if c.swap then
+          local sch = cands:apply(c.index)
+          check_applied(f, sch, tol)
+          return c
+        end
+      end
+      error("no candidate with the roles exchanged")
+    end
+    assert.are.equal("W", swapped(W.conv2d(1, 8, 8, 16, 16, 3, 3, {pad = 1}), "conv", "mma.m16n8k16", 1e-3).A.buffer.name)
+    swapped(W.conv2d(1, 7, 7, 3, 24, 3, 3, {pad = 1}), "conv", "mma.m16n8k16", 1e-3)
+    swapped(W.conv2d(1, 8, 8, 32, 16, 3, 3, {pad = 1, dtype = "int8"}), "conv", "mma.m16n8k32")
+    swapped(W.matmul(32, 48, 64, "NT"), "C", "mma.m16n8k16", 1e-3)
+  end)
+
   it("wmma", function()
     map_and_check(W.conv2d(1, 8, 8, 16, 16, 3, 3, {pad = 1}), "conv", "wmma.m16n16k16", nil, 1e-3)
   end)
@@ -194,8 +217,8 @@ describe("amos.apply", function()
     map_and_check(W.conv2d(1, 15, 15, 16, 16, 3, 3, {stride = 2}), "conv", "mma.m16n8k16", nil, 1e-3)
     map_and_check(W.conv2d(1, 9, 9, 8, 24, 3, 3, {pad = 2, dilation = 2}), "conv", "mma.m16n8k16", nil, 1e-3)
     -- a candidate with a batch dimension whose M is padded from 8 to 16
-    local c2 = map_and_check(W.conv2d(1, 8, 8, 16, 16, 3, 3, {pad = 1}), "conv", "mma.m16n8k16", 2, 1e-3)
-    assert.are.equal(0.5, c2[2].waste)
+    local c2 = map_and_check(W.conv2d(1, 8, 8, 16, 16, 3, 3, {pad = 1}), "conv", "mma.m16n8k16", 3, 1e-3)
+    assert.are.equal(0.5, c2[3].waste)
   end)
 
   it("padding, int8 (bit-exact): a first layer on IMMA", function()

@@ -17,7 +17,11 @@
  * match_buffers bind impl's buffers to those regions, whose body is impl's body, and whose
  * annotation "tensor_intrin" names the intrinsic (the interpreter runs desc there).
  * A reduction block keeps its init only if desc has one: otherwise decompose_reduction
- * first, and tensorize the init and the update separately. */
+ * first, and tensorize the init and the update separately.
+ * A block C = C + x * y whose factors come in the other order than desc's (C = C + A * B with
+ * x playing B's part) matches too: multiplication commutes exactly (IEEE 754 rounds the exact
+ * product; integers wrap the same), so the block is compared with its factors exchanged when
+ * it does not match as written (the tensorized block replaces it either way). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,7 +175,7 @@ static tir_Node *canon_fn(const tir_Node *n, void *p) {
   return NULL;
 }
 
-int64_t tir_sched_tensorize(tir_Schedule *s, const tir_Var *lv, int64_t uid, const char *name) {
+static int64_t tensorize_once(tir_Schedule *s, const tir_Var *lv, int64_t uid, const char *name) {
   const char *P = "tensorize";
   const tir_PrimFunc *desc, *impl;
   if (!tir_tensor_intrin_get(name, &desc, &impl))
@@ -607,4 +611,59 @@ done:
   for (int i = 0; i < nsubv; i++) tir_release(sub_to[i]);
   tir_analyzer_free(an);
   return rc;
+}
+
+/* the block realize at the end of the nest (under loop lv, or block uid), or NULL */
+static const tir_BlockRealize *target_realize(tir_Schedule *s, const tir_Var *lv, int64_t uid) {
+  if (!lv) return sch_find_block(s->func->body, uid, NULL);
+  const tir_For *f = sch_find_loop(s->func->body, lv, NULL);
+  const tir_Node *cur = f ? &f->hdr : NULL;
+  while (cur && cur->kind == TIR_For) cur = ((const tir_For *)cur)->body;
+  return cur && cur->kind == TIR_BlockRealize ? (const tir_BlockRealize *)cur : NULL;
+}
+
+/* br's block with the factors of C = C + x * y exchanged (owned realize), or NULL */
+static tir_Node *with_factors_exchanged(const tir_BlockRealize *br) {
+  const tir_Block *b = br->block;
+  if (b->body->kind != TIR_BufferStore) return NULL;
+  const tir_BufferStore *st = (const tir_BufferStore *)b->body;
+  if (st->value->kind != TIR_Add) return NULL;
+  const tir_Add *add = (const tir_Add *)st->value;
+  int mul_b = add->b->kind == TIR_Mul;
+  const tir_Node *m = mul_b ? add->b : add->a;
+  if (m->kind != TIR_Mul) return NULL;
+  const tir_Mul *mul = (const tir_Mul *)m;
+  tir_Node *swapped = tir_binary_raw(TIR_Mul, R(mul->b), R(mul->a));
+  tir_Node *sum = mul_b ? tir_binary_raw(TIR_Add, R(add->a), swapped) : tir_binary_raw(TIR_Add, swapped, R(add->b));
+  tir_Node *store = tir_buffer_store((tir_Buffer *)R(st->buffer), sum, (tir_Array *)R(st->indices));
+  tir_Block *nb = tir_block_with_body(b, store);
+  return sch_realize_with_block(br, nb);
+}
+
+int64_t tir_sched_tensorize(tir_Schedule *s, const tir_Var *lv, int64_t uid, const char *name) {
+  int64_t r = tensorize_once(s, lv, uid, name);
+  if (r >= 0) return r;
+  const tir_BlockRealize *br = target_realize(s, lv, uid);
+  tir_Node *alt = br ? with_factors_exchanged(br) : NULL;
+  if (!alt) return r;
+  /* keep the first error (about the block as written) unless the exchanged form matches */
+  tir_Error saved = *tir_error_get();
+  memset(tir_error_get(), 0, sizeof saved);
+  tir_Node *orig = tir_retain((tir_Node *)&br->hdr);
+  sch_replace(s, &br->hdr, R(alt));
+  int64_t r2 = tensorize_once(s, lv, uid, name);
+  if (r2 < 0) {
+    const tir_BlockRealize *now = target_realize(s, lv, uid);
+    if (now) sch_replace(s, &now->hdr, R(orig));
+    tir_error_clear();
+    *tir_error_get() = saved;
+  } else {
+    free(saved.message);
+    free(saved.detail);
+    tir_release(saved.ir);
+    for (int i = 0; i < saved.n_marks; i++) free(saved.mark_labels[i]);
+  }
+  tir_release(orig);
+  tir_release(alt);
+  return r2 < 0 ? -1 : r2;
 }
