@@ -1,6 +1,6 @@
 -- gpu_conv_spec.lua -- convolution on tensor cores on a real GPU (#gpu): tir.schedules.conv2d_tc's
 -- implicit GEMM and explicit im2col + GEMM on ResNet-50 v1.5 layers at N = 128 (fp16 NHWC, bias +
--- relu, fp16 out), each checked at sampled outputs (2048, fewer for deep K) against the float64 reference
+-- relu, fp16 out; an NCHW and a grouped layer too), each checked at sampled outputs (2048, fewer for deep K) against the float64 reference
 -- (tir.testing.ref_conv), the two variants against each other on the whole output, and an int8
 -- layer (IMMA) exactly at sampled points.  Without a GPU: pending.
 local tir = require("tir")
@@ -11,12 +11,13 @@ local has_gpu, why = dev:exists()
 
 local packs = {}
 local function packed(L, w, info, dtype)
-  local key = ("%d,%d,%d,%d,%s,%d"):format(L.R, L.S, L.C, L.F, dtype, info.Kp)
+  local G = L.groups or 1
+  local key = ("%d,%d,%d,%d,%s,%d,%d"):format(L.R, L.S, L.C, L.F, dtype, info.Kp, G)
   if not packs[key] then
-    packs[key] = tir.build(ct.pack_weight_schedule(ct.pack_weight({R = L.R, S = L.S, C = L.C, F = L.F, dtype = dtype,
-                                                                    pad_k = L.pad_k})).mod, "cuda")
+    packs[key] = tir.build(ct.pack_weight_schedule(ct.pack_weight({R = L.R, S = L.S, C = L.C // G, F = L.F, dtype = dtype,
+                                                                    pad_k = L.pad_k, groups = G > 1 and G or nil})).mod, "cuda")
   end
-  local wm = tir.nd.empty({info.Kp, info.F}, dtype, dev)
+  local wm = tir.nd.empty(G > 1 and {G, info.Kp, info.F // G} or {info.Kp, info.F}, dtype, dev)
   packs[key](w, wm)
   return wm
 end
@@ -37,10 +38,12 @@ local function run(L, variant, dtype)
   local mod = tir.build(ct.schedule(func, opts).mod, "cuda")
   local lo, hi = -1, 1
   if int8 then lo, hi = -128, 127 end
-  local x = tir.nd.random({L.N, L.H, L.W, L.C}, dtype, dev, {seed = 1, low = lo, high = hi})
-  local w = tir.nd.random({L.R, L.S, L.C, L.F}, dtype, dev, {seed = 2, low = lo, high = hi})
+  local G = L.groups or 1
+  local xshape = L.data_layout == "NCHW" and {L.N, L.C, L.H, L.W} or {L.N, L.H, L.W, L.C}
+  local x = tir.nd.random(xshape, dtype, dev, {seed = 1, low = lo, high = hi})
+  local w = tir.nd.random({L.R, L.S, L.C // G, L.F}, dtype, dev, {seed = 2, low = lo, high = hi})
   local bias = tir.nd.random({L.F}, int8 and "int32" or "float32", dev, {seed = 3, low = int8 and -1000 or -1, high = int8 and 1000 or 1})
-  local out = tir.nd.empty({info.Mp, info.F}, info.out_dtype, dev)
+  local out = tir.nd.empty(info.out_shape, info.out_dtype, dev)
   mod(x, packed(L, w, info, dtype), bias, out)
   return out, x, w, bias, info
 end
@@ -48,7 +51,8 @@ end
 -- 2048 sampled outputs, fewer for deep K (the float64 loops run in Lua: ~0.4 us per term)
 local function sampled_check(L, out, x, w, bias, info, exact)
   local n = math.max(128, math.min(2048, 600000 // info.K))
-  ct.check_points(out, x, w, {stride = L.stride, padding = L.padding, bias = bias, activation = not exact and "relu" or nil}, info, n, exact)
+  ct.check_points(out, x, w, {stride = L.stride, padding = L.padding, groups = L.groups, bias = bias, activation = not exact and "relu" or nil},
+                  info, n, exact)
 end
 
 -- ResNet-50 v1.5 layers at N = 128 (NHWC): the stem, a 3x3 of each stage, the strided 3x3
@@ -60,6 +64,10 @@ local LAYERS = {
   {name = "conv5_x 3x3 512", N = 128, H = 7, W = 7, C = 512, F = 512, R = 3, S = 3, stride = 1, padding = 1},
   {name = "conv2_x 1x1 64 -> 256 (a plain GEMM)", N = 128, H = 56, W = 56, C = 64, F = 256, R = 1, S = 1, stride = 1, padding = 0},
   {name = "conv3 shortcut 1x1/2 256 -> 512", N = 128, H = 56, W = 56, C = 256, F = 512, R = 1, S = 1, stride = 2, padding = 0},
+  {name = "NCHW conv3_x 3x3 128 (layout kernels around the GEMM)", N = 128, H = 28, W = 28, C = 128, F = 128, R = 3, S = 3, stride = 1,
+   padding = 1, data_layout = "NCHW"},
+  {name = "grouped 3x3 256, groups = 4 (ResNeXt-like)", N = 128, H = 28, W = 28, C = 256, F = 256, R = 3, S = 3, stride = 1, padding = 1,
+   groups = 4},
 }
 
 describe("#gpu conv2d on tensor cores", function()
