@@ -60,14 +60,15 @@ local VARIANTS = {
   auto = {desc = "tc_gemm.auto_tensorize's own pick (tuned = false; M, N, K multiples of 16)", auto = true},
   -- Hopper (sm_90a): wgmma.mma_async from 128-byte-swizzled shared tiles, cp.async pipeline;
   -- K-major operands (A M x K, B N x K: layout "NT"), cuBLAS on the same operands (B transposed)
-  wgmma = {desc = "wgmma m64n256k16, 128x256x64 CTA (2 consumer warpgroups), 4-stage cp.async, layout NT",
-           opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 4}, layout = "NT", arch = "sm_90a"},
-  wgmma_s3 = {desc = "as wgmma, 3-stage cp.async", opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 3}, layout = "NT",
-              arch = "sm_90a"},
-  wgmma_128 = {desc = "wgmma m64n128k16, 128x128x64 CTA, 4-stage cp.async, layout NT",
+  wgmma = {desc = "wgmma m64n256k16, 128x256x64 CTA (2 consumer warpgroups), 3-stage cp.async + one wgmma group in flight " ..
+                   "(wgmma_wait_group 1, 4 tile versions), layout NT",
+           opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 3}, layout = "NT", arch = "sm_90a"},
+  wgmma_w0 = {desc = "as wgmma, each step's group waited (wgmma_wait_group 0), 4-stage cp.async (the first round's wgmma)",
+              opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 4, wgmma_pending = 0}, layout = "NT", arch = "sm_90a"},
+  wgmma_128 = {desc = "wgmma m64n128k16, 128x128x64 CTA, 4-stage cp.async + one group in flight, layout NT",
                opts = {intrin = "wgmma", BM = 128, BN = 128, BK = 64, stages = 4}, layout = "NT", arch = "sm_90a"},
   wgmma_bf16 = {desc = "as wgmma with bf16 inputs and fp32 output (cuBLAS bf16 -> fp32)",
-                opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 4}, layout = "NT", arch = "sm_90a", dtype = "bfloat16"},
+                opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 3}, layout = "NT", arch = "sm_90a", dtype = "bfloat16"},
 }
 
 -- extra configurations for experiments: TIRLUA_BENCH_EXTRA="name:BK=64,stages=3;name2:..."

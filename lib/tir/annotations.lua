@@ -17,6 +17,8 @@ A.KNOWN = {
   software_pipeline_order = {on = "loop", set_by = "user", doc = "order of the child statements in the pipeline body"},
   software_pipeline_async_stages = {on = "loop", set_by = "user", doc = "stages whose copies become cp.async"},
   software_pipeline_early_wait = {on = "loop", set_by = "user", doc = "one cp.async wait at the top of each iteration (tirlua)"},
+  software_pipeline_async_reads = {on = "loop", set_by = "user",
+                                   doc = "per statement, iterations its shared reads stay in flight (wgmma_wait_group 1; tirlua)"},
   tma_pipeline_stages = {on = "loop", set_by = "user", doc = "stages of a TMA + mbarrier pipeline (inject_tma_pipeline)"},
   tma_copy = {on = "block", set_by = "user", doc = "this global -> shared copy becomes one TMA copy per tile (inject_tma_pipeline)"},
   tensor_intrin = {on = "block", set_by = "tensorize", doc = "the intrinsic a tensorized block runs"},

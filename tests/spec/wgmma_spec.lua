@@ -204,10 +204,10 @@ describe("planted bugs in wgmma kernels show on the simulator", function()
     end)
   end
   local f = tc.workload(64, 64, 128, "float16", nil, nil, "NT")
-  local o = {intrin = "wgmma", BM = 64, BN = 64, BK = 64, stages = 2}
+  local o = {intrin = "wgmma", BM = 64, BN = 64, BK = 64, stages = 2, wgmma_pending = 0}
   local names = cuda.wgmma(row("m64nNk16.f16.f16.f32"), 64, "K", 64)
 
-  it("an accumulator read before its wgmma_wait_group: wgmma_pending", function()
+  it("an accumulator read before a wgmma_wait_group covered its group: wgmma_pending", function()
     with_impl(names.sync, function()
       return bad_sync(64, 64, function(A, B, C, ld, ldb)
         T.evaluate(T.call("void", "wgmma_fence"))
@@ -216,15 +216,28 @@ describe("planted bugs in wgmma kernels show on the simulator", function()
             T.call("uint64", "wgmma_operand", T.address_of(A[{0, 16 * s}]), ld, "K"),
             T.call("uint64", "wgmma_operand", T.address_of(B[{0, 16 * s}]), ldb, "K"), 64, 0))
         end
-        T.evaluate(T.call("void", "wgmma_commit_group")) -- and no wgmma_wait_group
+        -- and neither wgmma_commit_group nor wgmma_wait_group: the store's wgmma_wait_group 0 covers
+        -- committed groups only
       end)
     end, function()
       local mod = tir.build(tc.schedule(f, o).mod, "cuda -arch=sm_90a", {compile = false})
       U.expect_error(function() tir.simulate(mod, args_for(f, 1), {reference = f}) end, "wgmma_store reads wgmma accumulator",
-                     "not waited for", "until a wgmma_wait_group covers that group")
+                     "not even committed (no wgmma_commit_group)", "until a wgmma_wait_group covers that group")
       local rep = tir.simulate(mod, args_for(f, 1), {reference = f, check = false})
       assert.are.equal("wgmma_pending", rep.issues[1].kind)
     end)
+  end)
+
+  it("wgmma_wait_group 1 without the extra tile version: the refill races with the group still reading", function()
+    local g = tc.workload(64, 64, 256, "float16", nil, nil, "NT")
+    local sch = tc.schedule(g, {intrin = "wgmma", BM = 64, BN = 64, BK = 64, stages = 3})
+    local l = {sch:get_loops(sch:get_block("C_update_o"))}
+    sch:unannotate(l[#l], "software_pipeline_async_reads")
+    local mod = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false})
+    U.expect_error(function() tir.simulate(mod, args_for(g, 1), {reference = g}) end, "while a cp.async to it is in flight",
+                   "wgmma_wait_group", "a stage refilled while a wgmma may still read it")
+    -- with it (the schedule's default), the same kernel is clean
+    sim_exact(g, tc.schedule(g, {intrin = "wgmma", BM = 64, BN = 64, BK = 64, stages = 3}))
   end)
 
   it("a descriptor whose swizzle disagrees with the buffer's layout: wgmma_descriptor, and the result differs", function()

@@ -315,13 +315,17 @@ end
 --                     (k = the row's: 16, or 32 for s8) issued back to back as one group
 --                     (wgmma_fence; wgmma_mma_async x depth/k; wgmma_commit_group;
 --                     wgmma_wait_group 0), so the accumulator and the shared tiles are free
---                     when the intrinsic ends.  bk: B stored n x k (K-major); bn: B stored k x n
+--                     when the intrinsic ends; `pending` = 1 (name suffix _w1) waits with
+--                     wgmma_wait_group 1 instead: this group stays in flight while the next
+--                     instructions issue, and the previous group is complete (its tiles free
+--                     after the barrier thread_sync puts after every wgmma_wait_group).  bk: B stored n x k (K-major); bn: B stored k x n
 --                     (N-major, 16-bit inputs only).
 --   wgmma_fill_64x<n>_<acc>                    C = 0
 --   wgmma_store_64x<n>_<acc>[_f16]_<scope>     C -> [64,n] of acc (or float16) in shared / global
+-- The stores wait for every group first (wgmma_wait_group 0).
 -- Returns {sync=, fill=, store = {shared=, global=}, store_f16 = {...} (f32 accumulators), tile =
 -- {64, n, depth}}.  Errors name the valid N (tir.core.mma_configs() n_valid).
-function M.wgmma(row, n, b_major, depth)
+function M.wgmma(row, n, b_major, depth, pending)
   b_major = b_major or "K"
   local P = "tir.intrin.cuda.wgmma"
   if type(row) == "string" then
@@ -341,10 +345,13 @@ function M.wgmma(row, n, b_major, depth)
   end
   local k = row.k
   depth = depth or k
+  pending = pending or 0
+  if pending ~= 0 and pending ~= 1 then util.raise("ValueError", P, "pending must be 0 or 1 (groups left in flight), got %s", tostring(pending)) end
   if math.type(depth) ~= "integer" or depth < k or depth % k ~= 0 then
     util.raise("ValueError", P, "depth must be a multiple of the instruction's k = %d, got %s", k, tostring(depth))
   end
-  local names = {sync = ("wgmma_sync_64x%dx%d_%s%s_%s"):format(n, depth, row.ptx_a, row.ptx_c, b_major == "K" and "bk" or "bn"),
+  local names = {sync = ("wgmma_sync_64x%dx%d_%s%s_%s%s"):format(n, depth, row.ptx_a, row.ptx_c, b_major == "K" and "bk" or "bn",
+                                                                pending == 1 and "_w1" or ""),
                  fill = ("wgmma_fill_64x%d_%s"):format(n, row.ptx_c), tile = {64, n, depth},
                  store = {shared = ("wgmma_store_64x%d_%s_shared"):format(n, row.ptx_c),
                           global = ("wgmma_store_64x%d_%s_global"):format(n, row.ptx_c)}}
@@ -382,7 +389,7 @@ function M.wgmma(row, n, b_major, depth)
         T.evaluate(T.call("void", "wgmma_mma_async", T.address_of(C[{0, 0}]), da, db, n, bk and 0 or 1, row.name))
       end
       T.evaluate(T.call("void", "wgmma_commit_group"))
-      T.evaluate(T.call("void", "wgmma_wait_group", 0))
+      T.evaluate(T.call("void", "wgmma_wait_group", pending))
     end)
   end)
   register(names.sync, desc, impl)
@@ -395,6 +402,8 @@ function M.wgmma(row, n, b_major, depth)
       if names.store_f16 then outs[2] = {names.store_f16[scope], "float16"} end
       for _, o in ipairs(outs) do
         store_pair(o[1], "store", 64, n, row.c, "wgmma.accumulator", o[2], scope, function(S, D)
+          -- every group complete first (a _w1 sync leaves the last one in flight)
+          T.evaluate(T.call("void", "wgmma_wait_group", 0))
           return T.call("void", "wgmma_store", T.address_of(S[{0, 0}]), T.address_of(D[{0, 0}]), D.strides[1], n)
         end)
       end

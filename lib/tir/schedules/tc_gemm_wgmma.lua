@@ -8,17 +8,19 @@
 -- thread).  Per BK step the A and B tiles are copied into shared memory by 16-byte cp.async copies
 -- of all threads (stages > 1: a cp.async pipeline), into tiles whose rows are exactly BK elements =
 -- the swizzle width (shared.swz32/64/128: BK * element bytes), the canonical K-major wgmma layout;
--- then each warpgroup issues BK / k wgmma.mma_async m64n<BN>k<k> as one group and waits for it.
+-- then each warpgroup issues BK / k wgmma.mma_async m64n<BN>k<k> as one group; with
+-- wgmma_pending = 1 (the default with a pipeline) it leaves that group in flight and waits for the
+-- previous one, so the tensor cores stay busy while the next copies issue; 0 waits for it.
 -- The descriptors come from the tiles' scope and rows (lower_wgmma_descriptor), never from here.
 -- Needs the target "cuda -arch=sm_90a".
 local M = {}
 local util = require("tir.util")
 local raise = util.raise
 
-M.defaults = {BM = 128, BN = 128, BK = 64, stages = 3, epilogue = nil, unroll = true}
+M.defaults = {BM = 128, BN = 128, BK = 64, stages = 3, epilogue = nil, unroll = true, wgmma_pending = 1}
 
 local OPTS = {intrin = "string", BM = "positive", BN = "positive", BK = "positive", stages = "positive", epilogue = "string",
-              unroll = "boolean", block = "string", dtype = "dtype", vec = "positive", tma = "boolean"}
+              unroll = "boolean", block = "string", dtype = "dtype", vec = "positive", tma = "boolean", wgmma_pending = "nonneg"}
 M.OPTS = OPTS
 
 -- the wgmma row of the block's dtypes (include/tir/mma.h), or an error naming the supported ones
@@ -40,7 +42,8 @@ end
 -- valid N of the row, at most 256), BK (16, 32 or 64 for 16-bit inputs, 32, 64 or 128 for int8:
 -- BK * element bytes is the swizzle, 32, 64 or 128 bytes), stages (cp.async pipeline depth, or
 -- with tma = true the TMA + mbarrier pipeline's),
--- epilogue ("D": the fp16 cast fused into the store), unroll.  Every option and shape is
+-- epilogue ("D": the fp16 cast fused into the store), unroll, wgmma_pending (0 or 1; 0 with tma: a
+-- stage is released by an mbarrier arrive right after the statements that read it).  Every option and shape is
 -- checked first; errors are tir.Errors from "tc_gemm.schedule".
 function M.schedule(sch, o, P, analyze)
   local info = analyze(sch, sch:get_block(o.block or "C"), P)
@@ -75,9 +78,11 @@ function M.schedule(sch, o, P, analyze)
   local wgs = BM // 64
   local vec = o.vec or 16 // esize
   if vec * esize ~= 16 then raise("ValueError", P, "vec must be %d (16-byte cp.async copies of %s)", 16 // esize, row.a) end
-  local smem = o.stages * (BM + BN) * BK * esize
+  local pend0 = (o.stages > 1 and not o.tma) and o.wgmma_pending or 0
+  local smem = (o.stages + pend0) * (BM + BN) * BK * esize
   if smem > 227 * 1024 then
-    raise("ValueError", P, "stages * (BM + BN) * BK * %d = %d bytes of shared memory; the H100/H200 allow 227 KB per block", esize, smem)
+    raise("ValueError", P, "(stages%s) * (BM + BN) * BK * %d = %d bytes of shared memory; the H100/H200 allow 227 KB per block",
+          pend0 > 0 and " + 1 (wgmma_pending)" or "", esize, smem)
   end
   if o.epilogue then
     local okb, E = pcall(function() return sch:get(sch:get_block(o.epilogue)) end)
@@ -88,7 +93,11 @@ function M.schedule(sch, o, P, analyze)
     end
   end
 
-  local names = require("tir.intrin.cuda").wgmma(row, BN, "K", BK)
+  if o.wgmma_pending > 1 then raise("ValueError", P, "wgmma_pending must be 0 or 1 (wgmma groups left in flight per step), got %d", o.wgmma_pending) end
+  -- with TMA (inject_tma_pipeline) a stage is released (mbarrier arrive) right after the
+  -- statements that read it, so each step's wgmma group must be complete there: wgmma_pending 0
+  local pend = (o.stages > 1 and not o.tma) and o.wgmma_pending or 0
+  local names = require("tir.intrin.cuda").wgmma(row, BN, "K", BK, pend)
   local C = sch:get_block(o.block or "C")
   local scope = ("shared.swz%d"):format(sw)
   local AS = sch:cache_read(C, info.a_index, scope)
@@ -135,6 +144,9 @@ function M.schedule(sch, o, P, analyze)
   elseif o.stages > 1 then
     sch:annotate(ko, "software_pipeline_stage", {0, 0, o.stages - 1})
     sch:annotate(ko, "software_pipeline_order", {0, 1, 2})
+    -- with a group left in flight (wgmma_pending = 1) the step's tiles are read until the next
+    -- step's wgmma_wait_group: one more version of each tile, so that no copy refills it earlier
+    if pend == 1 then sch:annotate(ko, "software_pipeline_async_reads", {0, 0, 1}) end
     sch:annotate(ko, "software_pipeline_async_stages", {0})
     sch:annotate(ko, "software_pipeline_early_wait", 1)
   end

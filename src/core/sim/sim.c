@@ -534,6 +534,7 @@ int tir_simulate(const tir_PrimFunc *lowered, const tir_PrimFunc *host, const ti
   if (!rc && opts->expected) rc = compare(S, host, args, nargs, &split);
   sim_async_free(S);
   sim_mbarrier_free(S);
+  sim_wgmma_free(S);
   sim_free_stores(S, 0);
   sim_map_free(&S->stmap);
   sim_map_free(&S->vars);

@@ -138,6 +138,9 @@ typedef struct Sim {
   /* wgmma groups per warpgroup (sim_wgmma.c): ids below wg_done are complete, wg_next is the
    * open (uncommitted) group; reset per CTA */
   int64_t wg_done[SIM_MAX_THREADS / 128], wg_next[SIM_MAX_THREADS / 128];
+  /* shared bytes read by wgmma groups not yet complete: their reads count at the wait */
+  struct SimWgRead { Store *st; int64_t byte; int size, wg; int64_t group; } *wg_reads;
+  int n_wg_reads, cap_wg_reads;
 } Sim;
 
 /* ---- sim.c ---- */
@@ -197,6 +200,7 @@ void sim_mbarrier_free(Sim *S);
 /* ---- sim_wgmma.c ---- */
 int sim_wgmma_builtin(Sim *S, const tir_Call *c, const Act *a); /* 1: not a wgmma builtin */
 void sim_wgmma_cta_begin(Sim *S);
+void sim_wgmma_free(Sim *S);
 
 /* ---- sim_warp.c ---- */
 int sim_warp_builtin(Sim *S, const tir_Call *c, const Act *a); /* 1: not a warp builtin */

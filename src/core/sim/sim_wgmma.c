@@ -33,6 +33,49 @@
 void sim_wgmma_cta_begin(Sim *S) {
   memset(S->wg_done, 0, sizeof S->wg_done);
   memset(S->wg_next, 0, sizeof S->wg_next);
+  S->n_wg_reads = 0;
+}
+
+void sim_wgmma_free(Sim *S) {
+  free(S->wg_reads);
+  S->wg_reads = NULL;
+  S->n_wg_reads = S->cap_wg_reads = 0;
+}
+
+/* a shared operand byte range the open group of warpgroup w reads (asynchronously, until the
+ * group completes) */
+static int note_read(Sim *S, Store *st, int64_t byte, int size, int w) {
+  if (S->n_wg_reads == S->cap_wg_reads) {
+    int cap = S->cap_wg_reads ? 2 * S->cap_wg_reads : 4096;
+    struct SimWgRead *r = realloc(S->wg_reads, sizeof *r * (size_t)cap);
+    if (!r) return sim_fail(S, S->cur, "out of memory recording the shared reads of wgmma");
+    S->wg_reads = r, S->cap_wg_reads = cap;
+  }
+  S->wg_reads[S->n_wg_reads++] = (struct SimWgRead){st, byte, size, w, S->wg_next[w]};
+  return 0;
+}
+
+/* wgmma reads its shared operands asynchronously, any time until its group completes: the reads
+ * count (for the race check) when the wait completes it, as the waiting warpgroup's first
+ * thread's.  A write by another thread between the issue and the wait, or after the wait before
+ * a barrier, is then a race -- a stage refilled while a wgmma may still read it. */
+static int retire_reads(Sim *S, int w) {
+  int keep = 0;
+  for (int i = 0; i < S->n_wg_reads; i++) {
+    struct SimWgRead *r = &S->wg_reads[i];
+    if (r->wg == w && r->group < S->wg_done[w]) {
+      S->issue_tail = " -- the read is a wgmma_mma_async's shared operand, which its group reads until a wgmma_wait_group "
+                      "completes it: a stage refilled while a wgmma may still read it (wgmma_wait_group 1 needs one more "
+                      "version of each tile: software_pipeline_async_reads)";
+      int rc = sim_shared_read(S, r->st, r->byte, r->size, 128 * w);
+      S->issue_tail = NULL;
+      if (rc) return -1;
+    } else {
+      S->wg_reads[keep++] = *r;
+    }
+  }
+  S->n_wg_reads = keep;
+  return 0;
 }
 
 /* The warpgroups of `a`; every one present must be complete.  Returns their count, -1 on a stop. */
@@ -160,7 +203,7 @@ static int read_operand(Sim *S, const tir_Call *c, int w, Desc *d, const char *n
           return -1;
         return 1;
       }
-      if (sim_shared_read(S, st, lb, es, 128 * w)) return -1;
+      if (sim_shared_read(S, st, lb, es, 128 * w) || note_read(S, st, lb, es, w)) return -1;
       int64_t e = lb / es;
       out[r * cols + q] = tir_dtype_is_float(st->dtype) ? tir_load_scalar_f(st->base, st->dtype, e)
                                                         : (double)tir_load_scalar_i(st->base, st->dtype, e);
@@ -376,7 +419,13 @@ int sim_wgmma_builtin(Sim *S, const tir_Call *c, const Act *a) {
         int w = wgs[wi];
         S->rep->warp_ops++;
         if (bi->id == TIR_BI_WGMMA_COMMIT_GROUP) S->wg_next[w]++;
-        else if (bi->id == TIR_BI_WGMMA_WAIT_GROUP && S->wg_next[w] - keep > S->wg_done[w]) S->wg_done[w] = S->wg_next[w] - keep;
+        else if (bi->id == TIR_BI_WGMMA_WAIT_GROUP) {
+          if (S->wg_next[w] - keep > S->wg_done[w]) S->wg_done[w] = S->wg_next[w] - keep;
+          if (retire_reads(S, w)) {
+            rc = -1;
+            break;
+          }
+        }
       }
     }
   }

@@ -22,6 +22,11 @@
  * with it:  V = max over writers w and accessors a of  s_a - s_w + (o_w > o_a ? 0 : 1)
  * (order o; TVM's use - def + 1, with its "reader before writer" reduction generalized).
  * Double buffering (stages {0, 0, 1}) gives 2 versions, {0, 0, 2} three.
+ * tirlua extension: software_pipeline_async_reads {e_0, ..} (optional, one per statement) says
+ * that statement a's reads stay in flight e_a iterations after it (a wgmma group left pending
+ * by wgmma_wait_group 1 reads its shared tiles until the next iteration's wait); the buffer
+ * then needs s_a + e_a - s_w + (o_w > o_a ? 0 : 1) versions, so that no copy refills a version
+ * an asynchronous reader may still read.
  *
  * Legality (checked, so a pipeline never changes the result): a dependence between two
  * statements through a pipeline buffer must keep its direction -- the earlier statement
@@ -66,6 +71,7 @@
 #define KEY_ORDER "software_pipeline_order"
 #define KEY_ASYNC "software_pipeline_async_stages"
 #define KEY_EARLY "software_pipeline_early_wait"
+#define KEY_AREADS "software_pipeline_async_reads"
 
 /* ---- sets of data variables ---- */
 typedef struct {
@@ -97,6 +103,7 @@ static int vs_meets(const VSet *a, const VSet *b) {
 typedef struct {
   const tir_Node *stmt; /* borrowed */
   int stage, order, async;
+  int async_reads; /* iterations its reads stay in flight after it (software_pipeline_async_reads) */
   VSet rd, wr; /* data vars of the buffers it reads / writes */
 } PStmt;
 
@@ -333,7 +340,7 @@ static int versions_of(Pipe *p, const tir_Node *data) {
     any_writer = 1;
     for (int a = 0; a < p->n; a++) {
       if (!vs_has(&p->st[a].wr, data) && !vs_has(&p->st[a].rd, data)) continue;
-      int need = p->st[a].stage - p->st[w].stage + (p->st[w].order > p->st[a].order ? 0 : 1);
+      int need = p->st[a].stage + p->st[a].async_reads - p->st[w].stage + (p->st[w].order > p->st[a].order ? 0 : 1);
       if (need > v) v = need;
     }
   }
@@ -650,7 +657,7 @@ static tir_Node *pipeline(Ctx *ctx, const tir_For *orig, const tir_For *f) {
   P.cur = f;
   P.async_stage = -1;
   tir_Node *result = NULL;
-  int64_t *stages = NULL, *orders = NULL, *asyncs = NULL;
+  int64_t *stages = NULL, *orders = NULL, *asyncs = NULL, *areads = NULL;
   tir_Array *allocs = tir_array_empty();
   const tir_Node **kids = NULL;
   int nk = 0;
@@ -685,6 +692,7 @@ static tir_Node *pipeline(Ctx *ctx, const tir_For *orig, const tir_For *f) {
   int ns = int_list(f->annotations, KEY_STAGE, &stages);
   int no = int_list(f->annotations, KEY_ORDER, &orders);
   int na = int_list(f->annotations, KEY_ASYNC, &asyncs);
+  int nr = int_list(f->annotations, KEY_AREADS, &areads);
   {
     const tir_Node *ew = tir_ann_get(f->annotations, KEY_EARLY);
     int64_t x = 0;
@@ -694,8 +702,8 @@ static tir_Node *pipeline(Ctx *ctx, const tir_For *orig, const tir_For *f) {
     }
     P.early_wait = x != 0;
   }
-  if (ns == -2 || no == -2 || na == -2) {
-    pfail(&P, "%s must be a list of integers", ns == -2 ? KEY_STAGE : no == -2 ? KEY_ORDER : KEY_ASYNC);
+  if (ns == -2 || no == -2 || na == -2 || nr == -2) {
+    pfail(&P, "%s must be a list of integers", ns == -2 ? KEY_STAGE : no == -2 ? KEY_ORDER : na == -2 ? KEY_ASYNC : KEY_AREADS);
     goto done;
   }
   if (ns == -1) {
@@ -709,6 +717,10 @@ static tir_Node *pipeline(Ctx *ctx, const tir_For *orig, const tir_For *f) {
   }
   if (no >= 0 && no != nk) {
     pfail(&P, "%s has %d entries but the loop body has %d statements", KEY_ORDER, no, nk);
+    goto done;
+  }
+  if (nr >= 0 && nr != nk) {
+    pfail(&P, "%s has %d entries but the loop body has %d statements", KEY_AREADS, nr, nk);
     goto done;
   }
   P.st = calloc((size_t)nk, sizeof *P.st);
@@ -728,6 +740,11 @@ static tir_Node *pipeline(Ctx *ctx, const tir_For *orig, const tir_For *f) {
     P.st[i].stmt = kids[i];
     P.st[i].stage = (int)stages[i];
     P.st[i].order = (int)o;
+    if (nr >= 0 && (areads[i] < 0 || areads[i] > 8)) {
+      pfail(&P, "%s: entry %d is %lld (iterations a statement's reads stay in flight: 0 .. 8)", KEY_AREADS, i, (long long)areads[i]);
+      goto done;
+    }
+    P.st[i].async_reads = nr >= 0 ? (int)areads[i] : 0;
     if (P.st[i].stage > P.S) P.S = P.st[i].stage;
     tir_visit(kids[i], access_fn, &P.st[i]);
   }
@@ -872,7 +889,7 @@ done:
   for (int i = 0; i < P.n_remap; i++) tir_release(P.remap[i].nb);
   free(P.remap);
   free(P.st), free(P.ord), free(P.commit_after), free(P.run_of), free(P.async_written.v);
-  free(stages), free(orders), free(asyncs), free(kids);
+  free(stages), free(orders), free(asyncs), free(areads), free(kids);
   tir_release(allocs);
   if (P.an) tir_analyzer_free(P.an);
   return result;
