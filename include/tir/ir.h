@@ -319,7 +319,13 @@ enum {
   TIR_BUILTIN_FLOAT_MATH = 32, /* computes in floating point: the call must have a float dtype */
   TIR_BUILTIN_SHUFFLE = 64,    /* a warp shuffle: exchanges values between the lanes of a warp */
   TIR_BUILTIN_ASYNC_PROXY = 128 /* TMA / mbarrier: its shared operands are ordered by mbarrier phases, not barriers */,
-  TIR_BUILTIN_WARPGROUP = 256 /* warpgroup-wide (wgmma): 128 consecutive threads execute it together */
+  TIR_BUILTIN_WARPGROUP = 256 /* warpgroup-wide (wgmma): 128 consecutive threads execute it together */,
+  /* each address_of argument is the calling thread's own access of at most 16 bytes (cp.async,
+   * ldmatrix's per-lane row address): lower_buffer_swizzle swizzles it like a load */
+  TIR_BUILTIN_LANE_ADDRESS = 512,
+  /* reads a swizzled buffer's layout itself (a TMA copy, a wgmma matrix descriptor that encodes
+   * the swizzle mode): lower_buffer_swizzle leaves its address_of arguments logical */
+  TIR_BUILTIN_SWIZZLE_AWARE = 1024
 };
 /* the registry flags of a TIR_MATH row's kind (builtins.def) */
 enum {

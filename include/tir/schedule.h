@@ -101,6 +101,9 @@ int64_t tir_sched_cache_write(tir_Schedule *s, int64_t block, int index, const c
 int tir_sched_set_scope(tir_Schedule *s, int64_t block, int index, const char *scope);
 /* Pads the stride of `axis` of written buffer `index` to be == offset (mod factor). */
 int tir_sched_storage_align(tir_Schedule *s, int64_t block, int index, int axis, int factor, int offset);
+/* Gives written shared buffer `index` the XOR swizzle sw (packed, include/tir/swizzle.h; 0
+ * removes it), applied to its physical layout when lowering (storage_swizzle.c). */
+int tir_sched_storage_swizzle(tir_Schedule *s, int64_t block, int index, int64_t sw);
 /* Rewrites the layout of the buffer that block `block` reads (is_write = 0) or writes at
  * `index`: vars (one Var per dimension) map to exprs (the new indices).  The map must be
  * one-to-one and non-negative over the old shape (checked exactly); new shape = ranges. */

@@ -67,6 +67,9 @@ tir_PrimFunc *tir_pass_inject_ptx_async_copy(const tir_PrimFunc *f);
 /* wgmma_operand(address_of(S[i]), ld, major) -> wgmma_desc(address_of(S[i]), LBO, SBO, swizzle) from
  * S's swizzled shared scope (PTX ISA 9.7.15.5.1.2); refuses layouts without a canonical form. */
 tir_PrimFunc *tir_pass_lower_wgmma_descriptor(const tir_PrimFunc *f);
+/* Applies the swizzle of swizzled shared buffers (storage_swizzle) to the flat indices of the
+ * lowered code; refuses accesses the swizzle would split (lower_buffer_swizzle.c). */
+tir_PrimFunc *tir_pass_lower_buffer_swizzle(const tir_PrimFunc *f);
 
 /* f with vars[i] fixed to values[i] (integer constants; borrowed arrays of n), named `name`
  * (NULL: f's): TVM's PrimFunc.specialize (src/tir/ir/specialize.cc).  Each var must be an
@@ -101,10 +104,12 @@ int tir_split_host_device(const tir_PrimFunc *lowered, const tir_PrimFunc *host,
 /* Bytes a shared buffer takes in a kernel's dynamic shared memory (its size rounded up to 16,
  * so every slice stays 16-byte aligned for vector and cp.async accesses); -1 when symbolic. */
 int64_t tir_shared_slice_bytes(const tir_Buffer *b);
-/* The alignment (bytes) of shared buffer b in kernel k: TIR_TMA_SMEM_ALIGN (include/tir/tma.h)
- * for a TMA copy's shared operand or a swizzled
- * scope (shared.swz<B>: the XOR pattern is relative to a 1024-byte boundary, PTX ISA 9.7.15.5.1.2.2),
- * else 16. */
+/* The alignment (bytes) of shared buffer b in kernel k (k may be NULL): 128 (whole lines, so a
+ * 32-byte global sector copied by cp.async lands in one 32-byte shared sector), a storage_swizzle'd
+ * buffer's repeat (include/tir/swizzle.h) when larger, so that the swizzle of the offset is the
+ * swizzle of the address (the PTX modes are defined on addresses), and TIR_TMA_SMEM_ALIGN
+ * (include/tir/tma.h) for a TMA copy's shared operand or a swizzled scope (shared.swz<B>: the XOR
+ * pattern is relative to a 1024-byte boundary, PTX ISA 9.7.15.5.1.2.2). */
 int64_t tir_shared_slice_align(const tir_Kernel *k, const tir_Buffer *b);
 void tir_device_split_free(tir_DeviceSplit *s);
 

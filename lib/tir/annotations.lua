@@ -23,9 +23,10 @@ A.KNOWN = {
   tma_copy = {on = "block", set_by = "user", doc = "this global -> shared copy becomes one TMA copy per tile (inject_tma_pipeline)"},
   tensor_intrin = {on = "block", set_by = "tensorize", doc = "the intrinsic a tensorized block runs"},
   buffer_dim_align = {on = "block", set_by = "storage_align", doc = "stride padding of the written buffers"},
+  buffer_swizzle = {on = "block", set_by = "storage_swizzle", doc = "XOR swizzle of the written shared buffers ({index, B, M, S})"},
 }
 
-A.RESERVED_PREFIXES = {"software_pipeline_", "tensor_intrin", "buffer_dim_align", "tma_"}
+A.RESERVED_PREFIXES = {"software_pipeline_", "tensor_intrin", "buffer_dim_align", "buffer_swizzle", "tma_"}
 
 local names = util.sorted_keys(A.KNOWN)
 

@@ -60,10 +60,12 @@ end
 --- The bank layout of a 2-D shared-memory buffer.  spec: shape {rows, cols}; dtype; pad (elements
 -- added to each row: storage_align's padding) or row_stride (elements); index_map (a Lua
 -- function (r, c) -> r', c' like transform_layout's, e.g. an XOR swizzle, mapping onto the stored
--- [rows, row_stride] array); base (byte offset of the buffer, default 0).
+-- [rows, row_stride] array); swizzle (a storage_swizzle mode: "32B", "64B", "128B" or {B, M, S},
+-- applied to the byte offset as the lowering does); base (byte offset of the buffer, default 0).
 function M.shared(spec)
   spec = util.check_opts("layout.shared", spec, {shape = "table", dtype = "string", pad = "integer", row_stride = "integer",
-                                                index_map = "function", base = "integer"})
+                                                index_map = "function", base = "integer", swizzle = "string|table"})
+  if spec.swizzle ~= nil then require("tir.core").swizzle_info(spec.swizzle) end -- checks the mode
   local shape = spec.shape
   if not shape or #shape ~= 2 then util.raise("ValueError", "layout.shared", "shape must be {rows, cols}") end
   local eb = DTYPE_BYTES[spec.dtype or "float16"]
@@ -100,7 +102,9 @@ function M.shared(spec)
             tostring(pr), tostring(pc), "rows", stride)
         end
       end
-      local off = (spec.base or 0) + (pr * stride + pc) * eb
+      local off = (pr * stride + pc) * eb
+      if spec.swizzle then off = require("tir.core").swizzle_apply(spec.swizzle, off) end
+      off = off + (spec.base or 0)
       if seen[off] then
         util.raise("ValueError", "layout.shared", "index_map sends (%d, %d) and (%d, %d) to one place", r, c, seen[off][1], seen[off][2])
       end
@@ -109,6 +113,9 @@ function M.shared(spec)
     end
   end
   local how = spec.index_map and "index map" or (spec.pad and spec.pad > 0) and ("rows padded by %d"):format(spec.pad) or "row-major"
+  if spec.swizzle then
+    how = how .. ", swizzle " .. (type(spec.swizzle) == "table" and ("{%d, %d, %d}"):format(table.unpack(spec.swizzle)) or spec.swizzle)
+  end
   return setmetatable({kind = "shared", rows = rows, cols = cols, cells = cells, dtype = spec.dtype or "float16", elem_bytes = eb,
                        title = ("shared %s[%d, %d], row stride %d elements, %s: bank of each element"):format(spec.dtype or "float16",
                          rows, cols, stride, how)}, Layout)

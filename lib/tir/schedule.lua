@@ -409,6 +409,19 @@ function Schedule:storage_align(block, index, axis, factor, offset)
   record(self, "storage_align", {block, index, axis, factor, offset})
 end
 
+--- Gives the block's written shared buffer `index` an XOR-swizzled physical layout instead of
+-- padding: mode "32B", "64B", "128B" (the PTX ISA's shared-memory swizzling modes of TMA and
+-- wgmma), {B, M, S} (CuTe's Swizzle<B, M, S> on byte offsets: the B bits from bit M + S are
+-- XORed into bits M..M+B-1) or "none".  The buffer keeps its shape and indices (the
+-- interpreter and tensorized views are unaffected); lowering applies the swizzle to the
+-- addresses of the CUDA C and the simulator (include/tir/swizzle.h, docs/TENSOR_CORES.md).
+-- tir.layout.swizzle_for_rows(row_bytes) gives the mode that makes ldmatrix conflict-free.
+function Schedule:storage_swizzle(block, index, mode)
+  block = check_block(self, block, "storage_swizzle", 1)
+  self._state:storage_swizzle(block.uid, check_int(index, "storage_swizzle", "buffer_index"), mode)
+  record(self, "storage_swizzle", {block, index, mode})
+end
+
 -- An index map given as a Lua function of the buffer's indices, returning the new indices
 -- (several returns or one list).  Returns vars, exprs and its text (a Lua function, for traces).
 -- opts (optional): dtype of the inputs (default int32); arity_in_core: a function taking

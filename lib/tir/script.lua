@@ -176,7 +176,7 @@ function T.reduce(combiner, source, axes) return te_reduce(combiner, source, axe
 -- ---------------------------------------------------------------------------------------
 -- buffers
 local BUFFER_OPTS = {scope = "string", strides = "table", elem_offset = "integer|node", align = "positive",
-                     offset_factor = "positive", data = "node", name = "string"}
+                     offset_factor = "positive", data = "node", name = "string", swizzle = "string|table"}
 local function buffer_opts(opts, prim)
   return util.check_opts(prim, opts, BUFFER_OPTS)
 end
@@ -227,10 +227,18 @@ end
 
 --- A flat allocation: local buf = T.allocate(shape, dtype, scope) for the rest of the scope,
 -- or T.allocate(shape, dtype, scope, function(buf) ... end).
+-- scope: a storage scope, or {scope = ..., swizzle = ...} for a swizzled allocation (what
+-- lowering prints for a storage_swizzle'd buffer).
 function T.allocate(shape, dtype, scope, fn)
   discover()
-  if scope ~= nil and type(scope) ~= "string" then util.raise("TypeError", "T.allocate", "scope must be a string, got %s", util.show(scope)) end
-  local b = pending(core.buffer("buffer", shape, dtype or "float32", {scope = scope or "global"}))
+  local opts = {scope = scope or "global"}
+  if type(scope) == "table" then
+    opts = util.check_opts("T.allocate", scope, {scope = "string", swizzle = "string|table"})
+    opts = {scope = opts.scope or "global", swizzle = opts.swizzle}
+  elseif scope ~= nil and type(scope) ~= "string" then
+    util.raise("TypeError", "T.allocate", "scope must be a string or {scope =, swizzle =}, got %s", util.show(scope))
+  end
+  local b = pending(core.buffer("buffer", shape, dtype or "float32", opts))
   B.owners[#B.owners + 1] = b
   return scoped(fn, b, function(body) return core.make("Allocate", {buffer = b, body = body}) end)
 end
@@ -729,7 +737,7 @@ function rename_pending(func)
         bpairs[#bpairs + 1] = obj
         bpairs[#bpairs + 1] = core.make("Buffer", {name = name, data = obj.data, shape = obj.shape, strides = strides,
                                                    elem_offset = eo, scope = obj.scope, align = obj.align,
-                                                   offset_factor = obj.offset_factor}, obj.dtype)
+                                                   offset_factor = obj.offset_factor, swizzle = obj.swizzle}, obj.dtype)
       elseif obj.name ~= name then
         bpairs[#bpairs + 1] = obj
         bpairs[#bpairs + 1] = core.buffer_with_name(obj, name)

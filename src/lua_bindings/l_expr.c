@@ -9,6 +9,7 @@
 #include "tir/extern.h"
 #include "tir/analysis.h"
 #include "tir/scope.h"
+#include "tir/swizzle.h"
 
 static tir_DType opt_dtype(lua_State *L, int idx, tir_DType def) {
   if (lua_isnoneornil(L, idx)) return def;
@@ -271,7 +272,9 @@ static int l_broadcast(lua_State *L) {
   return 1;
 }
 
-/* tir.buffer(name, shape, dtype [, {scope=, strides=, elem_offset=, align=, offset_factor=, data=}]) */
+/* tir.buffer(name, shape, dtype [, {scope=, strides=, elem_offset=, align=, offset_factor=, data=, swizzle=}])
+ * swizzle: "none", "32B", "64B", "128B" (the PTX modes) or {B, M, S} (CuTe Swizzle<B, M, S> on
+ * byte offsets; include/tir/swizzle.h) */
 static int l_buffer(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
   luaL_checktype(L, 2, LUA_TTABLE);
@@ -292,6 +295,7 @@ static int l_buffer(lua_State *L) {
   tir_Array *strides = NULL;
   tir_Node *elem_offset = NULL, *data = NULL;
   lua_Integer align = 64, offset_factor = 1;
+  int64_t swizzle = 0;
   if (has_opts) {
     lua_getfield(L, 4, "strides");
     if (!lua_isnil(L, -1)) {
@@ -311,6 +315,8 @@ static int l_buffer(lua_State *L) {
     align = luaL_optinteger(L, -1, 64);
     lua_getfield(L, 4, "offset_factor");
     offset_factor = luaL_optinteger(L, -1, 1);
+    lua_getfield(L, 4, "swizzle");
+    if (!lua_isnil(L, -1)) swizzle = tirL_check_swizzle(L, -1, "buffer");
   }
   int64_t elems = 1; /* the element count of the constant dimensions must fit int64 */
   for (int i = 0; i < shape->size; i++) {
@@ -335,6 +341,7 @@ static int l_buffer(lua_State *L) {
   }
   b->align = align;
   b->offset_factor = offset_factor;
+  b->swizzle = swizzle;
   tirL_push_node(L, &b->hdr);
   return 1;
 }
@@ -421,6 +428,11 @@ static int l_make(lua_State *L) {
     if (!b->scope[0]) tir_node_set_str(&b->scope, "global");
     if (!b->align) b->align = 64;
     if (!b->offset_factor) b->offset_factor = 1;
+    if (!tir_swizzle_valid(b->swizzle)) {
+      tir_release(n);
+      return tirL_error(L, TIR_ERR_VALUE, "make", "Buffer %s: swizzle %lld is not a packed swizzle (include/tir/swizzle.h)", b->name,
+                        (long long)b->swizzle);
+    }
   }
   /* derived dtypes */
   if (tir_is_expr(n) && tir_dtype_is_void(t)) {

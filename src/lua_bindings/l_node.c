@@ -7,6 +7,7 @@
 #include "l_tir.h"
 #include "tir/arith.h"
 #include "tir/strbuf.h"
+#include "tir/swizzle.h"
 
 typedef struct {
   tir_Node *node;
@@ -140,6 +141,35 @@ tir_DType tirL_check_dtype(lua_State *L, int idx) {
   if (!tir_dtype_parse(s, &t))
     luaL_argerror(L, idx, lua_pushfstring(L, "unknown dtype '%s' (expected e.g. float32, float16, int8, int32x4, bool)", s));
   return t;
+}
+
+int64_t tirL_check_swizzle(lua_State *L, int idx, const char *primitive) {
+  idx = lua_absindex(L, idx);
+  int64_t sw = 0;
+  if (lua_type(L, idx) == LUA_TSTRING) {
+    if (tir_swizzle_parse(lua_tostring(L, idx), &sw))
+      tirL_error(L, TIR_ERR_VALUE, primitive, "unknown swizzle mode \"%s\": expected \"none\", \"32B\", \"64B\", \"128B\" (the PTX "
+                 "ISA's shared-memory swizzling modes) or {B, M, S} (CuTe's Swizzle<B, M, S> on byte offsets)", lua_tostring(L, idx));
+    return sw;
+  }
+  if (lua_type(L, idx) != LUA_TTABLE)
+    tirL_error(L, TIR_ERR_TYPE, primitive, "swizzle must be \"none\", \"32B\", \"64B\", \"128B\" or {B, M, S}, got a %s",
+               luaL_typename(L, idx));
+  int v[3];
+  if (tirL_table_maxn(L, idx) != 3 || lua_rawlen(L, idx) != 3)
+    tirL_error(L, TIR_ERR_VALUE, primitive, "a swizzle table must be {B, M, S} (three integers)");
+  for (int i = 0; i < 3; i++) {
+    lua_rawgeti(L, idx, i + 1);
+    if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 0 || lua_tointeger(L, -1) > 30)
+      tirL_error(L, TIR_ERR_VALUE, primitive, "swizzle {B, M, S}: entry %d must be an integer in [0, 30]", i + 1);
+    v[i] = (int)lua_tointeger(L, -1);
+    lua_pop(L, 1);
+  }
+  sw = tir_swizzle_pack(v[0], v[1], v[2]);
+  if (!tir_swizzle_valid(sw))
+    tirL_error(L, TIR_ERR_VALUE, primitive, "swizzle {%d, %d, %d} is not a swizzle: need 1 <= B <= 8, M <= 12, B <= S <= 16 and "
+               "B + M + S <= 30 (XOR the B bits from bit M + S into bits M..M+B-1)", v[0], v[1], v[2]);
+  return sw;
 }
 
 int tirL_table_maxn(lua_State *L, int idx) {

@@ -287,6 +287,13 @@ static int m_storage_align(lua_State *L) {
   return 0;
 }
 
+/* storage_swizzle(block_uid, index, mode): mode "none" | "32B" | "64B" | "128B" | {B, M, S} */
+static int m_storage_swizzle(lua_State *L) {
+  int64_t sw = tirL_check_swizzle(L, 4, "storage_swizzle");
+  if (tir_sched_storage_swizzle(check(L, 1), check_uid(L, 2), int_arg(L, 3), sw)) return tirL_raise_core(L);
+  return 0;
+}
+
 /* transform_layout(block_uid, is_write, index, {vars}, {exprs}) */
 static int m_transform_layout(lua_State *L) {
   tir_Schedule *s = check(L, 1);
@@ -497,6 +504,7 @@ void tirL_open_schedule(lua_State *L) {
                                      {"cache_write", m_cache_write},
                                      {"set_scope", m_set_scope},
                                      {"storage_align", m_storage_align},
+                                     {"storage_swizzle", m_storage_swizzle},
                                      {"transform_layout", m_transform_layout},
                                      {"transform_block_layout", m_transform_block_layout},
                                      {"tensorize", m_tensorize},

@@ -14,6 +14,7 @@
 #include "tir/device_print.h"
 #include "tir/mma.h"
 #include "tir/scope.h"
+#include "tir/swizzle.h"
 
 static void set_int(lua_State *L, const char *k, lua_Integer v) {
   lua_pushinteger(L, v);
@@ -156,6 +157,52 @@ static int l_scope_list(lua_State *L) {
   return 1;
 }
 
+/* pushes a packed swizzle as Lua sees it: "none", "32B", "64B", "128B" or {B, M, S} */
+static void push_swizzle(lua_State *L, int64_t sw) {
+  if (tir_swizzle_ptx_mode(sw) >= 0) {
+    char buf[24];
+    lua_pushstring(L, tir_swizzle_str(sw, buf));
+    return;
+  }
+  lua_createtable(L, 3, 0);
+  lua_pushinteger(L, tir_swizzle_bits(sw));
+  lua_rawseti(L, -2, 1);
+  lua_pushinteger(L, tir_swizzle_base(sw));
+  lua_rawseti(L, -2, 2);
+  lua_pushinteger(L, tir_swizzle_shift(sw));
+  lua_rawseti(L, -2, 3);
+}
+
+/* swizzle_for_rows(row_bytes) -> the swizzle spreading 8 rows over the bank groups, or nil */
+static int l_swizzle_for_rows(lua_State *L) {
+  int64_t sw = tir_swizzle_for_rows(luaL_checkinteger(L, 1));
+  if (!sw) return 0;
+  push_swizzle(L, sw);
+  return 1;
+}
+
+/* swizzle_apply(mode, byte_offset) -> the physical byte offset; swizzle_info(mode) -> {bits,
+ * base, shift, repeat, unit, ptx_mode (0 none, 32, 64, 128; -1 other)} */
+static int l_swizzle_apply(lua_State *L) {
+  int64_t sw = tirL_check_swizzle(L, 1, "swizzle_apply");
+  lua_Integer off = luaL_checkinteger(L, 2);
+  if (off < 0) return tirL_error(L, TIR_ERR_VALUE, "swizzle_apply", "byte offset must be >= 0, got %lld", (long long)off);
+  lua_pushinteger(L, tir_swizzle_apply(sw, off));
+  return 1;
+}
+
+static int l_swizzle_info(lua_State *L) {
+  int64_t sw = tirL_check_swizzle(L, 1, "swizzle_info");
+  lua_createtable(L, 0, 6);
+  set_int(L, "bits", tir_swizzle_bits(sw));
+  set_int(L, "base", tir_swizzle_base(sw));
+  set_int(L, "shift", tir_swizzle_shift(sw));
+  set_int(L, "repeat", tir_swizzle_repeat(sw));
+  set_int(L, "unit", tir_swizzle_unit(sw));
+  set_int(L, "ptx_mode", tir_swizzle_ptx_mode(sw));
+  return 1;
+}
+
 void tirL_open_tables(lua_State *L) {
   static const luaL_Reg fns[] = {{"builtins", l_builtins},
                                  {"mma_configs", l_mma_configs},
@@ -164,6 +211,9 @@ void tirL_open_tables(lua_State *L) {
                                  {"print_capture_end", l_print_capture_end},
                                  {"scope_valid", l_scope_valid},
                                  {"scope_list", l_scope_list},
+                                 {"swizzle_for_rows", l_swizzle_for_rows},
+                                 {"swizzle_apply", l_swizzle_apply},
+                                 {"swizzle_info", l_swizzle_info},
                                  {NULL, NULL}};
   luaL_setfuncs(L, fns, 0);
 }

@@ -34,6 +34,9 @@ tir_Node *tirL_to_expr(lua_State *L, int idx, tir_DType hint, int have_hint);
 tir_DType tirL_check_dtype(lua_State *L, int idx);
 /* Reads a Lua sequence of expressions (integers become int32).  Owned array. */
 tir_Array *tirL_check_expr_list(lua_State *L, int idx, const char *what);
+/* Reads a swizzle (include/tir/swizzle.h) at idx: "none", "32B", "64B", "128B" or {B, M, S};
+ * raises a ValueError/TypeError from `primitive` otherwise.  Returns the packed form. */
+int64_t tirL_check_swizzle(lua_State *L, int idx, const char *primitive);
 /* Number of entries of a table counting nil holes: the largest positive integer key. */
 int tirL_table_maxn(lua_State *L, int idx);
 

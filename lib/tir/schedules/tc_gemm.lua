@@ -20,7 +20,8 @@ local util = require("tir.util")
 local raise = util.raise
 
 M.defaults = {intrin = "mma", BM = 128, BN = 128, BK = 32, warp_m = 64, warp_n = 64, vec = 8, stages = 1, early_wait = true, frag_pipeline = false, pad = true,
-              dtype = "float16", epilogue = nil, unroll = true, wmma_shape = nil, split_k = 1}
+              dtype = "float16", epilogue = nil, unroll = true, wmma_shape = nil, split_k = 1,
+              swizzle = false}
 
 --- What the schedule runs on tensor cores: one row per (intrinsic family, input dtypes,
 -- accumulator dtype), naming the registered intrinsics it tensorizes with
@@ -289,7 +290,7 @@ M.analyze = analyze
 -- opts override M.defaults; epilogue = "D" fuses that cast block into the store.
 local SCHEDULE_OPTS = {intrin = "string", BM = "positive", BN = "positive", BK = "positive", warp_m = "positive",
                        warp_n = "positive", vec = "positive", stages = "positive", early_wait = "boolean",
-                       frag_pipeline = "boolean", pad = "boolean", dtype = "dtype", epilogue = "string", unroll = "boolean",
+                       frag_pipeline = "boolean", pad = "boolean", swizzle = "boolean", dtype = "dtype", epilogue = "string", unroll = "boolean",
                        block = "string", split_k = "positive", a_stage = "string", b_stage = "string", writeback = "string",
                        stage_epilogue = "boolean",
                        tuned = "boolean", db = "string", target = "string", tma = "boolean", persistent = function(v)
@@ -678,6 +679,20 @@ local function schedule(func, opts, P)
     -- contiguous, ldm = its width; validate checked the width)
     sch:transform_layout(AS, {"write", 0}, ta and tiled(tk, tm) or tiled(tm, tk))
     sch:transform_layout(BS, {"write", 0}, tb and tiled(tn, tk) or tiled(tk, tn))
+  elseif o.swizzle and o.intrin == "mma" then
+    -- XOR-swizzled instead (storage_swizzle; CUTLASS's and Triton's layout): the 16-byte chunks
+    -- of 8 consecutive rows spread over the 8 bank groups, no padding, and each 32-byte global
+    -- sector a cp.async copies lands in one 32-byte shared sector.  An 8-bit operand that the
+    -- copy transposes into k-major order (A stored k x m, B stored k x n) is stored element by
+    -- element, which a swizzle of 16-byte chunks cannot follow: that tile stays padded.
+    local core = require("tir.core")
+    local a_cols = (ta and not wide) and o.BM or o.BK
+    local b_cols = (tb or wide) and o.BK or o.BN
+    local a_mode, b_mode = core.swizzle_for_rows(a_cols * esize), core.swizzle_for_rows(b_cols * esize)
+    if a_mode and not (ta and wide) then sch:storage_swizzle(AS, 0, a_mode)
+    else sch:storage_align(AS, 0, 0, 64 // esize, 16 // esize) end
+    if b_mode and not (wide and not tb) then sch:storage_swizzle(BS, 0, b_mode)
+    else sch:storage_align(BS, 0, 0, 64 // esize, 16 // esize) end
   elseif o.pad then
     sch:storage_align(AS, 0, 0, 64 // esize, 16 // esize)
     sch:storage_align(BS, 0, 0, 64 // esize, 16 // esize)

@@ -1997,8 +1997,11 @@ static void stmt(CG *g, const tir_Node *s) {
       }
       const char *qual;
       tir_Scope sc = tir_scope_parse(b->scope);
-      if (sc.rank == TIR_SCOPE_SHARED && (!*sc.tag || sc.swizzle)) /* TMA operands, swizzled tiles: 1024 */
-        qual = tir_shared_slice_align(g->kernel, b) > 16 ? "__shared__ __align__(1024) " : "__shared__ __align__(16) ";
+      char qbuf[48];
+      if (sc.rank == TIR_SCOPE_SHARED && (!*sc.tag || sc.swizzle)) { /* lines, swizzle repeats, TMA operands */
+        snprintf(qbuf, sizeof qbuf, "__shared__ __align__(%lld) ", (long long)tir_shared_slice_align(g->kernel, b));
+        qual = qbuf;
+      }
       else if (sc.rank == TIR_SCOPE_LOCAL) qual = "";
       else {
         cg_fail(g, s, "buffer %s has scope '%s', which cannot be allocated inside a kernel", b->name, b->scope);
@@ -2134,11 +2137,8 @@ static void kernel(CG *g, const tir_Kernel *k) {
   put(g, ") {\n");
   g->indent = 2;
   tir_shared_plan(f->body, &g->smem);
-  if (k->dyn_smem_bytes > 0) {
-    int swz = 0; /* a swizzled buffer's pattern is relative to a 1024-byte boundary */
-    tir_visit(f->body, swizzle_scan, &swz);
-    putf(g, "  extern __shared__ __align__(%d) unsigned char tir_dyn_smem[];\n", k->tma_smem->size || swz ? TIR_TMA_SMEM_ALIGN : 16);
-  }
+  /* 1024: the largest tir_shared_slice_align (a 128-byte swizzle's repeat, a TMA operand) */
+  if (k->dyn_smem_bytes > 0) put(g, "  extern __shared__ __align__(1024) unsigned char tir_dyn_smem[];\n");
   stmt(g, f->body);
   tir_shared_plan_free(&g->smem);
   g->indent = 0;

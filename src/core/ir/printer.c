@@ -29,6 +29,7 @@
 #include "tir/extern.h"
 #include "tir/ir.h"
 #include "tir/strbuf.h"
+#include "tir/swizzle.h"
 
 typedef struct {
   const tir_Node *node;
@@ -496,8 +497,29 @@ static void print_buffer_opts(Printer *p, const tir_Buffer *b, int with_scope, c
     SEP();
     putf(p, "offset_factor = %lld", (long long)b->offset_factor);
   }
+  if (b->swizzle) {
+    char sw[24];
+    SEP();
+    tir_swizzle_str(b->swizzle, sw);
+    if (sw[0] == '{') putf(p, "swizzle = %s", sw);
+    else putf(p, "swizzle = \"%s\"", sw);
+  }
 #undef SEP
   if (any) put(p, "}");
+}
+
+/* T.allocate's scope argument: the scope, or {scope = ..., swizzle = ...} for a swizzled buffer */
+static void print_alloc_scope(Printer *p, const tir_Buffer *b) {
+  if (!b->swizzle) {
+    put_q(p, b->scope);
+    return;
+  }
+  char sw[24];
+  tir_swizzle_str(b->swizzle, sw);
+  put(p, "{scope = ");
+  put_q(p, b->scope);
+  if (sw[0] == '{') putf(p, ", swizzle = %s}", sw);
+  else putf(p, ", swizzle = \"%s\"}", sw);
 }
 
 static void print_buffer_decl(Printer *p, const tir_Buffer *b, const char *data_name) {
@@ -974,7 +996,7 @@ static void print_stmt_t(Printer *p, const tir_Node *s, int tail) {
         put(p, "T.allocate(");
         print_shape(p, a->buffer->shape);
         putf(p, ", \"%s\", ", tir_dtype_str(a->buffer->hdr.dtype, dt));
-        put_q(p, a->buffer->scope);
+        print_alloc_scope(p, a->buffer);
         putf(p, ", function(%s)",
              buf_name(p, a->buffer));
         mark_header(p, s, start);
@@ -988,7 +1010,7 @@ static void print_stmt_t(Printer *p, const tir_Node *s, int tail) {
       putf(p, "local %s = T.allocate(", buf_name(p, a->buffer));
       print_shape(p, a->buffer->shape);
       putf(p, ", \"%s\", ", tir_dtype_str(a->buffer->hdr.dtype, dt));
-      put_q(p, a->buffer->scope);
+      print_alloc_scope(p, a->buffer);
       put(p, ")");
       mark_header(p, s, start);
       newline(p);

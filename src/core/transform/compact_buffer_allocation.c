@@ -9,7 +9,8 @@
  * gives the new shape (constant upper bounds of ext) and every access is shifted by -min.
  * storage_align entries ("buffer_dim_align" on a block writing the buffer) pad strides:
  * the stride of an aligned axis becomes the next value >= the dense one that is
- * == offset (mod factor). */
+ * == offset (mod factor).  storage_swizzle entries ("buffer_swizzle") set the buffer's
+ * swizzle field (lower_buffer_swizzle applies it after flattening). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +18,7 @@
 #include "tir/analysis.h"
 #include "tir/arith.h"
 #include "tir/scope.h"
+#include "tir/swizzle.h"
 
 #define MAXD 512
 
@@ -26,6 +28,7 @@ typedef struct {
   int nd;
   int full;            /* some access could not be bounded: keep the whole extent */
   tir_Array *align;    /* list of {axis, factor, offset} */
+  int64_t swizzle;     /* storage_swizzle's packed swizzle (include/tir/swizzle.h); 0: none */
 } Acc;
 
 typedef struct {
@@ -111,9 +114,8 @@ static void pop_loop(Ctx *c) {
 
 static void collect_align(Ctx *c, const tir_Block *b) {
   const tir_Node *v = tir_ann_get(b->annotations, "buffer_dim_align");
-  if (!v || v->kind != TIR_Array) return;
-  const tir_Array *list = (const tir_Array *)v;
-  for (int i = 0; i < list->size; i++) {
+  const tir_Array *list = v && v->kind == TIR_Array ? (const tir_Array *)v : NULL;
+  for (int i = 0; list && i < list->size; i++) {
     const tir_Array *e = (const tir_Array *)list->items[i];
     int64_t bi;
     if (!e || e->hdr.kind != TIR_Array || e->size != 4 || !tir_is_const_int(e->items[0], &bi)) continue;
@@ -121,6 +123,21 @@ static void collect_align(Ctx *c, const tir_Block *b) {
     Acc *a = acc_of(c, ((const tir_BufferRegion *)b->writes->items[bi])->buffer);
     if (!a) continue;
     a->align = tir_array_push(a->align, &tir_array_of(3, R(e->items[1]), R(e->items[2]), R(e->items[3]))->hdr);
+  }
+  /* storage_swizzle: {buffer_index, B, M, S} entries become the allocated buffer's swizzle */
+  v = tir_ann_get(b->annotations, "buffer_swizzle");
+  if (!v || v->kind != TIR_Array) return;
+  list = (const tir_Array *)v;
+  for (int i = 0; i < list->size; i++) {
+    const tir_Array *e = (const tir_Array *)list->items[i];
+    int64_t q[4];
+    int ok = e && e->hdr.kind == TIR_Array && e->size == 4;
+    for (int k = 0; ok && k < 4; k++) ok = tir_is_const_int(e->items[k], &q[k]);
+    if (!ok || q[0] < 0 || q[0] >= b->writes->size) continue;
+    Acc *a = acc_of(c, ((const tir_BufferRegion *)b->writes->items[q[0]])->buffer);
+    if (!a) continue;
+    int64_t sw = tir_swizzle_pack((int)q[1], (int)q[2], (int)q[3]);
+    if (tir_swizzle_valid(sw)) a->swizzle = sw;
   }
 }
 
@@ -396,7 +413,7 @@ static tir_Node *compact_block(const tir_BlockRealize *br, const tir_Node *const
       changed = 1;
     }
     tir_Array *strides = a->align->size ? aligned_strides(shape, a->align) : NULL;
-    if (!changed && !strides) {
+    if (!changed && !strides && (!a->swizzle || a->swizzle == a->buf->swizzle)) {
       tir_release(shape);
       for (int d = 0; d < a->nd; d++) tir_release(mins[d]);
       free(mins);
@@ -405,6 +422,7 @@ static tir_Node *compact_block(const tir_BlockRealize *br, const tir_Node *const
     tir_Buffer *nb = (tir_Buffer *)tir_node_copy(&a->buf->hdr);
     tir_release(nb->shape);
     nb->shape = shape;
+    if (a->swizzle) nb->swizzle = a->swizzle;
     if (strides) {
       tir_release(nb->strides);
       nb->strides = strides;

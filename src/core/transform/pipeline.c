@@ -51,6 +51,7 @@ tir_PrimFunc *tir_lower(const tir_PrimFunc *f, tir_LowerOptions *opts) {
   RUN("lower_thread_binding", tir_pass_lower_thread_binding(cur));
   RUN("simplify", tir_pass_simplify(cur));
   RUN("thread_sync", tir_pass_thread_sync(cur));
+  RUN("lower_buffer_swizzle", tir_pass_lower_buffer_swizzle(cur));
   RUN("narrow_shared_allocations", tir_pass_narrow_shared_allocations(cur));
 #undef RUN
   return cur;

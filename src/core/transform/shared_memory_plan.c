@@ -48,10 +48,12 @@ tir_Array *tir_tma_shared_operands(const tir_Node *region) {
   return set;
 }
 
+/* tir_shared_slice_align's rule (lines, swizzle repeats), with the TMA operands found here */
 static int64_t slot_align(const PlanCtx *c, const tir_Buffer *b) {
+  int64_t al = tir_shared_slice_align(NULL, b);
   for (int i = 0; i < c->tma->size; i++)
-    if (c->tma->items[i] == &b->data->hdr) return TIR_TMA_SMEM_ALIGN;
-  return tir_scope_swizzle(b->scope) ? TIR_TMA_SMEM_ALIGN : 16; /* a swizzled tile: its XOR pattern's boundary */
+    if (c->tma->items[i] == &b->data->hdr && al < TIR_TMA_SMEM_ALIGN) al = TIR_TMA_SMEM_ALIGN;
+  return al;
 }
 
 static void add(PlanCtx *c, const tir_Allocate *a, int64_t off, int barrier) {

@@ -1,0 +1,81 @@
+/* storage_swizzle.c -- give a shared buffer an XOR-swizzled physical layout (no TVM
+ * primitive; the layout CUTLASS's Swizzle<B, M, S> smem atoms, Triton's shared encodings and
+ * TileLang's make_swizzled_layout give, and the PTX ISA's 32/64/128-byte modes of TMA and
+ * wgmma).  Records {buffer_index, B, M, S} in the writing block's "buffer_swizzle"
+ * annotation, as storage_align records "buffer_dim_align"; compact_buffer_allocation sets the
+ * allocated buffer's `swizzle` field and lower_buffer_swizzle applies it to the flat indices
+ * of the lowered code.  The buffer keeps its shape and logical indices, so tensorized views
+ * of it and the interpreter are unchanged (include/tir/swizzle.h).
+ * Checks: index into the block's writes, a shared buffer allocated by a block (not a
+ * parameter or a match_buffer view), elements no wider than the swizzle's unit (2^M bytes),
+ * a well-formed existing annotation.  sw = 0 removes the swizzle. */
+#include "../dataflow.h"
+#include "tir/scope.h"
+#include "tir/swizzle.h"
+
+int tir_sched_storage_swizzle(tir_Schedule *s, int64_t uid, int index, int64_t sw) {
+  const char *P = "storage_swizzle";
+  const tir_BlockRealize *br = tir_sched_block_realize(s, uid, P);
+  if (!br) return -1;
+  const tir_Block *blk = br->block;
+  if (index < 0 || index >= blk->writes->size)
+    return sch_error(s, P, &br->hdr, "this block", "write_buffer_index %d is out of range: block '%s' writes %d buffer(s)", index,
+                     blk->name, blk->writes->size);
+  if (!tir_swizzle_valid(sw)) return sch_error(s, P, &br->hdr, "this block", "not a packed swizzle: %lld", (long long)sw);
+  const tir_Buffer *buf = ((const tir_BufferRegion *)blk->writes->items[index])->buffer;
+  if (sch_is_param_buffer(s->func, buf))
+    return sch_error(s, P, &br->hdr, "this block", "%s is a function parameter; only shared buffers allocated in the function can be swizzled",
+                     buf->name);
+  if (!sch_buffer_allocated(s->func->body, buf))
+    return sch_error(s, P, &br->hdr, "this block",
+                     "%s is not allocated by a block (it is a match_buffer view); swizzle the buffer it views", buf->name);
+  if (!tir_scope_is_shared(buf->scope))
+    return sch_error(s, P, &br->hdr, "this block",
+                     "%s is in scope \"%s\"; a swizzle permutes shared-memory chunks against bank conflicts, so the buffer must be "
+                     "shared (set_scope or cache_read(..., \"shared\") first)",
+                     buf->name, buf->scope);
+  if (tir_scope_swizzle(buf->scope))
+    return sch_error(s, P, &br->hdr, "this block",
+                     "%s is in scope \"%s\", whose swizzle the scope itself applies (the wgmma path); use scope \"shared\" "
+                     "with storage_swizzle, or the swizzled scope alone",
+                     buf->name, buf->scope);
+  int esize = tir_dtype_bytes(buf->hdr.dtype);
+  if (sw && esize > tir_swizzle_unit(sw))
+    return sch_error(s, P, &br->hdr, "this block", "%s has %d-byte elements, wider than the %lld-byte chunks the swizzle moves",
+                     buf->name, esize, (long long)tir_swizzle_unit(sw));
+  /* annotation value: list of {buffer_index, B, M, S}, one entry per buffer */
+  tir_Node *old = tir_ann_get(blk->annotations, "buffer_swizzle");
+  tir_Array *list = tir_array_empty();
+  if (old) {
+    const tir_Array *a = old->kind == TIR_Array ? (const tir_Array *)old : NULL;
+    for (int i = 0; a && i < a->size; i++) {
+      const tir_Array *e = (const tir_Array *)a->items[i];
+      int64_t v[4];
+      int ok = e && e->hdr.kind == TIR_Array && e->size == 4;
+      for (int k = 0; ok && k < 4; k++) ok = tir_is_const_int(e->items[k], &v[k]);
+      if (!ok) a = NULL;
+      else if (v[0] == index) continue; /* replaced */
+      else list = tir_array_push(list, R(a->items[i]));
+    }
+    if (!a) {
+      tir_release(list);
+      return sch_error(s, P, &br->hdr, "this block",
+                       "block '%s' has a malformed buffer_swizzle annotation: expected a list of {buffer_index, B, M, S}", blk->name);
+    }
+  }
+  if (sw)
+    list = tir_array_push(list, &tir_array_of(4, tir_i32(index), tir_i32(tir_swizzle_bits(sw)), tir_i32(tir_swizzle_base(sw)),
+                                              tir_i32(tir_swizzle_shift(sw)))->hdr);
+  tir_Block *nb = (tir_Block *)tir_node_copy(&blk->hdr);
+  tir_Array *anns;
+  if (list->size) {
+    anns = tir_ann_set(nb->annotations, "buffer_swizzle", &list->hdr); /* steals list */
+  } else {
+    anns = tir_ann_remove(nb->annotations, "buffer_swizzle");
+    tir_release(list);
+  }
+  tir_release(nb->annotations);
+  nb->annotations = anns;
+  sch_replace(s, &blk->hdr, &nb->hdr);
+  return 0;
+}
