@@ -11,7 +11,12 @@
 --   intrin = "wmma": nvcuda::wmma fragments (load_matrix_sync);
 --   intrin = "wgmma": Hopper's wgmma.mma_async from swizzled shared tiles (sm_90a), scheduled by
 --                     lib/tir/schedules/tc_gemm_wgmma.lua (its own options);
---   shared rows padded by 16 bytes (pad) so ldmatrix / wmma loads are free of bank conflicts.
+--   shared rows padded by 16 bytes (pad) so ldmatrix / wmma loads are free of bank conflicts,
+--   or (swizzle = true, mma only) XOR-swizzled (storage_swizzle: no padding, each 32-byte global
+--   sector lands in one 32-byte shared sector);
+--   group_m = G > 1: grouped CTA order (one grid dimension; G M tiles per group, the largest
+--   divisor of the M tile count not above G);
+--   the fused fp16 epilogue stores whole 32-byte sectors (lanes exchange words, 16-byte stores).
 -- stages > 1 software-pipelines the BK loop (annotations read by inject_software_pipeline;
 -- the copies become cp.async); early_wait waits once at the top of each k step, so that one
 -- barrier per step suffices.
@@ -21,7 +26,7 @@ local raise = util.raise
 
 M.defaults = {intrin = "mma", BM = 128, BN = 128, BK = 32, warp_m = 64, warp_n = 64, vec = 8, stages = 1, early_wait = true, frag_pipeline = false, pad = true,
               dtype = "float16", epilogue = nil, unroll = true, wmma_shape = nil, split_k = 1,
-              swizzle = false}
+              swizzle = false, group_m = 1}
 
 --- What the schedule runs on tensor cores: one row per (intrinsic family, input dtypes,
 -- accumulator dtype), naming the registered intrinsics it tensorizes with
@@ -290,7 +295,7 @@ M.analyze = analyze
 -- opts override M.defaults; epilogue = "D" fuses that cast block into the store.
 local SCHEDULE_OPTS = {intrin = "string", BM = "positive", BN = "positive", BK = "positive", warp_m = "positive",
                        warp_n = "positive", vec = "positive", stages = "positive", early_wait = "boolean",
-                       frag_pipeline = "boolean", pad = "boolean", swizzle = "boolean", dtype = "dtype", epilogue = "string", unroll = "boolean",
+                       frag_pipeline = "boolean", pad = "boolean", swizzle = "boolean", group_m = "positive", dtype = "dtype", epilogue = "string", unroll = "boolean",
                        block = "string", split_k = "positive", a_stage = "string", b_stage = "string", writeback = "string",
                        stage_epilogue = "boolean",
                        tuned = "boolean", db = "string", target = "string", tma = "boolean", persistent = function(v)
@@ -546,6 +551,9 @@ local function schedule(func, opts, P)
     local bz = info.batch > 1 and sch:fuse(table.unpack(order, 1, info.batch)) or lp[1]
     sch:bind(bz, "blockIdx.z")
   end
+  local nbm = sch:get(by).extent.value
+  local G = (not o.persistent and o.group_m and o.group_m > 1) and math.min(o.group_m, nbm) or 1
+  while nbm % G ~= 0 do G = G - 1 end
   if o.persistent then
     -- a persistent grid (inject_tma_pipeline re-arms its mbarriers per tile): G CTAs, CTA b
     -- computes tiles b, b + G, ..., in an order grouped by `group` rows of tiles for L2 reuse
@@ -562,6 +570,13 @@ local function schedule(func, opts, P)
     local tile, cta = sch:split(t, {nil, G})
     sch:reorder(cta, tile)
     sch:bind(cta, "blockIdx.x")
+  elseif G > 1 then
+    -- grouped CTA order (Triton's GROUP_M; CUTLASS's threadblock swizzle): consecutive CTAs walk
+    -- G tiles down M before moving along N, so the CTAs resident at once share A rows and B
+    -- columns in L2.  One grid dimension: cta = (g, bx, mi) with M tile = g * G + mi.
+    local g, mi = sch:split(by, {nil, G})
+    sch:reorder(g, bx, mi)
+    sch:bind(sch:fuse(g, bx, mi), "blockIdx.x")
   else
     sch:bind(by, "blockIdx.y"); sch:bind(bx, "blockIdx.x")
   end

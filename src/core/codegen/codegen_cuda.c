@@ -156,6 +156,7 @@ static void putf(CG *g, const char *fmt, ...) {
 static void line(CG *g) { tir_sb_indent(&g->out, g->indent); }
 
 static int is_half(tir_DType t) { return t.code == TIR_DT_FLOAT && t.bits == 16; }
+static int store_aligned_16(const tir_BufferLoad *d, const tir_Node *ld);
 static int is_bf16(tir_DType t) { return t.code == TIR_DT_BFLOAT; }
 static int is_low_float(tir_DType t) { return is_half(t) || is_bf16(t); }
 
@@ -537,6 +538,43 @@ static int tc_stmt(CG *g, const tir_Call *c) {
     put(g, "const int l_ = tir_lane_id(), ld_ = ");
     expr(g, c->args->items[2]);
     put(g, ";\n");
+    if (is_half(dt) && tir_dtype_eq(at, TIR_FLOAT32) && store_aligned_16(d, c->args->items[2])) {
+      /* fp16 results in whole 32-byte sectors: lane 4q + i holds words (row q | q + 8) x
+       * (columns 0-7 | 8-15) at columns 2i, 2i + 1; a 4 x 4 transpose of words within each quad
+       * (two __shfl_xor_sync rounds) gives lane 4q + j the 8 consecutive halves of row
+       * q + 8 (j >> 1), columns 8 (j & 1) .., stored as one 16-byte vector, so a warp writes 16
+       * full sectors instead of 32 half-written ones (PTX ISA 9.7.14.5.8 C fragment layout) */
+      static const char *const lines[] = {
+          "unsigned w_[4];",
+          "#pragma unroll",
+          "for (int j_ = 0; j_ < 4; ++j_) {",
+          "  __half2 h_ = __floats2half2_rn(c_[4 * (j_ & 1) + 2 * (j_ >> 1)], c_[4 * (j_ & 1) + 2 * (j_ >> 1) + 1]);",
+          "  w_[j_] = *(unsigned*)&h_;",
+          "}",
+          "{ /* the off-diagonal 2x2 blocks of words change lanes (xor 2) */",
+          "  const int b_ = (l_ >> 1) & 1;",
+          "  const unsigned s0_ = b_ ? w_[0] : w_[2], s1_ = b_ ? w_[1] : w_[3];",
+          "  const unsigned r0_ = __shfl_xor_sync(0xffffffffu, s0_, 2), r1_ = __shfl_xor_sync(0xffffffffu, s1_, 2);",
+          "  if (b_) { w_[0] = r0_; w_[1] = r1_; } else { w_[2] = r0_; w_[3] = r1_; }",
+          "}",
+          "{ /* then the 2x2 blocks are transposed (xor 1) */",
+          "  const int a_ = l_ & 1;",
+          "  const unsigned s0_ = a_ ? w_[0] : w_[1], s1_ = a_ ? w_[2] : w_[3];",
+          "  const unsigned r0_ = __shfl_xor_sync(0xffffffffu, s0_, 1), r1_ = __shfl_xor_sync(0xffffffffu, s1_, 1);",
+          "  if (a_) { w_[0] = r0_; w_[2] = r1_; } else { w_[1] = r0_; w_[3] = r1_; }",
+          "}",
+          "*(uint4*)(p_ + ((l_ >> 2) + 8 * ((l_ >> 1) & 1)) * ld_ + 8 * (l_ & 1)) = make_uint4(w_[0], w_[1], w_[2], w_[3]);",
+      };
+      for (size_t q = 0; q < sizeof lines / sizeof lines[0]; q++) {
+        line(g);
+        put(g, lines[q]);
+        put(g, "\n");
+      }
+      g->indent -= 2;
+      line(g);
+      put(g, "}\n");
+      return 1;
+    }
     line(g);
     put(g, "#pragma unroll\n");
     line(g);
@@ -717,6 +755,21 @@ static int tc_stmt(CG *g, const tir_Call *c) {
   }
   default: return 0;
   }
+}
+
+/* Whether mma_store's destination rows may be written with 16-byte vectors: a constant row
+ * stride and a tile start that are multiples of 16 bytes (buffer parameters are 16-byte aligned:
+ * the runtime's allocations, and DLPack imports are checked, dlpack.c; shared allocations start
+ * at 128 bytes, split_host_device). */
+static int store_aligned_16(const tir_BufferLoad *d, const tir_Node *ld) {
+  int64_t v, e = tir_dtype_bytes(d->buffer->hdr.dtype);
+  if (!tir_is_const_int(ld, &v) || (v * e) % 16 != 0 || d->indices->size != 1) return 0;
+  const tir_Node *i = d->indices->items[0];
+  tir_Node *m = tir_floormod(R((tir_Node *)i), tir_int_imm(i->dtype, 16 / e));
+  tir_Node *z = tir_cmp(TIR_EQ, m, tir_int_imm(i->dtype, 0));
+  int ok = tir_can_prove(NULL, z);
+  tir_release(z);
+  return ok;
 }
 
 /* The fragment declaration of a wmma buffer: its shape and layout come from the builtins

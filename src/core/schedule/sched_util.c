@@ -210,6 +210,43 @@ tir_Block *sch_block_with_regions(const tir_Block *b, tir_Array *reads, tir_Arra
   return nb;
 }
 
+tir_Array *sch_ann_tuples_without(const tir_Block *blk, const char *key, int width, int nkey, const int64_t *keyv) {
+  tir_Node *old = tir_ann_get(blk->annotations, key);
+  tir_Array *list = tir_array_empty();
+  if (!old) return list;
+  const tir_Array *a = old->kind == TIR_Array ? (const tir_Array *)old : NULL;
+  for (int i = 0; a && i < a->size; i++) {
+    const tir_Array *e = (const tir_Array *)a->items[i];
+    int ok = e && e->hdr.kind == TIR_Array && e->size == width, same = 1;
+    for (int k = 0; ok && k < width; k++) {
+      int64_t v;
+      ok = tir_is_const_int(e->items[k], &v);
+      if (k < nkey && v != keyv[k]) same = 0;
+    }
+    if (!ok) a = NULL;
+    else if (!same) list = tir_array_push(list, R(a->items[i]));
+  }
+  if (!a) {
+    tir_release(list);
+    return NULL;
+  }
+  return list;
+}
+
+void sch_set_ann_tuples(tir_Schedule *s, const tir_Block *blk, const char *key, tir_Array *list) {
+  tir_Block *nb = (tir_Block *)tir_node_copy(&blk->hdr);
+  tir_Array *anns;
+  if (list->size) {
+    anns = tir_ann_set(nb->annotations, key, &list->hdr); /* steals list */
+  } else {
+    anns = tir_ann_remove(nb->annotations, key);
+    tir_release(list);
+  }
+  tir_release(nb->annotations);
+  nb->annotations = anns;
+  sch_replace(s, &blk->hdr, &nb->hdr);
+}
+
 int sch_block_is_reduction(const tir_Block *b) {
   for (int i = 0; i < b->iter_vars->size; i++)
     if (((const tir_IterVar *)b->iter_vars->items[i])->iter_type == TIR_ITER_COMM_REDUCE) return 1;

@@ -37,6 +37,13 @@ tir_Node *sch_realize_with_block(const tir_BlockRealize *br, tir_Block *blk);
 /* A copy of b with new reads/writes (stolen; NULL keeps). */
 tir_Block *sch_block_with_regions(const tir_Block *b, tir_Array *reads, tir_Array *writes);
 int sch_block_is_reduction(const tir_Block *b);
+/* A block annotation that is a list of integer tuples of `width` (storage_align's
+ * buffer_dim_align, storage_swizzle's buffer_swizzle): the entries of blk's annotation `key`
+ * except those whose first nkey integers equal keyv (owned; empty when absent), or NULL when
+ * the annotation is malformed. */
+tir_Array *sch_ann_tuples_without(const tir_Block *blk, const char *key, int width, int nkey, const int64_t *keyv);
+/* blk with annotation `key` set to list (stolen), or removed when list is empty; replaces blk in s. */
+void sch_set_ann_tuples(tir_Schedule *s, const tir_Block *blk, const char *key, tir_Array *list);
 /* compute_at (reverse = 0) / reverse_compute_at (reverse = 1; 3: producers that run before the
  * loop are allowed too); index -1 = default position. */
 int sch_compute_location(tir_Schedule *s, const char *prim, int64_t uid, const tir_Var *loop, int preserve_unit_loops,

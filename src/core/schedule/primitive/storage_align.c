@@ -31,32 +31,14 @@ int tir_sched_storage_align(tir_Schedule *s, int64_t uid, int index, int axis, i
     return sch_error(s, P, &br->hdr, "this block",
                      "%s is not allocated by a block (it is a match_buffer view); align the buffer it views", buf->name);
   /* annotation value: list of {buffer_index, axis, factor, offset}, one entry per (buffer, axis) */
-  tir_Node *old = tir_ann_get(blk->annotations, "buffer_dim_align");
-  tir_Array *list = tir_array_empty();
-  if (old) {
-    const tir_Array *a = old->kind == TIR_Array ? (const tir_Array *)old : NULL;
-    for (int i = 0; a && i < a->size; i++) {
-      const tir_Array *e = (const tir_Array *)a->items[i];
-      int64_t v[4];
-      int ok = e && e->hdr.kind == TIR_Array && e->size == 4;
-      for (int k = 0; ok && k < 4; k++) ok = tir_is_const_int(e->items[k], &v[k]);
-      if (!ok) a = NULL;
-      else if (v[0] == index && v[1] == axis) continue; /* replaced */
-      else list = tir_array_push(list, R(a->items[i]));
-    }
-    if (!a) {
-      tir_release(list);
-      return sch_error(s, P, &br->hdr, "this block",
-                       "block '%s' has a malformed buffer_dim_align annotation: expected a list of {buffer_index, axis, "
-                       "factor, offset}",
-                       blk->name);
-    }
-  }
+  int64_t key[2] = {index, axis};
+  tir_Array *list = sch_ann_tuples_without(blk, "buffer_dim_align", 4, 2, key);
+  if (!list)
+    return sch_error(s, P, &br->hdr, "this block",
+                     "block '%s' has a malformed buffer_dim_align annotation: expected a list of {buffer_index, axis, "
+                     "factor, offset}",
+                     blk->name);
   list = tir_array_push(list, &tir_array_of(4, tir_i32(index), tir_i32(axis), tir_i32(factor), tir_i32(offset))->hdr);
-  tir_Block *nb = (tir_Block *)tir_node_copy(&blk->hdr);
-  tir_Array *anns = tir_ann_set(nb->annotations, "buffer_dim_align", &list->hdr);
-  tir_release(nb->annotations);
-  nb->annotations = anns;
-  sch_replace(s, &blk->hdr, &nb->hdr);
+  sch_set_ann_tuples(s, blk, "buffer_dim_align", list);
   return 0;
 }

@@ -44,38 +44,14 @@ int tir_sched_storage_swizzle(tir_Schedule *s, int64_t uid, int index, int64_t s
     return sch_error(s, P, &br->hdr, "this block", "%s has %d-byte elements, wider than the %lld-byte chunks the swizzle moves",
                      buf->name, esize, (long long)tir_swizzle_unit(sw));
   /* annotation value: list of {buffer_index, B, M, S}, one entry per buffer */
-  tir_Node *old = tir_ann_get(blk->annotations, "buffer_swizzle");
-  tir_Array *list = tir_array_empty();
-  if (old) {
-    const tir_Array *a = old->kind == TIR_Array ? (const tir_Array *)old : NULL;
-    for (int i = 0; a && i < a->size; i++) {
-      const tir_Array *e = (const tir_Array *)a->items[i];
-      int64_t v[4];
-      int ok = e && e->hdr.kind == TIR_Array && e->size == 4;
-      for (int k = 0; ok && k < 4; k++) ok = tir_is_const_int(e->items[k], &v[k]);
-      if (!ok) a = NULL;
-      else if (v[0] == index) continue; /* replaced */
-      else list = tir_array_push(list, R(a->items[i]));
-    }
-    if (!a) {
-      tir_release(list);
-      return sch_error(s, P, &br->hdr, "this block",
-                       "block '%s' has a malformed buffer_swizzle annotation: expected a list of {buffer_index, B, M, S}", blk->name);
-    }
-  }
+  int64_t key = index;
+  tir_Array *list = sch_ann_tuples_without(blk, "buffer_swizzle", 4, 1, &key);
+  if (!list)
+    return sch_error(s, P, &br->hdr, "this block",
+                     "block '%s' has a malformed buffer_swizzle annotation: expected a list of {buffer_index, B, M, S}", blk->name);
   if (sw)
     list = tir_array_push(list, &tir_array_of(4, tir_i32(index), tir_i32(tir_swizzle_bits(sw)), tir_i32(tir_swizzle_base(sw)),
                                               tir_i32(tir_swizzle_shift(sw)))->hdr);
-  tir_Block *nb = (tir_Block *)tir_node_copy(&blk->hdr);
-  tir_Array *anns;
-  if (list->size) {
-    anns = tir_ann_set(nb->annotations, "buffer_swizzle", &list->hdr); /* steals list */
-  } else {
-    anns = tir_ann_remove(nb->annotations, "buffer_swizzle");
-    tir_release(list);
-  }
-  tir_release(nb->annotations);
-  nb->annotations = anns;
-  sch_replace(s, &blk->hdr, &nb->hdr);
+  sch_set_ann_tuples(s, blk, "buffer_swizzle", list);
   return 0;
 }
