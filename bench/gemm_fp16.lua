@@ -28,6 +28,20 @@ local VARIANTS = {
   mma_256_s3 = {desc = "mma.sync, 128x256x32 CTA, 3-stage cp.async pipeline", opts = {intrin = "mma", BN = 256, stages = 3}},
   mma_256_s4 = {desc = "mma.sync, 128x256x32 CTA, 4-stage cp.async pipeline", opts = {intrin = "mma", BN = 256, stages = 4}},
   wmma_s3 = {desc = "WMMA, 3-stage cp.async pipeline", opts = {intrin = "wmma", stages = 3}},
+  -- issue 12: XOR-swizzled shared tiles (storage_swizzle) instead of padding, grouped CTA order,
+  -- 8-warp tiles; the fp16 epilogue stores whole sectors in every mma variant
+  mma_s4_swz = {desc = "as mma_s4, shared tiles XOR-swizzled instead of padded", opts = {intrin = "mma", stages = 4, swizzle = true}},
+  mma_s3_swz = {desc = "as mma_s3, swizzled", opts = {intrin = "mma", stages = 3, swizzle = true}},
+  mma_s4_swz_g8 = {desc = "as mma_s4_swz, grouped CTA order (group_m = 8)", opts = {intrin = "mma", stages = 4, swizzle = true, group_m = 8}},
+  mma_bk64_s3_swz = {desc = "128x128x64 CTA, 3 stages, swizzled (128-byte rows of A)",
+                     opts = {intrin = "mma", BK = 64, stages = 3, swizzle = true}},
+  mma_256_s3_swz = {desc = "128x256x32 CTA (8 warps of 64x64), 3 stages, swizzled", opts = {intrin = "mma", BN = 256, stages = 3, swizzle = true}},
+  mma_256_s4_swz_g8 = {desc = "128x256x32 CTA (8 warps), 4 stages, swizzled, group_m = 8",
+                       opts = {intrin = "mma", BN = 256, stages = 4, swizzle = true, group_m = 8}},
+  mma_256x128_s3_swz = {desc = "256x128x32 CTA (8 warps of 64x64), 3 stages, swizzled",
+                        opts = {intrin = "mma", BM = 256, BN = 128, stages = 3, swizzle = true}},
+  mma_256x128_s4_swz_g8 = {desc = "256x128x32 CTA (8 warps), 4 stages, swizzled, group_m = 8",
+                           opts = {intrin = "mma", BM = 256, BN = 128, stages = 4, swizzle = true, group_m = 8}},
   wmma = {desc = "WMMA 16x16x16, 128x128x32 CTA, 64x64 warp tiles", opts = {intrin = "wmma"}},
   -- Hopper TMA (tc_gemm tma = true; sm_90): one cp.async.bulk.tensor per tile by thread 0, full/empty mbarrier
   -- pipeline without __syncthreads in the main loop; shared rows dense (TMA does not pad)
@@ -75,7 +89,9 @@ local VARIANTS = {
 for spec in (os.getenv("TIRLUA_BENCH_EXTRA") or ""):gmatch("[^;]+") do
   local name, kv = spec:match("^([%w_]+):(.*)$")
   local opts = {intrin = "mma"}
-  for k, v in kv:gmatch("([%w_]+)=([%w_]+)") do opts[k] = math.tointeger(tonumber(v)) or v end
+  for k, v in kv:gmatch("([%w_]+)=([%w_]+)") do
+    if v == "true" or v == "false" then opts[k] = v == "true" else opts[k] = math.tointeger(tonumber(v)) or v end
+  end
   VARIANTS[name] = {desc = "experiment: " .. kv, opts = opts}
 end
 

@@ -4,7 +4,10 @@ local tir = require("tir")
 local tc = require("tir.schedules.tc_gemm")
 local m, n, k = tonumber(arg[1]), tonumber(arg[2]), tonumber(arg[3])
 local o = {intrin = "mma", epilogue = "D"}
-for i = 4, #arg do local a, b = arg[i]:match("([%w_]+)=([%w_]+)"); o[a] = math.tointeger(tonumber(b)) or b end
+for i = 4, #arg do
+  local a, b = arg[i]:match("([%w_]+)=([%w_]+)")
+  if b == "true" or b == "false" then o[a] = b == "true" else o[a] = math.tointeger(tonumber(b)) or b end
+end
 local mod = tir.build(tc.schedule(tc.workload(m, n, k, "float16", "float16"), o).mod, "cuda")
 local out = os.getenv("OUT") or "."
 io.open(out .. "/kernel.cu", "w"):write(mod:get_source("cuda"))
