@@ -63,6 +63,13 @@ typedef struct {
   int64_t thread_statements; /* the same, summed over active threads */
   int64_t barriers, warp_ops, cp_async, shared_reads, shared_writes;
   int64_t tma_copies, mbarrier_waits; /* TMA loads issued; waits that had to complete a phase */
+  /* cp.async per warp instruction (the lanes of one warp executing one ptx_cp_async): requests,
+   * the distinct 32-byte global sectors they read, and those sectors whose bytes land in more
+   * than one 32-byte shared sector (buffers placed as on the GPU: global ones 256-aligned,
+   * shared ones 128-aligned).  Padded rows split half the sectors of a tile; a chunk swizzle
+   * keeps each sector's two 16-byte halves in one shared sector.  On the H200 split sectors cost
+   * 19 L1 sectors per request instead of 16 and +48% L2 reads (bench/RESULTS.md, issue 12). */
+  int64_t cp_async_requests, cp_async_sectors, cp_async_split;
   int64_t n_issues;          /* all issues found (issues[] keeps the first max_issues) */
   tir_SimIssue *issues;
   int n_kept;

@@ -301,10 +301,13 @@ end)
 
 describe("tc_gemm_tune", function()
   local tt = require("tir.schedules.tc_gemm_tune")
-  it("has a space of 32 valid tc_gemm configurations for 4096^3 and builds its points", function()
+  it("has a space of 64 valid tc_gemm configurations for 4096^3 (tiles x depths x CTA orders) and builds its points", function()
     local space, constraint = tt.space(4096, 4096, 4096)
     local pts = tune.enumerate(space, constraint)
-    assert.are.equal(32, #pts)
+    assert.are.equal(64, #pts)
+    local orders = {}
+    for _, p in ipairs(pts) do orders[p.group_m] = (orders[p.group_m] or 0) + 1 end
+    assert.are.same({[1] = 32, [8] = 32}, orders)
     for _, p in ipairs(pts) do
       local warps = (p.BM // p.warp_m) * (p.BN // p.warp_n)
       assert.truthy(warps == 4 or warps == 8)

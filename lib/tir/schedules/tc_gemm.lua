@@ -12,10 +12,11 @@
 --   intrin = "wgmma": Hopper's wgmma.mma_async from swizzled shared tiles (sm_90a), scheduled by
 --                     lib/tir/schedules/tc_gemm_wgmma.lua (its own options);
 --   shared rows padded by 16 bytes (pad) so ldmatrix / wmma loads are free of bank conflicts,
---   or (swizzle = true, mma only) XOR-swizzled (storage_swizzle: no padding, each 32-byte global
---   sector lands in one 32-byte shared sector);
---   group_m = G > 1: grouped CTA order (one grid dimension; G M tiles per group, the largest
---   divisor of the M tile count not above G);
+--   or (swizzle = true, mma only; the default for 16-bit operands when pad is not given)
+--   XOR-swizzled (storage_swizzle: no padding, each 32-byte global sector lands in one 32-byte
+--   shared sector);
+--   group_m = G > 1 (default 8): grouped CTA order (one grid dimension; G M tiles per group, the
+--   largest divisor of the M tile count not above G; 1: the 2-D grid);
 --   the fused fp16 epilogue stores whole 32-byte sectors (lanes exchange words, 16-byte stores).
 -- stages > 1 software-pipelines the BK loop (annotations read by inject_software_pipeline;
 -- the copies become cp.async); early_wait waits once at the top of each k step, so that one
@@ -26,7 +27,7 @@ local raise = util.raise
 
 M.defaults = {intrin = "mma", BM = 128, BN = 128, BK = 32, warp_m = 64, warp_n = 64, vec = 8, stages = 1, early_wait = true, frag_pipeline = false, pad = true,
               dtype = "float16", epilogue = nil, unroll = true, wmma_shape = nil, split_k = 1,
-              swizzle = false, group_m = 1}
+              swizzle = nil, group_m = 8}
 
 --- What the schedule runs on tensor cores: one row per (intrinsic family, input dtypes,
 -- accumulator dtype), naming the registered intrinsics it tensorizes with
@@ -481,6 +482,17 @@ local function schedule(func, opts, P)
       info0.extents[#info0.extents], o.split_k, o.BK, P)
   end
   local I, C = validate(sch, o, P)
+  -- shared layout: swizzle (nil = auto: on for 16-bit mma.sync operands unless pad is given,
+  -- measured 333 -> 387 TFLOP/s at 4096^3 on the H200, bench/RESULTS.md), or padded rows
+  local given = opts or {}
+  if given.swizzle and o.intrin ~= "mma" then
+    raise("ValueError", P, "swizzle = true needs intrin = \"mma\" (wmma's load_matrix_sync reads rows from a pointer and a row stride, " ..
+          "which a swizzle does not follow); use pad")
+  end
+  if given.swizzle and given.pad then
+    raise("ValueError", P, "pad = true and swizzle = true are two layouts of the shared tiles (padded rows or XOR-swizzled ones): choose one")
+  end
+  if given.swizzle == nil then o.swizzle = o.intrin == "mma" and I.esize == 2 and given.pad == nil end
   local wm, wn = o.BM // o.warp_m, o.BN // o.warp_n
   local info = analyze(sch, C, P)
   local ta, tb = info.layout:sub(1, 1) == "T", info.layout:sub(2, 2) == "T"

@@ -5,8 +5,10 @@
 --   local opts, how = tt.options(4096, 4096, 4096, {dtype = "float16"})   -- how: "tuned",
 --        "nearest tc_gemm:...:4096x4096x11008" or "defaults"
 --   local sch = tt.schedule(4096, 4096, 4096, {dtype = "float16"})       -- prints which it used
--- The space (tt.space): 8 CTA/warp tilings x 4 (BK, stages) pairs = 32 points, those whose
--- shared tiles fit in 227 KB (the sm_90 limit; sm_80: 163 KB) and the problem; for M <= 128,
+-- The space (tt.space): 8 CTA/warp tilings x 4 (BK, stages) pairs x 2 CTA orders (group_m 1 or
+-- 8) = 64 points, those whose shared tiles fit in 227 KB (the sm_90 limit; sm_80: 163 KB) and the
+-- problem; shared tiles are tc_gemm's default layout (XOR-swizzled for 16-bit operands); tt.tune
+-- tries 32 of them by default (evolutionary search; trials = 64 for all).  For M <= 128,
 -- small-M tiles x 2 depths x split_k 1, 2, 4, 8 (24 points).  Every candidate's result is compared
 -- with cuBLAS before it is timed.
 local tir = require("tir")
@@ -108,9 +110,12 @@ function M.lookup(sch, info, intrin, opts)
   return p, how == "tuned" and ("tuned " .. key) or how, key
 end
 
--- Shared bytes of a configuration: stages x (A tile + B tile), rows padded by 16 bytes.
+-- Shared bytes of a configuration: stages x (A tile + B tile); rows padded by 16 bytes unless
+-- swizzled (tc_gemm's default for 16-bit operands, or swizzle = true)
 local function smem_bytes(p, elem)
-  local pad = 16 // elem
+  local swz = p.swizzle
+  if swz == nil then swz = elem == 2 and p.pad == nil end
+  local pad = swz and 0 or 16 // elem
   return p.stages * ((p.BM * (p.BK + pad)) + (p.BK * (p.BN + pad))) * elem
 end
 
@@ -119,6 +124,8 @@ end
 M.TILES = {{128, 128, 64, 64}, {128, 256, 64, 64}, {256, 128, 64, 64}, {64, 128, 32, 64}, {128, 64, 64, 32},
            {64, 256, 64, 64}, {256, 64, 64, 64}, {64, 64, 32, 32}}
 M.DEPTHS = {{32, 3}, {32, 4}, {64, 2}, {64, 3}}
+-- CTA orders: the 2-D grid, or groups of 8 M tiles (tc_gemm's group_m; Triton's GROUP_M)
+M.ORDERS = {1, 8}
 
 -- Small M (M <= SMALL_M: the decode / small-batch LLM shapes): CTA tiles as high as M rounded
 -- up to 16, 32 or 64 rows (one warp row; 16 x 32 or 16 x 64 warp tiles), and split-K, since
@@ -135,7 +142,7 @@ M.SMALL_DEPTHS = {{32, 4}, {64, 3}}
 M.SPLIT_K = {1, 2, 4, 8}
 
 --- The default space (a list of tc_gemm option tables) and its constraint for an M x N x K
--- GEMM: for M > M.SMALL_M the 32 points of TILES x DEPTHS, tiles larger than the problem
+-- GEMM: for M > M.SMALL_M the 64 points of TILES x DEPTHS x ORDERS, tiles larger than the problem
 -- (rounded up to 64) dropped; for smaller M the 24 points of SMALL_TILES (the class of M
 -- rounded up to 16, 32, 64 or 128) x SMALL_DEPTHS x SPLIT_K.  Dropped too: points whose
 -- shared tiles exceed smem_limit, or whose k loop (per split_k slice) is shorter than the pipeline.
@@ -154,7 +161,9 @@ function M.space(m, n, k, o)
   else
     for _, t in ipairs(M.TILES) do
       for _, d in ipairs(M.DEPTHS) do
-        space[#space + 1] = {BM = t[1], BN = t[2], warp_m = t[3], warp_n = t[4], BK = d[1], stages = d[2]}
+        for _, g in ipairs(M.ORDERS) do
+          space[#space + 1] = {BM = t[1], BN = t[2], warp_m = t[3], warp_n = t[4], BK = d[1], stages = d[2], group_m = g}
+        end
       end
     end
   end
@@ -186,7 +195,7 @@ function M.tune(m, n, k, opts)
   local space, constraint = M.space(m, n, k, o)
   return tir.tune{
     workload = M.workload_key(m, n, k, o), target = o.target, space = o.space or space,
-    constraint = not o.space and constraint or nil, trials = o.trials, jobs = o.jobs, search = o.search,
+    constraint = not o.space and constraint or nil, trials = o.trials or (not o.space and 32 or nil), jobs = o.jobs, search = o.search,
     seed = o.seed, db = o.db, progress = o.progress,
     build = function(p) return M.build(m, n, k, o, p) end,
     args = function() return {a, b, tir.nd.empty({m, n}, o.out_dtype, dev)} end,

@@ -44,6 +44,7 @@ typedef struct {
   int uses_tma;          /* the TMA / mbarrier helpers */
   unsigned tma_ranks;    /* bit r: the rank-r tensor copy helpers are emitted */
   int arch_a;            /* the target has the architecture-specific 'a' features (sm_90a) */
+  int uses_smem_addr; /* tir_smem_addr (smem_addr_ref) */
   unsigned long long uses_mma; /* bit i: row i of the mma table (ptx_mma.c) has its helper emitted */
   int sm;                      /* the target's compute capability (80 for sm_80); 0 when unknown */
   int uses_swizzle;            /* tir_swz: shared buffers of scope shared.swz<B> */
@@ -248,6 +249,23 @@ static void ptr_ref(CG *g, const tir_Node *arg) {
   expr(g, l->indices->items[0]);
   swz_close(g, sw);
   put(g, ")");
+}
+
+/* The 32-bit shared-window address of &buf[index] of a shared buffer, for ldmatrix / cp.async:
+ * the buffer's base converted once (tir_smem_addr) plus the byte offset in 32-bit arithmetic.
+ * (Converting the generic pointer buf + index instead makes NVRTC compute every address in 64
+ * bits and truncate it: 2 more instructions per address in the main loop, measured with ptxas
+ * for sm_90.) */
+static void smem_addr_ref(CG *g, const tir_Node *arg) {
+  const tir_BufferLoad *l = addr_load(arg);
+  if (!l) {
+    cg_fail(g, arg, "expected address_of(buffer[...])");
+    return;
+  }
+  g->uses_smem_addr = 1;
+  putf(g, "(tir_smem_addr(%s) + (unsigned)(", name_of(g, &l->buffer->data->hdr, l->buffer->name));
+  expr(g, l->indices->items[0]);
+  putf(g, ") * %du)", tir_dtype_bytes(l->buffer->hdr.dtype));
 }
 
 /* the per-thread part of a warp buffer: `buf + index / 32` */
@@ -457,9 +475,9 @@ static int tc_stmt(CG *g, const tir_Call *c) {
     warp_ref(g, c->args->items[2]);
     put(g, ";\n");
     line(g);
-    put(g, "unsigned a_ = (unsigned)__cvta_generic_to_shared(");
-    ptr_ref(g, c->args->items[3]);
-    put(g, ");\n");
+    put(g, "unsigned a_ = ");
+    smem_addr_ref(g, c->args->items[3]);
+    put(g, ";\n");
     line(g);
     putf(g, "asm volatile(\"ldmatrix.sync.aligned.m8n8.x%lld%s.shared.b16 {", (long long)num, trans ? ".trans" : "");
     for (int i = 0; i < num; i++) putf(g, "%s%%%d", i ? ", " : "", i);
@@ -1525,28 +1543,28 @@ static const char *raw_type(int bytes) {
  * cp.async.wait_group) ----
  * ptx_cp_async(address_of(shared[i]), address_of(global[j]), bytes [, src_bytes]) calls the
  * helper tir_cp_async<bytes>: inline PTX, .cg for 16 bytes (L2 only), .ca for 4 and 8; the
- * shared address converted with __cvta_generic_to_shared; src_bytes < bytes zero-fills.
+ * shared address is a 32-bit shared-window address (smem_addr_ref); src_bytes < bytes zero-fills.
  * Before sm_80 the helpers copy synchronously (and commit/wait do nothing), which has the
  * same result.  The wait's group count must be a constant (an immediate); when it is not
  * (an epilogue loop left rolled), waiting for all groups (0) is the safe choice. */
 static const char *cp_async_helpers =
     "\n// cp.async (PTX ISA 9.7.9.25); sm_80+, else plain copies\n"
-    "template <int N> __device__ __forceinline__ void tir_cp_async(void *smem, const void *gmem) {\n"
+    "template <int N> __device__ __forceinline__ void tir_cp_async(unsigned s, const void *gmem) {\n"
     "#if __CUDA_ARCH__ >= 800\n"
-    "  unsigned int s = (unsigned int)__cvta_generic_to_shared(smem);\n"
     "  if (N == 16) asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16;\\n\" :: \"r\"(s), \"l\"(gmem) : \"memory\");\n"
     "  else asm volatile(\"cp.async.ca.shared.global [%0], [%1], %2;\\n\" :: \"r\"(s), \"l\"(gmem), \"n\"(N) : \"memory\");\n"
     "#else\n"
-    "  for (int i = 0; i < N; i++) ((char *)smem)[i] = ((const char *)gmem)[i];\n"
+    "  char *smem = (char *)__cvta_shared_to_generic(s);\n"
+    "  for (int i = 0; i < N; i++) smem[i] = ((const char *)gmem)[i];\n"
     "#endif\n"
     "}\n"
-    "template <int N> __device__ __forceinline__ void tir_cp_async_zfill(void *smem, const void *gmem, int src_bytes) {\n"
+    "template <int N> __device__ __forceinline__ void tir_cp_async_zfill(unsigned s, const void *gmem, int src_bytes) {\n"
     "#if __CUDA_ARCH__ >= 800\n"
-    "  unsigned int s = (unsigned int)__cvta_generic_to_shared(smem);\n"
     "  if (N == 16) asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\\n\" :: \"r\"(s), \"l\"(gmem), \"r\"(src_bytes) : \"memory\");\n"
     "  else asm volatile(\"cp.async.ca.shared.global [%0], [%1], %2, %3;\\n\" :: \"r\"(s), \"l\"(gmem), \"n\"(N), \"r\"(src_bytes) : \"memory\");\n"
     "#else\n"
-    "  for (int i = 0; i < N; i++) ((char *)smem)[i] = i < src_bytes ? ((const char *)gmem)[i] : 0;\n"
+    "  char *smem = (char *)__cvta_shared_to_generic(s);\n"
+    "  for (int i = 0; i < N; i++) smem[i] = i < src_bytes ? ((const char *)gmem)[i] : 0;\n"
     "#endif\n"
     "}\n"
     "__device__ __forceinline__ void tir_cp_async_commit() {\n"
@@ -1578,7 +1596,7 @@ static int async_copy_stmt(CG *g, const tir_Call *c) {
     g->uses_cp_async = 1;
     line(g);
     putf(g, n == 4 ? "tir_cp_async_zfill<%lld>(" : "tir_cp_async<%lld>(", (long long)bytes);
-    ptr_ref(g, c->args->items[0]);
+    smem_addr_ref(g, c->args->items[0]);
     put(g, ", ");
     ptr_ref(g, c->args->items[1]);
     if (n == 4) {
@@ -2226,6 +2244,9 @@ char *tir_codegen_cuda(const tir_DeviceSplit *split, const char *arch) {
   if (g.uses_fp16) tir_sb_puts(&all, "#include <cuda_fp16.h>\n");
   if (g.uses_bf16) tir_sb_puts(&all, "#include <cuda_bf16.h>\n");
   if (g.uses_wmma) tir_sb_puts(&all, "#include <mma.h>\n");
+  if (g.uses_smem_addr)
+    tir_sb_puts(&all, "\n// the 32-bit shared-window address of a shared buffer (PTX ISA 6.4.1: shared state space)\n"
+                      "__device__ __forceinline__ unsigned tir_smem_addr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }\n");
   if (g.uses_cp_async) tir_sb_puts(&all, cp_async_helpers);
   if (g.uses_tma) {
     tir_sb_puts(&all, tma_helpers);

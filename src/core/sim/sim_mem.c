@@ -342,6 +342,35 @@ static int addr_operand(Sim *S, const tir_Node *arg, const Act *a, Store **st, S
   return *el ? 0 : -1;
 }
 
+/* The memory requests of one cp.async statement: per warp with active lanes one request, the
+ * distinct 32-byte global sectors its copies read, and those of them whose bytes land in more
+ * than one 32-byte shared sector (tir_SimReport.cp_async_*). */
+static void count_requests(Sim *S, const Act *a, const SVal *src, int sesize, const SVal *dst, int desize, const SVal *bytes) {
+  for (int k = 0; k < a->n;) {
+    int w = a->ids[k] / 32;
+    int64_t sec[128], to[128]; /* global sector -> the shared sector its first bytes went to */
+    int split[128], ns = 0;
+    S->rep->cp_async_requests++;
+    for (; k < a->n && a->ids[k] / 32 == w; k++) {
+      int t = a->ids[k];
+      int64_t g = src[t].i * sesize, d = dst[t].i * desize, nb = bytes[t].i;
+      for (int64_t b = 0; b < nb; b += 4) { /* copies are 4, 8 or 16 aligned bytes */
+        int64_t x = (g + b) / 32, y = (d + b) / 32;
+        int q = 0;
+        while (q < ns && sec[q] != x) q++;
+        if (q == ns) {
+          if (ns == 128) continue;
+          sec[ns] = x, to[ns] = y, split[ns] = 0, ns++;
+        } else if (to[q] != y) {
+          split[q] = 1;
+        }
+      }
+    }
+    S->rep->cp_async_sectors += ns;
+    for (int q = 0; q < ns; q++) S->rep->cp_async_split += split[q];
+  }
+}
+
 static int cp_async(Sim *S, const tir_Call *c, const Act *a) {
   int n = c->args->size;
   if (n != 3 && n != 4) return sim_fail(S, &c->hdr, "ptx_cp_async takes (dst, src, bytes [, src_bytes]), got %d arguments", n);
@@ -356,6 +385,7 @@ static int cp_async(Sim *S, const tir_Call *c, const Act *a) {
   if (ds->kind != ST_SHARED || ss->kind != ST_GLOBAL)
     return sim_fail(S, &c->hdr, "ptx_cp_async copies from a global buffer to a shared one (here %s -> %s)", ss->buf ? ss->buf->name : "?",
                     ds->buf ? ds->buf->name : "?");
+  count_requests(S, a, src, ss->esize, dst, ds->esize, bytes);
   for (int k = 0; k < a->n; k++) {
     int t = a->ids[k];
     char who[96];

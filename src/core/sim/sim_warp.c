@@ -29,6 +29,7 @@
 #include "tir/mma.h"
 #include "tir/runtime.h"
 #include "tir/scope.h"
+#include "tir/swizzle.h"
 
 typedef struct {
   Store *st;
@@ -101,6 +102,14 @@ static void put_num(const Store *st, int t, int64_t el, double v) {
   else tir_store_scalar_i(sim_addr(st, t, 0), st->dtype, el, (int64_t)v);
 }
 
+/* The logical element of physical element el of a shared buffer: the lowered code addresses a
+ * swizzled buffer physically (lower_buffer_swizzle), and the XOR swizzle is its own inverse
+ * (include/tir/swizzle.h), so the fragment-tile hints compare logical positions. */
+static int64_t logical_el(const Store *st, int64_t el) {
+  int64_t sw = st->buf ? st->buf->swizzle : 0;
+  return sw ? tir_swizzle_apply(sw, el * st->esize) / st->esize : el;
+}
+
 /* ---- ldmatrix ---- */
 static int ldmatrix(Sim *S, const tir_Call *c, const Act *a) {
   int64_t trans = const_arg(S, c, 0, 0), num = const_arg(S, c, 1, 4);
@@ -165,7 +174,7 @@ static int ldmatrix(Sim *S, const tir_Call *c, const Act *a) {
         if (org)
           for (int e = 0; e < 2 * per; e++) /* element e of the lane's register i */
             org[2 * per * i + e] =
-                ((int64_t)s.st->index << 40) | (trans ? rows[i][2 * q + e] + g : rows[i][g] + 2 * per * q + e);
+                ((int64_t)s.st->index << 40) | logical_el(s.st, trans ? rows[i][2 * q + e] + g : rows[i][g] + 2 * per * q + e);
       }
     }
   }
