@@ -251,3 +251,25 @@ describe("tc_gemm with swizzle = true", function()
     sim_equal(g, tc.schedule(g, small({BK = 64, stages = 3})))
   end)
 end)
+
+describe("swizzled TMA destinations", function()
+  it("tc_gemm tma = true swizzles the tiles whose rows have a PTX mode; the TMA writes them swizzled, ldmatrix reads them so", function()
+    for _, lay in ipairs({"NT", "NN"}) do
+      local f = tc.workload(128, 128, 128, "float16", "float32", nil, lay)
+      local sch = tc.schedule(f, {BM = 64, BN = 64, BK = 32, warp_m = 32, warp_n = 32, tma = true, stages = 3})
+      local text = tostring(tir.lower(sch.mod))
+      -- A's 64-byte rows: the 64B mode in the tensor map; B stored k x n (NN) has 128-byte rows: 128B
+      assert.is_truthy(text:find('T.call("handle", "tma_descriptor", A_1, "float16", 64, 2,', 1, true))
+      assert.is_truthy(text:find(('T.call("handle", "tma_descriptor", B_1, "float16", %d, 2,'):format(lay == "NT" and 64 or 128), 1, true))
+      local rep = sim_equal(f, sch)
+      assert.is_true(rep.tma_copies > 0)
+    end
+  end)
+
+  it("refuses a swizzle TMA does not have on a TMA destination", function()
+    local f = tc.workload(128, 128, 128, "float16", "float32", nil, "NN")
+    local sch = tc.schedule(f, {BM = 64, BN = 64, BK = 32, warp_m = 32, warp_n = 32, tma = true, stages = 2})
+    sch:storage_swizzle("B_shared", 0, {3, 4, 4})
+    U.expect_error(function() tir.lower(sch.mod) end, "inject_tma_pipeline", "has swizzle {3, 4, 4}, which is not one of TMA's modes")
+  end)
+end)

@@ -716,10 +716,16 @@ local function schedule(func, opts, P)
     local a_cols = (ta and not wide) and o.BM or o.BK
     local b_cols = (tb or wide) and o.BK or o.BN
     local a_mode, b_mode = core.swizzle_for_rows(a_cols * esize), core.swizzle_for_rows(b_cols * esize)
+    -- a TMA copy writes only the PTX modes (rows up to 128 bytes): a wider tile stays dense
+    local function tma_ok(m) return type(m) == "string" end
+    if o.tma then
+      if not tma_ok(a_mode) then a_mode = false end
+      if not tma_ok(b_mode) then b_mode = false end
+    end
     if a_mode and not (ta and wide) then sch:storage_swizzle(AS, 0, a_mode)
-    else sch:storage_align(AS, 0, 0, 64 // esize, 16 // esize) end
+    elseif not o.tma then sch:storage_align(AS, 0, 0, 64 // esize, 16 // esize) end
     if b_mode and not (wide and not tb) then sch:storage_swizzle(BS, 0, b_mode)
-    else sch:storage_align(BS, 0, 0, 64 // esize, 16 // esize) end
+    elseif not o.tma then sch:storage_align(BS, 0, 0, 64 // esize, 16 // esize) end
   elseif o.pad then
     sch:storage_align(AS, 0, 0, 64 // esize, 16 // esize)
     sch:storage_align(BS, 0, 0, 64 // esize, 16 // esize)

@@ -23,7 +23,7 @@
  * warpgroup's 128 when the kernel calls warpgroup-wide builtins -- and
  * 0 in the enclosing threadIdx loops).  No __syncthreads is left in the loop: thread_sync
  * leaves the TMA and mbarrier operands out (TIR_BUILTIN_ASYNC_PROXY).  The TMA swizzle is the
- * destination scope's ("shared.swz32/64/128" when the shared scope carries one, else none),
+ * destination buffer's (storage_swizzle: a PTX mode; else its scope's, shared.swzN; or none),
  * so the box lands in exactly the layout the buffer declares.  Errors (LoweringError) name
  * the loop and the copy that does not have the form above.
  */
@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "pass_util.h"
+#include "tir/swizzle.h"
 #include "tir/arith.h"
 #include "tir/scope.h"
 #include "tir/tma.h"
@@ -222,7 +223,16 @@ static int parse_copy(Ctx *c, const tir_For *loop, const tir_Node *s, const tir_
             loop->loop_var->name, form, st->buffer->name, ld->buffer->name);
     return -1;
   }
-  cp->swizzle = tir_scope_swizzle(st->buffer->scope); /* the box lands in the layout the tile declares */
+  /* the swizzle the TMA copy must write: the destination's storage_swizzle (the Buffer's swizzle
+   * field, include/tir/swizzle.h), which must be one of the PTX modes TMA has */
+  cp->swizzle = tir_swizzle_ptx_mode(st->buffer->swizzle);
+  if (cp->swizzle < 0) {
+    char sw[24];
+    fail_at(c, &st->hdr, "this copy", "the TMA destination %s has swizzle %s, which is not one of TMA's modes (\"32B\", \"64B\", \"128B\")",
+            st->buffer->name, tir_swizzle_str(st->buffer->swizzle, sw));
+    return -1;
+  }
+  if (!cp->swizzle) cp->swizzle = tir_scope_swizzle(st->buffer->scope); /* a swizzled scope (shared.swzN) */
   tir_TmaDesc dd;
   memset(&dd, 0, sizeof dd);
   dd.dtype = et;
