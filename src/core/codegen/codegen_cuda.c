@@ -1640,7 +1640,6 @@ static int async_copy_stmt(CG *g, const tir_Call *c) {
 static const char *tma_helpers =
     "\n// TMA and mbarriers (PTX ISA 9.7.9.25 cp.async.bulk.tensor, 9.7.13.15 mbarrier); sm_90\n"
     "struct __align__(64) tir_CUtensorMap { unsigned long long opaque[16]; };\n"
-    "__device__ __forceinline__ unsigned tir_smem_addr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }\n"
     "__device__ __forceinline__ void tir_mbarrier_init(void *bar, unsigned count) {\n"
     "  asm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1;\" :: \"r\"(tir_smem_addr(bar)), \"r\"(count) : \"memory\");\n}\n"
     "__device__ __forceinline__ void tir_mbarrier_arrive(void *bar) {\n"
@@ -2244,7 +2243,7 @@ char *tir_codegen_cuda(const tir_DeviceSplit *split, const char *arch) {
   if (g.uses_fp16) tir_sb_puts(&all, "#include <cuda_fp16.h>\n");
   if (g.uses_bf16) tir_sb_puts(&all, "#include <cuda_bf16.h>\n");
   if (g.uses_wmma) tir_sb_puts(&all, "#include <mma.h>\n");
-  if (g.uses_smem_addr)
+  if (g.uses_smem_addr || g.uses_tma) /* (the TMA helpers use it too) */
     tir_sb_puts(&all, "\n// the 32-bit shared-window address of a shared buffer (PTX ISA 6.4.1: shared state space)\n"
                       "__device__ __forceinline__ unsigned tir_smem_addr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }\n");
   if (g.uses_cp_async) tir_sb_puts(&all, cp_async_helpers);
