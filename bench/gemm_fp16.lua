@@ -21,20 +21,28 @@ if not dev then return end
 assert(core.cublas_available())
 
 local VARIANTS = {
-  mma = {desc = "mma.sync m16n8k16 + ldmatrix, 128x128x32 CTA, 64x64 warp tiles, padded shared rows", opts = {intrin = "mma"}},
+  mma = {desc = "mma.sync m16n8k16 + ldmatrix, 128x128x32 CTA, 64x64 warp tiles, tc_gemm's shared layout (XOR-swizzled since issue 12; padded rows before)",
+         opts = {intrin = "mma"}},
   mma_s3 = {desc = "as mma, 3-stage cp.async pipeline", opts = {intrin = "mma", stages = 3}},
   mma_s4 = {desc = "as mma, 4-stage cp.async pipeline", opts = {intrin = "mma", stages = 4}},
   mma_256 = {desc = "mma.sync, 128x256x32 CTA (8 warps of 64x64)", opts = {intrin = "mma", BN = 256}},
   mma_256_s3 = {desc = "mma.sync, 128x256x32 CTA, 3-stage cp.async pipeline", opts = {intrin = "mma", BN = 256, stages = 3}},
   mma_256_s4 = {desc = "mma.sync, 128x256x32 CTA, 4-stage cp.async pipeline", opts = {intrin = "mma", BN = 256, stages = 4}},
   wmma_s3 = {desc = "WMMA, 3-stage cp.async pipeline", opts = {intrin = "wmma", stages = 3}},
-  -- issue 12: XOR-swizzled shared tiles (storage_swizzle) instead of padding, grouped CTA order,
-  -- 8-warp tiles; the fp16 epilogue stores whole sectors in every mma variant
+  -- issue 12 (every mma variant: the fp16 epilogue stores whole sectors, 32-bit shared addresses;
+  -- tc_gemm's defaults: XOR-swizzled tiles, group_m = 8)
+  mma_s4_pad = {desc = "as mma_s4 with the old layout: rows padded by 16 bytes, 2-D grid (pad = true, group_m = 1)",
+                opts = {intrin = "mma", stages = 4, pad = true, group_m = 1}},
   mma_s4_swz = {desc = "as mma_s4, shared tiles XOR-swizzled instead of padded", opts = {intrin = "mma", stages = 4, swizzle = true}},
   mma_s3_swz = {desc = "as mma_s3, swizzled", opts = {intrin = "mma", stages = 3, swizzle = true}},
   mma_s4_swz_g8 = {desc = "as mma_s4_swz, grouped CTA order (group_m = 8)", opts = {intrin = "mma", stages = 4, swizzle = true, group_m = 8}},
+  mma_bk64_s3 = {desc = "128x128x64 CTA, 3 stages (tc_gemm defaults otherwise: swizzled, group_m = 8)",
+                 opts = {intrin = "mma", BK = 64, stages = 3}},
   mma_bk64_s3_swz = {desc = "128x128x64 CTA, 3 stages, swizzled (128-byte rows of A)",
                      opts = {intrin = "mma", BK = 64, stages = 3, swizzle = true}},
+  mma_bk64_s3_fp = {desc = "as mma_bk64_s3, fragments of the next k16 step loaded during this one's mma (frag_pipeline)",
+                    opts = {intrin = "mma", BK = 64, stages = 3, frag_pipeline = true}},
+  mma_bk64_s2 = {desc = "128x128x64 CTA, 2 stages", opts = {intrin = "mma", BK = 64, stages = 2}},
   mma_256_s3_swz = {desc = "128x256x32 CTA (8 warps of 64x64), 3 stages, swizzled", opts = {intrin = "mma", BN = 256, stages = 3, swizzle = true}},
   mma_256_s4_swz_g8 = {desc = "128x256x32 CTA (8 warps), 4 stages, swizzled, group_m = 8",
                        opts = {intrin = "mma", BN = 256, stages = 4, swizzle = true, group_m = 8}},
@@ -42,6 +50,8 @@ local VARIANTS = {
                         opts = {intrin = "mma", BM = 256, BN = 128, stages = 3, swizzle = true}},
   mma_256x128_s4_swz_g8 = {desc = "256x128x32 CTA (8 warps), 4 stages, swizzled, group_m = 8",
                            opts = {intrin = "mma", BM = 256, BN = 128, stages = 4, swizzle = true, group_m = 8}},
+  mma_256x128_bk64_s3 = {desc = "256x128x64 CTA (8 warps of 64x64), 3 stages", opts = {intrin = "mma", BM = 256, BN = 128, BK = 64, stages = 3}},
+  mma_256_bk64_s3 = {desc = "128x256x64 CTA (8 warps of 64x64), 3 stages", opts = {intrin = "mma", BN = 256, BK = 64, stages = 3}},
   wmma = {desc = "WMMA 16x16x16, 128x128x32 CTA, 64x64 warp tiles", opts = {intrin = "wmma"}},
   -- Hopper TMA (tc_gemm tma = true; sm_90): one cp.async.bulk.tensor per tile by thread 0, full/empty mbarrier
   -- pipeline without __syncthreads in the main loop; shared rows dense (TMA does not pad)

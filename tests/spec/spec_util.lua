@@ -108,6 +108,17 @@ end
 
 --- Random host arrays for f's parameters over the full range of 8-bit integers (int8
 -- -128..127, uint8 0..255; other dtypes -1..1), seeded.
+--- Builds sch (a Schedule or a function) for cuda without NVRTC, simulates its kernels on random
+-- inputs (seed) and requires the interpreter's results on the unscheduled f with no issue or race;
+-- returns the simulator's report and the module.
+function U.sim_equal(f, sch, seed)
+  local mod = tir.build(sch.mod or sch, "cuda", {compile = false})
+  local rep = tir.simulate(mod, tir.testing.random_args(f, seed or 5), {reference = f})
+  assert.are.equal(0, rep.n_issues)
+  assert.are.equal(0, rep.races)
+  return rep, mod
+end
+
 function U.full_range_args(f, seed)
   local out = {}
   for i, p in ipairs(f.params) do

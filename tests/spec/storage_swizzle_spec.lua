@@ -10,13 +10,7 @@ local core = tir.core
 
 local asan = os.getenv("ASAN_OPTIONS") ~= nil
 
-local function sim_equal(f, sch)
-  local mod = tir.build(sch.mod or sch, "cuda", {compile = false})
-  local rep = tir.simulate(mod, tir.testing.random_args(f, 11), {reference = f})
-  assert.are.equal(0, rep.n_issues)
-  assert.are.equal(0, rep.races)
-  return rep, mod
-end
+local function sim_equal(f, sch) return U.sim_equal(f, sch, 11) end
 
 describe("swizzle modes", function()
   it("are the PTX ISA's: 16-byte chunk bits 4.. XORed with the address bits from bit 7", function()

@@ -5,16 +5,11 @@
 local tir = require("tir")
 local T = tir.script
 local tc = require("tir.schedules.tc_gemm")
+local U = require("spec_util")
 
 local asan = os.getenv("ASAN_OPTIONS") ~= nil
 
-local function sim_equal(f, sch)
-  local mod = tir.build(sch.mod or sch, "cuda", {compile = false})
-  local rep = tir.simulate(mod, tir.testing.random_args(f, 5), {reference = f})
-  assert.are.equal(0, rep.n_issues)
-  assert.are.equal(0, rep.races)
-  return rep, mod
-end
+local function sim_equal(f, sch) return U.sim_equal(f, sch, 5) end
 
 local small = {BM = 32, BN = 32, BK = 32, warp_m = 16, warp_n = 16}
 local function with(o)
