@@ -195,7 +195,7 @@ describe("conv2d_tc on the simulator", function()
     local mod, info, rep = simulate(LAYERS[2].c, with(SMALL, {variant = "implicit"}))
     assert.are.equal(4, info.Cp)
     assert.are.equal(2, rep.kernels)
-    assert.truthy(mod:get_source("cuda"):find("tir_cp_async_zfill<8>((A_im2col", 1, true))
+    assert.truthy(mod:get_source("cuda"):find("tir_cp_async_zfill<8>((tir_smem_addr(A_im2col", 1, true))
   end)
 
   it("explicit im2col: a vectorized im2col kernel writing the matrix, then the GEMM", function()

@@ -2159,11 +2159,6 @@ static int select_scan(const tir_Node *x, void *p) {
   return 0;
 }
 
-static int swizzle_scan(const tir_Node *n, void *p) {
-  if (n->kind == TIR_Allocate && tir_scope_swizzle(((const tir_Allocate *)n)->buffer->scope)) *(int *)p = 1;
-  return 0;
-}
-
 static int wgmma_scan(const tir_Node *n, void *p) {
   if (n->kind == TIR_Call && tir_builtin_has(((const tir_Call *)n)->op, TIR_BUILTIN_WARPGROUP)) *(int *)p = 1;
   return 0;
