@@ -706,7 +706,7 @@ local function schedule(func, opts, P)
     -- contiguous, ldm = its width; validate checked the width)
     sch:transform_layout(AS, {"write", 0}, ta and tiled(tk, tm) or tiled(tm, tk))
     sch:transform_layout(BS, {"write", 0}, tb and tiled(tn, tk) or tiled(tk, tn))
-  elseif o.swizzle and o.intrin == "mma" then
+  elseif o.swizzle and o.intrin == "mma" and not o.tma then -- (TMA tiles: the shared.swz<B> scopes below)
     -- XOR-swizzled instead (storage_swizzle; CUTLASS's and Triton's layout): the 16-byte chunks
     -- of 8 consecutive rows spread over the 8 bank groups, no padding, and each 32-byte global
     -- sector a cp.async copies lands in one 32-byte shared sector.  An 8-bit operand that the
@@ -716,16 +716,10 @@ local function schedule(func, opts, P)
     local a_cols = (ta and not wide) and o.BM or o.BK
     local b_cols = (tb or wide) and o.BK or o.BN
     local a_mode, b_mode = core.swizzle_for_rows(a_cols * esize), core.swizzle_for_rows(b_cols * esize)
-    -- a TMA copy writes only the PTX modes (rows up to 128 bytes): a wider tile stays dense
-    local function tma_ok(m) return type(m) == "string" end
-    if o.tma then
-      if not tma_ok(a_mode) then a_mode = false end
-      if not tma_ok(b_mode) then b_mode = false end
-    end
     if a_mode and not (ta and wide) then sch:storage_swizzle(AS, 0, a_mode)
-    elseif not o.tma then sch:storage_align(AS, 0, 0, 64 // esize, 16 // esize) end
+    else sch:storage_align(AS, 0, 0, 64 // esize, 16 // esize) end
     if b_mode and not (wide and not tb) then sch:storage_swizzle(BS, 0, b_mode)
-    elseif not o.tma then sch:storage_align(BS, 0, 0, 64 // esize, 16 // esize) end
+    else sch:storage_align(BS, 0, 0, 64 // esize, 16 // esize) end
   elseif o.pad then
     sch:storage_align(AS, 0, 0, 64 // esize, 16 // esize)
     sch:storage_align(BS, 0, 0, 64 // esize, 16 // esize)
