@@ -437,6 +437,10 @@ for _, k in ipairs({"register", "get", "list"}) do
   tir.TensorIntrin[k] = util.strict("TensorIntrin." .. k, tir.TensorIntrin[k])
 end
 M.time_evaluator = util.strict("time_evaluator", M.time_evaluator, true)
+-- C methods whose bad arguments would be bare Lua strings (mod:resources(kernel, ...))
+for _, k in ipairs({"resources", "compile", "time"}) do
+  if debug.getinfo(M[k], "S").what == "C" then M[k] = util.guarded("Module:" .. k, M[k]) end
+end
 -- the module's C methods of fixed arity refuse extra arguments too
 for name, n in pairs({get_source = 1, arch = 0, func = 0, lowered = 0, dumps = 0, kernels = 0, cache_status = 0}) do
   local f = rawget(M, name)

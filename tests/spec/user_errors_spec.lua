@@ -23,7 +23,9 @@ end
 
 describe("wrong arguments give a tir.Error #errors", function()
   for _, target in ipairs({"tir", "T", "tir.te", "tir.ops", "tir.testing", "tir.nd", "tir.dispatch", "tir.amos", "tir.layout",
-                           "tir.cudnn", "tir.tune", "NDArray", "Schedule", "Dispatcher", "PrimFunc"}) do
+                           "tir.cudnn", "tir.tune", "NDArray", "Schedule", "Dispatcher", "PrimFunc", "Module", "family",
+                           "tir.schedules.tc_gemm", "tir.schedules.tc_gemm_tune", "tir.schedules.simt_gemm", "tir.schedules.conv2d_tc",
+                           "tir.schedules.qgemm", "tir.intrin.cuda"}) do
     it("sweep of " .. target, function()
       local out = sweep(target)
       assert.matches("done %d+ 0\nrc=0\n$", out, nil, nil, out)

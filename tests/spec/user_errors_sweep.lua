@@ -67,7 +67,10 @@ elseif target == "Buffer" then
   names = functions_of(tir.core.node_methods("Buffer"))
   call = function(name, args) local b = matmul(16).params[1]; return b[name](b, table.unpack(args, 1, 3)) end
 elseif target == "Module" then
-  local mod = tir.build(matmul(16), "cuda", {compile = false})
+  local sch = tir.Schedule(matmul(16))
+  local i, j = sch:get_loops("C")
+  sch:bind(i, "blockIdx.x"); sch:bind(j, "threadIdx.x")
+  local mod = tir.build(sch, "cuda", {compile = false, cache = false})
   names = functions_of(tir.core.module_methods)
   call = function(name, args) return mod[name](mod, table.unpack(args, 1, 3)) end
 elseif target == "Dispatcher" then
@@ -80,14 +83,14 @@ elseif target == "Dispatcher" then
   names = functions_of(getmetatable(d).__index)
   call = function(name, args) return d[name](d, table.unpack(args, 1, 3)) end
 elseif target == "family" then
-  names = functions_of(getmetatable(tir.dispatch.family(tir.specialize(matmul(16), {}), "x")).__index or {})
-  call = function(name, args)
+  local function fam()
     local M = te.var("M")
     local A = te.placeholder({M, 8}, "float32", "A")
     local B = te.compute({M, 8}, function(i, j) return A[{i, j}] + 1 end, "B")
-    local fam = tir.dispatch.family(te.create_prim_func({A, B}), "add1")
-    return fam[name](fam, table.unpack(args, 1, 3))
+    return tir.dispatch.family(te.create_prim_func({A, B}), "add1")
   end
+  names = functions_of(getmetatable(fam()).__index)
+  call = function(name, args) local f = fam(); return f[name](f, table.unpack(args, 1, 3)) end
 else
   local mod
   if target == "tir" then mod = tir elseif target == "T" then mod = tir.script else mod = require(target) end

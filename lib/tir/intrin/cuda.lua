@@ -177,6 +177,9 @@ M.rows = rows
 -- {load_a, load_b, load_a_trans, load_b_trans (nil where ldmatrix cannot), sync, fill, store =
 -- {shared=, global=}, store_f16 = {...} (f32 accumulators of mma.sync), tile = {m, n, k}}.
 function M.names(row)
+  if type(row) ~= "table" or type(row.family) ~= "string" then
+    util.raise("TypeError", "intrin.cuda.names", "row must be a row of tir.mma_configs() (a table with family, m, n, k, ...), got %s", util.describe(row))
+  end
   local n = {}
   if row.family == "mma" then
     local k, t = row.k, row.ptx_a
@@ -333,6 +336,9 @@ function M.wgmma(row, n, b_major, depth, pending)
     row = nil
     for _, r in ipairs(rows("wgmma")) do if r.name == name then row = r end end
     if not row then util.raise("ValueError", P, "no wgmma row named %s", tostring(name)) end
+  end
+  if type(row) ~= "table" or type(row.n_valid) ~= "table" then
+    util.raise("TypeError", P, "row must be a wgmma row of tir.mma_configs() or its name (e.g. \"m64nNk16.f16.f16.f32\"), got %s", util.describe(row))
   end
   local ok = false
   for _, v in ipairs(row.n_valid) do ok = ok or v == n end

@@ -32,6 +32,14 @@
 -- gemm_route(o) -> the tc_gemm workload a 1x1 stride-1 unpadded layer is (a plain GEMM).
 local tir = require("tir")
 local util = require("tir.util")
+
+-- info must be the second result of M.workload (errors name prim)
+local function check_info(P, info)
+  if type(info) ~= "table" or type(info.plan) ~= "table" or math.type(info.M) ~= "integer" or math.type(info.F) ~= "integer" then
+    util.raise("TypeError", P, "info must be the layer description conv2d_tc.workload returns second, got %s", util.describe(info))
+  end
+end
+
 local te = tir.te
 local tc = require("tir.schedules.tc_gemm")
 local ops_im2col = require("tir.ops.im2col")
@@ -65,6 +73,10 @@ local ESIZE = {float16 = 2, bfloat16 = 2, int8 = 1, uint8 = 1}
 -- is one 8-byte cp.async instead of C element copies.  pad_c (a multiple to round C up to; 1: none)
 -- overrides.  workload and pack_weight both use it (the zero channels meet zero weights).
 function M.padded_channels(C, dtype, pad_c)
+  if math.type(C) ~= "integer" or C < 1 then util.raise("TypeError", "conv2d_tc.padded_channels", "C must be a positive integer, got %s", util.show(C)) end
+  if pad_c ~= nil and (math.type(pad_c) ~= "integer" or pad_c < 1) then
+    util.raise("TypeError", "conv2d_tc.padded_channels", "pad_c must be a positive integer, got %s", util.show(pad_c))
+  end
   local e = ESIZE[dtype or "float16"] or 2
   if pad_c then return (C + pad_c - 1) // pad_c * pad_c end
   if (C * e) % 16 == 0 or C * e >= 16 then return C end
@@ -275,6 +287,14 @@ end
 -- pack_weight's inverse, for references fed with a random packed weight.  o: R, S, C, F (the
 -- workload's: C all input channels), pad_c, groups (wm [G, Kgp, F/G] -> [R, S, C/G, F]).
 function M.unpack_weight(o, wm)
+  local P = "conv2d_tc.unpack_weight"
+  if type(o) ~= "table" then util.raise("TypeError", P, "o must be pack_weight's options {R, S, C, F, ...}, got %s", util.show(o)) end
+  for _, k in ipairs({"R", "S", "C", "F"}) do
+    if math.type(o[k]) ~= "integer" or o[k] < 1 then util.raise("TypeError", P, "o.%s must be a positive integer, got %s", k, util.show(o[k])) end
+  end
+  if not (type(wm) == "userdata" and getmetatable(wm) and getmetatable(wm).__name == "tir.NDArray") then
+    util.raise("TypeError", P, "wm must be the packed weight (a tir.NDArray), got %s", util.describe(wm))
+  end
   local G = o.groups or 1
   if G > 1 then
     -- wm [G, Kgp, Fg] -> HWIO [R, S, C / G, F]
@@ -313,6 +333,11 @@ end
 -- else |got - want| <= tol * (1 + |want|) (tol default 1e-2: fp16 outputs).  Raises a
 -- ValueError naming the first output that differs; returns the max abs error.
 function M.check_points(out, x, w, ref_opts, info, n, exact, tol)
+  check_info("conv2d_tc.check_points", info)
+  if math.type(n) ~= "integer" or n < 1 then util.raise("TypeError", "conv2d_tc.check_points", "n (the number of samples) must be a positive integer, got %s", util.show(n)) end
+  if not (type(out) == "userdata" and getmetatable(out) and getmetatable(out).__name == "tir.NDArray") then
+    util.raise("TypeError", "conv2d_tc.check_points", "out must be a tir.NDArray, got %s", util.describe(out))
+  end
   local pts, rc = {}, {}
   local seed = 777
   for i = 1, n do
@@ -381,6 +406,7 @@ M.SCHEDULE_OPTS = SCHED_OPTS
 --   F a multiple of 64: 128 x 64 x 32 (4 warps of 64 x 32);  else 64 x 32 (or 32 x 16).
 function M.default_tiles(info, sm_count)
   local P = "conv2d_tc.default_tiles"
+  check_info(P, info)
   local Fn, G = info.Fg or info.F, info.groups or 1 -- the GEMM's N (per group) and the batch
   if Fn % 16 ~= 0 then
     util.raise("ValueError", P, "F = %d output channels: the tensor-core tiles need a multiple of 16", Fn)
@@ -416,6 +442,7 @@ end
 -- stages) depths, those whose tiles divide F and Kp (M is padded to BM: pad_m), that fit in
 -- smem_limit bytes of shared memory (227 KB) and whose k loop holds the pipeline.
 function M.space(info, smem_limit)
+  check_info("conv2d_tc.space", info)
   local Fn = info.Fg or info.F
   local tt = require("tir.schedules.tc_gemm_tune")
   local out = {}
@@ -490,6 +517,7 @@ end
 --- Whether a layer is a plain GEMM: a 1x1 kernel, stride 1, no padding (A[m, k] = X[m * C + k],
 -- the im2col stage a copy of X viewed as an M x C matrix).
 function M.is_gemm(info)
+  check_info("conv2d_tc.is_gemm", info)
   if (info.groups or 1) > 1 then return false end
   local q = info.plan
   return q.ksz[1] == 1 and q.ksz[2] == 1 and q.stride[1] == 1 and q.stride[2] == 1 and q.lo[1] == 0 and q.lo[2] == 0 and
@@ -501,6 +529,10 @@ end
 -- tuning database's record or the nearest shape's), else the conv tuning record of this layer
 -- (tune), else default_tiles.  Returns the options and how they were chosen.
 function M.layer_options(info, override)
+  check_info("conv2d_tc.layer_options", info)
+  if override ~= nil and type(override) ~= "table" then
+    util.raise("TypeError", "conv2d_tc.layer_options", "override must be a table of conv2d_tc.schedule options, got %s", util.show(override))
+  end
   local Fn = info.Fg or info.F
   local o = {}
   if override then
@@ -524,6 +556,7 @@ end
 
 --- The tuning-database key of a layer: "conv2d_tc:<dtype>:N,H,W,C,F,R,S,stride,pad,dilation".
 function M.workload_key(info)
+  check_info("conv2d_tc.workload_key", info)
   local q = info.plan
   return ("conv2d_tc:%s:%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d"):format(info.dtype, q.N, q.isz[1], q.isz[2], q.C, info.F, q.ksz[1], q.ksz[2],
     q.stride[1], q.stride[2], q.lo[1], q.lo[2], q.hi[1], q.hi[2], q.dil[1])

@@ -37,7 +37,15 @@ M.defaults = {BM = 128, BN = 128, BK = 8, TY = 16, TX = 16, vec = 4, a_transpose
 -- o.TY x o.TX threads, each a (BM / TY) x (BN / TX) register tile; k is split by o.BK and the
 -- shared copies AS, BS move under the k step.  Returns by, bx, ty, tx, ko, ki, ii, jj.
 -- (Shared with tir.schedules.qgemm.)
+local function check_sch(P, sch)
+  if getmetatable(sch) ~= require("tir").Schedule then
+    require("tir.util").raise("TypeError", P, "sch must be a tir.Schedule, got %s", require("tir.util").describe(sch))
+  end
+end
+
 function M.thread_tiles(sch, C, AS, BS, o)
+  check_sch("simt_gemm.thread_tiles", sch)
+  if type(o) ~= "table" then require("tir.util").raise("TypeError", "simt_gemm.thread_tiles", "o (the tile options BM, BN, BK, TY, TX) must be a table, got %s", require("tir.util").show(o)) end
   local i, j, k = sch:get_loops(C)
   local by, ty, ii = sch:split(i, {nil, o.TY, o.BM // o.TY})
   local bx, tx, jj = sch:split(j, {nil, o.TX, o.BN // o.TX})
@@ -53,6 +61,8 @@ end
 --- Cooperative, vectorized copies: each block's two innermost loops fused and spread over
 -- TY x TX threads, vec elements per access.
 function M.cooperative_copies(sch, blocks, TY, TX, vec)
+  check_sch("simt_gemm.cooperative_copies", sch)
+  if type(blocks) ~= "table" then require("tir.util").raise("TypeError", "simt_gemm.cooperative_copies", "blocks must be a list of blocks, got %s", require("tir.util").show(blocks)) end
   for _, blk in ipairs(blocks) do
     local loops = {sch:get_loops(blk)}
     local f = sch:fuse(loops[#loops - 1], loops[#loops])

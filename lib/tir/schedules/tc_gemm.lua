@@ -290,7 +290,14 @@ local function analyze(sch, blk, P)
   return {a_index = ops[1].index, b_index = ops[2].index, layout = la .. lb, batch = #batch, loops = order, extents = ext,
           a_dtype = ops[1].region.buffer.dtype, b_dtype = ops[2].region.buffer.dtype, c_dtype = wbuf.dtype, name = b.name}
 end
-M.analyze = analyze
+--- tc_gemm.analyze(sch, block [, prim]) -> the GEMM view of a matmul-like block (roles of its
+-- iteration variables, layout, dtypes, extents), as tc_gemm.schedule reads it.
+function M.analyze(sch, blk, P)
+  if getmetatable(sch) ~= require("tir").Schedule then
+    util.raise("TypeError", "tc_gemm.analyze", "sch must be a tir.Schedule, got %s", util.describe(sch))
+  end
+  return analyze(sch, blk, P or "tc_gemm.analyze")
+end
 
 --- Schedules the "C" block of M.workload (or an equivalent T script); returns the Schedule.
 -- opts override M.defaults; epilogue = "D" fuses that cast block into the store.
@@ -792,6 +799,15 @@ M.device_sm_count = device_sm_count
 -- the smallest tile when even that is not available.  Split-K is not used (it needs a
 -- reduction across CTAs).  Returns BM, BN and the number of CTAs.
 function M.pick_tiles(batch, m, n, sm_count)
+  local vals = {batch, m, n}
+  for i, name in ipairs({"batch", "m", "n"}) do
+    if math.type(vals[i]) ~= "integer" or vals[i] < 1 then
+      raise("TypeError", "tc_gemm.pick_tiles", "%s must be a positive integer, got %s", name, util.show(vals[i]))
+    end
+  end
+  if sm_count ~= nil and (math.type(sm_count) ~= "integer" or sm_count < 1) then
+    raise("TypeError", "tc_gemm.pick_tiles", "sm_count must be a positive integer, got %s", util.show(sm_count))
+  end
   local cands = {}
   for _, bm in ipairs({128, 64, 32, 16}) do
     for _, bn in ipairs({128, 64, 32, 16}) do
@@ -814,6 +830,9 @@ function M.pick_tiles(batch, m, n, sm_count)
     if c.bm * c.bn >= 32 * 32 and (not best or c.ctas > best.ctas) then best = c end
   end
   best = best or cands[#cands]
+  if not best then
+    raise("ValueError", "tc_gemm.pick_tiles", "no CTA tile of 16..128 divides m = %d and n = %d (pad them to multiples of 16)", m, n)
+  end
   return best.bm, best.bn, best.ctas
 end
 

@@ -63,6 +63,12 @@ local NOT_TUNED = {intrin = true, dtype = true, block = true, epilogue = true, t
 -- block, or no record whose tiles (BK x split_k for K) divide the block's extents and fit the
 -- GEMM (M.fits): those are passed over for the next nearest shape.
 function M.lookup(sch, info, intrin, opts)
+  if getmetatable(sch) ~= require("tir").Schedule then
+    util.raise("TypeError", "tc_gemm_tune.lookup", "sch must be a tir.Schedule, got %s", util.describe(sch))
+  end
+  if type(info) ~= "table" or type(info.extents) ~= "table" then
+    util.raise("TypeError", "tc_gemm_tune.lookup", "info must be tc_gemm.analyze's result, got %s", util.describe(info))
+  end
   opts = util.check_opts("tc_gemm_tune.lookup", opts, {db = "string", target = "string"})
   local params = sch.mod.params
   local out = params[#params]
@@ -210,6 +216,10 @@ end
 --- The tc_gemm schedule of an M x N x K GEMM with options p (a point of the space): padded
 -- when the tiles do not divide the extents.
 function M.build(m, n, k, o, p)
+  if type(o) ~= "table" or type(p) ~= "table" then
+    util.raise("TypeError", "tc_gemm_tune.build", "build(m, n, k, o, p): o (the tuning options) and p (the candidate's parameters) must be tables, got %s and %s",
+               util.describe(o), util.describe(p))
+  end
   local sopts = {intrin = o.intrin, dtype = o.dtype}
   for key, v in pairs(p) do sopts[key] = v end
   local BM, BN, BK = sopts.BM or tc.defaults.BM, sopts.BN or tc.defaults.BN, sopts.BK or tc.defaults.BK
