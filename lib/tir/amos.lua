@@ -515,17 +515,6 @@ local function as_schedule(func_or_sch, P)
   return tir.Schedule(func_or_sch)
 end
 
---- The valid mappings of a block onto an intrinsic, ranked by the cost model (best first).
---   func_or_sch: a PrimFunc or a tir.Schedule; block: the block's name or BlockRV;
---   intrin: an instruction name of tc_gemm's table ("mma.m16n8k16", "mma.m16n8k32",
---   "wmma.m16n16k16", "wmma.m32n8k16", "wmma.m8n32k16").
--- Returns a tir.amos.Candidates list (cands[i], #cands; print(cands) shows the table; a
--- candidate's fields: M, N, K, bs/ba/bb (lists of iteration-variable positions), ext,
--- padded, waste, layout_a/layout_b, reindex_a/b/c, predicted (seconds), measured).
--- An empty list has cands.reason (why nothing maps: a depthwise convolution's N, say).
--- Errors: TypeError/ValueError naming "amos.mappings" and the block (no reduction,
--- non-affine access, a body that is not a multiply-accumulate, dtypes the intrinsic does not
--- run, an unknown intrinsic).
 local function check_block_arg(block, P)
   if type(block) ~= "string" and not (type(block) == "table" and block.uid) then
     raise("TypeError", P, "block must be a block name or a BlockRV, got %s", util.describe(block))
@@ -536,6 +525,19 @@ end
 -- a split already made (amos.apply), nil to make the implied splits here
 local mappings_on
 
+--- The valid mappings of a block onto an intrinsic, ranked by the cost model (best first).
+--   func_or_sch: a PrimFunc or a tir.Schedule; block: the block's name or BlockRV;
+--   intrin: an instruction name of tc_gemm's table ("mma.m16n8k16", "mma.m16n8k32",
+--   "wmma.m16n16k16", "wmma.m32n8k16", "wmma.m8n32k16") or "dp4a".
+-- A Schedule given is not changed (the enumeration works on a copy; apply one with
+-- cands:apply(i) or tir.amos.apply).
+-- Returns a tir.amos.Candidates list (cands[i], #cands; print(cands) shows the table; a
+-- candidate's fields: M, N, K, bs/ba/bb (lists of iteration-variable positions), ext,
+-- padded, waste, layout_a/layout_b, reindex_a/b/c, predicted (seconds), measured).
+-- An empty list has cands.reason (why nothing maps: a depthwise convolution's N, say).
+-- Errors: TypeError/ValueError naming "amos.mappings" and the block (no reduction,
+-- non-affine access, a body that is not a multiply-accumulate, dtypes the intrinsic does not
+-- run, an unknown intrinsic).
 function amos.mappings(func_or_sch, block, intrin)
   local P = "amos.mappings"
   intrinsic(intrin, P)
@@ -1016,5 +1018,10 @@ end
 
 function Candidates.__tostring(s) return s:table(20) end
 function Candidates.__len(s) return rawlen(s) end
+
+-- a call with more arguments than a function takes is an error (util.strict)
+for _, k in ipairs({"mappings", "apply", "measure"}) do amos[k] = util.strict("amos." .. k, amos[k]) end
+for _, k in ipairs({"apply", "table", "best"}) do Candidates[k] = util.strict("Candidates:" .. k, Candidates[k], true) end
+Candidate.describe = util.strict("Candidate:describe", Candidate.describe, true)
 
 return amos
