@@ -1,7 +1,7 @@
 --- tir.schedules.conv2d_tc: convolution on tensor cores as a GEMM, two lowerings built from
 -- public schedule primitives (docs/CONVOLUTION.md has the index algebra):
 --
---   GEMM view (NHWC data, groups = 1):  out[m, f] = epi(sum_k A[m, k] * Wm[k, f])
+--   GEMM view (NHWC data, groups = 1; the others below):  out[m, f] = epi(sum_k A[m, k] * Wm[k, f])
 --     m = (n * P + p) * Q + q  (M = N * P * Q rows: output pixels; out [M, F] is the NHWC output's memory)
 --     k = (r * S + s) * C + c  (K = R * S * C, padded to Kp, a multiple of pad_k)
 --     A[m, k] = X[n, p*sh - pt + r*dh, q*sw - pl + s*dw, c], 0 in the padding and for k >= K
@@ -28,8 +28,11 @@
 -- the [M, F] result into out [N, F, P, Q] ("out_nchw"); the GEMM between them is the NHWC one.
 --
 -- Functions: workload(o) -> PrimFunc, info; schedule(func, opts) -> Schedule;
--- pack_weight(o) -> PrimFunc (W -> Wm), pack_weight_schedule(func) -> Schedule (a GPU kernel);
--- gemm_route(o) -> the tc_gemm workload a 1x1 stride-1 unpadded layer is (a plain GEMM).
+-- pack_weight(o) -> PrimFunc (W -> Wm), pack_weight_schedule(func) -> Schedule (a GPU kernel),
+-- unpack_weight(o, wm); layer_options(info [, override]) -> tiles, how (tc_gemm's tuned GEMM for
+-- a 1x1 stride-1 layer: is_gemm; this layer's tuning record: workload_key, tune, space; else
+-- default_tiles); padded_channels(C, dtype [, pad_c]); check_points (sampled float64 checks).
+-- Tests: tests/spec/conv_tc_spec.lua (simulator), gpu_conv_spec.lua (#gpu).
 local tir = require("tir")
 local util = require("tir.util")
 
@@ -563,9 +566,9 @@ function M.workload_key(info)
 end
 
 --- Schedules a workload's PrimFunc.  opts: variant ("implicit" | "im2col"), tc_gemm's tile
--- parameters (BM, BN, BK, warp_m, warp_n, stages, vec, pad, ...; defaults default_tiles(info)
--- when info is given in opts... see schedule_layer), im2col_threads (256) and im2col_vec (8) for
--- the explicit variant's im2col kernel.  Errors: tc_gemm's (tiles that do not divide M, F, Kp).
+-- parameters (BM, BN, BK, warp_m, warp_n, stages, vec, pad, intrin, ...: what layer_options
+-- returns; omitted ones are tc_gemm's defaults), im2col_threads (256) and im2col_vec (8) for the
+-- explicit variant's im2col kernel.  Errors: tc_gemm's (tiles that do not divide Mp, F, Kp).
 function M.schedule(func, opts)
   local P = "conv2d_tc.schedule"
   util.check_opts(P, opts, SCHED_OPTS)
