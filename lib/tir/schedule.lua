@@ -748,7 +748,13 @@ function Schedule:apply_trace(text)
   local env = setmetatable({sch = self, T = require("tir.script"), tir = require("tir")}, {__index = _G})
   local chunk, err = load(text, "=trace", "t", env)
   if not chunk then raise("ValueError", "apply_trace", "the trace does not load: %s", err) end
-  chunk()
+  -- a primitive's tir.Error passes through; a Lua error of the text itself (a misspelled
+  -- primitive, an undefined handle) is a ValueError naming the trace's line
+  local ok, e = pcall(chunk)
+  if not ok then
+    if type(e) == "string" then raise("ValueError", "apply_trace", "the trace fails at %s", e) end
+    error(e, 0)
+  end
   return self
 end
 

@@ -108,6 +108,9 @@ function te.reduce_axis(dom, name)
   if type(dom) ~= "table" and math.type(dom) ~= "integer" and not core.is_node(dom, "Expr") then
     raise("TypeError", "te.reduce_axis", "domain must be {min, max} or an extent")
   end
+  if type(dom) == "table" and not core.is_node(dom) and (#dom ~= 2 or util.count_keys(dom) ~= 2) then
+    raise("TypeError", "te.reduce_axis", "domain must be {min, max} (two bounds) or an extent, got a table of %d entries", util.count_keys(dom))
+  end
   return util.guard("te.reduce_axis", core.te_iter_var, name or "rv", dom, "R")
 end
 

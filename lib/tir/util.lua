@@ -41,7 +41,7 @@ function util.guard(prim, f, ...)
   local e = r[2]
   if type(e) == "string" then
     -- drop the binding's own position prefix ("file:line: ")
-    e = e:gsub("^[^:\n]+:%d+: ", ""):gsub("bad argument (#%d+) to '%?'", "bad argument %1")
+    e = e:gsub("^[^:\n]+:%d+: ", ""):gsub("bad argument (#%d+) to '[^']*'", "bad argument %1")
     core.raise("TypeError", prim, e)
   end
   error(e, 0)

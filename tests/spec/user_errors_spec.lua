@@ -118,6 +118,61 @@ describe("wrong arguments give a tir.Error #errors", function()
     assert.matches("cuDNN's fastest forward algorithm", require("tir.repl").doc(tir.cudnn.conv2d_plan))
   end)
 
+  it("a hand-written TMA kernel with a bad tensor map or destination fails at build time (not only at launch)", function()
+    local T = tir.script
+    local function kernel(descargs, dst_scope)
+      return T.prim_func("tma_bad", {A = T.Buffer({256, 64}, "float16"), B = T.Buffer({64}, "float16")}, function(A, B)
+        local _ = T.launch_thread("blockIdx.x", 1)
+        local tx = T.launch_thread("threadIdx.x", 32)
+        local S = T.allocate({8192}, "float16", dst_scope or "shared")
+        local bar = T.allocate({1}, "uint64", "shared")
+        local d = T.call("handle", "tma_descriptor", A.data, table.unpack(descargs))
+        T.If(tir.eq(tx, 0), function()
+          T.evaluate(T.call("void", "ptx_mbarrier_init", T.address_of(bar[{0}]), 1))
+          T.evaluate(T.call("void", "ptx_fence_proxy_async"))
+        end)
+        T.evaluate(T.call("void", "tvm_storage_sync"))
+        T.If(tir.eq(tx, 0), function()
+          T.evaluate(T.call("void", "ptx_mbarrier_arrive_expect_tx", T.address_of(bar[{0}]), 8192))
+          T.evaluate(T.call("void", "ptx_tma_load", T.address_of(S[{0}]), d, T.address_of(bar[{0}]), 0, 0))
+        end)
+        T.evaluate(T.call("void", "ptx_mbarrier_wait", T.address_of(bar[{0}]), 0))
+        B[{tx}] = S[{tx}]
+      end)
+    end
+    local function build(...) return tir.build(kernel(...), "cuda -arch=sm_90a", {compile = false, cache = false}) end
+    assert.is_truthy(build({"float16", 0, 2, 256, 64, 64, 64}):get_source("cuda"):match("tir_tmap_0"))
+    local cases = {
+      {{"float16", 0, 2, 256, 64}, "rank 1..5"},
+      {{"floot", 0, 2, 256, 64, 64, 64}, "unknown dtype 'floot'"},
+      {{"float16", 0, 2, 256, 64, 0, 64}, "box dimension 0 is 0"},
+      {{"float16", 128, 2, 256, 64, 64, 128}, "box dimension 1 %(128%) is larger than the tensor's %(64%)"},
+    }
+    for _, c in ipairs(cases) do
+      local e = err_of(build, c[1])
+      assert.are.equal("CodegenError", e.kind)
+      assert.matches(c[2], e.message)
+    end
+    local e = err_of(build, {"float16", 0, 2, 256, 64, 64, 64}, "local")
+    assert.matches("ptx_tma_load copies into shared memory: its destination must be address_of%(S%[i%]%) of a shared buffer, not of S", e.message)
+  end)
+
+  it("apply_trace: a misspelled primitive in the text is a tir.Error naming the trace's line", function()
+    local A = te.placeholder({4, 4}, "float32", "A")
+    local B = te.compute({4, 4}, function(i, j) return A[{i, j}] end, "B")
+    local sch = tir.Schedule(te.create_prim_func({A, B}))
+    local e = err_of(sch.apply_trace, sch, "local b0 = sch:get_block(\"B\")\nsch:spilt(b0)\n")
+    assert.are.equal("apply_trace", e.primitive)
+    assert.matches("the trace fails at trace:2: attempt to call a nil value %(method 'spilt'%)", e.message)
+    -- a primitive's own tir.Error passes through unchanged
+    e = err_of(sch.apply_trace, sch, "sch:get_block(\"nope\")\n")
+    assert.are.equal("get_block", e.primitive)
+  end)
+
+  it("te.reduce_axis with one bound says so", function()
+    assert.matches("two bounds", err_of(te.reduce_axis, {4}, "k").message)
+  end)
+
   it("tir.specialize refuses values outside the variable's dtype (no wrap-around)", function()
     local M = te.var("M")
     local A = te.placeholder({M, 4}, "float32", "A")

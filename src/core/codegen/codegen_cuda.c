@@ -1672,6 +1672,13 @@ static void tma_rank_helpers(tir_StrBuf *sb, int r) {
   tir_sb_puts(sb, " : \"memory\");\n}\n");
 }
 
+/* tir_tma_desc_from_call's evaluator at build time: a constant dimension, else 0 (unknown) */
+static int tma_dim_or_unknown(void *ctx, const tir_Node *e, int64_t *v) {
+  (void)ctx;
+  if (!tir_is_const_int(e, v)) *v = 0;
+  return 1;
+}
+
 /* the rank of a tma_descriptor argument (its constant argument 3) */
 static int desc_rank(CG *g, const tir_Call *c, const tir_Node *d, int coords) {
   int64_t r = 0;
@@ -1698,6 +1705,12 @@ static int tma_stmt(CG *g, const tir_Call *c) {
     case TIR_BI_PTX_TMA_LOAD: {
       int r = desc_rank(g, c, c->args->items[1], n - 3);
       if (!r) return 1;
+      const tir_BufferLoad *dl = addr_load(c->args->items[0]);
+      if (!dl || !tir_scope_is_shared(dl->buffer->scope)) {
+        cg_fail(g, &c->hdr, "ptx_tma_load copies into shared memory: its destination must be address_of(S[i]) of a shared buffer%s%s",
+                dl ? ", not of " : "", dl ? dl->buffer->name : "");
+        return 1;
+      }
       g->tma_ranks |= 1u << r;
       putf(g, "tir_tma_load_%dd(", r);
       ptr_ref(g, c->args->items[0]);
@@ -1715,6 +1728,12 @@ static int tma_stmt(CG *g, const tir_Call *c) {
     case TIR_BI_PTX_TMA_STORE: {
       int r = desc_rank(g, c, c->args->items[0], n - 2);
       if (!r) return 1;
+      const tir_BufferLoad *sl = addr_load(c->args->items[1]);
+      if (!sl || !tir_scope_is_shared(sl->buffer->scope)) {
+        cg_fail(g, &c->hdr, "ptx_tma_store copies from shared memory: its source must be address_of(S[i]) of a shared buffer%s%s",
+                sl ? ", not of " : "", sl ? sl->buffer->name : "");
+        return 1;
+      }
       g->tma_ranks |= 1u << r;
       putf(g, "tir_tma_store_%dd(", r);
       expr(g, c->args->items[0]);
@@ -2196,6 +2215,12 @@ static void kernel(CG *g, const tir_Kernel *k) {
     }
   }
   for (int i = 0; i < k->tma_descs->size; i++) {
+    /* the tensor map's rules (tma.h) at build time, not only at launch: constant dims are
+     * checked against the box, symbolic ones (0 here) at launch */
+    tir_TmaDesc td;
+    char why[256];
+    if (tir_tma_desc_from_call(k->tma_descs->items[i], tma_dim_or_unknown, NULL, &td, why, sizeof why) != 0)
+      cg_fail(g, k->tma_descs->items[i], "%s", why);
     putf(g, "%sconst __grid_constant__ tir_CUtensorMap tir_tmap_%d", f->params->size || i ? ", " : "", i);
     g->uses_tma = 1;
   }
