@@ -169,9 +169,77 @@ describe("tir.simulate on TMA copies and mbarriers", function()
   end)
 end)
 
+-- A TMA store epilogue: a tile loaded with TMA, scaled by 2 by every thread (generic stores),
+-- then fence.proxy.async, __syncthreads and one cp.async.bulk.tensor store of the tile by thread 0.
+local function store_kernel(opts)
+  opts = opts or {}
+  return T.prim_func("tmastore", {A = T.Buffer({256, 64}, "float16"), B = T.Buffer({256, 64}, "float16")}, function(A, B)
+    local bx = T.launch_thread("blockIdx.x", 4)
+    local tx = T.launch_thread("threadIdx.x", 128)
+    local S = T.allocate({4096}, "float16", "shared")
+    local bar = T.allocate({1}, "uint64", "shared")
+    local da = T.call("handle", "tma_descriptor", A.data, "float16", 0, 2, 256, 64, 64, 64)
+    local db = T.call("handle", "tma_descriptor", B.data, "float16", 0, 2, 256, 64, 64, 64)
+    T.If(tir.eq(tx, 0), function()
+      T.evaluate(T.call("void", "ptx_mbarrier_init", T.address_of(bar[{0}]), 1))
+      T.evaluate(T.call("void", "ptx_fence_proxy_async"))
+    end)
+    T.evaluate(T.call("void", "tvm_storage_sync"))
+    T.If(tir.eq(tx, 0), function()
+      T.evaluate(T.call("void", "ptx_mbarrier_arrive_expect_tx", T.address_of(bar[{0}]), 8192))
+      T.evaluate(T.call("void", "ptx_tma_load", T.address_of(S[{0}]), da, T.address_of(bar[{0}]), bx * 64, 0))
+    end)
+    T.evaluate(T.call("void", "ptx_mbarrier_wait", T.address_of(bar[{0}]), 0))
+    for i in T.serial(32) do
+      local e = i * 128 + tx
+      S[{e}] = S[{e}] * T.float16(2)
+    end
+    if not opts.no_fence then T.evaluate(T.call("void", "ptx_fence_proxy_async")) end
+    T.evaluate(T.call("void", "tvm_storage_sync"))
+    T.If(tir.eq(tx, 0), function()
+      T.evaluate(T.call("void", "ptx_tma_store", db, T.address_of(S[{0}]), bx * 64, 0))
+      T.evaluate(T.call("void", "ptx_bulk_commit_group"))
+      T.evaluate(T.call("void", "ptx_bulk_wait_group_read", 0))
+    end)
+  end)
+end
+
+describe("TMA stores", function()
+  it("write the shared box to the tensor: simulator result = 2 * A, CUDA C and PTX for sm_90a", function()
+    local a = tir.nd.random({256, 64}, "float16", nil, {seed = 9})
+    local b = tir.nd.empty({256, 64}, "float16")
+    local rep = tir.simulate(store_kernel(), {a, b})
+    assert.are.equal(0, rep.n_issues)
+    local at, bt = a:to_table(), b:to_table()
+    for r = 1, 256 do for c = 1, 64 do assert.are.equal(at[r][c] * 2, bt[r][c]) end end
+    local mod = tir.build(store_kernel(), "cuda -arch=sm_90a", {compile = nvrtc()})
+    local src = mod:get_source("cuda")
+    assert.is_truthy(src:find("tir_tma_store_2d((&tir_tmap_1), (S + 0), 0, (((int)blockIdx.x) * 64));", 1, true))
+    assert.is_truthy(src:find("tir_bulk_wait_read<0>();", 1, true))
+    if nvrtc() then
+      assert.is_truthy(mod:get_source("ptx"):find("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group", 1, true))
+    end
+  end)
+
+  it("report a TMA store of bytes written by generic stores without a fence.proxy.async", function()
+    local a = tir.nd.random({256, 64}, "float16", nil, {seed = 9})
+    U.expect_error(function() tir.simulate(store_kernel({no_fence = true}), {a, tir.nd.empty({256, 64}, "float16")}) end,
+      "a TMA store by thread (0, 0, 0) [warp 0, lane 0] uses S[", "accessed through the generic proxy with no fence.proxy.async since")
+  end)
+end)
+
 describe("#gpu TMA on the device", function()
   local dev = U.gpu_or_pending(it, function(w) pending(w) end)
   if not dev then return end
+  it("a TMA store epilogue writes 2 * A (load, scale, fence, store)", function()
+    local mod = tir.build(store_kernel(), "cuda -arch=sm_90a")
+    local a = tir.nd.random({256, 64}, "float16", dev, {seed = 9})
+    local b = tir.nd.empty({256, 64}, "float16", dev)
+    mod(a, b)
+    local at, bt = a:to("cpu"):to_table(), b:to("cpu"):to_table()
+    for r = 1, 256 do for c = 1, 64 do assert.are.equal(at[r][c] * 2, bt[r][c]) end end
+  end)
+
   it("copies 64 x 64 fp16 tiles with one TMA copy each (no swizzle and 128-byte swizzle), tensor maps encoded at launch", function()
     for _, sw in ipairs({0, 128}) do
       for _, rows in ipairs({256, 4096}) do
