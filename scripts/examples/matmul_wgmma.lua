@@ -1,27 +1,32 @@
 -- matmul_wgmma.lua -- an fp16 GEMM on Hopper's warpgroup MMA (wgmma.mma_async m64nNk16, PTX ISA
--- 9.7.15) from swizzled shared tiles fed by a cp.async pipeline (tir.schedules.tc_gemm, intrin
--- "wgmma"; lib/tir/schedules/tc_gemm_wgmma.lua):
+-- 9.7.15) from 128-byte-swizzled shared tiles loaded by TMA on a full/empty mbarrier pipeline
+-- (tir.schedules.tc_gemm, intrin "wgmma", tma = true; lib/tir/schedules/tc_gemm_wgmma.lua and
+-- inject_tma_pipeline; `cp.async` as the last argument uses the cp.async pipeline instead):
 --   D[i, j] = f16(sum_k f32(A[i, k]) * f32(B[j, k]))   A: M x K, B: N x K (both K-major: layout "NT")
 -- Prints the scheduled IR, an excerpt of the CUDA C (the descriptors and the wgmma helper) and
 -- the PTX lines with wgmma / cp.async / fence instructions, built for sm_90a.  On an sm_90 GPU it
 -- runs M x N x K (default 4096^3) against cuBLAS and prints TFLOP/s; elsewhere it runs the lowered
 -- kernel on the warp-accurate simulator at a small size, bit-exact against the interpreter.
---   tirlua scripts/examples/matmul_wgmma.lua [M N K]
+--   tirlua scripts/examples/matmul_wgmma.lua [M N K] [cp.async]
 local tir = require("tir")
 local tc = require("tir.schedules.tc_gemm")
 
 local dev = tir.device("cuda", 0)
 local has_gpu = dev:exists() and dev:info().arch == "sm_90"
 local dir = debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./"
+local cpasync = arg[#arg] == "cp.async"
+if cpasync then arg[#arg] = nil end
 local M, N, K = dofile(dir .. "size_args.lua")("matmul_wgmma", has_gpu and 4096 or 128)
 
 -- 128 x 256 CTA tiles (two consumer warpgroups of 64 x 256), BK = 64 (128-byte rows: the
--- 128-byte swizzle), 4 stages on a GPU; 128 x 128, 2 stages for the simulator
-local o = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 4, epilogue = "D"}
+-- 128-byte swizzle), 4 TMA stages on a GPU (3 cp.async stages with one wgmma group in flight);
+-- 128 x 128, 2 stages for the simulator
+local o = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = cpasync and 3 or 4, epilogue = "D", tma = not cpasync}
 if not has_gpu then o.BN, o.stages = 128, 2 end
 local func = tc.workload(M, N, K, "float16", "float16", nil, "NT")
 local sch = tc.schedule(func, o)
-print(("-- scheduled TensorIR (wgmma m64n%dk16, %dx%dx%d, fp16 x fp16 -> fp32 -> fp16)"):format(o.BN, M, N, K))
+print(("-- scheduled TensorIR (wgmma m64n%dk16, %dx%dx%d, fp16 x fp16 -> fp32 -> fp16, %s)"):format(o.BN, M, N, K,
+  cpasync and "cp.async pipeline" or "TMA + mbarrier pipeline"))
 print(sch.mod)
 local mod = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = tir.core.nvrtc_available()})
 local cu = mod:get_source("cuda")
@@ -34,11 +39,11 @@ for l in cu:gmatch("[^\n]+") do
   end
 end
 local ptx = mod:get_source("ptx") or ""
-print(("-- PTX lines with wgmma, async-copy and fence instructions (%s; first of each kind)"):format(mod:arch()))
+print(("-- PTX lines with wgmma, TMA / cp.async, mbarrier and fence instructions (%s; first of each kind)"):format(mod:arch()))
 if ptx == "" then print("  (NVRTC is not available: no PTX)") end
 for _, x in ipairs(tir.testing.ptx_instructions(ptx, {"wgmma%.mma_async[%w%.]*", "wgmma%.fence[%w%.]*", "wgmma%.commit_group[%w%.]*",
     "wgmma%.wait_group[^;]*", "cp%.async%.c[ga]%.shared%.global[^;]*", "cp%.async%.wait_group[^;]*", "fence%.proxy%.async[^;]*",
-    "cp%.async%.bulk%.tensor[^;]*", "mbarrier[%w%.:]*"})) do
+    "cp%.async%.bulk%.tensor[^;]*", "mbarrier%.init[%w%.:_]*", "mbarrier%.arrive[%w%.:_]*", "mbarrier%.try_wait[%w%.:_]*"})) do
   print(("  %4d x  %s"):format(x.count, x.first))
 end
 
