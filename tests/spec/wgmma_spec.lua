@@ -180,6 +180,24 @@ describe("tc_gemm with intrin = \"wgmma\"", function()
   end)
 end)
 
+describe("warpgroup launches", function()
+  it("are refused when blockDim.x is not a multiple of 128 (a warpgroup is 4 consecutive warps)", function()
+    local f = T.prim_func("f", {A = T.Buffer({64}, "float32")}, function(A)
+      for tx in T.thread_binding(64, "threadIdx.x") do
+        T.block("w", function()
+          T.reads()
+          T.writes(A[{{tx, tx + 1}}])
+          T.block_attr({tensor_intrin = "by_hand"})
+          T.evaluate(T.call("void", "wgmma_fence"))
+          A[{tx}] = 1.0
+        end)
+      end
+    end)
+    U.expect_error(function() tir.build(f, "cuda -arch=sm_90a", {compile = false}) end, "verify_memory_scope",
+                   "uses the warpgroup-wide builtin wgmma_fence", "threadIdx.x = 64 (loop tx)", "multiple of 128")
+  end)
+end)
+
 describe("planted bugs in wgmma kernels show on the simulator", function()
   -- replaces the impl of a registered intrinsic while fn runs
   local function with_impl(name, make, fn)
