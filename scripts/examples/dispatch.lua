@@ -78,7 +78,7 @@ for _, f in ipairs(fam:module().functions) do
 end
 
 local t0 = os.clock()
-local disp = fam:build("cuda", has_gpu and nil or {compile = false})
+local disp = has_gpu and fam:build("cuda") or fam:build("cuda", {compile = false}) -- without a GPU: CUDA C only (simulator)
 print(("-- built %d entries in %.2f s (CPU time)"):format(disp:num_entries(), os.clock() - t0))
 
 local failures = 0
