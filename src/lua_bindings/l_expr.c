@@ -32,8 +32,27 @@ static int l_const(lua_State *L) {
     def = (v > INT32_MAX || v < INT32_MIN) ? TIR_INT64 : TIR_INT32;
   }
   tir_DType t = opt_dtype(L, 2, def);
+  if (t.lanes > 1) { /* a vector constant: the scalar of the element dtype, broadcast */
+    char es[32];
+    lua_settop(L, 1);
+    lua_pushstring(L, tir_dtype_str(tir_dtype_element(t), es));
+    l_const(L);
+    tirL_push_node(L, tir_broadcast(tir_retain(tirL_to_node(L, -1)), t.lanes));
+    return 1;
+  }
+  if (tir_dtype_is_void(t) || tir_dtype_is_handle(t)) {
+    char ts[32];
+    return tirL_error(L, TIR_ERR_TYPE, "const", "no constants of dtype %s", tir_dtype_str(t, ts));
+  }
   if (lua_type(L, 1) == LUA_TBOOLEAN) {
-    tirL_push_node(L, tir_int_imm(t, lua_toboolean(L, 1)));
+    int b = lua_toboolean(L, 1);
+    tirL_push_node(L, tir_dtype_is_float(t) ? tir_float_imm(t, b) : tir_int_imm(t, b));
+    return 1;
+  }
+  if (tir_dtype_is_bool(t) && !(lua_isinteger(L, 1) && (lua_tointeger(L, 1) == 0 || lua_tointeger(L, 1) == 1)))
+    return tirL_error(L, TIR_ERR_VALUE, "const", "a bool constant is true, false, 0 or 1, got %s", luaL_tolstring(L, 1, NULL));
+  if (tir_dtype_is_bool(t)) { /* (tirL_to_expr would make an int32 of it) */
+    tirL_push_node(L, tir_int_imm(t, lua_tointeger(L, 1)));
     return 1;
   }
   luaL_checknumber(L, 1);
@@ -197,6 +216,13 @@ static int l_call_pure_extern(lua_State *L) { return call_extern_as(L, "call_pur
 static int l_cast(lua_State *L) {
   tir_DType t = tirL_check_dtype(L, 1);
   tir_Node *v = tirL_to_expr(L, 2, t, 1);
+  if (v->dtype.lanes > 1 && v->dtype.lanes != t.lanes) { /* a cast keeps the lanes (TVM's Cast check) */
+    char a[32], b[32];
+    tir_DType from = v->dtype;
+    tir_release(v);
+    return tirL_error(L, TIR_ERR_TYPE, "cast", "cannot cast a %s value to %s: a cast keeps the number of lanes", tir_dtype_str(from, a),
+                      tir_dtype_str(t, b));
+  }
   tir_Node *r = tir_cast(t, v);
   if (!r) return tirL_raise_core(L);
   tirL_push_node(L, r);
@@ -257,6 +283,13 @@ static int l_ramp(lua_State *L) {
   tirL_push_node(L, b);
   tir_Node *s = tirL_to_expr(L, 2, b->dtype, 1);
   tirL_push_node(L, s);
+  if (b->dtype.lanes != 1 || s->dtype.lanes != 1)
+    return tirL_error(L, TIR_ERR_TYPE, "Ramp", "the base and the stride must be scalars (a Ramp makes the lanes)");
+  if (!tir_dtype_eq(b->dtype, s->dtype)) {
+    char a[32], c[32];
+    return tirL_error(L, TIR_ERR_TYPE, "Ramp", "the base (%s) and the stride (%s) must have one dtype", tir_dtype_str(b->dtype, a),
+                      tir_dtype_str(s->dtype, c));
+  }
   int lanes = (int)luaL_checkinteger(L, 3);
   if (lanes < 2 || lanes > 64) return luaL_argerror(L, 3, "lanes must be in [2, 64]");
   tirL_push_node(L, tir_ramp(tir_retain(b), tir_retain(s), lanes));
@@ -266,6 +299,10 @@ static int l_ramp(lua_State *L) {
 static int l_broadcast(lua_State *L) {
   tir_Node *v = tirL_to_expr(L, 1, TIR_FLOAT32, 0);
   tirL_push_node(L, v);
+  if (v->dtype.lanes != 1) {
+    char a[32];
+    return tirL_error(L, TIR_ERR_TYPE, "Broadcast", "the value must be a scalar, got a %s vector", tir_dtype_str(v->dtype, a));
+  }
   int lanes = (int)luaL_checkinteger(L, 2);
   if (lanes < 2 || lanes > 64) return luaL_argerror(L, 2, "lanes must be in [2, 64]");
   tirL_push_node(L, tir_broadcast(tir_retain(v), lanes));

@@ -169,6 +169,22 @@ describe("wrong arguments give a tir.Error #errors", function()
     assert.are.equal("get_block", e.primitive)
   end)
 
+  it("vector expressions keep their lanes consistent (TVM's Broadcast / Ramp / Cast / Select checks); bool constants are 0 or 1", function()
+    local T = tir.script
+    assert.matches("the value must be a scalar", err_of(T.Broadcast, T.Broadcast(1, 4), 4).message)
+    assert.matches("must be scalars", err_of(T.Ramp, T.Ramp(0, 1, 4), 1, 4).message)
+    assert.matches("must have one dtype", err_of(T.Ramp, 0, tir.const(1, "int64"), 4).message)
+    assert.matches("a cast keeps the number of lanes", err_of(tir.cast, "float32x4", T.Broadcast(1, 8)).message)
+    assert.matches("the condition has 4 lanes", err_of(tir.select, tir.eq(T.Ramp(0, 1, 4), T.Broadcast(0, 4)),
+                                                       T.Broadcast(1.0, 8), T.Broadcast(2.0, 8)).message)
+    assert.matches("a bool constant is true, false, 0 or 1, got 2", err_of(tir.const, 2, "bool").message)
+    -- what stays valid
+    assert.are.equal("float32x4", tir.cast("float32x4", T.Broadcast(1, 4)).dtype)
+    assert.are.equal("float32x4", tir.cast("float32x4", 1).dtype)
+    assert.are.equal("float32x8", tir.select(tir.eq(1, 1 + tir.var("x")), T.Broadcast(1.0, 8), T.Broadcast(2.0, 8)).dtype)
+    assert.are.equal("bool", tir.const(1, "bool").dtype)
+  end)
+
   it("te.reduce_axis with one bound says so", function()
     assert.matches("two bounds", err_of(te.reduce_axis, {4}, "k").message)
   end)

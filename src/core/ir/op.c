@@ -266,6 +266,13 @@ static tir_Node *choose(const char *prim, tir_Node *c, tir_Node *t, tir_Node *f,
     tir_release(c);
     return fail2(t, f);
   }
+  if (c->dtype.lanes != 1 && c->dtype.lanes != t->dtype.lanes) { /* TVM's Select check: one condition a lane, or one for all */
+    char s2[32];
+    tir_error_set(TIR_ERR_TYPE, prim, "the condition has %d lanes but the values are %s: give one condition per lane or a scalar",
+                  c->dtype.lanes, tir_dtype_str(t->dtype, s2));
+    tir_release(c);
+    return fail2(t, f);
+  }
   if (!tir_dtype_is_bool(tir_dtype_element(c->dtype))) c = tir_cast(tir_dtype_with_lanes(TIR_BOOL, c->dtype.lanes), c);
   int64_t v;
   if (tir_is_const_int(c, &v)) {
