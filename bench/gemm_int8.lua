@@ -13,7 +13,12 @@
 --     requantizing kernel (three launches, times added).
 -- tirlua's int8 GEMMs here are tir.schedules.qgemm's: "simt" (int32 multiply-adds) and "dp4a"
 -- (dp4a on int8x4 registers packed with prmt); "imma" is tc_gemm's mma.sync m16n8k32 path.
---   tirlua bench/gemm_int8.lua [MxNxK ...]   (default: 1024^3 .. 8192^3 and M in {16, 128, 4096}, N = 11008, K = 4096)
+-- "wgmma_*" (sm_90 only) is tc_gemm's Hopper path, wgmma.mma_async m64nNk32.s8.s8.s32 from 128-byte
+-- swizzled shared tiles (lib/tir/schedules/tc_gemm_wgmma.lua, target "cuda -arch=sm_90a"):
+-- wgmma_<BM>x<BN>_s<stages> fills the tiles with cp.async, wgmma_tma_* with TMA + mbarriers.
+--   tirlua bench/gemm_int8.lua [--only=v1,v2,..] [MxNxK ...]   (default: 1024^3 .. 8192^3 and M in {16, 128, 4096},
+--                                            N = 11008, K = 4096; --only: just these gemm_int8 variants, no qgemm rows
+--                                            unless "qgemm" is named)
 --   TIRLUA_BENCH_OUT=file                    append the markdown tables to that file
 -- CUDA events, 3 warm-ups, median of 5 samples of 5 launches.  Rows go to bench/results.jsonl.
 local tir = require("tir")
@@ -29,11 +34,29 @@ local lt_ok, lt_why = core.cublaslt_available()
 if not lt_ok then error("bench/gemm_int8.lua: cuBLASLt: " .. tostring(lt_why)) end
 
 local shapes = {}
+local only -- nil: every variant; else the set given by --only=
 for i = 1, #arg do
+  local list = arg[i]:match("^%-%-only=(.*)$")
+  if list then
+    only = {}
+    for v in list:gmatch("[^,]+") do only[v] = true end
+    goto continue
+  end
   local m, n, k = arg[i]:match("^(%d+)x(%d+)x(%d+)$")
   if not m then m = arg[i]:match("^(%d+)$"); n, k = m, m end
+  if not m then error("bench/gemm_int8.lua: arguments are MxNxK, N (for NxNxN) or --only=v1,v2; got " .. arg[i]) end
   shapes[#shapes + 1] = {tonumber(m), tonumber(n), tonumber(k)}
+  ::continue::
 end
+local function wanted(v) return only == nil or only[v] == true end
+-- the wgmma variants: {name, tc_gemm options}; 128 x 256 CTAs = two consumer warpgroups of
+-- 64 x 256 (128 int32 accumulators a thread), BK = 128 int8 = the 128-byte swizzle row
+local WGMMA = {
+  {"wgmma_128x256_s4", {BM = 128, BN = 256, BK = 128, stages = 4}},
+  {"wgmma_tma_128x256_s4", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true}},
+  {"wgmma_tma_128x256_s3", {BM = 128, BN = 256, BK = 128, stages = 3, tma = true}},
+  {"wgmma_tma_128x128_s4", {BM = 128, BN = 128, BK = 128, stages = 4, tma = true}},
+}
 if #shapes == 0 then
   shapes = {{1024, 1024, 1024}, {2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192}, {16, 11008, 4096},
             {128, 11008, 4096}, {4096, 11008, 4096}}
@@ -60,7 +83,7 @@ end
 local info = dev:info()
 local rows = {}
 local function timed(mod, ...) return mod:time_evaluator({number = 5, repeat_ = 5, warmup = 3})(...) end
-print(("%-10s %-16s %9s %9s %-22s %9s %9s %7s"):format("bench", "MxNxK", "ms", "TOP/s", "ref", "ref ms", "ref TOP/s", "ratio"))
+print(("%-10s %-22s %-16s %9s %9s %-22s %9s %9s %7s"):format("bench", "variant", "MxNxK", "ms", "TOP/s", "ref", "ref ms", "ref TOP/s", "ratio"))
 local function bench_shape(m, n, k)
   local shape = ("%dx%dx%d"):format(m, n, k)
   local ops = 2.0 * m * n * k
@@ -75,7 +98,16 @@ local function bench_shape(m, n, k)
   local plain_f = qm{M = m, N = n, K = k, out_dtype = "int32", name = "gemm_int8"}
   local c = tir.nd.empty({m, n}, "int32", dev)
   local t_int8 = {}
+  local function row(bench, variant, t, ref, t_ref, dtype)
+    local r = {bench = bench, variant = variant, shape = shape, dtype = dtype, ms = t * 1e3, tflops = ops / t / 1e12, ref = ref,
+               ref_ms = t_ref * 1e3, ref_tflops = ops / t_ref / 1e12, gpu = info.name}
+    common.record(r)
+    rows[#rows + 1] = r
+    print(("%-10s %-22s %-16s %9.3f %9.1f %-22s %9.3f %9.1f %7.3f"):format(bench, variant, shape, r.ms, r.tflops, ref, r.ref_ms,
+      r.ref_tflops, r.ref_ms / r.ms))
+  end
   for _, intrin in ipairs({"simt", "dp4a", "dp4a_v4", "dp4a_v4_s2p"}) do
+    if not wanted(intrin) then goto next_intrin end
     local o = opts_for(m, n)
     o.intrin = intrin:match("^dp4a") and "dp4a" or intrin
     -- dp4a_v4: the tile copies 4 bytes (one k-group word) per access: 32-bit global loads and
@@ -87,25 +119,15 @@ local function bench_shape(m, n, k)
     plain(a, b, c)
     tir.testing.assert_allclose(c, c_lt, {rtol = 0, atol = 0}) -- int32 in float64: bit-exact
     t_int8[intrin] = timed(plain, a, b, c)
+    row("gemm_int8", intrin, t_int8[intrin], "cuBLASLt", t_lt, "int8")
+    ::next_intrin::
   end
-  local function row(bench, variant, t, ref, t_ref, dtype)
-    local r = {bench = bench, variant = variant, shape = shape, dtype = dtype, ms = t * 1e3, tflops = ops / t / 1e12, ref = ref,
-               ref_ms = t_ref * 1e3, ref_tflops = ops / t_ref / 1e12, gpu = info.name}
-    common.record(r)
-    rows[#rows + 1] = r
-    print(("%-10s %-16s %9.3f %9.1f %-22s %9.3f %9.1f %7.3f"):format(bench, shape, r.ms, r.tflops, ref, r.ref_ms, r.ref_tflops,
-      r.ref_ms / r.ms))
-  end
-  row("gemm_int8", "simt", t_int8.simt, "cuBLASLt", t_lt, "int8")
-  row("gemm_int8", "dp4a", t_int8.dp4a, "cuBLASLt", t_lt, "int8")
-  row("gemm_int8", "dp4a_v4", t_int8.dp4a_v4, "cuBLASLt", t_lt, "int8")
-  row("gemm_int8", "dp4a_v4_s2p", t_int8.dp4a_v4_s2p, "cuBLASLt", t_lt, "int8")
   -- tirlua IMMA: tc_gemm with mma.sync m16n8k32 (A [M, K], B [N, K]: both k-major, tc_gemm's
   -- "NT"); 128x128x128 CTAs, 3 stages (the best of the measured configurations), 16-row CTAs
   -- for small M
   local imma_tiles = m < 64 and {BM = 16, warp_m = 16, BN = 128, warp_n = 32, BK = 128, stages = 3}
                      or {BM = 128, BN = 128, BK = 128, warp_m = 64, warp_n = 64, stages = 3}
-  do
+  if wanted("imma") or wanted("qgemm") then
     local o = {}
     for kk, v in pairs(imma_tiles) do o[kk] = v end
     o.intrin = "mma"
@@ -116,6 +138,23 @@ local function bench_shape(m, n, k)
     t_int8.mma = timed(imma, a, b, c)
     row("gemm_int8", "imma", t_int8.mma, "cuBLASLt", t_lt, "int8")
   end
+  -- tirlua wgmma (sm_90): the same K-major operands; M, N, K multiples of the tiles here
+  if info.arch == "sm_90" and m % 128 == 0 and n % 256 == 0 and k % 128 == 0 then
+    local tcf = tc.workload(m, n, k, "int8", "int32", nil, "NT")
+    for _, wv in ipairs(WGMMA) do
+      if wanted(wv[1]) then
+        local o = {intrin = "wgmma"}
+        for kk, v in pairs(wv[2]) do o[kk] = v end
+        local wmod = tir.build(tc.schedule(tcf, o).mod, "cuda -arch=sm_90a")
+        -- a random output first: a kernel writing nothing cannot pass the check
+        local cw = tir.nd.random({m, n}, "int32", dev, {seed = 77, low = -1000, high = 1000})
+        wmod(a, b, cw)
+        tir.testing.assert_allclose(cw, c_lt, {rtol = 0, atol = 0})
+        row("gemm_int8", wv[1], timed(wmod, a, b, cw), "cuBLASLt", t_lt, "int8")
+      end
+    end
+  end
+  if not wanted("qgemm") then return end
   -- fused quantized GEMM
   local qo = {M = m, N = n, K = k, a_zero_point = ZA, b_zero_point = 0, b_sums = "input", bias = true, scale = "per_channel",
               out_zero_point = -7, out_dtype = "int8", name = "qgemm"}
@@ -207,7 +246,7 @@ if outp then
   f:write("\n### int8 GEMM and fused quantized GEMM vs cuBLASLt (bench/gemm_int8.lua)\n\n")
   f:write(("%s, %s (%s, %d SMs), commit %s; CUDA events, median of 5 samples of 5 launches after 3 warm-ups; every result " ..
            "checked bit-exact first (tirlua int8 GEMM = cuBLASLt, fused qgemm = cuBLASLt + requant). simt/dp4a: " ..
-           "tir.schedules.qgemm's SIMT and DP4A schedules; imma: tc_gemm mma.sync m16n8k32.\n\n"):format(common.date(), info.name, info.arch, info.sm_count,
+           "tir.schedules.qgemm's SIMT and DP4A schedules; imma: tc_gemm mma.sync m16n8k32; wgmma_*: tc_gemm intrin = \"wgmma\" (m64nNk32.s8.s8.s32, sm_90a).\n\n"):format(common.date(), info.name, info.arch, info.sm_count,
            common.commit()))
   f:write("| bench | variant | MxNxK | ms | TOP/s | ref | ref ms | ref TOP/s | ref_ms / ms |\n|---|---|---|---|---|---|---|---|---|\n")
   for _, r in ipairs(rows) do

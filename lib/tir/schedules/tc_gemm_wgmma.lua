@@ -100,8 +100,25 @@ function M.schedule(sch, o, P, analyze)
   local names = require("tir.intrin.cuda").wgmma(row, BN, "K", BK, pend)
   local C = sch:get_block(o.block or "C")
   local scope = ("shared.swz%d"):format(sw)
-  local AS = sch:cache_read(C, info.a_index, scope)
-  local BS = sch:cache_read(C, info.b_index, scope)
+  -- the padded workload (tc.workload(..., pad), any M, N, K): its stages A_pad / B_pad (A, B or 0
+  -- outside them) become the shared tiles, so the zero fill runs in the guarded copy into shared
+  -- memory; C (the padded extents) goes back to global memory and D (C cut to M x N) is a kernel
+  -- of its own, as on tc_gemm's mma path
+  local padded = pcall(function() return sch:get_block("A_pad") end) and pcall(function() return sch:get_block("B_pad") end)
+  if padded then
+    if o.tma then raise("ValueError", P, "tma = true needs M, N, K multiples of the tiles (TMA copies whole boxes, not the padded workload)") end
+    if o.epilogue then
+      raise("ValueError", P, "the padded workload's epilogue '%s' is its write-back kernel (C cut to M x N); leave epilogue out", o.epilogue)
+    end
+  end
+  local AS, BS
+  if padded then
+    AS, BS = sch:get_block("A_pad"), sch:get_block("B_pad")
+    sch:set_scope(AS, 0, scope); sch:set_scope(BS, 0, scope)
+  else
+    AS = sch:cache_read(C, info.a_index, scope)
+    BS = sch:cache_read(C, info.b_index, scope)
+  end
   local CF = sch:cache_write(C, 0, "wgmma.accumulator")
   local store = names.store.global
   if o.epilogue then
@@ -136,6 +153,11 @@ function M.schedule(sch, o, P, analyze)
   sch:tensorize(il[#il - 1], names.fill)
   local sl = {sch:get_loops(CF)}
   sch:tensorize(sl[#sl - 1], store)
+  if padded then
+    local D = sch:get_block("D")
+    local bxd, txd = sch:split(sch:fuse(sch:get_loops(D)), {nil, 256})
+    sch:bind(bxd, "blockIdx.x"); sch:bind(txd, "threadIdx.x")
+  end
   if o.tma then
     -- full/empty mbarrier pipeline of o.stages stages (docs/TENSOR_CORES.md "TMA pipelines"); the
     -- box lands with the tiles' 32/64/128-byte swizzle, which the wgmma descriptors read

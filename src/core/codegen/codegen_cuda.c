@@ -661,7 +661,7 @@ static int tc_stmt(CG *g, const tir_Call *c) {
       char a[32], b[32], dd[32];
       tir_dtype_str(la->buffer->hdr.dtype, a), tir_dtype_str(lb->buffer->hdr.dtype, b), tir_dtype_str(d->buffer->hdr.dtype, dd);
       cg_fail(g, &c->hdr, "wgmma_mma_async: no wgmma configuration %s%s multiplies %s x %s into %s (include/tir/mma.h: "
-              "m64nNk16.f16.f16.f32, m64nNk16.bf16.bf16.f32, m64nNk32.s8.s8.s32)", name ? "named " : "", name ? name : "", a, b, dd);
+              "m64nNk16.f16.f16.f32, m64nNk16.bf16.bf16.f32, m64nNk32.{s8,u8}.{s8,u8}.s32)", name ? "named " : "", name ? name : "", a, b, dd);
       return 1;
     }
     if (!tir_wgmma_n_valid(cfg, (int)nv)) {

@@ -97,6 +97,10 @@ static const tir_MmaConfig table[] = {
     WGMMA("m64nNk16.bf16.bf16.f32", 16, BF16, BF16, F32, "bf16", "bf16", "f32", wg_a16, 8),
     /* the form without .satfinite: s32 sums wrap, as the interpreter's int32 arithmetic */
     WGMMA("m64nNk32.s8.s8.s32", 32, S8, S8, S32, "s8", "s8", "s32", wg_a8, 16),
+    /* .atype and .btype are each .s8 or .u8 (PTX ISA 9.7.15.5.2, integer wgmma.mma_async) */
+    WGMMA("m64nNk32.u8.s8.s32", 32, U8, S8, S32, "u8", "s8", "s32", wg_a8, 16),
+    WGMMA("m64nNk32.s8.u8.s32", 32, S8, U8, S32, "s8", "u8", "s32", wg_a8, 16),
+    WGMMA("m64nNk32.u8.u8.s32", 32, U8, U8, S32, "u8", "u8", "s32", wg_a8, 16),
 };
 
 const tir_MmaConfig *tir_mma_table(int *n) {

@@ -1,0 +1,77 @@
+-- gpu_wgmma_int8_spec.lua -- 8-bit integer GEMMs on Hopper's wgmma on a real sm_90 GPU (#gpu):
+-- tc_gemm intrin = "wgmma" (m64nNk32, s8/u8 into s32, target "cuda -arch=sm_90a") on K-major
+-- operands (A M x K, B N x K) at real sizes, each result exact: s8 x s8 against cuBLASLt
+-- (CUDA_R_8I, TN), s8/u8 mixes and the padded workload (odd M, N, K) against an int32 CUDA-core
+-- kernel of the unpadded workload.  Without an sm_90 GPU: pending.
+local tir = require("tir")
+local tc = require("tir.schedules.tc_gemm")
+
+local dev = tir.device("cuda", 0)
+local has_gpu, why = dev:exists()
+if has_gpu and dev:info().arch ~= "sm_90" then has_gpu, why = false, "the GPU is " .. dev:info().arch .. ", wgmma needs sm_90" end
+
+local function rand(shape, dt, seed)
+  return tir.nd.random(shape, dt, dev, {seed = seed, low = dt == "uint8" and 0 or -128, high = dt == "uint8" and 255 or 127})
+end
+
+-- C = A B^T with int32 multiply-adds on CUDA cores, 8 x 8 outputs a thread block of 64
+local function cuda_core_ref(m, n, k, dtype, a, b)
+  local rs = tir.Schedule(tc.workload(m, n, k, dtype, "int32", nil, "NT"))
+  local i, j = rs:get_loops(rs:get_block("C"))
+  local io, ii = rs:split(i, {nil, 8})
+  local jo, ji = rs:split(j, {nil, 8})
+  rs:reorder(io, jo, ii, ji)
+  rs:bind(io, "blockIdx.y"); rs:bind(jo, "blockIdx.x"); rs:bind(ii, "threadIdx.y"); rs:bind(ji, "threadIdx.x")
+  local r = tir.nd.empty({m, n}, "int32", dev)
+  tir.build(rs.mod, "cuda")(a, b, r)
+  return r
+end
+
+describe("#gpu int8 wgmma GEMM (sm_90a)", function()
+  if not has_gpu then
+    it("is skipped: " .. tostring(why), function() pending("no sm_90 GPU: " .. tostring(why)) end)
+    return
+  end
+
+  for _, o in ipairs({{BM = 128, BN = 256, BK = 128, stages = 4}, {BM = 128, BN = 256, BK = 128, stages = 4, tma = true}}) do
+    it(("s8 x s8 4096^3 BM=%d BN=%d stages=%d%s equals cuBLASLt exactly"):format(o.BM, o.BN, o.stages, o.tma and " tma" or ""), function()
+      local ok, w = tir.core.cublaslt_available()
+      if not ok then return pending("cuBLASLt: " .. tostring(w)) end
+      local m = 4096
+      local f = tc.workload(m, m, m, "int8", "int32", nil, "NT")
+      local opts = {intrin = "wgmma"}
+      for key, v in pairs(o) do opts[key] = v end
+      local mod = tir.build(tc.schedule(f, opts).mod, "cuda -arch=sm_90a")
+      local a, b = rand({m, m}, "int8", 11), rand({m, m}, "int8", 12)
+      local c = tir.nd.random({m, m}, "int32", dev, {seed = 13, low = -9, high = 9})
+      local ref = tir.nd.empty({m, m}, "int32", dev)
+      mod(a, b, c)
+      tir.core.cublaslt_gemm_int8(a, b, ref)
+      tir.core.cuda_sync(0)
+      tir.testing.assert_allclose(c, ref, {rtol = 0, atol = 0})
+    end)
+  end
+
+  for _, c in ipairs({
+    {{"uint8", "int8"}, {2048, 2048, 2048}, nil, {BM = 128, BN = 256, BK = 128, stages = 4, tma = true}},
+    {{"int8", "uint8"}, {1024, 1024, 1024}, nil, {BM = 128, BN = 128, BK = 128, stages = 3}},
+    {"uint8", {1024, 512, 2048}, nil, {BM = 64, BN = 128, BK = 64, stages = 3}},
+    {"int8", {1000, 1000, 1000}, {128, 128, 128}, {BM = 128, BN = 128, BK = 128, stages = 3}},
+    {{"uint8", "int8"}, {4000, 3000, 1000}, {128, 256, 128}, {BM = 128, BN = 256, BK = 128, stages = 4}},
+  }) do
+    local dt = type(c[1]) == "table" and (c[1][1] .. " x " .. c[1][2]) or c[1]
+    it(("%s %dx%dx%d%s equals an int32 CUDA-core kernel exactly"):format(dt, c[2][1], c[2][2], c[2][3], c[3] and " (padded)" or ""), function()
+      local m, n, k = c[2][1], c[2][2], c[2][3]
+      local f = tc.workload(m, n, k, c[1], "int32", c[3], "NT")
+      local opts = {intrin = "wgmma"}
+      for key, v in pairs(c[4]) do opts[key] = v end
+      local mod = tir.build(tc.schedule(f, opts).mod, "cuda -arch=sm_90a")
+      local da = type(c[1]) == "table" and c[1][1] or c[1]
+      local db = type(c[1]) == "table" and c[1][2] or c[1]
+      local a, b = rand({m, k}, da, 21), rand({n, k}, db, 22)
+      local out = tir.nd.random({m, n}, "int32", dev, {seed = 23, low = -9, high = 9})
+      mod(a, b, out)
+      tir.testing.assert_allclose(out, cuda_core_ref(m, n, k, c[1], a, b), {rtol = 0, atol = 0})
+    end)
+  end
+end)
