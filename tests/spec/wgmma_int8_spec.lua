@@ -73,6 +73,15 @@ describe("tc_gemm intrin = \"wgmma\" on 8-bit integers", function()
     end)
   end
 
+  it("gives each s8/u8 pair its own intrinsic: the four pairs at one N and BK in one process", function()
+    for _, dt in ipairs({{"int8", "uint8"}, {"uint8", "int8"}, "uint8", "int8"}) do
+      local f = tc.workload(64, 64, 64, dt, "int32", nil, "NT")
+      local sch = tc.schedule(f, {intrin = "wgmma", BM = 64, BN = 64, BK = 64, stages = 1})
+      local rep = tir.simulate(tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false}), args_for(f, 5), {reference = f})
+      assert.are.equal(0, rep.n_issues)
+    end
+  end)
+
   it("refuses tma = true and a fused epilogue on the padded workload, and types no row has", function()
     local f = tc.workload(100, 72, 200, "int8", "int32", {64, 64, 128}, "NT")
     U.expect_error(function() tc.schedule(f, {intrin = "wgmma", BM = 64, BN = 64, BK = 128, tma = true}) end, "tc_gemm.schedule",

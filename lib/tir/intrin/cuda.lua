@@ -356,7 +356,9 @@ function M.wgmma(row, n, b_major, depth, pending)
   if math.type(depth) ~= "integer" or depth < k or depth % k ~= 0 then
     util.raise("ValueError", P, "depth must be a multiple of the instruction's k = %d, got %s", k, tostring(depth))
   end
-  local names = {sync = ("wgmma_sync_64x%dx%d_%s%s_%s%s"):format(n, depth, row.ptx_a, row.ptx_c, b_major == "K" and "bk" or "bn",
+  -- <t>: A's type, then B's where it differs (u8.s8 is not s8.s8: one intrinsic per row)
+  local t = row.ptx_a == row.ptx_b and row.ptx_a or (row.ptx_a .. row.ptx_b)
+  local names = {sync = ("wgmma_sync_64x%dx%d_%s%s_%s%s"):format(n, depth, t, row.ptx_c, b_major == "K" and "bk" or "bn",
                                                                 pending == 1 and "_w1" or ""),
                  fill = ("wgmma_fill_64x%d_%s"):format(n, row.ptx_c), tile = {64, n, depth},
                  store = {shared = ("wgmma_store_64x%d_%s_shared"):format(n, row.ptx_c),
