@@ -4,7 +4,7 @@
 # wgmma GEMM against cuBLASLt, logs under $OUT:
 #   sh scripts/gpu/wgmma_int8.sh [shapes ...]   (default 4096 8192)
 #     tests/spec/gpu_wgmma_int8_spec.lua + gpu_wgmma_spec.lua (#gpu), then bench/gemm_int8.lua's
-#     imma and wgmma_* rows (bit-exact vs cuBLASLt first; rows to bench/results.jsonl, copied to $OUT)
+#     imma and wgmma_* rows (bit-exact vs cuBLASLt first; rows to $OUT/results.jsonl)
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 export TIRLUA_PATH="$PWD/lib" TIRLUA_LUA_MODULES="$PWD/.carry/lua"
@@ -23,6 +23,6 @@ TIRLUA_BENCH_OUT="$OUT/gemm_int8.md" "$T" bench/gemm_int8.lua \
   --only=imma,wgmma_128x256_s4,wgmma_tma_128x256_s4,wgmma_tma_128x256_s3,wgmma_tma_128x128_s4 $shapes \
   > "$OUT/gemm_int8.log" 2>&1 || status=1
 cat "$OUT/gemm_int8.log"
-cp bench/results.jsonl "$OUT/results.jsonl"
+# the rows are in $OUT/results.jsonl (bench/common.lua); append them here with scripts/gpu/collect_results.sh
 echo "-- bench: $(( $(date +%s) - start )) s"
 exit $status
