@@ -20,7 +20,7 @@ tail -30 "$OUT/gpu_wgmma_specs.log"
 echo "-- specs: $(( $(date +%s) - start )) s"
 start=$(date +%s)
 TIRLUA_BENCH_OUT="$OUT/gemm_int8.md" "$T" bench/gemm_int8.lua \
-  --only=imma,wgmma_128x256_s4,wgmma_tma_128x256_s4,wgmma_tma_128x256_s3,wgmma_tma_128x128_s4 $shapes \
+  --only=imma,wgmma_128x256_s4,wgmma_128x256_s3_w1,wgmma_tma_128x256_s4,wgmma_tma_128x256_s3,wgmma_tma_128x128_s4 $shapes \
   > "$OUT/gemm_int8.log" 2>&1 || status=1
 cat "$OUT/gemm_int8.log"
 # the rows are in $OUT/results.jsonl (bench/common.lua); append them here with scripts/gpu/collect_results.sh
