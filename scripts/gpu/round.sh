@@ -30,7 +30,7 @@ for stage in "$@"; do
       "$T" tests/run_busted.lua --run=gpu -o utfTerminal > "$OUT/gpu_specs.log" 2>&1 || status=1
       grep -E "successes|^(Error|Failure) " "$OUT/gpu_specs.log" | tail -20 ;;
     examples)
-      for ex in matmul_mma gemm_int8 gemm_dp4a qgemm conv2d_implicit_gemm conv2d_im2col; do
+      for ex in matmul_mma matmul_tma matmul_wgmma gemm_int8 gemm_dp4a qgemm conv2d_implicit_gemm conv2d_im2col; do
         echo "== $ex" >> "$OUT/examples.log"
         "$T" "scripts/examples/$ex.lua" >> "$OUT/examples.log" 2>&1 || { status=1; echo "$ex FAILED" >> "$OUT/examples.log"; }
       done
