@@ -264,7 +264,9 @@ static void smem_addr_ref(CG *g, const tir_Node *arg) {
   }
   g->uses_smem_addr = 1;
   putf(g, "(tir_smem_addr(%s) + (unsigned)(", name_of(g, &l->buffer->data->hdr, l->buffer->name));
+  int sw = swz_open(g, l->buffer); /* a shared.swz<B> tile: the physical element, as ptr_ref */
   expr(g, l->indices->items[0]);
+  swz_close(g, sw);
   putf(g, ") * %du)", tir_dtype_bytes(l->buffer->hdr.dtype));
 }
 
