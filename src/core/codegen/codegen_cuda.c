@@ -216,6 +216,14 @@ static int swz_open(CG *g, const tir_Buffer *b) {
 static void swz_close(CG *g, int open) {
   if (open) put(g, ")");
 }
+/* Element index e of buffer b as stored: every index of a shared.swz<B> tile the codegen emits goes
+ * through one of these two (lane >= 0: lane `lane` of a vector index). */
+static void phys_index(CG *g, const tir_Buffer *b, const tir_Node *e, int lane) {
+  int sw = swz_open(g, b);
+  if (lane >= 0) lane_expr(g, e, lane);
+  else expr(g, e);
+  swz_close(g, sw);
+}
 
 /* The flattened BufferLoad inside an address_of(...) argument, or NULL. */
 static const tir_BufferLoad *addr_load(const tir_Node *e) {
@@ -245,9 +253,7 @@ static void ptr_ref(CG *g, const tir_Node *arg) {
     return;
   }
   putf(g, "(%s + ", name_of(g, &l->buffer->data->hdr, l->buffer->name));
-  int sw = swz_open(g, l->buffer);
-  expr(g, l->indices->items[0]);
-  swz_close(g, sw);
+  phys_index(g, l->buffer, l->indices->items[0], -1);
   put(g, ")");
 }
 
@@ -264,35 +270,29 @@ static void smem_addr_ref(CG *g, const tir_Node *arg) {
   }
   g->uses_smem_addr = 1;
   putf(g, "(tir_smem_addr(%s) + (unsigned)(", name_of(g, &l->buffer->data->hdr, l->buffer->name));
-  int sw = swz_open(g, l->buffer); /* a shared.swz<B> tile: the physical element, as ptr_ref */
-  expr(g, l->indices->items[0]);
-  swz_close(g, sw);
+  phys_index(g, l->buffer, l->indices->items[0], -1);
   putf(g, ") * %du)", tir_dtype_bytes(l->buffer->hdr.dtype));
 }
 
-/* the per-thread part of a warp buffer: `buf + index / 32` */
-static void warp_ref(CG *g, const tir_Node *arg) {
+/* The per-thread part of a buffer spread over `threads` threads: `buf + index / threads` -- a warp
+ * buffer (32: mma.sync operands) or a wgmma.accumulator buffer (128: a warpgroup's 64 x n tile, n/2
+ * elements a thread in the order of PTX ISA 9.7.15.5.1.1's D fragment).  what names the scope in
+ * the error when arg is not address_of(such a buffer[...]). */
+static void thread_part_ref(CG *g, const tir_Node *arg, int (*in_scope)(const char *), int threads, const char *what) {
   const tir_BufferLoad *l = addr_load(arg);
-  if (!l || !tir_scope_is_warp(l->buffer->scope)) {
-    cg_fail(g, arg, "an mma builtin needs address_of(warp_buffer[...]) here");
+  if (!l || !in_scope(l->buffer->scope)) {
+    cg_fail(g, arg, "%s", what);
     return;
   }
   putf(g, "(%s + (", name_of(g, &l->buffer->data->hdr, l->buffer->name));
   expr(g, l->indices->items[0]);
-  put(g, ") / 32)");
+  putf(g, ") / %d)", threads);
 }
-
-/* the per-thread part of a wgmma.accumulator buffer: `buf + index / 128` (a warpgroup's 64 x n tile,
- * n/2 elements a thread in the order of PTX ISA 9.7.15.5.1.1's D fragment) */
+static void warp_ref(CG *g, const tir_Node *arg) {
+  thread_part_ref(g, arg, tir_scope_is_warp, 32, "an mma builtin needs address_of(warp_buffer[...]) here");
+}
 static void wg_ref(CG *g, const tir_Node *arg) {
-  const tir_BufferLoad *l = addr_load(arg);
-  if (!l || !tir_scope_is_wgmma(l->buffer->scope)) {
-    cg_fail(g, arg, "a wgmma builtin needs address_of(wgmma.accumulator buffer[...]) here");
-    return;
-  }
-  putf(g, "(%s + (", name_of(g, &l->buffer->data->hdr, l->buffer->name));
-  expr(g, l->indices->items[0]);
-  put(g, ") / 128)");
+  thread_part_ref(g, arg, tir_scope_is_wgmma, 128, "a wgmma builtin needs address_of(wgmma.accumulator buffer[...]) here");
 }
 
 /* wgmma.* exist on sm_90a only (PTX ISA 9.7.15: "requires sm_90a"; not on sm_90 nor on later
@@ -1341,9 +1341,7 @@ static void call_expr(CG *g, const tir_Call *c) {
     /* one load of the whole word: the schedule keeps it aligned (tir.simulate checks) */
     tir_Node *sb = tir_simplify_take(g->an, base);
     putf(g, "(*(%s*)(%s + ", ctype(g, t, &c->hdr), name_of(g, &l->buffer->data->hdr, l->buffer->name));
-    int sw = swz_open(g, l->buffer);
-    expr(g, sb);
-    swz_close(g, sw);
+    phys_index(g, l->buffer, sb, -1);
     put(g, "))");
     tir_release(sb);
     return;
@@ -1437,9 +1435,7 @@ static void expr(CG *g, const tir_Node *e) {
         return;
       }
       putf(g, "%s[", name_of(g, &l->buffer->data->hdr, l->buffer->name));
-      int sw = swz_open(g, l->buffer);
-      expr(g, l->indices->items[0]);
-      swz_close(g, sw);
+      phys_index(g, l->buffer, l->indices->items[0], -1);
       put(g, "]");
       return;
     }
@@ -1476,9 +1472,7 @@ static void lane_expr(CG *g, const tir_Node *e, int lane) {
     case TIR_BufferLoad: {
       const tir_BufferLoad *l = (const tir_BufferLoad *)e;
       putf(g, "%s[", name_of(g, &l->buffer->data->hdr, l->buffer->name));
-      int sw = swz_open(g, l->buffer);
-      lane_expr(g, l->indices->items[0], lane);
-      swz_close(g, sw);
+      phys_index(g, l->buffer, l->indices->items[0], lane);
       put(g, "]");
       return;
     }
@@ -1933,13 +1927,9 @@ static void stmt(CG *g, const tir_Node *s) {
           const tir_BufferLoad *l = (const tir_BufferLoad *)v;
           line(g);
           putf(g, "*(%s*)(%s + ", raw, dst);
-          int sw = swz_open(g, st->buffer);
-          expr(g, ((const tir_Ramp *)ix)->base);
-          swz_close(g, sw);
+          phys_index(g, st->buffer, ((const tir_Ramp *)ix)->base, -1);
           putf(g, ") = *(%s*)(%s + ", raw, name_of(g, &l->buffer->data->hdr, l->buffer->name));
-          sw = swz_open(g, l->buffer);
-          expr(g, ((const tir_Ramp *)l->indices->items[0])->base);
-          swz_close(g, sw);
+          phys_index(g, l->buffer, ((const tir_Ramp *)l->indices->items[0])->base, -1);
           put(g, ");\n");
           return;
         }
@@ -1977,16 +1967,12 @@ static void stmt(CG *g, const tir_Node *s) {
           putf(g, "__align__(16) %s vec_[%d];\n", et, lanes);
           line(g);
           putf(g, "*(%s*)vec_ = *(%s*)(%s + ", raw, raw, name_of(g, &l->buffer->data->hdr, l->buffer->name));
-          int sw = swz_open(g, l->buffer);
-          expr(g, ((const tir_Ramp *)l->indices->items[0])->base);
-          swz_close(g, sw);
+          phys_index(g, l->buffer, ((const tir_Ramp *)l->indices->items[0])->base, -1);
           put(g, ");\n");
           for (int lane = 0; lane < lanes; lane++) {
             line(g);
             putf(g, "%s[", dst);
-            int sw = swz_open(g, st->buffer);
-            lane_expr(g, ix, lane);
-            swz_close(g, sw);
+            phys_index(g, st->buffer, ix, lane);
             putf(g, "] = vec_[%d];\n", lane);
           }
           g->indent -= 2;
@@ -1997,9 +1983,7 @@ static void stmt(CG *g, const tir_Node *s) {
         for (int lane = 0; lane < lanes; lane++) {
           line(g);
           putf(g, "%s[", dst);
-          int sw = swz_open(g, st->buffer);
-          lane_expr(g, ix, lane);
-          swz_close(g, sw);
+          phys_index(g, st->buffer, ix, lane);
           put(g, "] = ");
           lane_expr(g, v, lane);
           put(g, ";\n");
@@ -2008,9 +1992,7 @@ static void stmt(CG *g, const tir_Node *s) {
       }
       line(g);
       putf(g, "%s[", dst);
-      int sw = swz_open(g, st->buffer);
-      expr(g, ix);
-      swz_close(g, sw);
+      phys_index(g, st->buffer, ix, -1);
       put(g, "] = ");
       expr(g, st->value);
       put(g, ";\n");
