@@ -36,6 +36,16 @@ int sch_is_producer_of(const tir_Block *p, const tir_Block *c) {
   return 0;
 }
 
+tir_Buffer *sch_write_buffer(tir_Schedule *s, const char *P, const tir_BlockRealize *br, int index) {
+  const tir_Block *blk = br->block;
+  if (index < 0 || index >= blk->writes->size) {
+    sch_error(s, P, &br->hdr, "this block", "write_buffer_index %d is out of range: block '%s' writes %d buffer(s)", index,
+              blk->name, blk->writes->size);
+    return NULL;
+  }
+  return ((const tir_BufferRegion *)blk->writes->items[index])->buffer;
+}
+
 int sch_is_param_buffer(const tir_PrimFunc *f, const tir_Buffer *b) {
   for (int i = 0; i < f->params->size; i++) {
     const tir_Node *p = f->params->items[i];

@@ -13,6 +13,9 @@ int sch_block_reads(const tir_Block *b, const tir_Buffer *buf);
 /* p writes a buffer c reads (read-after-write dependence). */
 int sch_is_producer_of(const tir_Block *p, const tir_Block *c);
 int sch_is_param_buffer(const tir_PrimFunc *f, const tir_Buffer *b);
+/* The buffer of the block's write region `index` (TVM's write_buffer_index), or NULL after
+ * reporting an index out of range as primitive P's ScheduleError. */
+tir_Buffer *sch_write_buffer(tir_Schedule *s, const char *P, const tir_BlockRealize *br, int index);
 int sch_contains_stmt(const tir_Node *root, const tir_Node *target);
 /* Removes a statement that is an item of some SeqStmt (owned result). */
 tir_Node *sch_remove_stmt(const tir_Node *root, const tir_Node *target);

@@ -23,10 +23,8 @@ int64_t tir_sched_cache_write(tir_Schedule *s, int64_t uid, int index, const cha
   if (!br) return tir_sched_block_realize(s, uid, P) ? 0 : -1;
   const tir_Block *blk = br->block;
   if (sch_check_scope(s, P, &br->hdr, scope)) return -1;
-  if (index < 0 || index >= blk->writes->size)
-    return sch_error(s, P, &br->hdr, "this block", "write_buffer_index %d is out of range: block '%s' writes %d buffer(s)",
-                     index, blk->name, blk->writes->size);
-  tir_Buffer *buf = ((const tir_BufferRegion *)blk->writes->items[index])->buffer;
+  tir_Buffer *buf = sch_write_buffer(s, P, br, index);
+  if (!buf) return -1;
   /* an update without an init (after decompose_reduction, or an in-place update) starts
    * from values of buf written elsewhere, which the new cache would not hold (a block
    * holding blocks only summarizes them: it may read what it wrote itself) */

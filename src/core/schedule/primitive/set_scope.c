@@ -32,12 +32,9 @@ int tir_sched_set_scope(tir_Schedule *s, int64_t uid, int index, const char *sco
   const char *P = "set_scope";
   const tir_BlockRealize *br = tir_sched_block_realize(s, uid, P);
   if (!br) return -1;
-  const tir_Block *blk = br->block;
   if (sch_check_scope(s, P, &br->hdr, scope)) return -1;
-  if (index < 0 || index >= blk->writes->size)
-    return sch_error(s, P, &br->hdr, "this block", "write_buffer_index %d is out of range: block '%s' writes %d buffer(s)", index,
-                     blk->name, blk->writes->size);
-  tir_Buffer *buf = ((const tir_BufferRegion *)blk->writes->items[index])->buffer;
+  tir_Buffer *buf = sch_write_buffer(s, P, br, index);
+  if (!buf) return -1;
   if (sch_is_param_buffer(s->func, buf))
     return sch_error(s, P, &br->hdr, "this block", "%s is a function parameter; only buffers allocated in the function can change scope",
                      buf->name);

@@ -13,10 +13,8 @@ int tir_sched_storage_align(tir_Schedule *s, int64_t uid, int index, int axis, i
   const tir_BlockRealize *br = tir_sched_block_realize(s, uid, P);
   if (!br) return -1;
   const tir_Block *blk = br->block;
-  if (index < 0 || index >= blk->writes->size)
-    return sch_error(s, P, &br->hdr, "this block", "write_buffer_index %d is out of range: block '%s' writes %d buffer(s)", index,
-                     blk->name, blk->writes->size);
-  const tir_Buffer *buf = ((const tir_BufferRegion *)blk->writes->items[index])->buffer;
+  const tir_Buffer *buf = sch_write_buffer(s, P, br, index);
+  if (!buf) return -1;
   int nd = buf->shape->size;
   if (axis < -nd || axis >= nd)
     return sch_error(s, P, &br->hdr, "this block", "axis %d is out of range for %s, which has %d dimensions", axis, buf->name, nd);

@@ -18,11 +18,9 @@ int tir_sched_storage_swizzle(tir_Schedule *s, int64_t uid, int index, int64_t s
   const tir_BlockRealize *br = tir_sched_block_realize(s, uid, P);
   if (!br) return -1;
   const tir_Block *blk = br->block;
-  if (index < 0 || index >= blk->writes->size)
-    return sch_error(s, P, &br->hdr, "this block", "write_buffer_index %d is out of range: block '%s' writes %d buffer(s)", index,
-                     blk->name, blk->writes->size);
+  const tir_Buffer *buf = sch_write_buffer(s, P, br, index);
+  if (!buf) return -1;
   if (!tir_swizzle_valid(sw)) return sch_error(s, P, &br->hdr, "this block", "not a packed swizzle: %lld", (long long)sw);
-  const tir_Buffer *buf = ((const tir_BufferRegion *)blk->writes->items[index])->buffer;
   if (sch_is_param_buffer(s->func, buf))
     return sch_error(s, P, &br->hdr, "this block", "%s is a function parameter; only shared buffers allocated in the function can be swizzled",
                      buf->name);
