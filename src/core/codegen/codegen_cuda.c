@@ -1687,6 +1687,26 @@ static int desc_rank(CG *g, const tir_Call *c, const tir_Node *d, int coords) {
 }
 
 /* Statement-level TMA / mbarrier builtins; returns 1 when `c` was one. */
+/* Argument i of a TMA copy must be address_of(S[i]) of a shared buffer (role: what it is, for the
+ * message); returns 1 when it is, else reports and returns 0. */
+static int tma_shared_operand(CG *g, const tir_Call *c, int i, const char *role) {
+  const tir_BufferLoad *l = addr_load(c->args->items[i]);
+  if (l && tir_scope_is_shared(l->buffer->scope)) return 1;
+  cg_fail(g, &c->hdr, "%s %s must be address_of(S[i]) of a shared buffer%s%s", c->op, role, l ? ", not of " : "",
+          l ? l->buffer->name : "");
+  return 0;
+}
+
+/* The tile coordinates c->args[first..] of a TMA copy, innermost first (the order of the PTX
+ * operand vector), and the end of the call. */
+static void tma_coords(CG *g, const tir_Call *c, int first) {
+  for (int i = c->args->size - 1; i >= first; i--) {
+    put(g, ", ");
+    expr(g, c->args->items[i]);
+  }
+  put(g, ");\n");
+}
+
 static int tma_stmt(CG *g, const tir_Call *c) {
   const tir_BuiltinInfo *bi = tir_builtin_info(c->op);
   if (!bi || (bi->id < TIR_BI_PTX_TMA_LOAD || bi->id > TIR_BI_PTX_SETMAXNREG_DEC)) return 0;
@@ -1700,13 +1720,7 @@ static int tma_stmt(CG *g, const tir_Call *c) {
   switch (bi->id) {
     case TIR_BI_PTX_TMA_LOAD: {
       int r = desc_rank(g, c, c->args->items[1], n - 3);
-      if (!r) return 1;
-      const tir_BufferLoad *dl = addr_load(c->args->items[0]);
-      if (!dl || !tir_scope_is_shared(dl->buffer->scope)) {
-        cg_fail(g, &c->hdr, "ptx_tma_load copies into shared memory: its destination must be address_of(S[i]) of a shared buffer%s%s",
-                dl ? ", not of " : "", dl ? dl->buffer->name : "");
-        return 1;
-      }
+      if (!r || !tma_shared_operand(g, c, 0, "copies into shared memory: its destination")) return 1;
       g->tma_ranks |= 1u << r;
       putf(g, "tir_tma_load_%dd(", r);
       ptr_ref(g, c->args->items[0]);
@@ -1714,32 +1728,18 @@ static int tma_stmt(CG *g, const tir_Call *c) {
       expr(g, c->args->items[1]);
       put(g, ", ");
       ptr_ref(g, c->args->items[2]);
-      for (int i = n - 1; i >= 3; i--) { /* innermost first */
-        put(g, ", ");
-        expr(g, c->args->items[i]);
-      }
-      put(g, ");\n");
+      tma_coords(g, c, 3);
       return 1;
     }
     case TIR_BI_PTX_TMA_STORE: {
       int r = desc_rank(g, c, c->args->items[0], n - 2);
-      if (!r) return 1;
-      const tir_BufferLoad *sl = addr_load(c->args->items[1]);
-      if (!sl || !tir_scope_is_shared(sl->buffer->scope)) {
-        cg_fail(g, &c->hdr, "ptx_tma_store copies from shared memory: its source must be address_of(S[i]) of a shared buffer%s%s",
-                sl ? ", not of " : "", sl ? sl->buffer->name : "");
-        return 1;
-      }
+      if (!r || !tma_shared_operand(g, c, 1, "copies from shared memory: its source")) return 1;
       g->tma_ranks |= 1u << r;
       putf(g, "tir_tma_store_%dd(", r);
       expr(g, c->args->items[0]);
       put(g, ", ");
       ptr_ref(g, c->args->items[1]);
-      for (int i = n - 1; i >= 2; i--) {
-        put(g, ", ");
-        expr(g, c->args->items[i]);
-      }
-      put(g, ");\n");
+      tma_coords(g, c, 2);
       return 1;
     }
     case TIR_BI_PTX_BULK_COMMIT_GROUP: put(g, "tir_bulk_commit();\n"); return 1;
