@@ -8,13 +8,8 @@
  * "wgmma.accumulator" (the D fragment of wgmma.mma_async: a warpgroup of 128 threads holds a 64 x N
  * tile, N/2 elements a thread, PTX ISA 9.7.15.5.1.1; lane maps in include/tir/mma.h).
  *
- * Shared memory may carry a physical XOR swizzle: "shared.swz32", "shared.swz64", "shared.swz128"
- * (tag ".swz<B>").  Indexing stays logical everywhere (interpreter, schedule, flatten); the CUDA
- * codegen and the simulator place logical byte offset o at tir_swizzle_offset(o, B), i.e. bits
- * [4, 4 + log2(B/16)) XOR bits [7, 7 + log2(B/16)) -- CUTLASS Swizzle<log2(B/16), 4, 3>, the
- * swizzle modes of wgmma matrix descriptors (PTX ISA 9.7.15.5.1.2) and of TMA tensor maps
- * (CU_TENSOR_MAP_SWIZZLE_32B/64B/128B).  The pattern repeats every 8 * B bytes, relative to an
- * allocation aligned to 1024 bytes; 16-byte chunks stay contiguous.
+ * A shared buffer's XOR swizzle is no part of its scope: it is the Buffer's `swizzle` field
+ * (storage_swizzle; include/tir/swizzle.h), which wgmma descriptors and TMA tensor maps read.
  */
 #ifndef TIR_SCOPE_H
 #define TIR_SCOPE_H
@@ -34,8 +29,7 @@ typedef enum {
 
 typedef struct {
   tir_ScopeRank rank;
-  const char *tag; /* what follows the rank's name: "", ".dyn", ".swz<B>" (borrowed from the string) */
-  int swizzle;     /* shared: the XOR swizzle's width in bytes (32, 64, 128), 0 for none */
+  const char *tag; /* what follows the rank's name: "", ".dyn" (borrowed from the string) */
 } tir_Scope;
 
 /* Parses a scope string (NULL reads as ""); an unknown string has rank TIR_SCOPE_UNKNOWN. */
@@ -47,13 +41,6 @@ int tir_scope_is_local(const char *scope);  /* "local", "register" */
 int tir_scope_is_warp(const char *scope);   /* "warp" */
 int tir_scope_is_wmma(const char *scope);   /* wmma.matrix_a/_b/accumulator */
 int tir_scope_is_wgmma(const char *scope);  /* wgmma.accumulator */
-/* The swizzle width in bytes of a shared scope (0: none or not shared). */
-int tir_scope_swizzle(const char *scope);
-/* The physical byte offset of logical byte offset `off` under a swizzle of `bytes` (0: off). */
-static inline long long tir_swizzle_offset(long long off, int bytes) {
-  int bits = bytes == 128 ? 3 : bytes == 64 ? 2 : bytes == 32 ? 1 : 0;
-  return bits ? off ^ (((off >> 7) & ((1 << bits) - 1)) << 4) : off;
-}
 /* A tensor-core operand buffer: wmma fragments, warp buffers and wgmma accumulators (only the tensor-core builtins
  * may touch it: it has no per-thread element addresses). */
 int tir_scope_is_fragment(const char *scope);

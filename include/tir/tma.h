@@ -46,15 +46,14 @@ int64_t tir_tma_box_bytes(const tir_TmaDesc *d);
 /* The swizzled byte offset of dense box byte offset `off` (swizzle 0: off). */
 int64_t tir_tma_swizzle(int64_t off, int swizzle);
 /* The copy ptx_tma_load stands for: the box of `src` (the tensor's storage, dims as in d) at
- * coords into dst (box bytes, swizzled), out-of-tensor elements zero.  dst is kept in the
- * logical order of a shared buffer whose own layout swizzle is dst_swizzle (its scope
- * shared.swz<B>, 0 for plain shared memory; the interpreter and the simulator index buffers
- * logically): the byte the TMA puts at physical offset p is the buffer's logical byte
- * swizzle(p, dst_swizzle), so equal modes copy the box in order (XOR swizzles are involutions). */
-void tir_tma_copy_in(const tir_TmaDesc *d, const char *src, const int64_t *coords, char *dst, int dst_swizzle);
-/* ptx_tma_store: the box at src (a shared buffer of layout swizzle src_swizzle, as above) back
- * into the tensor at coords; elements outside the tensor are not written. */
-void tir_tma_copy_out(const tir_TmaDesc *d, char *dst_tensor, const int64_t *coords, const char *src, int src_swizzle);
+ * coords into dst (box bytes, swizzled by d's mode as the hardware places them), out-of-tensor
+ * elements zero.  The memory is physical: a storage_swizzle'd destination (Buffer.swizzle, the
+ * same PTX mode) is addressed physically by the code lower_buffer_swizzle produced, so its
+ * other accesses find the box's elements where the XOR put them. */
+void tir_tma_copy_in(const tir_TmaDesc *d, const char *src, const int64_t *coords, char *dst);
+/* ptx_tma_store: the box at src (physical, swizzled by d's mode, as above) back into the tensor
+ * at coords; elements outside the tensor are not written. */
+void tir_tma_copy_out(const tir_TmaDesc *d, char *dst_tensor, const int64_t *coords, const char *src);
 /* Reads a tma_descriptor call (argument order above): eval gives an argument's integer value
  * (the dims may be expressions; returns 0 when it cannot), ctx its context.  Checks the rules
  * of tir_tma_desc_check.  0, or -1 with the reason in why (the data var is not checked). */

@@ -108,8 +108,7 @@ int64_t tir_shared_slice_bytes(const tir_Buffer *b);
  * 32-byte global sector copied by cp.async lands in one 32-byte shared sector), a storage_swizzle'd
  * buffer's repeat (include/tir/swizzle.h) when larger, so that the swizzle of the offset is the
  * swizzle of the address (the PTX modes are defined on addresses), and TIR_TMA_SMEM_ALIGN
- * (include/tir/tma.h) for a TMA copy's shared operand or a swizzled scope (shared.swz<B>: the XOR
- * pattern is relative to a 1024-byte boundary, PTX ISA 9.7.15.5.1.2.2). */
+ * (include/tir/tma.h) for a TMA copy's shared operand. */
 int64_t tir_shared_slice_align(const tir_Kernel *k, const tir_Buffer *b);
 void tir_device_split_free(tir_DeviceSplit *s);
 

@@ -73,15 +73,21 @@ describe("inject_tma_pipeline (tc_gemm tma = true)", function()
   it("swizzles the mma.sync path's tiles whose rows are 32 / 64 / 128 bytes (NT: both), bit-exact on the simulator", function()
     local f, sch = gemm(128, 128, 64, "NT", {stages = 2})
     local mod = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false})
-    local src = mod:get_source("cuda")
-    assert.is_truthy(src:find("tir_swz<64, 2>", 1, true))
+    local text = tostring(mod:lowered())
+    for _, b in ipairs({"A", "B"}) do
+      assert.is_truthy(text:find(('"tma_descriptor", %s_1, "float16", 64, 2,'):format(b), 1, true)) -- rows of 32 fp16: 64B
+    end
+    assert.is_truthy(text:find('swizzle = "64B"', 1, true)) -- the tiles' Buffer.swizzle
     assert.are.equal(0, tir.simulate(mod, tir.testing.random_args(f, 2), {reference = f}).n_issues)
+    -- swizzle = false: dense TMA tiles (mode 0 in the tensor maps), still bit-exact
+    local g, dense = gemm(128, 128, 64, "NT", {stages = 2, swizzle = false})
+    local dm = tir.build(dense.mod, "cuda -arch=sm_90a", {compile = false})
+    assert.is_truthy(tostring(dm:lowered()):find('"tma_descriptor", A_1, "float16", 0, 2,', 1, true))
+    assert.are.equal(0, tir.simulate(dm, tir.testing.random_args(g, 2), {reference = g}).n_issues)
   end)
 
   it("lowers to one TMA copy per tile by thread 0, full/empty waits and no __syncthreads in the loop", function()
-    -- (dense tiles: the descriptor below has swizzle 0; the swizzled TMA tiles tc_gemm makes by
-    -- default are checked in storage_swizzle_spec)
-    local f, sch = gemm(128, 128, 128, "NT", {stages = 3, swizzle = false})
+    local f, sch = gemm(128, 128, 128, "NT", {stages = 3})
     local low = tir.lower(sch.mod)
     local text = tostring(low)
     assert.are.equal(2, count_calls(text, "ptx_mbarrier_init"))
@@ -92,7 +98,8 @@ describe("inject_tma_pipeline (tc_gemm tma = true)", function()
     local src = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false}):get_source("cuda")
     local loop = src:sub(src:find("for (int k_0 = 0", 1, true), -1)
     assert.is_nil(loop:find("__syncthreads", 1, true))
-    assert.is_truthy(src:find("tir_tma_load_2d((A_shared + tir_swz<64, 2>(((k_0 % 3) * 2048))), (&tir_tmap_0)", 1, true))
+    -- the swizzle-aware TMA copy gets the tile's logical address (its origin)
+    assert.is_truthy(src:find("tir_tma_load_2d((A_shared + ((k_0 % 3) * 2048)), (&tir_tmap_0)", 1, true))
     assert.is_truthy(src:find("const __grid_constant__ tir_CUtensorMap tir_tmap_1", 1, true))
   end)
 

@@ -1,5 +1,5 @@
 -- wgmma_spec.lua -- Hopper's warpgroup MMA (PTX ISA 9.7.15): the wgmma rows of include/tir/mma.h,
--- the shared.swz<B> scopes and wgmma.accumulator, the descriptors lower_wgmma_descriptor derives,
+-- wgmma.accumulator, the descriptors lower_wgmma_descriptor derives from the tiles' storage_swizzle,
 -- the sm_90a target, tc_gemm with intrin = "wgmma" (lib/tir/schedules/tc_gemm_wgmma.lua).
 -- Every schedule runs through the interpreter (before/after) and the simulator (bit-exact against
 -- the interpreter); planted bugs (an accumulator read before its wait, a descriptor whose swizzle
@@ -75,7 +75,7 @@ describe("the wgmma rows of the instruction table", function()
     U.expect_error(function() tir.core.mma_lane_map("m64nNk16.f16.f16.f32", "c", 12) end, "not a valid N")
   end)
 
-  it("has builtins flagged warpgroup-wide, and swizzled shared scopes", function()
+  it("has builtins flagged warpgroup-wide and swizzle-aware; the swizzle is no part of a scope", function()
     local by = {}
     for _, b in ipairs(tir.core.builtins()) do by[b.op] = b end
     for _, op in ipairs({"wgmma_fence", "wgmma_commit_group", "wgmma_wait_group", "wgmma_mma_async", "wgmma_fill", "wgmma_store"}) do
@@ -84,8 +84,12 @@ describe("the wgmma rows of the instruction table", function()
     assert.are.same({0}, by.wgmma_mma_async.writes)
     assert.are.same({1}, by.wgmma_store.writes)
     assert.is_true(by.wgmma_desc.pure and by.wgmma_operand.pure)
-    for _, s in ipairs({"shared.swz32", "shared.swz64", "shared.swz128", "wgmma.accumulator"}) do assert.is_true(tir.core.scope_valid(s), s) end
-    for _, s in ipairs({"shared.swz16", "shared.swz256", "shared.swz", "wgmma.matrix_a"}) do assert.is_false(tir.core.scope_valid(s), s) end
+    -- the descriptor encodes the tile's swizzle: lower_buffer_swizzle leaves its address logical
+    for _, op in ipairs({"wgmma_desc", "wgmma_operand", "ptx_tma_load", "ptx_tma_store"}) do assert.is_true(by[op].swizzle_aware, op) end
+    assert.is_true(by.mma_ldmatrix.lane_address and by.ptx_cp_async.lane_address)
+    assert.is_true(tir.core.scope_valid("wgmma.accumulator"))
+    -- (shared.swz<B> scopes were the old swizzle mechanism: Buffer.swizzle, storage_swizzle, replaced them)
+    for _, s in ipairs({"shared.swz32", "shared.swz64", "shared.swz128", "shared.swz", "wgmma.matrix_a"}) do assert.is_false(tir.core.scope_valid(s), s) end
   end)
 end)
 
@@ -109,12 +113,14 @@ describe("tc_gemm with intrin = \"wgmma\"", function()
     end)
   end
 
-  it("derives the descriptors: start address, SBO = 8 rows of the swizzle width, the swizzle from the scope", function()
+  it("derives the descriptors: start address, SBO = 8 rows of the swizzle width, the swizzle from the tile's storage_swizzle", function()
     local f = tc.workload(128, 128, 128, "float16", "float16", nil, "NT")
     local mod = tir.build(tc.schedule(f, {intrin = "wgmma", BK = 32, epilogue = "D"}).mod, "cuda -arch=sm_90a", {compile = false})
     local src = mod:get_source("cuda")
     -- 64-byte rows: SBO 512 bytes, mode 2 (64B) in bits 62-63, LBO unused (16)
-    assert.matches("tir_wgmma_desc%(%(A_shared_swz64 %+ tir_swz<64, 2>%(", src)
+    -- the start address is logical (a tile origin: the hardware swizzles from there)
+    assert.truthy(src:find("tir_wgmma_desc((A_shared + ((k_0 * 4096) + (((int)threadIdx.y) * 2048))), 16u, 512u, 2u)", 1, true), src)
+    assert.is_nil(src:find("tir_swz", 1, true))
     assert.matches(", 16u, 512u, 2u%)", src)
     assert.matches("__floats2half2_rn", src)
     assert.matches("fence.proxy.async.shared::cta", src) -- cp.async writes (generic proxy) before wgmma reads (async proxy)
@@ -171,12 +177,19 @@ describe("tc_gemm with intrin = \"wgmma\"", function()
     U.expect_error(function() tc.schedule(mixed, {intrin = "wgmma", BK = 64}) end, "bfloat16 x float16 into float32", "does not run")
   end)
 
-  it("refuses an operand tile without a swizzle (no canonical wgmma layout), naming the scope to use", function()
+  it("refuses an operand tile without a swizzle or with one that is no PTX mode, naming the storage_swizzle to give", function()
     local f = tc.workload(128, 128, 64, "float16", "float16", nil, "NT")
     local sch = tc.schedule(f, {intrin = "wgmma", epilogue = "D", stages = 1})
-    sch:set_scope(sch:get_block("A_shared_swz128"), 0, "shared")
+    sch:storage_swizzle("A_shared", 0, "none")
     U.expect_error(function() tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false}) end, "lower_wgmma_descriptor",
-                   "has scope 'shared'", "give the tile the scope shared.swz128")
+                   "the wgmma operand A_shared has scope 'shared' and no swizzle", "give the shared tile storage_swizzle(block, i, \"128B\")")
+    sch:storage_swizzle("A_shared", 0, {3, 4, 4})
+    U.expect_error(function() tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false}) end, "lower_wgmma_descriptor",
+                   "has the swizzle {3, 4, 4}, which is none of the descriptor's modes", "storage_swizzle(block, i, \"128B\")")
+    -- a PTX mode of another width than the rows
+    sch:storage_swizzle("A_shared", 0, "64B")
+    U.expect_error(function() tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false}) end, "lower_wgmma_descriptor",
+                   "(swizzle 64B) has rows of 64 elements = 128 bytes", "needs rows of exactly 64 bytes")
   end)
 end)
 
@@ -263,7 +276,7 @@ describe("planted bugs in wgmma kernels show on the simulator", function()
       return bad_sync(64, 64, function(A, B, C, ld, ldb)
         T.evaluate(T.call("void", "wgmma_fence"))
         for s = 0, 3 do
-          -- the tile is shared.swz128, the descriptor says 64-byte swizzle (SBO as for 128-byte rows)
+          -- the tile is swizzled "128B", the descriptor says 64-byte swizzle (SBO as for 128-byte rows)
           T.evaluate(T.call("void", "wgmma_mma_async", T.address_of(C[{0, 0}]),
             T.call("uint64", "wgmma_desc", T.address_of(A[{0, 16 * s}]), 16, 1024, 64),
             T.call("uint64", "wgmma_operand", T.address_of(B[{0, 16 * s}]), ldb, "K"), 64, 0))
@@ -274,7 +287,7 @@ describe("planted bugs in wgmma kernels show on the simulator", function()
     end, function()
       local mod = tir.build(tc.schedule(f, o).mod, "cuda -arch=sm_90a", {compile = false})
       U.expect_error(function() tir.simulate(mod, args_for(f, 1), {reference = f}) end, "the descriptor of A says a 64-byte swizzle",
-                     "A_shared_swz128 is laid out with an XOR swizzle of that width", "PTX ISA 9.7.15.5.1.2")
+                     "A_shared is laid out with the swizzle 128B (storage_swizzle)", "PTX ISA 9.7.15.5.1.2")
       local rep = tir.simulate(mod, args_for(f, 1), {reference = f, check = false})
       local kinds = {}
       for _, is in ipairs(rep.issues) do kinds[is.kind] = true end

@@ -311,7 +311,7 @@ end
 
 --- wgmma (PTX ISA 9.7.15 "Asynchronous Warpgroup Level Matrix Multiply-Accumulate"; sm_90a).
 -- A warpgroup (128 threads) computes a 64 x n tile; A (64 x k) and B come from swizzled shared
--- memory (scopes shared.swz<B>; lower_wgmma_descriptor derives the descriptors from them), the
+-- memory (storage_swizzle'd tiles, a PTX mode; lower_wgmma_descriptor derives the descriptors from them), the
 -- accumulator is a "wgmma.accumulator" buffer (n/2 elements a thread).  N is a parameter of the
 -- instruction, so the intrinsics are registered on first use, per (row, n, B's storage, depth):
 --   wgmma_sync_64x<n>x<depth>_<t><acc>_<bk|bn>  C[64,n] += A[64,depth] * B: depth / k instructions

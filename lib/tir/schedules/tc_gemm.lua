@@ -499,7 +499,8 @@ local function schedule(func, opts, P)
   if given.swizzle and given.pad then
     raise("ValueError", P, "pad = true and swizzle = true are two layouts of the shared tiles (padded rows or XOR-swizzled ones): choose one")
   end
-  if given.swizzle == nil then o.swizzle = o.intrin == "mma" and I.esize == 2 and given.pad == nil end
+  -- (and for TMA tiles of any element size: the box lands in a PTX swizzle mode)
+  if given.swizzle == nil then o.swizzle = o.intrin == "mma" and (I.esize == 2 or o.tma) and given.pad == nil end
   -- CTA order: group_m nil = auto: 8 for 16-bit mma.sync operands (measured +2 % at 8192^3 on the
   -- H200), else the 2-D grid (8-bit and wmma schedules keep theirs until measured)
   if given.group_m == nil then o.group_m = (o.intrin == "mma" and I.esize == 2) and 8 or 1 end
@@ -716,7 +717,7 @@ local function schedule(func, opts, P)
     -- contiguous, ldm = its width; validate checked the width)
     sch:transform_layout(AS, {"write", 0}, ta and tiled(tk, tm) or tiled(tm, tk))
     sch:transform_layout(BS, {"write", 0}, tb and tiled(tn, tk) or tiled(tk, tn))
-  elseif o.swizzle and o.intrin == "mma" and not o.tma then -- (TMA tiles: the shared.swz<B> scopes below)
+  elseif o.swizzle and o.intrin == "mma" and not o.tma then -- (TMA tiles: the PTX modes below)
     -- XOR-swizzled instead (storage_swizzle; CUTLASS's and Triton's layout): the 16-byte chunks
     -- of 8 consecutive rows spread over the 8 bank groups, no padding, and each 32-byte global
     -- sector a cp.async copies lands in one 32-byte shared sector.  An 8-bit operand that the
@@ -749,13 +750,13 @@ local function schedule(func, opts, P)
     sch:bind(bxd, "blockIdx.x"); sch:bind(txd, "threadIdx.x")
   end
   if o.tma then
-    -- a tile whose rows are 32, 64 or 128 bytes gets that XOR swizzle (scope shared.swz<B>): the
+    -- a tile whose rows are 32, 64 or 128 bytes gets that PTX swizzle mode (storage_swizzle): the
     -- TMA box lands swizzled and ldmatrix reads its 8 rows from 8 different bank groups
-    local function swz(inner)
+    local function swz(b, inner)
       local bytes = inner * esize
-      return (bytes == 32 or bytes == 64 or bytes == 128) and ("shared.swz%d"):format(bytes) or "shared"
+      if o.swizzle and (bytes == 32 or bytes == 64 or bytes == 128) then sch:storage_swizzle(b, 0, ("%dB"):format(bytes)) end
     end
-    sch:set_scope(AS, 0, swz(ta and o.BM or o.BK)); sch:set_scope(BS, 0, swz(tb and o.BK or o.BN))
+    swz(AS, ta and o.BM or o.BK); swz(BS, tb and o.BK or o.BN)
     sch:annotate(AS, "tma_copy", 1); sch:annotate(BS, "tma_copy", 1)
     sch:annotate(ko, "tma_pipeline_stages", o.stages)
   elseif o.stages > 1 then

@@ -7,11 +7,11 @@
 -- the 128 threads of a warpgroup), each a 64 x BN tile in registers (wgmma.accumulator, BN/2 a
 -- thread).  Per BK step the A and B tiles are copied into shared memory by 16-byte cp.async copies
 -- of all threads (stages > 1: a cp.async pipeline), into tiles whose rows are exactly BK elements =
--- the swizzle width (shared.swz32/64/128: BK * element bytes), the canonical K-major wgmma layout;
+-- the swizzle width (storage_swizzle "32B"/"64B"/"128B": BK * element bytes), the canonical K-major wgmma layout;
 -- then each warpgroup issues BK / k wgmma.mma_async m64n<BN>k<k> as one group; with
 -- wgmma_pending = 1 (the default with a pipeline) it leaves that group in flight and waits for the
 -- previous one, so the tensor cores stay busy while the next copies issue; 0 waits for it.
--- The descriptors come from the tiles' scope and rows (lower_wgmma_descriptor), never from here.
+-- The descriptors come from the tiles' swizzle and rows (lower_wgmma_descriptor), never from here.
 -- Needs the target "cuda -arch=sm_90a".
 local M = {}
 local util = require("tir.util")
@@ -99,7 +99,7 @@ function M.schedule(sch, o, P, analyze)
   local pend = (o.stages > 1 and not o.tma) and o.wgmma_pending or 0
   local names = require("tir.intrin.cuda").wgmma(row, BN, "K", BK, pend)
   local C = sch:get_block(o.block or "C")
-  local scope = ("shared.swz%d"):format(sw)
+  local mode = ("%dB"):format(sw) -- the PTX swizzle mode of the tiles (storage_swizzle)
   -- the padded workload (tc.workload(..., pad), any M, N, K): its stages A_pad / B_pad (A, B or 0
   -- outside them) become the shared tiles, so the zero fill runs in the guarded copy into shared
   -- memory; C (the padded extents) goes back to global memory and D (C cut to M x N) is a kernel
@@ -114,11 +114,12 @@ function M.schedule(sch, o, P, analyze)
   local AS, BS
   if padded then
     AS, BS = sch:get_block("A_pad"), sch:get_block("B_pad")
-    sch:set_scope(AS, 0, scope); sch:set_scope(BS, 0, scope)
+    sch:set_scope(AS, 0, "shared"); sch:set_scope(BS, 0, "shared")
   else
-    AS = sch:cache_read(C, info.a_index, scope)
-    BS = sch:cache_read(C, info.b_index, scope)
+    AS = sch:cache_read(C, info.a_index, "shared")
+    BS = sch:cache_read(C, info.b_index, "shared")
   end
+  sch:storage_swizzle(AS, 0, mode); sch:storage_swizzle(BS, 0, mode)
   local CF = sch:cache_write(C, 0, "wgmma.accumulator")
   local store = names.store.global
   if o.epilogue then

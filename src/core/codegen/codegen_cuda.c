@@ -47,7 +47,6 @@ typedef struct {
   int uses_smem_addr; /* tir_smem_addr (smem_addr_ref) */
   unsigned long long uses_mma; /* bit i: row i of the mma table (ptx_mma.c) has its helper emitted */
   int sm;                      /* the target's compute capability (80 for sm_80); 0 when unknown */
-  int uses_swizzle;            /* tir_swz: shared buffers of scope shared.swz<B> */
   int uses_wgmma_desc;
   struct { const tir_MmaConfig *cfg; int n, trans_b; } wgmma[32]; /* wgmma helpers to emit */
   int n_wgmma;
@@ -203,35 +202,11 @@ static void operand(CG *g, const tir_Node *e, int lane) {
  * 16x16 tile per 256 logical elements, of which each lane keeps 8 (PTX ISA 9.7.14.5.8, fragments
  * of mma.m16n8k16), so the per-thread array is a 32nd of the logical size. */
 
-/* A shared buffer of scope shared.swz<B> keeps logical indices in the IR; its element index i is
- * emitted as tir_swz<B, elem bytes>(i), the physical element (include/tir/scope.h).  Returns
- * whether it opened the call (the caller closes it). */
-static int swz_open(CG *g, const tir_Buffer *b) {
-  int w = tir_scope_swizzle(b->scope);
-  if (!w) return 0;
-  g->uses_swizzle = 1;
-  putf(g, "tir_swz<%d, %d>(", w, tir_dtype_bytes(b->hdr.dtype));
-  return 1;
-}
-static void swz_close(CG *g, int open) {
-  if (open) put(g, ")");
-}
-/* Element index e of buffer b as stored: every index of a shared.swz<B> tile the codegen emits goes
- * through one of these two (lane >= 0: lane `lane` of a vector index). */
-static void phys_index(CG *g, const tir_Buffer *b, const tir_Node *e, int lane) {
-  int sw = swz_open(g, b);
-  if (lane >= 0) lane_expr(g, e, lane);
-  else expr(g, e);
-  swz_close(g, sw);
-}
-
 /* The flattened BufferLoad inside an address_of(...) argument, or NULL. */
 static const tir_BufferLoad *addr_load(const tir_Node *e) {
   const tir_BufferLoad *l = tir_address_of_load(e);
   return l && l->indices->size == 1 ? l : NULL; /* flattened */
 }
-
-static void expr(CG *g, const tir_Node *e);
 
 /* fragment `frag[index / elems]` of a wmma buffer */
 static void frag_ref(CG *g, const tir_Node *arg, int64_t elems) {
@@ -253,7 +228,7 @@ static void ptr_ref(CG *g, const tir_Node *arg) {
     return;
   }
   putf(g, "(%s + ", name_of(g, &l->buffer->data->hdr, l->buffer->name));
-  phys_index(g, l->buffer, l->indices->items[0], -1);
+  expr(g, l->indices->items[0]);
   put(g, ")");
 }
 
@@ -270,7 +245,7 @@ static void smem_addr_ref(CG *g, const tir_Node *arg) {
   }
   g->uses_smem_addr = 1;
   putf(g, "(tir_smem_addr(%s) + (unsigned)(", name_of(g, &l->buffer->data->hdr, l->buffer->name));
-  phys_index(g, l->buffer, l->indices->items[0], -1);
+  expr(g, l->indices->items[0]);
   putf(g, ") * %du)", tir_dtype_bytes(l->buffer->hdr.dtype));
 }
 
@@ -1341,7 +1316,7 @@ static void call_expr(CG *g, const tir_Call *c) {
     /* one load of the whole word: the schedule keeps it aligned (tir.simulate checks) */
     tir_Node *sb = tir_simplify_take(g->an, base);
     putf(g, "(*(%s*)(%s + ", ctype(g, t, &c->hdr), name_of(g, &l->buffer->data->hdr, l->buffer->name));
-    phys_index(g, l->buffer, sb, -1);
+    expr(g, sb);
     put(g, "))");
     tir_release(sb);
     return;
@@ -1435,7 +1410,7 @@ static void expr(CG *g, const tir_Node *e) {
         return;
       }
       putf(g, "%s[", name_of(g, &l->buffer->data->hdr, l->buffer->name));
-      phys_index(g, l->buffer, l->indices->items[0], -1);
+      expr(g, l->indices->items[0]);
       put(g, "]");
       return;
     }
@@ -1472,7 +1447,7 @@ static void lane_expr(CG *g, const tir_Node *e, int lane) {
     case TIR_BufferLoad: {
       const tir_BufferLoad *l = (const tir_BufferLoad *)e;
       putf(g, "%s[", name_of(g, &l->buffer->data->hdr, l->buffer->name));
-      phys_index(g, l->buffer, l->indices->items[0], lane);
+      operand(g, l->indices->items[0], lane);
       put(g, "]");
       return;
     }
@@ -1927,9 +1902,9 @@ static void stmt(CG *g, const tir_Node *s) {
           const tir_BufferLoad *l = (const tir_BufferLoad *)v;
           line(g);
           putf(g, "*(%s*)(%s + ", raw, dst);
-          phys_index(g, st->buffer, ((const tir_Ramp *)ix)->base, -1);
+          expr(g, ((const tir_Ramp *)ix)->base);
           putf(g, ") = *(%s*)(%s + ", raw, name_of(g, &l->buffer->data->hdr, l->buffer->name));
-          phys_index(g, l->buffer, ((const tir_Ramp *)l->indices->items[0])->base, -1);
+          expr(g, ((const tir_Ramp *)l->indices->items[0])->base);
           put(g, ");\n");
           return;
         }
@@ -1967,12 +1942,12 @@ static void stmt(CG *g, const tir_Node *s) {
           putf(g, "__align__(16) %s vec_[%d];\n", et, lanes);
           line(g);
           putf(g, "*(%s*)vec_ = *(%s*)(%s + ", raw, raw, name_of(g, &l->buffer->data->hdr, l->buffer->name));
-          phys_index(g, l->buffer, ((const tir_Ramp *)l->indices->items[0])->base, -1);
+          expr(g, ((const tir_Ramp *)l->indices->items[0])->base);
           put(g, ");\n");
           for (int lane = 0; lane < lanes; lane++) {
             line(g);
             putf(g, "%s[", dst);
-            phys_index(g, st->buffer, ix, lane);
+            operand(g, ix, lane);
             putf(g, "] = vec_[%d];\n", lane);
           }
           g->indent -= 2;
@@ -1983,7 +1958,7 @@ static void stmt(CG *g, const tir_Node *s) {
         for (int lane = 0; lane < lanes; lane++) {
           line(g);
           putf(g, "%s[", dst);
-          phys_index(g, st->buffer, ix, lane);
+          operand(g, ix, lane);
           put(g, "] = ");
           lane_expr(g, v, lane);
           put(g, ";\n");
@@ -1992,7 +1967,7 @@ static void stmt(CG *g, const tir_Node *s) {
       }
       line(g);
       putf(g, "%s[", dst);
-      phys_index(g, st->buffer, ix, -1);
+      expr(g, ix);
       put(g, "] = ");
       expr(g, st->value);
       put(g, ";\n");
@@ -2071,7 +2046,7 @@ static void stmt(CG *g, const tir_Node *s) {
       const char *qual;
       tir_Scope sc = tir_scope_parse(b->scope);
       char qbuf[48];
-      if (sc.rank == TIR_SCOPE_SHARED && (!*sc.tag || sc.swizzle)) { /* lines, swizzle repeats, TMA operands */
+      if (sc.rank == TIR_SCOPE_SHARED && !*sc.tag) { /* lines, swizzle repeats, TMA operands */
         snprintf(qbuf, sizeof qbuf, "__shared__ __align__(%lld) ", (long long)tir_shared_slice_align(g->kernel, b));
         qual = qbuf;
       }
@@ -2279,12 +2254,6 @@ char *tir_codegen_cuda(const tir_DeviceSplit *split, const char *arch) {
                 "  unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
                 "  return (unsigned long long)((a & 0x3FFFF) >> 4) | ((unsigned long long)((lbo & 0x3FFFF) >> 4) << 16) |\n"
                 "         ((unsigned long long)((sbo & 0x3FFFF) >> 4) << 32) | ((unsigned long long)mode << 62);\n}\n");
-  if (g.uses_swizzle)
-    tir_sb_puts(&all,
-                "\n// the physical element of logical element i of a shared.swz<B> buffer of E-byte elements: byte bits\n"
-                "// [4, 4 + log2(B/16)) XOR bits [7, ...) (CUTLASS Swizzle<log2(B/16), 4, 3>; include/tir/scope.h)\n"
-                "template <int B, int E> __device__ __forceinline__ int tir_swz(int i) {\n"
-                "  const int o = i * E;\n  return (o ^ (((o >> 7) & (B / 16 - 1)) << 4)) / E;\n}\n");
   if (g.uses_numerics) numerics_helpers(&all);
   if (g.uses_lane_id)
     tir_sb_puts(&all, "\n__device__ __forceinline__ int tir_lane_id() {\n  int l;\n  asm(\"mov.u32 %0, %%laneid;\" : \"=r\"(l));\n  return l;\n}\n");

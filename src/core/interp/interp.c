@@ -669,9 +669,11 @@ static int exec_tma(Interp *I, const tir_Call *c, int load) {
   int64_t coords[TIR_TMA_MAX_RANK];
   for (int i = 0; i < d.rank; i++) coords[i] = eval(I, c->args->items[c0 + i], 0).i;
   if (I->failed) return -1;
-  int own = tir_scope_swizzle(tir_address_of_load(c->args->items[si])->buffer->scope); /* the tile's logical order */
-  if (load) tir_tma_copy_in(&d, tensor->base, coords, box, own);
-  else tir_tma_copy_out(&d, tensor->base, coords, box, own);
+  /* the box lands as the hardware places it (swizzled by the map's mode): a storage_swizzle'd
+   * tile is reached by physical indices once lower_buffer_swizzle ran, the only code with TMA
+   * copies into it (the Buffer field is set by compact_buffer_allocation) */
+  if (load) tir_tma_copy_in(&d, tensor->base, coords, box);
+  else tir_tma_copy_out(&d, tensor->base, coords, box);
   return 0;
 }
 

@@ -14,24 +14,19 @@ tir_Scope tir_scope_parse(const char *s) {
                {"register", TIR_SCOPE_LOCAL, 0},        {"wmma.matrix_a", TIR_SCOPE_WMMA_MATRIX_A, 0},
                {"wmma.matrix_b", TIR_SCOPE_WMMA_MATRIX_B, 0}, {"wmma.accumulator", TIR_SCOPE_WMMA_ACCUMULATOR, 0},
                {"wgmma.accumulator", TIR_SCOPE_WGMMA_ACCUMULATOR, 0}};
-  tir_Scope r = {TIR_SCOPE_UNKNOWN, "", 0};
-  if (!s || !*s) return (tir_Scope){TIR_SCOPE_GLOBAL, "", 0};
+  tir_Scope r = {TIR_SCOPE_UNKNOWN, ""};
+  if (!s || !*s) return (tir_Scope){TIR_SCOPE_GLOBAL, ""};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     size_t n = strlen(names[i].name);
     if (strncmp(s, names[i].name, n) != 0) continue;
-    if (s[n] == 0 || (names[i].tagged && strcmp(s + n, ".dyn") == 0)) return (tir_Scope){names[i].rank, s + n, 0};
-    if (names[i].tagged) { /* shared.swz32 | .swz64 | .swz128 */
-      const char *t = s + n;
-      int w = strcmp(t, ".swz32") == 0 ? 32 : strcmp(t, ".swz64") == 0 ? 64 : strcmp(t, ".swz128") == 0 ? 128 : 0;
-      if (w) return (tir_Scope){names[i].rank, t, w};
-    }
+    if (s[n] == 0 || (names[i].tagged && strcmp(s + n, ".dyn") == 0)) return (tir_Scope){names[i].rank, s + n};
   }
   /* TVM's mma fragment scopes: m16n8k<digits>.matrixA|B|C */
   if (strncmp(s, "m16n8k", 6) == 0 && isdigit((unsigned char)s[6])) {
     const char *p = s + 6;
     while (isdigit((unsigned char)*p)) p++;
     if (strcmp(p, ".matrixA") == 0 || strcmp(p, ".matrixB") == 0 || strcmp(p, ".matrixC") == 0)
-      return (tir_Scope){TIR_SCOPE_MMA_MATRIX, p, 0};
+      return (tir_Scope){TIR_SCOPE_MMA_MATRIX, p};
   }
   return r;
 }
@@ -47,8 +42,6 @@ int tir_scope_is_wmma(const char *s) {
 }
 
 int tir_scope_is_wgmma(const char *s) { return tir_scope_parse(s).rank == TIR_SCOPE_WGMMA_ACCUMULATOR; }
-
-int tir_scope_swizzle(const char *s) { return tir_scope_parse(s).swizzle; }
 
 int tir_scope_is_fragment(const char *s) { return tir_scope_is_wmma(s) || tir_scope_is_warp(s) || tir_scope_is_wgmma(s); }
 
@@ -81,5 +74,5 @@ int tir_scope_valid(const char *s) {
 
 const char *tir_scope_valid_list(void) {
   return "global, shared, shared.dyn, local, warp, wmma.matrix_a, wmma.matrix_b, wmma.accumulator, m16n8k<k>.matrixA|B|C, "
-         "shared.swz32, shared.swz64, shared.swz128, wgmma.accumulator";
+         "wgmma.accumulator";
 }

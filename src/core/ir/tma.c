@@ -86,12 +86,12 @@ typedef struct {
   const tir_TmaDesc *d;
   char *box;
   char *tensor;
-  int esize, in, box_swizzle;
+  int esize, in;
 } CopyCtx;
 
 static void copy_elem(void *p, int64_t e, int64_t el) {
   CopyCtx *c = p;
-  char *b = c->box + tir_tma_swizzle(tir_tma_swizzle(e * c->esize, c->d->swizzle), c->box_swizzle);
+  char *b = c->box + tir_tma_swizzle(e * c->esize, c->d->swizzle);
   if (c->in) {
     if (el < 0) memset(b, 0, (size_t)c->esize);
     else memcpy(b, c->tensor + el * c->esize, (size_t)c->esize);
@@ -100,13 +100,13 @@ static void copy_elem(void *p, int64_t e, int64_t el) {
   }
 }
 
-void tir_tma_copy_in(const tir_TmaDesc *d, const char *src, const int64_t *coords, char *dst, int dst_swizzle) {
-  CopyCtx c = {d, dst, (char *)src, tir_dtype_bytes(d->dtype), 1, dst_swizzle};
+void tir_tma_copy_in(const tir_TmaDesc *d, const char *src, const int64_t *coords, char *dst) {
+  CopyCtx c = {d, dst, (char *)src, tir_dtype_bytes(d->dtype), 1};
   walk_box(d, coords, copy_elem, &c);
 }
 
-void tir_tma_copy_out(const tir_TmaDesc *d, char *dst_tensor, const int64_t *coords, const char *src, int src_swizzle) {
-  CopyCtx c = {d, (char *)src, dst_tensor, tir_dtype_bytes(d->dtype), 0, src_swizzle};
+void tir_tma_copy_out(const tir_TmaDesc *d, char *dst_tensor, const int64_t *coords, const char *src) {
+  CopyCtx c = {d, (char *)src, dst_tensor, tir_dtype_bytes(d->dtype), 0};
   walk_box(d, coords, copy_elem, &c);
 }
 

@@ -295,8 +295,9 @@ static int tma_load(Sim *S, const tir_Call *c, const Act *a) {
     int64_t cs[TIR_TMA_MAX_RANK];
     for (int i = 0; i < d.rank; i++) cs[i] = co[i][t].i;
     TmaCopy cp = {ds, db, bytes, malloc((size_t)(bytes > 0 ? bytes : 1)), S->cur, t, 0};
-    /* the source is read at issue; the box lands in the tile's logical order (its own swizzle) */
-    tir_tma_copy_in(&d, tensor->base, cs, (char *)cp.data, tir_scope_swizzle(ds->buf->scope));
+    /* the source is read at issue; the box lands swizzled by the tensor map's mode (physical
+     * memory: lower_buffer_swizzle addressed the tile's other accesses the same way) */
+    tir_tma_copy_in(&d, tensor->base, cs, (char *)cp.data);
     for (int64_t i = 0; i < bytes; i++) {
       Shadow *sh = &ds->shadow[db + i];
       sh->pending++;
@@ -339,7 +340,7 @@ static int tma_store(Sim *S, const tir_Call *c, const Act *a) {
         stride *= d.dims[i];
       }
       if (!inside) continue;
-      int64_t sel = src[t].i + tir_tma_swizzle(tir_tma_swizzle(e * es, d.swizzle), tir_scope_swizzle(ss->buf->scope)) / es;
+      int64_t sel = src[t].i + tir_tma_swizzle(e * es, d.swizzle) / es;
       SVal v;
       if (sim_load_elem(S, ss, sel, t, ss->dtype, &v) || sim_store_elem(S, tensor, el, t, ss->dtype, v)) return -1;
     }

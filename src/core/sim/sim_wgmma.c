@@ -9,10 +9,11 @@
  *    order of the D fragment, 9.7.15.5.1.1: the table row's lane map);
  *  - A and B are read from shared memory through the matrix descriptors (9.7.15.5.1.2): the
  *    element (row, column) of an operand sits at start + its canonical-layout offset (LBO, SBO,
- *    swizzle width), and the hardware XOR-swizzles that address (bits 4.. with bits 7..); the
- *    simulator keeps shared buffers in logical order, so it maps the address back through the
- *    buffer's own swizzle (its scope shared.swz<B>; a buffer 1024-byte aligned, as the codegen
- *    allocates it).  A descriptor whose swizzle is not the buffer's reads other elements, as on
+ *    swizzle width), and the hardware XOR-swizzles that address (bits 4.. with bits 7..); shared
+ *    memory is physical in the simulator (lower_buffer_swizzle rewrote every other access of a
+ *    storage_swizzle'd buffer; a buffer 1024-byte aligned, as the codegen allocates it), so the
+ *    element read is the one at that address.  A descriptor whose swizzle is not the buffer's
+ *    (its Buffer.swizzle, a PTX mode) reads other elements, as on
  *    the GPU, and is reported (wgmma_descriptor), as is a tile origin that is not at the start of
  *    a swizzle pattern (the descriptor's base offset is 0);
  *  - results are computed at issue but belong to the open group: wgmma_commit_group closes it,
@@ -28,7 +29,8 @@
 #include "sim_internal.h"
 #include "tir/ir.h"
 #include "tir/mma.h"
-#include "tir/scope.h"
+#include "tir/swizzle.h"
+#include "tir/tma.h"
 
 void sim_wgmma_cta_begin(Sim *S) {
   memset(S->wg_done, 0, sizeof S->wg_done);
@@ -172,17 +174,22 @@ static int read_operand(Sim *S, const tir_Call *c, int w, Desc *d, const char *n
       uniform(S, c, w, d->sbo, "SBO", &sbo) || uniform(S, c, w, d->sw, "swizzle modes", &swv))
     return -1;
   Store *st = d->r.st;
-  int es = st->esize, sw = (int)swv, bsw = tir_scope_swizzle(d->r.load->buffer->scope);
-  const char *bn = d->r.load->buffer->name;
+  const tir_Buffer *buf = d->r.load->buffer;
+  int es = st->esize, sw = (int)swv, bsw = tir_swizzle_ptx_mode(buf->swizzle);
+  const char *bn = buf->name;
   if (sw != bsw) {
+    char bs[24];
     if (sim_issue(S, "wgmma_descriptor", S->cur, 128 * w, NULL, -1, bn, el, st->n,
-                  "wgmma_mma_async: the descriptor of %s says %s%d%s, but %s is laid out %s (its scope '%s'): wgmma reads other "
-                  "elements than the ones the tile holds (PTX ISA 9.7.15.5.1.2)",
+                  "wgmma_mma_async: the descriptor of %s says %s%d%s, but %s is laid out %s%s%s: wgmma reads other elements "
+                  "than the ones the tile holds (PTX ISA 9.7.15.5.1.2)",
                   name, sw ? "a " : "no swizzle", sw ? sw : 0, sw ? "-byte swizzle" : "", bn,
-                  bsw ? "with an XOR swizzle of that width" : "without a swizzle", d->r.load->buffer->scope))
+                  buf->swizzle ? "with the swizzle " : "without a swizzle", buf->swizzle ? tir_swizzle_str(buf->swizzle, bs) : "",
+                  buf->swizzle ? " (storage_swizzle)" : ""))
       return -1;
   }
-  int64_t start = tir_swizzle_offset(el * es, bsw); /* the address the codegen passes */
+  /* the address the codegen passes: address_of stays logical in wgmma_desc (SWIZZLE_AWARE), and at
+   * a tile origin (row 0 of a swizzle pattern) the logical and the physical address agree */
+  int64_t start = el * es;
   if (sw && (start % (8 * sw)) / sw != 0) {
     if (sim_issue(S, "wgmma_descriptor", S->cur, 128 * w, NULL, -1, bn, el, st->n,
                   "wgmma_mma_async: the tile of %s starts at byte %lld of %s, inside a %d-byte swizzle pattern (row %lld of its 8): the "
@@ -193,18 +200,19 @@ static int read_operand(Sim *S, const tir_Call *c, int w, Desc *d, const char *n
   }
   for (int r = 0; r < rows; r++)
     for (int q = 0; q < cols; q++) {
-      int64_t phys = tir_swizzle_offset(start + canon(kmajor, r, q, es, lbo, sbo, sw), sw);
-      int64_t lb = tir_swizzle_offset(phys, bsw); /* the logical byte stored there */
-      if (lb % es || lb < 0 || lb / es >= st->n) {
-        if (sim_issue(S, "out_of_bounds", S->cur, 128 * w, NULL, -1, bn, lb / es, st->n,
+      /* shared memory is physical here (lower_buffer_swizzle placed every other access), and the
+       * hardware swizzles the canonical address with the descriptor's mode */
+      int64_t pb = tir_tma_swizzle(start + canon(kmajor, r, q, es, lbo, sbo, sw), sw);
+      if (pb % es || pb < 0 || pb / es >= st->n) {
+        if (sim_issue(S, "out_of_bounds", S->cur, 128 * w, NULL, -1, bn, pb / es, st->n,
                       "wgmma_mma_async: element (%d, %d) of %s is at byte %lld of %s, outside its %lld bytes (descriptor LBO %lld, SBO %lld, "
                       "swizzle %d)",
-                      r, q, name, (long long)lb, bn, (long long)(st->n * es), (long long)lbo, (long long)sbo, sw))
+                      r, q, name, (long long)pb, bn, (long long)(st->n * es), (long long)lbo, (long long)sbo, sw))
           return -1;
         return 1;
       }
-      if (sim_shared_read(S, st, lb, es, 128 * w) || note_read(S, st, lb, es, w)) return -1;
-      int64_t e = lb / es;
+      if (sim_shared_read(S, st, pb, es, 128 * w) || note_read(S, st, pb, es, w)) return -1;
+      int64_t e = pb / es;
       out[r * cols + q] = tir_dtype_is_float(st->dtype) ? tir_load_scalar_f(st->base, st->dtype, e)
                                                         : (double)tir_load_scalar_i(st->base, st->dtype, e);
     }

@@ -23,7 +23,7 @@
  * warpgroup's 128 when the kernel calls warpgroup-wide builtins -- and
  * 0 in the enclosing threadIdx loops).  No __syncthreads is left in the loop: thread_sync
  * leaves the TMA and mbarrier operands out (TIR_BUILTIN_ASYNC_PROXY).  The TMA swizzle is the
- * destination buffer's (storage_swizzle: a PTX mode; else its scope's, shared.swzN; or none),
+ * destination buffer's (storage_swizzle: a PTX mode; or none),
  * so the box lands in exactly the layout the buffer declares.  Errors (LoweringError) name
  * the loop and the copy that does not have the form above.
  */
@@ -232,7 +232,6 @@ static int parse_copy(Ctx *c, const tir_For *loop, const tir_Node *s, const tir_
             st->buffer->name, tir_swizzle_str(st->buffer->swizzle, sw));
     return -1;
   }
-  if (!cp->swizzle) cp->swizzle = tir_scope_swizzle(st->buffer->scope); /* a swizzled scope (shared.swzN) */
   tir_TmaDesc dd;
   memset(&dd, 0, sizeof dd);
   dd.dtype = et;

@@ -101,7 +101,6 @@ static int warp_fn(const tir_Node *n, void *p) {
 int64_t tir_shared_slice_align(const tir_Kernel *k, const tir_Buffer *b) {
   int64_t al = tir_swizzle_repeat(b->swizzle);
   if (al < 128) al = 128;
-  if (tir_scope_swizzle(b->scope) && al < TIR_TMA_SMEM_ALIGN) al = TIR_TMA_SMEM_ALIGN; /* the XOR pattern's boundary */
   for (int i = 0; k && k->tma_smem && i < k->tma_smem->size; i++)
     if (k->tma_smem->items[i] == &b->data->hdr && al < TIR_TMA_SMEM_ALIGN) al = TIR_TMA_SMEM_ALIGN;
   return al;

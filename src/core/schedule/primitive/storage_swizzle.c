@@ -32,11 +32,6 @@ int tir_sched_storage_swizzle(tir_Schedule *s, int64_t uid, int index, int64_t s
                      "%s is in scope \"%s\"; a swizzle permutes shared-memory chunks against bank conflicts, so the buffer must be "
                      "shared (set_scope or cache_read(..., \"shared\") first)",
                      buf->name, buf->scope);
-  if (tir_scope_swizzle(buf->scope))
-    return sch_error(s, P, &br->hdr, "this block",
-                     "%s is in scope \"%s\", whose swizzle the scope itself applies (the wgmma path); use scope \"shared\" "
-                     "with storage_swizzle, or the swizzled scope alone",
-                     buf->name, buf->scope);
   int esize = tir_dtype_bytes(buf->hdr.dtype);
   if (sw && esize > tir_swizzle_unit(sw))
     return sch_error(s, P, &br->hdr, "this block", "%s has %d-byte elements, wider than the %lld-byte chunks the swizzle moves",
