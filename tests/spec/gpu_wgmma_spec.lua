@@ -37,6 +37,11 @@ describe("#gpu wgmma GEMM (sm_90a)", function()
     {"float16", {4096, 4096, 4096}, {BM = 128, BN = 128, BK = 64, stages = 4, epilogue = "D"}},
     {"bfloat16", {4096, 4096, 4096}, {BM = 128, BN = 256, BK = 64, stages = 3}},
     {"float16", {256, 512, 192}, {BM = 64, BN = 64, BK = 32, stages = 3, epilogue = "D"}},
+    -- small B tiles: 64-byte (BK 32) and 32-byte (BK 16) swizzled tiles aligned to their
+    -- pattern's repeat (512 / 256 bytes), not to 1024 (PTX ISA 9.7.15.5.1.2.2, base offset 0)
+    {"float16", {256, 256, 256}, {BM = 64, BN = 8, BK = 32, stages = 1, epilogue = "D"}},
+    {"float16", {256, 240, 256}, {BM = 64, BN = 24, BK = 16, stages = 1, epilogue = "D"}},
+    {"float16", {256, 240, 256}, {BM = 64, BN = 40, BK = 32, stages = 2, epilogue = "D"}},
   }) do
     it(("%s %dx%dx%d BM=%d BN=%d BK=%d stages=%d matches cuBLAS"):format(c[1], c[2][1], c[2][2], c[2][3], c[3].BM, c[3].BN, c[3].BK, c[3].stages),
        function() check(c[2][1], c[2][2], c[2][3], c[1], c[3]) end)
