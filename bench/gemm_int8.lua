@@ -65,6 +65,36 @@ if #shapes == 0 then
             {128, 11008, 4096}, {4096, 11008, 4096}}
 end
 
+-- the SIMT / DP4A variants: {name, tir.schedules.qgemm options over opts_for's tiles}
+--   dp4a: byte copies (vec 16) packed into the [k / 4][row][k % 4] word tiles with prmt;
+--   dp4a_v4: 4-byte copies (one k-group word per access); _s2p: a 2-stage cp.async pipeline
+--   with the k-group planes padded (conflict-free 4-byte stores); _lt4: lane_tile = 4 (a warp's
+--   16-byte shared loads read consecutive chunks); _k64: BK = 64; _s3p: 3 stages
+local SIMT = {
+  {"simt", {intrin = "simt"}},
+  {"dp4a", {intrin = "dp4a"}},
+  {"dp4a_v4", {intrin = "dp4a", vec = 4}},
+  {"dp4a_v4_s2p", {intrin = "dp4a", vec = 4, stages = 2, pad_planes = true}},
+  {"dp4a_lt4_s2p", {intrin = "dp4a", vec = 4, stages = 2, pad_planes = true, lane_tile = 4}},
+  {"dp4a_lt4_s2p_k64", {intrin = "dp4a", vec = 4, stages = 2, pad_planes = true, lane_tile = 4, BK = 64}},
+  {"dp4a_lt4_s3p", {intrin = "dp4a", vec = 4, stages = 3, pad_planes = true, lane_tile = 4}},
+  {"dp4a_lt4_s3p_k64", {intrin = "dp4a", vec = 4, stages = 3, pad_planes = true, lane_tile = 4, BK = 64}},
+}
+-- the IMMA variants (tc_gemm options; the first is the qgemm rows' tiles): imma = 4 warps of
+-- 64x64 (211 registers, 2 CTAs and 8 warps per SM); _w8: 8 warps of 64x32 (100 registers, 16
+-- warps per SM); _fp: fragments of the next k step loaded during this step's mma (frag_pipeline);
+-- _swz: XOR-swizzled shared tiles instead of padded rows; _k64s4: BK 64, 4 stages;
+-- 256x128: 8 warps of 64x64 (one CTA per SM)
+local IMMA = {
+  {"imma", {BM = 128, BN = 128, BK = 128, warp_m = 64, warp_n = 64, stages = 3}},
+  {"imma_w8", {BM = 128, BN = 128, BK = 128, warp_m = 64, warp_n = 32, stages = 3}},
+  {"imma_w8_fp", {BM = 128, BN = 128, BK = 128, warp_m = 64, warp_n = 32, stages = 3, frag_pipeline = true}},
+  {"imma_w8_swz", {BM = 128, BN = 128, BK = 128, warp_m = 64, warp_n = 32, stages = 3, swizzle = true}},
+  {"imma_w8_k64s4", {BM = 128, BN = 128, BK = 64, warp_m = 64, warp_n = 32, stages = 4}},
+  {"imma_256x128", {BM = 256, BN = 128, BK = 128, warp_m = 64, warp_n = 64, stages = 3}},
+}
+local imma_small = {BM = 16, warp_m = 16, BN = 128, warp_n = 32, BK = 128, stages = 3}
+
 local ZA = 3 -- the activations' zero point of the qgemm rows
 local function opts_for(m, n)
   -- small M: 16-row CTAs; else 128 x 128 CTAs with 8 x 8 register tiles
@@ -109,15 +139,12 @@ local function bench_shape(m, n, k)
     print(("%-10s %-22s %-16s %9.3f %9.1f %-22s %9.3f %9.1f %7.3f"):format(bench, variant, shape, r.ms, r.tflops, ref, r.ref_ms,
       r.ref_tflops, r.ref_ms / r.ms))
   end
-  for _, intrin in ipairs({"simt", "dp4a", "dp4a_v4", "dp4a_v4_s2p"}) do
+  for _, sv in ipairs(SIMT) do
+    local intrin = sv[1]
     if not wanted(intrin) then goto next_intrin end
     local o = opts_for(m, n)
-    o.intrin = intrin:match("^dp4a") and "dp4a" or intrin
-    -- dp4a_v4: the tile copies 4 bytes (one k-group word) per access: 32-bit global loads and
-    -- shared stores instead of byte loads and prmt-merged stores; _s2p: and a 2-stage cp.async
-    -- pipeline with the k-group planes padded (conflict-free 4-byte stores)
-    if intrin ~= "simt" and intrin ~= "dp4a" then o.vec = 4 end
-    if intrin == "dp4a_v4_s2p" then o.stages, o.pad_planes = 2, true end
+    for kk, v in pairs(sv[2]) do o[kk] = v end
+    if m < 64 then o.vec = 8; o.lane_tile = nil end -- the 16-row tiles: 8-byte copies, 4x4 thread tiles
     local plain = tir.build(qg.schedule(plain_f, o).mod, "cuda")
     plain(a, b, c)
     tir.testing.assert_allclose(c, c_lt, {rtol = 0, atol = 0}) -- int32 in float64: bit-exact
@@ -126,21 +153,26 @@ local function bench_shape(m, n, k)
     ::next_intrin::
   end
   -- tirlua IMMA: tc_gemm with mma.sync m16n8k32 (A [M, K], B [N, K]: both k-major, tc_gemm's
-  -- "NT"); 128x128x128 CTAs, 3 stages (the best of the measured configurations), 16-row CTAs
-  -- for small M
-  local imma_tiles = m < 64 and {BM = 16, warp_m = 16, BN = 128, warp_n = 32, BK = 128, stages = 3}
-                     or {BM = 128, BN = 128, BK = 128, warp_m = 64, warp_n = 64, stages = 3}
-  if wanted("imma") or wanted("qgemm") then
+  -- "NT"); the IMMA table's tiles, 16-row CTAs for small M
+  for _, iv in ipairs(IMMA) do
+    if not (wanted(iv[1]) or (iv[1] == "imma" and wanted("qgemm"))) then goto next_imma end
+    if m < 64 and iv[1] ~= "imma" then goto next_imma end
     local o = {}
-    for kk, v in pairs(imma_tiles) do o[kk] = v end
+    for kk, v in pairs(m < 64 and imma_small or iv[2]) do o[kk] = v end
     o.intrin = "mma"
+    if m % o.BM ~= 0 or n % o.BN ~= 0 then goto next_imma end
     local tcf = tc.workload(m, n, k, "int8", "int32", nil, "NT")
     local imma = tir.build(tc.schedule(tcf, o).mod, "cuda")
-    imma(a, b, c)
-    tir.testing.assert_allclose(c, c_lt, {rtol = 0, atol = 0})
-    t_int8.mma = timed(imma, a, b, c)
-    row("gemm_int8", "imma", t_int8.mma, "cuBLASLt", t_lt, "int8")
+    -- a random output first: a kernel writing nothing cannot pass the check
+    local ci = tir.nd.random({m, n}, "int32", dev, {seed = 78, low = -1000, high = 1000})
+    imma(a, b, ci)
+    tir.testing.assert_allclose(ci, c_lt, {rtol = 0, atol = 0})
+    local t = timed(imma, a, b, ci)
+    if iv[1] == "imma" then t_int8.mma = t end
+    row("gemm_int8", iv[1], t, "cuBLASLt", t_lt, "int8")
+    ::next_imma::
   end
+  local imma_tiles = m < 64 and imma_small or IMMA[1][2]
   -- tirlua wgmma (sm_90): the same K-major operands; M, N, K multiples of the tiles here
   if info.arch == "sm_90" and m % 128 == 0 and n % 256 == 0 and k % 128 == 0 then
     local tcf = tc.workload(m, n, k, "int8", "int32", nil, "NT")

@@ -31,8 +31,11 @@ tir_Array *tir_reads_with_writes(const tir_Array *reads, const tir_Array *writes
  * (an in-place update, as TVM scripts write them).
  * Returns 0, or -1 with a ValueError "in T.block" naming the block and the access, and
  * `ir` (a statement holding the block, e.g. its realize; NULL: the block) with the access
- * marked. */
-int tir_block_check_access(const tir_Block *block, int check_reads, int check_writes, const tir_Node *ir);
+ * marked.  outer_vars / outer_doms (NULL, or Vars and their Ranges, of one size): the
+ * loops around the block, whose variables an opaque block's regions may use (the T script
+ * passes the enclosing T.serial/T.unroll loops, so `i // 8` with 0 <= i < 8 is known to be 0). */
+int tir_block_check_access(const tir_Block *block, int check_reads, int check_writes, const tir_Node *ir,
+                           const tir_Array *outer_vars, const tir_Array *outer_doms);
 
 /* Returns a copy of the block (uid kept) with reads/writes recomputed. */
 tir_Block *tir_block_with_detected_access(const tir_Block *block);

@@ -641,11 +641,17 @@ function T.block(name, fn)
   -- primitive); an omitted list is inferred, TVM's way.  The root block's lists stay empty
   -- (TVM's ScriptComplete leaves the root block alone).
   local is_root = name == "root" and #f.iter_vars == 0 and top().kind == "func"
-  if not is_root and not core.block_check_access(blk, f.reads ~= nil, f.writes ~= nil, false) then
+  -- the loops around the block: an opaque block's regions may use their variables
+  local outer = {}
+  for i = 1, #B.frames do
+    local fr = B.frames[i]
+    if fr.kind == "for" then outer[#outer + 1] = {fr.var, fr.spec.min, fr.spec.extent} end
+  end
+  if not is_root and not core.block_check_access(blk, f.reads ~= nil, f.writes ~= nil, false, outer) then
     -- raise with the block's realize, its variables and buffers named as in the script
     local realize = rename_pending(core.make("BlockRealize", {iter_values = f.bindings,
                                                              predicate = f.predicate or core.const(true, "bool"), block = blk}))
-    core.block_check_access(realize.block, f.reads ~= nil, f.writes ~= nil, realize)
+    core.block_check_access(realize.block, f.reads ~= nil, f.writes ~= nil, realize, outer)
   end
   if not f.reads or not f.writes then
     local r, w = core.block_access(blk)

@@ -1,20 +1,24 @@
 -- gemm_dp4a.lua -- an int8 GEMM (A [M, K] int8 x B [N, K] int8 -> int32) on DP4A: the k loop is
--- tensorized by 4 with tir.intrin.dp4a (dp4a.s32.s32 on int8x4 registers packed with prmt.b32
--- from the k-major shared tiles), in tir.schedules.qgemm's SIMT GEMM.  Prints the scheduled IR
--- and the PTX lines of its dp4a/prmt instructions; on a GPU runs M x N x K (default 4096^3)
--- against cuBLASLt int8 (bit-exact) and prints TOP/s; without a GPU runs the simulator at a
--- small size (default 64^3) and checks it bit-exact against the interpreter.
+-- tensorized by 4 with tir.intrin.dp4a (dp4a.s32.s32 on int8x4 registers), in
+-- tir.schedules.qgemm's SIMT GEMM.  The int8x4 packing is hoisted out of the inner loop into the
+-- global -> shared copy: the shared tiles are stored [k / 4][row][k % 4], so each operand's four
+-- consecutive k are one aligned 32-bit word (the copies move whole words; dp4a_load = "prmt"
+-- packs bytes with prmt.b32 in the inner loop instead).  Prints the scheduled IR and the PTX
+-- lines of its dp4a/prmt instructions; on a GPU runs M x N x K (default 4096^3) against
+-- cuBLASLt int8 (bit-exact) and prints TOP/s; without a GPU runs the simulator on the same
+-- schedule at a small size (default 128^3) and checks it bit-exact against the interpreter.
 --   tirlua scripts/examples/gemm_dp4a.lua [M N K]
 local qm = tir.ops.quantized_matmul
 local qg = require("tir.schedules.qgemm")
 local dev = tir.device("cuda", 0)
 local has_gpu, why = dev:exists()
 local M, N, K = dofile((debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./") .. "size_args.lua")(
-  "gemm_dp4a", has_gpu and 4096 or 64)
+  "gemm_dp4a", has_gpu and 4096 or 128)
 local f = qm{M = M, N = N, K = K, out_dtype = "int32", name = "gemm_int8"}
--- 128 x 128 CTAs with 8 x 8 register tiles where they divide the problem
-local big = M % 128 == 0 and N % 128 == 0
-local sch = qg.schedule(f, big and {intrin = "dp4a", BM = 128, BN = 128, vec = 16} or {intrin = "dp4a"})
+-- the measured best schedule (qgemm.dp4a_options): 128 x 128 CTAs with 8 x 8 register tiles,
+-- 4-byte cp.async copies into padded k-group planes (2 stages), lane_tile 4 -- where 128
+-- divides the problem; else qgemm's 64 x 64 defaults
+local sch = qg.schedule(f, qg.dp4a_options(M, N))
 print(("-- scheduled int8 GEMM %dx%dx%d on DP4A"):format(M, N, K))
 print(sch.mod)
 local mod = tir.build(sch.mod, "cuda", {compile = has_gpu or tir.core.nvrtc_available()})

@@ -616,14 +616,47 @@ static int l_block_access(lua_State *L) {
   return 2;
 }
 
-/* block_check_access(block, check_reads, check_writes [, ir]) -> true, or raises the
+/* block_check_access(block, check_reads, check_writes [, ir [, outer]]) -> true, or raises the
  * ValueError of tir_block_check_access (showing ir, a statement holding the block) when a
- * declared region does not cover the body's accesses; with ir == false returns false */
+ * declared region does not cover the body's accesses; with ir == false returns false.
+ * outer: the loops around the block, a list of {var, min, extent} (nodes). */
 static int l_block_check_access(lua_State *L) {
   tir_Block *b = (tir_Block *)tirL_check_node(L, 1, TIR_Block, NULL);
   int quiet = lua_isboolean(L, 4) && !lua_toboolean(L, 4);
   const tir_Node *ir = lua_isnoneornil(L, 4) || quiet ? NULL : tirL_check_node(L, 4, -1, NULL);
-  if (tir_block_check_access(b, lua_toboolean(L, 2), lua_toboolean(L, 3), ir)) {
+  tir_Array *vars = NULL, *doms = NULL;
+  if (!lua_isnoneornil(L, 5)) {
+    luaL_checktype(L, 5, LUA_TTABLE);
+    int n = (int)lua_rawlen(L, 5);
+    /* checked first (a Lua error must not leak the arrays), then built */
+    for (int pass = 0; pass < 2; pass++) {
+      if (pass == 1) {
+        vars = tir_array_empty();
+        doms = tir_array_empty();
+      }
+      for (int i = 1; i <= n; i++) {
+        lua_rawgeti(L, 5, i);
+        int t = lua_gettop(L);
+        if (pass == 0) luaL_checktype(L, t, LUA_TTABLE);
+        lua_rawgeti(L, t, 1);
+        lua_rawgeti(L, t, 2);
+        lua_rawgeti(L, t, 3);
+        if (pass == 0) {
+          tirL_check_node(L, t + 1, TIR_Var, "an outer loop variable");
+          tirL_check_node(L, t + 2, -1, "an outer loop's min");
+          tirL_check_node(L, t + 3, -1, "an outer loop's extent");
+        } else {
+          vars = tir_array_push(vars, tir_retain(tirL_to_node(L, t + 1)));
+          doms = tir_array_push(doms, &tir_range(tir_retain(tirL_to_node(L, t + 2)), tir_retain(tirL_to_node(L, t + 3)))->hdr);
+        }
+        lua_settop(L, t - 1);
+      }
+    }
+  }
+  int bad = tir_block_check_access(b, lua_toboolean(L, 2), lua_toboolean(L, 3), ir, vars, doms);
+  if (vars) tir_release(&vars->hdr);
+  if (doms) tir_release(&doms->hdr);
+  if (bad) {
     if (!quiet) return tirL_raise_core(L);
     tir_error_clear();
     lua_pushboolean(L, 0);

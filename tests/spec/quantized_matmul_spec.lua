@@ -292,6 +292,35 @@ describe("tir.ops.quantized_matmul", function()
     end
     assert.are.equal(8, copy(512))
     assert.are.equal(1, copy(528))
+    -- lane_tile = 4 (CUTLASS's SIMT lane layout, rows permuted within the k-group planes):
+    -- interpreter-equivalent, simulated bit-exact, and a warp's 16-byte loads of B's plane read
+    -- consecutive chunks (lane tx: chunk tx + 16 h) instead of chunks 32 bytes apart
+    for _, so in ipairs({{stages = 2, pad_planes = true, lane_tile = 4}, {stages = 3, pad_planes = true, lane_tile = 4, BK = 64},
+                         {lane_tile = 2, TY = 8, TX = 32}}) do
+      local o = {intrin = "dp4a", BM = 128, BN = 128, vec = 4}
+      for k2, v in pairs(so) do o[k2] = v end
+      local sch = qg.schedule(pf, o)
+      U.assert_equiv(pf, sch.mod)
+      local dmod = tir.build(sch.mod, "cuda -arch=sm_80", {compile = false})
+      local rep = tir.simulate(dmod, tir.testing.random_args(pf, 9), {reference = pf})
+      assert.are.equal(0, rep.n_issues)
+    end
+    local src = tir.build(qg.schedule(pf, {intrin = "dp4a", BM = 128, BN = 128, vec = 4, lane_tile = 4}).mod, "cuda -arch=sm_80",
+                          {compile = false}):get_source("cuda")
+    -- C[h * 4 + e] of B's half h = 1, e = 1: byte 16 tx + 256 + 4 of the plane
+    assert.is_truthy(src:find("(B_shared + ((((int)threadIdx.x) * 16) + 260))", 1, true))
+    local function b_load(lane_tile)
+      local lay = tir.layout.shared{shape = {1, 512}, dtype = "int8"}
+      local acc = {}
+      for l = 0, 31 do
+        local tx = l % 16
+        acc[l + 1] = {r = 0, c = lane_tile and 16 * tx or 32 * tx, bytes = 16}
+      end
+      return (lay:conflicts(acc))
+    end
+    assert.are.equal(2, b_load(false))
+    assert.are.equal(1, b_load(true))
+    U.expect_error(function() qg.schedule(pf, {intrin = "dp4a", BM = 128, BN = 128, lane_tile = 3}) end, "lane_tile")
     -- the PTX has the dp4a against ones
     local f = qm{M = 128, N = 128, K = 256, a_zero_point = 5, b_zero_point = 9, b_sums = "input"}
     local mod = tir.build(qg.schedule(f, {intrin = "mma", tc = {BK = 128, stages = 3}}).mod, "cuda -arch=sm_80", {compile = false})

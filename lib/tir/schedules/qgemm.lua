@@ -17,7 +17,10 @@
 -- cooperative copies; BM * BK and BN * BK must be multiples of TY * TX * vec), unroll (true),
 -- stages (1: none; 2 or more: the SIMT/DP4A tile copies software-pipelined as cp.async),
 -- pad_planes (false; DP4A word tiles: pad the k-group planes against the bank conflicts of
--- 4-byte copies), transpose (true: the shared tiles stored k-major, [k][i] and [k][j], so that the threads of a
+-- 4-byte copies), lane_tile (false; L: DP4A word tiles with each thread's register tile read as
+-- (TM / L) x (TN / L) blocks of L x L, the L rows of a block of the TY (TX) threads side by side
+-- in the plane -- CUTLASS's SIMT LaneMmaShape -- so a warp's 16-byte shared loads (L = 4) read
+-- consecutive chunks; a permutation of the shared rows only: the register tile stays contiguous), transpose (true: the shared tiles stored k-major, [k][i] and [k][j], so that the threads of a
 -- warp read consecutive bytes instead of rows 128 bytes apart, all in one bank), intrin ("simt":
 -- int32 multiply-adds; "dp4a": the k loop by 4 tensorized with tir.intrin.dp4a, dp4a.*.s32 on
 -- int8x4 registers, sm_61+), dp4a_load ("word": the shared tiles stored [k / 4][row][k % 4], each
@@ -28,7 +31,7 @@
 local M = {}
 
 M.defaults = {BM = 64, BN = 64, BK = 32, TY = 16, TX = 16, vec = 8, unroll = true, transpose = true, intrin = "simt",
-              dp4a_load = "word", tc = false, stages = 1, pad_planes = false}
+              dp4a_load = "word", tc = false, stages = 1, pad_planes = false, lane_tile = false}
 
 function M.schedule(func, opts)
   local tir = require("tir")
@@ -92,6 +95,15 @@ function M.schedule(func, opts)
     util.raise("ValueError", "qgemm", "intrin dp4a needs BK a multiple of 4, got %d", o.BK)
   end
   local word = o.intrin == "dp4a" and o.dp4a_load == "word"
+  if o.lane_tile then
+    local L, TM, TN = o.lane_tile, o.BM // o.TY, o.BN // o.TX
+    if not word then
+      util.raise("ValueError", "qgemm", "lane_tile needs the DP4A word tiles (intrin = \"dp4a\", dp4a_load = \"word\")")
+    end
+    if math.type(L) ~= "integer" or L < 1 or TM % L ~= 0 or TN % L ~= 0 then
+      util.raise("ValueError", "qgemm", "lane_tile must be a positive integer dividing the thread tile %dx%d, got %s", TM, TN, util.show(L))
+    end
+  end
   if o.unroll then sch:unroll(ki); sch:unroll(ii); sch:unroll(jj) end
   if o.transpose and not word then
     sch:transform_layout(AS, {"write", 0}, function(r, c) return c, r end)
@@ -116,6 +128,19 @@ function M.schedule(func, opts)
       sch:tensorize(kii, dp4a.name(a_dt, b_dt, false, "shared", "word"))
       sch:transform_layout(AS, {"write", 0}, function(r, c) return c // 4, r, c % 4 end)
       sch:transform_layout(BS, {"write", 0}, function(r, c) return c // 4, r, c % 4 end)
+      local L = o.lane_tile
+      if L then
+        -- rows permuted within a tile so that lane t's L consecutive rows of each part of its
+        -- register tile sit at rows t * L .. t * L + L - 1 of that part's slab of T * L rows:
+        -- a warp's 16-byte loads of one plane then read consecutive 16-byte chunks (CUTLASS's
+        -- SIMT lane layout) instead of chunks a whole register tile apart
+        local function perm(T, TT)
+          -- (the tile has T * TT rows: r < T * TT)
+          return function(g, r, w) return g, (r // L) % (TT // L) * (T * L) + r // TT * L + r % L, w end
+        end
+        sch:transform_layout(AS, {"write", 0}, perm(o.TY, o.BM // o.TY))
+        sch:transform_layout(BS, {"write", 0}, perm(o.TX, o.BN // o.TX))
+      end
     else
       sch:tensorize(kii, dp4a.name(a_dt, b_dt, o.transpose, "shared"))
     end
@@ -138,7 +163,24 @@ function M.schedule(func, opts)
   return sch
 end
 
+--- The DP4A options this file's measurements pick for an M x N output (bench/RESULTS.md
+-- "DP4A and IMMA speed"): 128 x 128 CTAs of 16 x 16 threads with 8 x 8 register tiles, the
+-- k-group word tiles filled by 4-byte cp.async copies in a 2-stage pipeline, planes padded,
+-- lane_tile 4; shapes that 128 does not divide get the defaults (64 x 64 CTAs).  Returns a
+-- new options table for M.schedule.
+function M.dp4a_options(m, n)
+  local util = require("tir.util")
+  for i, v in ipairs({m, n}) do
+    if math.type(v) ~= "integer" or v < 1 then util.raise("TypeError", "qgemm.dp4a_options", "%s must be a positive integer, got %s", ({"m", "n"})[i], util.show(v)) end
+  end
+  if m % 128 == 0 and n % 128 == 0 then
+    return {intrin = "dp4a", BM = 128, BN = 128, BK = 32, vec = 4, stages = 2, pad_planes = true, lane_tile = 4}
+  end
+  return {intrin = "dp4a"}
+end
+
 -- a call with more arguments than a function's parameters is an error (util.strict)
 M.schedule = require("tir.util").strict("qgemm.schedule", M.schedule)
+M.dp4a_options = require("tir.util").strict("qgemm.dp4a_options", M.dp4a_options)
 
 return M

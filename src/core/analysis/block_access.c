@@ -387,7 +387,8 @@ static int check_access(Ctx *c, int is_write, const tir_Buffer *buf, tir_Array *
   return -1;
 }
 
-int tir_block_check_access(const tir_Block *block, int check_reads, int check_writes, const tir_Node *ir) {
+int tir_block_check_access(const tir_Block *block, int check_reads, int check_writes, const tir_Node *ir,
+                           const tir_Array *outer_vars, const tir_Array *outer_doms) {
   if (!check_reads && !check_writes) return 0;
   /* an opaque block (no iteration variables) declaring nothing, as lowering passes build
    * them (TVM: Block({}, {}, {}, "", body)): its regions are not claimed */
@@ -402,6 +403,10 @@ int tir_block_check_access(const tir_Block *block, int check_reads, int check_wr
   c.check_reads = check_reads;
   c.check_writes = check_writes;
   c.written = tir_array_concat(block->writes, det_w);
+  for (int i = 0; outer_vars && outer_doms && i < outer_vars->size && i < outer_doms->size; i++) {
+    const tir_Range *d = (const tir_Range *)outer_doms->items[i];
+    tir_analyzer_bind_range(c.an, (const tir_Var *)outer_vars->items[i], d->min, d->extent);
+  }
   for (int i = 0; i < block->iter_vars->size; i++) {
     const tir_IterVar *iv = (const tir_IterVar *)block->iter_vars->items[i];
     tir_analyzer_bind_range(c.an, iv->var, iv->dom->min, iv->dom->extent);

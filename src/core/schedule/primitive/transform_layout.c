@@ -99,7 +99,10 @@ static int is_window(const Ctx *c, const tir_MatchBufferRegion *m) {
     ok = d < lead ? tir_is_one(ext) : tir_can_prove_equal(NULL, ext, m->buffer->shape->items[d - lead]);
   }
   if (ok) {
-    tir_Analyzer *an = tir_analyzer_new();
+    /* the enclosing loops' ranges (c->an) decide it: a point of the region may be written
+     * with their variables (i // 8 for 0 <= i < 8 is 0) */
+    tir_Analyzer *an = c->an ? c->an : tir_analyzer_new();
+    int mark = c->an ? tir_analyzer_mark(an) : 0;
     tir_Array *pt = tir_array_new(reg->size);
     tir_Var **iv = calloc((size_t)vd + 1, sizeof *iv);
     for (int d = 0; d < rlead; d++) pt->items[d] = R(((const tir_Range *)reg->items[d])->min);
@@ -119,9 +122,10 @@ static int is_window(const Ctx *c, const tir_MatchBufferRegion *m) {
     }
     tir_release(img);
     tir_release(pt);
+    if (c->an) tir_analyzer_reset(an, mark);
     for (int d = 0; d < vd; d++) tir_release(iv[d]);
     free(iv);
-    tir_analyzer_free(an);
+    if (!c->an) tir_analyzer_free(an);
   }
   tir_release(nreg);
   return ok;
