@@ -135,8 +135,11 @@ function M.schedule(func, opts)
         -- a warp's 16-byte loads of one plane then read consecutive 16-byte chunks (CUTLASS's
         -- SIMT lane layout) instead of chunks a whole register tile apart
         local function perm(T, TT)
-          -- (the tile has T * TT rows: r < T * TT)
-          return function(g, r, w) return g, (r // L) % (TT // L) * (T * L) + r // TT * L + r % L, w end
+          -- (within each tile of T * TT rows: the buffer has all rows until it is compacted)
+          return function(g, r, w)
+            local q = r % (T * TT)
+            return g, r // (T * TT) * (T * TT) + (q // L) % (TT // L) * (T * L) + q // TT * L + q % L, w
+          end
         end
         sch:transform_layout(AS, {"write", 0}, perm(o.TY, o.BM // o.TY))
         sch:transform_layout(BS, {"write", 0}, perm(o.TX, o.BN // o.TX))
@@ -163,18 +166,18 @@ function M.schedule(func, opts)
   return sch
 end
 
---- The DP4A options this file's measurements pick for an M x N output (bench/RESULTS.md
--- "DP4A and IMMA speed"): 128 x 128 CTAs of 16 x 16 threads with 8 x 8 register tiles, the
--- k-group word tiles filled by 4-byte cp.async copies in a 2-stage pipeline, planes padded,
--- lane_tile 4; shapes that 128 does not divide get the defaults (64 x 64 CTAs).  Returns a
--- new options table for M.schedule.
+--- The DP4A options measured best for an M x N output (bench/RESULTS.md "DP4A and IMMA
+-- mma.sync speed": 113 TOP/s at 4096^3 on the H200): 128 x 128 CTAs of 16 x 16 threads with
+-- 8 x 8 register tiles, BK 64, the k-group word tiles filled by 4-byte cp.async copies in a
+-- 3-stage pipeline, planes padded, lane_tile 4; shapes that 128 does not divide get the
+-- defaults (64 x 64 CTAs).  Returns a new options table for M.schedule.
 function M.dp4a_options(m, n)
   local util = require("tir.util")
   for i, v in ipairs({m, n}) do
     if math.type(v) ~= "integer" or v < 1 then util.raise("TypeError", "qgemm.dp4a_options", "%s must be a positive integer, got %s", ({"m", "n"})[i], util.show(v)) end
   end
   if m % 128 == 0 and n % 128 == 0 then
-    return {intrin = "dp4a", BM = 128, BN = 128, BK = 32, vec = 4, stages = 2, pad_planes = true, lane_tile = 4}
+    return {intrin = "dp4a", BM = 128, BN = 128, BK = 64, vec = 4, stages = 3, pad_planes = true, lane_tile = 4}
   end
   return {intrin = "dp4a"}
 end
