@@ -12,7 +12,8 @@
 --     launch) against the plain IMMA GEMM and against cuBLASLt + a tirlua row-sum kernel + a
 --     requantizing kernel (three launches, times added).
 -- tirlua's int8 GEMMs here are tir.schedules.qgemm's: "simt" (int32 multiply-adds) and "dp4a"
--- (dp4a on int8x4 registers packed with prmt); "imma" is tc_gemm's mma.sync m16n8k32 path.
+-- (dp4a on int8x4 words: byte copies packed with prmt, or 4-byte copies of whole words; the
+-- fused DP4A rows use qgemm.dp4a_options); "imma*" is tc_gemm's mma.sync m16n8k32 path.
 -- "wgmma_*" (sm_90 only) is tc_gemm's Hopper path, wgmma.mma_async m64nNk32.s8.s8.s32 from 128-byte
 -- swizzled shared tiles (lib/tir/schedules/tc_gemm_wgmma.lua, target "cuda -arch=sm_90a"):
 -- wgmma_<BM>x<BN>_s<stages> fills the tiles with cp.async and waits for each step's wgmma group
@@ -143,9 +144,13 @@ local function bench_shape(m, n, k)
     print(("%-10s %-22s %-16s %9.3f %9.1f %-22s %9.3f %9.1f %7.3f"):format(bench, variant, shape, r.ms, r.tflops, ref, r.ref_ms,
       r.ref_tflops, r.ref_ms / r.ms))
   end
+  -- the fused DP4A qgemm's schedule is qgemm.dp4a_options where 128 divides M and N (the best
+  -- measured plain one, dp4a_lt4_s3p_k64), else the "dp4a" variant's; its plain reference too
+  local big = m % 128 == 0 and n % 128 == 0
+  local dp4a_plain = big and "dp4a_lt4_s3p_k64" or "dp4a"
   for _, sv in ipairs(SIMT) do
     local intrin = sv[1]
-    if not wanted(intrin) then goto next_intrin end
+    if not (wanted(intrin) or (wanted("qgemm") and (intrin == "simt" or intrin == dp4a_plain))) then goto next_intrin end
     local o = opts_for(m, n)
     for kk, v in pairs(sv[2]) do o[kk] = v end
     if m < 64 then o.vec = 8; o.lane_tile = nil end -- the 16-row tiles: 8-byte copies, 4x4 thread tiles
@@ -200,10 +205,11 @@ local function bench_shape(m, n, k)
   local qf = qm(qo)
   local qmods = {}
   for _, intrin in ipairs({"simt", "dp4a", "mma"}) do
-    local o = intrin == "mma" and {tc = imma_tiles} or opts_for(m, n)
+    local o = intrin == "mma" and {tc = imma_tiles} or (intrin == "dp4a" and big) and qg.dp4a_options(m, n) or opts_for(m, n)
     o.intrin = intrin
     qmods[intrin] = tir.build(qg.schedule(qf, o).mod, "cuda")
   end
+  t_int8.dp4a = t_int8[dp4a_plain]
   local bias = tir.nd.random({n}, "int32", dev, {seed = 33, low = -20000, high = 20000})
   local scale = tir.nd.random({n}, "float32", dev, {seed = 34, low = 1 / (k * 4096), high = 1 / (k * 256)})
   -- the constant weight's column sums: a one-time pre-pass (not timed)
@@ -236,7 +242,7 @@ local function bench_shape(m, n, k)
   rq(c_lt, bias, scale, bsum, out2)
   local t_rq = timed(rq, c_lt, bias, scale, bsum, out2)
   for _, intrin in ipairs({"simt", "dp4a", "mma"}) do
-    local variant = (intrin == "mma" and "imma" or intrin) .. "_fused"
+    local variant = (intrin == "mma" and "imma" or intrin == "dp4a" and dp4a_plain or intrin) .. "_fused"
     qmods[intrin](a, b, bias, scale, bsum, out)
     tir.testing.assert_allclose(out, out2, {rtol = 0, atol = 0})
     row("qgemm", variant, t_q[intrin], "tirlua plain int8", t_int8[intrin], "int8")
