@@ -153,7 +153,6 @@ local function bench_shape(m, n, k)
     if not (wanted(intrin) or (wanted("qgemm") and (intrin == "simt" or intrin == dp4a_plain))) then goto next_intrin end
     local o = opts_for(m, n)
     for kk, v in pairs(sv[2]) do o[kk] = v end
-    if m < 64 then o.vec = 8; o.lane_tile = nil end -- the 16-row tiles: 8-byte copies, 4x4 thread tiles
     local plain = tir.build(qg.schedule(plain_f, o).mod, "cuda")
     plain(a, b, c)
     tir.testing.assert_allclose(c, c_lt, {rtol = 0, atol = 0}) -- int32 in float64: bit-exact
@@ -164,7 +163,7 @@ local function bench_shape(m, n, k)
   -- tirlua IMMA: tc_gemm with mma.sync m16n8k32 (A [M, K], B [N, K]: both k-major, tc_gemm's
   -- "NT"); the IMMA table's tiles, 16-row CTAs for small M
   for _, iv in ipairs(IMMA) do
-    if not (wanted(iv[1]) or (iv[1] == "imma" and wanted("qgemm"))) then goto next_imma end
+    if not (wanted(iv[1]) or ((iv[1] == "imma" or iv[1] == "imma_w8_swz") and wanted("qgemm"))) then goto next_imma end
     if m < 64 and iv[1] ~= "imma" then goto next_imma end
     local o = {}
     for kk, v in pairs(m < 64 and imma_small or iv[2]) do o[kk] = v end
@@ -177,6 +176,7 @@ local function bench_shape(m, n, k)
     imma(a, b, ci)
     tir.testing.assert_allclose(ci, c_lt, {rtol = 0, atol = 0})
     local t = timed(imma, a, b, ci)
+    t_int8[iv[1]] = t
     if iv[1] == "imma" then t_int8.mma = t end
     row("gemm_int8", iv[1], t, "cuBLASLt", t_lt, "int8")
     ::next_imma::
@@ -247,6 +247,20 @@ local function bench_shape(m, n, k)
     tir.testing.assert_allclose(out, out2, {rtol = 0, atol = 0})
     row("qgemm", variant, t_q[intrin], "tirlua plain int8", t_int8[intrin], "int8")
     row("qgemm", variant, t_q[intrin], "cuBLASLt + requant", t_lt + t_rq, "int8")
+  end
+  -- the fused qgemm on the best measured IMMA tiles (8 warps of 64x32, swizzled; zb = 0 only: the
+  -- in-kernel row sums of the zb variant read the A tile with vectors a swizzle does not keep)
+  if t_int8.imma_w8_swz then
+    local sw = {}
+    for _, iv in ipairs(IMMA) do
+      if iv[1] == "imma_w8_swz" then for kk, v in pairs(iv[2]) do sw[kk] = v end end
+    end
+    local qsw = tir.build(qg.schedule(qf, {intrin = "mma", tc = sw}).mod, "cuda")
+    qsw(a, b, bias, scale, bsum, out)
+    tir.testing.assert_allclose(out, out2, {rtol = 0, atol = 0})
+    local t_sw = timed(qsw, a, b, bias, scale, bsum, out)
+    row("qgemm", "imma_w8_swz_fused", t_sw, "tirlua plain int8", t_int8.imma_w8_swz, "int8")
+    row("qgemm", "imma_w8_swz_fused", t_sw, "cuBLASLt + requant", t_lt + t_rq, "int8")
   end
   -- asymmetric weights: per-column zb, the row sums of A computed inside the IMMA kernel
   local zo = {M = m, N = n, K = k, a_zero_point = ZA, b_zero_point = "per_column", b_sums = "input", bias = true,
