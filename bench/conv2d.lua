@@ -1,13 +1,19 @@
 -- bench/conv2d.lua -- the 23 distinct convolution layers of ResNet-50 v1.5 (53 convolutions; the
 -- stride 2 sits in the bottleneck's 3x3, as in v1.5) at N = 128, fp16 NHWC in and out, fp32
 -- accumulation: tirlua (tir.schedules.conv2d_tc: implicit GEMM or explicit im2col + tc_gemm; the
--- 1x1 stride-1 layers as plain tc_gemm GEMMs) against cuDNN (cudnnConvolutionForward with the
--- algorithm cudnnFindConvolutionForwardAlgorithm picks) in one process, on the same random
--- inputs.  Every result is checked first: all outputs against cuDNN's, and sampled outputs
--- against a float64 direct convolution.  Per layer the best tirlua lowering (both are built and
+-- 1x1 stride-1 layers as plain tc_gemm GEMMs) against cuDNN in one process, on the same random
+-- inputs.  cuDNN: tir.cudnn.conv2d_plan's search (path "best": every engine configuration the
+-- backend API's heuristics (mode A + fallback) list, and every legacy FindEx algorithm, each
+-- run and timed; the fastest is the reference -- see lib/tir/cudnn.lua).  Every result is
+-- checked first: cuDNN's and tirlua's sampled outputs against a float64 direct convolution,
+-- then all of tirlua's outputs against cuDNN's.  Per layer the best tirlua lowering (both are built and
 -- timed when both apply) and its tiles; then the total over the 53 layers weighted by their
 -- occurrences ("resnet50_total", target <= 1.1x cuDNN) and the geomean over the 3x3 layers.
 --   tirlua bench/conv2d.lua [--n=128] [--layers=1,5,...] [--variants=implicit,im2col]
+--        [--cudnn_path=best|backend|legacy|legacy_ex] [--cudnn_rtc] [--cudnn_configs=32]
+--        [--cudnn_candidates]     print every cuDNN candidate (engine / algorithm, ms, note)
+--        [--cudnn_only]           the reference alone (no tirlua kernel built): rows "conv2d_cudnn",
+--                                 the chosen cuDNN engine against legacy Find's pick
 --   TIRLUA_BENCH_OUT=file                append the markdown table to that file
 --   tirlua bench/conv2d.lua --dry          without a GPU: schedule, lower and emit CUDA C for every
 --                                         layer (no NVRTC, nothing timed), and list the layers
@@ -19,9 +25,12 @@ local opt = {n = 128, dry = false}
 for _, a in ipairs(arg or {}) do
   local k, v = a:match("^%-%-([%w_]+)=?(.*)$")
   if k == "dry" then opt.dry = true
+  elseif k == "cudnn_rtc" or k == "cudnn_candidates" or k == "cudnn_only" then opt[k] = true
+  elseif k == "cudnn_path" then opt.cudnn_path = v
+  elseif k == "cudnn_configs" then opt.cudnn_configs = math.tointeger(tonumber(v))
   elseif k == "n" then opt.n = math.tointeger(tonumber(v))
   elseif k == "layers" or k == "variants" then opt[k] = v
-  else error("bench/conv2d.lua: unknown argument " .. a .. " (--n=N --layers=i,j --variants=implicit,im2col --dry)") end
+  else error("bench/conv2d.lua: unknown argument " .. a .. " (--n=N --layers=i,j --variants=implicit,im2col --cudnn_path=P --cudnn_rtc --cudnn_configs=N --cudnn_candidates --cudnn_only --dry)") end
 end
 
 -- ResNet-50 v1.5 at 224x224: {name, H (= W) of the input, C, F (output channels), R (= S), stride, padding, occurrences}
@@ -180,11 +189,20 @@ for _, i in ipairs(selected) do
     funcs[#funcs + 1] = c.sch.mod
   end
 end
-local built = tir.build_many(funcs, "cuda")
+local built = opt.cudnn_only and {} or tir.build_many(funcs, "cuda")
 print(("-- %d kernels scheduled and built in %.1f s (CPU time of this thread)"):format(#funcs, os.clock() - tb))
 
 local rows, failures, inputs = {}, 0, {}
-print(("%-3s %-24s %3s %-15s %9s %9s %7s  %-22s %s"):format("#", "layer", "x", "tirlua", "ms", "cuDNN ms", "ratio", "cuDNN algorithm", "mapping"))
+print(("%-3s %-24s %3s %-15s %9s %9s %7s  %-22s %s"):format("#", "layer", "x", "tirlua", "ms", "cuDNN ms", "ratio", "cuDNN engine", "mapping"))
+-- the fastest timed candidate of one path in a plan's list (legacy Find's pick is FindEx's rank 1)
+local function fastest(cands, path, rank1)
+  local b
+  for _, c in ipairs(cands) do
+    if c.path == path and c.ms and (not rank1 or c.rank == 1) and (not b or c.ms < b.ms) then b = c end
+  end
+  return b
+end
+local cudnn_opts = {path = opt.cudnn_path, rtc = opt.cudnn_rtc, max_configs = opt.cudnn_configs}
 local function run_layer(pl)
   local L, info = pl.L, pl.info
   -- layers with the same input shape share one random input (and its host copy)
@@ -196,15 +214,75 @@ local function run_layer(pl)
   local x, xh = inputs[xkey][1], inputs[xkey][2]
   local w = tir.nd.random({L.F, L.R, L.S, L.C}, "float16", dev, {seed = 100 + pl.index})
   local y = tir.nd.empty({L.N, L.P, L.Q, L.F}, "float16", dev)
-  local plan = tir.cudnn.conv2d_plan(x, w, y, {stride = L.stride, padding = L.padding})
+  local tp = os.clock()
+  local plan = tir.cudnn.conv2d_plan(x, w, y, {stride = L.stride, padding = L.padding, path = cudnn_opts.path, rtc = cudnn_opts.rtc,
+                                                max_configs = cudnn_opts.max_configs})
+  tp = os.clock() - tp
   plan:run(x, w, y)
   local t_ref = tir.core.cuda_time(function() plan:run(x, w, y) end, 0, 3, 10, 5)
+  local wh = w:to(tir.cpu())
+  local yflat = y:reshape({info.M, L.F})
+  -- cuDNN's own output first: 32 sampled outputs against float64 (a wrong engine is cuDNN's fault, not tirlua's)
+  local cands = plan:candidates()
+  local ref_worst = 0
+  do
+    local yh = yflat:to(tir.cpu())
+    local seed = 54321 + pl.index
+    for _ = 1, 32 do
+      seed = (seed * 1103515245 + 12345) % 2147483648
+      local m, f = seed % info.M, (seed // 7) % L.F
+      local want = ref_point(L, xh, wh, m, f)
+      local e = math.abs(yh:get(m, f) - want)
+      ref_worst = math.max(ref_worst, e)
+      if e > 1e-2 * (1 + math.abs(want)) then
+        error(("cuDNN (%s %s) out[%d, %d] = %g, float64 %g: the reference is wrong"):format(plan:path(), plan:algo(), m, f, yh:get(m, f), want), 0)
+      end
+    end
+  end
+  local n_timed, n_listed = 0, 0
+  for _, c in ipairs(cands) do
+    if c.name ~= "" then n_listed = n_listed + 1 end
+    if c.ms then n_timed = n_timed + 1 end
+  end
+  local legacy_pick, legacy_best = fastest(cands, "legacy FindEx", true), fastest(cands, "legacy FindEx")
+  local backend_best = fastest(cands, "backend")
+  local heur_top
+  for _, c in ipairs(cands) do if c.path == "backend" and c.heuristic == "A" and c.ms and not heur_top then heur_top = c end end
+  if opt.cudnn_candidates then
+    print(("    cuDNN %s: %d candidates listed, %d timed, search %.2f s CPU:"):format(L.name, n_listed, n_timed, tp))
+    for _, c in ipairs(cands) do
+      print(("      %-14s %-8s %2d  %-60s %9s  ws %9d  %s"):format(c.path, c.heuristic or "", c.rank, c.name,
+        c.ms and ("%.4f"):format(c.ms) or "-", c.workspace_bytes, c.note))
+    end
+  end
+  local function cudnn_line()
+    return ("      cuDNN: %d timed in %.2f s; legacy Find's pick %s %s, best legacy %s %s, best backend %s, heuristics A's first %s %s"):format(
+      n_timed, tp, legacy_pick and legacy_pick.name or "-", legacy_pick and ("%.4f"):format(legacy_pick.ms) or "-",
+      legacy_best and legacy_best.name or "-", legacy_best and ("%.4f"):format(legacy_best.ms) or "-",
+      backend_best and ("%.4f"):format(backend_best.ms) or "-", heur_top and heur_top.name or "-", heur_top and ("%.4f"):format(heur_top.ms) or "-")
+  end
+  local cudnn_fields = {ref_variant = plan:path(), ref_engine = plan:algo(), ref_err_f64 = ref_worst, cudnn_version = tir.cudnn.version(),
+                        ref_legacy_find_ms = legacy_pick and legacy_pick.ms, ref_legacy_find_algo = legacy_pick and legacy_pick.name,
+                        ref_legacy_best_ms = legacy_best and legacy_best.ms, ref_legacy_best_algo = legacy_best and legacy_best.name,
+                        ref_backend_ms = backend_best and backend_best.ms, ref_heur_a_top_ms = heur_top and heur_top.ms,
+                        ref_heur_a_top = heur_top and heur_top.name, ref_candidates_timed = n_timed, ref_search_s = tp}
+  if opt.cudnn_only then -- the reference alone: its time against legacy Find's pick (no tirlua kernel built)
+    if not legacy_pick then error("cuDNN: legacy Find's pick did not run (path " .. (cudnn_opts.path or "best") .. ")", 0) end
+    local row = {bench = "conv2d_cudnn", variant = "cuDNN " .. plan:path(), shape = shape_key(L), dtype = "float16", ms = t_ref * 1e3,
+                 tflops = L.flops / t_ref / 1e12, ref = "cuDNN legacy Find", ref_ms = legacy_pick.ms, ref_tflops = L.flops / (legacy_pick.ms * 1e-3) / 1e12,
+                 layer = L.name, count = L.count, note = "ms: the reference bench/conv2d.lua now uses; ref_ms: the earlier one (Find's first algorithm)"}
+    for k, v in pairs(cudnn_fields) do row[k] = v end
+    common.record(row)
+    row.index = pl.index
+    rows[#rows + 1] = row
+    print(("%-3d %-24s %3d %-15s %9s %9.4f %7s  %-22s"):format(pl.index, L.name, L.count, "-", "-", t_ref * 1e3, "-", plan:path() .. " " .. plan:algo()))
+    print(cudnn_line())
+    return
+  end
   local pm = built[pl.pack]
   if pm.err then error(pm.err, 0) end
   local wm = tir.nd.empty({info.Kp, L.F}, "float16", dev)
   pm.mod(w, wm)
-  local wh = w:to(tir.cpu())
-  local yflat = y:reshape({info.M, L.F})
   local best
   for _, c in ipairs(pl.cands) do
     local b = built[c.build]
@@ -244,15 +322,17 @@ local function run_layer(pl)
   end
   if best then
     local row = {bench = "conv2d", variant = best.lowering, shape = shape_key(L), dtype = "float16", ms = best.ms,
-                 tflops = L.flops / (best.ms * 1e-3) / 1e12, ref = "cuDNN " .. plan:algo(), ref_ms = t_ref * 1e3,
+                 tflops = L.flops / (best.ms * 1e-3) / 1e12, ref = "cuDNN", ref_ms = t_ref * 1e3,
                  ref_tflops = L.flops / t_ref / 1e12, layer = L.name, count = L.count, mapping = best.mapping,
                  max_err_cudnn = best.err_cudnn, max_err_f64 = best.err_f64}
+    for k, v in pairs(cudnn_fields) do row[k] = v end -- which cuDNN path and engine the reference is, and what the other paths gave
     for _, c in ipairs(pl.cands) do if c.ms then row["ms_" .. c.lowering] = c.ms end end
     common.record(row)
     row.index = pl.index
     rows[#rows + 1] = row
     print(("%-3d %-24s %3d %-15s %9.4f %9.4f %7.3f  %-22s %s"):format(pl.index, L.name, L.count, best.lowering, best.ms, t_ref * 1e3,
-      t_ref * 1e3 / best.ms, plan:algo(), best.mapping))
+      t_ref * 1e3 / best.ms, plan:path() .. " " .. plan:algo(), best.mapping))
+    print(cudnn_line())
   end
 end
 for _, pl in ipairs(plans) do
@@ -267,34 +347,81 @@ end
 
 -- the weighted total over ResNet-50's 53 convolutions and the geomean over the 3x3 layers
 local summary
-if #rows == #LAYERS then
+if opt.cudnn_only and #rows == #LAYERS then
+  -- the reference's total over the 53 against the earlier reference's (Find's first) and the paths alone
+  local tot, tot_find, tot_backend, tot_legacy = 0, 0, 0, 0
+  local wins = {}
+  for _, r in ipairs(rows) do
+    tot, tot_find = tot + r.count * r.ms, tot_find + r.count * r.ref_ms
+    tot_backend = tot_backend and r.ref_backend_ms and tot_backend + r.count * r.ref_backend_ms
+    tot_legacy = tot_legacy and r.ref_legacy_best_ms and tot_legacy + r.count * r.ref_legacy_best_ms
+    wins[r.ref_variant] = (wins[r.ref_variant] or 0) + 1
+  end
+  common.record{bench = "conv2d_cudnn", variant = "resnet50_total", shape = ("N%d_53_layers"):format(opt.n), dtype = "float16", ms = tot,
+                ref = "cuDNN legacy Find", ref_ms = tot_find, ref_backend_ms = tot_backend or nil, ref_legacy_best_ms = tot_legacy or nil,
+                cudnn_version = tir.cudnn.version(), note = "ms: the best cuDNN candidate per layer (path " .. (cudnn_opts.path or "best") .. ")"}
+  local w = {}
+  for k, v in pairs(wins) do w[#w + 1] = ("%s %d"):format(k, v) end
+  table.sort(w)
+  summary = ("cuDNN over the 53 convolutions: best candidate %.3f ms; legacy Find's pick %.3f ms (%.2fx); best backend engine %s ms; " ..
+             "best legacy FindEx algorithm %s ms; layers won: %s"):format(tot, tot_find, tot_find / tot,
+             tot_backend and ("%.3f"):format(tot_backend) or "-", tot_legacy and ("%.3f"):format(tot_legacy) or "-", table.concat(w, ", "))
+  print(summary)
+elseif #rows == #LAYERS then
   local tot, tot_ref, lg, lg_ref, n3 = 0, 0, 0, 0, 0
+  local tot_legacy, tot_backend = 0, 0 -- the same sum with legacy Find's pick / the best backend engine only
   for _, r in ipairs(rows) do
     tot, tot_ref = tot + r.count * r.ms, tot_ref + r.count * r.ref_ms
+    tot_legacy = tot_legacy and r.ref_legacy_find_ms and tot_legacy + r.count * r.ref_legacy_find_ms
+    tot_backend = tot_backend and r.ref_backend_ms and tot_backend + r.count * r.ref_backend_ms
     if r.shape:match("_3x3_") then lg, lg_ref, n3 = lg + math.log(r.ms), lg_ref + math.log(r.ref_ms), n3 + 1 end
   end
   local g, g_ref = math.exp(lg / n3), math.exp(lg_ref / n3)
+  local path = cudnn_opts.path or "best"
   common.record{bench = "conv2d", variant = "resnet50_total", shape = ("N%d_53_layers"):format(opt.n), dtype = "float16", ms = tot,
-                ref = "cuDNN", ref_ms = tot_ref, target = "ms <= 1.1 x ref_ms"}
+                ref = "cuDNN", ref_ms = tot_ref, ref_variant = path, target = "ms <= 1.1 x ref_ms",
+                ref_legacy_find_ms = tot_legacy or nil, ref_backend_ms = tot_backend or nil, cudnn_version = tir.cudnn.version()}
   common.record{bench = "conv2d", variant = "geomean_3x3", shape = ("N%d_%d_3x3_layers"):format(opt.n, n3), dtype = "float16", ms = g,
-                ref = "cuDNN", ref_ms = g_ref, target = "ratio >= 0.9"}
-  summary = ("resnet50_total: tirlua %.3f ms, cuDNN %.3f ms over the 53 convolutions: %.3fx cuDNN's time (target <= 1.1x)\n" ..
-             "geomean over the %d 3x3 layers: cuDNN / tirlua = %.3f (target >= 0.9)"):format(tot, tot_ref, tot / tot_ref, n3, g_ref / g)
+                ref = "cuDNN", ref_ms = g_ref, ref_variant = path, target = "ratio >= 0.9", cudnn_version = tir.cudnn.version()}
+  summary = ("resnet50_total: tirlua %.3f ms, cuDNN (%s) %.3f ms over the 53 convolutions: %.3fx cuDNN's time (target <= 1.1x)\n" ..
+             "geomean over the %d 3x3 layers: cuDNN / tirlua = %.3f (target >= 0.9)\n" ..
+             "cuDNN paths over the 53: legacy Find's pick %s ms, best backend engine %s ms"):format(tot, path, tot_ref, tot / tot_ref, n3, g_ref / g,
+             tot_legacy and ("%.3f"):format(tot_legacy) or "-", tot_backend and ("%.3f"):format(tot_backend) or "-")
   print(summary)
 else
   print(("bench/conv2d.lua: %d of %d layers measured: no weighted total"):format(#rows, #LAYERS))
 end
 -- the markdown table for bench/RESULTS.md
 local md = os.getenv("TIRLUA_BENCH_OUT")
-if md and #rows > 0 then
+if md and #rows > 0 and opt.cudnn_only then
+  local f = assert(io.open(md, "a"))
+  f:write(("\n### cuDNN's best for ResNet-50 v1.5's convolutions at N = %d (fp16 NHWC, fp32 accumulation)\n\n"):format(opt.n))
+  f:write(("%s, %s, cuDNN %d, commit %s; every candidate run and timed with CUDA events (median of 3 samples of 5 runs in the search; the " ..
+           "chosen one re-timed: median of 5 samples of 10 launches); its output checked against 32 float64 outputs.\n\n"):format(
+           common.date(), common.gpu(), tir.cudnn.version(), common.commit()))
+  f:write("| # | layer | x | cuDNN ms | TFLOP/s | path | engine / algorithm | timed | legacy Find's pick ms (algo) | best backend ms | best FindEx ms (algo) | heuristics A's first ms |\n" ..
+          "|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+  local function f4(v) return v and ("%.4f"):format(v) or "-" end
+  for _, r in ipairs(rows) do
+    f:write(("| %d | %s | %d | %.4f | %.1f | %s | %s | %d | %s (%s) | %s | %s (%s) | %s |\n"):format(r.index, r.layer, r.count, r.ms, r.tflops,
+      r.ref_variant, r.ref_engine, r.ref_candidates_timed, f4(r.ref_legacy_find_ms), r.ref_legacy_find_algo or "-", f4(r.ref_backend_ms),
+      f4(r.ref_legacy_best_ms), r.ref_legacy_best_algo or "-", f4(r.ref_heur_a_top_ms)))
+  end
+  if summary then f:write("\n" .. summary .. "\n") end
+  f:close()
+elseif md and #rows > 0 then
   local f = assert(io.open(md, "a"))
   f:write(("\n### ResNet-50 v1.5 convolutions at N = %d (fp16 NHWC, fp32 accumulation) vs cuDNN\n\n"):format(opt.n))
-  f:write(("%s, %s, cuDNN %d, commit %s; CUDA events, median of 5 samples of 10 launches; every result checked against 32 float64 " ..
-           "outputs and all of cuDNN's first.  ms: tirlua's best lowering.\n\n"):format(common.date(), common.gpu(), tir.cudnn.version(), common.commit()))
-  f:write("| # | layer | x | lowering | mapping | tirlua ms | TFLOP/s | cuDNN ms | cuDNN algo | cuDNN / tirlua |\n|---|---|---|---|---|---|---|---|---|---|\n")
+  f:write(("%s, %s, cuDNN %d, commit %s; CUDA events, median of 5 samples of 10 launches; cuDNN's and tirlua's outputs checked against 32 " ..
+           "float64 outputs and tirlua's against all of cuDNN's first.  ms: tirlua's best lowering.  cuDNN: path %s (the fastest of what " ..
+           "it ran); legacy Find ms: the algorithm cudnnFindConvolutionForwardAlgorithm ranks first, timed the same way.\n\n"):format(
+           common.date(), common.gpu(), tir.cudnn.version(), common.commit(), cudnn_opts.path or "best"))
+  f:write("| # | layer | x | lowering | mapping | tirlua ms | TFLOP/s | cuDNN ms | cuDNN engine | legacy Find ms (algo) | cuDNN / tirlua |\n" ..
+          "|---|---|---|---|---|---|---|---|---|---|---|\n")
   for _, r in ipairs(rows) do
-    f:write(("| %d | %s | %d | %s | %s | %.4f | %.1f | %.4f | %s | %.3f |\n"):format(r.index, r.layer, r.count, r.variant, r.mapping, r.ms,
-      r.tflops, r.ref_ms, r.ref:gsub("^cuDNN ", ""), r.ref_ms / r.ms))
+    f:write(("| %d | %s | %d | %s | %s | %.4f | %.1f | %.4f | %s %s | %s | %.3f |\n"):format(r.index, r.layer, r.count, r.variant, r.mapping, r.ms,
+      r.tflops, r.ref_ms, r.ref_variant, r.ref_engine,
+      r.ref_legacy_find_ms and ("%.4f (%s)"):format(r.ref_legacy_find_ms, r.ref_legacy_find_algo) or "-", r.ref_ms / r.ms))
   end
   if summary then f:write("\n" .. summary .. "\n") end
   f:close()

@@ -185,20 +185,57 @@ int tir_cudnn_version(void);
 /* A conv2d forward plan: x [N, H, W, C], w [K, R, S, C / groups] (cuDNN's NHWC filter, KRSC),
  * y [N, P, Q, K], all float16 on one CUDA device; fp32 accumulation (compute type FLOAT,
  * tensor-op math); cross-correlation as every DL framework's conv.  stride / pad (symmetric) /
- * dilation: {h, w}.  The algorithm is cudnnFindConvolutionForwardAlgorithm's fastest (it runs
- * every algorithm once, so planning takes milliseconds); its name ("IMPLICIT_PRECOMP_GEMM",
- * "WINOGRAD_NONFUSED", ...) goes to algo_name.  A workspace is allocated for the plan.
- * Errors: CudaError without cuDNN or when a cuDNN call fails (its status string), ValueError /
- * TypeError for shapes, devices and dtypes. */
+ * dilation: {h, w}.  The plan searches cuDNN (opts->path, NULL: defaults) and keeps the fastest
+ * candidate, every one run and timed with CUDA events (median of 3 samples of 5 runs) on the
+ * given arrays (y is overwritten):
+ *   TIR_CUDNN_PATH_BEST: the backend engine configurations and the legacy FindEx algorithms;
+ *   _BACKEND: the backend (graph) API only: engine heuristics mode A then the fallback list,
+ *     one execution plan per configuration (the way PyTorch's cudnn benchmark mode searches);
+ *   _LEGACY_FIND: cudnnFindConvolutionForwardAlgorithm and the first algorithm it ranks;
+ *   _LEGACY_FIND_EX: cudnnFindConvolutionForwardAlgorithmEx with a workspace of
+ *     workspace_limit bytes, the fastest algorithm by this timer.
+ * Backend engines whose numerical notes say they convert inputs down or reduce in reduced
+ * precision are excluded (fp32 accumulation is the contract), and runtime-compiled ones unless
+ * opts->rtc (cuDNN compiles them with NVRTC: seconds each).  max_configs: backend configurations
+ * timed at most (0: 32); workspace_limit: bytes (0: 512 MiB; the search allocates that much).
+ * The chosen one's name ("eng<global index> TILE_SIZE=... STAGES=..." for an engine
+ * configuration, "IMPLICIT_PRECOMP_GEMM", ... for a legacy algorithm) goes to algo_name, and
+ * tir_cudnn_conv2d_candidates lists everything tried.  Its workspace is allocated for the plan.
+ * Errors: CudaError without cuDNN, when a cuDNN call outside the per-candidate search fails (its
+ * status string), or when no candidate ran (their notes); ValueError / TypeError for shapes,
+ * devices, dtypes and options. */
+enum { TIR_CUDNN_PATH_BEST = 0, TIR_CUDNN_PATH_BACKEND = 1, TIR_CUDNN_PATH_LEGACY_FIND = 2, TIR_CUDNN_PATH_LEGACY_FIND_EX = 3 };
+typedef struct {
+  int path;               /* TIR_CUDNN_PATH_* */
+  int max_configs;        /* 0: 32 */
+  int rtc;                /* also runtime-compiled backend engines */
+  size_t workspace_limit; /* bytes; 0: 512 MiB */
+} tir_CudnnOptions;
+/* One candidate the search met. */
+typedef struct {
+  const char *path;      /* "backend", "legacy FindEx", "legacy Find" */
+  const char *heuristic; /* backend: "A" or "fallback" (the list it came from), else NULL */
+  int rank;              /* its position in that list (1 = ranked first), 0 for a note about the list itself */
+  char name[160];        /* as tir_cudnn_conv2d_algo; "" for a note about the search itself */
+  double ms;             /* this timer's median; < 0: not run (see note) */
+  float find_ms;         /* legacy: cuDNN's own time in Find / FindEx */
+  size_t workspace;      /* bytes */
+  char note[200];        /* the engine's notes (tensor_core, ...), or why it was excluded / failed */
+} tir_CudnnCandidate;
 typedef struct tir_CudnnConv2d tir_CudnnConv2d;
 tir_CudnnConv2d *tir_cudnn_conv2d_plan(const tir_NDArray *x, const tir_NDArray *w, const tir_NDArray *y, const int stride[2],
-                                       const int pad[2], const int dilation[2], int groups, char *algo_name, size_t cap);
-/* y = conv2d(x, w) with the plan (arrays of the plan's shapes); asynchronous on the default stream. */
+                                       const int pad[2], const int dilation[2], int groups, const tir_CudnnOptions *opts,
+                                       char *algo_name, size_t cap);
+/* y = conv2d(x, w) with the plan (arrays of the plan's shapes; a backend plan also needs their
+ * addresses aligned as the planning arrays' were, up to 16 bytes); asynchronous on the default stream. */
 int tir_cudnn_conv2d_run(tir_CudnnConv2d *c, const tir_NDArray *x, const tir_NDArray *w, tir_NDArray *y);
 const char *tir_cudnn_conv2d_algo(const tir_CudnnConv2d *c);
+const char *tir_cudnn_conv2d_path(const tir_CudnnConv2d *c); /* the chosen candidate's path */
 int tir_cudnn_conv2d_uses_tensor_ops(const tir_CudnnConv2d *c);
-float tir_cudnn_conv2d_find_ms(const tir_CudnnConv2d *c); /* the chosen algorithm's time in the search */
+float tir_cudnn_conv2d_find_ms(const tir_CudnnConv2d *c); /* the chosen candidate's time in the search (ms, this timer) */
 size_t tir_cudnn_conv2d_workspace(const tir_CudnnConv2d *c);
+/* the candidates in search order; the array lives as long as the plan */
+int tir_cudnn_conv2d_candidates(const tir_CudnnConv2d *c, const tir_CudnnCandidate **out);
 void tir_cudnn_conv2d_free(tir_CudnnConv2d *c);
 
 #endif

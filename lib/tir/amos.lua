@@ -343,8 +343,23 @@ end
 -- tile by every CTA of its column: the reuse a CTA tile gives), divided by the efficiency of
 -- the gathers (a copy whose contiguous run is shorter than a 32-byte sector wastes the rest
 -- of it), the output (through an fp32 workspace and a copy-back kernel when M or N is padded),
--- and a launch per kernel.  Returns the estimate and its parts.
-local function cost(c, intr, info)
+-- and a launch per kernel.  features() measures a candidate once; amos.predict combines the
+-- features with the weights amos.COST, so a calibration refits the weights on logged features
+-- without enumerating again.
+--
+-- amos.COST: the weights, fitted by bench/amos_calibrate.lua to measured candidate times
+-- (least squares on log time, coordinate descent over a log grid; the data it fitted are in
+-- bench/amos_calibration.lua with the machine, commit and date they came from).  All 1 is the
+-- uncalibrated physical model.
+--   mma: multiplies the tensor-core time; pad: exponent of the padding factor (padded flops /
+--   useful flops: how much padding waste costs); l2: multiplies the operand tiles' L2 time
+--   (reuse per CTA tile); gather: exponent of the gathers' sector efficiency (contiguity);
+--   dram: multiplies the DRAM time; launch: multiplies the per-kernel launch cost.
+amos.COST_UNCALIBRATED = {mma = 1, pad = 1, l2 = 1, gather = 1, dram = 1, launch = 1}
+amos.COST = {mma = 1, pad = 1, l2 = 1, gather = 1, dram = 1, launch = 1,
+             provenance = "uncalibrated (no measurement fitted yet)"}
+
+local function features(c, intr, info)
   local tc = require("tir.schedules.tc_gemm")
   local Mx = amos.MACHINE
   local bt, mp, np, kp = c.batch_ext, c.padded[1], c.padded[2], c.padded[3]
@@ -352,11 +367,12 @@ local function cost(c, intr, info)
   local bm, bn = tc.pick_tiles(bt, mp, np, sms)
   local esz = tonumber(info.ins[1].dtype:match("%d+$")) // 8
   local flops = 2 * bt * mp * np * kp
-  local t_mma = flops / (intr.simt and Mx.flops_dp4a or Mx.flops[info.ins[1].dtype] or Mx.flops.float16)
+  local useful = 2 * bt * c.ext[1] * c.ext[2] * c.ext[3]
+  local peak = intr.simt and Mx.flops_dp4a or Mx.flops[info.ins[1].dtype] or Mx.flops.float16
   local function eff(run) return math.min(1, run * esz / Mx.sector_bytes) end
-  local bytes_a = bt * mp * kp * esz * (np // bn) / eff(c.run_a)
-  local bytes_b = bt * np * kp * esz * (mp // bm) / eff(c.run_b)
-  if c.bb_ext == 1 and #c.bs == 0 then bytes_b = np * kp * esz * math.max(1, (bt * mp) // bm) / eff(c.run_b) end
+  local bytes_a = bt * mp * kp * esz * (np // bn)
+  local bytes_b = bt * np * kp * esz * (mp // bm)
+  if c.bb_ext == 1 and #c.bs == 0 then bytes_b = np * kp * esz * math.max(1, (bt * mp) // bm) end
   local out_elems = bt * mp * np
   -- a padded M or N: an fp32 workspace and a copy-back kernel; else the fragments go to the
   -- output (through shared memory when it is reindexed)
@@ -369,11 +385,28 @@ local function cost(c, intr, info)
     for _, e in ipairs(acc.shape) do n = n * e end
     return n
   end
-  local t_mem = math.max((bytes_a + bytes_b) / Mx.l2_bytes_per_s,
-                         (footprint(c.A) + footprint(c.B) + bytes_c) / Mx.dram_bytes_per_s)
-  local kernels = writeback and 2 or 1
-  local t = math.max(t_mma, t_mem) + kernels * Mx.launch_s
-  return t, {t_mma = t_mma, t_mem = t_mem, bm = bm, bn = bn, reuse = flops / (bytes_a + bytes_b + bytes_c)}
+  return {t_mma_useful = useful / peak, pad_factor = flops / useful, l2_a = bytes_a / Mx.l2_bytes_per_s, eff_a = eff(c.run_a),
+          l2_b = bytes_b / Mx.l2_bytes_per_s, eff_b = eff(c.run_b),
+          t_dram = (footprint(c.A) + footprint(c.B) + bytes_c) / Mx.dram_bytes_per_s, launches = (writeback and 2 or 1) * Mx.launch_s,
+          bm = bm, bn = bn, reuse = flops / (bytes_a / eff(c.run_a) + bytes_b / eff(c.run_b) + bytes_c)}
+end
+
+--- tir.amos.predict(features, weights) -> seconds, parts: the cost model on a candidate's
+-- features (cand.features) with the weights (default amos.COST; the keys of amos.COST).
+function amos.predict(f, wt)
+  wt = wt or amos.COST
+  local t_mma = wt.mma * f.t_mma_useful * f.pad_factor ^ wt.pad
+  local t_l2 = wt.l2 * (f.l2_a / f.eff_a ^ wt.gather + f.l2_b / f.eff_b ^ wt.gather)
+  local t_dram = wt.dram * f.t_dram
+  return math.max(t_mma, t_l2, t_dram) + wt.launch * f.launches, {t_mma = t_mma, t_l2 = t_l2, t_dram = t_dram}
+end
+
+local function cost(c, intr, info)
+  local f = features(c, intr, info)
+  local t, parts = amos.predict(f)
+  parts.bm, parts.bn, parts.reuse = f.bm, f.bn, f.reuse
+  c.features = f
+  return t, parts
 end
 
 local function plain(acc, dims)

@@ -1,7 +1,9 @@
 /* l_cudnn.c -- the cuDNN conv2d reference from Lua (include/tir/runtime.h, cudnn.c):
  * core.cudnn_available() -> ok, path | why; core.cudnn_version();
- * core.cudnn_conv2d_plan(x, w, y, sh, sw, ph, pw, dh, dw, groups) -> "tir.CudnnConv2d"
- * (methods run(x, w, y), algo(), tensor_ops(), find_ms(), workspace_bytes()).
+ * core.cudnn_conv2d_plan(x, w, y, sh, sw, ph, pw, dh, dw, groups, path, max_configs, rtc,
+ * workspace_limit) -> "tir.CudnnConv2d" (methods run(x, w, y), algo(), path(), tensor_ops(),
+ * find_ms(), workspace_bytes(), candidates()).  path: 0 best, 1 backend, 2 legacy Find,
+ * 3 legacy FindEx (TIR_CUDNN_PATH_*).
  * lib/tir/cudnn.lua checks the options and is what users call (tir.cudnn). */
 #include <stdlib.h>
 
@@ -47,10 +49,12 @@ static int l_plan(lua_State *L) {
   int pad[2] = {(int)luaL_checkinteger(L, 6), (int)luaL_checkinteger(L, 7)};
   int dil[2] = {(int)luaL_checkinteger(L, 8), (int)luaL_checkinteger(L, 9)};
   int groups = (int)luaL_checkinteger(L, 10);
+  tir_CudnnOptions o = {.path = (int)luaL_optinteger(L, 11, TIR_CUDNN_PATH_BEST), .max_configs = (int)luaL_optinteger(L, 12, 0),
+                        .rtc = lua_toboolean(L, 13), .workspace_limit = (size_t)luaL_optinteger(L, 14, 0)};
   Box *b = lua_newuserdatauv(L, sizeof(Box), 0);
   b->c = NULL;
   luaL_setmetatable(L, MT);
-  b->c = tir_cudnn_conv2d_plan(x, w, y, stride, pad, dil, groups, NULL, 0);
+  b->c = tir_cudnn_conv2d_plan(x, w, y, stride, pad, dil, groups, &o, NULL, 0);
   if (!b->c) return tirL_raise_core(L);
   return 1;
 }
@@ -64,6 +68,46 @@ static int p_run(lua_State *L) {
 
 static int p_algo(lua_State *L) {
   lua_pushstring(L, tir_cudnn_conv2d_algo(check_plan(L, 1)));
+  return 1;
+}
+
+static int p_path(lua_State *L) {
+  lua_pushstring(L, tir_cudnn_conv2d_path(check_plan(L, 1)));
+  return 1;
+}
+
+/* {{path, heuristic, rank, name, ms (nil: not run), find_ms, workspace_bytes, note}, ...} */
+static int p_candidates(lua_State *L) {
+  const tir_CudnnCandidate *cs;
+  int n = tir_cudnn_conv2d_candidates(check_plan(L, 1), &cs);
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) {
+    const tir_CudnnCandidate *c = &cs[i];
+    lua_createtable(L, 0, 8);
+    lua_pushstring(L, c->path);
+    lua_setfield(L, -2, "path");
+    if (c->heuristic) {
+      lua_pushstring(L, c->heuristic);
+      lua_setfield(L, -2, "heuristic");
+    }
+    lua_pushinteger(L, c->rank);
+    lua_setfield(L, -2, "rank");
+    lua_pushstring(L, c->name);
+    lua_setfield(L, -2, "name");
+    if (c->ms >= 0) {
+      lua_pushnumber(L, c->ms);
+      lua_setfield(L, -2, "ms");
+    }
+    if (c->find_ms > 0) {
+      lua_pushnumber(L, c->find_ms);
+      lua_setfield(L, -2, "find_ms");
+    }
+    lua_pushinteger(L, (lua_Integer)c->workspace);
+    lua_setfield(L, -2, "workspace_bytes");
+    lua_pushstring(L, c->note);
+    lua_setfield(L, -2, "note");
+    lua_rawseti(L, -2, i + 1);
+  }
   return 1;
 }
 
@@ -91,13 +135,15 @@ static int p_gc(lua_State *L) {
 
 static int p_tostring(lua_State *L) {
   tir_CudnnConv2d *c = check_plan(L, 1);
-  lua_pushfstring(L, "tir.CudnnConv2d(%s%s)", tir_cudnn_conv2d_algo(c), tir_cudnn_conv2d_uses_tensor_ops(c) ? ", tensor ops" : "");
+  lua_pushfstring(L, "tir.CudnnConv2d(%s: %s%s)", tir_cudnn_conv2d_path(c), tir_cudnn_conv2d_algo(c),
+                  tir_cudnn_conv2d_uses_tensor_ops(c) ? ", tensor ops" : "");
   return 1;
 }
 
 void tirL_open_cudnn(lua_State *L) {
   static const luaL_Reg methods[] = {{"run", p_run},         {"algo", p_algo},           {"tensor_ops", p_tensor_ops},
-                                     {"find_ms", p_find_ms}, {"workspace_bytes", p_workspace}, {NULL, NULL}};
+                                     {"find_ms", p_find_ms}, {"workspace_bytes", p_workspace}, {"path", p_path},
+                                     {"candidates", p_candidates}, {NULL, NULL}};
   luaL_newmetatable(L, MT);
   lua_pushcfunction(L, p_gc);
   lua_setfield(L, -2, "__gc");

@@ -32,6 +32,12 @@ describe("tir.cudnn without a GPU", function()
     U.expect_error(function() tir.cudnn.conv2d(x, w, y, {padding = {1}}) end, "padding must be an integer >= 0 or {h, w} of them, got table")
     U.expect_error(function() tir.cudnn.conv2d(x, w, y, {strides = 1}) end, "did you mean 'stride'")
     U.expect_error(function() tir.cudnn.conv2d(x, w, "y") end, "y must be a tir.NDArray, got string")
+    U.expect_error(function() tir.cudnn.conv2d_plan(x, w, y, {path = "fastest"}) end,
+                   "path must be one of best, backend, legacy, legacy_ex; got 'fastest'")
+    U.expect_error(function() tir.cudnn.conv2d_plan(x, w, y, {max_configs = 0}) end, "max_configs")
+    U.expect_error(function() tir.cudnn.conv2d_plan(x, w, y, {max_configs = 500}) end, "max_configs must be at most 128, got 500")
+    U.expect_error(function() tir.cudnn.conv2d_plan(x, w, y, {rtc = 1}) end, "rtc")
+    U.expect_error(function() tir.cudnn.conv2d_plan(x, w, y, {workspace_limit = -1}) end, "workspace_limit")
     local ok = tir.cudnn.available()
     if ok then -- the library is here but these are host arrays
       U.expect_error(function() tir.cudnn.conv2d(x, w, y, {padding = 1}) end, "x (N, H, W, C) must be a CUDA array")
@@ -65,12 +71,27 @@ describe("#gpu tir.cudnn.conv2d", function()
       local x = tir.nd.random({cs.n, cs.h, cs.w, cs.c}, "float16", tir.cpu(), {seed = 1})
       local w = tir.nd.random({cs.k, cs.r, cs.r, cs.c // g}, "float16", tir.cpu(), {seed = 2})
       local y = tir.nd.empty({cs.n, p, q, cs.k}, "float16", dev)
-      local plan = tir.cudnn.conv2d_plan(x:to(dev), w:to(dev), y, {stride = cs.stride, padding = cs.pad, dilation = dil, groups = g})
-      assert.is_string(plan:algo())
-      plan:run(x:to(dev), w:to(dev), y)
       local ref = tir.testing.ref_conv(x, w, {stride = cs.stride, padding = cs.pad, dilation = dil, groups = g, data_layout = "NHWC",
                                               kernel_layout = "OHWI"})
-      tir.testing.assert_allclose(y:to(tir.cpu()), ref, {rtol = 1e-2, atol = 2e-2 * math.sqrt(cs.c * cs.r * cs.r / g / 64)})
+      local xd, wd = x:to(dev), w:to(dev)
+      -- every search path: the chosen engine / algorithm is right, and it is the fastest it timed
+      for _, path in ipairs({"best", "backend", "legacy", "legacy_ex"}) do
+        local plan = tir.cudnn.conv2d_plan(xd, wd, y, {stride = cs.stride, padding = cs.pad, dilation = dil, groups = g, path = path})
+        assert.is_string(plan:algo())
+        local cands = plan:candidates()
+        assert.is_true(#cands >= 1)
+        local fastest
+        for _, c in ipairs(cands) do if c.ms and (not fastest or c.ms < fastest) then fastest = c.ms end end
+        if path ~= "legacy" then assert.near(fastest, plan:find_ms(), 1e-3 * fastest) end -- legacy: Find's first, as before
+        if path == "backend" then assert.are.equal("backend", plan:path()) end
+        if path == "legacy" then assert.are.equal("legacy Find", plan:path()) end
+        if path == "legacy_ex" then assert.are.equal("legacy FindEx", plan:path()) end
+        print(("cuDNN %s %s: %s, %s (%.4f ms, %d candidates)"):format(cs.name, path, plan:path(), plan:algo(), plan:find_ms(), #cands))
+        y:copyfrom(tir.nd.random(y:shape(), "float16", tir.cpu(), {seed = 7})) -- garbage the run must overwrite
+        plan:run(xd, wd, y)
+        tir.testing.assert_allclose(y:to(tir.cpu()), ref, {rtol = 1e-2, atol = 2e-2 * math.sqrt(cs.c * cs.r * cs.r / g / 64)})
+      end
+      local plan = tir.cudnn.conv2d_plan(xd, wd, y, {stride = cs.stride, padding = cs.pad, dilation = dil, groups = g})
       -- a plan is for its shapes
       U.expect_error(function() plan:run(x:to(dev), w:to(dev), tir.nd.empty({cs.n, p, q, cs.k}, "float32", dev)) end, "must be float16")
     end)
