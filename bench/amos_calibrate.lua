@@ -154,6 +154,18 @@ if opt.mode == "measure" or opt.mode == "dry" then
     os.clock() - tb, os.clock() - t0))
   if dry then return end
   local rows = {}
+  local info = dev:info()
+  local path = opt.data or ((os.getenv("OUT") or ".") .. "/amos_calibration.lua")
+  -- the data file is rewritten after every workload: a run cut short keeps what it measured
+  local function save()
+    local data = {machine = ("%s (%s)"):format(info.name, common.gpu()), commit = common.commit(), date = common.date(), intrin = INTRIN,
+                  weights_in_force = {}, rows = rows}
+    for k, v in pairs(tir.amos.COST) do if type(v) == "number" then data.weights_in_force[k] = v end end
+    local f = assert(io.open(path, "w"))
+    f:write("-- measured by bench/amos_calibrate.lua --measure; fitted by --fit (lib/tir/amos.lua amos.COST)\nreturn ",
+            fmt_lua(data, ""), "\n")
+    f:close()
+  end
   for _, e in ipairs(plan) do
     local args = {}
     for i, a in ipairs(tir.testing.random_args(e.f, 1)) do args[i] = a:to(dev) end
@@ -180,19 +192,10 @@ if opt.mode == "measure" or opt.mode == "dry" then
         row.measured and ("%10.1f us"):format(1e6 * row.measured) or ("FAILED: " .. row.error)))
       rows[#rows + 1] = row
     end
+    save()
     io.stdout:flush()
     collectgarbage()
   end
-  local info = dev:info()
-  local data = {machine = ("%s (%s)"):format(info.name, common.gpu()), commit = common.commit(), date = common.date(), intrin = INTRIN,
-                weights_in_force = tir.amos.COST, rows = rows}
-  data.weights_in_force = {}
-  for k, v in pairs(tir.amos.COST) do if type(v) == "number" then data.weights_in_force[k] = v end end
-  local path = opt.data or ((os.getenv("OUT") or ".") .. "/amos_calibration.lua")
-  local f = assert(io.open(path, "w"))
-  f:write("-- measured by bench/amos_calibrate.lua --measure; fitted by --fit (lib/tir/amos.lua amos.COST)\nreturn ",
-          fmt_lua(data, ""), "\n")
-  f:close()
   print(("bench/amos_calibrate.lua: %d rows to %s"):format(#rows, path))
   return
 end
