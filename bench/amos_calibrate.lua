@@ -15,7 +15,8 @@
 --   --dry  like --measure without compiling or timing (CPU time of enumerate + apply + lower)
 local tir = require("tir")
 local common = dofile("bench/common.lua")
-local W = dofile("tests/spec/amos_workloads.lua")
+local F = dofile("bench/amos_fit.lua") -- the workloads, Spearman, the fit
+local INTRIN, WORKLOADS = F.INTRIN, F.WORKLOADS
 
 local opt = {per = 10}
 for _, a in ipairs(arg or {}) do
@@ -26,26 +27,6 @@ for _, a in ipairs(arg or {}) do
   else error("bench/amos_calibrate.lua: unknown argument " .. a .. " (--measure | --fit | --dry, --data=FILE, --per=N)", 0) end
 end
 if not opt.mode then error("bench/amos_calibrate.lua: say --measure (GPU), --fit or --dry", 0) end
-
-local INTRIN = "mma.m16n8k16"
--- fp16 workloads (fp32 accumulation): matmul in every layout, padded matmuls, batched matmul,
--- conv2d NHWC and NCHW, dilated, grouped, strided 7x7 first layer (C = 3), conv1d
-local WORKLOADS = {
-  {"matmul NN 2048^3", function() return W.matmul(2048, 2048, 2048, "NN") end},
-  {"matmul NT 2048^3", function() return W.matmul(2048, 2048, 2048, "NT") end},
-  {"matmul TN 2048^3", function() return W.matmul(2048, 2048, 2048, "TN") end},
-  {"matmul TT 2048^3", function() return W.matmul(2048, 2048, 2048, "TT") end},
-  {"matmul NN 1000x520x300 (padded)", function() return W.matmul(1000, 520, 300, "NN") end},
-  {"matmul TT 1000x520x300 (padded)", function() return W.matmul(1000, 520, 300, "TT") end},
-  {"batch_matmul 16x512x512x256", function() return W.batch_matmul(16, 512, 512, 256, false) end},
-  {"batch_matmul 16x512x512x256, shared B", function() return W.batch_matmul(16, 512, 512, 256, true) end},
-  {"conv2d NHWC 3x3 56x56x64->64 N=8", function() return W.conv2d(8, 56, 56, 64, 64, 3, 3, {pad = 1}) end},
-  {"conv2d NCHW 3x3 28x28x128->128 N=8", function() return W.conv2d(8, 28, 28, 128, 128, 3, 3, {pad = 1, layout = "NCHW"}) end},
-  {"conv2d NHWC 3x3 dilation 2 28x28x128->128 N=8", function() return W.conv2d(8, 28, 28, 128, 128, 3, 3, {pad = 2, dilation = 2}) end},
-  {"conv2d NHWC 3x3 groups 4 28x28x128->128 N=8", function() return W.conv2d(8, 28, 28, 128, 128, 3, 3, {pad = 1, groups = 4}) end},
-  {"conv2d NHWC 7x7/2 112x112x3->64 N=8", function() return W.conv2d(8, 112, 112, 3, 64, 7, 7, {pad = 3, stride = 2}) end},
-  {"conv1d NWC 3 L=1024 C=128->128 N=8", function() return W.conv1d(8, 1024, 128, 128, 3) end},
-}
 
 -- the candidates to measure: N indices spread over the ranking (always the first and the last)
 local function spread(n, k)
@@ -60,36 +41,6 @@ local function spread(n, k)
     if not seen[i] then seen[i] = true t[#t + 1] = i end
   end
   return t
-end
-
--- Spearman's rank correlation (average ranks for ties)
-local function ranks(v)
-  local idx = {}
-  for i = 1, #v do idx[i] = i end
-  table.sort(idx, function(a, b) return v[a] < v[b] end)
-  local r, i = {}, 1
-  while i <= #idx do
-    local j = i
-    while j < #idx and v[idx[j + 1]] == v[idx[i]] do j = j + 1 end
-    for k = i, j do r[idx[k]] = (i + j) / 2 end
-    i = j + 1
-  end
-  return r
-end
-local function spearman(x, y)
-  local n = #x
-  if n < 2 then return nil end
-  local rx, ry = ranks(x), ranks(y)
-  local mx, my = 0, 0
-  for i = 1, n do mx, my = mx + rx[i], my + ry[i] end
-  mx, my = mx / n, my / n
-  local sxy, sxx, syy = 0, 0, 0
-  for i = 1, n do
-    sxy = sxy + (rx[i] - mx) * (ry[i] - my)
-    sxx, syy = sxx + (rx[i] - mx) ^ 2, syy + (ry[i] - my) ^ 2
-  end
-  if sxx == 0 or syy == 0 then return nil end
-  return sxy / math.sqrt(sxx * syy)
 end
 
 local function fmt_lua(v, ind)
@@ -201,82 +152,26 @@ if opt.mode == "measure" or opt.mode == "dry" then
 end
 
 -- ---- fit ----
-local data = dofile(opt.data or "bench/amos_calibration.lua")
-local by = {}
-local order = {}
-for _, r in ipairs(data.rows) do
-  if r.measured and r.features then
-    if not by[r.workload] then by[r.workload] = {} order[#order + 1] = r.workload end
-    table.insert(by[r.workload], r)
-  end
-end
-
--- mean Spearman over the workloads (with at least 3 measured candidates) and the log-MSE
-local function score(wt, only, skip)
-  local sum, n, sse, m = 0, 0, 0, 0
-  local per = {}
-  for _, name in ipairs(order) do
-    if (not only or only == name) and skip ~= name then
-      local p, y = {}, {}
-      for _, r in ipairs(by[name]) do
-        p[#p + 1] = tir.amos.predict(r.features, wt)
-        y[#y + 1] = r.measured
-        sse, m = sse + (math.log(p[#p]) - math.log(r.measured)) ^ 2, m + 1
-      end
-      local rho = #p >= 3 and spearman(p, y) or nil
-      per[name] = rho
-      if rho then sum, n = sum + rho, n + 1 end
-    end
-  end
-  return n > 0 and sum / n or 0, m > 0 and sse / m or 0, per
-end
-
-local GRID = {mma = {}, l2 = {}, dram = {}, launch = {}, pad = {0, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 2, 2.5, 3},
-              gather = {0, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 2, 2.5, 3}}
-for e = -12, 12 do
-  local v = 2 ^ (e / 4)
-  for _, k in ipairs({"mma", "l2", "dram", "launch"}) do table.insert(GRID[k], v) end
-end
-local KEYS = {"mma", "pad", "l2", "gather", "dram", "launch"}
-
--- coordinate descent: the objective is the log-MSE (which also calibrates the scale), ties
--- and near-ties broken by the mean Spearman
-local function fit(skip)
-  local wt = {}
-  for k, v in pairs(tir.amos.COST_UNCALIBRATED) do wt[k] = v end
-  local function obj(w)
-    local rho, mse = score(w, nil, skip)
-    return mse - 0.05 * rho
-  end
-  local best = obj(wt)
-  for _ = 1, 6 do
-    local moved = false
-    for _, k in ipairs(KEYS) do
-      for _, v in ipairs(GRID[k]) do
-        local old = wt[k]
-        wt[k] = v
-        local o = obj(wt)
-        if o < best - 1e-12 then best, moved = o, true else wt[k] = old end
-      end
-    end
-    if not moved then break end
-  end
-  return wt
-end
-
+local set = F.load(opt.data or "bench/amos_calibration.lua")
+local data, by, order = set.data, set.by, set.order
+local function score(wt, only, skip) return F.score(set, wt, only, skip) end
+local function fit(skip) return F.fit(set, skip) end
+local KEYS = F.KEYS
 local uncal = tir.amos.COST_UNCALIBRATED
-local r0, m0, per0 = score(uncal)
-local rc, mc, perc = score(tir.amos.COST)
+local r0, m0, per0, d0, g0, pg0 = score(uncal)
+local rc, mc, perc, dc, gc = score(tir.amos.COST)
 local wt = fit()
-local r1, m1, per1 = score(wt)
+local r1, m1, per1, d1, g1, pg1 = score(wt)
 print(("data: %s, %d workloads, %d measured candidates (%s, commit %s, %s)"):format(opt.data or "bench/amos_calibration.lua", #order,
   (function() local n = 0 for _, name in ipairs(order) do n = n + #by[name] end return n end)(), data.machine, data.commit, data.date))
-print(("%-48s %4s %12s %12s %12s"):format("workload", "n", "rho uncal.", "rho in force", "rho fitted"))
+print(("%-48s %4s %12s %12s %12s %10s %10s"):format("workload", "n", "rho uncal.", "rho in force", "rho fitted", "regret u.", "regret f."))
 local function f3(x) return x and ("%.3f"):format(x) or "-" end
 for _, name in ipairs(order) do
-  print(("%-48s %4d %12s %12s %12s"):format(name, #by[name], f3(per0[name]), f3(perc[name]), f3(per1[name])))
+  print(("%-48s %4d %12s %12s %12s %10s %10s"):format(name, #by[name], f3(per0[name]), f3(perc[name]), f3(per1[name]), f3(pg0[name]), f3(pg1[name])))
 end
-print(("%-48s %4s %12.3f %12.3f %12.3f"):format("mean Spearman", "", r0, rc, r1))
+print(("%-48s %4s %12.3f %12.3f %12.3f"):format("mean Spearman (workloads with >= 3 candidates)", "", r0, rc, r1))
+print(("%-48s %4s %12.3f %12.3f %12.3f"):format("pairs ordered wrongly (all workloads)", "", d0, dc, d1))
+print(("%-48s %4s %12.3f %12.3f %12.3f"):format("mean regret of the predicted best", "", g0, gc, g1))
 print(("%-48s %4s %12.3f %12.3f %12.3f"):format("mean squared log error", "", m0, mc, m1))
 -- leave one workload out: fitted on the others, ranked on it
 local lsum, ln = 0, 0
@@ -289,5 +184,6 @@ print(("leave-one-workload-out mean Spearman (each workload ranked by weights fi
 local parts = {}
 for _, k in ipairs(KEYS) do parts[#parts + 1] = ("%s = %.6g"):format(k, wt[k]) end
 print(("fitted: amos.COST = {%s}"):format(table.concat(parts, ", ")))
-print(("provenance: fitted by bench/amos_calibrate.lua --fit on %s, measured on %s at commit %s, %s; mean Spearman %.3f uncalibrated -> %.3f fitted"):format(
-  opt.data or "bench/amos_calibration.lua", data.machine, data.commit, data.date, r0, r1))
+print(("provenance: fitted by bench/amos_calibrate.lua --fit on %s, measured on %s at commit %s, %s; mean Spearman %.3f uncalibrated -> %.3f fitted " ..
+       "(leave-one-workload-out %.3f), pairs ordered wrongly %.3f -> %.3f, regret %.3f -> %.3f"):format(
+  opt.data or "bench/amos_calibration.lua", data.machine, data.commit, data.date, r0, r1, ln > 0 and lsum / ln or 0, d0, d1, g0, g1))

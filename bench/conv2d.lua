@@ -175,6 +175,21 @@ local function ref_point(L, xh, wh, m, f)
   return acc
 end
 
+-- 32 sampled outputs of out (host, [M, F]) against float64: the largest error, and the first
+-- output beyond the tolerance (nil when none)
+local function sampled_check(L, xh, wh, out, M, seed, who)
+  local worst, bad = 0, nil
+  for _ = 1, 32 do
+    seed = (seed * 1103515245 + 12345) % 2147483648
+    local m, f = seed % M, (seed // 7) % L.F
+    local want = ref_point(L, xh, wh, m, f)
+    local e = math.abs(out:get(m, f) - want)
+    worst = math.max(worst, e)
+    if not bad and e > 1e-2 * (1 + math.abs(want)) then bad = ("%s out[%d, %d] = %g, float64 %g"):format(who, m, f, out:get(m, f), want) end
+  end
+  return worst, bad
+end
+
 -- all candidates of the selected layers, built together (NVRTC on every core)
 local plans, funcs = {}, {}
 local tb = os.clock()
@@ -224,21 +239,9 @@ local function run_layer(pl)
   local yflat = y:reshape({info.M, L.F})
   -- cuDNN's own output first: 32 sampled outputs against float64 (a wrong engine is cuDNN's fault, not tirlua's)
   local cands = plan:candidates()
-  local ref_worst = 0
-  do
-    local yh = yflat:to(tir.cpu())
-    local seed = 54321 + pl.index
-    for _ = 1, 32 do
-      seed = (seed * 1103515245 + 12345) % 2147483648
-      local m, f = seed % info.M, (seed // 7) % L.F
-      local want = ref_point(L, xh, wh, m, f)
-      local e = math.abs(yh:get(m, f) - want)
-      ref_worst = math.max(ref_worst, e)
-      if e > 1e-2 * (1 + math.abs(want)) then
-        error(("cuDNN (%s %s) out[%d, %d] = %g, float64 %g: the reference is wrong"):format(plan:path(), plan:algo(), m, f, yh:get(m, f), want), 0)
-      end
-    end
-  end
+  local ref_worst, ref_bad = sampled_check(L, xh, wh, yflat:to(tir.cpu()), info.M, 54321 + pl.index,
+                                           ("cuDNN (%s %s)"):format(plan:path(), plan:algo()))
+  if ref_bad then error(ref_bad .. ": the reference is wrong", 0) end
   local n_timed, n_listed = 0, 0
   for _, c in ipairs(cands) do
     if c.name ~= "" then n_listed = n_listed + 1 end
@@ -294,17 +297,8 @@ local function run_layer(pl)
       b.mod(table.unpack(args))
       -- checked before timing: 32 sampled outputs against float64 (the oracle), then every output
       -- against cuDNN's (rows padded to the tile, when M is, are scratch: then the samples only)
-      local ok, why, worst = true, nil, 0
-      local oh = out:to(tir.cpu())
-      local seed = 12345 + pl.index
-      for _ = 1, 32 do
-        seed = (seed * 1103515245 + 12345) % 2147483648
-        local m, f = seed % info.M, (seed // 7) % L.F
-        local want = ref_point(L, xh, wh, m, f)
-        local e = math.abs(oh:get(m, f) - want)
-        worst = math.max(worst, e)
-        if ok and e > 1e-2 * (1 + math.abs(want)) then ok, why = false, ("tirlua out[%d, %d] = %g, float64 %g"):format(m, f, oh:get(m, f), want) end
-      end
+      local worst, why = sampled_check(L, xh, wh, out:to(tir.cpu()), info.M, 12345 + pl.index, "tirlua")
+      local ok = why == nil
       local st = {}
       if ok and info.Mp == info.M then
         local okc, stc = pcall(tir.testing.assert_allclose, out, yflat, {rtol = 1e-2, atol = 2e-2 * math.sqrt(info.K / 64)})
