@@ -368,7 +368,7 @@ amos.COST_UNCALIBRATED = {mma = 1, pad = 1, l2 = 1, gather = 1, dram = 1, launch
 -- predicted vs measured per workload 0.408 uncalibrated -> 0.439 fitted (leave-one-workload-out
 -- 0.462); log-MSE 1.107 -> 0.283.  The ranking is still weak: amos.measure decides.
 amos.COST = {mma = 2 ^ -0.25, pad = 1.25, l2 = 2 ^ 0.5, gather = 2, dram = 2 ^ 1.5, launch = 2 ^ 1.75,
-             provenance = {machine = "NVIDIA H200", commit = "32b3249", date = "2026-12-01", data = "bench/amos_calibration.lua",
+             provenance = {machine = "NVIDIA H200", commit = "32b3249 (main 3825ae9 + hF's first two commits, before rebasing)", date = "2026-12-01", data = "bench/amos_calibration.lua",
                            fit = "bench/amos_calibrate.lua --fit", spearman_uncalibrated = 0.408, spearman_fitted = 0.439,
                            spearman_leave_one_out = 0.462, mse_log_uncalibrated = 1.107, mse_log_fitted = 0.283}}
 

@@ -38,7 +38,7 @@ describe("amos cost model", function()
     assert.is_table(p)
     for _, k in ipairs({"machine", "commit", "date", "data", "fit"}) do assert.is_string(p[k], k) end
     assert.matches("H200", p.machine)
-    assert.matches("^%x+$", p.commit)
+    assert.matches("^%x%x%x%x%x%x%x", p.commit)
     assert.matches("^%d%d%d%d%-%d%d%-%d%d$", p.date)
   end)
 
