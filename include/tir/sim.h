@@ -63,6 +63,10 @@ typedef struct {
   int64_t thread_statements; /* the same, summed over active threads */
   int64_t barriers, warp_ops, cp_async, shared_reads, shared_writes;
   int64_t tma_copies, mbarrier_waits; /* TMA loads issued; waits that had to complete a phase */
+  /* warp-specialized kernels (docs/SIMULATOR.md "Divergent branches that wait on each other"): the
+   * cooperative tasks made for divergent branches, the switches between them, named-barrier
+   * instructions (bar.sync / bar.arrive) executed */
+  int64_t tasks, task_switches, named_barriers;
   /* cp.async per warp instruction (the lanes of one warp executing one ptx_cp_async): requests,
    * the distinct 32-byte global sectors they read, and those sectors whose bytes land in more
    * than one 32-byte shared sector (buffers placed as on the GPU: global ones 256-aligned,

@@ -49,7 +49,7 @@ static void push_report(lua_State *L, const tir_SimReport *r) {
     int64_t v;
   } counts[] = {{"kernels", r->kernels},       {"ctas", r->ctas},           {"statements", r->statements},
                 {"thread_statements", r->thread_statements}, {"barriers", r->barriers}, {"warp_ops", r->warp_ops},
-                {"cp_async", r->cp_async}, {"tma_copies", r->tma_copies}, {"mbarrier_waits", r->mbarrier_waits},     {"shared_reads", r->shared_reads}, {"shared_writes", r->shared_writes},
+                {"cp_async", r->cp_async}, {"tma_copies", r->tma_copies}, {"mbarrier_waits", r->mbarrier_waits}, {"tasks", r->tasks}, {"task_switches", r->task_switches}, {"named_barriers", r->named_barriers},     {"shared_reads", r->shared_reads}, {"shared_writes", r->shared_writes},
                 {"n_issues", r->n_issues},     {"cp_async_requests", r->cp_async_requests},
                 {"cp_async_sectors", r->cp_async_sectors}, {"cp_async_split", r->cp_async_split}};
   for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {

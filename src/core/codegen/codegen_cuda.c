@@ -1765,6 +1765,28 @@ static int tma_stmt(CG *g, const tir_Call *c) {
   }
 }
 
+/* Named barriers (PTX ISA 9.7.13.1 bar, barrier): bar.sync / bar.arrive id, count with a
+ * constant id 0..15 and a count that is a multiple of the warp size.  Returns 1 when c was one. */
+static int named_barrier_stmt(CG *g, const tir_Call *c) {
+  const tir_BuiltinInfo *bi = tir_builtin_info(c->op);
+  if (!bi || (bi->id != TIR_BI_PTX_BAR_SYNC && bi->id != TIR_BI_PTX_BAR_ARRIVE)) return 0;
+  int64_t id, count;
+  if (!const_arg(c, 0, &id) || id < 0 || id > 15) {
+    cg_fail(g, &c->hdr, "%s takes a constant barrier id in 0 .. 15 (PTX ISA bar.sync / bar.arrive)", c->op);
+    return 1;
+  }
+  if (tir_as_const_int(g->an, c->args->items[1], &count) && (count <= 0 || count % 32)) {
+    cg_fail(g, &c->hdr, "%s: the thread count %lld is not a positive multiple of 32 (PTX ISA bar.sync: whole warps)", c->op,
+            (long long)count);
+    return 1;
+  }
+  line(g);
+  putf(g, "asm volatile(\"bar.%s %lld, %%0;\" :: \"r\"((int)(", bi->id == TIR_BI_PTX_BAR_SYNC ? "sync" : "arrive", (long long)id);
+  expr(g, c->args->items[1]);
+  put(g, ")) : \"memory\");\n");
+  return 1;
+}
+
 static void stmt(CG *g, const tir_Node *s);
 
 static void block_body(CG *g, const tir_Node *s) {
@@ -1983,6 +2005,7 @@ static void stmt(CG *g, const tir_Node *s) {
           put(g, "__syncthreads();\n");
           return;
         }
+        if (named_barrier_stmt(g, (const tir_Call *)v)) return;
         if (tc_stmt(g, (const tir_Call *)v)) return;
         if (async_copy_stmt(g, (const tir_Call *)v)) return;
         if (tma_stmt(g, (const tir_Call *)v)) return;

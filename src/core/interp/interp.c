@@ -683,7 +683,8 @@ static int exec_async_builtin(Interp *I, const tir_Call *c) {
   if (strcmp(op, "ptx_tma_load") == 0) return exec_tma(I, c, 1);
   if (strcmp(op, "ptx_tma_store") == 0) return exec_tma(I, c, 0);
   if (tir_builtin_has(op, TIR_BUILTIN_ASYNC_PROXY) || strcmp(op, "ptx_mbarrier_init") == 0 ||
-      strcmp(op, "ptx_fence_proxy_async") == 0 || strcmp(op, "ptx_setmaxnreg_inc") == 0 || strcmp(op, "ptx_setmaxnreg_dec") == 0) {
+      strcmp(op, "ptx_fence_proxy_async") == 0 || strcmp(op, "ptx_setmaxnreg_inc") == 0 || strcmp(op, "ptx_setmaxnreg_dec") == 0 ||
+      strcmp(op, "ptx_bar_sync") == 0 || strcmp(op, "ptx_bar_arrive") == 0) {
     for (int i = 0; i < c->args->size; i++)
       if (!tir_address_of_load(c->args->items[i])) (void)eval(I, c->args->items[i], 0);
     return I->failed ? -1 : 0;

@@ -409,6 +409,7 @@ static int run_kernel(Sim *S, const tir_DeviceSplit *split, int k, const tir_Pri
     S->vtop = S->itop = 0;
     S->n_reported = 0;
     sim_wgmma_cta_begin(S);
+    sim_sync_cta_begin(S);
     rc = sim_exec(S, K->func->body, &all);
     if (!rc) rc = sim_async_cta_end(S);
     else sim_async_cta_end(S);
@@ -535,6 +536,9 @@ int tir_simulate(const tir_PrimFunc *lowered, const tir_PrimFunc *host, const ti
   sim_async_free(S);
   sim_mbarrier_free(S);
   sim_wgmma_free(S);
+  sim_sync_free(S);
+  sim_task_free(S);
+  sim_map_free(&S->syncmap);
   sim_free_stores(S, 0);
   sim_map_free(&S->stmap);
   sim_map_free(&S->vars);

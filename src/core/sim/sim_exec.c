@@ -5,7 +5,8 @@
  * the interpreter's rules exactly (interp.c: integers wrap at their width, float32/16 and
  * bfloat16 results rounded after every operation), so results compare bit-exactly with it.
  * Control flow splits the active set: an if runs its branches on the threads whose condition
- * holds / fails, a loop runs while any thread still iterates. */
+ * holds / fails, a loop runs while any thread still iterates.  An if whose two sides both have
+ * threads and may wait on each other (warp specialization) runs as tasks (sim_task.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -600,7 +601,10 @@ static int exec_evaluate(Sim *S, const tir_Evaluate *ev, const Act *a) {
   if (v->kind == TIR_Call) {
     const tir_Call *c = (const tir_Call *)v;
     if (strcmp(c->op, "tvm_storage_sync") == 0 || strcmp(c->op, "syncthreads") == 0) return sim_barrier(S, &ev->hdr, a);
-    int rc = sim_async_builtin(S, c, a);
+    if (sim_wait_kind(&ev->hdr)) return sim_wait_lockstep(S, ev, a);
+    int rc = sim_sync_builtin(S, c, a);
+    if (rc != 1) return rc;
+    rc = sim_async_builtin(S, c, a);
     if (rc != 1) return rc;
     rc = sim_tma_builtin(S, c, a);
     if (rc != 1) return rc;
@@ -647,8 +651,12 @@ int sim_exec(Sim *S, const tir_Node *s, const Act *a) {
         break;
       }
       Act yes = split(S, a, c, 1), no = split(S, a, c, 0);
-      rc = sim_exec(S, f->then_case, &yes);
-      if (!rc && f->else_case) rc = sim_exec(S, f->else_case, &no);
+      if (yes.n && no.n && f->else_case && !S->sched && (sim_sync_bits(S, s) & SIM_HAS_WAIT)) {
+        rc = sim_task_region(S, f, &yes, &no);
+      } else {
+        rc = sim_exec(S, f->then_case, &yes);
+        if (!rc && f->else_case) rc = sim_exec(S, f->else_case, &no);
+      }
       S->vtop = vmark;
       S->itop = imark;
       break;

@@ -44,6 +44,7 @@ typedef struct {
   int16_t g_thr;                  /* the thread of the latest generic-proxy access (g_step) */
   int64_t g_step;                 /* when (Sim.gen_step) the byte was last accessed through the generic proxy */
   const tir_Node *g_stmt;
+  int32_t w_clk, r_clk[2];        /* the accessing thread's own clock (sim_clock) at the write / reads */
 } Shadow;
 
 /* Provenance of a global element (for the oracle comparison). */
@@ -98,6 +99,26 @@ typedef struct {
   char kind[24];
 } Reported;
 
+/* A blocking statement in progress (sim_sync.c): ptx_mbarrier_wait or ptx_bar_sync, run by the
+ * threads of a step until each is through.  What the first thread still waiting waits on is kept
+ * for the deadlock message. */
+enum { SIM_WAIT_NONE, SIM_WAIT_MBARRIER, SIM_WAIT_BAR_SYNC };
+typedef struct SimWait {
+  const tir_Evaluate *stmt;
+  int kind;          /* SIM_WAIT_* */
+  int64_t inst;      /* threads t through it have Sim.wait_pass[t] == inst */
+  int attempts;
+  int started;       /* bar.sync: the threads have arrived */
+  int bar_id;        /* bar.sync: the named barrier and the generation it waits for */
+  int64_t gen;
+  void *bar;         /* mbarrier wait: the first waiting thread's mbarrier (sim_mbarrier.c's Bar) */
+  int64_t parity;
+  int tid;           /* the first thread still waiting */
+  int n_waiting;
+  int tx_stuck;      /* mbarrier: all arrivals are in but transaction bytes are missing */
+  char what[256];    /* what it waits on, for messages */
+} SimWait;
+
 typedef struct Sim {
   const tir_SimOptions *opt;
   tir_SimReport *rep;
@@ -141,6 +162,15 @@ typedef struct Sim {
   /* shared bytes read by wgmma groups not yet complete: their reads count at the wait */
   struct SimWgRead { Store *st; int64_t byte; int size, wg; int64_t group; } *wg_reads;
   int n_wg_reads, cap_wg_reads;
+  /* happens-before (sim_sync.c): vector clocks, on from a CTA's first mbarrier.init or named
+   * barrier; vc[t * T + u] is what thread t knows of thread u's clock */
+  int32_t *vc;
+  int vc_cap, vc_on;
+  struct SimNamed *named;    /* named barriers of the CTA (sim_sync.c) */
+  int wg_nreg[SIM_MAX_THREADS / 128]; /* setmaxnreg: the warpgroup's register limit, 0 unknown */
+  int64_t *wait_pass, wait_inst;      /* SimWait.inst */
+  struct SimSched *sched;    /* the cooperative tasks of a divergent region (sim_task.c), NULL in lockstep */
+  SimMap syncmap;            /* statement -> SIM_HAS_* bits (sim_task.c) */
 } Sim;
 
 /* ---- sim.c ---- */
@@ -202,7 +232,48 @@ int sim_wgmma_builtin(Sim *S, const tir_Call *c, const Act *a); /* 1: not a wgmm
 void sim_wgmma_cta_begin(Sim *S);
 void sim_wgmma_free(Sim *S);
 
+int sim_warpgroups(Sim *S, const tir_Call *c, const Act *a, int *wgs); /* the (complete) warpgroups of a; -1 on a stop */
+
+/* ---- sim_sync.c: happens-before, named barriers, setmaxnreg, blocking statements ---- */
+/* Vector clocks order accesses that mbarrier phases and named barriers (not __syncthreads'
+ * epochs) separate.  An access records its thread's own clock (0 while the clocks are off);
+ * a release (an mbarrier arrival, a named-barrier arrival) joins the thread's clock vector
+ * into the barrier's and advances the thread's own clock; an acquire (a wait that passes)
+ * joins the barrier's vector into the thread's. */
+void sim_hb_enable(Sim *S);
+static inline int32_t sim_clock(const Sim *S, int t) { return S->vc_on ? S->vc[(int64_t)t * S->T + t] : 0; }
+/* whether thread x's access at its clock c happens before thread y's next access */
+static inline int sim_hb(const Sim *S, int x, int32_t c, int y) { return c > 0 && S->vc_on && S->vc[(int64_t)y * S->T + x] >= c; }
+int32_t *sim_hb_vector(Sim *S); /* a zero vector of T clocks (calloc) */
+void sim_hb_release(Sim *S, int t, int32_t *into);
+void sim_hb_acquire(Sim *S, int t, const int32_t *from);
+void sim_sync_cta_begin(Sim *S);
+void sim_sync_free(Sim *S);
+/* ptx_bar_sync / ptx_bar_arrive / ptx_setmaxnreg_*: 1 when c is none of them */
+int sim_sync_builtin(Sim *S, const tir_Call *c, const Act *a);
+/* the SIM_WAIT_* kind of a statement (an Evaluate of ptx_mbarrier_wait / ptx_bar_sync) */
+int sim_wait_kind(const tir_Node *stmt);
+void sim_wait_init(Sim *S, SimWait *w, const tir_Evaluate *stmt);
+/* One attempt: 0 when every thread of a is through, 1 when some still wait (w says on what), -1 on a stop. */
+int sim_wait_step(Sim *S, SimWait *w, const Act *a);
+/* A blocking statement in lockstep (no tasks): a wait that cannot pass is a deadlock. */
+int sim_wait_lockstep(Sim *S, const tir_Evaluate *stmt, const Act *a);
+/* sim_mbarrier.c's side of SimWait */
+int sim_mbarrier_wait_step(Sim *S, SimWait *w, const Act *a);
+/* the issue of a wait that can never pass: mbarrier_tx when only bytes are missing, else deadlock
+ * (all: every thread of the CTA waits there; others: what the rest of the CTA does) */
+int sim_mbarrier_stuck(Sim *S, SimWait *w, int all, const char *others);
+int sim_mbarrier_tx_stuck(Sim *S, SimWait *w);
+
+/* ---- sim_task.c: divergent branches that wait on each other ---- */
+enum { SIM_HAS_WAIT = 1, SIM_HAS_SYNC = 2 };
+int sim_sync_bits(Sim *S, const tir_Node *s); /* SIM_HAS_* of a statement and everything in it */
+/* an if whose branches both have threads and may wait on each other: runs them as tasks */
+int sim_task_region(Sim *S, const tir_IfThenElse *f, const Act *yes, const Act *no);
+void sim_task_free(Sim *S);
+
 /* ---- sim_warp.c ---- */
+int sim_full_warps(Sim *S, const tir_Call *c, const Act *a, int *warps, int *nw);
 int sim_warp_builtin(Sim *S, const tir_Call *c, const Act *a); /* 1: not a warp builtin */
 SVal *sim_shfl(Sim *S, const tir_Call *c, int mode, const Act *a); /* ptx_shfl_sync_*, PTX ISA 9.7.8.6 */
 /* D = C + A B (A tm x tk, B tk x tn, C tm x tn row-major) in k order, rounded to acc after every

@@ -9,20 +9,22 @@
  * are in flight (any access is reported, naming the copy) until the phase the copy completes
  * on completes: then the data lands.  The copies complete (their bytes count) when a thread
  * waits on the barrier.  ptx_mbarrier_wait(bar, q) passes when the current phase's parity is
- * not q; otherwise the phase must complete now.  When it cannot:
+ * not q; otherwise the phase must complete now (sim_mbarrier_wait_step).  When it cannot, the
+ * waiting threads block: in lockstep nothing else can run, so it is reported at once; in the
+ * tasks of a divergent region (sim_task.c) the other branches run first, and it is reported
+ * only when every task waits:
  *   - it has its arrivals but expects more bytes than the copies issued on it bring (or got
  *     more than it expected): a wrong expect_tx byte count ("mbarrier_tx");
- *   - it lacks arrivals and every thread of the CTA is among the waiting ones: a deadlock;
- *   - it lacks arrivals that threads outside the waiting set (another branch) might still
- *     make: the lockstep simulator cannot order the two branches (a warp-specialized
- *     producer / consumer pair), which is reported as a RuntimeError, not guessed.
+ *   - it lacks arrivals: a deadlock.
+ * Arrivals are releases and a wait that passes an acquire of the happens-before clocks
+ * (sim_sync.c).  A TMA copy's issue is checked against the reads of its destination in the
+ * barrier interval: each must happen before it (the consumers' arrival on the stage's "empty"
+ * barrier and the producer's wait on it), else a write-after-read race.
  * TMA data landed through an mbarrier is ordered by it, not by __syncthreads: it counts as no
  * thread's write in the race shadow.  ptx_tma_store reads its shared box (race-checked: the
  * generic writes of other threads must be before a __syncthreads) and writes the tensor at
  * once.  A TMA copy touching bytes last accessed through the generic proxy needs a
- * fence.proxy.async in between (proxy_check).  Not modelled: setmaxnreg,
- * clusters, and write-after-read through an "empty" barrier (lockstep runs every read of a
- * stage before the copy that refills it).
+ * fence.proxy.async in between (proxy_check).  Not modelled: clusters.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +55,7 @@ typedef struct {
   const tir_Node *init_stmt;
   TmaCopy *c;
   int nc, cc;
+  int32_t *vc_cur, *vc_done; /* happens-before: the arrivals of this phase, of all completed ones */
 } Bar;
 
 struct SimBars {
@@ -80,6 +83,8 @@ static Bar *find_bar(Sim *S, Store *st, int64_t el, int create) {
   b->el = el;
   b->cta_gen = S->cta_gen;
   b->count = -1; /* not initialized */
+  b->vc_cur = sim_hb_vector(S);
+  b->vc_done = sim_hb_vector(S);
   return b;
 }
 
@@ -164,6 +169,10 @@ static void deliver(Sim *S, Bar *b) {
 
 static void complete_phase(Sim *S, Bar *b) {
   deliver(S, b);
+  for (int u = 0; u < S->T; u++) {
+    if (b->vc_cur[u] > b->vc_done[u]) b->vc_done[u] = b->vc_cur[u];
+    b->vc_cur[u] = 0;
+  }
   b->phase++;
   b->pending = b->count;
   b->tx = 0;
@@ -211,6 +220,7 @@ static int arrive(Sim *S, Bar *b, int t) {
     return 0;
   }
   b->pending--;
+  sim_hb_release(S, t, b->vc_cur);
   return try_complete(S, b);
 }
 
@@ -244,6 +254,28 @@ static int desc_arg(Sim *S, const tir_Call *c, int pos, const Act *a, tir_TmaDes
                     (long long)(*tensor)->n, (*tensor)->esize);
   if (c->args->size - (pos == 1 ? 3 : 2) != d->rank)
     return sim_fail(S, &c->hdr, "%s: %d coordinates for a rank-%d tensor map", c->op, c->args->size - (pos == 1 ? 3 : 2), d->rank);
+  return 0;
+}
+
+/* Write after read: the TMA copy by thread t may land any time after its issue, so every read of
+ * its destination in this barrier interval must happen before the issue (sim_sync.c). */
+static int refill_check(Sim *S, Store *ds, int64_t db, int64_t bytes, int t) {
+  for (int64_t i = 0; i < bytes; i++) {
+    const Shadow *sh = &ds->shadow[db + i];
+    if (sh->r_epoch != S->epoch) continue;
+    for (int j = 0; j < 2; j++) {
+      int r = sh->r_thr[j];
+      if (r < 0 || r == t || sim_hb(S, r, sh->r_clk[j], t)) continue;
+      char who[96], oth[96];
+      return sim_issue(S, "race", S->cur, t, sh->r_stmt[j], r, ds->buf->name, (db + i) / ds->esize, ds->n,
+                       "shared-memory race (write after read) on %s[%lld]: a TMA copy issued by %s refills it, but %s read it "
+                       "and nothing orders that read before the copy (no mbarrier arrival of the reader that the issuing "
+                       "thread waited on since, nor a __syncthreads): a producer that does not wait on the stage's empty "
+                       "barrier, or a consumer that read the stage before its full barrier",
+                       ds->buf->name, (long long)((db + i) / ds->esize), sim_thread_name(S, t, who, sizeof who),
+                       sim_thread_name(S, r, oth, sizeof oth));
+    }
+  }
   return 0;
 }
 
@@ -292,6 +324,7 @@ static int tma_load(Sim *S, const tir_Call *c, const Act *a) {
         break;
       }
     }
+    if (refill_check(S, ds, db, bytes, t)) return -1;
     int64_t cs[TIR_TMA_MAX_RANK];
     for (int i = 0; i < d.rank; i++) cs[i] = co[i][t].i;
     TmaCopy cp = {ds, db, bytes, malloc((size_t)(bytes > 0 ? bytes : 1)), S->cur, t, 0};
@@ -360,12 +393,9 @@ int sim_tma_builtin(Sim *S, const tir_Call *c, const Act *a) {
     case TIR_BI_PTX_FENCE_PROXY_ASYNC:
       for (int k = 0; k < a->n; k++) fence_steps(S)[a->ids[k]] = S->gen_step;
       return 0;
-    case TIR_BI_PTX_SETMAXNREG_INC:
-    case TIR_BI_PTX_SETMAXNREG_DEC: return 0; /* the store's data is written at issue */
     case TIR_BI_PTX_MBARRIER_INIT:
     case TIR_BI_PTX_MBARRIER_ARRIVE:
-    case TIR_BI_PTX_MBARRIER_ARRIVE_EXPECT_TX:
-    case TIR_BI_PTX_MBARRIER_WAIT: break;
+    case TIR_BI_PTX_MBARRIER_ARRIVE_EXPECT_TX: break;
     default: return 1;
   }
   int mark = S->vtop;
@@ -375,6 +405,7 @@ int sim_tma_builtin(Sim *S, const tir_Call *c, const Act *a) {
   if (c->args->size == 2 && !(arg = sim_eval(S, c->args->items[1], 0, a))) return -1;
   int rc = 0;
   if (bi->id == TIR_BI_PTX_MBARRIER_INIT) {
+    sim_hb_enable(S);
     for (int k = 0; k < a->n && !rc; k++) {
       int t = a->ids[k];
       char who[96];
@@ -400,6 +431,7 @@ int sim_tma_builtin(Sim *S, const tir_Call *c, const Act *a) {
       }
       for (int i = 0; i < b->nc; i++) free(b->c[i].data);
       b->nc = 0;
+      memset(b->vc_cur, 0, sizeof(int32_t) * (size_t)S->T);
       b->count = b->pending = (int)arg[t].i;
       b->tx = b->expected = b->phase = 0;
       b->init_epoch = S->epoch;
@@ -410,63 +442,95 @@ int sim_tma_builtin(Sim *S, const tir_Call *c, const Act *a) {
     S->vtop = mark;
     return rc;
   }
-  if (bi->id != TIR_BI_PTX_MBARRIER_WAIT) {
-    for (int k = 0; k < a->n && !rc; k++) {
-      int t = a->ids[k];
-      Bar *b = bar_of(S, bs, el[t].i, t, c->op);
-      if (!b) {
-        rc = S->fatal ? -1 : 0;
-        continue;
-      }
-      if (bi->id == TIR_BI_PTX_MBARRIER_ARRIVE_EXPECT_TX) {
-        b->tx += arg[t].i;
-        b->expected += arg[t].i;
-      }
-      rc = arrive(S, b, t);
-    }
-    S->vtop = mark;
-    return rc;
-  }
-  /* the wait: per distinct barrier, in thread order */
   for (int k = 0; k < a->n && !rc; k++) {
     int t = a->ids[k];
-    char who[96];
     Bar *b = bar_of(S, bs, el[t].i, t, c->op);
     if (!b) {
       rc = S->fatal ? -1 : 0;
       continue;
     }
-    if ((b->phase & 1) != (arg[t].i & 1)) continue; /* that phase has completed */
-    S->rep->mbarrier_waits++;
-    if ((rc = complete_copies(S, b, t))) break;
-    try_complete(S, b);
-    if ((b->phase & 1) != (arg[t].i & 1)) continue;
-    if (b->pending == 0) {
-      rc = sim_issue(S, "mbarrier_tx", S->cur, t, NULL, -1, bs->buf->name, el[t].i, bs->n,
-                     "wrong expect_tx byte count on %s[%lld]: phase %lld has all its arrivals and expects %lld more bytes "
-                     "than the TMA copies issued on it bring (announced %lld); %s would wait forever",
-                     bs->buf->name, (long long)el[t].i, (long long)b->phase, (long long)b->tx, (long long)b->expected,
-                     sim_thread_name(S, t, who, sizeof who));
-      complete_phase(S, b); /* check = false: go on as if it had */
-      continue;
+    if (bi->id == TIR_BI_PTX_MBARRIER_ARRIVE_EXPECT_TX) {
+      b->tx += arg[t].i;
+      b->expected += arg[t].i;
     }
-    if (a->n == S->T) {
-      rc = sim_issue(S, "deadlock", S->cur, t, b->init_stmt, b->init_tid, bs->buf->name, el[t].i, bs->n,
-                     "deadlock: every thread of the CTA waits on phase %lld of %s[%lld] (parity %lld), which still needs %d of "
-                     "its %d arrivals%s, and no thread is left to make them", (long long)b->phase, bs->buf->name,
-                     (long long)el[t].i, (long long)(arg[t].i & 1), b->pending, b->count,
-                     b->tx ? " and transaction bytes" : "");
-      complete_phase(S, b);
-      continue;
-    }
-    rc = sim_fail(S, &c->hdr,
-                  "%s waits on phase %lld of %s[%lld], which still needs %d arrivals, while %d of the CTA's threads are in "
-                  "another branch: tir.simulate runs a CTA's threads in lockstep and cannot run the other branch first "
-                  "(warp-specialized producer / consumer loops need per-warp scheduling, which it does not do)",
-                  sim_thread_name(S, t, who, sizeof who), (long long)b->phase, bs->buf->name, (long long)el[t].i, b->pending,
-                  S->T - a->n);
+    rc = arrive(S, b, t);
   }
   S->vtop = mark;
+  return rc;
+}
+
+/* ptx_mbarrier_wait for the threads of a not yet through it (SimWait.inst), in thread order: a
+ * thread passes when its barrier's current phase parity differs from the one it waits on, else
+ * the copies in flight on the barrier complete now and the phase with them if it can. */
+int sim_mbarrier_wait_step(Sim *S, SimWait *w, const Act *a) {
+  const tir_Call *c = (const tir_Call *)w->stmt->value;
+  int mark = S->vtop, rc = 0, waiting = 0;
+  Store *bs;
+  SVal *el, *par;
+  if (addr_arg(S, c->args->items[0], a, &bs, &el, c->op) || !(par = sim_eval(S, c->args->items[1], 0, a))) return -1;
+  for (int k = 0; k < a->n && !rc; k++) {
+    int t = a->ids[k];
+    if (S->wait_pass[t] == w->inst) continue;
+    Bar *b = bar_of(S, bs, el[t].i, t, c->op);
+    if (!b) {
+      rc = S->fatal ? -1 : 0;
+      S->wait_pass[t] = w->inst; /* skipped (check = false) */
+      continue;
+    }
+    int64_t q = par[t].i & 1;
+    if ((b->phase & 1) == q) {
+      if (!w->attempts) S->rep->mbarrier_waits++;
+      if ((rc = complete_copies(S, b, t))) break;
+      try_complete(S, b);
+    }
+    if ((b->phase & 1) != q) { /* through: the phase's arrivals happen before what follows */
+      S->wait_pass[t] = w->inst;
+      sim_hb_acquire(S, t, b->vc_done);
+      continue;
+    }
+    if (!waiting++) {
+      w->bar = b;
+      w->parity = q;
+      w->tid = t;
+      w->tx_stuck = b->pending == 0;
+      snprintf(w->what, sizeof w->what, "phase %lld of %s[%lld] (parity %lld), which still needs %d of its %d arrivals%s",
+               (long long)b->phase, b->st->buf->name, (long long)b->el, (long long)q, b->pending, b->count,
+               b->tx ? " and transaction bytes" : "");
+    }
+  }
+  w->n_waiting = waiting;
+  S->vtop = mark;
+  return rc ? -1 : waiting ? 1 : 0;
+}
+
+int sim_mbarrier_tx_stuck(Sim *S, SimWait *w) {
+  Bar *b = w->bar;
+  char who[96];
+  int rc = sim_issue(S, "mbarrier_tx", &w->stmt->hdr, w->tid, NULL, -1, b->st->buf->name, b->el, b->st->n,
+                     "wrong expect_tx byte count on %s[%lld]: phase %lld has all its arrivals and expects %lld more bytes "
+                     "than the TMA copies issued on it bring (announced %lld); %s would wait forever",
+                     b->st->buf->name, (long long)b->el, (long long)b->phase, (long long)b->tx, (long long)b->expected,
+                     sim_thread_name(S, w->tid, who, sizeof who));
+  complete_phase(S, b); /* check = false: go on as if it had */
+  return rc;
+}
+
+int sim_mbarrier_stuck(Sim *S, SimWait *w, int all, const char *others) {
+  Bar *b = w->bar;
+  if (w->tx_stuck) return sim_mbarrier_tx_stuck(S, w);
+  int rc;
+  if (all)
+    rc = sim_issue(S, "deadlock", &w->stmt->hdr, w->tid, b->init_stmt, b->init_tid, b->st->buf->name, b->el, b->st->n,
+                   "deadlock: every thread of the CTA waits on phase %lld of %s[%lld] (parity %lld), which still needs %d of "
+                   "its %d arrivals%s, and no thread is left to make them", (long long)b->phase, b->st->buf->name,
+                   (long long)b->el, (long long)w->parity, b->pending, b->count, b->tx ? " and transaction bytes" : "");
+  else {
+    char who[96];
+    rc = sim_issue(S, "deadlock", &w->stmt->hdr, w->tid, b->init_stmt, b->init_tid, b->st->buf->name, b->el, b->st->n,
+                   "deadlock: %s waits on %s, and no thread that could make them can run%s",
+                   sim_thread_name(S, w->tid, who, sizeof who), w->what, others ? others : "");
+  }
+  complete_phase(S, b);
   return rc;
 }
 
@@ -492,6 +556,8 @@ int sim_mbarrier_cta_end(Sim *S) {
       free(c->data);
     }
     free(b->c);
+    free(b->vc_cur);
+    free(b->vc_done);
   }
   B->n = 0;
   return rc;
@@ -504,6 +570,8 @@ void sim_mbarrier_free(Sim *S) {
   for (int i = 0; i < S->bars->n; i++) {
     for (int k = 0; k < S->bars->b[i].nc; k++) free(S->bars->b[i].c[k].data);
     free(S->bars->b[i].c);
+    free(S->bars->b[i].vc_cur);
+    free(S->bars->b[i].vc_done);
   }
   free(S->bars->b);
   free(S->bars);

@@ -2,9 +2,10 @@
  * checks, the shared-memory race shadow, cp.async groups, barriers.
  *
  * Races (shared memory only; per byte): every access records the barrier interval ("epoch")
- * it happened in.  A read of a byte another thread wrote in the same epoch (read-after-write)
- * or a write of a byte another thread read in the same epoch (write-after-read) is a race:
- * no __syncthreads orders the two.  Write-after-write is not reported (TVM's thread_sync does
+ * it happened in and its thread's clock (sim_sync.c).  A read of a byte another thread wrote in
+ * the same epoch (read-after-write) or a write of a byte another thread read in the same epoch
+ * (write-after-read) is a race unless the first access happens before the second through
+ * mbarrier phases or named barriers: no __syncthreads orders the two.  Write-after-write is not reported (TVM's thread_sync does
  * not order it either).  cp.async (PTX ISA 9.7.9.25): the copy is issued with its source read
  * at once, but its destination bytes are "in flight" until a cp.async.wait_group of the
  * issuing thread covers its group; any access to an in-flight byte is reported, and the
@@ -215,21 +216,28 @@ int sim_shared_read(Sim *S, Store *st, int64_t byte, int size, int tid) {
   for (int i = 0; i < size; i++) {
     Shadow *sh = &st->shadow[byte + i];
     if (sh->pending) return inflight_issue(S, st, byte + i, tid, sh, "reads");
-    if (sh->w_epoch == S->epoch && sh->w_thr != tid && !raced) {
+    if (sh->w_epoch == S->epoch && sh->w_thr != tid && !raced && !sim_hb(S, sh->w_thr, sh->w_clk, tid)) {
       raced = 1;
       if (race_issue(S, st, byte + i, tid, S->cur, sh->w_thr, sh->w_stmt, 1)) return -1;
     }
     sh->g_step = ++S->gen_step;
     sh->g_thr = (int16_t)tid;
     sh->g_stmt = S->cur;
+    int32_t clk = sim_clock(S, tid);
     if (sh->r_epoch != S->epoch) {
       sh->r_epoch = S->epoch;
       sh->r_thr[0] = (int16_t)tid;
       sh->r_stmt[0] = S->cur;
+      sh->r_clk[0] = clk;
       sh->r_thr[1] = -1;
-    } else if (sh->r_thr[0] != tid && sh->r_thr[1] < 0) {
+    } else if (sh->r_thr[0] == tid) {
+      sh->r_clk[0] = clk; /* its latest read is the one a later write must follow */
+    } else if (sh->r_thr[1] == tid) {
+      sh->r_clk[1] = clk;
+    } else if (sh->r_thr[1] < 0) {
       sh->r_thr[1] = (int16_t)tid;
       sh->r_stmt[1] = S->cur;
+      sh->r_clk[1] = clk;
     }
   }
   return 0;
@@ -243,7 +251,9 @@ int sim_shared_write(Sim *S, Store *st, int64_t byte, int size, int tid, const t
     Shadow *sh = &st->shadow[byte + i];
     if (sh->pending) return inflight_issue(S, st, byte + i, tid, sh, "writes");
     if (sh->r_epoch == S->epoch && !raced) {
-      int j = sh->r_thr[0] != tid ? 0 : sh->r_thr[1] >= 0 ? 1 : -1;
+      int j = -1;
+      for (int q = 1; q >= 0; q--)
+        if (sh->r_thr[q] >= 0 && sh->r_thr[q] != tid && !sim_hb(S, sh->r_thr[q], sh->r_clk[q], tid)) j = q;
       if (j >= 0) {
         raced = 1;
         if (race_issue(S, st, byte + i, tid, stmt, sh->r_thr[j], sh->r_stmt[j], 0)) return -1;
@@ -252,6 +262,7 @@ int sim_shared_write(Sim *S, Store *st, int64_t byte, int size, int tid, const t
     sh->w_epoch = S->epoch;
     sh->w_thr = (int16_t)tid;
     sh->w_stmt = stmt;
+    sh->w_clk = sim_clock(S, tid);
     sh->g_step = ++S->gen_step;
     sh->g_thr = (int16_t)tid;
     sh->g_stmt = stmt;

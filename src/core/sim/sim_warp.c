@@ -654,3 +654,5 @@ int sim_warp_builtin(Sim *S, const tir_Call *c, const Act *a) {
   S->vtop = mark;
   return rc || S->fatal ? -1 : 0;
 }
+
+int sim_full_warps(Sim *S, const tir_Call *c, const Act *a, int *warps, int *nw) { return full_warps(S, c, a, warps, nw); }

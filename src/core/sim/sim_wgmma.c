@@ -440,3 +440,5 @@ int sim_wgmma_builtin(Sim *S, const tir_Call *c, const Act *a) {
   S->vtop = mark;
   return rc || S->fatal ? -1 : 0;
 }
+
+int sim_warpgroups(Sim *S, const tir_Call *c, const Act *a, int *wgs) { return warpgroups(S, c, a, wgs); }
