@@ -52,6 +52,11 @@ local VARIANTS = {
                            opts = {intrin = "mma", BM = 256, BN = 128, stages = 4, swizzle = true, group_m = 8}},
   mma_256x128_bk64_s3 = {desc = "256x128x64 CTA (8 warps of 64x64), 3 stages", opts = {intrin = "mma", BM = 256, BN = 128, BK = 64, stages = 3}},
   mma_256_bk64_s3 = {desc = "128x256x64 CTA (8 warps of 64x64), 3 stages", opts = {intrin = "mma", BN = 256, BK = 64, stages = 3}},
+  -- 8 warps of 64x32 on the 128x128 tile: 4 warps a scheduler at 2 CTAs a SM (64x64 warp tiles give 2)
+  mma_8w_s3 = {desc = "128x128x32 CTA, 8 warps of 64x32, 3 stages", opts = {intrin = "mma", warp_n = 32, stages = 3}},
+  mma_8w_bk64_s3 = {desc = "128x128x64 CTA, 8 warps of 64x32, 3 stages", opts = {intrin = "mma", warp_n = 32, BK = 64, stages = 3}},
+  mma_256_s3_b32 = {desc = "128x256x32 CTA (8 warps of 64x64), 3 stages", opts = {intrin = "mma", BN = 256, BK = 32, stages = 3}},
+  mma_256x128_s3_b32 = {desc = "256x128x32 CTA (8 warps of 64x64), 3 stages", opts = {intrin = "mma", BM = 256, BN = 128, BK = 32, stages = 3}},
   wmma = {desc = "WMMA 16x16x16, 128x128x32 CTA, 64x64 warp tiles", opts = {intrin = "wmma"}},
   -- Hopper TMA (tc_gemm tma = true; sm_90): one cp.async.bulk.tensor per tile by thread 0, full/empty mbarrier
   -- pipeline without __syncthreads in the main loop; shared rows dense (TMA does not pad)
@@ -78,6 +83,13 @@ local VARIANTS = {
   mma_s4_sk8 = {desc = "as mma_s4, split_k = 8 (M <= 128 only)", opts = {intrin = "mma", stages = 4, split_k = 8}, small_m = true},
   mma_b64_s3_sk4 = {desc = "mma.sync, BK = 64, 3 stages, split_k = 4 (M <= 128 only)",
                     opts = {intrin = "mma", BK = 64, stages = 3, split_k = 4}, small_m = true},
+  -- split_k = 3: 86 x 3 = 258 CTAs for N = 11008 on 132 SMs (2 and 4 leave SMs idle); K padded to whole slices
+  mma_b32_s3_sk3 = {desc = "mma.sync, BK = 32, 3 stages, split_k = 3 (K padded to 3 whole slices; M <= 128 only)",
+                    opts = {intrin = "mma", BK = 32, stages = 3, split_k = 3}, small_m = true},
+  mma_b64_s3_sk3 = {desc = "mma.sync, BK = 64, 3 stages, split_k = 3 (K padded; M <= 128 only)",
+                    opts = {intrin = "mma", BK = 64, stages = 3, split_k = 3}, small_m = true},
+  mma_b32_s4_sk3 = {desc = "mma.sync, BK = 32, 4 stages, split_k = 3 (K padded; M <= 128 only)",
+                    opts = {intrin = "mma", BK = 32, stages = 4, split_k = 3}, small_m = true},
   -- the tuning database's configuration (tc_gemm_tune.options: tuned, nearest tuned shape, or defaults)
   tuned = {desc = "the tuning database's options for the shape (tc_gemm_tune.options; the row says which: tuned, nearest, defaults)",
            tuned = true},

@@ -342,13 +342,19 @@ describe("tc_gemm_tune", function()
 
   it("has a small-M space: 16-row tiles and split_k 1..8 for M = 16, padded K slices for odd shapes", function()
     local pts = tune.enumerate(tt.space(16, 11008, 4096))
-    assert.are.equal(24, #pts)
+    assert.are.equal(45, #pts)
     local splits = {}
     for _, p in ipairs(pts) do
       assert.are.equal(16, p.BM)
       splits[p.split_k] = true
     end
-    assert.are.same({[1] = true, [2] = true, [4] = true, [8] = true}, splits)
+    assert.are.same({[1] = true, [2] = true, [3] = true, [4] = true, [8] = true}, splits)
+    -- split_k = 3 does not divide K = 4096 into BK steps: the point builds on K padded to 3 x 1376
+    -- (BK 32) and matches the interpreter (a small shape with the same property: K = 256, 3 x 96)
+    local o3 = {dtype = "float16", out_dtype = "float16", intrin = "mma", layout = "NN"}
+    local s3 = tt.build(16, 64, 256, o3, {BM = 16, BN = 64, BK = 32, warp_m = 16, warp_n = 32, stages = 3, split_k = 3})
+    assert.truthy(tostring(s3.mod):find('T.alloc_buffer({3, 16, 64}, "float32")', 1, true))
+    U.assert_equiv(require("tir.schedules.tc_gemm").workload(16, 64, 256, "float16", "float16"), s3.mod, {rtol = 1e-3, atol = 1e-3, trials = 1})
     for _, p in ipairs(tune.enumerate(tt.space(128, 11008, 4096))) do assert.truthy(p.BM == 64 or p.BM == 128) end
     -- K = 1000 in 8 slices of BK = 64 pads K to 1024: one step per slice, fewer than the stages
     for _, p in ipairs(tune.enumerate(tt.space(37, 1000, 1000))) do assert.truthy(1024 // (p.BK * p.split_k) >= p.stages) end

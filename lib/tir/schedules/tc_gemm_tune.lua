@@ -9,7 +9,7 @@
 -- 8) = 64 points, those whose shared tiles fit in 227 KB (the sm_90 limit; sm_80: 163 KB) and the
 -- problem; shared tiles are tc_gemm's default layout (XOR-swizzled for 16-bit operands); tt.tune
 -- tries 32 of them by default (evolutionary search; trials = 64 for all).  For M <= 128,
--- small-M tiles x 2 depths x split_k 1, 2, 4, 8 (24 points).  Every candidate's result is compared
+-- small-M tiles x 3 depths x split_k 1, 2, 3, 4, 8 (45 points).  Every candidate's result is compared
 -- with cuBLAS before it is timed.
 local tir = require("tir")
 local tc = require("tir.schedules.tc_gemm")
@@ -136,7 +136,9 @@ M.ORDERS = {1, 8}
 -- Small M (M <= SMALL_M: the decode / small-batch LLM shapes): CTA tiles as high as M rounded
 -- up to 16, 32 or 64 rows (one warp row; 16 x 32 or 16 x 64 warp tiles), and split-K, since
 -- N / BN output tiles alone leave most SMs idle (M = 16, N = 11008: 86 tiles of 16 x 128).
--- 3 tilings per M class x 2 depths x 4 split_k values = 24 points.
+-- split_k = 3 balances N = 11008 on 132 SMs (86 x 3 = 258 CTAs, 2 a SM on all but 6; 2 and 4
+-- leave 35 % / 13 % of the SMs' time idle); K is then padded to whole slices (tc_gemm_tune.build).
+-- 3 tilings per M class x 3 depths x 5 split_k values = 45 points.
 M.SMALL_M = 128
 M.SMALL_TILES = {
   [16] = {{16, 64, 16, 32}, {16, 128, 16, 32}, {16, 256, 16, 64}},
@@ -144,12 +146,12 @@ M.SMALL_TILES = {
   [64] = {{64, 64, 32, 32}, {64, 128, 64, 32}, {64, 256, 64, 64}},
   [128] = {{64, 128, 64, 32}, {128, 128, 64, 64}, {128, 256, 64, 64}},
 }
-M.SMALL_DEPTHS = {{32, 4}, {64, 3}}
-M.SPLIT_K = {1, 2, 4, 8}
+M.SMALL_DEPTHS = {{32, 3}, {32, 4}, {64, 3}}
+M.SPLIT_K = {1, 2, 3, 4, 8}
 
 --- The default space (a list of tc_gemm option tables) and its constraint for an M x N x K
 -- GEMM: for M > M.SMALL_M the 64 points of TILES x DEPTHS x ORDERS, tiles larger than the problem
--- (rounded up to 64) dropped; for smaller M the 24 points of SMALL_TILES (the class of M
+-- (rounded up to 64) dropped; for smaller M the 45 points of SMALL_TILES (the class of M
 -- rounded up to 16, 32, 64 or 128) x SMALL_DEPTHS x SPLIT_K.  Dropped too: points whose
 -- shared tiles exceed smem_limit, or whose k loop (per split_k slice) is shorter than the pipeline.
 function M.space(m, n, k, o)
