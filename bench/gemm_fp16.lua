@@ -57,6 +57,15 @@ local VARIANTS = {
   mma_8w_bk64_s3 = {desc = "128x128x64 CTA, 8 warps of 64x32, 3 stages", opts = {intrin = "mma", warp_n = 32, BK = 64, stages = 3}},
   mma_256_s3_b32 = {desc = "128x256x32 CTA (8 warps of 64x64), 3 stages", opts = {intrin = "mma", BN = 256, BK = 32, stages = 3}},
   mma_256x128_s3_b32 = {desc = "256x128x32 CTA (8 warps of 64x64), 3 stages", opts = {intrin = "mma", BM = 256, BN = 128, BK = 32, stages = 3}},
+  -- frag_prefetch: CUTLASS's main loop (the next tile's first fragments after the wait and barrier, during this
+  -- tile's last mma; inject_software_pipeline's nested mode)
+  mma_s3_fpf = {desc = "128x128x32, 3 stages, frag_prefetch", opts = {intrin = "mma", stages = 3, frag_prefetch = true}},
+  mma_s4_fpf = {desc = "128x128x32, 4 stages, frag_prefetch", opts = {intrin = "mma", stages = 4, frag_prefetch = true}},
+  mma_bk64_s3_fpf = {desc = "128x128x64, 3 stages, frag_prefetch", opts = {intrin = "mma", BK = 64, stages = 3, frag_prefetch = true}},
+  mma_256x128_s3_fpf = {desc = "256x128x32 (8 warps of 64x64), 3 stages, frag_prefetch",
+                        opts = {intrin = "mma", BM = 256, BN = 128, BK = 32, stages = 3, frag_prefetch = true}},
+  mma_256_s3_fpf = {desc = "128x256x32 (8 warps of 64x64), 3 stages, frag_prefetch",
+                    opts = {intrin = "mma", BN = 256, BK = 32, stages = 3, frag_prefetch = true}},
   wmma = {desc = "WMMA 16x16x16, 128x128x32 CTA, 64x64 warp tiles", opts = {intrin = "wmma"}},
   -- Hopper TMA (tc_gemm tma = true; sm_90): one cp.async.bulk.tensor per tile by thread 0, full/empty mbarrier
   -- pipeline without __syncthreads in the main loop; shared rows dense (TMA does not pad)
@@ -90,6 +99,8 @@ local VARIANTS = {
                     opts = {intrin = "mma", BK = 64, stages = 3, split_k = 3}, small_m = true},
   mma_b32_s4_sk3 = {desc = "mma.sync, BK = 32, 4 stages, split_k = 3 (K padded; M <= 128 only)",
                     opts = {intrin = "mma", BK = 32, stages = 4, split_k = 3}, small_m = true},
+  mma_b32_s3_sk3_fpf = {desc = "as mma_b32_s3_sk3 with frag_prefetch (M <= 128 only)",
+                        opts = {intrin = "mma", BK = 32, stages = 3, split_k = 3, frag_prefetch = true}, small_m = true},
   -- the tuning database's configuration (tc_gemm_tune.options: tuned, nearest tuned shape, or defaults)
   tuned = {desc = "the tuning database's options for the shape (tc_gemm_tune.options; the row says which: tuned, nearest, defaults)",
            tuned = true},

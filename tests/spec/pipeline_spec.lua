@@ -383,6 +383,65 @@ end)]])
     end
   end)
 
+  -- the simt GEMM's k-step pipeline with its inner shared -> local pipeline (ki, stages
+  -- {0, 0, 1}) counted as the statements it emits (software_pipeline_nested): load_a(0),
+  -- load_b(0), the steady-state ki loop, update(3); the first two one stage early and last but one
+  -- in the order, the one wait before them (early_wait 2)
+  local function nested_simt(stages)
+    local f = gemm(32, 32, 32)
+    local sch = simt.schedule(f, small_simt({stages = stages, BK = 4}))
+    local loops = {sch:get_loops(sch:get_block("C_update"))}
+    local ko, ki = loops[5], loops[6]
+    sch:annotate(ki, "software_pipeline_stage", {0, 0, 1})
+    local S = stages
+    sch:annotate(ko, "software_pipeline_stage", {0, 0, S - 2, S - 2, S - 1, S - 1})
+    sch:annotate(ko, "software_pipeline_order", {0, 1, 3, 4, 2, 5})
+    sch:annotate(ko, "software_pipeline_nested", 1)
+    sch:annotate(ko, "software_pipeline_early_wait", 2)
+    return f, sch, ko
+  end
+
+  it("nested pipelines the TVM way: the inner rewrite's statements staged across k-steps, one wait before the next tile's loads", function()
+    for _, stages in ipairs({3, 4}) do
+      local f, sch = nested_simt(stages)
+      local g = through(sch.mod, TO_PIPELINE)
+      local s = tostring(g)
+      check_equiv(f, g)
+      check_equiv(f, through(sch.mod, TO_ASYNC_COPY))
+      -- before: the inner pipeline's local tiles have 2 versions; the outer pass adds none (the
+      -- next tile's version 0 is written while this tile's version 1 is still to be read)
+      assert.truthy(s:find('A_shared_local = T.alloc_buffer({2, ', 1, true), s)
+      assert.is_falsy(s:find('A_shared_local = T.alloc_buffer({2, 2, ', 1, true))
+      -- the steady state: the inner steady-state loop (tile ko), then the one wait (stages - 2
+      -- groups in flight: the next tile landed), then the next tile's first loads, then update(3)
+      local body = steady_state(s, 9 - stages)
+      assert.are.equal(1, U.count(body, '"ptx_wait_group"'))
+      local w = body:find(('"ptx_wait_group", %d%%)'):format(stages - 2))
+      local inner = body:find("T.unroll%(3%)")
+      assert.truthy(w and inner and inner < w, body)
+      -- lowered: one barrier in the steady state (after the wait)
+      assert.are.equal(1, U.count(steady_state(tostring(tir.lower(sch.mod)), 9 - stages), SYNC))
+    end
+  end)
+
+  it("nested pipelines: without software_pipeline_nested the inner pipeline is one statement", function()
+    local _, sch, ko = nested_simt(3)
+    sch:unannotate(ko, "software_pipeline_nested")
+    U.expect_error(function() through(sch.mod, TO_PIPELINE) end, "LoweringError", "inject_software_pipeline",
+                   "software_pipeline_stage has 6 entries but the loop body has 3 statements")
+    local _, sch2, ko2 = nested_simt(3)
+    sch2:annotate(ko2, "software_pipeline_stage", {0, 0, 1, 2})
+    U.expect_error(function() through(sch2.mod, TO_PIPELINE) end, "has 4 entries but the loop body has 6 statements",
+                   "an inner pipeline counts as the statements it emitted")
+    local _, sch3, ko3 = nested_simt(3)
+    sch3:annotate(ko3, "software_pipeline_early_wait", 3)
+    U.expect_error(function() through(sch3.mod, TO_PIPELINE) end, "software_pipeline_early_wait must be 0, 1 or 2")
+    local sch4, i = copy_then_compute(8)
+    sch4:annotate(i, "software_pipeline_stage", {0, 1})
+    sch4:annotate(i, "software_pipeline_nested", 1)
+    U.expect_error(function() through(sch4.mod, TO_PIPELINE) end, "software_pipeline_nested = 1 but no statement of the body is a software-pipelined loop")
+  end)
+
   it("thread_sync knows versions: filling version (k + 1) % 2 while version k % 2 is read needs no barrier", function()
     local f = gemm(32, 32, 32)
     local sch = simt.schedule(f, small_simt({stages = 2, async = false}))

@@ -105,6 +105,39 @@ describe("tc_gemm 8-warp tiles and swizzled pipelines", function()
     sim_equal(f, tc.schedule(f, {BM = 32, BN = 64, BK = 32, warp_m = 16, warp_n = 32, stages = 3, swizzle = true,
                                  frag_pipeline = true, group_m = 2, epilogue = "D"}))
   end)
+
+  it("frag_prefetch: the next tile's first fragments load after the one wait and barrier, during this tile's last mma", function()
+    -- before (frag_pipeline): each tile's first fragments wait for the barrier at the top of its
+    -- k step; after: the steady state is [copies, the tile's fragments 1.. and mma 0.., wait,
+    -- barrier, the next tile's fragments 0, mma(last)], one barrier, fragments not versioned twice
+    for _, c in ipairs({{BK = 32, stages = 3}, {BK = 64, stages = 4}, {BK = 32, stages = 4}}) do
+      local f = tc.workload(64, 64, 512, "float16", "float16")
+      local sch = tc.schedule(f, {BM = 32, BN = 64, BK = c.BK, warp_m = 16, warp_n = 32, stages = c.stages, frag_prefetch = true,
+                                  group_m = 2, epilogue = "D"})
+      local rep, mod = sim_equal(f, sch)
+      assert.are.equal(0, rep.races)
+      local src = mod:get_source("cuda")
+      local at = assert(src:find("for (int k_0", 1, true))
+      local indent = src:sub(1, at):match("\n( *)[^\n]*$")
+      local loop = src:sub(at, assert(src:find("\n" .. indent .. "}", at, true)))
+      assert.are.equal(1, select(2, loop:gsub("__syncthreads", "")))
+      assert.are.equal(1, select(2, loop:gsub("tir_cp_async_wait<" .. (c.stages - 2) .. ">", "")))
+      local bar = loop:find("__syncthreads", 1, true)
+      assert.truthy(loop:find("ldmatrix", bar, true) and loop:find("tir_mma_m16n8k16", bar, true))
+      assert.truthy(loop:find("tir_mma_m16n8k16", 1, true) < bar)
+      assert.truthy(src:find("half A_shared_warp[" .. (2 * 16 * 16 // 32 * 1) .. "]", 1, true), src:match("half A_shared_warp[^\n]*"))
+      if c.stages == 3 then assert.is_nil(tir.build(sch.mod, "cuda -arch=sm_80"):get_source("ptx"):find("ld%.local")) end
+    end
+  end)
+
+  it("frag_prefetch refuses what it cannot pipeline, naming why", function()
+    local f = tc.workload(64, 64, 384, "float16", "float16")
+    local base = {BM = 32, BN = 64, warp_m = 16, warp_n = 32, frag_prefetch = true}
+    U.expect_error(function() tc.schedule(f, U.merge(base, {BK = 32, stages = 2})) end, "tc_gemm.schedule", "frag_prefetch = true needs",
+                   "stages = 2")
+    U.expect_error(function() tc.schedule(f, U.merge(base, {BK = 48, stages = 3})) end, "BK = 48 has 3 k16 steps")
+    U.expect_error(function() tc.schedule(f, U.merge(base, {BK = 32, stages = 3, early_wait = false})) end, "early_wait = false")
+  end)
 end)
 
 describe("tc_gemm's shared layout choice", function()

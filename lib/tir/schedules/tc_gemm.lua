@@ -20,12 +20,17 @@
 --   the fused fp16 epilogue stores whole 32-byte sectors (lanes exchange words, 16-byte stores).
 -- stages > 1 software-pipelines the BK loop (annotations read by inject_software_pipeline;
 -- the copies become cp.async); early_wait waits once at the top of each k step, so that one
--- barrier per step suffices.
+-- barrier per step suffices.  frag_pipeline double-buffers the fragments within a BK tile
+-- (the next k16 step's ldmatrix during this step's mma); frag_prefetch (stages >= 3, an even
+-- number of k16 steps per BK tile) also across tiles, CUTLASS's main loop: the wait and the
+-- barrier for the next tile come before this tile's last mma, the next tile's first fragments
+-- load during it (a nested pipeline: software_pipeline_nested, early_wait 2).
 local M = {}
 local util = require("tir.util")
 local raise = util.raise
 
-M.defaults = {intrin = "mma", BM = 128, BN = 128, BK = 32, warp_m = 64, warp_n = 64, vec = 8, stages = 1, early_wait = true, frag_pipeline = false, pad = true,
+M.defaults = {intrin = "mma", BM = 128, BN = 128, BK = 32, warp_m = 64, warp_n = 64, vec = 8, stages = 1, early_wait = true, frag_pipeline = false,
+              frag_prefetch = false, pad = true,
               dtype = "float16", epilogue = nil, unroll = true, wmma_shape = nil, split_k = 1,
               swizzle = nil, group_m = nil}
 
@@ -303,7 +308,7 @@ end
 -- opts override M.defaults; epilogue = "D" fuses that cast block into the store.
 local SCHEDULE_OPTS = {intrin = "string", BM = "positive", BN = "positive", BK = "positive", warp_m = "positive",
                        warp_n = "positive", vec = "positive", stages = "positive", early_wait = "boolean",
-                       frag_pipeline = "boolean", pad = "boolean", swizzle = "boolean", group_m = "positive", dtype = "dtype", epilogue = "string", unroll = "boolean",
+                       frag_pipeline = "boolean", frag_prefetch = "boolean", pad = "boolean", swizzle = "boolean", group_m = "positive", dtype = "dtype", epilogue = "string", unroll = "boolean",
                        block = "string", split_k = "positive", a_stage = "string", b_stage = "string", writeback = "string",
                        stage_epilogue = "boolean",
                        tuned = "boolean", db = "string", target = "string", tma = "boolean", persistent = function(v)
@@ -685,7 +690,17 @@ local function schedule(func, opts, P)
   unroll(il[#il - 3]); unroll(il[#il - 2])
   sch:tensorize(il[#il - 1], I.fill)
   local ST = sch:tensorize(tile2(CFB, tm, tn), store_intrin)
-  if o.frag_pipeline and o.BK // tk > 1 then
+  local ks = o.BK // tk
+  if o.frag_prefetch then
+    local why = o.stages < 3 and ("stages = %d (the next tile is waited for one stage early: stages >= 3)"):format(o.stages)
+                or ks % 2 ~= 0 and ("BK = %d has %d k16 steps (an odd count puts the next tile's first fragments on the version this " ..
+                                    "tile's last mma reads)"):format(o.BK, ks)
+                or o.row_sums and "row_sums (its k step has more statements)" or o.tma and "tma = true (an mbarrier pipeline)"
+                or (not o.early_wait) and "early_wait = false"
+    if why then raise("ValueError", P, "frag_prefetch = true needs stages >= 3, an even number of k16 steps per BK tile, cp.async " ..
+                      "copies with early_wait and no row_sums; here: %s", why) end
+  end
+  if (o.frag_pipeline or o.frag_prefetch) and ks > 1 then
     -- fragments of the next k step load while this step's mma run (a nested pipeline:
     -- the warp buffers get two versions)
     sch:annotate(ki, "software_pipeline_stage", {0, 0, 1})
@@ -765,13 +780,26 @@ local function schedule(func, opts, P)
     if o.row_sums then
       sch:annotate(ko, "software_pipeline_stage", {0, o.stages - 1, 0, o.stages - 1})
       sch:annotate(ko, "software_pipeline_order", {0, 2, 1, 3})
+    elseif o.frag_prefetch then
+      -- the k step is (A copy, B copy, the fragment pipeline's statements: load_a(0), load_b(0),
+      -- then [load_a(1), load_b(1), mma(0)] for 2 k16 steps or the steady-state loop, and
+      -- mma(last)); the first fragments one stage early, emitted after the steady state
+      local S = o.stages
+      if ks == 2 then
+        sch:annotate(ko, "software_pipeline_stage", {0, 0, S - 2, S - 2, S - 1, S - 1, S - 1, S - 1})
+        sch:annotate(ko, "software_pipeline_order", {0, 1, 5, 6, 2, 3, 4, 7})
+      else
+        sch:annotate(ko, "software_pipeline_stage", {0, 0, S - 2, S - 2, S - 1, S - 1})
+        sch:annotate(ko, "software_pipeline_order", {0, 1, 3, 4, 2, 5})
+      end
+      sch:annotate(ko, "software_pipeline_nested", 1)
     else
       sch:annotate(ko, "software_pipeline_stage", {0, 0, o.stages - 1})
       sch:annotate(ko, "software_pipeline_order", {0, 1, 2})
     end
     sch:annotate(ko, "software_pipeline_async_stages", {0})
     -- one wait at the top of each k step (CUTLASS's count, stages - 2): then one barrier per step
-    if o.early_wait then sch:annotate(ko, "software_pipeline_early_wait", 1) end
+    if o.early_wait then sch:annotate(ko, "software_pipeline_early_wait", o.frag_prefetch and 2 or 1) end
   end
   if o.tuned then return sch, config, config_key end
   return sch

@@ -52,12 +52,34 @@
  * after it then also orders the previous iteration's reads before this iteration's copies,
  * so a steady state needs one barrier, not two.
  *
+ * tirlua extension: software_pipeline_early_wait = 2 puts the one wait of each iteration right
+ * before the first statement (in emission order) of the lowest stage that reads what the async
+ * stage wrote; consumers emitted before it must be in a later stage -- their data is the one
+ * the previous iteration's wait already covered (groups complete in order).  With a nested
+ * pipeline this is CUTLASS's main loop: the current tile's last fragments are read and their
+ * multiply-accumulates issued around the wait and the barrier that admit the next tile.
+ *
+ * Nested pipelines the TVM way (software_pipeline_nested = 1, tirlua key): a child statement
+ * that was a software-pipelined loop counts as the statements its rewrite emitted (its
+ * prologue, steady state and epilogue instances, flattened, as TVM's nested pipelines do), and
+ * the buffers it allocated (its fragments, already versioned) become buffers of this pipeline.
+ * Stages and orders then list those statements.  For an inner {0, 0, 1} pipeline of KS >= 2
+ * steps the parts are  load_a(0), load_b(0), [load_a(1), load_b(1), mma(0)] or the steady-state
+ * loop, mma(KS - 1); staging the first two one stage earlier than the rest and ordering them
+ * after the steady state prefetches the next tile's first fragments during this tile's last
+ * multiply-accumulates (TVM's nested GEMM pipeline, stage [0, 0, 2, 3, 3], order [0, 1, 3, 2, 4]).
+ * Two statements whose accesses of a buffer are all under constant, different
+ * "pipeline_version" markers (the inner pipeline's versions) touch disjoint elements: that pair
+ * needs no further versions (the next tile's version-0 fragments may be written while this
+ * tile's version-1 fragments are still to be read).
+ *
  * Each statement instance that touches a versioned buffer is wrapped in AttrStmt
  * "pipeline_version" (node: the buffer, value: the version it touches), so that thread_sync
  * knows two versions are disjoint and needs no barrier between, say, filling version
  * (i + 1) % 2 and reading version i % 2.
  */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +94,7 @@
 #define KEY_ASYNC "software_pipeline_async_stages"
 #define KEY_EARLY "software_pipeline_early_wait"
 #define KEY_AREADS "software_pipeline_async_reads"
+#define KEY_NESTED "software_pipeline_nested"
 
 /* ---- sets of data variables ---- */
 typedef struct {
@@ -159,7 +182,9 @@ typedef struct {
   int *run_of;              /* per position of an async statement: its commit group index */
   int R;                    /* commit groups per iteration */
   VSet async_written;       /* buffers the async stage writes */
-  int early_wait;           /* one wait at the start of each iteration (software_pipeline_early_wait) */
+  int early_wait;           /* software_pipeline_early_wait: 1 one wait at the start of each iteration,
+                               2 one wait before the first consumer of the lowest consumer stage */
+  int wait_pos;             /* early_wait 2: the emission position of that wait */
   Remap *remap;
   int n_remap;
   tir_Analyzer *an;
@@ -333,6 +358,74 @@ static int stale_fn(const tir_Node *n, void *arg) {
 }
 
 /* ---- versions ---- */
+/* The versions of buffer `data` a statement touches, from the enclosing "pipeline_version"
+ * markers of an inner pipeline: a bit per constant version below 64, or ANY when some access
+ * is not under a constant marker of that buffer. */
+typedef struct {
+  const tir_Node *data;
+  const tir_Node *ver; /* the innermost enclosing marker's value for data, or NULL */
+  uint64_t mask;
+  int any;
+} VerScan;
+
+static void ver_touch(VerScan *v) {
+  int64_t c;
+  if (v->ver && tir_is_const_int(v->ver, &c) && c >= 0 && c < 64) v->mask |= (uint64_t)1 << c;
+  else v->any = 1;
+}
+
+static int ver_fn(const tir_Node *n, void *arg) {
+  VerScan *v = arg;
+  if (v->any) return 1;
+  switch (n->kind) {
+    case TIR_AttrStmt: {
+      const tir_AttrStmt *a = (const tir_AttrStmt *)n;
+      if (strcmp(a->key, "pipeline_version") != 0 || !a->node || a->node->kind != TIR_Buffer ||
+          &((const tir_Buffer *)a->node)->data->hdr != v->data)
+        return 0;
+      const tir_Node *saved = v->ver;
+      v->ver = a->value;
+      tir_visit(a->body, ver_fn, v);
+      v->ver = saved;
+      return 1;
+    }
+    /* an access: its buffer's data var is not an opaque use (the buffer itself is not visited) */
+    case TIR_BufferLoad: {
+      const tir_BufferLoad *l = (const tir_BufferLoad *)n;
+      if (&l->buffer->data->hdr == v->data) ver_touch(v);
+      tir_visit(&l->indices->hdr, ver_fn, v);
+      return 1;
+    }
+    case TIR_BufferStore: {
+      const tir_BufferStore *st = (const tir_BufferStore *)n;
+      if (&st->buffer->data->hdr == v->data) ver_touch(v);
+      tir_visit(st->value, ver_fn, v);
+      tir_visit(&st->indices->hdr, ver_fn, v);
+      return 1;
+    }
+    case TIR_BufferRegion: {
+      const tir_BufferRegion *r = (const tir_BufferRegion *)n;
+      if (&r->buffer->data->hdr == v->data) ver_touch(v);
+      tir_visit(&r->region->hdr, ver_fn, v);
+      return 1;
+    }
+    case TIR_Buffer: return 1; /* allocated or matched here: its data var is no use */
+    case TIR_Var:
+      if (n == v->data) v->any = 1; /* an opaque use of the data pointer (a handle argument) */
+      return 0;
+    default: return 0;
+  }
+}
+
+/* Do statements x and y touch disjoint versions of `data` (both only under constant,
+ * different inner-pipeline markers)? */
+static int versions_disjoint(const PStmt *x, const PStmt *y, const tir_Node *data) {
+  VerScan a = {data, NULL, 0, 0}, b = {data, NULL, 0, 0};
+  tir_visit(x->stmt, ver_fn, &a);
+  tir_visit(y->stmt, ver_fn, &b);
+  return !a.any && !b.any && a.mask && b.mask && !(a.mask & b.mask);
+}
+
 static int versions_of(Pipe *p, const tir_Node *data) {
   int v = 1, any_writer = 0;
   for (int w = 0; w < p->n; w++) {
@@ -341,6 +434,7 @@ static int versions_of(Pipe *p, const tir_Node *data) {
     for (int a = 0; a < p->n; a++) {
       if (!vs_has(&p->st[a].wr, data) && !vs_has(&p->st[a].rd, data)) continue;
       int need = p->st[a].stage + p->st[a].async_reads - p->st[w].stage + (p->st[w].order > p->st[a].order ? 0 : 1);
+      if (need > v && a != w && versions_disjoint(&p->st[w], &p->st[a], data)) continue;
       if (need > v) v = need;
     }
   }
@@ -535,7 +629,7 @@ static tir_Node *emit_section(Pipe *p, tir_Node *start, tir_Node *end, int sec, 
   tir_Array *items = tir_array_empty();
   tir_Node *last_wait = NULL; /* in-flight count of the last wait in this iteration */
   int commits_since = 0;
-  if (p->early_wait) {
+  if (p->early_wait == 1) {
     /* one wait at the start of the iteration, for every consumer in it: as many fewer
      * groups in flight as the iteration commits before each consumer */
     tir_Node *need = NULL;
@@ -550,6 +644,20 @@ static tir_Node *emit_section(Pipe *p, tir_Node *start, tir_Node *end, int sec, 
   }
   for (int pos = 0; pos < p->n && !*err; pos++) {
     const PStmt *s = &p->st[p->ord[pos]];
+    if (p->early_wait == 2 && pos == p->wait_pos) {
+      /* the one wait, for the consumers from here on (those before it read data the previous
+       * iteration's wait covered): as many fewer groups in flight as the iteration commits
+       * between here and each consumer */
+      tir_Node *need = NULL;
+      for (int pc = pos; pc < p->n; pc++) {
+        if (!present[pc]) continue;
+        tir_Node *x = wait_need(p, pc, sec, async_here, v);
+        if (!x) continue;
+        if (async_here) x = tir_sub(x, tir_i32(commits_before(p, pc) - commits_before(p, pos)));
+        need = need ? tir_min(need, x) : x;
+      }
+      if (need) items = tir_array_push(items, wait_stmt(clamp0(p, need)));
+    }
     if (!present[pos]) goto next;
     /* a wait before a statement that reads what the async stage wrote */
     if (!p->early_wait) {
@@ -637,8 +745,10 @@ static tir_Node *emit_section(Pipe *p, tir_Node *start, tir_Node *end, int sec, 
   tir_release(anns);
   tir_Array *a3 = tir_ann_remove(a2, KEY_ASYNC);
   tir_release(a2);
-  anns = tir_ann_remove(a3, KEY_EARLY);
+  tir_Array *a4 = tir_ann_remove(a3, KEY_EARLY);
   tir_release(a3);
+  anns = tir_ann_remove(a4, KEY_NESTED);
+  tir_release(a4);
   int kind = sec == SEC_BODY ? (int)p->cur->kind : TIR_FOR_UNROLLED;
   return tir_for(v, tir_int_imm(lt, 0), ext, kind, "", anns, body);
 }
@@ -682,11 +792,56 @@ static tir_Node *pipeline(Ctx *ctx, const tir_For *orig, const tir_For *f) {
     goto done;
   }
   {
-    /* unlike TVM, a child that is itself an opaque block (an inner pipeline already
-     * rewritten) stays one statement: stages count the statements the schedule shows */
+    /* a child that is itself an opaque block (an inner pipeline already rewritten) stays one
+     * statement: stages count the statements the schedule shows -- unless
+     * software_pipeline_nested = 1: then an inner pipeline's rewrite counts as the statements
+     * it emitted, and its buffers join this pipeline's (TVM's flattening; see the top) */
+    const tir_Node *nv = tir_ann_get(f->annotations, KEY_NESTED);
+    int64_t nested = 0;
+    if (nv && (!tir_is_const_int(nv, &nested) || nested < 0 || nested > 1)) {
+      pfail(&P, "%s must be 0 or 1", KEY_NESTED);
+      goto done;
+    }
     const tir_Array *seq = ((const tir_SeqStmt *)body)->seq;
-    kids = malloc(sizeof(*kids) * (size_t)seq->size);
-    for (int i = 0; i < seq->size; i++) kids[nk++] = seq->items[i];
+    const tir_Array *oseq = NULL; /* the original loop's statements: which were pipelined loops */
+    if (nested) {
+      const tir_Node *ob = orig->body;
+      while (ob->kind == TIR_BlockRealize && is_plain_opaque((const tir_BlockRealize *)ob)) ob = ((const tir_BlockRealize *)ob)->block->body;
+      if (ob->kind == TIR_SeqStmt && ((const tir_SeqStmt *)ob)->seq->size == seq->size) oseq = ((const tir_SeqStmt *)ob)->seq;
+    }
+    int cap = seq->size, flattened = 0;
+    kids = malloc(sizeof(*kids) * (size_t)cap);
+    for (int i = 0; i < seq->size; i++) {
+      const tir_Node *k = seq->items[i];
+      int inner = 0;
+      if (oseq) {
+        const tir_Node *o = oseq->items[i];
+        while (o->kind == TIR_BlockRealize && is_plain_opaque((const tir_BlockRealize *)o)) o = ((const tir_BlockRealize *)o)->block->body;
+        inner = o->kind == TIR_For && tir_ann_get(((const tir_For *)o)->annotations, KEY_STAGE) != NULL;
+      }
+      if (inner) {
+        while (k->kind == TIR_BlockRealize && is_plain_opaque((const tir_BlockRealize *)k)) {
+          const tir_Block *b = ((const tir_BlockRealize *)k)->block;
+          tir_Array *x = tir_array_concat(allocs, b->alloc_buffers);
+          tir_release(allocs);
+          allocs = x;
+          k = b->body;
+        }
+        flattened++;
+        if (k->kind == TIR_SeqStmt) {
+          const tir_Array *parts = ((const tir_SeqStmt *)k)->seq;
+          cap += parts->size;
+          kids = realloc(kids, sizeof(*kids) * (size_t)cap);
+          for (int q = 0; q < parts->size; q++) kids[nk++] = parts->items[q];
+          continue;
+        }
+      }
+      kids[nk++] = k;
+    }
+    if (nested && !flattened) {
+      pfail(&P, "%s = 1 but no statement of the body is a software-pipelined loop", KEY_NESTED);
+      goto done;
+    }
   }
   P.n = nk;
   int ns = int_list(f->annotations, KEY_STAGE, &stages);
@@ -697,10 +852,14 @@ static tir_Node *pipeline(Ctx *ctx, const tir_For *orig, const tir_For *f) {
     const tir_Node *ew = tir_ann_get(f->annotations, KEY_EARLY);
     int64_t x = 0;
     if (ew && !tir_is_const_int(ew, &x)) {
-      pfail(&P, "%s must be 0 or 1", KEY_EARLY);
+      pfail(&P, "%s must be 0, 1 or 2", KEY_EARLY);
       goto done;
     }
-    P.early_wait = x != 0;
+    if (x < 0 || x > 2) {
+      pfail(&P, "%s must be 0, 1 or 2", KEY_EARLY);
+      goto done;
+    }
+    P.early_wait = (int)x;
   }
   if (ns == -2 || no == -2 || na == -2 || nr == -2) {
     pfail(&P, "%s must be a list of integers", ns == -2 ? KEY_STAGE : no == -2 ? KEY_ORDER : na == -2 ? KEY_ASYNC : KEY_AREADS);
@@ -711,8 +870,8 @@ static tir_Node *pipeline(Ctx *ctx, const tir_For *orig, const tir_For *f) {
     goto done;
   }
   if (ns != nk) {
-    pfail(&P, "%s has %d entries but the loop body has %d statements (one stage per statement, in body order)", KEY_STAGE,
-          ns, nk);
+    pfail(&P, "%s has %d entries but the loop body has %d statements (one stage per statement, in body order%s)", KEY_STAGE,
+          ns, nk, tir_ann_get(f->annotations, KEY_NESTED) ? "; an inner pipeline counts as the statements it emitted" : "");
     goto done;
   }
   if (no >= 0 && no != nk) {
@@ -820,6 +979,17 @@ static tir_Node *pipeline(Ctx *ctx, const tir_For *orig, const tir_For *f) {
       P.R++;
     }
   }
+  /* early_wait 2: the wait goes before the first consumer of the lowest consumer stage (every
+   * consumer emitted before it is then in a later stage) */
+  if (P.early_wait == 2) {
+    int smin = -1;
+    P.wait_pos = -1;
+    for (int pos = 0; pos < nk; pos++) {
+      const PStmt *c = &P.st[P.ord[pos]];
+      if (P.async_stage < 0 || c->async || !vs_meets(&c->rd, &P.async_written)) continue;
+      if (smin < 0 || c->stage < smin) smin = c->stage, P.wait_pos = pos;
+    }
+  }
   /* versions of the pipeline buffers */
   P.remap = calloc((size_t)(allocs->size + 1), sizeof *P.remap);
   for (int q = 0; q < allocs->size; q++) {
@@ -901,7 +1071,7 @@ static tir_Node *mut(const tir_Node *n, void *arg) {
   if (n->kind != TIR_For) return NULL;
   const tir_For *f = (const tir_For *)n;
   if (!tir_ann_get(f->annotations, KEY_STAGE) && !tir_ann_get(f->annotations, KEY_ORDER) &&
-      !tir_ann_get(f->annotations, KEY_ASYNC) && !tir_ann_get(f->annotations, KEY_EARLY))
+      !tir_ann_get(f->annotations, KEY_ASYNC) && !tir_ann_get(f->annotations, KEY_EARLY) && !tir_ann_get(f->annotations, KEY_NESTED))
     return NULL;
   /* inner pipelines first (TVM's post-order) */
   tir_Node *m = tir_mutate_children(n, mut, arg);
