@@ -127,6 +127,13 @@ describe("tc_gemm split_k", function()
     assert.are.same({16, 128, 16, 32, 64, 3, 4, 344}, {o.BM, o.BN, o.warp_m, o.warp_n, o.BK, o.stages, o.split_k, o.ctas})
     local _, o2 = tc.auto_tensorize(tc.workload(64, 11008, 4096, "float16", "float16"), "mma.m16n8k16", nil, {sm_count = 132})
     assert.is_nil(o2.split_k) -- M = 64: not memory-bound enough to split (measured at M = 128)
+    -- M = 128 (issue 12, measured on the H200): 64 x 128 tiles of 4 warps of 64 x 32, BK 64, split 2
+    local _, o128 = tc.auto_tensorize(tc.workload(128, 11008, 4096, "float16", "float16"), "mma.m16n8k16", nil, {sm_count = 132, tuned = false})
+    assert.are.same({64, 128, 64, 32, 64, 3, 2, 344}, {o128.BM, o128.BN, o128.warp_m, o128.warp_n, o128.BK, o128.stages, o128.split_k, o128.ctas})
+    -- given tiles are the caller's: no pick of ours is added to them
+    local _, o128b = tc.auto_tensorize(tc.workload(128, 11008, 4096, "float16", "float16"), "mma.m16n8k16", nil,
+                                       {sm_count = 132, tuned = false, BK = 32})
+    assert.is_nil(o128b.split_k)
     -- on 4 SMs, 16 x 128 x 1024 is one tile: split 2 (split 4 would leave 4 BK steps per slice)
     local f = tc.workload(16, 128, 1024, "float16", "float16")
     local sch, o3 = tc.auto_tensorize(f, "mma.m16n8k16", nil, {sm_count = 4, epilogue = "D"})

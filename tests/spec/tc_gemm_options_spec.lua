@@ -130,6 +130,23 @@ describe("tc_gemm 8-warp tiles and swizzled pipelines", function()
     end
   end)
 
+  it("auto_tensorize takes 256 x 128 tiles of 8 warps with frag_prefetch for GEMMs of 3 waves or more (measured)", function()
+    local function pick(m, n, k, sms, extra)
+      local o = {sm_count = sms, tuned = false, epilogue = "D"}
+      for key, v in pairs(extra or {}) do o[key] = v end
+      local sch, c = tc.auto_tensorize(tc.workload(m, n, k, "float16", "float16"), "mma.m16n8k16", nil, o)
+      return c, sch
+    end
+    local c = pick(4096, 4096, 4096, 132)
+    assert.are.same({256, 128, 32, 64, 64, 3, true, 512}, {c.BM, c.BN, c.BK, c.warp_m, c.warp_n, c.stages, c.frag_prefetch, c.ctas})
+    assert.are.same({128, 128}, {pick(2048, 2048, 2048, 132).BM, pick(2048, 2048, 2048, 132).BN}) -- 128 tiles of 256 x 128: one wave
+    assert.is_nil(pick(4096, 4096, 4096, 132, {stages = 4}).frag_prefetch) -- the caller's pipeline
+    -- the same pick on a small GEMM (sm_count 1 makes 4 CTAs 3 waves) is the GEMM, lane by lane
+    local c2, sch = pick(512, 256, 96, 1)
+    assert.are.same({256, 128, true}, {c2.BM, c2.BN, c2.frag_prefetch})
+    sim_equal(tc.workload(512, 256, 96, "float16", "float16"), sch)
+  end)
+
   it("frag_prefetch refuses what it cannot pipeline, naming why", function()
     local f = tc.workload(64, 64, 384, "float16", "float16")
     local base = {BM = 32, BN = 64, warp_m = 16, warp_n = 32, frag_prefetch = true}

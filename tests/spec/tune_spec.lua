@@ -301,13 +301,20 @@ end)
 
 describe("tc_gemm_tune", function()
   local tt = require("tir.schedules.tc_gemm_tune")
-  it("has a space of 64 valid tc_gemm configurations for 4096^3 (tiles x depths x CTA orders) and builds its points", function()
+  it("has a space of 112 valid tc_gemm configurations for 4096^3 (tiles x depths x CTA orders x main loops) and builds its points", function()
     local space, constraint = tt.space(4096, 4096, 4096)
     local pts = tune.enumerate(space, constraint)
-    assert.are.equal(64, #pts)
-    local orders = {}
-    for _, p in ipairs(pts) do orders[p.group_m] = (orders[p.group_m] or 0) + 1 end
-    assert.are.same({[1] = 32, [8] = 32}, orders)
+    assert.are.equal(112, #pts)
+    local orders, prefetch = {}, 0
+    for _, p in ipairs(pts) do
+      orders[p.group_m] = (orders[p.group_m] or 0) + 1
+      if p.frag_prefetch then
+        prefetch = prefetch + 1
+        assert.truthy(p.stages >= 3 and (p.BK // 16) % 2 == 0)
+      end
+    end
+    assert.are.same({[1] = 56, [8] = 56}, orders)
+    assert.are.equal(48, prefetch)
     for _, p in ipairs(pts) do
       local warps = (p.BM // p.warp_m) * (p.BN // p.warp_n)
       assert.truthy(warps == 4 or warps == 8)

@@ -954,11 +954,34 @@ function M.auto_tensorize(func, instr, block, extra)
       if tiles * (o.split_k or 1) < 2 * sms and k % (sk * 64) == 0 and k // (sk * 64) >= 6 then o.split_k = sk end
     end
   end
+  -- the picks below were measured on plain GEMMs (no staged operand blocks, the caller's tiles
+  -- and pipeline left to us): bench/RESULTS.md, issue 12, run 2 (H200)
+  local plain = true
+  for _, key in ipairs({"BM", "BN", "BK", "warp_m", "warp_n", "stages", "split_k", "tma", "persistent", "row_sums", "early_wait",
+                        "frag_pipeline", "frag_prefetch", "a_stage", "b_stage", "writeback", "stage_epilogue"}) do
+    if extra[key] ~= nil then plain = false end
+  end
+  -- M = 128 with 16-bit inputs and N in the thousands: 64 x 128 CTAs of 4 warps of 64 x 32, BK 64,
+  -- 3 stages, split-K 2 (0.045 ms = 0.59x cuBLAS at 128 x 11008 x 4096, against 0.058 ms for the
+  -- 128 x 64 pick above; the tuner's split_k = 3 on K padded to whole slices: 0.040 ms)
+  if plain and tk == 16 and intrin == "mma" and m == 128 and n >= 8192 and n % 128 == 0 and k >= 1024 and k % 128 == 0 then
+    o.BM, o.BN, o.warp_m, o.warp_n, o.BK, o.stages, o.split_k = 64, 128, 64, 32, 64, 3, 2
+  end
+  -- large 16-bit GEMMs (at least 3 waves of 256 x 128 tiles): 8 warps of 64 x 64 with the
+  -- CUTLASS main loop (frag_prefetch), BK 32, 3 stages: 445.5 / 407.9 / 437.6 / 468.0 TFLOP/s at
+  -- 4096^3, 8192^3, 4096x11008x4096, 4096x4096x11008 against 439.3 / 384.1 / 423.8 / 447.4 for
+  -- the 128 x 128 x 32 3-stage pick (0.58-0.62x cuBLAS)
+  if plain and tk == 16 and intrin == "mma" and m % 256 == 0 and n % 128 == 0 and k % 32 == 0 and k // 32 >= 3 and
+     batch * (m // 256) * (n // 128) >= 3 * sms then
+    o.BM, o.BN, o.warp_m, o.warp_n, o.BK, o.stages, o.frag_prefetch = 256, 128, 64, 64, 32, 3, true
+  end
   -- a tuned configuration of this GEMM (or of the nearest tuned shape) replaces the pick
   local config, config_key = "defaults (tuned = false)", nil
   if extra.tuned ~= false then
     local p
     p, config, config_key = require("tir.schedules.tc_gemm_tune").lookup(sch, info, intrin, {db = extra.db, target = extra.target})
+    -- a record is a whole configuration: the pick's split-K and main loop do not stay
+    if next(p) then o.frag_prefetch, o.split_k = p.frag_prefetch, p.split_k end
     for key, v in pairs(p) do o[key] = v end
   end
   -- the copies need whole vectors per thread: fewer elements per vector on small tiles

@@ -6,8 +6,8 @@
 --        "nearest tc_gemm:...:4096x4096x11008" or "defaults"
 --   local sch = tt.schedule(4096, 4096, 4096, {dtype = "float16"})       -- prints which it used
 -- The space (tt.space): 8 CTA/warp tilings x 4 (BK, stages) pairs x 2 CTA orders (group_m 1 or
--- 8) = 64 points, those whose shared tiles fit in 227 KB (the sm_90 limit; sm_80: 163 KB) and the
--- problem; shared tiles are tc_gemm's default layout (XOR-swizzled for 16-bit operands); tt.tune
+-- 8) x 2 main loops (frag_prefetch, for the 3 depths of 3 or more stages) = 112 points, those whose
+-- shared tiles fit in 227 KB (the sm_90 limit; sm_80: 163 KB) and the problem; shared tiles are tc_gemm's default layout (XOR-swizzled for 16-bit operands); tt.tune
 -- tries 32 of them by default (evolutionary search; trials = 64 for all).  For M <= 128,
 -- small-M tiles x 3 depths x split_k 1, 2, 3, 4, 8 (45 points).  Every candidate's result is compared
 -- with cuBLAS before it is timed.
@@ -132,6 +132,9 @@ M.TILES = {{128, 128, 64, 64}, {128, 256, 64, 64}, {256, 128, 64, 64}, {64, 128,
 M.DEPTHS = {{32, 3}, {32, 4}, {64, 2}, {64, 3}}
 -- CTA orders: the 2-D grid, or groups of 8 M tiles (tc_gemm's group_m; Triton's GROUP_M)
 M.ORDERS = {1, 8}
+-- main loops: tc_gemm's, or CUTLASS's (frag_prefetch; 3 stages and more -- the depths above have
+-- 2 or 4 k16 steps a tile, as it needs): +37 % on 256x128x32 at 4096^3 on the H200, -3 % on 128x128x32
+M.PREFETCH = {false, true}
 
 -- Small M (M <= SMALL_M: the decode / small-batch LLM shapes): CTA tiles as high as M rounded
 -- up to 16, 32 or 64 rows (one warp row; 16 x 32 or 16 x 64 warp tiles), and split-K, since
@@ -150,7 +153,7 @@ M.SMALL_DEPTHS = {{32, 3}, {32, 4}, {64, 3}}
 M.SPLIT_K = {1, 2, 3, 4, 8}
 
 --- The default space (a list of tc_gemm option tables) and its constraint for an M x N x K
--- GEMM: for M > M.SMALL_M the 64 points of TILES x DEPTHS x ORDERS, tiles larger than the problem
+-- GEMM: for M > M.SMALL_M the 112 points of TILES x DEPTHS x ORDERS x PREFETCH, tiles larger than the problem
 -- (rounded up to 64) dropped; for smaller M the 45 points of SMALL_TILES (the class of M
 -- rounded up to 16, 32, 64 or 128) x SMALL_DEPTHS x SPLIT_K.  Dropped too: points whose
 -- shared tiles exceed smem_limit, or whose k loop (per split_k slice) is shorter than the pipeline.
@@ -170,7 +173,12 @@ function M.space(m, n, k, o)
     for _, t in ipairs(M.TILES) do
       for _, d in ipairs(M.DEPTHS) do
         for _, g in ipairs(M.ORDERS) do
-          space[#space + 1] = {BM = t[1], BN = t[2], warp_m = t[3], warp_n = t[4], BK = d[1], stages = d[2], group_m = g}
+          for _, fp in ipairs(M.PREFETCH) do
+            if not fp or d[2] >= 3 then
+              space[#space + 1] = {BM = t[1], BN = t[2], warp_m = t[3], warp_n = t[4], BK = d[1], stages = d[2], group_m = g,
+                                   frag_prefetch = fp or nil}
+            end
+          end
         end
       end
     end
