@@ -759,6 +759,21 @@ static int is_plain_opaque(const tir_BlockRealize *br) {
   return tir_is_one(br->predicate) && b->iter_vars->size == 0 && !b->init && b->match_buffers->size == 0;
 }
 
+/* n without its enclosing plain opaque blocks (what plan_buffer_allocation makes, or an inner
+ * pipeline's rewrite); their alloc_buffers are appended to *allocs unless allocs is NULL. */
+static const tir_Node *peel_opaque(const tir_Node *n, tir_Array **allocs) {
+  while (n->kind == TIR_BlockRealize && is_plain_opaque((const tir_BlockRealize *)n)) {
+    const tir_Block *b = ((const tir_BlockRealize *)n)->block;
+    if (allocs) {
+      tir_Array *x = tir_array_concat(*allocs, b->alloc_buffers);
+      tir_release(*allocs);
+      *allocs = x;
+    }
+    n = b->body;
+  }
+  return n;
+}
+
 static tir_Node *pipeline(Ctx *ctx, const tir_For *orig, const tir_For *f) {
   Pipe P;
   memset(&P, 0, sizeof P);
@@ -778,14 +793,7 @@ static tir_Node *pipeline(Ctx *ctx, const tir_For *orig, const tir_For *f) {
     goto done;
   }
   /* the statements of the body (inside the opaque blocks that allocate its buffers) */
-  const tir_Node *body = f->body;
-  while (body->kind == TIR_BlockRealize && is_plain_opaque((const tir_BlockRealize *)body)) {
-    const tir_Block *b = ((const tir_BlockRealize *)body)->block;
-    tir_Array *x = tir_array_concat(allocs, b->alloc_buffers);
-    tir_release(allocs);
-    allocs = x;
-    body = b->body;
-  }
+  const tir_Node *body = peel_opaque(f->body, &allocs);
   if (body->kind != TIR_SeqStmt) {
     pfail(&P, "the body of a software-pipelined loop must be a sequence of statements (got a single %s)",
           tir_kind_name(body->kind));
@@ -805,8 +813,7 @@ static tir_Node *pipeline(Ctx *ctx, const tir_For *orig, const tir_For *f) {
     const tir_Array *seq = ((const tir_SeqStmt *)body)->seq;
     const tir_Array *oseq = NULL; /* the original loop's statements: which were pipelined loops */
     if (nested) {
-      const tir_Node *ob = orig->body;
-      while (ob->kind == TIR_BlockRealize && is_plain_opaque((const tir_BlockRealize *)ob)) ob = ((const tir_BlockRealize *)ob)->block->body;
+      const tir_Node *ob = peel_opaque(orig->body, NULL);
       if (ob->kind == TIR_SeqStmt && ((const tir_SeqStmt *)ob)->seq->size == seq->size) oseq = ((const tir_SeqStmt *)ob)->seq;
     }
     int cap = seq->size, flattened = 0;
@@ -815,18 +822,11 @@ static tir_Node *pipeline(Ctx *ctx, const tir_For *orig, const tir_For *f) {
       const tir_Node *k = seq->items[i];
       int inner = 0;
       if (oseq) {
-        const tir_Node *o = oseq->items[i];
-        while (o->kind == TIR_BlockRealize && is_plain_opaque((const tir_BlockRealize *)o)) o = ((const tir_BlockRealize *)o)->block->body;
+        const tir_Node *o = peel_opaque(oseq->items[i], NULL);
         inner = o->kind == TIR_For && tir_ann_get(((const tir_For *)o)->annotations, KEY_STAGE) != NULL;
       }
       if (inner) {
-        while (k->kind == TIR_BlockRealize && is_plain_opaque((const tir_BlockRealize *)k)) {
-          const tir_Block *b = ((const tir_BlockRealize *)k)->block;
-          tir_Array *x = tir_array_concat(allocs, b->alloc_buffers);
-          tir_release(allocs);
-          allocs = x;
-          k = b->body;
-        }
+        k = peel_opaque(k, &allocs);
         flattened++;
         if (k->kind == TIR_SeqStmt) {
           const tir_Array *parts = ((const tir_SeqStmt *)k)->seq;
