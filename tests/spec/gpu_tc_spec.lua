@@ -55,6 +55,27 @@ describe("#gpu tensor-core GEMM", function()
       end)
     end
   end
+  -- issue 12: CUTLASS's main loop (frag_prefetch) on the tiles it is for, split_k 3 on K padded
+  -- to whole slices, and auto_tensorize's new picks (256x128 at 4096^3, 64x128 split 2 at M = 128)
+  for _, c in ipairs({{4096, 4096, 4096, {BM = 256, BN = 128, BK = 32, stages = 3, frag_prefetch = true}},
+                      {4096, 4096, 4096, {BK = 64, stages = 3, frag_prefetch = true}},
+                      {1000, 1000, 1000, {BN = 256, BK = 32, stages = 4, frag_prefetch = true}},
+                      {128, 11008, 4096, {BK = 64, stages = 3, split_k = 3, frag_prefetch = true}}}) do
+    it(("frag_prefetch %dx%dx%d %s matches cuBLAS"):format(c[1], c[2], c[3], require("tir.json").encode(c[4])), function()
+      local m, n, k, o = c[1], c[2], c[3], U.merge({intrin = "mma", epilogue = "D"}, c[4])
+      local BM, BN, BK = o.BM or 128, o.BN or 128, o.BK * (o.split_k or 1)
+      local pad = (m % BM ~= 0 or n % BN ~= 0 or k % BK ~= 0) and {BM, BN, BK} or nil
+      if pad then o.epilogue = nil end
+      U.check_vs_cublas(tir.build(tc.schedule(tc.workload(m, n, k, "float16", "float16", pad), o).mod, "cuda"), m, n, k, dev)
+    end)
+  end
+  for _, s in ipairs({{4096, 4096, 4096}, {128, 11008, 4096}}) do
+    it(("auto_tensorize's pick at %dx%dx%d matches cuBLAS"):format(s[1], s[2], s[3]), function()
+      local sch = tc.auto_tensorize(tc.workload(s[1], s[2], s[3], "float16", "float16"), "mma.m16n8k16", nil, {epilogue = "D", tuned = false})
+      U.check_vs_cublas(tir.build(sch.mod, "cuda"), s[1], s[2], s[3], dev)
+    end)
+  end
+
   it("auto_tensorize: a batched matmul with B transposed matches the interpreter", function()
     local te = tir.te
     local A = te.placeholder({3, 128, 64}, "float16", "A")
