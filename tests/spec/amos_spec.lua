@@ -210,6 +210,19 @@ describe("amos.apply", function()
     map_and_check(W.conv2d(1, 8, 8, 16, 16, 3, 3, {pad = 1}), "conv", "wmma.m16n16k16", nil, 1e-3)
   end)
 
+  it("wmma, every candidate: a batched operand's shared rows are padded, not its batch stride", function()
+    -- (the padded candidates with a batch dimension once got their batch stride padded: 264
+    -- elements, every wmma_load 16 bytes off its 32-byte alignment; the simulator refused them)
+    local f = W.conv2d(1, 8, 8, 16, 16, 3, 3, {pad = 1})
+    local cands = tir.amos.mappings(f, "conv", "wmma.m16n16k16")
+    local batched = 0
+    for i, c in ipairs(cands) do
+      if #c.groups > 0 then batched = batched + 1 end
+      check_applied(f, (cands:apply(i)), 1e-3)
+    end
+    assert.is_true(batched >= 4)
+  end)
+
   it("padding (pad_einsum): odd matmuls in every layout, a first layer (C = 3, K = 27), a strided conv (M = 49)", function()
     for _, layout in ipairs({"NN", "NT", "TN", "TT"}) do
       local cands, sch = map_and_check(W.matmul(30, 20, 27, layout), "C", "mma.m16n8k16", nil, 1e-3)

@@ -725,7 +725,11 @@ local function schedule(func, opts, P)
   -- shared layouts against bank conflicts: rows padded by 16 bytes (storage_align: row strides
   -- of 16 mod 64 bytes), so the 8 rows an ldmatrix phase reads (and wmma's loads) fall in 8
   -- different 16-byte bank groups.  (An XOR swizzle through transform_layout would dissolve the
-  -- tensorized views, which the interpreter then cannot check; see transform_layout.c.)
+  -- tensorized views, which the interpreter then cannot check; see transform_layout.c.)  The
+  -- row axis is the second-to-last: a batched operand's stage ([batch, rows, k], amos mappings
+  -- with a batch dimension) keeps its batch stride, which padded would move every tile off
+  -- wmma's 32-byte alignment.
+  local function row_axis(b) return #sch:get(b).writes[1].buffer.shape - 2 end
   if o.intrin == "wmma" and wide then
     -- 8-bit wmma: load_matrix_sync needs 32-byte aligned tile pointers, and a 16-element column
     -- offset is 16 bytes; the shared tiles are stored fragment by fragment instead (each
@@ -743,12 +747,12 @@ local function schedule(func, opts, P)
     local b_cols = (tb or wide) and o.BK or o.BN
     local a_mode, b_mode = core.swizzle_for_rows(a_cols * esize), core.swizzle_for_rows(b_cols * esize)
     if a_mode and not (ta and wide) then sch:storage_swizzle(AS, 0, a_mode)
-    else sch:storage_align(AS, 0, 0, 64 // esize, 16 // esize) end
+    else sch:storage_align(AS, 0, row_axis(AS), 64 // esize, 16 // esize) end
     if b_mode and not (wide and not tb) then sch:storage_swizzle(BS, 0, b_mode)
-    else sch:storage_align(BS, 0, 0, 64 // esize, 16 // esize) end
+    else sch:storage_align(BS, 0, row_axis(BS), 64 // esize, 16 // esize) end
   elseif o.pad then
-    sch:storage_align(AS, 0, 0, 64 // esize, 16 // esize)
-    sch:storage_align(BS, 0, 0, 64 // esize, 16 // esize)
+    sch:storage_align(AS, 0, row_axis(AS), 64 // esize, 16 // esize)
+    sch:storage_align(BS, 0, row_axis(BS), 64 // esize, 16 // esize)
   end
   if CS and o.intrin == "mma" and o.pad then
     -- the staged accumulators: mma_store writes 8 rows x 4 lanes of 8 bytes per instruction;
