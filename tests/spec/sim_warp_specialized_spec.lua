@@ -17,7 +17,8 @@ local BM, BN, BK = 32, 32, 32
 -- (its thread 0 issues one TMA copy per operand and stage), warpgroups 1 .. nc consume (each
 -- thread keeps 1024 / (128 nc) accumulators, k in order as the interpreter adds them) and
 -- write C through a shared tile ordered by a named barrier among the consumers only.
--- opts plant bugs: parity_bug, no_full_wait, no_empty_wait, bar_count, nreg_inc, nreg_leader.
+-- opts plant bugs: parity_bug, no_full_wait, no_empty_wait, bar_count, nreg_inc, nreg_leader;
+-- tma_first issues the copies before their arrive.expect_tx (legal).
 local function ws_gemm(M, N, K, opts)
   opts = opts or {}
   local stages, nc = opts.stages or 2, opts.consumers or 2
@@ -57,9 +58,11 @@ local function ws_gemm(M, N, K, opts)
             T.evaluate(T.call("void", "ptx_mbarrier_wait", T.address_of(empty[{s}]), parity))
           end
           T.evaluate(T.call("void", "ptx_fence_proxy_async"))
-          T.evaluate(T.call("void", "ptx_mbarrier_arrive_expect_tx", T.address_of(full[{s}]), tile_bytes))
+          local function expect() T.evaluate(T.call("void", "ptx_mbarrier_arrive_expect_tx", T.address_of(full[{s}]), tile_bytes)) end
+          if not opts.tma_first then expect() end
           T.evaluate(T.call("void", "ptx_tma_load", T.address_of(As[{s * BM * BK}]), da, T.address_of(full[{s}]), by * BM, ko * BK))
           T.evaluate(T.call("void", "ptx_tma_load", T.address_of(Bs[{s * BN * BK}]), db, T.address_of(full[{s}]), bx * BN, ko * BK))
+          if opts.tma_first then expect() end -- legal: the transaction count is negative until the arrival
         end
       end)
     end, function()
@@ -107,8 +110,8 @@ end
 
 describe("tir.simulate on warp-specialized kernels", function()
   it("runs the producer and consumer branches as tasks, bit-exactly against the interpreter", function()
-    for _, c in ipairs({{64, 64, 128, 2, 2}, {32, 64, 96, 3, 1}, {64, 32, 64, 4, 2}}) do
-      local rep = run(c[1], c[2], c[3], {stages = c[4], consumers = c[5]})
+    for _, c in ipairs({{64, 64, 128, 2, 2}, {32, 64, 96, 3, 1}, {64, 32, 64, 4, 2}, {32, 32, 128, 2, 2, true}}) do
+      local rep = run(c[1], c[2], c[3], {stages = c[4], consumers = c[5], tma_first = c[6]})
       assert.are.equal(0, rep.n_issues)
       local ctas = (c[1] // BM) * (c[2] // BN)
       assert.are.equal(ctas * 2 * (c[3] // BK), rep.tma_copies)

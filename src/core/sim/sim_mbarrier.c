@@ -186,16 +186,18 @@ static int complete_copies(Sim *S, Bar *b, int tid) {
     if (c->completed) continue;
     c->completed = 1;
     b->tx -= c->size;
-    if (b->tx < 0) {
-      char who[96];
-      if (sim_issue(S, "mbarrier_tx", c->stmt, tid, NULL, c->tid, b->st->buf->name, b->el, b->st->n,
-                    "wrong expect_tx byte count on %s[%lld] (phase %lld): TMA copies completing on it bring %lld bytes more "
-                    "than ptx_mbarrier_arrive_expect_tx announced (%lld); the phase would complete before the data landed, "
-                    "seen by %s", b->st->buf->name, (long long)b->el, (long long)b->phase, (long long)-b->tx,
-                    (long long)b->expected, sim_thread_name(S, tid, who, sizeof who)))
-        return -1;
-      b->tx = 0;
-    }
+  }
+  /* a negative count is transient while arrivals (arrive.expect_tx) are still to come */
+  if (b->tx < 0 && b->pending == 0 && b->nc) {
+    const TmaCopy *c = &b->c[b->nc - 1];
+    char who[96];
+    if (sim_issue(S, "mbarrier_tx", c->stmt, tid, NULL, c->tid, b->st->buf->name, b->el, b->st->n,
+                  "wrong expect_tx byte count on %s[%lld] (phase %lld): TMA copies completing on it bring %lld bytes more "
+                  "than ptx_mbarrier_arrive_expect_tx announced (%lld); the phase would complete before the data landed, "
+                  "seen by %s", b->st->buf->name, (long long)b->el, (long long)b->phase, (long long)-b->tx,
+                  (long long)b->expected, sim_thread_name(S, tid, who, sizeof who)))
+      return -1;
+    b->tx = 0;
   }
   return 0;
 }
