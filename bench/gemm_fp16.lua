@@ -78,8 +78,41 @@ local VARIANTS = {
                opts = {intrin = "mma", tma = true, stages = 4}, layout = "NT", arch = "sm_90a"},
   mma_nt_s4 = {desc = "as mma_s4 (cp.async, padded rows), layout NT: the baseline of tma_nt_s4", opts = {intrin = "mma", stages = 4},
                layout = "NT"},
-  wgmma_tma = {desc = "wgmma m64n256k16, 128x256x64 CTA, TMA tiles (128-byte swizzle), 4-stage mbarrier pipeline, layout NT",
+  wgmma_tma = {desc = "wgmma m64n256k16, 128x256x64 CTA, TMA tiles (128-byte swizzle), 4-stage mbarrier pipeline, one wgmma group in flight, layout NT",
                opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 4, tma = true}, layout = "NT", arch = "sm_90a"},
+  -- issue 9 (hA): with tma the stage of step k - 1 is released after step k's wgmma_wait_group 1
+  -- (wgmma_pending = 1, the default); wgmma_tma_w0 is the earlier wgmma_tma (each step waited)
+  wgmma_tma_w0 = {desc = "as wgmma_tma, each step's wgmma group waited before its stage is released (wgmma_pending = 0)",
+                  opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 4, tma = true, wgmma_pending = 0},
+                  layout = "NT", arch = "sm_90a"},
+  -- warp specialization (inject_warp_specialization): a producer warpgroup (one thread issuing every
+  -- TMA copy, setmaxnreg.dec 40) + BM / 64 consumer warpgroups (setmaxnreg.inc 232): 128 * (BM / 64 + 1) threads
+  wgmma_ws = {desc = "as wgmma_tma, warp-specialized: 1 producer + 2 consumer warpgroups (384 threads), one wgmma group in flight",
+              opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 4, tma = true, warp_specialize = true},
+              layout = "NT", arch = "sm_90a"},
+  wgmma_ws_w0 = {desc = "as wgmma_ws with wgmma_pending = 0 (a stage released as soon as its group is waited)",
+                 opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 4, tma = true, warp_specialize = true, wgmma_pending = 0},
+                 layout = "NT", arch = "sm_90a"},
+  wgmma_ws_s3 = {desc = "as wgmma_ws, 3 stages", opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 3, tma = true,
+                 warp_specialize = true}, layout = "NT", arch = "sm_90a"},
+  wgmma_ws_128 = {desc = "warp-specialized, 128x128x64 CTA (2 consumer warpgroups of 64x128), 4 stages",
+                  opts = {intrin = "wgmma", BM = 128, BN = 128, BK = 64, stages = 4, tma = true, warp_specialize = true},
+                  layout = "NT", arch = "sm_90a"},
+  wgmma_ws_64x128 = {desc = "warp-specialized, 64x128x64 CTA (1 consumer warpgroup, 256 threads), 4 stages (small M)",
+                     opts = {intrin = "wgmma", BM = 64, BN = 128, BK = 64, stages = 4, tma = true, warp_specialize = true},
+                     layout = "NT", arch = "sm_90a"},
+  wgmma_ws_64x256 = {desc = "warp-specialized, 64x256x64 CTA (1 consumer warpgroup), 4 stages",
+                     opts = {intrin = "wgmma", BM = 64, BN = 256, BK = 64, stages = 4, tma = true, warp_specialize = true},
+                     layout = "NT", arch = "sm_90a"},
+  wgmma_ws_bf16 = {desc = "as wgmma_ws with bf16 inputs and fp32 output (cuBLAS bf16 -> fp32)",
+                   opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 4, tma = true, warp_specialize = true},
+                   layout = "NT", arch = "sm_90a", dtype = "bfloat16"},
+  wgmma_tma_bf16 = {desc = "as wgmma_tma with bf16 inputs and fp32 output (not warp-specialized)",
+                    opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 4, tma = true},
+                    layout = "NT", arch = "sm_90a", dtype = "bfloat16"},
+  wgmma_ws_64x128_bf16 = {desc = "as wgmma_ws_64x128 with bf16 inputs, fp32 output",
+                          opts = {intrin = "wgmma", BM = 64, BN = 128, BK = 64, stages = 4, tma = true, warp_specialize = true},
+                          layout = "NT", arch = "sm_90a", dtype = "bfloat16"},
   wgmma_tma_s3 = {desc = "as wgmma_tma, 3 stages", opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 3, tma = true},
                   layout = "NT", arch = "sm_90a"},
   wgmma_tma_128 = {desc = "wgmma m64n128k16, 128x128x64 CTA, TMA tiles, 4 stages, layout NT",
@@ -238,7 +271,8 @@ for _, s in ipairs(shapes) do
       common.record{bench = "gemm_fp16", variant = v, shape = row.shape, dtype = dt, layout = layout, ms = t * 1e3, tflops = row.tf,
                     ref = "cuBLAS", ref_ms = tcub * 1e3, ref_tflops = row.tfc, gpu = info.name, registers = row.regs,
                     -- the cuBLAS kernel behind ref_ms, when the caller found it (ncu) and passed it
-                    ref_kernel = os.getenv("TIRLUA_REF_KERNEL_" .. dt:upper() .. "_" .. layout),
+                    ref_kernel = (os.getenv("TIRLUA_REF_KERNEL_" .. dt:upper() .. "_" .. layout) or "") ~= "" and
+                                 os.getenv("TIRLUA_REF_KERNEL_" .. dt:upper() .. "_" .. layout) or nil,
                     smem_bytes = row.smem, config = config, params = params}
       print(("%-8s %-18s %9.3f %9.1f %9.3f %9.1f %7.3f %5d %6d %6d%s"):format(v, row.shape, t * 1e3, row.tf, tcub * 1e3, row.tfc, row.ratio,
         row.regs, row.spill, row.smem, config and ("  " .. config .. " " .. params) or ""))

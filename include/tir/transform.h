@@ -61,6 +61,12 @@ tir_PrimFunc *tir_pass_inject_tma_pipeline(const tir_PrimFunc *f);
 /* The threadIdx.x extent inject_tma_pipeline gives its leader loop in region when no wider loop
  * is bound: 128 (a warpgroup) when region calls warpgroup-wide builtins (wgmma), else 32. */
 int tir_tma_leader_lanes(const tir_Node *region);
+/* A TMA pipeline annotated warp_specialize = {1, producer regs, consumer regs} (split by
+ * inject_tma_pipeline) runs its copies on one thread of an added producer warpgroup and the
+ * rest of the warpgroup loop on the consumers, with setmaxnreg and a named barrier among the
+ * consumers (inject_warp_specialization.c has the form).  Block-level IR, after
+ * inject_tma_pipeline. */
+tir_PrimFunc *tir_pass_inject_warp_specialization(const tir_PrimFunc *f);
 /* Inside async_scope: shared <- global copies of 4, 8 or 16 bytes become ptx_cp_async
  * (TVM InjectPTXAsyncCopy). Flat IR (after flatten_buffer / vectorize_loop). */
 tir_PrimFunc *tir_pass_inject_ptx_async_copy(const tir_PrimFunc *f);

@@ -24,6 +24,9 @@ A.KNOWN = {
                                    doc = "per statement, iterations its shared reads stay in flight (wgmma_wait_group 1; tirlua)"},
   tma_pipeline_stages = {on = "loop", set_by = "user", doc = "stages of a TMA + mbarrier pipeline (inject_tma_pipeline)"},
   tma_copy = {on = "block", set_by = "user", doc = "this global -> shared copy becomes one TMA copy per tile (inject_tma_pipeline)"},
+  warp_specialize = {on = "loop", set_by = "user",
+                     doc = "{producer warpgroups (1), producer regs, consumer regs}: the TMA pipeline's copies on a producer warpgroup " ..
+                           "(inject_warp_specialization)"},
   tensor_intrin = {on = "block", set_by = "tensorize", doc = "the intrinsic a tensorized block runs"},
   buffer_dim_align = {on = "block", set_by = "storage_align", doc = "stride padding of the written buffers"},
   buffer_swizzle = {on = "block", set_by = "storage_swizzle", doc = "XOR swizzle of the written shared buffers ({index, B, M, S})"},

@@ -5,6 +5,7 @@
 -- Without an sm_90 GPU: pending.
 local tir = require("tir")
 local tc = require("tir.schedules.tc_gemm")
+local U = require("spec_util")
 
 local dev = tir.device("cuda", 0)
 local has_gpu, why = dev:exists()
@@ -15,15 +16,7 @@ local function check(m, n, k, dtype, o)
   local opts = {intrin = "wgmma"}
   for key, v in pairs(o) do opts[key] = v end
   local mod = tir.build(tc.schedule(f, opts).mod, "cuda -arch=sm_90a")
-  local a = tir.nd.random({m, k}, dtype, dev, {seed = m + 1})
-  local b = tir.nd.random({n, k}, dtype, dev, {seed = n + 2})
-  local out = dtype == "float16" and "float16" or "float32"
-  local c = tir.nd.empty({m, n}, out, dev)
-  local ref = tir.nd.empty({m, n}, out, dev)
-  mod(a, b, c)
-  tir.core.cublas_gemm(a, b, ref, false, true, 1.0, 0.0)
-  tir.core.cuda_sync(0)
-  return tir.testing.assert_allclose(c, ref, {rtol = 2e-2, atol = 2e-2 * math.sqrt(k / 64)})
+  return U.check_nt_vs_cublas(mod, m, n, k, dtype, dev)
 end
 
 describe("#gpu wgmma GEMM (sm_90a)", function()

@@ -143,6 +143,38 @@ function U.check_vs_cublas(mod, m, n, k, dev)
   return tir.testing.assert_allclose(c, ref, {rtol = 2e-2, atol = 2e-2 * math.sqrt(k / 64)})
 end
 
+--- The K-major ("NT": A m x k, B n x k) GEMM module mod in dtype (fp16 writes fp16, bf16 fp32) on
+-- dev against cuBLAS on the same seeded random operands (B transposed), within fp16 rounding.
+function U.check_nt_vs_cublas(mod, m, n, k, dtype, dev)
+  local a = tir.nd.random({m, k}, dtype, dev, {seed = m + 1})
+  local b = tir.nd.random({n, k}, dtype, dev, {seed = n + 2})
+  local out = dtype == "float16" and "float16" or "float32"
+  local c = tir.nd.empty({m, n}, out, dev)
+  local ref = tir.nd.empty({m, n}, out, dev)
+  mod(a, b, c)
+  tir.core.cublas_gemm(a, b, ref, false, true, 1.0, 0.0)
+  tir.core.cuda_sync(0)
+  return tir.testing.assert_allclose(c, ref, {rtol = 2e-2, atol = 2e-2 * math.sqrt(k / 64)})
+end
+
+--- Runs ptxas -arch=arch -v over the PTX text; returns whether it succeeded and its output, or
+-- nil when ptxas is not installed ($CUDA_HOME/bin/ptxas, else /usr/local/cuda/bin/ptxas).
+function U.ptxas(ptx, arch)
+  local ptxas = os.getenv("CUDA_HOME") and (os.getenv("CUDA_HOME") .. "/bin/ptxas") or "/usr/local/cuda/bin/ptxas"
+  local fh = io.open(ptxas, "r")
+  if not fh then return nil end
+  fh:close()
+  local tmp = os.tmpname()
+  local w = assert(io.open(tmp .. ".ptx", "w"))
+  w:write(ptx)
+  w:close()
+  local p = io.popen(("%s -arch=%s -v -o %s.cubin %s.ptx 2>&1"):format(ptxas, arch or "sm_90a", tmp, tmp))
+  local out = p:read("a")
+  local ok = p:close()
+  os.remove(tmp .. ".ptx"); os.remove(tmp .. ".cubin"); os.remove(tmp)
+  return ok == true, out
+end
+
 --- Inside a #gpu describe: CUDA device 0, or nil after adding a pending case that says why
 -- there is none (the describe then returns).  it: busted's; pending: a function of the spec
 -- calling busted's pending (which is looked up when the case runs, so a closure of the spec's).

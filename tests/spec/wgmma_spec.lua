@@ -138,18 +138,8 @@ describe("tc_gemm with intrin = \"wgmma\"", function()
                         "cp%.async%.cg%.shared%.global", "fence%.proxy%.async%.shared::cta"}) do
       assert.matches(s, ptx)
     end
-    local ptxas = os.getenv("CUDA_HOME") and (os.getenv("CUDA_HOME") .. "/bin/ptxas") or "/usr/local/cuda/bin/ptxas"
-    local fh = io.open(ptxas, "r")
-    if not fh then return pending("ptxas is not installed") end
-    fh:close()
-    local tmp = os.tmpname()
-    local w = assert(io.open(tmp .. ".ptx", "w"))
-    w:write(ptx)
-    w:close()
-    local p = io.popen(("%s -arch=sm_90a -v -o %s.cubin %s.ptx 2>&1"):format(ptxas, tmp, tmp))
-    local out = p:read("a")
-    local ok = p:close()
-    os.remove(tmp .. ".ptx"); os.remove(tmp .. ".cubin"); os.remove(tmp)
+    local ok, out = U.ptxas(ptx)
+    if ok == nil then return pending("ptxas is not installed") end
     assert.is_true(ok, out)
     assert.matches("0 bytes spill stores", out)
   end)

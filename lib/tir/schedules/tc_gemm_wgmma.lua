@@ -20,7 +20,13 @@ local raise = util.raise
 M.defaults = {BM = 128, BN = 128, BK = 64, stages = 3, epilogue = nil, unroll = true, wgmma_pending = 1}
 
 local OPTS = {intrin = "string", BM = "positive", BN = "positive", BK = "positive", stages = "positive", epilogue = "string",
-              unroll = "boolean", block = "string", dtype = "dtype", vec = "positive", tma = "boolean", wgmma_pending = "nonneg"}
+              unroll = "boolean", block = "string", dtype = "dtype", vec = "positive", tma = "boolean", wgmma_pending = "nonneg",
+              warp_specialize = "boolean",
+              ws_regs = function(v)
+                if type(v) ~= "table" or #v ~= 2 or math.type(v[1]) ~= "integer" or math.type(v[2]) ~= "integer" then
+                  return "a list {producer registers, consumer registers}"
+                end
+              end}
 M.OPTS = OPTS
 
 -- the wgmma row of the block's dtypes (include/tir/mma.h), or an error naming the supported ones
@@ -42,9 +48,13 @@ end
 -- valid N of the row, at most 256), BK (16, 32 or 64 for 16-bit inputs, 32, 64 or 128 for int8:
 -- BK * element bytes is the swizzle, 32, 64 or 128 bytes), stages (cp.async pipeline depth, or
 -- with tma = true the TMA + mbarrier pipeline's),
--- epilogue ("D": the fp16 cast fused into the store), unroll, wgmma_pending (0 or 1; 0 with tma: a
--- stage is released by an mbarrier arrive right after the statements that read it).  Every option and shape is
--- checked first; errors are tir.Errors from "tc_gemm.schedule".
+-- epilogue ("D": the fp16 cast fused into the store), unroll, wgmma_pending (0 or 1; with tma a stage
+-- is released by an mbarrier arrive once the wgmma groups reading it are complete: 1 releases the
+-- previous step's stage after this step's wgmma_wait_group 1), warp_specialize (with tma: a
+-- producer warpgroup of its own issues the TMA copies, the BM / 64 warpgroups only compute;
+-- inject_warp_specialization), ws_regs ({producer, consumer} registers for setmaxnreg; default 40
+-- and what the rest of the CTA's registers give each consumer thread: 232 at BM = 128; none at BM = 64).  Every option and
+-- shape is checked first; errors are tir.Errors from "tc_gemm.schedule".
 function M.schedule(sch, o, P, analyze)
   local info = analyze(sch, sch:get_block(o.block or "C"), P)
   local row = row_for(info, P)
@@ -94,9 +104,43 @@ function M.schedule(sch, o, P, analyze)
   end
 
   if o.wgmma_pending > 1 then raise("ValueError", P, "wgmma_pending must be 0 or 1 (wgmma groups left in flight per step), got %d", o.wgmma_pending) end
-  -- with TMA (inject_tma_pipeline) a stage is released (mbarrier arrive) right after the
-  -- statements that read it, so each step's wgmma group must be complete there: wgmma_pending 0
-  local pend = (o.stages > 1 and not o.tma) and o.wgmma_pending or 0
+  -- with TMA (inject_tma_pipeline) a stage is released (mbarrier arrive) once the wgmma groups
+  -- that read it are complete: with one group in flight, the previous step's stage
+  local pend = o.stages > 1 and o.wgmma_pending or 0
+  local ws_regs
+  if o.warp_specialize then
+    if not o.tma then
+      raise("ValueError", P, "warp_specialize = true needs tma = true (the producer warpgroup issues TMA copies; cp.async copies are "..
+            "issued by every thread)")
+    end
+    if o.stages < 2 then raise("ValueError", P, "warp_specialize = true needs stages >= 2 (the producer fills one stage while the consumers read another), got %d", o.stages) end
+    -- setmaxnreg (PTX ISA) moves registers inside the CTA's allocation, which ptxas makes the
+    -- launch bounds' cap R0 = 65536 / threads (to a multiple of 8) when the kernel uses it:
+    -- producer Rp <= R0 <= consumer Rc, 128 Rp + 128 * wgs * Rc <= threads * R0.  One consumer
+    -- warpgroup (256 threads) caps nothing: no setmaxnreg there (inject_warp_specialization.c)
+    local threads = 128 * (wgs + 1)
+    local r0 = 65536 // threads // 8 * 8
+    local rp = o.ws_regs and o.ws_regs[1] or (r0 <= 255 and 40 or 0)
+    local rc = o.ws_regs and o.ws_regs[2] or (r0 <= 255 and (threads * r0 - 128 * rp) // (128 * wgs) // 8 * 8 or 0)
+    if o.ws_regs then
+      if r0 > 255 then
+        raise("ValueError", P, "ws_regs: with BM = %d (one consumer warpgroup, %d threads) setmaxnreg has no register cap to move; "..
+              "leave ws_regs out", BM, threads)
+      end
+      for q, r in ipairs({rp, rc}) do
+        if r < 24 or r > 256 or r % 8 ~= 0 then
+          raise("ValueError", P, "ws_regs: %s registers %d: setmaxnreg takes a multiple of 8 in 24 .. 256", q == 1 and "producer" or "consumer", r)
+        end
+      end
+      if rp > r0 or rc < r0 or 128 * rp + 128 * wgs * rc > threads * r0 then
+        raise("ValueError", P, "ws_regs = {%d, %d}: the %d threads start with %d registers each; the producer's may not exceed that, "..
+              "the consumers' not fall below it, and 128 x %d + %d x 128 x %d must fit in %d", rp, rc, threads, r0, rp, wgs, rc, threads * r0)
+      end
+    end
+    ws_regs = {rp, rc}
+  elseif o.ws_regs then
+    raise("ValueError", P, "ws_regs is for warp_specialize = true")
+  end
   local names = require("tir.intrin.cuda").wgmma(row, BN, "K", BK, pend)
   local C = sch:get_block(o.block or "C")
   local mode = ("%dB"):format(sw) -- the PTX swizzle mode of the tiles (storage_swizzle)
@@ -164,6 +208,8 @@ function M.schedule(sch, o, P, analyze)
     -- box lands with the tiles' 32/64/128-byte swizzle, which the wgmma descriptors read
     sch:annotate(AS, "tma_copy", 1); sch:annotate(BS, "tma_copy", 1)
     sch:annotate(ko, "tma_pipeline_stages", o.stages)
+    -- a producer warpgroup issuing the copies, the others computing (inject_warp_specialization)
+    if ws_regs then sch:annotate(ko, "warp_specialize", {1, ws_regs[1], ws_regs[2]}) end
   elseif o.stages > 1 then
     sch:annotate(ko, "software_pipeline_stage", {0, 0, o.stages - 1})
     sch:annotate(ko, "software_pipeline_order", {0, 1, 2})

@@ -26,8 +26,23 @@
  * destination buffer's (storage_swizzle: a PTX mode; or none),
  * so the box lands in exactly the layout the buffer declares.  Errors (LoweringError) name
  * the loop and the copy that does not have the form above.
+ *
+ * Groups left in flight: when the statements end with wgmma_wait_group P (P wgmma groups still
+ * reading their shared operands after the step, the wgmma_pending = 1 GEMM), step k releases
+ * the stage of step k - P instead of its own (arrive(empty[(k - P - min) % N]) once k - min >=
+ * P), and the leader refills that stage with step k - P + N; P < N.
+ *
+ * Warp specialization (the loop also carries `warp_specialize`, inject_warp_specialization.c
+ * lowers it next): the copies leave the consumers' loop.  The body becomes
+ *   init, __syncthreads,
+ *   AttrStmt "warp_specialize_producer" { for kp in the range: if kp - min >= N:
+ *     wait(empty[s], parity + 1); fence.proxy.async; expect_tx(full[s]); the copies of kp }
+ *   for k: wait(full[s], p); the statements; the release above
+ * with empty[*] expecting one arrival per thread of the CTA as it is (the consumers); the next
+ * pass runs the marked statement on one thread of an added producer warpgroup and the rest on
+ * the consumers (CUTLASS's sm90 warp-specialized mainloop: producer_acquire / consumer_wait /
+ * consumer_release).
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +56,7 @@
 #define PASS "inject_tma_pipeline"
 #define KEY_STAGES "tma_pipeline_stages"
 #define KEY_COPY "tma_copy"
+#define KEY_WS "warp_specialize"
 
 typedef struct {
   const tir_PrimFunc *func;
@@ -62,18 +78,8 @@ typedef struct {
   int swizzle;
 } Copy;
 
-static tir_Node *fail_at(Ctx *c, const tir_Node *where, const char *what, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static tir_Node *fail_at(Ctx *c, const tir_Node *where, const char *what, const char *fmt, ...) {
-  char msg[768];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  tir_error_set(TIR_ERR_LOWER, PASS, "%s", msg);
-  tir_error_set_ir(&c->func->hdr);
-  tir_error_mark(where, what);
-  return TIR_MUTATE_ERROR;
-}
+/* a LoweringError naming the pass, showing the function with `where` marked */
+#define fail_at(c, where, what, ...) pass_fail_at(PASS, (c)->func, (where), (what), __VA_ARGS__)
 
 static int64_t thread_extent(const tir_For *f) {
   int64_t e;
@@ -355,6 +361,22 @@ static tir_Node *issue(const tir_For *loop, Copy *cps, int n, tir_Buffer *full, 
   return tir_seq(cat);
 }
 
+/* The wgmma groups the statements leave in flight: the argument of their last wgmma_wait_group
+ * (0 without wgmma groups); -1 when a group is committed after the last wait (never waited). */
+typedef struct {
+  int64_t pending;
+  int committed;
+} Groups;
+
+static int groups_fn(const tir_Node *n, void *p) {
+  Groups *g = p;
+  if (n->kind != TIR_Call) return 0;
+  const tir_Call *c = (const tir_Call *)n;
+  if (strcmp(c->op, "wgmma_commit_group") == 0) g->committed = 1;
+  if (strcmp(c->op, "wgmma_wait_group") == 0 && c->args->size == 1 && tir_is_const_int(c->args->items[0], &g->pending)) g->committed = 0;
+  return 0;
+}
+
 static int is_plain_opaque(const tir_BlockRealize *br) {
   const tir_Block *b = br->block;
   return tir_is_one(br->predicate) && b->iter_vars->size == 0 && !b->init && b->match_buffers->size == 0;
@@ -411,7 +433,23 @@ static tir_Node *pipeline(Ctx *c, const tir_For *f) {
       goto done;
     }
   }
+  Groups G = {0, 0};
+  for (int i = ncp; i < nk; i++) tir_visit(kids[i], groups_fn, &G);
+  if (G.committed || G.pending < 0 || G.pending >= N) {
+    fail_at(c, &f->hdr, "pipelined loop", G.committed ? "loop %s: a wgmma group is committed after the body's last wgmma_wait_group, "
+            "so no step of the TMA pipeline can tell when its stage is free" : "loop %s: the body leaves %lld wgmma groups in flight "
+            "(wgmma_wait_group), which needs more than that many stages (%s = %lld)", f->loop_var->name, (long long)G.pending,
+            KEY_STAGES, (long long)N);
+    goto done;
+  }
+  int ws = tir_ann_get(f->annotations, KEY_WS) != NULL;
+  if (ws && c->in_loop) {
+    fail_at(c, &f->hdr, "pipelined loop", "loop %s: %s inside another loop (a persistent kernel's tile loop) is not supported yet: "
+            "the producer would have to walk the tiles too", f->loop_var->name, KEY_WS);
+    goto done;
+  }
   {
+    const int64_t P = G.pending;
     tir_DType lt = f->loop_var->hdr.dtype;
     tir_Node *k0 = tir_sub(R((tir_Node *)f->loop_var), R(f->min));
     Ver V = {cps, ncp, tir_floormod(R(k0), tir_int_imm(lt, N))};
@@ -448,17 +486,41 @@ static tir_Node *pipeline(Ctx *c, const tir_For *f) {
       }
       items = tir_array_push(items, x);
     }
-    items = tir_array_push(items, call_stmt("ptx_mbarrier_arrive", tir_array_of(1, bar_at(empty, tir_cast(TIR_INT32, R(V.stage))))));
-    tir_Node *nxt = tir_add(R((tir_Node *)f->loop_var), tir_int_imm(lt, N));
-    /* every thread's reads of stage s (generic proxy: ldmatrix, ld.shared) happen before the TMA
-     * (async proxy) overwrites it: the empty phase orders them, a proxy fence carries that
-     * order over to the async proxy */
-    tir_Node *refill = tir_seq(tir_array_of(3, call_stmt("ptx_mbarrier_wait", tir_array_of(2, bar_at(empty, tir_cast(TIR_INT32, R(V.stage))),
-                                                                                             tir_cast(TIR_INT32, R(parity)))),
-                                             call_stmt("ptx_fence_proxy_async", tir_array_empty()),
-                                             issue(f, cps, ncp, full, R(nxt), tir_cast(TIR_INT32, R(V.stage)))));
+    /* the step whose stage is released here: k - P (its wgmma groups are complete after this
+     * step's wait), once it exists */
+    tir_Node *rk = tir_sub(R(k0), tir_int_imm(lt, P));
+    tir_Node *rstage = tir_cast(TIR_INT32, tir_floormod(R(rk), tir_int_imm(lt, N)));
+    tir_Node *rpar = tir_cast(TIR_INT32, tir_floormod(tir_floordiv(R(rk), tir_int_imm(lt, N)), tir_int_imm(lt, 2)));
+    tir_Node *arrive = call_stmt("ptx_mbarrier_arrive", tir_array_of(1, bar_at(empty, R(rstage))));
+    items = tir_array_push(items, P ? tir_if(tir_cmp(TIR_GE, R(k0), tir_int_imm(lt, P)), arrive, NULL) : arrive);
     tir_Node *end = tir_add(R(f->min), R(f->extent));
-    items = tir_array_push(items, leader(c, tir_if(tir_cmp(TIR_LT, nxt, end), refill, NULL)));
+    tir_Node *producer = NULL;
+    if (!ws) {
+      tir_Node *nxt = tir_add(tir_add(R(f->min), R(rk)), tir_int_imm(lt, N));
+      /* every thread's reads of stage s (generic proxy: ldmatrix, ld.shared) happen before the TMA
+       * (async proxy) overwrites it: the empty phase orders them, a proxy fence carries that
+       * order over to the async proxy */
+      tir_Node *refill = tir_seq(tir_array_of(3, call_stmt("ptx_mbarrier_wait", tir_array_of(2, bar_at(empty, R(rstage)), R(rpar))),
+                                               call_stmt("ptx_fence_proxy_async", tir_array_empty()),
+                                               issue(f, cps, ncp, full, R(nxt), R(rstage))));
+      tir_Node *cond = tir_cmp(TIR_LT, nxt, R(end));
+      if (P) cond = tir_and(tir_cmp(TIR_GE, R(k0), tir_int_imm(lt, P)), cond);
+      items = tir_array_push(items, leader(c, tir_if(cond, refill, NULL)));
+    } else {
+      /* the producer's own walk over the steps: stage kp's previous use (step kp - N) released
+       * the phase ((kp - min) / N - 1) of empty[s] */
+      tir_Var *pv = tir_var_new(f->loop_var->name, lt);
+      tir_Node *p0 = tir_sub(R((tir_Node *)pv), R(f->min));
+      tir_Node *ps = tir_cast(TIR_INT32, tir_floormod(R(p0), tir_int_imm(lt, N)));
+      tir_Node *pp = tir_cast(TIR_INT32, tir_floormod(tir_add(tir_floordiv(R(p0), tir_int_imm(lt, N)), tir_int_imm(lt, 1)), tir_int_imm(lt, 2)));
+      tir_Node *acquire = tir_if(tir_cmp(TIR_GE, p0, tir_int_imm(lt, N)),
+                                 call_stmt("ptx_mbarrier_wait", tir_array_of(2, bar_at(empty, R(ps)), pp)), NULL);
+      tir_Node *pbody = tir_seq(tir_array_of(3, acquire, call_stmt("ptx_fence_proxy_async", tir_array_empty()),
+                                             issue(f, cps, ncp, full, R((tir_Node *)pv), ps)));
+      producer = tir_attr_stmt(NULL, "warp_specialize_producer", tir_i32(1),
+                               tir_for(pv, R(f->min), R(f->extent), TIR_FOR_SERIAL, "", NULL, pbody));
+    }
+    tir_release(rk), tir_release(rstage), tir_release(rpar), tir_release(end);
     tir_Array *anns = tir_ann_remove(f->annotations, KEY_STAGES);
     tir_Node *loop = tir_for(R(f->loop_var), R(f->min), R(f->extent), f->kind, f->thread_tag, anns, tir_seq(items));
     /* the block holding the versioned tiles, the barriers and the other buffers of the body */
@@ -476,7 +538,12 @@ static tir_Node *pipeline(Ctx *c, const tir_For *f) {
                                   : tir_array_empty();
     parts = tir_array_push(parts, init);
     parts = tir_array_push(parts, sync);
-    parts = tir_array_push(parts, pro);
+    if (producer) {
+      tir_release(pro);
+      parts = tir_array_push(parts, producer);
+    } else {
+      parts = tir_array_push(parts, pro);
+    }
     parts = tir_array_push(parts, loop);
     tir_Block *blk = tir_block_new("", NULL, NULL, NULL, NULL, nallocs, NULL, NULL, tir_seq(parts));
     result = tir_block_realize(tir_array_empty(), tir_bool_imm(1), blk);

@@ -2,8 +2,27 @@
 #ifndef TIR_PASS_UTIL_H
 #define TIR_PASS_UTIL_H
 
+#include <stdarg.h>
+#include <stdio.h>
+
 #include "tir/error.h"
 #include "tir/ir.h"
+
+/* Sets a LoweringError of `pass` with the formatted message, f's IR and `where` (may be NULL)
+ * marked `what`; returns TIR_MUTATE_ERROR, a mutator's failure. */
+static inline tir_Node *pass_fail_at(const char *pass, const tir_PrimFunc *f, const tir_Node *where, const char *what, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static inline tir_Node *pass_fail_at(const char *pass, const tir_PrimFunc *f, const tir_Node *where, const char *what, const char *fmt, ...) {
+  char msg[768];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  tir_error_set(TIR_ERR_LOWER, pass, "%s", msg);
+  tir_error_set_ir(&f->hdr);
+  if (where) tir_error_mark(where, what);
+  return TIR_MUTATE_ERROR;
+}
 
 /* Returns a copy of f with a new body (stolen). */
 static inline tir_PrimFunc *pass_with_body(const tir_PrimFunc *f, tir_Node *body) {

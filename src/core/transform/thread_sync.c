@@ -21,7 +21,13 @@
  * refilling the version the previous iteration read does.  After every ptx_wait_group a
  * barrier follows (cp.async data of other threads is visible only then).  The shared operands
  * of TMA and mbarrier builtins (TIR_BUILTIN_ASYNC_PROXY) are left out: mbarrier phases order
- * them, and a pipeline built on them has no __syncthreads in its main loop. */
+ * them, and a pipeline built on them has no __syncthreads in its main loop.
+ *
+ * Warp-specialized kernels (inject_warp_specialization): a branch wrapped in AttrStmt
+ * "named_barrier" (node: the thread count n, value: the barrier id) runs on n threads only,
+ * the consumer warpgroups; the pass looks into it although its if depends on threadIdx, and a
+ * barrier it needs there is `bar.sync id, n` (ptx_bar_sync), since a __syncthreads would wait
+ * for the producer warpgroup, which never comes. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,6 +58,7 @@ typedef struct {
   const tir_Node *thread_vars[16];
   int n_thread;
   const tir_Node *stranded_wait; /* a ptx_wait_group where no barrier can follow it */
+  int64_t bar_id, bar_n;         /* inside a "named_barrier" region: its barrier, else 0 */
   const tir_Node *mbuf[MAXM], *mver[MAXM]; /* enclosing pipeline_version markers */
   int nm;
   tir_Node **pool; /* versions made here (shifted to the previous iteration), owned */
@@ -282,8 +289,15 @@ static int thread_dependent(Ctx *c, const tir_Node *e) {
   return 0;
 }
 
-static tir_Node *sync_stmt(void) {
+static tir_Node *sync_stmt(const Ctx *c) {
+  if (c->bar_id) return tir_evaluate(tir_call(TIR_VOID, "ptx_bar_sync", tir_array_of(2, tir_i32((int)c->bar_id), tir_i32((int)c->bar_n))));
   return tir_evaluate(tir_call(TIR_INT32, "tvm_storage_sync", tir_array_of(1, tir_string_imm("shared"))));
+}
+
+/* A branch that only some threads take but that is a region of its own barrier (AttrStmt
+ * "named_barrier" of inject_warp_specialization). */
+static int is_named_region(const tir_Node *s) {
+  return s && s->kind == TIR_AttrStmt && strcmp(((const tir_AttrStmt *)s)->key, "named_barrier") == 0;
 }
 
 /* Rewrites s with barriers; state is what happened since the last barrier (updated). */
@@ -298,7 +312,9 @@ static tir_Node *visit_seq(Ctx *c, const tir_Node *const *items, int n, Acc *sta
     int compound = items[i]->kind == TIR_For || items[i]->kind == TIR_SeqStmt || items[i]->kind == TIR_LetStmt ||
                    items[i]->kind == TIR_AttrStmt || items[i]->kind == TIR_Allocate || items[i]->kind == TIR_IfThenElse;
     int uniform_inside = compound;
-    if (items[i]->kind == TIR_IfThenElse && thread_dependent(c, ((const tir_IfThenElse *)items[i])->cond)) uniform_inside = 0;
+    if (items[i]->kind == TIR_IfThenElse && thread_dependent(c, ((const tir_IfThenElse *)items[i])->cond) &&
+        !is_named_region(((const tir_IfThenElse *)items[i])->then_case) && !is_named_region(((const tir_IfThenElse *)items[i])->else_case))
+      uniform_inside = 0;
     if (items[i]->kind == TIR_For) {
       const tir_For *f = (const tir_For *)items[i];
       if (thread_dependent(c, f->min) || thread_dependent(c, f->extent)) uniform_inside = 0;
@@ -306,7 +322,7 @@ static tir_Node *visit_seq(Ctx *c, const tir_Node *const *items, int n, Acc *sta
     /* a conflict with what came before is resolved before the statement, even when the
      * statement is a loop: one barrier ahead of it rather than one per iteration */
     if (conflicts(state, &acc) && (!uniform_inside || items[i]->kind == TIR_For || items[i]->kind == TIR_IfThenElse)) {
-      out = tir_array_push(out, sync_stmt());
+      out = tir_array_push(out, sync_stmt(c));
       memset(state, 0, sizeof *state);
     }
     if (uniform_inside) {
@@ -317,7 +333,7 @@ static tir_Node *visit_seq(Ctx *c, const tir_Node *const *items, int n, Acc *sta
       if (compound && !c->stranded_wait) tir_visit(items[i], find_wait, &c->stranded_wait);
     }
     if (is_wait(items[i])) {
-      out = tir_array_push(out, sync_stmt());
+      out = tir_array_push(out, sync_stmt(c));
       memset(state, 0, sizeof *state);
     }
   }
@@ -368,8 +384,26 @@ static tir_Node *visit(Ctx *c, const tir_Node *s, Acc *state) {
     case TIR_IfThenElse: {
       const tir_IfThenElse *f = (const tir_IfThenElse *)s;
       Acc a = *state, b = *state;
-      tir_Node *t = visit_seq(c, (const tir_Node *const *)&f->then_case, 1, &a);
-      tir_Node *e = f->else_case ? visit_seq(c, (const tir_Node *const *)&f->else_case, 1, &b) : NULL;
+      /* a thread-dependent if reaches here only when a branch is a named-barrier region: the
+       * other branch takes no barrier inside (a unit) */
+      int td = thread_dependent(c, f->cond);
+      tir_Node *t, *e = NULL;
+      if (td && !is_named_region(f->then_case)) {
+        Acc x;
+        accesses(c, f->then_case, &x);
+        merge(&a, &x);
+        t = tir_retain(f->then_case);
+      } else {
+        t = visit_seq(c, (const tir_Node *const *)&f->then_case, 1, &a);
+      }
+      if (f->else_case && td && !is_named_region(f->else_case)) {
+        Acc x;
+        accesses(c, f->else_case, &x);
+        merge(&b, &x);
+        e = tir_retain(f->else_case);
+      } else if (f->else_case) {
+        e = visit_seq(c, (const tir_Node *const *)&f->else_case, 1, &b);
+      }
       merge(&a, &b);
       *state = a;
       return tir_if(R(f->cond), t, e);
@@ -395,6 +429,10 @@ static tir_Node *visit(Ctx *c, const tir_Node *s, Acc *state) {
         pushed = 1;
       }
       int marker = strcmp(a->key, "pipeline_version") == 0 && a->node && a->node->kind == TIR_Buffer && c->nm < MAXM;
+      int64_t saved_id = c->bar_id, saved_n = c->bar_n;
+      if (is_named_region(s)) {
+        if (!a->node || !tir_is_const_int(a->node, &c->bar_n) || !tir_is_const_int(a->value, &c->bar_id)) c->bar_id = 0;
+      }
       if (marker) {
         c->mbuf[c->nm] = &((const tir_Buffer *)a->node)->data->hdr;
         c->mver[c->nm++] = a->value;
@@ -402,6 +440,7 @@ static tir_Node *visit(Ctx *c, const tir_Node *s, Acc *state) {
       tir_Node *body = visit_seq(c, (const tir_Node *const *)&a->body, 1, state);
       if (marker) c->nm--;
       if (pushed) c->n_thread--;
+      c->bar_id = saved_id, c->bar_n = saved_n;
       return tir_attr_stmt(R(a->node), a->key, R(a->value), body);
     }
     default: {

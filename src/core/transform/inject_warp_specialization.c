@@ -1,0 +1,303 @@
+/* inject_warp_specialization.c -- a TMA-pipelined loop annotated
+ * `warp_specialize = {producer warpgroups, producer registers, consumer registers}` runs its
+ * copies on a producer warpgroup of its own and its computation on the CTA's warpgroups, the
+ * consumers (CUTLASS's sm90 "warp-specialized cooperative" kernels: a producer warpgroup whose
+ * one elected thread issues TMA, consumer warpgroups issuing wgmma, registers moved between
+ * them with setmaxnreg; PTX ISA 9.7.17.1 setmaxnreg, 9.7.13.1 bar.sync).  Block-level IR, right
+ * after inject_tma_pipeline, which has already split the pipeline (inject_tma_pipeline.c:
+ * `init; __syncthreads; AttrStmt "warp_specialize_producer" {producer loop}; consumer loop`).
+ *
+ * The warpgroup loop W (the threadIdx.y loop around the pipeline; threadIdx.x must be one
+ * warpgroup, 128 threads) of extent G becomes one of extent G + 1, and its body
+ *
+ *   block(the pipeline's tiles and mbarriers) {
+ *     init; __syncthreads                                   (all G + 1 warpgroups)
+ *     if W == G { setmaxnreg.dec Rp; if threadIdx.x == 0 { the producer loop } }
+ *     else AttrStmt "named_barrier" (128 G threads, barrier 1) {
+ *       setmaxnreg.inc Rc; W's body with the pipeline block replaced by the consumer loop }
+ *   }
+ *
+ * The pipeline's allocations move up to W's body (both roles use them); statements of W's body
+ * around the pipeline (the accumulator's fill, the epilogue) run on the consumers only.  Inside
+ * the consumers' branch a CTA barrier would wait for the producer warpgroup forever: existing
+ * tvm_storage_sync become ptx_bar_sync(1, 128 G), and thread_sync emits the same there
+ * (AttrStmt "named_barrier").
+ *
+ * Registers: setmaxnreg.dec / .inc (PTX ISA 9.7.17.1; multiples of 8 in 24 .. 256) move registers
+ * within the CTA's allocation, and .inc blocks until other warps have released enough: a wrong
+ * count hangs the kernel.  ptxas gives a kernel that uses setmaxnreg the most registers its
+ * launch bounds allow, R0 = 65536 / T rounded down to a multiple of 8 for T = 128 (G + 1) threads
+ * (seen with CUDA 12: 168 at 384 threads, 128 at 512, 96 at 640), so the rule is Rp <= R0 <= Rc
+ * and 128 Rp + 128 G Rc <= T R0 (CUTLASS's 40 / 232 at 384 threads fill it exactly).  With T <=
+ * 256 the launch bounds cap nothing (R0 would pass 255) and ptxas keeps the registers the code
+ * needs, so {1, 0, 0} (no setmaxnreg) is the only register setting there.
+ *
+ * Errors (LoweringError) name the loop: a malformed annotation, no TMA pipeline on the loop, no
+ * threadIdx.y warpgroup loop around it or threadIdx.x other than 128, the pipeline inside a
+ * loop or branch of W's body (a persistent kernel: not supported yet), registers that do not fit.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pass_util.h"
+
+#define PASS "inject_warp_specialization"
+#define KEY_WS "warp_specialize"
+#define MARK "warp_specialize_producer"
+#define WG_THREADS 128
+#define REGFILE 65536 /* 32-bit registers per SM and per CTA (CUDA C++ Programming Guide, compute capability 9.0) */
+#define CONSUMER_BARRIER 1
+
+typedef struct {
+  const tir_PrimFunc *func;
+  int64_t cta[3]; /* the largest threadIdx.x/y/z extents over the function */
+} Ctx;
+
+/* a LoweringError naming the pass, showing the function with `where` marked */
+#define fail_at(c, where, what, ...) pass_fail_at(PASS, (c)->func, (where), (what), __VA_ARGS__)
+
+static int is_thread_loop(const tir_Node *n, const char *tag) {
+  return n->kind == TIR_For && ((const tir_For *)n)->kind == TIR_FOR_THREAD_BINDING && strcmp(((const tir_For *)n)->thread_tag, tag) == 0;
+}
+
+static int scan_threads(const tir_Node *n, void *p) {
+  Ctx *c = p;
+  if (n->kind != TIR_For || ((const tir_For *)n)->kind != TIR_FOR_THREAD_BINDING) return 0;
+  const tir_For *f = (const tir_For *)n;
+  int64_t e;
+  if (strncmp(f->thread_tag, "threadIdx.", 10) == 0 && f->thread_tag[10] >= 'x' && f->thread_tag[10] <= 'z' &&
+      tir_is_const_int(f->extent, &e) && e > c->cta[f->thread_tag[10] - 'x'])
+    c->cta[f->thread_tag[10] - 'x'] = e;
+  return 0;
+}
+
+static int is_mark(const tir_Node *n) { return n->kind == TIR_AttrStmt && strcmp(((const tir_AttrStmt *)n)->key, MARK) == 0; }
+
+static int find_mark(const tir_Node *n, void *p) {
+  if (is_mark(n) && !*(const tir_Node **)p) *(const tir_Node **)p = n;
+  return 0;
+}
+
+static const tir_Node *mark_in(const tir_Node *n) {
+  const tir_Node *m = NULL;
+  tir_visit(n, find_mark, &m);
+  return m;
+}
+
+static int find_ws_loop(const tir_Node *n, void *p) {
+  if (n->kind == TIR_For && tir_ann_get(((const tir_For *)n)->annotations, KEY_WS) && !*(const tir_For **)p) *(const tir_For **)p = (const tir_For *)n;
+  return 0;
+}
+
+static const tir_For *ws_loop_in(const tir_Node *n) {
+  const tir_For *f = NULL;
+  tir_visit(n, find_ws_loop, &f);
+  return f;
+}
+
+static int is_plain_opaque(const tir_BlockRealize *br) {
+  const tir_Block *b = br->block;
+  return tir_is_one(br->predicate) && b->iter_vars->size == 0 && !b->init && b->match_buffers->size == 0;
+}
+
+static tir_Node *call_stmt(const char *op, tir_Array *args) { return tir_evaluate(tir_call(TIR_VOID, op, args)); }
+
+/* ---- cutting the pipeline out of W's body ---- */
+typedef struct {
+  tir_Array *allocs; /* the pipeline block's allocations (owned) */
+  tir_Array *prefix; /* its statements before the producer: the mbarrier init and the barrier (owned) */
+  tir_Node *producer; /* the producer loop (owned) */
+} Parts;
+
+/* n with the pipeline block (the block whose sequence holds the producer mark) replaced by the
+ * statements after the mark (the consumers' loop); the other pieces go to pp.  Only sequences
+ * and plain opaque blocks may lie on the way down. */
+static tir_Node *cut(const Ctx *c, const tir_For *ws, const tir_Node *n, Parts *pp) {
+  if (n->kind == TIR_SeqStmt) {
+    const tir_Array *a = ((const tir_SeqStmt *)n)->seq;
+    tir_Array *out = tir_array_empty();
+    for (int i = 0; i < a->size; i++) {
+      tir_Node *x = mark_in(a->items[i]) ? cut(c, ws, a->items[i], pp) : tir_retain(a->items[i]);
+      if (x == TIR_MUTATE_ERROR) {
+        tir_release(out);
+        return x;
+      }
+      out = tir_array_push(out, x);
+    }
+    return tir_seq(out);
+  }
+  if (n->kind == TIR_BlockRealize && is_plain_opaque((const tir_BlockRealize *)n)) {
+    const tir_Block *b = ((const tir_BlockRealize *)n)->block;
+    const tir_Node *body = b->body;
+    if (body->kind == TIR_SeqStmt) {
+      const tir_Array *a = ((const tir_SeqStmt *)body)->seq;
+      int at = -1;
+      for (int i = 0; i < a->size; i++)
+        if (is_mark(a->items[i])) at = i;
+      if (at >= 0) {
+        pp->allocs = (tir_Array *)tir_retain(&b->alloc_buffers->hdr);
+        pp->prefix = tir_array_empty();
+        for (int i = 0; i < at; i++) pp->prefix = tir_array_push(pp->prefix, tir_retain(a->items[i]));
+        pp->producer = tir_retain(((const tir_AttrStmt *)a->items[at])->body);
+        tir_Array *rest = tir_array_empty();
+        for (int i = at + 1; i < a->size; i++) rest = tir_array_push(rest, tir_retain(a->items[i]));
+        return tir_seq(rest);
+      }
+    }
+    tir_Node *nb = cut(c, ws, body, pp);
+    if (nb == TIR_MUTATE_ERROR) return nb;
+    tir_Block *blk = (tir_Block *)tir_node_copy(&b->hdr);
+    tir_release(blk->body);
+    blk->body = nb;
+    return tir_block_realize(tir_array_empty(), tir_bool_imm(1), blk);
+  }
+  return fail_at(c, n, "around the pipeline", "loop %s: %s: the TMA pipeline must sit in the warpgroup loop's body directly "
+                 "(sequences and blocks only), not under this statement: a producer warpgroup cannot follow the consumers' "
+                 "loops or branches (a persistent kernel's tile loop is not supported yet)", ws->loop_var->name, KEY_WS);
+}
+
+/* In the consumers' branch: tvm_storage_sync -> the consumers' named barrier; the loop loses
+ * its warp_specialize annotation (done here). */
+typedef struct {
+  int64_t nthreads;
+} Cons;
+
+static tir_Node *cons_mut(const tir_Node *n, void *arg) {
+  Cons *k = arg;
+  if (tir_is_expr(n)) return tir_retain(n);
+  if (n->kind == TIR_Evaluate && ((const tir_Evaluate *)n)->value->kind == TIR_Call) {
+    const tir_Call *cl = (const tir_Call *)((const tir_Evaluate *)n)->value;
+    if (tir_builtin_has(cl->op, TIR_BUILTIN_BARRIER))
+      return call_stmt("ptx_bar_sync", tir_array_of(2, tir_i32(CONSUMER_BARRIER), tir_i32((int)k->nthreads)));
+    return NULL;
+  }
+  if (n->kind == TIR_For && tir_ann_get(((const tir_For *)n)->annotations, KEY_WS)) {
+    const tir_For *f = (const tir_For *)n;
+    tir_Node *body = tir_mutate(f->body, cons_mut, arg);
+    if (!body) return TIR_MUTATE_ERROR;
+    return tir_for(R(f->loop_var), R(f->min), R(f->extent), f->kind, f->thread_tag, tir_ann_remove(f->annotations, KEY_WS), body);
+  }
+  return NULL;
+}
+
+/* The annotation's three integers, checked.  0, or -1 with the error set. */
+static int params(const Ctx *c, const tir_For *ws, int64_t G, int64_t v[3]) {
+  const tir_Node *a = tir_ann_get(ws->annotations, KEY_WS);
+  const char *form = "must be a list {producer warpgroups, producer registers, consumer registers}, e.g. {1, 40, 232} "
+                     "({1, 0, 0}: no setmaxnreg)";
+  if (!a || a->kind != TIR_Array || ((const tir_Array *)a)->size != 3) {
+    fail_at(c, &ws->hdr, "warp-specialized loop", "loop %s: %s %s", ws->loop_var->name, KEY_WS, form);
+    return -1;
+  }
+  for (int i = 0; i < 3; i++)
+    if (!tir_is_const_int(((const tir_Array *)a)->items[i], &v[i])) {
+      fail_at(c, &ws->hdr, "warp-specialized loop", "loop %s: %s %s", ws->loop_var->name, KEY_WS, form);
+      return -1;
+    }
+  if (v[0] != 1) {
+    fail_at(c, &ws->hdr, "warp-specialized loop", "loop %s: %s: %lld producer warpgroups; one is supported (one thread issues every TMA copy)",
+            ws->loop_var->name, KEY_WS, (long long)v[0]);
+    return -1;
+  }
+  if (v[1] == 0 && v[2] == 0) return 0; /* no setmaxnreg */
+  for (int i = 1; i < 3; i++)
+    if (v[i] < 24 || v[i] > 256 || v[i] % 8) {
+      fail_at(c, &ws->hdr, "warp-specialized loop", "loop %s: %s: %s registers %lld: setmaxnreg takes a multiple of 8 in 24 .. 256 "
+              "(PTX ISA setmaxnreg), or both counts 0 for none", ws->loop_var->name, KEY_WS, i == 1 ? "producer" : "consumer",
+              (long long)v[i]);
+      return -1;
+    }
+  const int64_t T = WG_THREADS * (G + 1), R0 = REGFILE / T / 8 * 8;
+  if (R0 > 255) {
+    fail_at(c, &ws->hdr, "warp-specialized loop", "loop %s: %s: setmaxnreg with %lld threads: the launch bounds cap no register "
+            "count, so ptxas keeps what the code needs and setmaxnreg.inc %lld could wait forever; use {1, 0, 0} (no setmaxnreg) "
+            "with one consumer warpgroup", ws->loop_var->name, KEY_WS, (long long)T, (long long)v[2]);
+    return -1;
+  }
+  if (v[1] > R0 || v[2] < R0 || WG_THREADS * v[1] + WG_THREADS * G * v[2] > T * R0) {
+    fail_at(c, &ws->hdr, "warp-specialized loop", "loop %s: %s: the CTA's %lld threads start with %lld registers each (%lld in all); "
+            "the producer's %lld must not exceed that, the consumers' %lld not fall below it, and 128 x %lld + %lld x 128 x %lld = "
+            "%lld must fit in the %lld", ws->loop_var->name, KEY_WS, (long long)T, (long long)R0, (long long)(T * R0),
+            (long long)v[1], (long long)v[2], (long long)v[1], (long long)G, (long long)v[2],
+            (long long)(WG_THREADS * v[1] + WG_THREADS * G * v[2]), (long long)(T * R0));
+    return -1;
+  }
+  return 0;
+}
+
+static tir_Node *specialize(Ctx *c, const tir_For *W) {
+  const tir_For *ws = ws_loop_in(W->body);
+  const tir_Node *mark = mark_in(W->body);
+  if (!ws) return fail_at(c, mark, "producer", "a warp-specialized TMA producer without its annotated loop");
+  int64_t G;
+  if (!tir_is_zero(W->min) || !tir_is_const_int(W->extent, &G) || G < 1)
+    return fail_at(c, &W->hdr, "warpgroup loop", "loop %s: %s needs the threadIdx.y loop around it to start at 0 and have a constant "
+                   "extent (the consumer warpgroups)", ws->loop_var->name, KEY_WS);
+  if (c->cta[0] != WG_THREADS || c->cta[2] > 1)
+    return fail_at(c, &ws->hdr, "warp-specialized loop", "loop %s: %s needs threadIdx.x to be one warpgroup (128 threads) and "
+                   "threadIdx.y to count the warpgroups; here threadIdx.x has %lld threads%s", ws->loop_var->name, KEY_WS,
+                   (long long)c->cta[0], c->cta[2] > 1 ? " and threadIdx.z is bound" : "");
+  int64_t v[3];
+  if (params(c, ws, G, v)) return TIR_MUTATE_ERROR;
+  Parts pp = {NULL, NULL, NULL};
+  tir_Node *rest = cut(c, ws, W->body, &pp);
+  if (rest == TIR_MUTATE_ERROR || !pp.producer) {
+    tir_release(pp.allocs), tir_release(pp.prefix), tir_release(pp.producer);
+    if (rest != TIR_MUTATE_ERROR) tir_release(rest);
+    return rest == TIR_MUTATE_ERROR ? rest : fail_at(c, mark, "producer", "loop %s: the producer mark is not in the pipeline's block",
+                                                     ws->loop_var->name);
+  }
+  const int64_t nc = WG_THREADS * G;
+  Cons k = {nc};
+  tir_Node *cons = tir_mutate(rest, cons_mut, &k);
+  tir_release(rest);
+  /* consumers: more registers, then W's body as it was (the pipeline now its consumer loop) */
+  if (v[2]) cons = tir_seq2(call_stmt("ptx_setmaxnreg_inc", tir_array_of(1, tir_i32((int)v[2]))), cons);
+  tir_Node *consumer = tir_attr_stmt(tir_i32((int)nc), "named_barrier", tir_i32(CONSUMER_BARRIER), cons);
+  /* producer: fewer registers for the warpgroup, the loop on its first thread */
+  tir_Var *tx = tir_var_new("ws_producer", TIR_INT32);
+  tir_Node *one = tir_if(tir_cmp(TIR_EQ, R((tir_Node *)tx), tir_i32(0)), pp.producer, NULL);
+  tir_Node *producer = tir_for(tx, tir_i32(0), tir_i32(WG_THREADS), TIR_FOR_THREAD_BINDING, "threadIdx.x", NULL, one);
+  if (v[1]) producer = tir_seq2(call_stmt("ptx_setmaxnreg_dec", tir_array_of(1, tir_i32((int)v[1]))), producer);
+  tir_Node *role = tir_if(tir_cmp(TIR_EQ, R((tir_Node *)W->loop_var), tir_int_imm(W->loop_var->hdr.dtype, G)), producer, consumer);
+  tir_Array *items = pp.prefix;
+  items = tir_array_push(items, role);
+  tir_Block *blk = tir_block_new("", NULL, NULL, NULL, NULL, pp.allocs, NULL, NULL, tir_seq(items));
+  tir_Node *body = tir_block_realize(tir_array_empty(), tir_bool_imm(1), blk);
+  return tir_for(R(W->loop_var), R(W->min), tir_int_imm(W->extent->dtype, G + 1), W->kind, W->thread_tag, R(W->annotations), body);
+}
+
+static tir_Node *mut(const tir_Node *n, void *arg) {
+  Ctx *c = arg;
+  if (tir_is_expr(n)) return tir_retain(n);
+  if (is_thread_loop(n, "threadIdx.y") && mark_in(((const tir_For *)n)->body)) return specialize(c, (const tir_For *)n);
+  return NULL;
+}
+
+tir_PrimFunc *tir_pass_inject_warp_specialization(const tir_PrimFunc *f) {
+  const tir_For *ws = ws_loop_in(f->body);
+  if (!ws) return (tir_PrimFunc *)tir_retain(f);
+  Ctx c;
+  memset(&c, 0, sizeof c);
+  c.func = f;
+  tir_visit(f->body, scan_threads, &c);
+  tir_Node *body = tir_mutate(f->body, mut, &c);
+  if (!body) return NULL;
+  /* what is left: a warp_specialize loop that inject_tma_pipeline did not split, or a producer
+   * outside any threadIdx.y loop */
+  const tir_For *left = ws_loop_in(body);
+  const tir_Node *mark = mark_in(body);
+  if (left || mark) {
+    tir_release(body);
+    const tir_For *orig = ws_loop_in(f->body);
+    if (left && !mark_in(f->body))
+      fail_at(&c, &orig->hdr, "warp-specialized loop", "loop %s is annotated %s but is not a TMA pipeline (tma_pipeline_stages on "
+              "the same loop, whose copies the producer warpgroup issues)", orig->loop_var->name, KEY_WS);
+    else
+      fail_at(&c, &orig->hdr, "warp-specialized loop", "loop %s: %s needs a threadIdx.y loop (the consumer warpgroups) around the "
+              "pipeline, with threadIdx.x the 128 threads of a warpgroup", orig->loop_var->name, KEY_WS);
+    return NULL;
+  }
+  return pass_with_body(f, body);
+}
