@@ -14,9 +14,9 @@ export TIRLUA_PATH="$PWD/lib" TIRLUA_LUA_MODULES="$PWD/.carry/lua" TIRLUA_BENCH_
 T=${T:-$PWD/tirlua}
 S=${STEP_S:-150}
 t0=$(date +%s)
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader > "$OUT/round.log" 2>&1
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader >> "$OUT/round.log" 2>&1
 if [ "${SKIP_SPECS:-0}" != 1 ]; then
-  timeout "$S" "$T" tests/run_busted.lua --run=gpu -o utfTerminal tests/spec/gpu_warp_specialization_spec.lua ${EXTRA_SPECS:-} \
+  timeout "$S" "$T" tests/run_busted.lua --run=gpu -o utfTerminal ${SPEC_FILTER:+--filter=$SPEC_FILTER} tests/spec/gpu_warp_specialization_spec.lua ${EXTRA_SPECS:-} \
     > "$OUT/spec.log" 2>&1
   echo "specs rc=$? at $(( $(date +%s) - t0 )) s" >> "$OUT/round.log"
 fi

@@ -34,10 +34,14 @@ describe("#gpu warp-specialized wgmma GEMM (sm_90a)", function()
     {"float16", {128, 11008, 4096}, {BM = 64, BN = 128, BK = 64, stages = 4, warp_specialize = true}},
     {"float16", {512, 768, 1024}, {BM = 128, BN = 128, BK = 64, stages = 2, warp_specialize = true}},
     {"float16", {4096, 4096, 4096}, {BM = 128, BN = 256, BK = 64, stages = 4}}, -- not specialized, one group in flight
+    {"float16", {4096, 4096, 4096}, {BM = 128, BN = 256, BK = 64, stages = 4, warp_specialize = true, persistent = true}},
+    {"bfloat16", {2048, 3072, 1024}, {BM = 128, BN = 256, BK = 64, stages = 3, warp_specialize = true, persistent = 20}},
+    {"float16", {1024, 1024, 512}, {BM = 128, BN = 128, BK = 64, stages = 2, persistent = 8}}, -- re-armed per tile
     {"bfloat16", {1024, 1024, 4096}, {BM = 128, BN = 256, BK = 64, stages = 3, wgmma_pending = 1}},
   }) do
-    it(("%s %dx%dx%d BM=%d BN=%d stages=%d%s%s matches cuBLAS"):format(c[1], c[2][1], c[2][2], c[2][3], c[3].BM, c[3].BN, c[3].stages,
-       c[3].warp_specialize and " warp_specialize" or "", c[3].wgmma_pending == 0 and " wgmma_pending=0" or ""), function()
+    it(("%s %dx%dx%d BM=%d BN=%d stages=%d%s%s%s matches cuBLAS"):format(c[1], c[2][1], c[2][2], c[2][3], c[3].BM, c[3].BN, c[3].stages,
+       c[3].warp_specialize and " warp_specialize" or "", c[3].wgmma_pending == 0 and " wgmma_pending=0" or "",
+       c[3].persistent and (" persistent=" .. tostring(c[3].persistent)) or ""), function()
       local mod = check(c[2][1], c[2][2], c[2][3], c[1], c[3])
       if c[3].warp_specialize then
         local r = mod:resources()

@@ -88,6 +88,34 @@ describe("tc_gemm warp_specialize = true (wgmma + TMA)", function()
     assert.is_nil(cons:find("__syncthreads", 1, true))
   end)
 
+  it("persistent = G: the producer walks the tiles ahead of the consumers, steps counted across tiles", function()
+    local f, sch = ws_gemm(256, 256, 256, {BN = 128, persistent = 2})
+    U.assert_equiv(f, sch.mod, {trials = 1, rtol = 0, atol = 0})
+    local low = tostring(tir.lower(sch.mod))
+    assert.is_truthy(low:find('T.launch_thread("blockIdx.x", 2)', 1, true))
+    assert.are.equal(2, count(low, '"ptx_mbarrier_init"')) -- armed once, not per tile
+    assert.are.equal(1, count(low, '"tvm_storage_sync"'))
+    local src = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false}):get_source("cuda")
+    local prod, after = branch(src, "if ((((int)threadIdx.y) == 2))")
+    local cons = branch(src:sub(after), "else")
+    -- both roles loop over this CTA's 2 tiles; the step count g = tile * 4 + k decides the waits
+    assert.is_truthy(prod:find("for (int i_0_0_j_0_i_0_1_fused_0 = 0; i_0_0_j_0_i_0_1_fused_0 < 2;", 1, true))
+    assert.is_truthy(prod:find("if ((((i_0_0_j_0_i_0_1_fused_0 * 4) + k_0) >= 2)) {", 1, true))
+    assert.is_truthy(cons:find("for (int i_0_0_j_0_i_0_1_fused_0_1 = 0; i_0_0_j_0_i_0_1_fused_0_1 < 2;", 1, true))
+    assert.is_truthy(cons:find("if ((((i_0_0_j_0_i_0_1_fused_0_1 * 4) + k_0_1) >= 1)) {", 1, true)) -- the last stage of a tile is released in the next
+    assert.is_nil(cons:find("__syncthreads", 1, true))
+    -- without warp specialization the pipeline re-arms per tile (and runs bit-exact on the simulator)
+    local g, s2 = ws_gemm(256, 256, 128, {BN = 128, persistent = 2, warp_specialize = false})
+    local low2 = tostring(tir.lower(s2.mod))
+    assert.are.equal(2, count(low2, '"tvm_storage_sync"'))
+    if not asan then
+      local rep = tir.simulate(tir.build(s2.mod, "cuda -arch=sm_90a", {compile = false}), tir.testing.random_args(g, 4), {reference = g})
+      assert.are.equal(0, rep.n_issues)
+    end
+    U.expect_error(function() ws_gemm(256, 512, 256, {persistent = 2, tma = false, warp_specialize = false}) end, "tc_gemm.schedule",
+      "persistent = true needs tma = true")
+  end)
+
   it("with wgmma_pending = 0 each step releases its own stage", function()
     local _, sch = ws_gemm(128, 256, 256, {wgmma_pending = 0})
     local src = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false}):get_source("cuda")

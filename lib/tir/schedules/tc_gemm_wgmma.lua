@@ -22,6 +22,9 @@ M.defaults = {BM = 128, BN = 128, BK = 64, stages = 3, epilogue = nil, unroll = 
 local OPTS = {intrin = "string", BM = "positive", BN = "positive", BK = "positive", stages = "positive", epilogue = "string",
               unroll = "boolean", block = "string", dtype = "dtype", vec = "positive", tma = "boolean", wgmma_pending = "nonneg",
               warp_specialize = "boolean",
+              persistent = function(v)
+                if v ~= true and v ~= false and not (math.type(v) == "integer" and v > 0) then return "true, false or a number of CTAs" end
+              end,
               ws_regs = function(v)
                 if type(v) ~= "table" or #v ~= 2 or math.type(v[1]) ~= "integer" or math.type(v[2]) ~= "integer" then
                   return "a list {producer registers, consumer registers}"
@@ -177,7 +180,34 @@ function M.schedule(sch, o, P, analyze)
   local bx, jn = sch:split(j, {nil, BN})
   local ko, kin = sch:split(k, {nil, BK})
   sch:reorder(by, bx, wg, ko, i64, jn, kin)
-  sch:bind(by, "blockIdx.y"); sch:bind(bx, "blockIdx.x")
+  if o.persistent then
+    -- a persistent grid (tc_gemm's mma-path scheme): G CTAs, CTA b computes tiles b, b + G, ...
+    -- in an order grouped by 8 (4, 2) rows of tiles for L2 reuse; G divides the tile count (no
+    -- tail).  With warp_specialize the producer runs ahead into the next tile
+    -- (inject_warp_specialization)
+    if not o.tma then raise("ValueError", P, "persistent = true needs tma = true (the TMA pipeline walks the tiles)") end
+    local ny, nx = ext[#ext - 2] // BM, ext[#ext - 1] // BN
+    local want = o.persistent == true and require("tir.schedules.tc_gemm").device_sm_count() or o.persistent
+    -- the tile order (row group, column, row in group) of extents (ny / grp, nx, grp) split by G
+    -- stays affine (bind's compact data flow) when G divides grp, or is grp times a divisor of
+    -- nx, or grp * nx times a divisor of ny / grp: the largest such G <= want, over grp 8, 4, 2, 1
+    local G, grp = 0, 1
+    for _, gr in ipairs({8, 4, 2, 1}) do
+      if ny % gr == 0 then
+        for g = 1, math.min(want, ny * nx) do
+          local fits = gr % g == 0 or (g % gr == 0 and nx % (g // gr) == 0) or (g % (gr * nx) == 0 and (ny // gr) % (g // (gr * nx)) == 0)
+          if fits and g > G then G, grp = g, gr end
+        end
+      end
+    end
+    local byo, byi = sch:split(by, {nil, grp})
+    sch:reorder(byo, bx, byi)
+    local tile, cta = sch:split(sch:fuse(byo, bx, byi), {nil, G})
+    sch:reorder(cta, tile)
+    sch:bind(cta, "blockIdx.x")
+  else
+    sch:bind(by, "blockIdx.y"); sch:bind(bx, "blockIdx.x")
+  end
   sch:bind(wg, "threadIdx.y")
   sch:compute_at(AS, ko); sch:compute_at(BS, ko)
   sch:reverse_compute_at(CF, wg)

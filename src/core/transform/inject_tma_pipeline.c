@@ -41,7 +41,10 @@
  * with empty[*] expecting one arrival per thread of the CTA as it is (the consumers); the next
  * pass runs the marked statement on one thread of an added producer warpgroup and the rest on
  * the consumers (CUTLASS's sm90 warp-specialized mainloop: producer_acquire / consumer_wait /
- * consumer_release).
+ * consumer_release).  Inside serial loops (a persistent kernel's tile loop) the steps are
+ * counted across the loops' iterations (g = linearized iteration * E + k - min replaces k - min
+ * in every stage, parity and release), since the barriers are armed once: the producer then
+ * fills the next tile's stages while the consumers finish this one.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +67,7 @@ typedef struct {
   int thread_x[8];           /* ... bound to threadIdx.x */
   int n_threads;
   int in_loop;               /* the pipeline sits in a serial loop (a persistent kernel's tile loop) */
+  const tir_For *loops[8];   /* ... those loops, outermost first (the first 8) */
   int64_t cta_threads[3];    /* the launch extents of threadIdx.x/y/z over the function */
   int lanes;                 /* the leader loop's extent when threadIdx.x is narrower (tir_tma_leader_lanes) */
 } Ctx;
@@ -443,15 +447,24 @@ static tir_Node *pipeline(Ctx *c, const tir_For *f) {
     goto done;
   }
   int ws = tir_ann_get(f->annotations, KEY_WS) != NULL;
-  if (ws && c->in_loop) {
-    fail_at(c, &f->hdr, "pipelined loop", "loop %s: %s inside another loop (a persistent kernel's tile loop) is not supported yet: "
-            "the producer would have to walk the tiles too", f->loop_var->name, KEY_WS);
+  if (ws && c->in_loop > 8) {
+    fail_at(c, &f->hdr, "pipelined loop", "loop %s: %s under more than 8 loops", f->loop_var->name, KEY_WS);
     goto done;
   }
   {
     const int64_t P = G.pending;
     tir_DType lt = f->loop_var->hdr.dtype;
     tir_Node *k0 = tir_sub(R((tir_Node *)f->loop_var), R(f->min));
+    /* warp-specialized inside loops (a persistent kernel's tiles): the mbarriers are armed once
+     * and the steps counted across the runs of the pipeline, g = (the enclosing loops'
+     * iteration, linearized) * E + k - min; the producer walks the same loops */
+    tir_Node *lin = NULL;
+    for (int i = 0; ws && i < c->in_loop; i++) {
+      const tir_For *o = c->loops[i];
+      tir_Node *it0 = tir_sub(R((tir_Node *)o->loop_var), R(o->min));
+      lin = lin ? tir_add(tir_mul(lin, tir_cast(lt, R(o->extent))), tir_cast(lt, it0)) : tir_cast(lt, it0);
+    }
+    if (lin) k0 = tir_add(tir_mul(R(lin), tir_cast(lt, R(f->extent))), k0);
     Ver V = {cps, ncp, tir_floormod(R(k0), tir_int_imm(lt, N))};
     tir_Node *parity = tir_floormod(tir_floordiv(k0, tir_int_imm(lt, N)), tir_int_imm(lt, 2));
     for (int i = 0; i < ncp; i++) {
@@ -511,6 +524,7 @@ static tir_Node *pipeline(Ctx *c, const tir_For *f) {
        * the phase ((kp - min) / N - 1) of empty[s] */
       tir_Var *pv = tir_var_new(f->loop_var->name, lt);
       tir_Node *p0 = tir_sub(R((tir_Node *)pv), R(f->min));
+      if (lin) p0 = tir_add(tir_mul(R(lin), tir_cast(lt, R(f->extent))), p0);
       tir_Node *ps = tir_cast(TIR_INT32, tir_floormod(R(p0), tir_int_imm(lt, N)));
       tir_Node *pp = tir_cast(TIR_INT32, tir_floormod(tir_add(tir_floordiv(R(p0), tir_int_imm(lt, N)), tir_int_imm(lt, 1)), tir_int_imm(lt, 2)));
       tir_Node *acquire = tir_if(tir_cmp(TIR_GE, p0, tir_int_imm(lt, N)),
@@ -520,7 +534,7 @@ static tir_Node *pipeline(Ctx *c, const tir_For *f) {
       producer = tir_attr_stmt(NULL, "warp_specialize_producer", tir_i32(1),
                                tir_for(pv, R(f->min), R(f->extent), TIR_FOR_SERIAL, "", NULL, pbody));
     }
-    tir_release(rk), tir_release(rstage), tir_release(rpar), tir_release(end);
+    tir_release(rk), tir_release(rstage), tir_release(rpar), tir_release(end), tir_release(lin);
     tir_Array *anns = tir_ann_remove(f->annotations, KEY_STAGES);
     tir_Node *loop = tir_for(R(f->loop_var), R(f->min), R(f->extent), f->kind, f->thread_tag, anns, tir_seq(items));
     /* the block holding the versioned tiles, the barriers and the other buffers of the body */
@@ -534,7 +548,7 @@ static tir_Node *pipeline(Ctx *c, const tir_For *f) {
     nallocs = tir_array_push(nallocs, &empty->hdr);
     /* inside a loop (a persistent kernel's tiles): the barriers are initialized again for each
      * run of the pipeline, once every thread is done with the previous one */
-    tir_Array *parts = c->in_loop ? tir_array_of(1, call_stmt("tvm_storage_sync", tir_array_of(1, tir_string_imm("shared"))))
+    tir_Array *parts = c->in_loop && !ws ? tir_array_of(1, call_stmt("tvm_storage_sync", tir_array_of(1, tir_string_imm("shared"))))
                                   : tir_array_empty();
     parts = tir_array_push(parts, init);
     parts = tir_array_push(parts, sync);
@@ -550,7 +564,7 @@ static tir_Node *pipeline(Ctx *c, const tir_For *f) {
     tir_release(V.stage), tir_release(parity);
     goto done;
   emit_fail:
-    tir_release(V.stage), tir_release(parity);
+    tir_release(V.stage), tir_release(parity), tir_release(lin);
     tir_release(full), tir_release(empty), tir_release(init), tir_release(sync), tir_release(pro);
     result = TIR_MUTATE_ERROR;
   }
@@ -578,6 +592,7 @@ static tir_Node *mut(const tir_Node *n, void *arg) {
   }
   if (!tir_ann_get(f->annotations, KEY_STAGES)) {
     if (f->kind == TIR_FOR_THREAD_BINDING) return NULL;
+    if (c->in_loop < 8) c->loops[c->in_loop] = f;
     c->in_loop++;
     tir_Node *m = tir_mutate_children(n, mut, arg);
     c->in_loop--;

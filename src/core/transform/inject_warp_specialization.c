@@ -32,9 +32,14 @@
  * 256 the launch bounds cap nothing (R0 would pass 255) and ptxas keeps the registers the code
  * needs, so {1, 0, 0} (no setmaxnreg) is the only register setting there.
  *
+ * In a persistent kernel W sits in the tile loop(s): a chain of serial loops, each the only
+ * statement of the one above.  W then moves above them and each role walks its own copy of the
+ * loops (the producer with fresh loop variables), so the producer fills the next tile's stages
+ * while the consumers finish this one (inject_tma_pipeline counts the steps across the tiles).
+ *
  * Errors (LoweringError) name the loop: a malformed annotation, no TMA pipeline on the loop, no
  * threadIdx.y warpgroup loop around it or threadIdx.x other than 128, the pipeline inside a
- * loop or branch of W's body (a persistent kernel: not supported yet), registers that do not fit.
+ * loop or branch of W's body or W under loops that are not such a chain, registers that do not fit.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +57,7 @@
 typedef struct {
   const tir_PrimFunc *func;
   int64_t cta[3]; /* the largest threadIdx.x/y/z extents over the function */
+  int depth;      /* enclosing loops that are not thread-bound */
 } Ctx;
 
 /* a LoweringError naming the pass, showing the function with `where` marked */
@@ -226,7 +232,54 @@ static int params(const Ctx *c, const tir_For *ws, int64_t G, int64_t v[3]) {
   return 0;
 }
 
-static tir_Node *specialize(Ctx *c, const tir_For *W) {
+/* The serial loops from n down to the threadIdx.y loop W that holds the producer (a persistent
+ * kernel's tile loop, each loop the only statement of the one above): W, with the loops in
+ * path (outermost first, *np of them), or NULL when n does not start such a chain. */
+#define MAX_OUTER 8
+static const tir_For *chain(const tir_Node *n, const tir_For **path, int *np) {
+  *np = 0;
+  while (n->kind == TIR_For && *np < MAX_OUTER) {
+    const tir_For *f = (const tir_For *)n;
+    if (is_thread_loop(n, "threadIdx.y")) return *np ? f : NULL;
+    if (f->kind != TIR_FOR_SERIAL) return NULL;
+    path[(*np)++] = f;
+    n = f->body;
+  }
+  return NULL;
+}
+
+/* body wrapped in copies of the loops path[0..np) (outermost first); with fresh, the copies get
+ * new loop variables, substituted in body (the producer's walk over the tiles).  Steals body. */
+static tir_Node *wrap(const tir_For *const *path, int np, tir_Node *body, int fresh) {
+  if (fresh && np) {
+    tir_Var *from[MAX_OUTER];
+    tir_Node *to[MAX_OUTER];
+    for (int i = 0; i < np; i++) {
+      from[i] = path[i]->loop_var;
+      to[i] = (tir_Node *)tir_var_new(path[i]->loop_var->name, path[i]->loop_var->hdr.dtype);
+    }
+    tir_Node *b = tir_substitute(body, np, from, to);
+    tir_release(body);
+    body = b;
+    for (int i = np - 1; i >= 0; i--)
+      body = tir_for((tir_Var *)to[i], R(path[i]->min), R(path[i]->extent), path[i]->kind, path[i]->thread_tag, NULL, body);
+    return body;
+  }
+  for (int i = np - 1; i >= 0; i--)
+    body = tir_for(R(path[i]->loop_var), R(path[i]->min), R(path[i]->extent), path[i]->kind, path[i]->thread_tag,
+                   R(path[i]->annotations), body);
+  return body;
+}
+
+static int uses_any(const tir_Node *n, const tir_For *const *path, int np) {
+  for (int i = 0; i < np; i++)
+    if (tir_uses_var(n, path[i]->loop_var)) return 1;
+  return 0;
+}
+
+/* W, under the serial loops path[0..np) (nothing else between them), becomes the kernel's
+ * warpgroup loop of G + 1 with the roles inside it, each role walking the loops. */
+static tir_Node *specialize(Ctx *c, const tir_For *const *path, int np, const tir_For *W) {
   const tir_For *ws = ws_loop_in(W->body);
   const tir_Node *mark = mark_in(W->body);
   if (!ws) return fail_at(c, mark, "producer", "a warp-specialized TMA producer without its annotated loop");
@@ -248,10 +301,18 @@ static tir_Node *specialize(Ctx *c, const tir_For *W) {
     return rest == TIR_MUTATE_ERROR ? rest : fail_at(c, mark, "producer", "loop %s: the producer mark is not in the pipeline's block",
                                                      ws->loop_var->name);
   }
+  /* the mbarrier init and its barrier run once, before the roles and their loops */
+  for (int i = 0; i < pp.prefix->size || i < pp.allocs->size; i++)
+    if ((i < pp.prefix->size && uses_any(pp.prefix->items[i], path, np)) || (i < pp.allocs->size && uses_any(pp.allocs->items[i], path, np))) {
+      tir_release(pp.allocs), tir_release(pp.prefix), tir_release(pp.producer), tir_release(rest);
+      return fail_at(c, &path[0]->hdr, "around the pipeline", "loop %s: %s: the pipeline's mbarrier init or tiles depend on the "
+                     "loop %s around the warpgroup loop", ws->loop_var->name, KEY_WS, path[0]->loop_var->name);
+    }
   const int64_t nc = WG_THREADS * G;
   Cons k = {nc};
-  tir_Node *cons = tir_mutate(rest, cons_mut, &k);
+  tir_Node *cons = wrap(path, np, tir_mutate(rest, cons_mut, &k), 0);
   tir_release(rest);
+  pp.producer = wrap(path, np, pp.producer, 1);
   /* consumers: more registers, then W's body as it was (the pipeline now its consumer loop) */
   if (v[2]) cons = tir_seq2(call_stmt("ptx_setmaxnreg_inc", tir_array_of(1, tir_i32((int)v[2]))), cons);
   tir_Node *consumer = tir_attr_stmt(tir_i32((int)nc), "named_barrier", tir_i32(CONSUMER_BARRIER), cons);
@@ -271,8 +332,23 @@ static tir_Node *specialize(Ctx *c, const tir_For *W) {
 static tir_Node *mut(const tir_Node *n, void *arg) {
   Ctx *c = arg;
   if (tir_is_expr(n)) return tir_retain(n);
-  if (is_thread_loop(n, "threadIdx.y") && mark_in(((const tir_For *)n)->body)) return specialize(c, (const tir_For *)n);
-  return NULL;
+  if (n->kind != TIR_For || !mark_in(n)) return NULL;
+  const tir_For *path[MAX_OUTER];
+  int np;
+  const tir_For *W = chain(n, path, &np);
+  if (W) return specialize(c, path, np, W);
+  if (is_thread_loop(n, "threadIdx.y")) {
+    if (c->depth)
+      return fail_at(c, n, "warpgroup loop", "%s: the threadIdx.y loop around the TMA pipeline sits in loops that are not a chain of "
+                     "serial loops down to it (a persistent kernel's tile loop, nothing else around): the producer cannot walk them",
+                     KEY_WS);
+    return specialize(c, NULL, 0, (const tir_For *)n);
+  }
+  int serial = ((const tir_For *)n)->kind != TIR_FOR_THREAD_BINDING;
+  c->depth += serial;
+  tir_Node *m = tir_mutate_children(n, mut, arg);
+  c->depth -= serial;
+  return m ? m : TIR_MUTATE_ERROR;
 }
 
 tir_PrimFunc *tir_pass_inject_warp_specialization(const tir_PrimFunc *f) {
