@@ -252,8 +252,8 @@ static const tir_For *chain(const tir_Node *n, const tir_For **path, int *np) {
  * new loop variables, substituted in body (the producer's walk over the tiles).  Steals body. */
 static tir_Node *wrap(const tir_For *const *path, int np, tir_Node *body, int fresh) {
   if (fresh && np) {
-    tir_Var *from[MAX_OUTER];
-    tir_Node *to[MAX_OUTER];
+    tir_Var *from[MAX_OUTER] = {0};
+    tir_Node *to[MAX_OUTER] = {0};
     for (int i = 0; i < np; i++) {
       from[i] = path[i]->loop_var;
       to[i] = (tir_Node *)tir_var_new(path[i]->loop_var->name, path[i]->loop_var->hdr.dtype);
