@@ -153,6 +153,20 @@ describe("tc_gemm 8-warp tiles and swizzled pipelines", function()
     sim_equal(tc.workload(512, 256, 96, "float16", "float16"), sch)
   end)
 
+  it("frag_prefetch with wmma fragments, IMMA (two k32 steps a tile) and bf16: the simulator agrees", function()
+    for _, c in ipairs({{"wmma", "float16", 32}, {"mma", "int8", 64}, {"mma", "bfloat16", 32}}) do
+      local dt = c[2]
+      local f = tc.workload(64, 64, 512, dt, dt ~= "int8" and "float16" or nil)
+      local sch = tc.schedule(f, {intrin = c[1], BM = 32, BN = 64, BK = c[3], warp_m = 16, warp_n = 32, stages = 3, frag_prefetch = true,
+                                  epilogue = dt ~= "int8" and "D" or nil})
+      local rep = tir.simulate(tir.build(sch.mod, "cuda -arch=sm_80", {compile = false}), tir.testing.random_args(f, 2), {reference = sch.mod})
+      assert.are.same({0, 0}, {rep.n_issues, rep.races})
+    end
+    U.expect_error(function()
+      tc.schedule(tc.workload(64, 64, 384, "int8"), {BM = 32, BN = 64, BK = 96, warp_m = 16, warp_n = 32, stages = 3, frag_prefetch = true})
+    end, "BK = 96 has 3 k32 steps")
+  end)
+
   it("frag_prefetch refuses what it cannot pipeline, naming why", function()
     local f = tc.workload(64, 64, 384, "float16", "float16")
     local base = {BM = 32, BN = 64, warp_m = 16, warp_n = 32, frag_prefetch = true}

@@ -693,11 +693,11 @@ local function schedule(func, opts, P)
   local ks = o.BK // tk
   if o.frag_prefetch then
     local why = o.stages < 3 and ("stages = %d (the next tile is waited for one stage early: stages >= 3)"):format(o.stages)
-                or ks % 2 ~= 0 and ("BK = %d has %d k16 steps (an odd count puts the next tile's first fragments on the version this " ..
-                                    "tile's last mma reads)"):format(o.BK, ks)
+                or ks % 2 ~= 0 and ("BK = %d has %d k%d steps (an odd count puts the next tile's first fragments on the version this " ..
+                                    "tile's last mma reads)"):format(o.BK, ks, tk)
                 or o.row_sums and "row_sums (its k step has more statements)" or o.tma and "tma = true (an mbarrier pipeline)"
                 or (not o.early_wait) and "early_wait = false"
-    if why then raise("ValueError", P, "frag_prefetch = true needs stages >= 3, an even number of k16 steps per BK tile, cp.async " ..
+    if why then raise("ValueError", P, "frag_prefetch = true needs stages >= 3, an even number of instruction k steps per BK tile, cp.async " ..
                       "copies with early_wait and no row_sums; here: %s", why) end
   end
   if (o.frag_pipeline or o.frag_prefetch) and ks > 1 then
