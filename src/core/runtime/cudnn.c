@@ -7,9 +7,9 @@
  *   - the legacy API: cudnnFindConvolutionForwardAlgorithmEx with a real workspace buffer, each
  *     returned algorithm re-timed (or, path "legacy", plain cudnnFindConvolutionForwardAlgorithm
  *     and the first algorithm it ranks, as the earlier reference did).
- * On cuDNN 9 the legacy algorithms are a fixed subset of the engines (cudnn_cnn.h maps each
- * cudnnConvolutionFwdAlgo_t onto engines), so the Hopper kernels the heuristics rank first can
- * be missing from the legacy search; bench/RESULTS.md has the per-layer comparison.
+ * The legacy search only reaches the engines behind its eight cudnnConvolutionFwdAlgo_t values:
+ * on the H200 with cuDNN 9.14 it never found the Hopper engines (eng58, eng62) that heuristics
+ * mode A ranks first, 2.5x slower over ResNet-50's convolutions (bench/RESULTS.md, per layer).
  * The library is found without a fixed path:
  *   1. $TIRLUA_CUDNN: the library file, or a directory holding libcudnn.so.9;
  *   2. the loader's search (ldconfig, LD_LIBRARY_PATH): libcudnn.so.9, libcudnn.so;
