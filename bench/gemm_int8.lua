@@ -248,10 +248,10 @@ local function bench_shape(m, n, k)
     row("qgemm", variant, t_q[intrin], "tirlua plain int8", t_int8[intrin], "int8")
     row("qgemm", variant, t_q[intrin], "cuBLASLt + requant", t_lt + t_rq, "int8")
   end
-  -- the fused qgemm on the best measured IMMA tiles (8 warps of 64x32, swizzled; zb = 0 only: the
-  -- in-kernel row sums of the zb variant read the A tile with vectors a swizzle does not keep)
+  -- the fused qgemm on the best measured IMMA tiles (8 warps of 64x32, swizzled)
+  local sw
   if t_int8.imma_w8_swz then
-    local sw = {}
+    sw = {}
     for _, iv in ipairs(IMMA) do
       if iv[1] == "imma_w8_swz" then for kk, v in pairs(iv[2]) do sw[kk] = v end end
     end
@@ -292,6 +292,14 @@ local function bench_shape(m, n, k)
   tir.testing.assert_allclose(out, out3, {rtol = 0, atol = 0})
   row("qgemm", "imma_fused_zb", t_zb, "tirlua plain int8", t_int8.mma, "int8")
   row("qgemm", "imma_fused_zb", t_zb, "cuBLASLt + row sums + requant", t_lt + t_rs + t_rq2, "int8")
+  if sw then
+    local zsw = tir.build(qg.schedule(qm(zo), {intrin = "mma", tc = sw}).mod, "cuda")
+    zsw(a, b, zb, bias, scale, bsum, out)
+    tir.testing.assert_allclose(out, out3, {rtol = 0, atol = 0})
+    local t_zsw = timed(zsw, a, b, zb, bias, scale, bsum, out)
+    row("qgemm", "imma_w8_swz_fused_zb", t_zsw, "tirlua plain int8", t_int8.imma_w8_swz, "int8")
+    row("qgemm", "imma_w8_swz_fused_zb", t_zsw, "cuBLASLt + row sums + requant", t_lt + t_rs + t_rq2, "int8")
+  end
 end
 
 for _, s in ipairs(shapes) do

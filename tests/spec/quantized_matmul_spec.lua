@@ -262,6 +262,13 @@ describe("tir.ops.quantized_matmul", function()
       assert.are.equal(1, #mod:kernels())
       simulate_vs_oracle(o, f, mod, 10 + n)
     end
+    -- the same on XOR-swizzled tiles (tc_gemm swizzle = true, the best measured IMMA layout):
+    -- the row sums' 4-byte reads of A (a view's Broadcast + Ramp index) follow the swizzle
+    local zo = {M = 128, N = 128, K = 192, a_dtype = "int8", a_zero_point = 5, b_zero_point = "per_column", b_sums = "input",
+                bias = true, scale = "per_channel", out_zero_point = -3}
+    local zf = qm(zo)
+    local zs = qg.schedule(zf, {intrin = "mma", tc = {BM = 64, BN = 64, BK = 64, warp_m = 32, warp_n = 16, stages = 3, swizzle = true}})
+    simulate_vs_oracle(zo, zf, tir.build(zs.mod, "cuda -arch=sm_80", {compile = false}), 21)
     -- DP4A with 4-byte tile copies: 32-bit accesses typed unsigned int (NVRTC has no `uint`)
     local pf = qm{M = 128, N = 128, K = 64, out_dtype = "int32"}
     local dsrc = tir.build(qg.schedule(pf, {intrin = "dp4a", BM = 128, BN = 128, vec = 4}).mod, "cuda -arch=sm_80",

@@ -97,24 +97,31 @@ static tir_Array *new_indices(Ctx *c, const tir_Buffer *b, const tir_Array *idx,
   const tir_Node *i = idx->items[0];
   if (i->dtype.lanes == 1) return tir_array_of(1, swizzle_index(b, i));
   int64_t chunk = tir_swizzle_unit(b->swizzle) / tir_dtype_bytes(b->hdr.dtype);
-  const tir_Ramp *r = i->kind == TIR_Ramp ? (const tir_Ramp *)i : NULL;
-  if (!r || !tir_is_one(r->stride)) {
+  /* a unit-stride ramp, or one plus broadcasts (a match_buffer view's offset in the flattened
+   * index: the DP4A row sums' A[Broadcast(row) + Ramp(k, 1, 4)]) */
+  tir_Node *raw = tir_unit_ramp_base(i);
+  if (!raw) {
     fail(c, at, "buffer %s is swizzled, so a vector access must be contiguous (a unit-stride ramp)%s", b->name,
          "; store the tile so that vectors run along its rows");
     return NULL;
   }
-  tir_DType t = r->base->dtype;
+  tir_Node *base = tir_simplify_take(NULL, raw);
+  int lanes = i->dtype.lanes;
+  tir_DType t = base->dtype;
   tir_Node *within =
-      tir_cmp(TIR_LE, tir_add(tir_floormod(R(r->base), tir_int_imm(t, chunk)), tir_int_imm(t, r->lanes)), tir_int_imm(t, chunk));
+      tir_cmp(TIR_LE, tir_add(tir_floormod(R(base), tir_int_imm(t, chunk)), tir_int_imm(t, lanes)), tir_int_imm(t, chunk));
   int ok = tir_can_prove(NULL, within);
   tir_release(within);
   if (!ok) {
+    tir_release(base);
     char what[96];
-    snprintf(what, sizeof what, " (%lld lanes, %lld-element chunks)", (long long)r->lanes, (long long)chunk);
+    snprintf(what, sizeof what, " (%lld lanes, %lld-element chunks)", (long long)lanes, (long long)chunk);
     fail(c, at, "buffer %s is swizzled, and this vector access may straddle two of the chunks the swizzle moves%s", b->name, what);
     return NULL;
   }
-  return tir_array_of(1, tir_ramp(swizzle_index(b, r->base), R(r->stride), r->lanes));
+  tir_Node *out = tir_ramp(swizzle_index(b, base), tir_int_imm(t, 1), lanes);
+  tir_release(base);
+  return tir_array_of(1, out);
 }
 
 static tir_Node *mut(const tir_Node *n, void *p);
