@@ -70,7 +70,7 @@ end
 --   dp4a: byte copies (vec 16) packed into the [k / 4][row][k % 4] word tiles with prmt;
 --   dp4a_v4: 4-byte copies (one k-group word per access); _s2p: a 2-stage cp.async pipeline
 --   with the k-group planes padded (conflict-free 4-byte stores); _lt4: lane_tile = 4 (a warp's
---   16-byte shared loads read consecutive chunks); _k64: BK = 64; _s3p: 3 stages
+--   16-byte shared loads read consecutive chunks); _k64: BK = 64; _s3p: 3 stages; _ew: early_wait
 local SIMT = {
   {"simt", {intrin = "simt"}},
   {"dp4a", {intrin = "dp4a"}},
@@ -80,6 +80,8 @@ local SIMT = {
   {"dp4a_lt4_s2p_k64", {intrin = "dp4a", vec = 4, stages = 2, pad_planes = true, lane_tile = 4, BK = 64}},
   {"dp4a_lt4_s3p", {intrin = "dp4a", vec = 4, stages = 3, pad_planes = true, lane_tile = 4}},
   {"dp4a_lt4_s3p_k64", {intrin = "dp4a", vec = 4, stages = 3, pad_planes = true, lane_tile = 4, BK = 64}},
+  -- not measured yet: one barrier per k step (early_wait)
+  {"dp4a_lt4_s3p_k64_ew", {intrin = "dp4a", vec = 4, stages = 3, pad_planes = true, lane_tile = 4, BK = 64, early_wait = true}},
 }
 -- the IMMA variants (tc_gemm options; the first is the qgemm rows' tiles): imma = 4 warps of
 -- 64x64 (211 registers, 2 CTAs and 8 warps per SM); _w8: 8 warps of 64x32 (100 registers, 16

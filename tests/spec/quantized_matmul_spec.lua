@@ -306,7 +306,10 @@ describe("tir.ops.quantized_matmul", function()
     -- one-tile problem would not see a map that confuses the tiles)
     local cases = {{qm{M = 256, N = 128, K = 64, out_dtype = "int32"}, {stages = 2, pad_planes = true, lane_tile = 4}},
                    {qm{M = 128, N = 256, K = 128, out_dtype = "int32"}, qg.dp4a_options(128, 256)},
-                   {pf, {lane_tile = 2, TY = 8, TX = 32}, true}}
+                   {pf, {lane_tile = 2, TY = 8, TX = 32}, true},
+                   -- one barrier per k step (early_wait): the simulator's race check sees a missing one
+                   {qm{M = 128, N = 128, K = 256, out_dtype = "int32"}, {stages = 3, BK = 64, pad_planes = true, lane_tile = 4,
+                                                                         early_wait = true}}}
     for _, c in ipairs(cases) do
       local o = {intrin = "dp4a", BM = 128, BN = 128, vec = 4}
       for k2, v in pairs(c[2]) do o[k2] = v end

@@ -16,6 +16,7 @@
 -- One kernel launch for the quantized GEMM (on tensor cores also with zb != 0).  opts: BM, BN, BK, TY, TX, vec (8: int8 elements per access of the
 -- cooperative copies; BM * BK and BN * BK must be multiples of TY * TX * vec), unroll (true),
 -- stages (1: none; 2 or more: the SIMT/DP4A tile copies software-pipelined as cp.async),
+-- early_wait (false; with stages >= 2: one wait and one barrier at the top of each k step),
 -- pad_planes (false; DP4A word tiles: pad the k-group planes against the bank conflicts of
 -- 4-byte copies), lane_tile (false; L: DP4A word tiles with each thread's register tile read as
 -- (TM / L) x (TN / L) blocks of L x L, the L rows of a block of the TY (TX) threads side by side
@@ -31,7 +32,8 @@
 local M = {}
 
 M.defaults = {BM = 64, BN = 64, BK = 32, TY = 16, TX = 16, vec = 8, unroll = true, transpose = true, intrin = "simt",
-              dp4a_load = "word", tc = false, stages = 1, pad_planes = false, lane_tile = false}
+              dp4a_load = "word", tc = false, stages = 1, pad_planes = false, lane_tile = false,
+              early_wait = false}
 
 function M.schedule(func, opts)
   local tir = require("tir")
@@ -162,6 +164,9 @@ function M.schedule(func, opts)
     sch:annotate(ko, "software_pipeline_stage", {0, 0, o.stages - 1})
     sch:annotate(ko, "software_pipeline_order", {0, 1, 2})
     sch:annotate(ko, "software_pipeline_async_stages", {0})
+    -- early_wait: wait for this step's tiles at the top of the step, before issuing the next
+    -- copies (CUTLASS's order): one barrier per k step instead of two
+    if o.early_wait then sch:annotate(ko, "software_pipeline_early_wait", 1) end
   end
   return sch
 end
