@@ -66,6 +66,13 @@ local VARIANTS = {
                         opts = {intrin = "mma", BM = 256, BN = 128, BK = 32, stages = 3, frag_prefetch = true}},
   mma_256_s3_fpf = {desc = "128x256x32 (8 warps of 64x64), 3 stages, frag_prefetch",
                     opts = {intrin = "mma", BN = 256, BK = 32, stages = 3, frag_prefetch = true}},
+  -- not measured yet (issue 12's runs ended before them; 248 / 248 / 230 registers, no spills with ptxas 13 sm_90)
+  mma_256x128_bk64_s3_fpf = {desc = "256x128x64 (8 warps of 64x64), 3 stages, frag_prefetch",
+                             opts = {intrin = "mma", BM = 256, BN = 128, BK = 64, stages = 3, frag_prefetch = true}},
+  mma_256_bk64_s3_fpf = {desc = "128x256x64 (8 warps of 64x64), 3 stages, frag_prefetch",
+                         opts = {intrin = "mma", BN = 256, BK = 64, stages = 3, frag_prefetch = true}},
+  mma_256_s4_fpf = {desc = "128x256x32 (8 warps of 64x64), 4 stages, frag_prefetch",
+                    opts = {intrin = "mma", BN = 256, BK = 32, stages = 4, frag_prefetch = true}},
   wmma = {desc = "WMMA 16x16x16, 128x128x32 CTA, 64x64 warp tiles", opts = {intrin = "wmma"}},
   -- Hopper TMA (tc_gemm tma = true; sm_90): one cp.async.bulk.tensor per tile by thread 0, full/empty mbarrier
   -- pipeline without __syncthreads in the main loop; shared rows dense (TMA does not pad)

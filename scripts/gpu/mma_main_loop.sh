@@ -15,7 +15,7 @@ E="$E;c128_b64s3_k2:BM=128,BN=128,warp_m=64,warp_n=64,BK=64,stages=3,split_k=2"
 TIRLUA_BENCH_EXTRA="$E" TIRLUA_BENCH_VARIANTS=mma_b32_s3_sk3,mma_b64_s3_sk3,mma_b32_s4_sk3,c64x128_b32s4_k3,c64x128_b64s3_k2,c128_b64s3_k2,auto \
   "$T" bench/gemm_fp16.lua 128x11008x4096 > "$OUT/m128.log" 2>&1
 TIRLUA_BENCH_VARIANTS=auto "$T" bench/gemm_fp16.lua 16x11008x4096 >> "$OUT/m128.log" 2>&1
-TIRLUA_BENCH_VARIANTS=mma_s3,mma_s3_fpf,mma_bk64_s3_fpf,mma_256x128_s3_b32,mma_256x128_s3_fpf,mma_256_s3_fpf,auto \
+TIRLUA_BENCH_VARIANTS=mma_s3,mma_s3_fpf,mma_bk64_s3_fpf,mma_256x128_s3_b32,mma_256x128_s3_fpf,mma_256_s3_fpf,mma_256x128_bk64_s3_fpf,mma_256_bk64_s3_fpf,mma_256_s4_fpf,auto \
   "$T" bench/gemm_fp16.lua 4096 > "$OUT/big.log" 2>&1
 TIRLUA_BENCH_VARIANTS=mma_s3,mma_256x128_s3_fpf,auto "$T" bench/gemm_fp16.lua 8192 4096x11008x4096 4096x4096x11008 >> "$OUT/big.log" 2>&1
 NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
