@@ -88,7 +88,7 @@ local SIMT = {
 -- warps per SM); _fp: fragments of the next k step loaded during this step's mma (frag_pipeline);
 -- _swz: XOR-swizzled shared tiles instead of padded rows; _k64s4: BK 64, 4 stages;
 -- 256x128: 8 warps of 64x64 (one CTA per SM).  imma_w8_swz is the best measured (741 TOP/s at
--- 4096^3, the gemm_int8 example's tiles); the last three were not measured yet.
+-- 4096^3, the gemm_int8 example's tiles); the last four were not measured yet.
 local IMMA = {
   {"imma", {BM = 128, BN = 128, BK = 128, warp_m = 64, warp_n = 64, stages = 3}},
   {"imma_w8", {BM = 128, BN = 128, BK = 128, warp_m = 64, warp_n = 32, stages = 3}},
@@ -99,6 +99,9 @@ local IMMA = {
   {"imma_swz", {BM = 128, BN = 128, BK = 128, warp_m = 64, warp_n = 64, stages = 3, swizzle = true}},
   {"imma_w8_swz_k64s4", {BM = 128, BN = 128, BK = 64, warp_m = 64, warp_n = 32, stages = 4, swizzle = true}},
   {"imma_w8_swz_fp", {BM = 128, BN = 128, BK = 128, warp_m = 64, warp_n = 32, stages = 3, swizzle = true, frag_pipeline = true}},
+  -- hB's frag_prefetch (fragments across BK tiles, CUTLASS's main loop): 156 registers by ptxas,
+  -- so one 256-thread CTA per SM
+  {"imma_w8_swz_pf", {BM = 128, BN = 128, BK = 128, warp_m = 64, warp_n = 32, stages = 3, swizzle = true, frag_prefetch = true}},
 }
 local imma_small = {BM = 16, warp_m = 16, BN = 128, warp_n = 32, BK = 128, stages = 3}
 
