@@ -9,11 +9,14 @@
 -- then all of tirlua's outputs against cuDNN's.  Per layer the best tirlua lowering (both are built and
 -- timed when both apply) and its tiles; then the total over the 53 layers weighted by their
 -- occurrences ("resnet50_total", target <= 1.1x cuDNN) and the geomean over the 3x3 layers.
---   tirlua bench/conv2d.lua [--n=128] [--layers=1,5,...] [--variants=implicit,im2col]
+--   tirlua bench/conv2d.lua [--n=128] [--layers=1,5,...] [--variants=implicit,im2col,wgmma] [--wgmma_tiles=rule|near|all]
 --        [--cudnn_path=best|backend|legacy|legacy_ex] [--cudnn_rtc] [--cudnn_configs=32]
 --        [--cudnn_candidates]     print every cuDNN candidate (engine / algorithm, ms, note)
 --        [--cudnn_only]           the reference alone (no tirlua kernel built): rows "conv2d_cudnn",
 --                                 the chosen cuDNN engine against legacy Find's pick
+--     wgmma: conv2d_tc intrin = "wgmma" (implicit GEMM, weight packed [F, Kp]; sm_90a), with the tiles of
+--     conv2d_tc.wgmma_tiles (rule, the default), every tiling of conv2d_tc.wgmma_space (all) or those of
+--     at least min(F, 128) x 128 elements and the rule's (near); every candidate is timed and printed
 --   TIRLUA_BENCH_OUT=file                append the markdown table to that file
 --   tirlua bench/conv2d.lua --dry          without a GPU: schedule, lower and emit CUDA C for every
 --                                         layer (no NVRTC, nothing timed), and list the layers
@@ -21,7 +24,7 @@
 local tir = require("tir")
 local common = dofile("bench/common.lua")
 
-local opt = {n = 128, dry = false}
+local opt = {n = 128, dry = false, wgmma_tiles = "rule"}
 for _, a in ipairs(arg or {}) do
   local k, v = a:match("^%-%-([%w_]+)=?(.*)$")
   if k == "dry" then opt.dry = true
@@ -30,7 +33,8 @@ for _, a in ipairs(arg or {}) do
   elseif k == "cudnn_configs" then opt.cudnn_configs = math.tointeger(tonumber(v))
   elseif k == "n" then opt.n = math.tointeger(tonumber(v))
   elseif k == "layers" or k == "variants" then opt[k] = v
-  else error("bench/conv2d.lua: unknown argument " .. a .. " (--n=N --layers=i,j --variants=implicit,im2col --cudnn_path=P --cudnn_rtc --cudnn_configs=N --cudnn_candidates --cudnn_only --dry)") end
+  elseif k == "wgmma_tiles" and (v == "rule" or v == "all" or v == "near") then opt[k] = v
+  else error("bench/conv2d.lua: unknown argument " .. a .. " (--n=N --layers=i,j --variants=implicit,im2col,wgmma --wgmma_tiles=rule|near|all --cudnn_path=P --cudnn_rtc --cudnn_configs=N --cudnn_candidates --cudnn_only --dry)") end
 end
 
 -- ResNet-50 v1.5 at 224x224: {name, H (= W) of the input, C, F (output channels), R (= S), stride, padding, occurrences}
@@ -74,7 +78,7 @@ else
   for i = 1, #LAYERS do selected[i] = i end
 end
 local variants = {}
-for v in (opt.variants or "implicit,im2col"):gmatch("[^,]+") do variants[#variants + 1] = v end
+for v in (opt.variants or "implicit,im2col,wgmma"):gmatch("[^,]+") do variants[#variants + 1] = v end
 
 local function layer_info(l, N)
   local name, H, C, F, R, stride, pad, count = table.unpack(l)
@@ -111,9 +115,60 @@ local function candidates(L)
     for k, v in pairs(topts) do o[k] = v end
     out[1] = {lowering = "tc_gemm", mapping = ("GEMM %dx%dx%d, %s"):format(info.M, L.F, L.C, tiles(o)), sch = tc.schedule(g, o),
               info = info, gemm = true}
+    local wg = false
+    for _, v in ipairs(variants) do wg = wg or v == "wgmma" end
+    if wg then
+      -- the same GEMM on wgmma: x [M, C] times the OHWI kernel itself as B [F, C] (K-major: tc_gemm's
+      -- "NT" layout, no packing), the tiles of conv2d_tc.wgmma_tiles for the layer
+      local _, i0 = ct.workload{N = L.N, H = L.H, W = L.W, C = L.C, F = L.F, R = 1, S = 1, weight_layout = "FK"}
+      local okr, r = pcall(ct.wgmma_tiles, i0)
+      local so = {epilogue = "D"}
+      if okr then for k, v in pairs(r) do so[k] = v end end
+      local ok, sch = false, r
+      if okr then ok, sch = pcall(tc.schedule, tc.workload(info.M, L.F, L.C, "float16", "float16", nil, "NT"), so) end
+      if ok then
+        out[2] = {lowering = "tc_gemm_wgmma", mapping = ("GEMM %dx%dx%d on wgmma m64n%dk16, BM%d BN%d BK%d, %d stage(s), wgmma_pending %d " ..
+                  "[wgmma_tiles rule]"):format(info.M, L.F, L.C, so.BN, so.BM, so.BN, so.BK, so.stages, so.wgmma_pending), sch = sch,
+                  info = info, gemm = true, sm90 = true}
+      else
+        io.write(("  %s: GEMM on wgmma refused: %s\n"):format(L.name, tostring(sch):match("[^\n]*")))
+      end
+    end
     return out, info
   end
   for _, v in ipairs(variants) do
+    if v == "wgmma" then
+      -- implicit GEMM on wgmma: the weight packed K-major (Wm [F, Kp], weight_layout = "FK")
+      wl.weight_layout, wl.pad_m = "FK", nil
+      local f0, i0 = ct.workload(wl)
+      local list, rule = {}, nil
+      local okr, r = pcall(ct.wgmma_tiles, i0)
+      if okr then rule = r else io.write(("  %s: wgmma refused: %s\n"):format(L.name, tostring(r):match("[^\n]*"))) end
+      local function same(a, b) return a.BM == b.BM and a.BN == b.BN and a.BK == b.BK and a.stages == b.stages and a.wgmma_pending == b.wgmma_pending end
+      if rule then list[1] = rule end
+      if opt.wgmma_tiles ~= "rule" then
+        for _, o in ipairs(ct.wgmma_space(i0)) do
+          if not (rule and same(o, rule)) and (opt.wgmma_tiles == "all" or o.BM * o.BN >= math.min(L.F, 128) * 128) then list[#list + 1] = o end
+        end
+      end
+      for _, o in ipairs(list) do
+        local so = {variant = "implicit"}
+        for k, x in pairs(o) do so[k] = x end
+        local how = o == rule and "wgmma_tiles rule" or opt.wgmma_tiles == "all" and "wgmma_space" or "wgmma_space near"
+        local ok, sch = pcall(ct.schedule, f0, so)
+        if ok then
+          out[#out + 1] = {lowering = "implicit_wgmma", mapping = ("implicit GEMM on wgmma m64n%dk16 M=%d N=%d K=%d (Kp %d), BM%d BN%d BK%d, " ..
+                           "%d warpgroup(s), %d stage(s), wgmma_pending %d [%s]"):format(o.BN, i0.M, L.F, i0.K, i0.Kp, o.BM, o.BN, o.BK, o.BM // 64, o.stages,
+                           o.wgmma_pending, how),
+                           sch = sch, info = i0, fk = true, sm90 = true}
+        else
+          io.write(("  %s: wgmma BM%d BN%d refused: %s\n"):format(L.name, o.BM, o.BN, tostring(sch):match("[^\n]*")))
+        end
+      end
+      wl.weight_layout = nil
+      goto next_variant
+    end
+    do
     local o = {variant = v}
     for k, x in pairs(topts) do o[k] = x end
     local ok, sch = pcall(ct.schedule, func, o)
@@ -124,6 +179,8 @@ local function candidates(L)
     else
       io.write(("  %s: %s refused: %s\n"):format(L.name, label, tostring(sch):match("[^\n]*")))
     end
+    end
+    ::next_variant::
   end
   return out, info
 end
@@ -136,7 +193,7 @@ if opt.dry then
     local t1 = os.clock()
     local cands = candidates(L)
     for _, c in ipairs(cands) do
-      tir.build(c.sch.mod, "cuda", {compile = false})
+      tir.build(c.sch.mod, c.sm90 and "cuda -arch=sm_90a" or "cuda", {compile = false})
       print(("  %2d %-24s x%d  %-15s %s"):format(i, L.name, L.count, c.lowering, c.mapping))
     end
     print(("     (%.2f s CPU)"):format(os.clock() - t1))
@@ -191,7 +248,8 @@ local function sampled_check(L, xh, wh, out, M, seed, who)
 end
 
 -- all candidates of the selected layers, built together (NVRTC on every core)
-local plans, funcs = {}, {}
+-- (wgmma kernels: a second list, built for sm_90a; their indices are offset by #funcs below)
+local plans, funcs, funcs90 = {}, {}, {}
 local tb = os.clock()
 for _, i in ipairs(selected) do
   local L = layer_info(LAYERS[i], opt.n)
@@ -200,12 +258,30 @@ for _, i in ipairs(selected) do
   plans[#plans + 1] = {index = i, L = L, cands = cands, info = info, pack = #funcs + 1}
   funcs[#funcs + 1] = pack.mod
   for _, c in ipairs(cands) do
-    c.build = #funcs + 1
-    funcs[#funcs + 1] = c.sch.mod
+    if c.sm90 then
+      if c.fk and not plans[#plans].pack_fk then
+        plans[#plans].pack_fk = #funcs + 1
+        funcs[#funcs + 1] = ct.pack_weight_schedule(ct.pack_weight({R = L.R, S = L.S, C = L.C, F = L.F, kernel_layout = "OHWI",
+                                                                      weight_layout = "FK"})).mod
+      end
+      funcs90[#funcs90 + 1] = c.sch.mod
+      c.build90 = #funcs90
+    else
+      c.build = #funcs + 1
+      funcs[#funcs + 1] = c.sch.mod
+    end
   end
 end
 local built = opt.cudnn_only and {} or tir.build_many(funcs, "cuda")
-print(("-- %d kernels scheduled and built in %.1f s (CPU time of this thread)"):format(#funcs, os.clock() - tb))
+if #funcs90 > 0 and not opt.cudnn_only then
+  local b90 = tir.build_many(funcs90, "cuda -arch=sm_90a")
+  for _, pl in ipairs(plans) do
+    for _, c in ipairs(pl.cands) do
+      if c.build90 then c.build = #built + 1; built[#built + 1] = b90[c.build90] end
+    end
+  end
+end
+print(("-- %d kernels scheduled and built in %.1f s (CPU time of this thread)"):format(#funcs + #funcs90, os.clock() - tb))
 
 local rows, failures, inputs = {}, 0, {}
 print(("%-3s %-24s %3s %-15s %9s %9s %7s  %-22s %s"):format("#", "layer", "x", "tirlua", "ms", "cuDNN ms", "ratio", "cuDNN engine", "mapping"))
@@ -286,21 +362,30 @@ local function run_layer(pl)
   if pm.err then error(pm.err, 0) end
   local wm = tir.nd.empty({info.Kp, L.F}, "float16", dev)
   pm.mod(w, wm)
+  local wm_fk -- [F, Kp] for the wgmma candidates (their Kp: the workload's without pad_m, the same K)
+  if pl.pack_fk then
+    local pf = built[pl.pack_fk]
+    if pf.err then error(pf.err, 0) end
+    wm_fk = tir.nd.empty({L.F, info.Kp}, "float16", dev)
+    pf.mod(w, wm_fk)
+  end
   local best
   for _, c in ipairs(pl.cands) do
     local b = built[c.build]
     if b.err then
       print(("    %s %s: build failed: %s"):format(L.name, c.lowering, tostring(b.err):match("[^\n]*")))
     else
-      local out = tir.nd.empty({info.Mp, L.F}, "float16", dev)
-      local args = c.gemm and {x:reshape({info.M, L.C}), wm, out} or {x, wm, out}
+      local ci = c.info -- (a candidate's own workload: its Mp)
+      local out = tir.nd.empty({ci.Mp, L.F}, "float16", dev)
+      -- (the wgmma GEMM reads the OHWI kernel [F, 1, 1, C] itself as its K-major B [F, C])
+      local args = c.gemm and {x:reshape({info.M, L.C}), c.sm90 and w:reshape({L.F, L.C}) or wm, out} or {x, c.fk and wm_fk or wm, out}
       b.mod(table.unpack(args))
       -- checked before timing: 32 sampled outputs against float64 (the oracle), then every output
       -- against cuDNN's (rows padded to the tile, when M is, are scratch: then the samples only)
       local worst, why = sampled_check(L, xh, wh, out:to(tir.cpu()), info.M, 12345 + pl.index, "tirlua")
       local ok = why == nil
       local st = {}
-      if ok and info.Mp == info.M then
+      if ok and ci.Mp == ci.M then
         local okc, stc = pcall(tir.testing.assert_allclose, out, yflat, {rtol = 1e-2, atol = 2e-2 * math.sqrt(info.K / 64)})
         if okc then st = stc else ok, why = false, "tirlua (right at the float64 points) and cuDNN differ: " .. tostring(stc):gsub("\n", "; ") end
       end
@@ -310,6 +395,7 @@ local function run_layer(pl)
       else
         local t = b.mod:time_evaluator({number = 10, repeat_ = 5})(table.unpack(args))
         c.ms, c.err_cudnn, c.err_f64 = t * 1e3, st.max_abs, worst
+        print(("      %s %s: %.4f ms (%.1f TFLOP/s)"):format(L.name, c.mapping, c.ms, L.flops / t / 1e12))
         if not best or c.ms < best.ms then best = c end
       end
     end
@@ -320,7 +406,15 @@ local function run_layer(pl)
                  ref_tflops = L.flops / t_ref / 1e12, layer = L.name, count = L.count, mapping = best.mapping,
                  max_err_cudnn = best.err_cudnn, max_err_f64 = best.err_f64}
     for k, v in pairs(cudnn_fields) do row[k] = v end -- which cuDNN path and engine the reference is, and what the other paths gave
-    for _, c in ipairs(pl.cands) do if c.ms then row["ms_" .. c.lowering] = c.ms end end
+    -- each lowering's best time, and every candidate's ("mapping: ms; ...")
+    local all = {}
+    for _, c in ipairs(pl.cands) do
+      if c.ms then
+        row["ms_" .. c.lowering] = math.min(row["ms_" .. c.lowering] or math.huge, c.ms)
+        all[#all + 1] = ("%s: %.4f"):format(c.mapping, c.ms)
+      end
+    end
+    row.candidates = table.concat(all, "; ")
     common.record(row)
     row.index = pl.index
     rows[#rows + 1] = row

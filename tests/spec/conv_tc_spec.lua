@@ -23,7 +23,7 @@ end
 local function simulate(c, sopts, exact)
   local f, info = ct.workload(c)
   local sch = ct.schedule(f, sopts)
-  local mod = tir.build(sch.mod, "cuda -arch=sm_80", {compile = false})
+  local mod = tir.build(sch.mod, sopts.intrin == "wgmma" and "cuda -arch=sm_90a" or "cuda -arch=sm_80", {compile = false})
   local args = args_for(f, 1)
   local rep = tir.simulate(mod, args, exact and {reference = f} or {reference = f, rtol = 1e-3, atol = 1e-3})
   assert.are.equal(0, rep.n_issues)
@@ -44,6 +44,17 @@ local function simulate(c, sopts, exact)
     end
   end
   return mod, info, rep
+end
+
+-- the schedule of f (sopts) prints and parses back, and means f on the interpreter (before lowering)
+local function assert_means(f, sopts, seed)
+  local sch = ct.schedule(f, sopts)
+  U.assert_roundtrip(sch.mod)
+  local a1 = args_for(f, seed)
+  local a2 = tir.testing.copy_args(a1)
+  tir.interpret(f, a1)
+  tir.interpret(sch.mod, a2)
+  tir.testing.assert_allclose(a2[#a2], a1[#a1], {rtol = 1e-3, atol = 1e-3})
 end
 
 local SMALL = {BM = 64, BN = 32, BK = 32, warp_m = 32, warp_n = 16, stages = 2}
@@ -178,6 +189,55 @@ describe("conv2d_tc on the simulator", function()
     end
   end)
 
+  -- wgmma (sm_90a): the weight packed K-major (weight_layout = "FK"), the im2col block the
+  -- swizzled A tile; 1 and 2 consumer warpgroups, 64- and 128-byte rows, 1-3 stages, a group in
+  -- flight or not
+  local WG = {
+    {"3x3 pad 1, K = 144 -> 192, BM 64 BN 32 BK 64, 2 stages + a group in flight", {N = 2, H = 8, W = 8, C = 16, F = 32, R = 3, S = 3, padding = 1, pad_k = 64},
+     {BM = 64, BN = 32, BK = 64, stages = 2}},
+    {"stride 2, dilation 2, C = 8 (K = 72 -> 96), pad_m, BM 128 BN 64 BK 32, 3 stages, wgmma_pending 0",
+     {N = 2, H = 11, W = 11, C = 8, F = 64, R = 3, S = 3, padding = 2, stride = 2, dilation = 2, pad_m = 128},
+     {BM = 128, BN = 64, BK = 32, stages = 3, wgmma_pending = 0}},
+    {"1x1 stride 2 (the shortcut), one stage", {N = 2, H = 16, W = 16, C = 64, F = 64, R = 1, S = 1, stride = 2, pad_k = 64},
+     {BM = 64, BN = 64, BK = 64, stages = 1}},
+  }
+  for _, t in ipairs(WG) do
+    it("wgmma implicit GEMM: " .. t[1], function()
+      local c = with(t[2], {weight_layout = "FK"})
+      local mod, _, rep = simulate(c, with(t[3], {intrin = "wgmma", variant = "implicit"}))
+      assert.are.equal(1, rep.kernels)
+      local src = mod:get_source("cuda")
+      -- the im2col block is the swizzled shared tile itself (zero-filling cp.async with a pipeline)
+      assert.truthy(src:match("__shared__ __align__%(%d+%) half A_im2col%["), src)
+      -- the gather's stores into it carry the XOR swizzle (Buffer.swizzle applied to the index)
+      local swizzled = false
+      for line in src:gmatch("[^\n]+") do
+        if (line:find("tir_smem_addr(A_im2col)", 1, true) or line:find("*(uint4*)(A_im2col +", 1, true)) and line:find(" ^ ", 1, true) then swizzled = true end
+      end
+      assert.is_true(swizzled)
+      if t[3].stages > 1 then assert.truthy(src:find("tir_cp_async_zfill<16>((tir_smem_addr(A_im2col", 1, true), src) end
+      assert.truthy(src:find("tir_wgmma_m64n" .. t[3].BN .. "k16_f16_f16_f32", 1, true), src)
+    end)
+  end
+
+  it("wgmma on the explicit im2col matrix (two kernels), and int8 inputs are refused with the reason", function()
+    local c = with(WG[1][2], {weight_layout = "FK"})
+    local _, _, rep = simulate(c, with(WG[1][3], {intrin = "wgmma", variant = "im2col"}))
+    assert.are.equal(2, rep.kernels)
+  end)
+
+  it("the wgmma schedule means the workload (interpreter, before lowering); FK packing equals KF packing transposed", function()
+    local c = with(WG[2][2], {weight_layout = "FK"})
+    assert_means(ct.workload(c), with(WG[2][3], {intrin = "wgmma"}), 3)
+    local w = tir.nd.random({3, 3, 8, 64}, "float16", tir.cpu(), {seed = 5})
+    local kf = tir.nd.empty({96, 64}, "float16")
+    local fk = tir.nd.empty({64, 96}, "float16")
+    tir.interpret(ct.pack_weight{R = 3, S = 3, C = 8, F = 64}, {w, kf})
+    tir.interpret(ct.pack_weight{R = 3, S = 3, C = 8, F = 64, weight_layout = "FK"}, {w, fk})
+    for k = 0, 95 do for j = 0, 63 do assert.are.equal(kf:get(k, j), fk:get(j, k)) end end
+    tir.testing.assert_allclose(ct.unpack_weight({R = 3, S = 3, C = 8, F = 64, weight_layout = "FK"}, fk), w, {rtol = 0, atol = 0})
+  end)
+
   it("implicit GEMM: one kernel, A gathered by zero-filling cp.async, no im2col matrix in global memory", function()
     local mod, _, rep = simulate(LAYERS[1].c, with(SMALL, {variant = "implicit"}))
     assert.are.equal(1, rep.kernels)
@@ -208,15 +268,7 @@ describe("conv2d_tc on the simulator", function()
 
   it("the scheduled function means the workload (interpreter, before lowering)", function()
     local f = ct.workload(LAYERS[3].c)
-    for _, variant in ipairs({"implicit", "im2col"}) do
-      local sch = ct.schedule(f, with(SMALL, {variant = variant}))
-      U.assert_roundtrip(sch.mod)
-      local a1 = args_for(f, 2)
-      local a2 = tir.testing.copy_args(a1)
-      tir.interpret(f, a1)
-      tir.interpret(sch.mod, a2)
-      tir.testing.assert_allclose(a2[#a2], a1[#a1], {rtol = 1e-3, atol = 1e-3})
-    end
+    for _, variant in ipairs({"implicit", "im2col"}) do assert_means(f, with(SMALL, {variant = variant}), 2) end
   end)
 end)
 
@@ -239,6 +291,23 @@ describe("conv2d_tc tile choices", function()
       local sp = ct.space(info)
       assert.is_true(#sp > 0)
       for _, p in ipairs(sp) do assert.are.equal(0, info.F % p.BN); assert.are.equal(0, info.Kp % p.BK) end
+    end
+  end)
+  it("wgmma tiles: every tiling of wgmma_space divides the layer and fits; the rule picks one of them", function()
+    for _, l in ipairs(RESNET) do
+      if l[5] == 3 then
+        local _, info = ct.workload({N = 128, H = l[1], W = l[2], C = l[3], F = l[4], R = 3, S = 3, stride = l[7], padding = l[8], weight_layout = "FK"})
+        local sp = ct.wgmma_space(info)
+        assert.is_true(#sp > 0)
+        for _, p in ipairs(sp) do
+          assert.are.equal(0, info.Mp % p.BM); assert.are.equal(0, info.F % p.BN); assert.are.equal(0, info.Kp % p.BK)
+          assert.is_true((p.stages + 1) * (p.BM + p.BN) * p.BK * 2 <= 227 * 1024)
+        end
+        local r = ct.wgmma_tiles(info, 132)
+        local found = false
+        for _, p in ipairs(sp) do found = found or (p.BM == r.BM and p.BN == r.BN and p.BK == r.BK and p.stages == r.stages) end
+        assert.is_true(found)
+      end
     end
   end)
   it("the tuning key names the layer; given options are used as they are", function()
@@ -268,5 +337,16 @@ describe("conv2d_tc errors", function()
     U.expect_error(function() ct.schedule(f, with(SMALL, {variant = "implicit_gemm"})) end, "conv2d_tc.schedule", "variant must be")
     U.expect_error(function() ct.schedule(f, with(SMALL, {BM = 96})) end, "tc_gemm.schedule", "M = 128 is not a multiple of BM = 96")
     U.expect_error(function() ct.schedule(nil, SMALL) end, "conv2d_tc.schedule", "expected the PrimFunc of conv2d_tc.workload")
+    local W = {intrin = "wgmma", BM = 64, BN = 32, BK = 32, stages = 1}
+    U.expect_error(function() ct.schedule(f, W) end, "conv2d_tc.schedule", "weight_layout = \"FK\"")
+    U.expect_error(function() ct.workload(with(c, {weight_layout = "KC"})) end, "conv2d_tc.workload", "weight_layout must be")
+    U.expect_error(function() ct.workload(with(c, {weight_layout = "FK", groups = 2})) end, "not supported with groups")
+    U.expect_error(function() ct.schedule(ct.workload(with(c, {weight_layout = "FK", bias = true})), W) end, "conv2d_tc.schedule",
+                   "plain fp16 cast epilogue only")
+    U.expect_error(function() ct.schedule(ct.workload(with(c, {weight_layout = "FK", activation = "relu"})), W) end, "plain fp16 cast")
+    U.expect_error(function() ct.schedule(ct.workload(with(c, {weight_layout = "FK", C = 3, pad_m = 64})), W) end, "16-byte vectors")
+    U.expect_error(function() ct.schedule(ct.workload(with(c, {weight_layout = "FK"})), with(W, {warp_m = 32})) end,
+                   "warp_m is an mma.sync / WMMA option")
+    U.expect_error(function() ct.schedule(ct.workload(with(c, {weight_layout = "FK", F = 48})), with(W, {BN = 12})) end, "BN = 12 is not a valid wgmma N")
   end)
 end)

@@ -2,7 +2,9 @@
 -- implicit GEMM and explicit im2col + GEMM on ResNet-50 v1.5 layers at N = 128 (fp16 NHWC, bias +
 -- relu, fp16 out; an NCHW and a grouped layer too), each checked at sampled outputs (2048, fewer for deep K) against the float64 reference
 -- (tir.testing.ref_conv), the two variants against each other on the whole output, and an int8
--- layer (IMMA) exactly at sampled points.  Without a GPU: pending.
+-- layer (IMMA) exactly at sampled points; the implicit GEMM on wgmma (sm_90a, weight packed [F, Kp],
+-- fp16 out without bias) on the 3x3 layers against float64 and against the mma.sync implicit GEMM on
+-- the whole output.  Without a GPU: pending.
 local tir = require("tir")
 local ct = require("tir.schedules.conv2d_tc")
 
@@ -70,6 +72,35 @@ local LAYERS = {
    groups = 4},
 }
 
+-- the implicit GEMM on wgmma (conv2d_tc.wgmma_tiles' rule, or given tiles) and on mma.sync
+-- (layer_options), no bias, fp16 out: returns both outputs and what check_points needs
+local function run_wgmma(L, tiles)
+  local layer = {}
+  for k, v in pairs(L) do if k ~= "name" then layer[k] = v end end
+  layer.weight_layout = "FK"
+  local func, info = ct.workload(layer)
+  local opts = {variant = "implicit"}
+  for k, v in pairs(tiles or ct.wgmma_tiles(info)) do opts[k] = v end
+  opts.intrin = "wgmma"
+  local mod = tir.build(ct.schedule(func, opts).mod, "cuda -arch=sm_90a")
+  local x = tir.nd.random({L.N, L.H, L.W, L.C}, "float16", dev, {seed = 1, low = -1, high = 1})
+  local w = tir.nd.random({L.R, L.S, L.C, L.F}, "float16", dev, {seed = 2, low = -1, high = 1})
+  local wm = tir.nd.empty({info.F, info.Kp}, "float16", dev)
+  tir.build(ct.pack_weight_schedule(ct.pack_weight({R = L.R, S = L.S, C = L.C, F = L.F, weight_layout = "FK"})).mod, "cuda")(w, wm)
+  local out = tir.nd.empty(info.out_shape, "float16", dev)
+  mod(x, wm, out)
+  -- the mma.sync implicit GEMM on the same inputs (weight packed [Kp, F]; 64 x 64 tiles divide
+  -- every layer's M here, so both outputs have the same rows)
+  layer.weight_layout = nil
+  local f2, i2 = ct.workload(layer)
+  local o2 = {variant = "implicit", BM = 64, BN = 64, warp_m = 32, warp_n = 32, BK = 32, stages = 3}
+  local wk = tir.nd.empty({i2.Kp, i2.F}, "float16", dev)
+  tir.build(ct.pack_weight_schedule(ct.pack_weight({R = L.R, S = L.S, C = L.C, F = L.F})).mod, "cuda")(w, wk)
+  local ref = tir.nd.empty(i2.out_shape, "float16", dev)
+  tir.build(ct.schedule(f2, o2).mod, "cuda")(x, wk, ref)
+  return out, ref, x, w, info
+end
+
 describe("#gpu conv2d on tensor cores", function()
   if not has_gpu then
     it("is skipped: " .. tostring(why), function() pending("no GPU: " .. tostring(why)) end)
@@ -89,6 +120,24 @@ describe("#gpu conv2d on tensor cores", function()
     local b = run(L, "implicit")
     tir.testing.assert_allclose(a, b, {rtol = 1e-3, atol = 1e-3})
   end)
+
+  -- wgmma: the rule's tiles on the 3x3 layers of every stage, and 1 / 4 warpgroups, BK 32
+  local WG = {
+    {LAYERS[2]}, {LAYERS[3]}, {LAYERS[4]},
+    {{name = "conv4_x 3x3 256", N = 128, H = 14, W = 14, C = 256, F = 256, R = 3, S = 3, stride = 1, padding = 1}},
+    {LAYERS[2], {intrin = "wgmma", BM = 256, BN = 64, BK = 64, stages = 4}},
+    {LAYERS[4], {intrin = "wgmma", BM = 64, BN = 128, BK = 32, stages = 4, wgmma_pending = 0}},
+  }
+  for _, t in ipairs(WG) do
+    local L = t[1]
+    it(("%s: implicit GEMM on wgmma (%s) matches float64 and the mma.sync implicit GEMM"):format(L.name,
+       t[2] and ("BM %d BN %d BK %d"):format(t[2].BM, t[2].BN, t[2].BK) or "wgmma_tiles"), function()
+      local out, ref, x, w, info = run_wgmma(L, t[2])
+      local n = math.max(128, math.min(2048, 600000 // info.K))
+      ct.check_points(out, x, w, {stride = L.stride, padding = L.padding}, info, n)
+      tir.testing.assert_allclose(out, ref, {rtol = 1e-2, atol = 1e-2})
+    end)
+  end
 
   it("int8 conv2_x 3x3 (IMMA, int32 out + bias): exact at sampled outputs, both variants", function()
     local L = {N = 128, H = 56, W = 56, C = 64, F = 64, R = 3, S = 3, stride = 1, padding = 1, pad_k = 64}

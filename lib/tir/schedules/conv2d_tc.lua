@@ -15,6 +15,11 @@
 --     (cp.async with zero-fill, src-size 0, where the pixel is in the padding or k >= K), so no
 --     im2col matrix exists in global memory -- one kernel.
 --   Both fuse the epilogue "D" (bias, relu, cast) into the GEMM's write-back.
+--   intrin = "wgmma" (sm_90a; tc_gemm_wgmma.lua): either variant on Hopper's wgmma.mma_async, the
+--     workload built with weight_layout = "FK" (Wm [F, Kp]: both operands K-major, wgmma's layout);
+--     the implicit variant's im2col block is the 128-byte-swizzled A tile itself (its zero-filling
+--     cp.async gather writes the swizzled layout the descriptors read).  The epilogue must be the
+--     plain fp16 cast (no bias / relu yet: the fused wgmma store converts only).
 --
 -- Vector copies need 16 contiguous bytes of one pixel: C a multiple of 8 (fp16) / 16 (int8).  A
 -- smaller C (3 of a first layer) is padded to 8-byte pixels (padded_channels: a kernel writes
@@ -31,7 +36,8 @@
 -- pack_weight(o) -> PrimFunc (W -> Wm), pack_weight_schedule(func) -> Schedule (a GPU kernel),
 -- unpack_weight(o, wm); layer_options(info [, override]) -> tiles, how (tc_gemm's tuned GEMM for
 -- a 1x1 stride-1 layer: is_gemm; this layer's tuning record: workload_key, tune, space; else
--- default_tiles); padded_channels(C, dtype [, pad_c]); check_points (sampled float64 checks).
+-- default_tiles; wgmma_tiles for an "FK" workload); wgmma_space(info), wgmma_tiles(info [, sms]);
+-- padded_channels(C, dtype [, pad_c]); check_points (sampled float64 checks).
 -- Tests: tests/spec/conv_tc_spec.lua (simulator), gpu_conv_spec.lua (#gpu).
 local tir = require("tir")
 local util = require("tir.util")
@@ -52,10 +58,23 @@ local M = {}
 local WORKLOAD_OPTS = {N = "positive", H = "positive", W = "positive", C = "positive", F = "positive", R = "positive", S = "positive",
                        stride = "any", padding = "any", dilation = "any", dtype = "dtype", out_dtype = "dtype", bias = "boolean",
                        activation = "string", pad_k = "positive", pad_m = "positive", pad_c = "positive", kernel_layout = "string",
-                       requantize = "table", data_layout = "string", groups = "positive"}
+                       requantize = "table", data_layout = "string", groups = "positive", weight_layout = "string"}
 M.WORKLOAD_OPTS = WORKLOAD_OPTS
 
 local ACC = {float16 = "float32", bfloat16 = "float32", int8 = "int32", uint8 = "int32"}
+
+-- The packed weight's layout from o.weight_layout (workload's and pack_weight's option): "KF"
+-- (default: Wm [Kp, F], the GEMM's B stored k x n) or "FK" (Wm [F, Kp], K-major: B stored n x k,
+-- what wgmma reads; for an OHWI kernel it is the kernel itself with K padded).  Errors name prim.
+local function weight_layout(P, o)
+  local wl = o.weight_layout or "KF"
+  if wl ~= "KF" and wl ~= "FK" then
+    util.raise("ValueError", P, "weight_layout must be \"KF\" (Wm [Kp, F]) or \"FK\" (Wm [F, Kp], K-major: intrin = \"wgmma\"), got %s",
+               util.show(wl))
+  end
+  if wl == "FK" and (o.groups or 1) > 1 then util.raise("ValueError", P, "weight_layout = \"FK\" is not supported with groups > 1") end
+  return wl
+end
 
 local function checked(P, o)
   util.check_opts(P, o, WORKLOAD_OPTS)
@@ -65,8 +84,10 @@ local function checked(P, o)
   local dt = o.dtype or "float16"
   if not ACC[dt] then util.raise("TypeError", P, "dtype must be float16, bfloat16, int8 or uint8 (tensor-core inputs), got %s", util.show(dt)) end
   if o.activation ~= nil and o.activation ~= "relu" then util.raise("ValueError", P, "activation must be \"relu\" or nil, got %s", util.show(o.activation)) end
+  weight_layout(P, o)
   return dt
 end
+
 
 local ESIZE = {float16 = 2, bfloat16 = 2, int8 = 1, uint8 = 1}
 
@@ -87,12 +108,12 @@ function M.padded_channels(C, dtype, pad_c)
   return (C + q - 1) // q * q
 end
 
---- The workload: PrimFunc (X [N, H, W, C], Wm [Kp, F], [bias [F] of the accumulator dtype], [scale [F]], out [Mp, F])
+--- The workload: PrimFunc (X [N, H, W, C], Wm [Kp, F] (or [F, Kp]: weight_layout), [bias [F] of the accumulator dtype], [scale [F]], out [Mp, F])
 -- with blocks "A_im2col", "C" (the GEMM, accumulating in float32 / int32) and "D" (the epilogue:
 -- + bias, relu, cast to out_dtype: default float16 for 16-bit inputs, int32 for int8).
 -- o: N, H, W, C, F, R, S, stride, padding, dilation (tir.ops.conv's forms), dtype ("float16"),
 -- out_dtype, bias (false), activation (nil | "relu"), data_layout ("NHWC" | "NCHW"), pad_c (see
--- padded_channels), pad_k (K padded to a multiple of it: 32),
+-- padded_channels), pad_k (K padded to a multiple of it: 32), weight_layout ("KF" | "FK": see M.weight_layout),
 -- pad_m (M = N*P*Q padded to a multiple of it: rows of zeros in A, scratch rows in out; default none),
 -- requantize = {scale = number | "per_channel", out_zero_point, out_dtype = "int8" | "uint8"} (int8
 -- inputs: tir.ops.quantized_matmul's requantization replaces the cast; "per_channel" adds a float32
@@ -183,9 +204,12 @@ function M.workload(o)
   local Mr = o.N * plan.osz[1] * plan.osz[2]
   local K = o.R * o.S * o.C -- (the useful work; the GEMM's K is R * S * Cp, padded to Kp)
   local F = o.F
-  local Wm = te.placeholder({Kp, F}, dt, "Wm")
+  local fk = weight_layout(P, o) == "FK"
+  local Wm = te.placeholder(fk and {F, Kp} or {Kp, F}, dt, "Wm")
   local k = te.reduce_axis({0, Kp}, "k")
-  local Cb = te.compute({Mp, F}, function(i, j) return te.sum(te.cast(acc, A[{i, k}]) * te.cast(acc, Wm[{k, j}]), {k}) end, "C")
+  local Cb = te.compute({Mp, F}, function(i, j)
+    return te.sum(te.cast(acc, A[{i, k}]) * te.cast(acc, fk and Wm[{j, k}] or Wm[{k, j}]), {k})
+  end, "C")
   local params = {X, Wm}
   local bias
   if o.bias then bias = te.placeholder({F}, acc, "bias"); params[#params + 1] = bias end
@@ -233,18 +257,20 @@ function M.workload(o)
   local f = te.create_prim_func(params, "conv2d_tc")
   return f, {M = Mr, Mp = Mp, K = K, Kp = Kp, C = o.C, Cp = Cp, data_layout = layout,
              out_shape = nchw and {o.N, F, P_, Q_} or {Mp, F}, P = plan.osz[1], Q = plan.osz[2], F = F, plan = plan, flops = 2 * Mr * F * K, dtype = dt,
-             out_dtype = out_dtype}
+             out_dtype = out_dtype, weight_layout = fk and "FK" or "KF"}
 end
 
 --- The packing of a kernel into Wm: PrimFunc (W, Wm); W is HWIO [R, S, C, F] (TVM's), OHWI
--- [F, R, S, C] (cuDNN's NHWC filter, KRSC) or OIHW [F, C, R, S] (NCHW's) by o.kernel_layout.  o: R, S, C, F, dtype, pad_k, kernel_layout.
+-- [F, R, S, C] (cuDNN's NHWC filter, KRSC) or OIHW [F, C, R, S] (NCHW's) by o.kernel_layout.  o: R, S, C, F, dtype, pad_k, kernel_layout,
+-- weight_layout ("KF": Wm [Kp, F], or "FK": Wm [F, Kp]; the workload's).
 function M.pack_weight(o)
   local P = "conv2d_tc.pack_weight"
   util.check_opts(P, o, {R = "positive", S = "positive", C = "positive", F = "positive", dtype = "dtype", pad_k = "positive",
-                         pad_c = "positive", kernel_layout = "string", groups = "positive"})
+                         pad_c = "positive", kernel_layout = "string", groups = "positive", weight_layout = "string"})
   for _, k in ipairs({"R", "S", "C", "F"}) do
     if o[k] == nil then util.raise("ValueError", P, "option %s is required", k) end
   end
+  local fk = weight_layout(P, o) == "FK"
   if (o.groups or 1) > 1 then
     -- C is the channels per group here (the kernel's I); Wm [G, Kgp, Fg], k = (r S + s) Cg + c
     local G = o.groups
@@ -270,25 +296,26 @@ function M.pack_weight(o)
   local Cp = M.padded_channels(o.C, dt, o.pad_c)
   local Wm
   if Cp == o.C then
-    Wm = ops_im2col.conv_weight_matrix(W, {data_layout = "NHWC", kernel_layout = kl, pad_k = o.pad_k or 32, name = "Wm"})
+    Wm = ops_im2col.conv_weight_matrix(W, {data_layout = "NHWC", kernel_layout = kl, pad_k = o.pad_k or 32, name = "Wm", transpose = fk})
   else
     -- rows k = (r S + s) Cp + c, zero for the padding channels c >= C and for k >= R S Cp
     local Kc = o.R * o.S * Cp
     local q = o.pad_k or 32
     local Kp = (Kc + q - 1) // q * q
-    Wm = te.compute({Kp, o.F}, function(k, f)
+    local function at(k, f)
       local c, rs = k % Cp, k // Cp
       local r, s_ = rs // o.S, rs % o.S
       local v = kl == "HWIO" and W[{r, s_, c, f}] or kl == "OHWI" and W[{f, r, s_, c}] or W[{f, c, r, s_}]
       return tir.if_then_else(tir.all(tir.lt(k, Kc), tir.lt(c, o.C)), v, tir.const(0, dt))
-    end, "Wm")
+    end
+    Wm = fk and te.compute({o.F, Kp}, function(f, k) return at(k, f) end, "Wm") or te.compute({Kp, o.F}, at, "Wm")
   end
   return te.create_prim_func({W, Wm}, "pack_weight")
 end
 
 --- The HWIO kernel [R, S, C, F] whose packing is wm (a host NDArray [Kp, F]; its rows k < K):
 -- pack_weight's inverse, for references fed with a random packed weight.  o: R, S, C, F (the
--- workload's: C all input channels), pad_c, groups (wm [G, Kgp, F/G] -> [R, S, C/G, F]).
+-- workload's: C all input channels), pad_c, weight_layout (wm [F, Kp] for "FK"), groups (wm [G, Kgp, F/G] -> [R, S, C/G, F]).
 function M.unpack_weight(o, wm)
   local P = "conv2d_tc.unpack_weight"
   if type(o) ~= "table" then util.raise("TypeError", P, "o must be pack_weight's options {R, S, C, F, ...}, got %s", util.show(o)) end
@@ -316,6 +343,7 @@ function M.unpack_weight(o, wm)
     return tir.nd.array(t, wm:dtype())
   end
   local Cp = M.padded_channels(o.C, wm:dtype(), o.pad_c)
+  local fk = weight_layout(P, o) == "FK"
   local t = {}
   for r = 1, o.R do
     t[r] = {}
@@ -323,7 +351,10 @@ function M.unpack_weight(o, wm)
       t[r][s] = {}
       for c = 1, o.C do
         t[r][s][c] = {}
-        for f = 1, o.F do t[r][s][c][f] = wm:get(((r - 1) * o.S + s - 1) * Cp + c - 1, f - 1) end
+        for f = 1, o.F do
+          local k = ((r - 1) * o.S + s - 1) * Cp + c - 1
+          t[r][s][c][f] = fk and wm:get(f - 1, k) or wm:get(k, f - 1)
+        end
       end
     end
   end
@@ -398,7 +429,10 @@ end
 
 -- the options of schedule: tc_gemm's tile parameters and the variant
 local SCHED_OPTS = {variant = "string", im2col_threads = "positive", im2col_vec = "positive"}
-for k, v in pairs(tc.SCHEDULE_OPTS) do if k ~= "a_stage" and k ~= "b_stage" and k ~= "epilogue" and k ~= "block" and k ~= "writeback" then SCHED_OPTS[k] = v end end
+local WG = require("tir.schedules.tc_gemm_wgmma")
+for _, t in ipairs({tc.SCHEDULE_OPTS, WG.OPTS}) do
+  for k, v in pairs(t) do if k ~= "a_stage" and k ~= "b_stage" and k ~= "epilogue" and k ~= "block" and k ~= "writeback" then SCHED_OPTS[k] = v end end
+end
 M.SCHEDULE_OPTS = SCHED_OPTS
 
 --- The default tiles for a layer of M x F x Kp (CUTLASS's sm80 conv shapes: CTA tiles of 4 or 8
@@ -439,6 +473,79 @@ function M.default_tiles(info, sm_count)
   end
   o.stages = math.max(1, math.min(o.stages, info.Kp // o.BK))
   return o
+end
+
+--- The wgmma tilings of a layer (info from a workload built with weight_layout = "FK"): every BM
+-- in {64, 128, 256} (1, 2 or 4 consumer warpgroups) x BN in {64, 128, 256} (the wgmma N) that
+-- divides Mp and F, BK = 64 (128-byte swizzled rows; 32 when Kp is not a multiple of 64), 256 x
+-- 256 left out (128 accumulators a thread over 512 threads do not fit the register file), each at
+-- two depths: the deepest cp.async pipeline (<= 4 stages, <= Kp / BK) whose tiles, one version
+-- more for the wgmma group left in flight, fit in 227 KB (one CTA an SM), and, where two CTAs fit
+-- an SM (shared memory <= 113 KB each; registers estimated at BN / 2 + 48 a thread), the deepest
+-- that fits twice (then one CTA's prologue and write-back overlap the other's main loop:
+-- wgmma_ctas_per_sm).  Returns a list of conv2d_tc.schedule options.
+-- CTAs of a wgmma tiling (schedule options) that fit an SM: 2 when its tile versions take at most
+-- half of 227 KB and its registers (estimated at BN / 2 + 48 a thread) half of the 64 K, else 1
+local function wgmma_ctas_per_sm(o, esize)
+  local smem = (o.stages + (o.stages > 1 and o.wgmma_pending or 0)) * (o.BM + o.BN) * o.BK * esize
+  return (2 * smem <= 227 * 1024 and 2 * (o.BM // 64 * 128) * (o.BN // 2 + 48) <= 65536) and 2 or 1
+end
+
+function M.wgmma_space(info)
+  check_info("conv2d_tc.wgmma_space", info)
+  local out = {}
+  local es = ESIZE[info.dtype]
+  local BK = info.Kp % (128 // es) == 0 and 128 // es or 64 // es
+  if info.Kp % BK ~= 0 then return out end
+  local steps = info.Kp // BK
+  -- the deepest (stages, wgmma_pending) whose tiles fit in `limit` bytes: a group in flight when
+  -- there is a pipeline (stages >= 2) and room for its extra tile version, else none
+  local function depth(bytes, limit)
+    for st = math.min(4, steps), 2, -1 do
+      if (st + 1) * bytes <= limit then return st, 1 end
+    end
+    if steps >= 2 and 2 * bytes <= limit then return 2, 0 end
+    if bytes <= limit then return 1, 0 end
+  end
+  for _, BM in ipairs({64, 128, 256}) do
+    for _, BN in ipairs({64, 128, 256}) do
+      if info.Mp % BM == 0 and info.F % BN == 0 and BM * BN < 256 * 256 then
+        local bytes = (BM + BN) * BK * es
+        local s1, p1 = depth(bytes, 227 * 1024)
+        if s1 then out[#out + 1] = {intrin = "wgmma", BM = BM, BN = BN, BK = BK, stages = s1, wgmma_pending = p1} end
+        local s2, p2 = depth(bytes, 227 * 1024 // 2)
+        local o2 = s2 and {intrin = "wgmma", BM = BM, BN = BN, BK = BK, stages = s2, wgmma_pending = p2}
+        if o2 and (s2 ~= s1 or p2 ~= p1) and wgmma_ctas_per_sm(o2, es) == 2 then out[#out + 1] = o2 end
+      end
+    end
+  end
+  return out
+end
+
+--- The wgmma tiles for a layer (the rule conv2d_tc uses without a tuning record): among
+-- wgmma_space, the one with the least predicted time: waves = ceil(CTAs / (ctas_per_sm SMs))
+-- times a tile's time BM BN Kp / rate / ctas_per_sm, where the rate grows with the tile's operand
+-- reuse BM BN / (BM + BN) up to 128 x 256's (a smaller tile moves more shared bytes per flop);
+-- a CTA sharing its SM gets half of it but hides its prologue and write-back (one k step and the
+-- store: counted as a step of each tile's time).  Returns schedule options.
+-- Raises a ValueError when no tiling divides the layer.
+function M.wgmma_tiles(info, sm_count)
+  local P = "conv2d_tc.wgmma_tiles"
+  check_info(P, info)
+  local sms = sm_count or tc.device_sm_count()
+  local best, bt
+  for _, o in ipairs(M.wgmma_space(info)) do
+    local per = wgmma_ctas_per_sm(o, ESIZE[info.dtype])
+    local ctas = (info.Mp // o.BM) * (info.F // o.BN)
+    local reuse = math.min(1, (o.BM * o.BN / (o.BM + o.BN)) / (128 * 256 / 384))
+    local steps = info.Kp // o.BK + (per == 1 and 2 or 0) -- the prologue and write-back, exposed with one CTA an SM
+    local t = ((ctas + per * sms - 1) // (per * sms)) * o.BM * o.BN * steps * per / reuse
+    if not bt or t < bt then best, bt = o, t end
+  end
+  if not best then
+    util.raise("ValueError", P, "no wgmma tiling (BM, BN in 64, 128, 256; BK 64) divides Mp = %d, F = %d, Kp = %d", info.Mp, info.F, info.Kp)
+  end
+  return best
 end
 
 --- The tuning space of a layer (info from workload): tc_gemm_tune's CTA / warp tilings and (BK,
@@ -528,6 +635,7 @@ function M.is_gemm(info)
 end
 
 --- The tile options for a layer (info from workload): override when given (copied), else for a
+-- workload built with weight_layout = "FK" (the wgmma one) wgmma_tiles' rule (intrin = "wgmma"), else for a
 -- plain GEMM (is_gemm) tc_gemm's tuned options of the M x F x K GEMM (tc_gemm_tune.options: the
 -- tuning database's record or the nearest shape's), else the conv tuning record of this layer
 -- (tune), else default_tiles.  Returns the options and how they were chosen.
@@ -542,6 +650,7 @@ function M.layer_options(info, override)
     for k, v in pairs(override) do o[k] = v end
     return o, "given"
   end
+  if info.weight_layout == "FK" then return M.wgmma_tiles(info), "wgmma_tiles rule" end
   local tt = require("tir.schedules.tc_gemm_tune")
   local function fits(p) return info.Mp % (p.BM or tc.defaults.BM) == 0 and Fn % (p.BN or tc.defaults.BN) == 0 and
                                 info.Kp % (p.BK or tc.defaults.BK) == 0 end
@@ -581,8 +690,18 @@ function M.schedule(func, opts)
   if not tir.core.is_node(func, "PrimFunc") then
     util.raise("TypeError", P, "expected the PrimFunc of conv2d_tc.workload, got %s", util.describe(func))
   end
+  local wgmma = o.intrin == "wgmma"
   local to = {epilogue = "D"}
-  for k, v in pairs(o) do if tc.SCHEDULE_OPTS[k] then to[k] = v end end
+  for k, v in pairs(o) do if (wgmma and WG.OPTS or tc.SCHEDULE_OPTS)[k] then to[k] = v end end
+  for k in pairs(o) do
+    if wgmma and not WG.OPTS[k] and tc.SCHEDULE_OPTS[k] then
+      local names = {}
+      for n in pairs(WG.OPTS) do if SCHED_OPTS[n] then names[#names + 1] = n end end
+      table.sort(names)
+      util.raise("ValueError", P, "option %s is an mma.sync / WMMA option; with intrin = \"wgmma\" the tile options are %s", k,
+                 table.concat(names, ", "))
+    end
+  end
   local sch = tir.Schedule(func)
   local ok = pcall(function() return sch:get_block("A_im2col") end)
   if not ok then util.raise("ValueError", P, "the function has no block A_im2col: build it with conv2d_tc.workload") end
@@ -596,7 +715,30 @@ function M.schedule(func, opts)
     if to.vec == nil then to.vec = 8 // e end
     if o.im2col_vec == nil then vec = 8 // e end
   end
-  if variant == "implicit" then
+  if wgmma then
+    -- wgmma (tc_gemm_wgmma.lua): both operands K-major in 32/64/128-byte swizzled shared rows; the
+    -- im2col block itself is the A tile (implicit) or the GEMM reads its global matrix (im2col)
+    local gi = tc.analyze(sch, sch:get_block("C"), P)
+    if gi.layout ~= "NT" then
+      util.raise("ValueError", P, "intrin = \"wgmma\" reads the weight K-major: build the workload and pack_weight with " ..
+                 "weight_layout = \"FK\" (Wm [F, Kp]); this workload's Wm is [Kp, F]")
+    end
+    if gi.batch > 0 then util.raise("ValueError", P, "intrin = \"wgmma\" has no batch dimension: grouped convolutions run on mma.sync") end
+    -- the fused store converts only (wgmma_store_64xN_f32_f16): D = cast(float16, C)
+    local D = sch:get(sch:get_block("D"))
+    local v = D.body.value
+    if #D.reads ~= 1 or v.kind ~= "Cast" or v.value.kind ~= "BufferLoad" or v.dtype ~= "float16" then
+      util.raise("ValueError", P, "intrin = \"wgmma\" fuses a plain fp16 cast epilogue only (the accumulators stored as fp16); this " ..
+                 "layer's epilogue D computes %s (bias, relu, requantize): use intrin = \"mma\"", tostring(v))
+    end
+    if xbuf and (xbuf.shape[4].value * e) % 16 ~= 0 then
+      util.raise("ValueError", P, "intrin = \"wgmma\" copies 16-byte vectors; %s has %d-byte pixels (8-byte copies): use intrin = " ..
+                 "\"mma\" for this layer", xname, xbuf.shape[4].value * e)
+    end
+    if variant == "implicit" then to.a_stage = "A_im2col" end
+    sch = tc.schedule(sch, to)
+    if variant == "im2col" then elementwise_kernel(sch, sch:get_block("A_im2col"), threads, vec) end
+  elseif variant == "implicit" then
     to.a_stage = "A_im2col"
     sch = tc.schedule(sch, to)
   else

@@ -21,7 +21,7 @@ M.defaults = {BM = 128, BN = 128, BK = 64, stages = 3, epilogue = nil, unroll = 
 
 local OPTS = {intrin = "string", BM = "positive", BN = "positive", BK = "positive", stages = "positive", epilogue = "string",
               unroll = "boolean", block = "string", dtype = "dtype", vec = "positive", tma = "boolean", wgmma_pending = "nonneg",
-              warp_specialize = "boolean",
+              warp_specialize = "boolean", a_stage = "string",
               persistent = function(v)
                 if v ~= true and v ~= false and not (math.type(v) == "integer" and v > 0) then return "true, false or a number of CTAs" end
               end,
@@ -51,7 +51,9 @@ end
 -- valid N of the row, at most 256), BK (16, 32 or 64 for 16-bit inputs, 32, 64 or 128 for int8:
 -- BK * element bytes is the swizzle, 32, 64 or 128 bytes), stages (cp.async pipeline depth, or
 -- with tma = true the TMA + mbarrier pipeline's),
--- epilogue ("D": the fp16 cast fused into the store), unroll, wgmma_pending (0 or 1; with tma a stage
+-- epilogue ("D": the fp16 cast fused into the store), a_stage (a block computing A into a global
+-- buffer that becomes the shared A tile itself -- set_scope + compute_at, so what it computes, e.g.
+-- conv2d_tc's im2col gather with its zero fill, runs in the copy into shared memory), unroll, wgmma_pending (0 or 1; with tma a stage
 -- is released by an mbarrier arrive once the wgmma groups reading it are complete: 1 releases the
 -- previous step's stage after this step's wgmma_wait_group 1), warp_specialize (with tma: a
 -- producer warpgroup of its own issues the TMA copies, the BM / 64 warpgroups only compute;
@@ -152,6 +154,11 @@ function M.schedule(sch, o, P, analyze)
   -- memory; C (the padded extents) goes back to global memory and D (C cut to M x N) is a kernel
   -- of its own, as on tc_gemm's mma path
   local padded = pcall(function() return sch:get_block("A_pad") end) and pcall(function() return sch:get_block("B_pad") end)
+  if o.a_stage then
+    if not pcall(function() return sch:get_block(o.a_stage) end) then raise("ValueError", P, "a_stage block '%s' does not exist", o.a_stage) end
+    if padded then raise("ValueError", P, "a_stage with the padded workload: its A_pad is the A stage already") end
+    if o.tma then raise("ValueError", P, "a_stage computes the A tile in its copy (cp.async); tma = true copies boxes of a global tensor") end
+  end
   if padded then
     if o.tma then raise("ValueError", P, "tma = true needs M, N, K multiples of the tiles (TMA copies whole boxes, not the padded workload)") end
     if o.epilogue then
@@ -163,7 +170,12 @@ function M.schedule(sch, o, P, analyze)
     AS, BS = sch:get_block("A_pad"), sch:get_block("B_pad")
     sch:set_scope(AS, 0, "shared"); sch:set_scope(BS, 0, "shared")
   else
-    AS = sch:cache_read(C, info.a_index, "shared")
+    if o.a_stage then
+      AS = sch:get_block(o.a_stage)
+      sch:set_scope(AS, 0, "shared")
+    else
+      AS = sch:cache_read(C, info.a_index, "shared")
+    end
     BS = sch:cache_read(C, info.b_index, "shared")
   end
   sch:storage_swizzle(AS, 0, mode); sch:storage_swizzle(BS, 0, mode)
