@@ -18,7 +18,8 @@ local BM, BN, BK = 32, 32, 32
 -- thread keeps 1024 / (128 nc) accumulators, k in order as the interpreter adds them) and
 -- write C through a shared tile ordered by a named barrier among the consumers only.
 -- opts plant bugs: parity_bug, no_full_wait, no_empty_wait, bar_count, nreg_inc, nreg_leader;
--- tma_first issues the copies before their arrive.expect_tx (legal).
+-- tma_first issues the copies before their arrive.expect_tx (legal); split puts each consumer
+-- warpgroup in a branch of its own.
 local function ws_gemm(M, N, K, opts)
   opts = opts or {}
   local stages, nc = opts.stages or 2, opts.consumers or 2
@@ -66,34 +67,38 @@ local function ws_gemm(M, N, K, opts)
         end
       end)
     end, function()
-      -- the consumer warpgroups
-      if opts.nreg_leader then
-        T.If(tir.eq(tx, 128), function() T.evaluate(T.call("void", "ptx_setmaxnreg_inc", 232)) end)
-      else
-        T.evaluate(T.call("void", "ptx_setmaxnreg_inc", opts.nreg_inc or 232))
-      end
-      local c = tx - 128
-      local acc = T.allocate({per}, "float32", "local")
-      for j in T.serial(per) do acc[{j}] = T.float32(0) end
-      for ko in T.serial(KT) do
-        local s = ko % stages
-        if not opts.no_full_wait then
-          T.evaluate(T.call("void", "ptx_mbarrier_wait", T.address_of(full[{s}]), (ko // stages) % 2))
+      -- the consumer warpgroups (split: each in a branch of its own, so the consumers are
+      -- two tasks that meet at the named barrier)
+      local function consumer()
+        if opts.nreg_leader then
+          T.If(tir.eq(tx, 128), function() T.evaluate(T.call("void", "ptx_setmaxnreg_inc", 232)) end)
+        else
+          T.evaluate(T.call("void", "ptx_setmaxnreg_inc", opts.nreg_inc or 232))
         end
-        for j, kk in T.grid(per, BK) do
-          local e = j * 128 * nc + c
-          local r, col = e // BN, e % BN
-          acc[{j}] = acc[{j}] + T.cast("float32", As[{s * BM * BK + r * BK + kk}]) * T.cast("float32", Bs[{s * BN * BK + col * BK + kk}])
+        local c = tx - 128
+        local acc = T.allocate({per}, "float32", "local")
+        for j in T.serial(per) do acc[{j}] = T.float32(0) end
+        for ko in T.serial(KT) do
+          local s = ko % stages
+          if not opts.no_full_wait then
+            T.evaluate(T.call("void", "ptx_mbarrier_wait", T.address_of(full[{s}]), (ko // stages) % 2))
+          end
+          for j, kk in T.grid(per, BK) do
+            local e = j * 128 * nc + c
+            local r, col = e // BN, e % BN
+            acc[{j}] = acc[{j}] + T.cast("float32", As[{s * BM * BK + r * BK + kk}]) * T.cast("float32", Bs[{s * BN * BK + col * BK + kk}])
+          end
+          T.evaluate(T.call("void", "ptx_mbarrier_arrive", T.address_of(empty[{s}])))
         end
-        T.evaluate(T.call("void", "ptx_mbarrier_arrive", T.address_of(empty[{s}])))
+        for j in T.serial(per) do Cs[{j * 128 * nc + c}] = acc[{j}] end
+        T.evaluate(T.call("void", "ptx_bar_sync", 1, opts.bar_count or 128 * nc))
+        -- each consumer writes elements other consumers computed: the named barrier orders them
+        for j in T.serial(per) do
+          local e = c * per + j
+          C[{by * BM + e // BN, bx * BN + e % BN}] = Cs[{e}]
+        end
       end
-      for j in T.serial(per) do Cs[{j * 128 * nc + c}] = acc[{j}] end
-      T.evaluate(T.call("void", "ptx_bar_sync", 1, opts.bar_count or 128 * nc))
-      -- each consumer writes elements other consumers computed: the named barrier orders them
-      for j in T.serial(per) do
-        local e = c * per + j
-        C[{by * BM + e // BN, bx * BN + e % BN}] = Cs[{e}]
-      end
+      if opts.split then T.If(tir.lt(tx, 256), consumer, consumer) else consumer() end
     end)
   end)
 end
@@ -120,6 +125,15 @@ describe("tir.simulate on warp-specialized kernels", function()
       assert.are.equal(ctas, rep.barriers) -- the __syncthreads after the inits: none in the loops
       assert.is_true(rep.named_barriers >= ctas)
     end
+    -- the consumer warpgroups in two branches of their own: three tasks, the named barrier
+    -- completes when the second consumer task arrives
+    local rep = run(64, 32, 128, {split = true})
+    assert.are.equal(0, rep.n_issues)
+    assert.are.equal(2 * 4, rep.tasks)
+    assert.are.equal(2 * 2, rep.named_barriers)
+    U.expect_error(function() run(32, 32, 64, {split = true, bar_count = 384}) end,
+      "threads 128 .. 255 wait on named barrier 1 (bar.sync), which has 256 of its 384 threads",
+      "threads 256 .. 383 wait on named barrier 1 (bar.sync), which has 256 of its 384 threads")
   end)
 
   it("emits bar.sync and setmaxnreg for sm_90a", function()
