@@ -1,21 +1,22 @@
 -- matmul_wgmma.lua -- an fp16 GEMM on Hopper's warpgroup MMA (wgmma.mma_async m64nNk16, PTX ISA
 -- 9.7.15) from 128-byte-swizzled shared tiles loaded by TMA on a full/empty mbarrier pipeline
 -- (tir.schedules.tc_gemm, intrin "wgmma", tma = true; lib/tir/schedules/tc_gemm_wgmma.lua and
--- inject_tma_pipeline; `cp.async` as the last argument uses the cp.async pipeline instead):
+-- inject_tma_pipeline; `cp.async` as the last argument uses the cp.async pipeline instead, `ws`
+-- warp specialization: a producer warpgroup issuing the TMA copies, setmaxnreg, inject_warp_specialization):
 --   D[i, j] = f16(sum_k f32(A[i, k]) * f32(B[j, k]))   A: M x K, B: N x K (both K-major: layout "NT")
 -- Prints the scheduled IR, an excerpt of the CUDA C (the descriptors and the wgmma helper) and
 -- the PTX lines with wgmma / cp.async / fence instructions, built for sm_90a.  On an sm_90 GPU it
 -- runs M x N x K (default 4096^3) against cuBLAS and prints TFLOP/s; elsewhere it runs the lowered
 -- kernel on the warp-accurate simulator at a small size, bit-exact against the interpreter.
---   tirlua scripts/examples/matmul_wgmma.lua [M N K] [cp.async]
+--   tirlua scripts/examples/matmul_wgmma.lua [M N K] [cp.async | ws]
 local tir = require("tir")
 local tc = require("tir.schedules.tc_gemm")
 
 local dev = tir.device("cuda", 0)
 local has_gpu = dev:exists() and dev:info().arch == "sm_90"
 local dir = debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./"
-local cpasync = arg[#arg] == "cp.async"
-if cpasync then arg[#arg] = nil end
+local cpasync, ws = arg[#arg] == "cp.async", arg[#arg] == "ws"
+if cpasync or ws then arg[#arg] = nil end
 local M, N, K = dofile(dir .. "size_args.lua")("matmul_wgmma", has_gpu and 4096 or 128)
 
 -- 128 x 256 CTA tiles (two consumer warpgroups of 64 x 256), BK = 64 (128-byte rows: the
@@ -23,10 +24,11 @@ local M, N, K = dofile(dir .. "size_args.lua")("matmul_wgmma", has_gpu and 4096 
 -- 128 x 128, 2 stages for the simulator
 local o = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = cpasync and 3 or 4, epilogue = "D", tma = not cpasync}
 if not has_gpu then o.BN, o.stages = 128, 2 end
+o.warp_specialize = ws or nil
 local func = tc.workload(M, N, K, "float16", "float16", nil, "NT")
 local sch = tc.schedule(func, o)
 print(("-- scheduled TensorIR (wgmma m64n%dk16, %dx%dx%d, fp16 x fp16 -> fp32 -> fp16, %s)"):format(o.BN, M, N, K,
-  cpasync and "cp.async pipeline" or "TMA + mbarrier pipeline"))
+  cpasync and "cp.async pipeline" or ws and "TMA + mbarrier pipeline, warp-specialized" or "TMA + mbarrier pipeline"))
 print(sch.mod)
 local mod = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = tir.core.nvrtc_available()})
 local cu = mod:get_source("cuda")
@@ -70,4 +72,8 @@ else
   local rep = tir.simulate(mod, args, {reference = func, rtol = 0, atol = 0})
   print(("-- no sm_90 GPU: simulated %d CTAs (%d warpgroup operations): D bit-exact against the interpreter, %d issues"):format(
     rep.ctas, rep.warp_ops, rep.n_issues))
+  if ws then
+    print(("-- the producer and consumer branches ran as %d cooperative tasks (%d switches between them)"):format(rep.tasks,
+      rep.task_switches))
+  end
 end

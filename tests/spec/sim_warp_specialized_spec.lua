@@ -208,3 +208,39 @@ describe("tir.simulate on warp-specialized kernels", function()
       "the warpgroups' register limits (40, 240, 240 per thread) need 66560 registers, more than the 65536 of an SM")
   end)
 end)
+
+describe("tir.simulate on tc_gemm's warp-specialized wgmma kernels (inject_warp_specialization)", function()
+  -- bit-exact runs and the missing-wait / missing-arrive bugs: tests/spec/warp_specialization_spec.lua
+  local function lowered(K)
+    local f = workload(128, 128, K)
+    local sch = tc.schedule(f, {intrin = "wgmma", BM = 64, BN = 128, BK = 64, stages = 2, tma = true, warp_specialize = true})
+    return f, tir.lower(sch.mod)
+  end
+  local function with_parity(low, bar, fn)
+    return U.rewrite_func(low, function(s)
+      if U.is_call(s, "ptx_mbarrier_wait") and tostring(s.value.args[1]):find(bar, 1, true) then
+        return tir.core.make("Evaluate", {value = tir.call("void", "ptx_mbarrier_wait", s.value.args[1], fn(s.value.args[2]))})
+      end
+    end)
+  end
+
+  it("runs as two tasks, bit-exact, and reports wrong parities: a deadlock, or a read before the copy landed", function()
+    local f, low = lowered(384)
+    local rep = tir.simulate(low, tir.testing.random_args(f, 2), {reference = f})
+    assert.are.equal(0, rep.n_issues)
+    assert.are.equal(2 * 2, rep.tasks)
+    local args = function() return tir.testing.random_args(f, 1) end
+    -- the producer waits on parity 0 every round: from the third round on it waits for a release
+    -- the consumers can only make after the stage it has not filled yet
+    U.expect_error(function() tir.simulate(with_parity(low, "tma_empty", function() return 0 end), args()) end,
+      "deadlock: every thread still running waits", "waits on phase 2 of tma_empty[0] (parity 0), which still needs 128 of its 128 arrivals",
+      "threads 0 .. 127 wait on phase 2 of tma_full[0] (parity 0), which still needs 1 of its 1 arrivals")
+    -- flipped: it waits for the release after the one the consumers made (in this interleaving
+    -- the consumers release before the producer waits; the other order would refill early)
+    U.expect_error(function() tir.simulate(with_parity(low, "tma_empty", function(p) return (p + 1) % 2 end), args()) end,
+      "waits on phase 1 of tma_empty[0] (parity 1)", "threads 0 .. 127 wait on phase 1 of tma_full[0] (parity 1)")
+    -- the consumers' parity flipped: they read a stage before its copies landed
+    U.expect_error(function() tir.simulate(with_parity(low, "tma_full", function(p) return (p + 1) % 2 end), args()) end,
+      "the destination of a TMA copy issued by thread (0, 1, 0) [warp 4, lane 0], before the mbarrier phase the copy completes on")
+  end)
+end)
