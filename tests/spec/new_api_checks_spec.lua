@@ -104,6 +104,33 @@ describe("new entry points check their values", function()
     U.expect_error(function() qg.schedule(f, 5) end, "TypeError in qgemm", "options must be a table, got 5")
   end)
 
+  it("qgemm checks each option's type and refuses options the chosen schedule would ignore", function()
+    local qg = require("tir.schedules.qgemm")
+    local f = tir.ops.quantized_matmul{M = 64, N = 64, K = 64, b_sums = "input"}
+    -- were Lua errors inside qgemm.lua (arithmetic on a boolean, n % 0, iterating a number)
+    U.expect_error(function() qg.schedule(f, {BM = false}) end, "TypeError in qgemm", "option BM must be a positive integer")
+    U.expect_error(function() qg.schedule(f, {TY = 0}) end, "TypeError in qgemm", "option TY must be a positive integer, got 0")
+    U.expect_error(function() qg.schedule(f, {intrin = "mma", tc = 5}) end, "TypeError in qgemm", "option tc must be a table")
+    -- were accepted and ignored (or, BM = 0, a split error naming no option)
+    U.expect_error(function() qg.schedule(f, {BM = 0}) end, "TypeError in qgemm", "option BM must be a positive integer, got 0")
+    U.expect_error(function() qg.schedule(f, {stages = 0}) end, "TypeError in qgemm", "option stages must be a positive integer")
+    U.expect_error(function() qg.schedule(f, {unroll = "yes"}) end, "TypeError in qgemm", "option unroll must be a boolean")
+    U.expect_error(function() qg.schedule(f, {early_wait = true}) end, "ValueError in qgemm", "early_wait = true needs a pipeline (stages >= 2)")
+    U.expect_error(function() qg.schedule(f, {intrin = "dp4a", tc = {BM = 64}}) end, "ValueError in qgemm",
+                   "option tc (tc_gemm's options) is for intrin = \"mma\", got intrin = 'dp4a'")
+    U.expect_error(function() qg.schedule(f, {intrin = "mma", BM = 128}) end, "ValueError in qgemm",
+                   "option BM is for the SIMT/DP4A schedules; with intrin = \"mma\" tc_gemm's options go in tc = {...}")
+    -- what stays accepted
+    assert.is_truthy(qg.schedule(f, {intrin = "dp4a", stages = 2, early_wait = true, lane_tile = false}))
+    assert.is_truthy(qg.schedule(f, {intrin = "mma", tc = {BM = 64, BN = 64, BK = 64, warp_m = 32, warp_n = 32}}))
+  end)
+
+  it("tc_gemm's unknown-intrin error lists wgmma too", function()
+    local tc = require("tir.schedules.tc_gemm")
+    U.expect_error(function() tc.schedule(tc.workload(64, 64, 64, "float16", "float32"), {intrin = "wgmmma"}) end,
+                   "ValueError in tc_gemm.schedule", "intrin must be one of mma, wmma, wgmma, got 'wgmmma'")
+  end)
+
   it("Layout:png refuses a cell size that draws nothing", function()
     local lay = tir.layout.shared{shape = {8, 8}, dtype = "float32"}
     U.expect_error(function() lay:png(os.tmpname(), {cell = 0}) end, "ValueError in Layout:png", "cell must be 8..256 pixels, got 0")

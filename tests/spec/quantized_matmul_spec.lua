@@ -228,7 +228,7 @@ describe("tir.ops.quantized_matmul", function()
                bias = true, scale = "per_channel", out_zero_point = 9}
     local f = qm(o)
     for _, intrin in ipairs({"dp4a", "mma"}) do
-      local sch = qg.schedule(f, {intrin = intrin, tc = {BM = 64, BN = 64, BK = 64, warp_m = 32, warp_n = 32}})
+      local sch = qg.schedule(f, {intrin = intrin, tc = intrin == "mma" and {BM = 64, BN = 64, BK = 64, warp_m = 32, warp_n = 32} or nil})
       local mod = tir.build(sch.mod, "cuda -arch=sm_80", {compile = false})
       local rep = tir.simulate(mod, tir.testing.random_args(f, 3), {reference = f})
       assert.are.equal(0, rep.n_issues)

@@ -29,11 +29,20 @@
 -- three prmt.b32); intrin "mma": tensor cores (IMMA mma.sync m16n8k32) through
 -- tir.schedules.tc_gemm with the epilogue fused into its write-back (tc: tc_gemm's options, e.g.
 -- {BM = 128, BN = 128, BK = 128, warp_m = 64, warp_n = 64, stages = 3}).
+-- Errors (tir.Error from "qgemm"): unknown options, values of the wrong type (M.OPTS), an option of
+-- the SIMT/DP4A schedules given with intrin = "mma" (tc_gemm's go in tc) or tc without it, early_wait
+-- without a pipeline, and the shape checks below.
 local M = {}
 
 M.defaults = {BM = 64, BN = 64, BK = 32, TY = 16, TX = 16, vec = 8, unroll = true, transpose = true, intrin = "simt",
               dp4a_load = "word", tc = false, stages = 1, pad_planes = false, lane_tile = false,
               early_wait = false}
+-- option types (util.check_opts): a wrong type is a TypeError naming the option
+M.OPTS = {BM = "positive", BN = "positive", BK = "positive", TY = "positive", TX = "positive", vec = "positive",
+          unroll = "boolean", transpose = "boolean", intrin = "string", dp4a_load = "string", stages = "positive",
+          pad_planes = "boolean", early_wait = "boolean",
+          tc = function(v) if v ~= false and type(v) ~= "table" then return "a table of tc_gemm options (with intrin = \"mma\")" end end,
+          lane_tile = function(v) if v ~= false and not (math.type(v) == "integer" and v >= 1) then return "false or a positive integer" end end}
 
 function M.schedule(func, opts)
   local tir = require("tir")
@@ -41,14 +50,20 @@ function M.schedule(func, opts)
   local o = {}
   for k, v in pairs(M.defaults) do o[k] = v end
   if opts ~= nil and type(opts) ~= "table" then util.raise("TypeError", "qgemm", "options must be a table, got %s", util.show(opts)) end
-  for k, v in pairs(opts or {}) do
-    if M.defaults[k] == nil then
-      local names = util.sorted_keys(M.defaults)
-      local near = util.closest(k, names)
-      util.raise("ValueError", "qgemm", "unknown option %s%s; valid options: %s", util.show(k),
-                 near and (" (did you mean '" .. near .. "'?)") or "", table.concat(names, ", "))
+  util.check_opts("qgemm", opts, M.OPTS)
+  for k, v in pairs(opts or {}) do o[k] = v end
+  -- each option belongs to one of the two schedules: one given to the other is refused, not ignored
+  if o.intrin == "mma" then
+    for k in pairs(opts) do
+      if k ~= "intrin" and k ~= "tc" then
+        util.raise("ValueError", "qgemm", "option %s is for the SIMT/DP4A schedules; with intrin = \"mma\" tc_gemm's options go in " ..
+                   "tc = {...} (e.g. tc = {BM = 128, BN = 128, BK = 128, warp_m = 64, warp_n = 64, stages = 3})", k)
+      end
     end
-    o[k] = v
+  elseif o.tc then
+    util.raise("ValueError", "qgemm", "option tc (tc_gemm's options) is for intrin = \"mma\", got intrin = %s", util.show(o.intrin))
+  elseif o.early_wait and o.stages < 2 then
+    util.raise("ValueError", "qgemm", "early_wait = true needs a pipeline (stages >= 2), got stages = %d", o.stages)
   end
   if o.BM % o.TY ~= 0 or o.BN % o.TX ~= 0 then
     util.raise("ValueError", "qgemm", "BM=%d, BN=%d must be multiples of TY=%d, TX=%d", o.BM, o.BN, o.TY, o.TX)

@@ -339,7 +339,8 @@ local function validate(sch, o, P)
   local fam = families()
   local known = false
   for _, f in ipairs(fam) do known = known or f == o.intrin end
-  if not known then raise("ValueError", P, "intrin must be one of %s, got %s", table.concat(fam, ", "), util.show(o.intrin)) end
+  -- "wgmma" is dispatched to tc_gemm_wgmma before validate, so it is not in the mma.sync/WMMA rows
+  if not known then raise("ValueError", P, "intrin must be one of %s, wgmma, got %s", table.concat(fam, ", "), util.show(o.intrin)) end
   local C = sch:get_block(o.block or "C")
   local info = analyze(sch, C, P)
   local row = M.supported(o.intrin, info.a_dtype, info.c_dtype, info.b_dtype, o.wmma_shape)
