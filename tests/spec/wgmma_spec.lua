@@ -127,6 +127,20 @@ describe("tc_gemm with intrin = \"wgmma\"", function()
     assert.matches("__shared__ __align__%(1024%)", src) -- the swizzle pattern's boundary
   end)
 
+  it("orders plain shared stores (an unpipelined copy) before wgmma with a proxy fence ahead of the barrier", function()
+    -- stages = 1: the tiles are filled by ordinary stores (generic proxy), which wgmma (async
+    -- proxy) sees only after each writing thread's fence.proxy.async (found on the H200: BN = 8)
+    local f = tc.workload(256, 256, 256, "float16", "float16", nil, "NT")
+    local src = tir.build(tc.schedule(f, {intrin = "wgmma", BM = 64, BN = 8, BK = 32, stages = 1, epilogue = "D"}).mod,
+                          "cuda -arch=sm_90a", {compile = false}):get_source("cuda")
+    local before = src:sub(1, src:find("tir_wgmma_m64n8k16_f16_f16_f32((float*)", 1, true))
+    local last_sync = 0
+    for p in before:gmatch("()__syncthreads%(%);") do last_sync = p end
+    assert.truthy(last_sync > 0, src)
+    local tail = before:sub(1, last_sync)
+    assert.truthy(tail:sub(-200):find("fence.proxy.async.shared::cta", 1, true), src)
+  end)
+
   it("builds for sm_90a with NVRTC; the PTX holds wgmma.mma_async and ptxas -arch=sm_90a accepts it without spills", function()
     if not nvrtc_ok then return pending("NVRTC is not available") end
     local f = tc.workload(256, 256, 128, "float16", "float16", nil, "NT")

@@ -51,6 +51,7 @@ typedef struct {
   struct { const tir_MmaConfig *cfg; int n, trans_b; } wgmma[32]; /* wgmma helpers to emit */
   int n_wgmma;
   int kernel_wgmma; /* the kernel being emitted issues wgmma (its cp.async waits get a proxy fence) */
+  int smem_unfenced; /* wgmma kernels: a generic-proxy store to shared memory since the last proxy fence */
   int uses_numerics; /* the conversion / shift / abs helpers (numerics_helpers) */
   tir_SharedPlan smem; /* where the kernel's shared buffers live in its dynamic shared memory */
   const tir_Kernel *kernel;
@@ -1550,6 +1551,28 @@ static const char *cp_async_helpers =
     "}\n";
 
 /* Statement-level cp.async builtins; returns 1 when `c` was one. */
+
+/* wgmma reads shared memory through the async proxy: generic-proxy writes before it (cp.async
+ * copies, plain stores of an unpipelined copy) are ordered by each writing thread's
+ * fence.proxy.async before the barrier that precedes the wgmma (PTX ISA, Memory Consistency
+ * Model, proxies).  The codegen emits it after every cp.async wait of a wgmma kernel and before
+ * every barrier that follows a plain store to shared memory (textually, loop bodies counted as
+ * preceded by their own stores). */
+static void proxy_fence(CG *g) {
+  line(g);
+  put(g, "asm volatile(\"fence.proxy.async.shared::cta;\\n\" ::: \"memory\");\n");
+  g->smem_unfenced = 0;
+}
+static void barrier(CG *g) {
+  if (g->kernel_wgmma && g->smem_unfenced) proxy_fence(g);
+  line(g);
+  put(g, "__syncthreads();\n");
+}
+static int shared_store_fn(const tir_Node *n, void *p) {
+  if (n->kind == TIR_BufferStore && tir_scope_is_shared(((const tir_BufferStore *)n)->buffer->scope)) *(int *)p = 1;
+  return 0;
+}
+
 static int async_copy_stmt(CG *g, const tir_Call *c) {
   const char *op = c->op;
   int n = c->args->size;
@@ -1593,8 +1616,7 @@ static int async_copy_stmt(CG *g, const tir_Call *c) {
       /* cp.async writes through the generic proxy, wgmma reads shared memory through the async
        * proxy: each thread orders its landed copies before the barrier that follows (PTX ISA,
        * Memory Consistency Model, proxies; fence.proxy.async) */
-      line(g);
-      put(g, "asm volatile(\"fence.proxy.async.shared::cta;\\n\" ::: \"memory\");\n");
+      proxy_fence(g);
     }
     return 1;
   }
@@ -1843,6 +1865,7 @@ static void stmt(CG *g, const tir_Node *s) {
       }
       const char *v = name_of(g, &f->loop_var->hdr, f->loop_var->name);
       const char *ty = ctype(g, f->loop_var->hdr.dtype, s);
+      if (g->kernel_wgmma && !g->smem_unfenced) tir_visit(f->body, shared_store_fn, &g->smem_unfenced); /* the previous iteration's */
       if (f->kind == TIR_FOR_UNROLLED) {
         line(g);
         put(g, "#pragma unroll\n");
@@ -1910,6 +1933,7 @@ static void stmt(CG *g, const tir_Node *s) {
         cg_fail(g, s, "buffer %s is not flattened", st->buffer->name);
         return;
       }
+      if (tir_scope_is_shared(st->buffer->scope)) g->smem_unfenced = 1;
       int lanes = st->value->dtype.lanes;
       const tir_Node *ix = st->indices->items[0];
       const char *dst = name_of(g, &st->buffer->data->hdr, st->buffer->name);
@@ -2001,8 +2025,7 @@ static void stmt(CG *g, const tir_Node *s) {
       if (v->kind == TIR_Call) {
         const char *op = ((const tir_Call *)v)->op;
         if (strcmp(op, "tvm_storage_sync") == 0 || strcmp(op, "syncthreads") == 0) {
-          line(g);
-          put(g, "__syncthreads();\n");
+          barrier(g);
           return;
         }
         if (named_barrier_stmt(g, (const tir_Call *)v)) return;
@@ -2057,8 +2080,7 @@ static void stmt(CG *g, const tir_Node *s) {
         putf(g, "%s* %s = (%s*)(tir_dyn_smem + %lld);\n", ct, name_of(g, &b->data->hdr, b->name), ct, (long long)slot->offset);
         if (slot->barrier) {
           /* the bytes were an earlier buffer's: every thread is done with it first */
-          line(g);
-          put(g, "__syncthreads();\n");
+          barrier(g);
         }
         stmt(g, a->body);
         g->indent -= 2;
@@ -2169,6 +2191,7 @@ static void kernel(CG *g, const tir_Kernel *k) {
   g->kernel = k;
   const tir_PrimFunc *f = k->func;
   g->kernel_wgmma = 0;
+  g->smem_unfenced = 0;
   tir_visit(f->body, wgmma_scan, &g->kernel_wgmma);
   int64_t threads = 1;
   int const_block = 1;
