@@ -145,6 +145,20 @@ local VARIANTS = {
                         layout = "NT", arch = "sm_90a"},
   wgmma_tma_s3 = {desc = "as wgmma_tma, 3 stages", opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 3, tma = true},
                   layout = "NT", arch = "sm_90a"},
+  -- persistent grids (tc_gemm.persistent_tiles: CTAs that fit at once walk the tiles in grouped
+  -- order, the pipeline re-armed per tile) and the TMA-store epilogue (each warpgroup's tile into
+  -- a dense shared tile, one cp.async.bulk.tensor store); the 4-stage 128x256 kernel leaves no room
+  -- for the 64 KB store tile inside the persistent tile loop (no reuse under a loop), hence s3
+  wgmma_tma_es = {desc = "as wgmma_tma, epilogue_store = \"tma\" (the store tile reuses the pipeline's bytes)",
+                  opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 4, tma = true, epilogue_store = "tma"},
+                  layout = "NT", arch = "sm_90a"},
+  wgmma_tma_p = {desc = "as wgmma_tma, persistent = true (one CTA an SM)",
+                 opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 4, tma = true, persistent = true}, layout = "NT", arch = "sm_90a"},
+  wgmma_tma_s3_p = {desc = "as wgmma_tma_s3, persistent = true",
+                    opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 3, tma = true, persistent = true}, layout = "NT", arch = "sm_90a"},
+  wgmma_tma_s3_p_es = {desc = "as wgmma_tma_s3_p, epilogue_store = \"tma\"",
+                       opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 3, tma = true, persistent = true, epilogue_store = "tma"},
+                       layout = "NT", arch = "sm_90a"},
   wgmma_tma_128 = {desc = "wgmma m64n128k16, 128x128x64 CTA, TMA tiles, 4 stages, layout NT",
                    opts = {intrin = "wgmma", BM = 128, BN = 128, BK = 64, stages = 4, tma = true}, layout = "NT", arch = "sm_90a"},
   mma_nopad_s4 = {desc = "as mma_s4 with unpadded shared rows (the layout TMA gives: isolates TMA from padding)",

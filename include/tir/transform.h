@@ -58,6 +58,9 @@ tir_PrimFunc *tir_pass_inject_software_pipeline(const tir_PrimFunc *f);
  * mbarriers, with no __syncthreads in the loop (inject_tma_pipeline.c has the form and the
  * code).  Block-level IR. */
 tir_PrimFunc *tir_pass_inject_tma_pipeline(const tir_PrimFunc *f);
+/* A shared -> global tile copy marked tma_store becomes one TMA store by one thread (proxy fence and
+ * barrier before it, bulk wait and barrier after; inject_tma_store.c).  Block-level IR. */
+tir_PrimFunc *tir_pass_inject_tma_store(const tir_PrimFunc *f);
 /* The threadIdx.x extent inject_tma_pipeline gives its leader loop in region when no wider loop
  * is bound: 128 (a warpgroup) when region calls warpgroup-wide builtins (wgmma), else 32. */
 int tir_tma_leader_lanes(const tir_Node *region);

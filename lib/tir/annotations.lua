@@ -27,6 +27,7 @@ A.KNOWN = {
   warp_specialize = {on = "loop", set_by = "user",
                      doc = "{producer warpgroups (1), producer regs, consumer regs}: the TMA pipeline's copies on a producer warpgroup " ..
                            "(inject_warp_specialization)"},
+  tma_store = {on = "block", set_by = "user", doc = "this shared -> global tile copy becomes one TMA store (inject_tma_store)"},
   tensor_intrin = {on = "block", set_by = "tensorize", doc = "the intrinsic a tensorized block runs"},
   buffer_dim_align = {on = "block", set_by = "storage_align", doc = "stride padding of the written buffers"},
   buffer_swizzle = {on = "block", set_by = "storage_swizzle", doc = "XOR swizzle of the written shared buffers ({index, B, M, S})"},

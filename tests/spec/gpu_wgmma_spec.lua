@@ -35,6 +35,11 @@ describe("#gpu wgmma GEMM (sm_90a)", function()
     {"float16", {256, 256, 256}, {BM = 64, BN = 8, BK = 32, stages = 1, epilogue = "D"}},
     {"float16", {256, 240, 256}, {BM = 64, BN = 24, BK = 16, stages = 1, epilogue = "D"}},
     {"float16", {256, 240, 256}, {BM = 64, BN = 40, BK = 32, stages = 2, epilogue = "D"}},
+    -- persistent grids (tc_gemm.persistent_tiles) and the TMA-store epilogue (inject_tma_store)
+    {"float16", {4096, 4096, 4096}, {BM = 128, BN = 256, BK = 64, stages = 4, tma = true, persistent = true, epilogue = "D"}},
+    {"float16", {4096, 4096, 4096}, {BM = 128, BN = 256, BK = 64, stages = 4, tma = true, epilogue = "D", epilogue_store = "tma"}},
+    {"float16", {2048, 4096, 1024}, {BM = 128, BN = 256, BK = 64, stages = 3, tma = true, persistent = true, epilogue = "D", epilogue_store = "tma"}},
+    {"bfloat16", {1024, 2048, 512}, {BM = 128, BN = 128, BK = 64, stages = 2, epilogue_store = "tma"}},
   }) do
     it(("%s %dx%dx%d BM=%d BN=%d BK=%d stages=%d matches cuBLAS"):format(c[1], c[2][1], c[2][2], c[2][3], c[3].BM, c[3].BN, c[3].BK, c[3].stages),
        function() check(c[2][1], c[2][2], c[2][3], c[1], c[3]) end)

@@ -584,21 +584,9 @@ local function schedule(func, opts, P)
   local G = (not o.persistent and o.group_m and o.group_m > 1) and math.min(o.group_m, nbm) or 1
   while nbm % G ~= 0 do G = G - 1 end
   if o.persistent then
-    -- a persistent grid (inject_tma_pipeline re-arms its mbarriers per tile): G CTAs, CTA b
-    -- computes tiles b, b + G, ..., in an order grouped by `group` rows of tiles for L2 reuse
-    -- (tile t = (row group, column, row in group)); G divides the tile count (no tail predicate)
+    -- a persistent grid (inject_tma_pipeline re-arms its mbarriers per tile): two CTAs an SM
     local ny, nx = info.extents[#info.extents - 2] // o.BM, info.extents[#info.extents - 1] // o.BN
-    local want = o.persistent == true and 2 * M.device_sm_count() or o.persistent
-    local G = 1
-    for g = 1, math.min(want, ny * nx) do if ny * nx % g == 0 then G = g end end
-    local grp = 1
-    for _, g in ipairs({8, 4, 2}) do if grp == 1 and ny % g == 0 then grp = g end end
-    local byo, byi = sch:split(by, {nil, grp})
-    sch:reorder(byo, bx, byi)
-    local t = sch:fuse(byo, bx, byi)
-    local tile, cta = sch:split(t, {nil, G})
-    sch:reorder(cta, tile)
-    sch:bind(cta, "blockIdx.x")
+    M.persistent_tiles(sch, by, bx, ny, nx, o.persistent == true and 2 * M.device_sm_count() or o.persistent)
   elseif G > 1 then
     -- grouped CTA order (Triton's GROUP_M; CUTLASS's threadblock swizzle): consecutive CTAs walk
     -- G tiles down M before moving along N, so the CTAs resident at once share A rows and B
@@ -814,6 +802,42 @@ function M.schedule(func, opts) return schedule(func, opts, "tc_gemm.schedule") 
 
 -- SMs to fill when no GPU answers: the H200 / H100 SXM's 132
 M.DEFAULT_SM_COUNT = 132
+
+--- A persistent grid over the ny x nx output tiles of the CTA loops by (M tiles) and bx (N tiles)
+-- of sch (tc_gemm's mma path and tc_gemm_wgmma): G CTAs, CTA b computing tiles b, b + G, ... in an
+-- order grouped by grp rows of tiles for L2 reuse (tile t = (row group, column, row in group): the
+-- G tiles in flight at once share A rows and B columns; Triton's GROUP_M, CUTLASS's tile
+-- scheduler).  G divides the tile count (no tail predicate) and is a divisor of an inner part of
+-- (ny / grp, nx, grp), so that the tile -> (row, column) map stays affine (bind checks TVM's compact
+-- data flow); grp (8, 4, 2 or 1, dividing ny) and G are picked for the most CTAs not above `want`,
+-- then the widest group (4096 x 11008 with 128 x 256 tiles: grp 2, G = 86).  The CTA loop is bound
+-- to blockIdx.x; returns the serial tile loop (outside the threadIdx loops) and G.
+function M.persistent_tiles(sch, by, bx, ny, nx, want)
+  local function best(dims) -- the largest G <= want of the form (product of inner dims) * (divisor of the next)
+    local g, inner = 1, 1
+    for q = #dims, 1, -1 do
+      for d = 1, dims[q] do
+        if dims[q] % d == 0 and inner * d <= want and inner * d > g then g = inner * d end
+      end
+      inner = inner * dims[q]
+    end
+    return g
+  end
+  local G, grp = 0, 1
+  for _, gr in ipairs({8, 4, 2, 1}) do
+    if ny % gr == 0 then
+      local g = best({ny // gr, nx, gr})
+      if g > G then G, grp = g, gr end
+    end
+  end
+  local byo, byi = sch:split(by, {nil, grp})
+  sch:reorder(byo, bx, byi)
+  local t = sch:fuse(byo, bx, byi)
+  local tile, cta = sch:split(t, {nil, G})
+  sch:reorder(cta, tile)
+  sch:bind(cta, "blockIdx.x")
+  return tile, G
+end
 
 local function device_sm_count()
   local core = require("tir.core")

@@ -29,7 +29,8 @@ local OPTS = {intrin = "string", BM = "positive", BN = "positive", BK = "positiv
                 if type(v) ~= "table" or #v ~= 2 or math.type(v[1]) ~= "integer" or math.type(v[2]) ~= "integer" then
                   return "a list {producer registers, consumer registers}"
                 end
-              end}
+              end,
+              epilogue_store = "string"}
 M.OPTS = OPTS
 
 -- the wgmma row of the block's dtypes (include/tir/mma.h), or an error naming the supported ones
@@ -58,7 +59,10 @@ end
 -- previous step's stage after this step's wgmma_wait_group 1), warp_specialize (with tma: a
 -- producer warpgroup of its own issues the TMA copies, the BM / 64 warpgroups only compute;
 -- inject_warp_specialization), ws_regs ({producer, consumer} registers for setmaxnreg; default 40
--- and what the rest of the CTA's registers give each consumer thread: 232 at BM = 128; none at BM = 64).  Every option and
+-- and what the rest of the CTA's registers give each consumer thread: 232 at BM = 128; none at BM = 64), epilogue_store
+-- ("direct", the default: each thread stores its accumulator fragment to global memory; "tma": each
+-- warpgroup stores its 64 x BN tile into a dense shared tile (wgmma_store) that one TMA store copies
+-- out, inject_tma_store.c; not with warp_specialize).  Every option and
 -- shape is checked first; errors are tir.Errors from "tc_gemm.schedule".
 function M.schedule(sch, o, P, analyze)
   local info = analyze(sch, sch:get_block(o.block or "C"), P)
@@ -83,6 +87,12 @@ function M.schedule(sch, o, P, analyze)
   end
   if BK % row.k ~= 0 then raise("ValueError", P, "BK = %d is not a multiple of the instruction's k = %d", BK, row.k) end
   local ext = info.extents
+  if o.epilogue_store ~= nil and o.epilogue_store ~= "direct" and o.epilogue_store ~= "tma" then
+    raise("ValueError", P, "epilogue_store must be \"direct\" or \"tma\", got %s", util.show(o.epilogue_store))
+  end
+  if o.epilogue_store == "tma" and o.warp_specialize then
+    raise("ValueError", P, "epilogue_store = \"tma\" with warp_specialize is not supported yet (its CTA barriers would wait for the producer)")
+  end
   for q, t in ipairs({BM, BN, BK}) do
     local e = ext[#ext - 3 + q]
     if not e then raise("ValueError", P, "block '%s' has a symbolic extent; intrin = \"wgmma\" needs constant M, N, K", info.name) end
@@ -185,6 +195,12 @@ function M.schedule(sch, o, P, analyze)
     sch:reverse_compute_inline(o.epilogue) -- the write-back block now computes D = cast(C)
     store = names.store_f16.global
   end
+  local TS -- epilogue_store = "tma": the shared tile's copy to global memory, one TMA store
+  if o.epilogue_store == "tma" then
+    if padded then raise("ValueError", P, "epilogue_store = \"tma\" needs M, N multiples of the tiles (not the padded workload)") end
+    TS = sch:cache_write(CF, 0, "shared")
+    store = o.epilogue and names.store_f16.shared or names.store.shared
+  end
   info = analyze(sch, C, P)
   local lp = info.loops
   local i, j, k = lp[#lp - 2], lp[#lp - 1], lp[#lp]
@@ -198,31 +214,20 @@ function M.schedule(sch, o, P, analyze)
     -- tail).  With warp_specialize the producer runs ahead into the next tile
     -- (inject_warp_specialization)
     if not o.tma then raise("ValueError", P, "persistent = true needs tma = true (the TMA pipeline walks the tiles)") end
-    local ny, nx = ext[#ext - 2] // BM, ext[#ext - 1] // BN
-    local want = o.persistent == true and require("tir.schedules.tc_gemm").device_sm_count() or o.persistent
-    -- the tile order (row group, column, row in group) of extents (ny / grp, nx, grp) split by G
-    -- stays affine (bind's compact data flow) when G divides grp, or is grp times a divisor of
-    -- nx, or grp * nx times a divisor of ny / grp: the largest such G <= want, over grp 8, 4, 2, 1
-    local G, grp = 0, 1
-    for _, gr in ipairs({8, 4, 2, 1}) do
-      if ny % gr == 0 then
-        for g = 1, math.min(want, ny * nx) do
-          local fits = gr % g == 0 or (g % gr == 0 and nx % (g // gr) == 0) or (g % (gr * nx) == 0 and (ny // gr) % (g // (gr * nx)) == 0)
-          if fits and g > G then G, grp = g, gr end
-        end
-      end
-    end
-    local byo, byi = sch:split(by, {nil, grp})
-    sch:reorder(byo, bx, byi)
-    local tile, cta = sch:split(sch:fuse(byo, bx, byi), {nil, G})
-    sch:reorder(cta, tile)
-    sch:bind(cta, "blockIdx.x")
+    -- (tc_gemm.persistent_tiles: the largest G <= want over the groups 8, 4, 2, 1 for which the
+    -- tile order stays affine -- bind's compact data flow)
+    local TC = require("tir.schedules.tc_gemm")
+    TC.persistent_tiles(sch, by, bx, ext[#ext - 2] // BM, ext[#ext - 1] // BN, o.persistent == true and TC.device_sm_count() or o.persistent)
   else
     sch:bind(by, "blockIdx.y"); sch:bind(bx, "blockIdx.x")
   end
   sch:bind(wg, "threadIdx.y")
   sch:compute_at(AS, ko); sch:compute_at(BS, ko)
   sch:reverse_compute_at(CF, wg)
+  if TS then
+    sch:reverse_compute_at(TS, wg) -- each warpgroup's 64 rows: a box of 64 x BN
+    sch:annotate(TS, "tma_store", 1)
+  end
   -- cooperative 16-byte copies of the shared tiles by all warpgroups (threadIdx.x: 128 threads);
   -- tma: one TMA copy per tile instead (inject_tma_pipeline; the copy loops stay as they are, the
   -- pass adds the 128 threadIdx.x lanes)

@@ -174,25 +174,12 @@ static int parse_copy(Ctx *c, const tir_For *loop, const tir_Node *s, const tir_
             loop->loop_var->name, form, TIR_TMA_MAX_RANK);
     return -1;
   }
-  /* bindings into the indices */
-  int nv = b->iter_vars->size;
-  tir_Var **vars = calloc((size_t)nv + 1, sizeof *vars);
-  tir_Node **vals = calloc((size_t)nv + 1, sizeof *vals);
-  for (int i = 0; i < nv; i++) {
-    vars[i] = ((const tir_IterVar *)b->iter_vars->items[i])->var;
-    vals[i] = br->iter_values->items[i];
-  }
-  tir_Analyzer *an = tir_analyzer_new();
-  for (int i = 0; i < nl; i++) {
-    tir_Node *z = tir_i32(0), *e = tir_int_imm(lv[i]->hdr.dtype, ext[i]);
-    tir_analyzer_bind_range(an, lv[i], z, e);
-    tir_release(z), tir_release(e);
-  }
+  tir_Analyzer *an = pass_loops_analyzer(lv, ext, nl);
   int rc = 0;
   int used[TIR_TMA_MAX_RANK + 4] = {0};
   for (int d = 0; d < rank && !rc; d++) {
-    tir_Node *si = tir_substitute(ld->indices->items[d], nv, vars, vals);
-    tir_Node *di = tir_substitute(st->indices->items[d], nv, vars, vals);
+    tir_Node *si = pass_bind_iters(br, ld->indices->items[d]);
+    tir_Node *di = pass_bind_iters(br, st->indices->items[d]);
     tir_Node *dsim = tir_simplify(an, di);
     /* the box dimension: the loop the tile index is, or none (a box of 1) */
     int which = -1;
@@ -226,7 +213,6 @@ static int parse_copy(Ctx *c, const tir_For *loop, const tir_Node *s, const tir_
     if (!used[i]) rc = -1;
   cp->rank = rank;
   tir_analyzer_free(an);
-  free(vars), free(vals);
   if (rc) {
     fail_at(c, &st->hdr, "this copy", "loop %s: %s; here the tile %s is not the box of %s that the copy's loops walk in order "
             "(each tile index one loop, each tensor index base + that loop, the tile's shape the box)",

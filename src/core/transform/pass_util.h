@@ -4,7 +4,9 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
+#include "tir/arith.h"
 #include "tir/error.h"
 #include "tir/ir.h"
 
@@ -62,6 +64,33 @@ static inline tir_Buffer *pass_versioned_buffer(const tir_Buffer *b, int version
   tir_release(nb->data);
   nb->data = tir_var_new(b->data->name, b->data->hdr.dtype);
   return nb;
+}
+
+/* e with the block's iteration variables replaced by their bindings (br's iter_values): an
+ * index of the block body in terms of the enclosing loops.  Owned. */
+static inline tir_Node *pass_bind_iters(const tir_BlockRealize *br, const tir_Node *e) {
+  const tir_Block *b = br->block;
+  int nv = b->iter_vars->size;
+  tir_Var **vars = calloc((size_t)nv + 1, sizeof *vars);
+  tir_Node **vals = calloc((size_t)nv + 1, sizeof *vals);
+  for (int i = 0; i < nv; i++) {
+    vars[i] = ((const tir_IterVar *)b->iter_vars->items[i])->var;
+    vals[i] = br->iter_values->items[i];
+  }
+  tir_Node *r = tir_substitute(e, nv, vars, vals);
+  free(vars), free(vals);
+  return r;
+}
+
+/* An analyzer knowing 0 <= lv[i] < ext[i] for the n loop variables (tir_analyzer_free it). */
+static inline tir_Analyzer *pass_loops_analyzer(const tir_Var *const *lv, const int64_t *ext, int n) {
+  tir_Analyzer *an = tir_analyzer_new();
+  for (int i = 0; i < n; i++) {
+    tir_Node *z = tir_i32(0), *e = tir_int_imm(lv[i]->hdr.dtype, ext[i]);
+    tir_analyzer_bind_range(an, lv[i], z, e);
+    tir_release(z), tir_release(e);
+  }
+  return an;
 }
 
 #endif

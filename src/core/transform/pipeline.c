@@ -40,6 +40,7 @@ tir_PrimFunc *tir_lower(const tir_PrimFunc *f, tir_LowerOptions *opts) {
   RUN("lower_match_buffer", tir_pass_lower_match_buffer(cur));
   RUN("inject_tma_pipeline", tir_pass_inject_tma_pipeline(cur));
   RUN("inject_warp_specialization", tir_pass_inject_warp_specialization(cur));
+  RUN("inject_tma_store", tir_pass_inject_tma_store(cur));
   RUN("inject_software_pipeline", tir_pass_inject_software_pipeline(cur));
   RUN("lower_opaque_block", tir_pass_lower_opaque_block(cur));
   RUN("simplify", tir_pass_simplify(cur));

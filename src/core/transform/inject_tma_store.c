@@ -1,0 +1,226 @@
+/* inject_tma_store.c -- a shared -> global tile copy marked `tma_store` becomes one TMA store
+ * (cp.async.bulk.tensor global <- shared::cta in a bulk async-group, PTX ISA 9.7.9.25; CUTLASS's
+ * sm90 TMA epilogue).  Block-level IR, run right after inject_tma_pipeline.
+ *
+ * The copy is a nest of serial loops around one block `dst[base_0 + i_0, ..] = src[sbase + i_0,
+ * i_1, ..]`, dst a global tensor, src a shared tile whose inner dimensions are exactly the box
+ * (so the box is contiguous from src[sbase, 0, ..]; the outer offset lets a warpgroup store its
+ * rows of a CTA tile), each loop walking one box dimension.  It becomes
+ *
+ *   fence.proxy.async            every thread: its generic-proxy writes of the tile (wgmma_store,
+ *                                st.shared) are made visible to the async proxy that reads it
+ *   __syncthreads                all of them are done before the leader issues the store
+ *   leader: ptx_tma_store(tensor map of dst, &src[sbase, 0, ..], base_0, ..); ptx_bulk_commit_group;
+ *           ptx_bulk_wait_group_read 0 (the tile may be written again)
+ *   __syncthreads                nobody writes the tile before its read is complete
+ *
+ * The leader is lane 0 of a threadIdx.x loop the pass adds (the kernel's threadIdx.x extent), in
+ * the enclosing threadIdx.y/z iteration (a copy inside the warpgroup loop: one store per
+ * warpgroup), and 0 in the threadIdx.y/z the copy is not inside (a copy at the CTA level: one
+ * store per CTA).  The tensor map has no swizzle (the tile is dense).  Errors (LoweringError) name the
+ * copy that does not have this form. */
+#include <string.h>
+
+#include "pass_util.h"
+#include "tir/arith.h"
+#include "tir/scope.h"
+#include "tir/tma.h"
+#include "tir/transform.h"
+
+#define PASS "inject_tma_store"
+#define KEY "tma_store"
+
+typedef struct {
+  const tir_PrimFunc *func;
+  int64_t cta[3]; /* the launch extents of threadIdx.x/y/z over the function (x >= 32) */
+  int in[3];      /* inside a threadIdx.x/y/z loop */
+} Ctx;
+
+#define fail_at(c, where, ...) pass_fail_at(PASS, (c)->func, (where), "this copy", __VA_ARGS__)
+
+/* d of a threadIdx.x/y/z loop, else -1 */
+static int thread_dim(const tir_Node *n) {
+  if (n->kind != TIR_For || ((const tir_For *)n)->kind != TIR_FOR_THREAD_BINDING) return -1;
+  const char *t = ((const tir_For *)n)->thread_tag;
+  return strncmp(t, "threadIdx.", 10) == 0 && t[10] >= 'x' && t[10] <= 'z' && !t[11] ? t[10] - 'x' : -1;
+}
+
+static int scan_threads(const tir_Node *n, void *p) {
+  int64_t e, *cta = p;
+  int d = thread_dim(n);
+  if (d >= 0 && tir_is_const_int(((const tir_For *)n)->extent, &e) && e > cta[d]) cta[d] = e;
+  return 0;
+}
+
+static int has_mark(const tir_Node *n, void *p) {
+  if (n->kind == TIR_Block && tir_ann_get(((const tir_Block *)n)->annotations, KEY)) *(int *)p = 1;
+  return 0;
+}
+
+/* whether e does not change with any of the n loop variables */
+static int independent(tir_Analyzer *an, const tir_Node *e, const tir_Var *const *lv, int n) {
+  for (int i = 0; i < n; i++) {
+    tir_Node *z = tir_i32(0);
+    tir_Node *e0 = tir_substitute(e, 1, (tir_Var *const *)&lv[i], &z);
+    int same = tir_can_prove_equal(an, e0, e);
+    tir_release(e0), tir_release(z);
+    if (!same) return 0;
+  }
+  return 1;
+}
+
+static tir_Node *lower(Ctx *c, const tir_Node *s) {
+  const char *form = "a tma_store copy is serial loops (from 0, constant extents, one per box dimension) around one block "
+                     "dst[base + i, ..] = src[sbase + i, j, ..] from a shared tile whose inner dimensions are the box into a "
+                     "global tensor";
+  if (c->in[0]) return fail_at(c, s, "the tma_store copy is inside a threadIdx.x loop; leave its loops unbound (one thread issues it)");
+  const tir_Var *lv[TIR_TMA_MAX_RANK];
+  int64_t ext[TIR_TMA_MAX_RANK];
+  int nl = 0;
+  const tir_Node *x = s;
+  while (x->kind == TIR_For) {
+    const tir_For *f = (const tir_For *)x;
+    if ((f->kind != TIR_FOR_SERIAL && f->kind != TIR_FOR_UNROLLED) || !tir_is_zero(f->min) || !tir_is_const_int(f->extent, &ext[nl]) ||
+        nl == TIR_TMA_MAX_RANK)
+      return fail_at(c, x, "%s; loop %s is not", form, f->loop_var->name);
+    lv[nl++] = f->loop_var;
+    x = f->body;
+  }
+  if (x->kind != TIR_BlockRealize || !tir_is_one(((const tir_BlockRealize *)x)->predicate)) return fail_at(c, x, "%s", form);
+  const tir_BlockRealize *br = (const tir_BlockRealize *)x;
+  const tir_Block *b = br->block;
+  if (b->body->kind != TIR_BufferStore || b->init || b->match_buffers->size || b->alloc_buffers->size ||
+      ((const tir_BufferStore *)b->body)->value->kind != TIR_BufferLoad)
+    return fail_at(c, x, "%s", form);
+  const tir_BufferStore *st = (const tir_BufferStore *)b->body;
+  const tir_BufferLoad *ld = (const tir_BufferLoad *)st->value;
+  const tir_Buffer *dst = st->buffer, *src = ld->buffer;
+  tir_DType et = tir_dtype_element(dst->hdr.dtype);
+  int rank = st->indices->size;
+  if (!tir_scope_is_global(dst->scope) || !tir_scope_is_shared(src->scope) || tir_tma_cuda_dtype(et) < 0 ||
+      tir_dtype_bytes(et) != tir_dtype_bytes(tir_dtype_element(src->hdr.dtype)) || dst->strides->size || src->strides->size ||
+      !tir_is_zero(src->elem_offset) || src->swizzle || rank < 1 || rank > TIR_TMA_MAX_RANK || ld->indices->size != rank || nl > rank)
+    return fail_at(c, &st->hdr, "%s; here %s (scope %s%s) <- %s (scope %s)", form, dst->name, dst->scope, "", src->name, src->scope);
+  tir_Analyzer *an = pass_loops_analyzer(lv, ext, nl);
+  tir_Node *gbase[TIR_TMA_MAX_RANK] = {0}, *sbase[TIR_TMA_MAX_RANK] = {0};
+  int64_t box[TIR_TMA_MAX_RANK];
+  int used[TIR_TMA_MAX_RANK] = {0}, ok = 1;
+  for (int d = 0; d < rank && ok; d++) {
+    tir_Node *gs = pass_bind_iters(br, st->indices->items[d]), *ss = pass_bind_iters(br, ld->indices->items[d]);
+    tir_Node *gi = tir_simplify(an, gs), *si = tir_simplify(an, ss);
+    tir_release(gs), tir_release(ss);
+    int which = -1;
+    for (int i = 0; i < nl && which < 0; i++) {
+      if (used[i]) continue;
+      tir_Node *g0 = tir_sub(R(gi), R((tir_Node *)lv[i])), *s0 = tir_sub(R(si), R((tir_Node *)lv[i]));
+      tir_Node *g1 = tir_simplify(an, g0), *s1 = tir_simplify(an, s0);
+      tir_release(g0), tir_release(s0);
+      if (independent(an, g1, lv, nl) && independent(an, s1, lv, nl)) {
+        which = i;
+        gbase[d] = g1, sbase[d] = s1;
+      } else {
+        tir_release(g1), tir_release(s1);
+      }
+    }
+    if (which >= 0) {
+      used[which] = 1;
+      box[d] = ext[which];
+    } else if (independent(an, gi, lv, nl) && independent(an, si, lv, nl)) {
+      gbase[d] = R(gi), sbase[d] = R(si);
+      box[d] = 1;
+    } else {
+      ok = 0;
+    }
+    tir_release(gi), tir_release(si);
+    /* the inner dimensions of the tile are the box: it is contiguous from src[sbase_0, 0, ..] */
+    int64_t sh;
+    if (ok && d > 0 && (!tir_is_zero(sbase[d]) || !tir_is_const_int(src->shape->items[d], &sh) || sh != box[d])) ok = 0;
+  }
+  for (int i = 0; i < nl && ok; i++) ok = used[i];
+  tir_analyzer_free(an);
+  tir_Node *out = NULL;
+  if (!ok) {
+    out = fail_at(c, &st->hdr, "%s; here the loops do not walk the box of %s in %s that way", form, src->name, dst->name);
+    goto done;
+  }
+  tir_TmaDesc dd;
+  memset(&dd, 0, sizeof dd);
+  dd.dtype = et;
+  dd.rank = rank;
+  for (int d = 0; d < rank; d++) {
+    int64_t v;
+    dd.dims[d] = tir_is_const_int(dst->shape->items[d], &v) ? v : 0;
+    dd.box[d] = box[d];
+  }
+  char why[256];
+  if (tir_tma_desc_check(&dd, why, sizeof why)) {
+    out = fail_at(c, &st->hdr, "the TMA store of %s into %s: %s", src->name, dst->name, why);
+    goto done;
+  }
+  {
+    char ts[32];
+    tir_Array *da = tir_array_of(4, R((tir_Node *)dst->data), tir_string_imm(tir_dtype_str(et, ts)), tir_i32(0), tir_i32(rank));
+    for (int d = 0; d < rank; d++) da = tir_array_push(da, R(dst->shape->items[d]));
+    for (int d = 0; d < rank; d++) da = tir_array_push(da, tir_i32((int)box[d]));
+    tir_Array *origin = tir_array_empty();
+    for (int d = 0; d < rank; d++) origin = tir_array_push(origin, R(sbase[d]));
+    tir_Array *args = tir_array_of(2, tir_call(TIR_HANDLE, "tma_descriptor", da),
+                                   tir_address_of(tir_buffer_load((tir_Buffer *)R(&src->hdr), origin)));
+    for (int d = 0; d < rank; d++) args = tir_array_push(args, tir_cast(TIR_INT32, R(gbase[d])));
+    tir_Node *issue = tir_seq(tir_array_of(3, tir_evaluate(tir_call(TIR_VOID, "ptx_tma_store", args)),
+                                           tir_evaluate(tir_call(TIR_VOID, "ptx_bulk_commit_group", tir_array_empty())),
+                                           tir_evaluate(tir_call(TIR_VOID, "ptx_bulk_wait_group_read", tir_array_of(1, tir_i32(0))))));
+    /* lane 0 of an added threadIdx.x loop, and of added threadIdx.y/z loops the copy is not inside */
+    tir_Node *lead = issue;
+    for (int d = 0; d < 3; d++) {
+      if (d > 0 && (c->in[d] || c->cta[d] <= 1)) continue;
+      static const char *const tags[3] = {"threadIdx.x", "threadIdx.y", "threadIdx.z"};
+      tir_Var *t = tir_var_new(d == 0 ? "tma_store_leader" : d == 1 ? "tma_store_ty" : "tma_store_tz", TIR_INT32);
+      tir_Node *guard = tir_if(tir_cmp(TIR_EQ, R((tir_Node *)t), tir_i32(0)), lead, NULL);
+      lead = tir_for(t, tir_i32(0), tir_i32((int)c->cta[d]), TIR_FOR_THREAD_BINDING, tags[d], NULL, guard);
+    }
+    out = tir_seq(tir_array_of(4, tir_evaluate(tir_call(TIR_VOID, "ptx_fence_proxy_async", tir_array_empty())),
+                               tir_evaluate(tir_call(TIR_VOID, "tvm_storage_sync", tir_array_of(1, tir_string_imm("shared")))), lead,
+                               tir_evaluate(tir_call(TIR_VOID, "tvm_storage_sync", tir_array_of(1, tir_string_imm("shared"))))));
+  }
+done:
+  for (int d = 0; d < TIR_TMA_MAX_RANK; d++) tir_release(gbase[d]), tir_release(sbase[d]);
+  return out;
+}
+
+static tir_Node *mut(const tir_Node *n, void *arg) {
+  Ctx *c = arg;
+  if (tir_is_expr(n)) return tir_retain(n);
+  if (n->kind != TIR_For && n->kind != TIR_BlockRealize) return NULL;
+  int marked = 0;
+  tir_visit(n, has_mark, &marked);
+  if (!marked) return tir_retain(n);
+  if (n->kind == TIR_For) {
+    const tir_For *f = (const tir_For *)n;
+    if (f->kind == TIR_FOR_THREAD_BINDING) {
+      int d = thread_dim(n);
+      if (d >= 0) c->in[d]++;
+      tir_Node *m = tir_mutate_children(n, mut, arg);
+      if (d >= 0) c->in[d]--;
+      return m ? m : TIR_MUTATE_ERROR;
+    }
+    /* a serial nest whose innermost statement is the marked block: the copy itself */
+    const tir_Node *y = n;
+    while (y->kind == TIR_For && ((const tir_For *)y)->kind != TIR_FOR_THREAD_BINDING) y = ((const tir_For *)y)->body;
+    if (y->kind == TIR_BlockRealize && tir_ann_get(((const tir_BlockRealize *)y)->block->annotations, KEY)) return lower(c, n);
+    tir_Node *m = tir_mutate_children(n, mut, arg);
+    return m ? m : TIR_MUTATE_ERROR;
+  }
+  if (tir_ann_get(((const tir_BlockRealize *)n)->block->annotations, KEY)) return lower(c, n);
+  tir_Node *m = tir_mutate_children(n, mut, arg);
+  return m ? m : TIR_MUTATE_ERROR;
+}
+
+tir_PrimFunc *tir_pass_inject_tma_store(const tir_PrimFunc *f) {
+  int marked = 0;
+  tir_visit(f->body, has_mark, &marked);
+  if (!marked) return (tir_PrimFunc *)tir_retain(&f->hdr);
+  Ctx c = {f, {32, 1, 1}, {0, 0, 0}};
+  tir_visit(f->body, scan_threads, c.cta);
+  return pass_with_body(f, tir_mutate(f->body, mut, &c));
+}

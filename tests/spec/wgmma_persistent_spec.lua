@@ -1,0 +1,145 @@
+-- wgmma_persistent_spec.lua -- tc_gemm_wgmma's persistent grid (persistent = true | G with tma =
+-- true: tc_gemm.persistent_tiles, G CTAs walking the output tiles in grouped order, the TMA
+-- pipeline re-armed per tile) and its TMA-store epilogue (epilogue_store = "tma": each warpgroup's
+-- 64 x BN tile stored into a dense shared tile, then one cp.async.bulk.tensor store;
+-- inject_tma_store.c).  Interpreter-equivalent, simulator bit-exact against the interpreter on
+-- the unscheduled workload; a planted missing proxy fence is reported; bad inputs are clear errors.
+local tir = require("tir")
+local U = require("spec_util")
+local tc = require("tir.schedules.tc_gemm")
+
+local asan = os.getenv("ASAN_OPTIONS") ~= nil
+
+local function sched(M, N, K, out, o)
+  local f = tc.workload(M, N, K, "float16", out, nil, "NT")
+  local opts = {intrin = "wgmma"}
+  for k, v in pairs(o) do opts[k] = v end
+  return f, tc.schedule(f, opts)
+end
+
+local function sim(f, sch)
+  local mod = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false})
+  local rep = tir.simulate(mod, tir.testing.random_args(f, 3), {reference = f})
+  assert.are.equal(0, rep.n_issues)
+  return rep, mod
+end
+
+local function count(text, op)
+  local n = 0
+  for _ in text:gmatch('T.call%("void", "' .. op .. '"') do n = n + 1 end
+  return n
+end
+
+describe("tc_gemm intrin = \"wgmma\", persistent", function()
+  it("G CTAs walk every tile once in grouped order, the mbarriers re-armed per tile; bit-exact on the simulator", function()
+    local cases = {{256, 256, 128, 3, {BM = 128, BN = 64, BK = 64, stages = 2}}, {256, 512, 192, 4, {BM = 64, BN = 128, BK = 64, stages = 3}}}
+    if asan then cases = {cases[1]} end
+    for _, c in ipairs(cases) do
+      local o = {tma = true, persistent = c[4], epilogue = "D"}
+      for k, v in pairs(c[5]) do o[k] = v end
+      local f, sch = sched(c[1], c[2], c[3], "float16", o)
+      local rep, mod = sim(f, sch)
+      local tiles = (c[1] // o.BM) * (c[2] // o.BN)
+      local G = 1
+      for g = 1, c[4] do if tiles % g == 0 then G = g end end
+      assert.are.equal(G, rep.ctas)
+      assert.are.equal(G, mod:kernels()[1].grid[1])
+      assert.are.equal(tiles * 2 * (c[3] // o.BK), rep.tma_copies) -- one copy per tile and k step
+      assert.are.equal(2 * tiles, rep.barriers) -- per tile: before the re-init and after it
+    end
+  end)
+
+  it("persistent = true takes the CTAs that fit at once: one an SM for a 197 KB kernel", function()
+    local f, sch = sched(4096, 4096, 4096, "float16", {BM = 128, BN = 256, BK = 64, stages = 4, tma = true, persistent = true, epilogue = "D"})
+    local k = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false}):kernels()[1]
+    -- 512 tiles: the largest divisor not above the 132 SMs (no GPU here: tc_gemm.DEFAULT_SM_COUNT)
+    assert.are.equal(128, k.grid[1])
+  end)
+
+  it("is refused without tma, with a clear error", function()
+    U.expect_error(function() sched(256, 256, 128, "float16", {persistent = 2, epilogue = "D"}) end, "tc_gemm.schedule",
+                   "needs tma = true")
+    U.expect_error(function() sched(256, 256, 128, "float16", {tma = true, persistent = 0}) end, "persistent", "true, false or a number of CTAs")
+  end)
+end)
+
+describe("tc_gemm intrin = \"wgmma\", epilogue_store = \"tma\"", function()
+  it("stores each warpgroup's tile with one TMA store: interpreter-equivalent, bit-exact on the simulator (fp16 and fp32 out)", function()
+    local cases = {{128, 256, 128, "float16", {BM = 128, BN = 128, BK = 64, stages = 2, tma = true, epilogue = "D"}},
+                   {128, 128, 128, nil, {BM = 64, BN = 128, BK = 64, stages = 2}}, -- a cp.async main loop, fp32 C
+                   {256, 256, 128, "float16", {BM = 128, BN = 64, BK = 64, stages = 2, tma = true, persistent = 4, epilogue = "D"}}}
+    if asan then cases = {cases[1]} end
+    for _, c in ipairs(cases) do
+      c[5].epilogue_store = "tma"
+      local f, sch = sched(c[1], c[2], c[3], c[4], c[5])
+      if not asan then U.assert_equiv(f, sch.mod, {trials = 1, rtol = 0, atol = 0}) end
+      local rep, mod = sim(f, sch)
+      local text = tostring(mod:lowered())
+      assert.are.equal(1, count(text, "ptx_tma_store")) -- in the warpgroup loop: one store a warpgroup
+      assert.are.equal(1, count(text, "ptx_bulk_commit_group"))
+      assert.are.equal(1, count(text, "ptx_bulk_wait_group_read"))
+      local box = ('"tma_descriptor", %s_1, "%s", 0, 2, %d, %d, 64, %d'):format(c[4] and "D" or "C", c[4] or "float32", c[1], c[2], c[5].BN)
+      assert.is_truthy(text:find(box, 1, true), text)
+      assert.is_truthy(mod:get_source("cuda"):find("tir_tma_store_2d(", 1, true))
+      assert.is_true(rep.ctas > 0)
+    end
+  end)
+
+  it("a copy at the CTA level (outside the threadIdx.y loop) is one store by thread (0, 0) of the whole box", function()
+    local T = tir.script
+    local f = T.prim_func("st", {A = T.Buffer({128, 64}, "float16"), D = T.Buffer({128, 64}, "float16")}, function(A, D)
+      for bx in T.thread_binding(1, "blockIdx.x") do
+        T.block("cta", function()
+          local S = T.alloc_buffer({128, 64}, "float16", {scope = "shared"})
+          for ty in T.thread_binding(2, "threadIdx.y") do
+            for tx in T.thread_binding(128, "threadIdx.x") do
+              for i in T.serial(32) do
+                T.block("w", function()
+                  local vi = T.axis.spatial(128, ty * 64 + i * 2 + tx // 64)
+                  local vj = T.axis.spatial(64, tx % 64)
+                  S[{vi, vj}] = A[{vi, vj}] + T.float16(1)
+                end)
+              end
+            end
+          end
+          for i, j in T.grid(128, 64) do
+            T.block("D_store", function()
+              local vi, vj = T.axis.remap("SS", {i, j})
+              T.block_attr({tma_store = 1})
+              D[{vi, vj}] = S[{vi, vj}]
+            end)
+          end
+        end)
+      end
+    end)
+    local mod = tir.build(f, "cuda -arch=sm_90a", {compile = false})
+    local text = tostring(mod:lowered())
+    assert.are.equal(1, count(text, "ptx_tma_store"))
+    assert.is_truthy(text:find('"tma_descriptor", D_1, "float16", 0, 2, 128, 64, 128, 64', 1, true), text)
+    assert.is_truthy(text:find("T.If(T.eq(threadIdx_y, 0)", 1, true), text) -- not one store per threadIdx.y
+    local a = tir.nd.random({128, 64}, "float16", tir.nd.cpu(), {seed = 1})
+    local d = tir.nd.empty({128, 64}, "float16", tir.nd.cpu())
+    assert.are.equal(0, tir.simulate(mod, {a, d}).n_issues)
+    local want = tir.nd.empty({128, 64}, "float16", tir.nd.cpu())
+    tir.interpret(f, {a, want})
+    tir.testing.assert_allclose(d, want, {rtol = 0, atol = 0})
+  end)
+
+  it("reports a tile written through the generic proxy without fence.proxy.async before the TMA store reads it", function()
+    local f, sch = sched(128, 128, 128, "float16", {BM = 64, BN = 128, BK = 64, stages = 2, epilogue = "D", epilogue_store = "tma"})
+    local low = tir.lower(sch.mod)
+    local bad = U.drop_call(low, "ptx_fence_proxy_async", 1)
+    U.expect_error(function() tir.simulate(bad, tir.testing.random_args(f, 1)) end, "a TMA store", "fence.proxy.async")
+  end)
+
+  it("refuses what it cannot store, naming the copy", function()
+    U.expect_error(function() sched(128, 128, 128, "float16", {epilogue = "D", epilogue_store = "bulk"}) end,
+                   "epilogue_store must be \"direct\" or \"tma\"")
+    -- a copy whose loops are bound to threads is not one box copy
+    local f, sch = sched(128, 128, 128, "float16", {BM = 64, BN = 128, BK = 64, stages = 2, epilogue = "D", epilogue_store = "tma"})
+    local l = {sch:get_loops("D_shared")}
+    local _, tx = sch:split(l[#l], {nil, 32})
+    sch:bind(tx, "threadIdx.x")
+    U.expect_error(function() tir.lower(sch.mod) end, "LoweringError in inject_tma_store", "inside a threadIdx.x loop")
+  end)
+end)
