@@ -813,6 +813,12 @@ M.DEFAULT_SM_COUNT = 132
 -- then the widest group (4096 x 11008 with 128 x 256 tiles: grp 2, G = 86).  The CTA loop is bound
 -- to blockIdx.x; returns the serial tile loop (outside the threadIdx loops) and G.
 function M.persistent_tiles(sch, by, bx, ny, nx, want)
+  for _, v in ipairs({ny or false, nx or false, want or false}) do
+    if math.type(v) ~= "integer" or v < 1 then
+      raise("TypeError", "tc_gemm.persistent_tiles", "takes (sch, by, bx, ny, nx, want): a Schedule, its M and N tile loops, " ..
+            "the tile counts and a CTA count (positive integers), got %s", util.describe(v))
+    end
+  end
   local function best(dims) -- the largest G <= want of the form (product of inner dims) * (divisor of the next)
     local g, inner = 1, 1
     for q = #dims, 1, -1 do
