@@ -51,6 +51,11 @@ for i = 1, #arg do
   ::continue::
 end
 local function wanted(v) return only == nil or only[v] == true end
+-- the fused variants: --only=qgemm runs every one; naming some (qgemm_imma, qgemm_simt, wgmma_fused,
+-- wgmma_fused_zb, ...) runs just those
+local any_named = false
+for v in pairs(only or {}) do any_named = any_named or v:match("^qgemm_") ~= nil or v:match("^wgmma_fused") ~= nil end
+local function qwant(v) return wanted("qgemm") and (not any_named or only[v] or only["qgemm_" .. v]) end
 -- the wgmma variants: {name, tc_gemm options}; 128 x 256 CTAs = two consumer warpgroups of
 -- 64 x 256 (128 int32 accumulators a thread), BK = 128 int8 = the 128-byte swizzle row
 local WGMMA = {
@@ -60,6 +65,20 @@ local WGMMA = {
   {"wgmma_tma_128x256_s4", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true}},
   {"wgmma_tma_128x256_s3", {BM = 128, BN = 256, BK = 128, stages = 3, tma = true}},
   {"wgmma_tma_128x128_s4", {BM = 128, BN = 128, BK = 128, stages = 4, tma = true}},
+  -- the configuration search of issue 8 part 5: 256 x 128 CTAs (four consumer warpgroups of
+  -- 64 x 128, 64 accumulators a thread), BK = 64 (64-byte swizzle rows) with more stages
+  {"wgmma_tma_256x128_s4", {BM = 256, BN = 128, BK = 128, stages = 4, tma = true}},
+  {"wgmma_tma_256x128_k64_s6", {BM = 256, BN = 128, BK = 64, stages = 6, tma = true}},
+  {"wgmma_tma_128x256_k64_s6", {BM = 128, BN = 256, BK = 64, stages = 6, tma = true}},
+  {"wgmma_tma_128x256_k64_s8", {BM = 128, BN = 256, BK = 64, stages = 8, tma = true}},
+}
+-- the fused quantized GEMM on wgmma: {variant, tc_gemm options, the plain GEMM variant of the same
+-- tiles (its "tirlua plain int8" reference)}.  _s3: 3 stages (144 KB of tiles; the staged 128 x
+-- 264 int32 accumulators reuse those bytes); _i32: the same epilogue without the requantization
+-- (int32 out: the 4-term correction only), to separate the staging from the float math
+local QWGMMA = {
+  {"wgmma_fused", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true}, "wgmma_tma_128x256_s4"},
+  {"wgmma_fused_s3", {BM = 128, BN = 256, BK = 128, stages = 3, tma = true}, "wgmma_tma_128x256_s3"},
 }
 if #shapes == 0 then
   shapes = {{1024, 1024, 1024}, {2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192}, {16, 11008, 4096},
@@ -113,13 +132,14 @@ local function opts_for(m, n)
   return {}
 end
 
--- a requantizing (elementwise M x N) kernel: 256 threads of 4 outputs per CTA
+-- a requantizing (elementwise M x N) kernel: 256 threads of 4 consecutive outputs per CTA, vectorized
+-- (16-byte loads of the int32 accumulators, one packed 4-byte int8 store a thread)
 local function elementwise_kernel(f, block)
   local rs = tir.Schedule(f)
   local ri, rj = rs:get_loops(rs:get_block(block))
   local fused = rs:fuse(ri, rj)
   local bx, tx, vv = rs:split(fused, {nil, 256, 4})
-  rs:bind(bx, "blockIdx.x"); rs:bind(tx, "threadIdx.x"); rs:unroll(vv)
+  rs:bind(bx, "blockIdx.x"); rs:bind(tx, "threadIdx.x"); rs:vectorize(vv)
   return tir.build(rs.mod, "cuda")
 end
 
@@ -155,7 +175,7 @@ local function bench_shape(m, n, k)
   local dp4a_plain = big and "dp4a_lt4_s3p_k64" or "dp4a"
   for _, sv in ipairs(SIMT) do
     local intrin = sv[1]
-    if not (wanted(intrin) or (wanted("qgemm") and (intrin == "simt" or intrin == dp4a_plain))) then goto next_intrin end
+    if not (wanted(intrin) or (intrin == "simt" and qwant("simt")) or (intrin == dp4a_plain and qwant("dp4a"))) then goto next_intrin end
     local o = opts_for(m, n)
     for kk, v in pairs(sv[2]) do o[kk] = v end
     local plain = tir.build(qg.schedule(plain_f, o).mod, "cuda")
@@ -168,7 +188,8 @@ local function bench_shape(m, n, k)
   -- tirlua IMMA: tc_gemm with mma.sync m16n8k32 (A [M, K], B [N, K]: both k-major, tc_gemm's
   -- "NT"); the IMMA table's tiles, 16-row CTAs for small M
   for _, iv in ipairs(IMMA) do
-    if not (wanted(iv[1]) or ((iv[1] == "imma" or iv[1] == "imma_w8_swz") and wanted("qgemm"))) then goto next_imma end
+    if not (wanted(iv[1]) or (iv[1] == "imma" and (qwant("imma") or qwant("imma_fused_zb"))) or
+            (iv[1] == "imma_w8_swz" and qwant("imma_w8_swz"))) then goto next_imma end
     if m < 64 and iv[1] ~= "imma" then goto next_imma end
     local o = {}
     for kk, v in pairs(m < 64 and imma_small or iv[2]) do o[kk] = v end
@@ -187,11 +208,14 @@ local function bench_shape(m, n, k)
     ::next_imma::
   end
   local imma_tiles = m < 64 and imma_small or IMMA[1][2]
-  -- tirlua wgmma (sm_90): the same K-major operands; M, N, K multiples of the tiles here
-  if info.arch == "sm_90" and m % 128 == 0 and n % 256 == 0 and k % 128 == 0 then
+  -- tirlua wgmma (sm_90): the same K-major operands; M, N, K multiples of the tiles here (the
+  -- plain variants the qgemm wgmma rows compare with run when those do)
+  local qwanted = {}
+  for _, q in ipairs(QWGMMA) do if qwant(q[1]) or qwant(q[1] .. "_zb") then qwanted[q[3]] = true end end
+  if info.arch == "sm_90" then
     local tcf = tc.workload(m, n, k, "int8", "int32", nil, "NT")
     for _, wv in ipairs(WGMMA) do
-      if wanted(wv[1]) then
+      if (wanted(wv[1]) or qwanted[wv[1]]) and m % wv[2].BM == 0 and n % wv[2].BN == 0 and k % wv[2].BK == 0 then
         local o = {intrin = "wgmma"}
         for kk, v in pairs(wv[2]) do o[kk] = v end
         local wmod = tir.build(tc.schedule(tcf, o).mod, "cuda -arch=sm_90a")
@@ -199,20 +223,35 @@ local function bench_shape(m, n, k)
         local cw = tir.nd.random({m, n}, "int32", dev, {seed = 77, low = -1000, high = 1000})
         wmod(a, b, cw)
         tir.testing.assert_allclose(cw, c_lt, {rtol = 0, atol = 0})
-        row("gemm_int8", wv[1], timed(wmod, a, b, cw), "cuBLASLt", t_lt, "int8")
+        t_int8[wv[1]] = timed(wmod, a, b, cw)
+        row("gemm_int8", wv[1], t_int8[wv[1]], "cuBLASLt", t_lt, "int8")
       end
     end
   end
   if not wanted("qgemm") then return end
+  -- (the fused variants need their plain GEMM's time; the zb rows need imma or a wgmma one)
   -- fused quantized GEMM
   local qo = {M = m, N = n, K = k, a_zero_point = ZA, b_zero_point = 0, b_sums = "input", bias = true, scale = "per_channel",
               out_zero_point = -7, out_dtype = "int8", name = "qgemm"}
   local qf = qm(qo)
   local qmods = {}
+  local intrins = {}
   for _, intrin in ipairs({"simt", "dp4a", "mma"}) do
-    local o = intrin == "mma" and {tc = imma_tiles} or (intrin == "dp4a" and big) and qg.dp4a_options(m, n) or opts_for(m, n)
-    o.intrin = intrin
-    qmods[intrin] = tir.build(qg.schedule(qf, o).mod, "cuda")
+    local plain_t = intrin == "dp4a" and t_int8[dp4a_plain] or t_int8[intrin]
+    if qwant(intrin == "mma" and "imma" or intrin) and plain_t then
+      intrins[#intrins + 1] = intrin
+      local o = intrin == "mma" and {tc = imma_tiles} or (intrin == "dp4a" and big) and qg.dp4a_options(m, n) or opts_for(m, n)
+      o.intrin = intrin
+      qmods[intrin] = tir.build(qg.schedule(qf, o).mod, "cuda")
+    end
+  end
+  local qw = {} -- the wgmma fused variants run here: {variant, module, plain variant}
+  if info.arch == "sm_90" then
+    for _, q in ipairs(QWGMMA) do
+      if qwant(q[1]) and t_int8[q[3]] then
+        qw[#qw + 1] = {q[1], tir.build(qg.schedule(qf, {intrin = "wgmma", tc = q[2]}).mod, "cuda -arch=sm_90a"), q[3]}
+      end
+    end
   end
   t_int8.dp4a = t_int8[dp4a_plain]
   local bias = tir.nd.random({n}, "int32", dev, {seed = 33, low = -20000, high = 20000})
@@ -230,6 +269,7 @@ local function bench_shape(m, n, k)
     q(a, b, bias, scale, bsum, out)
     t_q[intrin] = timed(q, a, b, bias, scale, bsum, out)
   end
+  for _, q in ipairs(qw) do t_q[q[1]] = timed(q[2], a, b, bias, scale, bsum, out) end
   -- the requantizing kernel on cuBLASLt's int32 result
   local te = tir.te
   local Ci = te.placeholder({m, n}, "int32", "C")
@@ -246,7 +286,7 @@ local function bench_shape(m, n, k)
   local out2 = tir.nd.empty({m, n}, "int8", dev)
   rq(c_lt, bias, scale, bsum, out2)
   local t_rq = timed(rq, c_lt, bias, scale, bsum, out2)
-  for _, intrin in ipairs({"simt", "dp4a", "mma"}) do
+  for _, intrin in ipairs(intrins) do
     local variant = (intrin == "mma" and "imma" or intrin == "dp4a" and dp4a_plain or intrin) .. "_fused"
     qmods[intrin](a, b, bias, scale, bsum, out)
     tir.testing.assert_allclose(out, out2, {rtol = 0, atol = 0})
@@ -255,7 +295,7 @@ local function bench_shape(m, n, k)
   end
   -- the fused qgemm on the best measured IMMA tiles (8 warps of 64x32, swizzled)
   local sw
-  if t_int8.imma_w8_swz then
+  if t_int8.imma_w8_swz and qwant("imma_w8_swz") then
     sw = {}
     for _, iv in ipairs(IMMA) do
       if iv[1] == "imma_w8_swz" then for kk, v in pairs(iv[2]) do sw[kk] = v end end
@@ -267,13 +307,30 @@ local function bench_shape(m, n, k)
     row("qgemm", "imma_w8_swz_fused", t_sw, "tirlua plain int8", t_int8.imma_w8_swz, "int8")
     row("qgemm", "imma_w8_swz_fused", t_sw, "cuBLASLt + requant", t_lt + t_rq, "int8")
   end
+  -- wgmma: against the plain wgmma GEMM of the same tiles (the best plain int8 path here)
+  for _, q in ipairs(qw) do
+    local o2 = tir.nd.random({m, n}, "int8", dev, {seed = 78}) -- a kernel writing nothing cannot pass
+    q[2](a, b, bias, scale, bsum, o2)
+    tir.testing.assert_allclose(o2, out2, {rtol = 0, atol = 0})
+    row("qgemm", q[1], t_q[q[1]], "tirlua plain int8", t_int8[q[3]], "int8")
+    row("qgemm", q[1], t_q[q[1]], "cuBLASLt + requant", t_lt + t_rq, "int8")
+  end
   -- asymmetric weights: per-column zb, the row sums of A computed inside the IMMA kernel
   local zo = {M = m, N = n, K = k, a_zero_point = ZA, b_zero_point = "per_column", b_sums = "input", bias = true,
               scale = "per_channel", out_zero_point = -7, out_dtype = "int8", name = "qgemm_zb"}
-  local zmod = tir.build(qg.schedule(qm(zo), {intrin = "mma", tc = imma_tiles}).mod, "cuda")
+  local zf = qm(zo)
+  local zmods = {} -- {variant, module, plain time}
+  if qwant("imma_fused_zb") and t_int8.mma then
+    zmods[#zmods + 1] = {"imma_fused_zb", tir.build(qg.schedule(zf, {intrin = "mma", tc = imma_tiles}).mod, "cuda"), t_int8.mma}
+  end
+  -- wgmma: the row sums of A from the swizzled TMA tiles of A, in the same kernel
+  for _, q in ipairs(QWGMMA) do
+    if info.arch == "sm_90" and qwant(q[1] .. "_zb") and t_int8[q[3]] then
+      zmods[#zmods + 1] = {q[1] .. "_zb", tir.build(qg.schedule(zf, {intrin = "wgmma", tc = q[2]}).mod, "cuda -arch=sm_90a"), t_int8[q[3]]}
+    end
+  end
+  if #zmods == 0 and not sw then return end
   local zb = tir.nd.random({n}, "int32", dev, {seed = 35, low = -128, high = 127})
-  zmod(a, b, zb, bias, scale, bsum, out)
-  local t_zb = timed(zmod, a, b, zb, bias, scale, bsum, out)
   -- the reference: cuBLASLt, the row sums (a tirlua kernel), a requantizing kernel
   local rsf = tir.Schedule(qm.row_sums_func(m, k, "int8"))
   local ri2 = rsf:get_loops(rsf:get_block("a_row_sum"))
@@ -293,10 +350,14 @@ local function bench_shape(m, n, k)
   local out3 = tir.nd.empty({m, n}, "int8", dev)
   rq2(c_lt, asum, zb, bias, scale, bsum, out3)
   local t_rq2 = timed(rq2, c_lt, asum, zb, bias, scale, bsum, out3)
-  zmod(a, b, zb, bias, scale, bsum, out)
-  tir.testing.assert_allclose(out, out3, {rtol = 0, atol = 0})
-  row("qgemm", "imma_fused_zb", t_zb, "tirlua plain int8", t_int8.mma, "int8")
-  row("qgemm", "imma_fused_zb", t_zb, "cuBLASLt + row sums + requant", t_lt + t_rs + t_rq2, "int8")
+  for _, z in ipairs(zmods) do
+    local o3 = tir.nd.random({m, n}, "int8", dev, {seed = 79})
+    z[2](a, b, zb, bias, scale, bsum, o3)
+    tir.testing.assert_allclose(o3, out3, {rtol = 0, atol = 0})
+    local t_zb = timed(z[2], a, b, zb, bias, scale, bsum, o3)
+    row("qgemm", z[1], t_zb, "tirlua plain int8", z[3], "int8")
+    row("qgemm", z[1], t_zb, "cuBLASLt + row sums + requant", t_lt + t_rs + t_rq2, "int8")
+  end
   if sw then
     local zsw = tir.build(qg.schedule(qm(zo), {intrin = "mma", tc = sw}).mod, "cuda")
     zsw(a, b, zb, bias, scale, bsum, out)

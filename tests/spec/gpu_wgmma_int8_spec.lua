@@ -76,4 +76,45 @@ describe("#gpu int8 wgmma GEMM (sm_90a)", function()
       tir.testing.assert_allclose(out, cuda_core_ref(m, n, k, c[1], a, b), {rtol = 0, atol = 0})
     end)
   end
+
+  -- the quantized GEMM as one wgmma kernel (tir.schedules.qgemm intrin = "wgmma"): zero points at
+  -- the ends, per-column zb (row sums of A from the swizzled TMA tiles), ties of the rounding
+  -- (scale 0.5 columns), packed int8 / uint8 stores; = the interpreter on the direct int64 compute
+  it("fused quantized GEMM (TMA and cp.async, zb per column, uint8 out), 256x256x256, = the int64 oracle", function()
+    local qm = tir.ops.quantized_matmul
+    local qg = require("tir.schedules.qgemm")
+    for q, c in ipairs({{"int8", -128, "per_column", "int8", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true}},
+                        {"uint8", 255, 0, "uint8", {BM = 128, BN = 128, BK = 128, stages = 3, wgmma_pending = 1}},
+                        {"uint8", 0, 127, "int8", {BM = 128, BN = 128, BK = 64, stages = 3, tma = true}}}) do
+      local o = {M = 256, N = 256, K = 256, a_dtype = c[1], a_zero_point = c[2], b_zero_point = c[3], b_sums = "input", bias = true,
+                 scale = "per_channel", out_zero_point = c[4] == "uint8" and 0 or 127, out_dtype = c[4]}
+      local f = qm(o)
+      local mod = tir.build(qg.schedule(f, {intrin = "wgmma", tc = c[5]}).mod, "cuda -arch=sm_90a")
+      assert.are.equal(1, #mod:kernels())
+      local cpu = tir.cpu()
+      local lo, hi = c[1] == "uint8" and 0 or -128, c[1] == "uint8" and 255 or 127
+      local a = tir.nd.random({256, 256}, c[1], cpu, {seed = 30 + q, low = lo, high = hi})
+      local b = tir.nd.random({256, 256}, "int8", cpu, {seed = 40 + q, low = -128, high = 127})
+      local args = {a, b}
+      if c[3] == "per_column" then args[#args + 1] = tir.nd.random({256}, "int32", cpu, {seed = 5, low = -128, high = 127}) end
+      args[#args + 1] = tir.nd.random({256}, "int32", cpu, {seed = 6, low = -100000, high = 100000})
+      local st = {}
+      for j = 1, 256 do st[j] = j % 5 == 0 and 0.5 or (1e-6 + j * 3e-8) end
+      args[#args + 1] = tir.nd.array(st, "float32")
+      local ref = tir.nd.empty({256, 256}, c[4])
+      local ro = {}
+      for key, v in pairs(o) do ro[key] = v end
+      ro.four_term, ro.accum_dtype, ro.b_sums = false, "int64", nil
+      local ra = {table.unpack(args)}
+      ra[#ra + 1] = ref
+      tir.interpret(qm(ro), ra)
+      local da = {}
+      for i, x in ipairs(args) do da[i] = x:to(dev) end
+      da[#da + 1] = qm.col_sums(b, "NK"):to(dev)
+      local out = tir.nd.random({256, 256}, c[4], dev, {seed = 9})
+      da[#da + 1] = out
+      mod(table.unpack(da))
+      assert.are.same(ref:to_table(), out:to(cpu):to_table())
+    end
+  end)
 end)

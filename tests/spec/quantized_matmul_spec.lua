@@ -7,28 +7,7 @@ local U = require("spec_util")
 local qm = tir.ops.quantized_matmul
 
 -- deterministic inputs: uniform in [lo, hi] with the first rows/columns at the extremes
-local function lcg(seed)
-  local s = seed
-  return function(lo, hi)
-    s = (s * 6364136223846793005 + 1442695040888963407) & 0x7fffffffffffffff
-    return lo + (s >> 17) % (hi - lo + 1)
-  end
-end
-local RANGE = {int8 = {-128, 127}, uint8 = {0, 255}}
-
-local function matrix(rows, cols, dtype, rnd)
-  local lo, hi = RANGE[dtype][1], RANGE[dtype][2]
-  local t = {}
-  for r = 1, rows do
-    t[r] = {}
-    for c = 1, cols do
-      local v = rnd(lo, hi)
-      if r == 1 then v = hi elseif r == 2 then v = lo elseif c == 1 then v = (r % 2 == 0) and lo or hi end
-      t[r][c] = v
-    end
-  end
-  return tir.nd.array(t, dtype)
-end
+local lcg, matrix = U.lcg, U.extreme_matrix
 
 -- the arguments of f (a quantized_matmul PrimFunc) built from the options
 local function inputs(o, seed)

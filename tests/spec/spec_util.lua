@@ -239,4 +239,30 @@ function U.drop_call(f, op, n)
   return g
 end
 
+-- A deterministic integer generator: g(lo, hi) uniform in [lo, hi] (an LCG; the same stream
+-- for a seed on every machine)
+function U.lcg(seed)
+  local s = seed
+  return function(lo, hi)
+    s = (s * 6364136223846793005 + 1442695040888963407) & 0x7fffffffffffffff
+    return lo + (s >> 17) % (hi - lo + 1)
+  end
+end
+
+-- A rows x cols int8 / uint8 NDArray on the host with row 1 at the dtype's maximum, row 2 at its
+-- minimum, column 1 alternating the two, the rest from rnd (U.lcg): quantized GEMMs' extremes
+function U.extreme_matrix(rows, cols, dtype, rnd)
+  local lo, hi = ({int8 = -128, uint8 = 0})[dtype], ({int8 = 127, uint8 = 255})[dtype]
+  local t = {}
+  for r = 1, rows do
+    t[r] = {}
+    for c = 1, cols do
+      local v = rnd(lo, hi)
+      if r == 1 then v = hi elseif r == 2 then v = lo elseif c == 1 then v = (r % 2 == 0) and lo or hi end
+      t[r][c] = v
+    end
+  end
+  return require("tir").nd.array(t, dtype)
+end
+
 return U

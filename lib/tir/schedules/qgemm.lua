@@ -75,7 +75,7 @@ function M.schedule(func, opts)
   for _, b in ipairs(sch:get_child_blocks(sch:get_block("root"))) do has[b.name] = b end
   for _, name in ipairs({"a_row_sum", "b_col_sum"}) do
     -- on tensor cores the row sums of A are computed in the GEMM's kernel (tc_gemm row_sums)
-    if has[name] and not (name == "a_row_sum" and o.intrin == "mma") then
+    if has[name] and not (name == "a_row_sum" and (o.intrin == "mma" or o.intrin == "wgmma")) then
       util.raise("ValueError", "qgemm",
                  "block %s is computed in the PrimFunc: this schedule fuses the epilogue into the GEMM's thread loop, which "
                  .. "needs the GEMM as the epilogue's only producer (TVM's reverse_compute_at rule); give the sums as "
@@ -84,11 +84,12 @@ function M.schedule(func, opts)
                  .. "intrin = \"mma\", which computes the row sums of A in the GEMM's kernel", name)
     end
   end
-  if o.intrin == "mma" then
+  if o.intrin == "mma" or o.intrin == "wgmma" then
     -- IMMA: tir.schedules.tc_gemm (mma.sync m16n8k32, ldmatrix, cp.async pipeline) with the
-    -- epilogue inlined into its write-back, which stages the accumulators in shared memory
+    -- epilogue inlined into its write-back, which stages the accumulators in shared memory;
+    -- wgmma (sm_90a): tc_gemm_wgmma the same way (tc_gemm_wgmma_epilogue.lua), B stored N x K
     local tc = require("tir.schedules.tc_gemm")
-    local to = {intrin = "mma", epilogue = "out", row_sums = has.a_row_sum and "a_row_sum" or nil}
+    local to = {intrin = o.intrin, epilogue = "out", row_sums = has.a_row_sum and "a_row_sum" or nil}
     for k, v in pairs(o.tc or {}) do to[k] = v end
     return tc.schedule(func, to)
   end

@@ -616,7 +616,9 @@ local function schedule(func, opts, P)
   sch:compute_at(AF, ki); sch:compute_at(BF, ki)
   -- row_sums: the block summing the rows of A moves into the CTA, its k loop merged with the
   -- GEMM's, so it reads the shared A tile each k step loads (tc_gemm_row_sums.lua)
-  if o.row_sums then ko = require("tir.schedules.tc_gemm_row_sums").fuse(sch, o, wz, ko, wm, wn, P) end
+  if o.row_sums then
+    ko = require("tir.schedules.tc_gemm_row_sums").fuse(sch, o, wz, ko, {{"threadIdx.y", wm}, {"threadIdx.z", wn}, {"threadIdx.x", 32}}, P)
+  end
   sch:compute_at(AS, ko); sch:compute_at(BS, ko)
   -- cooperative 16-byte copies of the shared tiles by all warps (tma: one TMA copy per tile,
   -- inject_tma_pipeline; the copy's loops stay as compute_at left them)

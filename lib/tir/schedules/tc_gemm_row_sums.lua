@@ -19,9 +19,12 @@
 local M = {}
 local util = require("tir.util")
 
---- Moves block o.row_sums into the GEMM's nest; wz: the warp loop, ko: the GEMM's k-step loop;
--- wm x wn warps.  Returns the merged k-step loop (the GEMM's ko from then on).
-function M.fuse(sch, o, wz, ko, wm, wn, P)
+--- Moves block o.row_sums into the GEMM's nest; wz: the innermost thread loop of the GEMM
+-- that the sums go under (its warp loop), ko: the GEMM's k-step loop; threads: the CTA's
+-- threads as a list of {thread tag, extent}, outermost first (tc_gemm's mma.sync: {{"threadIdx.y",
+-- wm}, {"threadIdx.z", wn}, {"threadIdx.x", 32}}); row i goes to the thread whose digits in that
+-- order make i.  Returns the merged k-step loop (the GEMM's ko from then on).
+function M.fuse(sch, o, wz, ko, threads, P)
   local dp4a = require("tir.intrin.dp4a")
   local ok, rs = pcall(function() return sch:get_block(o.row_sums) end)
   if not ok then util.raise("ValueError", P, "row_sums: there is no block '%s'", o.row_sums) end
@@ -36,24 +39,24 @@ function M.fuse(sch, o, wz, ko, wm, wn, P)
   if o.BK % 16 ~= 0 or o.BK > 256 then
     util.raise("ValueError", P, "row_sums needs BK a multiple of 16 up to 256 (the row-sum intrinsics), got %d", o.BK)
   end
-  local threads = wm * wn * 32
-  if o.BM % threads ~= 0 and threads % o.BM ~= 0 then
-    util.raise("ValueError", P, "row_sums: BM = %d rows over %d threads (one row per thread): one must divide the other", o.BM, threads)
+  local n, factors = 1, {nil}
+  for q, t in ipairs(threads) do n = n * t[2]; factors[q + 1] = t[2] end
+  if o.BM % n ~= 0 and n % o.BM ~= 0 then
+    util.raise("ValueError", P, "row_sums: BM = %d rows over %d threads (one row per thread): one must divide the other", o.BM, n)
   end
   sch:set_scope(rs, 0, "shared")
   sch:compute_at(rs, wz, false, -2)
   local l = {sch:get_loops(rs)}
   local i, k = l[#l - 1], l[#l]
   local kstep, kin = sch:split(k, {nil, o.BK})
-  local rows, ty, tz, tx = sch:split(i, {nil, wm, wn, 32})
-  sch:reorder(kstep, rows, ty, tz, tx, kin)
-  sch:bind(ty, "threadIdx.y"); sch:bind(tz, "threadIdx.z"); sch:bind(tx, "threadIdx.x")
+  local parts = {sch:split(i, factors)}
+  sch:reorder(kstep, table.unpack(parts), kin)
+  for q, t in ipairs(threads) do sch:bind(parts[q + 1], t[1]) end
   local init = sch:decompose_reduction(rs, kstep)
   local il = {sch:get_loops(init)}
-  local iy, iz, ix = il[#il - 2], il[#il - 1], il[#il]
-  for q, tag in ipairs({"threadIdx.y", "threadIdx.z", "threadIdx.x"}) do
-    local lp = ({iy, iz, ix})[q]
-    if sch:get(lp).thread_tag == "" then sch:bind(lp, tag) end
+  for q, t in ipairs(threads) do
+    local lp = il[#il - #threads + q]
+    if sch:get(lp).thread_tag == "" then sch:bind(lp, t[1]) end
   end
   sch:tensorize(kin, dp4a.row_sum_name(a_dt, o.BK, "shared"))
   return sch:merge(kstep, ko)

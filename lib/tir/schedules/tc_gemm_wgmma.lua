@@ -30,7 +30,7 @@ local OPTS = {intrin = "string", BM = "positive", BN = "positive", BK = "positiv
                   return "a list {producer registers, consumer registers}"
                 end
               end,
-              epilogue_store = "string"}
+              epilogue_store = "string", epilogue_vec = "positive", row_sums = "string"}
 M.OPTS = OPTS
 
 -- the wgmma row of the block's dtypes (include/tir/mma.h), or an error naming the supported ones
@@ -109,14 +109,8 @@ function M.schedule(sch, o, P, analyze)
     raise("ValueError", P, "(stages%s) * (BM + BN) * BK * %d = %d bytes of shared memory; the H100/H200 allow 227 KB per block",
           pend0 > 0 and " + 1 (wgmma_pending)" or "", esize, smem)
   end
-  if o.epilogue then
-    local okb, E = pcall(function() return sch:get(sch:get_block(o.epilogue)) end)
-    if not okb then raise("ValueError", P, "epilogue block '%s' does not exist", o.epilogue) end
-    local edt = E.writes[1] and E.writes[1].buffer.dtype
-    if row.c ~= "float32" or edt ~= "float16" then
-      raise("TypeError", P, "epilogue '%s' writes %s; the fused wgmma store writes float16 from float32 accumulators", o.epilogue, tostring(edt))
-    end
-  end
+  local EP = require("tir.schedules.tc_gemm_wgmma_epilogue") -- fused epilogues (and row sums of A)
+  EP.validate(sch, o, row, P)
 
   if o.wgmma_pending > 1 then raise("ValueError", P, "wgmma_pending must be 0 or 1 (wgmma groups left in flight per step), got %d", o.wgmma_pending) end
   -- with TMA (inject_tma_pipeline) a stage is released (mbarrier arrive) once the wgmma groups
@@ -190,14 +184,16 @@ function M.schedule(sch, o, P, analyze)
   end
   sch:storage_swizzle(AS, 0, mode); sch:storage_swizzle(BS, 0, mode)
   local CF = sch:cache_write(C, 0, "wgmma.accumulator")
-  local store = names.store.global
-  if o.epilogue then
-    sch:reverse_compute_inline(o.epilogue) -- the write-back block now computes D = cast(C)
-    store = names.store_f16.global
-  end
+  local store, CS = names.store.global, nil
+  local prior = o.row_sums ~= nil -- the epilogue reads the row sums, computed before the GEMM
+  if o.epilogue then store, CS = EP.inline(sch, o, row, names, CF, prior) end
   local TS -- epilogue_store = "tma": the shared tile's copy to global memory, one TMA store
   if o.epilogue_store == "tma" then
     if padded then raise("ValueError", P, "epilogue_store = \"tma\" needs M, N multiples of the tiles (not the padded workload)") end
+    if CS then
+      raise("ValueError", P, "epilogue_store = \"tma\" stores the accumulator tile as it is; epilogue '%s' runs on a staged tile "
+            .. "(tc_gemm_wgmma_epilogue.lua): leave epilogue_store out", o.epilogue)
+    end
     TS = sch:cache_write(CF, 0, "shared")
     store = o.epilogue and names.store_f16.shared or names.store.shared
   end
@@ -222,12 +218,18 @@ function M.schedule(sch, o, P, analyze)
     sch:bind(by, "blockIdx.y"); sch:bind(bx, "blockIdx.x")
   end
   sch:bind(wg, "threadIdx.y")
-  sch:compute_at(AS, ko); sch:compute_at(BS, ko)
-  sch:reverse_compute_at(CF, wg)
+  -- the write-back (with an epilogue staged: the accumulators' shared tile, then the epilogue)
+  local store_loop
+  if CS then store_loop = EP.schedule_staged(sch, o, CS, CF, wg, prior) else sch:reverse_compute_at(CF, wg) end
   if TS then
     sch:reverse_compute_at(TS, wg) -- each warpgroup's 64 rows: a box of 64 x BN
     sch:annotate(TS, "tma_store", 1)
   end
+  -- row_sums (a quantized GEMM's sums of A's rows): summed from the shared A tile of each k step
+  -- (tc_gemm_row_sums.lua; the rows over the threads x-major, so both warpgroups share them)
+  if o.row_sums then ko = require("tir.schedules.tc_gemm_row_sums").fuse(sch, o, wg, ko, {{"threadIdx.x", 128}, {"threadIdx.y", wgs}}, P) end
+  -- (with row sums the B copy goes first: the sums read A, and TMA copies must lead the k step)
+  sch:compute_at(AS, ko); sch:compute_at(BS, ko, false, o.row_sums and -2 or -1)
   -- cooperative 16-byte copies of the shared tiles by all warpgroups (threadIdx.x: 128 threads);
   -- tma: one TMA copy per tile instead (inject_tma_pipeline; the copy loops stay as they are, the
   -- pass adds the 128 threadIdx.x lanes)
@@ -243,8 +245,12 @@ function M.schedule(sch, o, P, analyze)
   sch:tensorize(i64, names.sync)
   local il = {sch:get_loops(init)}
   sch:tensorize(il[#il - 1], names.fill)
-  local sl = {sch:get_loops(CF)}
-  sch:tensorize(sl[#sl - 1], store)
+  if not store_loop then
+    local sl = {sch:get_loops(CF)}
+    store_loop = sl[#sl - 1]
+  end
+  local ST = sch:tensorize(store_loop, store)
+  if CS then EP.pad_staged(sch, ST) end
   if padded then
     local D = sch:get_block("D")
     local bxd, txd = sch:split(sch:fuse(sch:get_loops(D)), {nil, 256})
@@ -258,11 +264,19 @@ function M.schedule(sch, o, P, analyze)
     -- a producer warpgroup issuing the copies, the others computing (inject_warp_specialization)
     if ws_regs then sch:annotate(ko, "warp_specialize", {1, ws_regs[1], ws_regs[2]}) end
   elseif o.stages > 1 then
-    sch:annotate(ko, "software_pipeline_stage", {0, 0, o.stages - 1})
-    sch:annotate(ko, "software_pipeline_order", {0, 1, 2})
-    -- with a group left in flight (wgmma_pending = 1) the step's tiles are read until the next
-    -- step's wgmma_wait_group: one more version of each tile, so that no copy refills it earlier
-    if pend == 1 then sch:annotate(ko, "software_pipeline_async_reads", {0, 0, 1}) end
+    if o.row_sums then
+      -- the k step is (B copy, A copy, row sums, wgmma): the sums and the wgmma group read the
+      -- tiles of stages - 1 steps ago
+      sch:annotate(ko, "software_pipeline_stage", {0, 0, o.stages - 1, o.stages - 1})
+      sch:annotate(ko, "software_pipeline_order", {0, 1, 2, 3})
+      if pend == 1 then sch:annotate(ko, "software_pipeline_async_reads", {0, 0, 0, 1}) end
+    else
+      sch:annotate(ko, "software_pipeline_stage", {0, 0, o.stages - 1})
+      sch:annotate(ko, "software_pipeline_order", {0, 1, 2})
+      -- with a group left in flight (wgmma_pending = 1) the step's tiles are read until the next
+      -- step's wgmma_wait_group: one more version of each tile, so that no copy refills it earlier
+      if pend == 1 then sch:annotate(ko, "software_pipeline_async_reads", {0, 0, 1}) end
+    end
     sch:annotate(ko, "software_pipeline_async_stages", {0})
     sch:annotate(ko, "software_pipeline_early_wait", 1)
   end

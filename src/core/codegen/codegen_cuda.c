@@ -55,6 +55,11 @@ typedef struct {
   int uses_numerics; /* the conversion / shift / abs helpers (numerics_helpers) */
   tir_SharedPlan smem; /* where the kernel's shared buffers live in its dynamic shared memory */
   const tir_Kernel *kernel;
+  int lane_plus1; /* inside a lane-wise math call (lane_expr): 1 + the lane vector operands stand for; 0 outside */
+  /* contiguous vector loads of the packed store being emitted, read into registers ld<id>_[]
+   * by aligned 4/8/16-byte loads first (vector_store_packed); lane_expr reads them there */
+  struct { const tir_Node *load; int id; } hoist[8];
+  int n_hoist, hoist_ids;
 } CG;
 
 static int cg_fail(CG *g, const tir_Node *where, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -1368,6 +1373,10 @@ static void call_expr(CG *g, const tir_Call *c) {
 static void expr(CG *g, const tir_Node *e) {
   if (g->failed) return;
   tir_DType t = e->dtype;
+  if (t.lanes > 1 && g->lane_plus1) { /* an operand of a lane-wise math call (lane_expr) */
+    lane_expr(g, e, g->lane_plus1 - 1);
+    return;
+  }
   switch (e->kind) {
     case TIR_IntImm: {
       int64_t v = ((const tir_IntImm *)e)->value;
@@ -1447,6 +1456,11 @@ static void lane_expr(CG *g, const tir_Node *e, int lane) {
     case TIR_Broadcast: expr(g, ((const tir_Broadcast *)e)->value); return;
     case TIR_BufferLoad: {
       const tir_BufferLoad *l = (const tir_BufferLoad *)e;
+      for (int h = 0; h < g->n_hoist; h++)
+        if (g->hoist[h].load == e) {
+          putf(g, "ld%d_[%d]", g->hoist[h].id, lane);
+          return;
+        }
       putf(g, "%s[", name_of(g, &l->buffer->data->hdr, l->buffer->name));
       operand(g, l->indices->items[0], lane);
       put(g, "]");
@@ -1460,6 +1474,15 @@ static void lane_expr(CG *g, const tir_Node *e, int lane) {
     }
     case TIR_Call: {
       const tir_Call *k = (const tir_Call *)e;
+      const tir_MathBuiltin *m = tir_math_builtin(k->op);
+      if (m && m->arity == k->args->size) {
+        /* a lane-wise math call (vectorize_loop): the scalar call on lane `lane` of its operands */
+        int saved = g->lane_plus1;
+        g->lane_plus1 = lane + 1;
+        math_call(g, k, m);
+        g->lane_plus1 = saved;
+        return;
+      }
       if (strcmp(k->op, "if_then_else") != 0 || k->args->size != 3) break;
       put(g, "(");
       lane_expr(g, k->args->items[0], lane);
@@ -1508,6 +1531,63 @@ static const char *raw_type(int bytes) {
     case 8: return "uint2";
     case 16: return "uint4";
     default: return NULL;
+  }
+}
+
+typedef struct {
+  const tir_Node *found[8];
+  int n;
+} LoadSet;
+
+static int collect_vector_loads(const tir_Node *n, void *p) {
+  LoadSet *ls = p;
+  if (n->kind != TIR_BufferLoad || n->dtype.lanes <= 1 || ls->n == 8) return 0;
+  const tir_Node *ix = ((const tir_BufferLoad *)n)->indices->items[0];
+  if (ix->kind != TIR_Ramp || !tir_is_one(((const tir_Ramp *)ix)->stride)) return 0;
+  for (int i = 0; i < ls->n; i++)
+    if (ls->found[i] == n) return 0;
+  ls->found[ls->n++] = n;
+  return 0;
+}
+
+/* The contiguous vector loads of a packed store's value v (an epilogue reading 4 staged int32
+ * accumulators and 4 per-column scales, ...): each read into a register array ld<id>_[] by 16-,
+ * 8- or 4-byte loads when its first element is provably a multiple of the chunk (the analyzer
+ * knows the thread and loop ranges), instead of one 4-byte load per lane (4 loads of a thread
+ * 16 bytes apart: 4-way shared-memory bank conflicts).  lane_expr then reads the registers.
+ * Chunks stay within 16 bytes, which a 32/64/128-byte swizzle keeps contiguous. */
+static void hoist_loads(CG *g, const tir_Node *v, const tir_Node *where) {
+  LoadSet ls = {{0}, 0};
+  tir_visit(v, collect_vector_loads, &ls);
+  g->n_hoist = 0;
+  for (int i = 0; i < ls.n; i++) {
+    const tir_BufferLoad *l = (const tir_BufferLoad *)ls.found[i];
+    const tir_Ramp *ix = (const tir_Ramp *)l->indices->items[0];
+    tir_DType et = tir_dtype_element(l->hdr.dtype);
+    int lanes = l->hdr.dtype.lanes, esize = tir_dtype_bytes(et), total = lanes * esize;
+    int chunk = 0;
+    for (int c = 16; c >= 4 && !chunk; c /= 2) {
+      if (total % c || c % esize) continue;
+      tir_Node *m = tir_floormod(R(ix->base), tir_int_imm(tir_dtype_element(ix->base->dtype), c / esize));
+      tir_Node *zero = tir_int_imm(tir_dtype_element(ix->base->dtype), 0);
+      if (tir_can_prove_equal(g->an, m, zero)) chunk = c;
+      tir_release(m);
+      tir_release(zero);
+    }
+    if (!chunk) continue;
+    int id = g->hoist_ids++;
+    const char *raw = raw_type(chunk), *buf = name_of(g, &l->buffer->data->hdr, l->buffer->name);
+    line(g);
+    putf(g, "__align__(16) %s ld%d_[%d];\n", ctype(g, et, where), id, lanes);
+    for (int c = 0; c < total / chunk; c++) {
+      line(g);
+      putf(g, "*(%s*)(ld%d_ + %d) = *(%s*)(%s + ", raw, id, c * chunk / esize, raw, buf);
+      phys_index(g, l->buffer, &ix->hdr, c * chunk / esize);
+      put(g, ");\n");
+    }
+    g->hoist[g->n_hoist].load = &l->hdr;
+    g->hoist[g->n_hoist].id = id;
+    g->n_hoist++;
   }
 }
 
@@ -1996,6 +2076,33 @@ static void stmt(CG *g, const tir_Node *s) {
             operand(g, ix, lane);
             putf(g, "] = vec_[%d];\n", lane);
           }
+          g->indent -= 2;
+          line(g);
+          put(g, "}\n");
+          return;
+        }
+        if (raw && contiguous && tir_dtype_bytes(st->value->dtype) >= 4) {
+          /* a computed vector (an epilogue's requantized int8 lanes): the lanes into an aligned
+           * register array, then one 4/8/16-byte store instead of one store per element (the
+           * vectorizer proved the start a multiple of the lanes; the simulator checks it too) */
+          const char *et = ctype(g, tir_dtype_element(v->dtype), s);
+          line(g);
+          put(g, "{\n");
+          g->indent += 2;
+          hoist_loads(g, v, s);
+          line(g);
+          putf(g, "__align__(16) %s vec_[%d];\n", et, lanes);
+          for (int lane = 0; lane < lanes; lane++) {
+            line(g);
+            putf(g, "vec_[%d] = ", lane);
+            lane_expr(g, v, lane);
+            put(g, ";\n");
+          }
+          line(g);
+          putf(g, "*(%s*)(%s + ", raw, dst);
+          phys_index(g, st->buffer, ((const tir_Ramp *)ix)->base, -1);
+          putf(g, ") = *(%s*)vec_;\n", raw);
+          g->n_hoist = 0;
           g->indent -= 2;
           line(g);
           put(g, "}\n");

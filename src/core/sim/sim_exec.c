@@ -470,19 +470,23 @@ SVal *sim_eval(Sim *S, const tir_Node *e, int lane, const Act *a) {
 
 /* Alignment of the vector accesses the codegen emits for a store (codegen_cuda.c: a
  * contiguous copy becomes one load and one store of `lanes * size` bytes; a contiguous load
- * scattered by the store one vector load).  Misaligned vector accesses fault on the GPU. */
+ * scattered by the store one vector load; a computed vector of at least 4 bytes stored
+ * contiguously one packed store).  Misaligned vector accesses fault on the GPU. */
 static int raw_bytes_ok(int b) { return b == 2 || b == 4 || b == 8 || b == 16; }
 
 static int check_vector_alignment(Sim *S, const tir_BufferStore *st, const Act *a) {
   const tir_Node *v = st->value, *ix = st->indices->items[0];
   int bytes = tir_dtype_bytes(v->dtype);
-  if (!raw_bytes_ok(bytes) || v->kind != TIR_BufferLoad) return 0;
-  const tir_BufferLoad *l = (const tir_BufferLoad *)v;
-  if (l->indices->size != 1 || l->indices->items[0]->kind != TIR_Ramp || !tir_is_one(((const tir_Ramp *)l->indices->items[0])->stride))
-    return 0;
-  int contiguous_store = ix->kind == TIR_Ramp && tir_is_one(((const tir_Ramp *)ix)->stride) &&
-                         tir_dtype_bytes(l->buffer->hdr.dtype) == tir_dtype_bytes(st->buffer->hdr.dtype);
-  for (int side = 0; side < (contiguous_store ? 2 : 1); side++) {
+  if (!raw_bytes_ok(bytes)) return 0;
+  int unit_store = ix->kind == TIR_Ramp && tir_is_one(((const tir_Ramp *)ix)->stride);
+  const tir_BufferLoad *l = v->kind == TIR_BufferLoad ? (const tir_BufferLoad *)v : NULL;
+  int load_side = l && l->indices->size == 1 && l->indices->items[0]->kind == TIR_Ramp &&
+                  tir_is_one(((const tir_Ramp *)l->indices->items[0])->stride);
+  if (!load_side && !(unit_store && bytes >= 4)) return 0;
+  /* sides: 0 the load, 1 the store */
+  int contiguous_store = load_side ? unit_store && tir_dtype_bytes(l->buffer->hdr.dtype) == tir_dtype_bytes(st->buffer->hdr.dtype)
+                                   : 1;
+  for (int side = load_side ? 0 : 1; side < (contiguous_store ? 2 : 1); side++) {
     const tir_Buffer *b = side ? st->buffer : l->buffer;
     const tir_Node *base = side ? ((const tir_Ramp *)ix)->base : ((const tir_Ramp *)l->indices->items[0])->base;
     Store *s = sim_store_of(S, b, &st->hdr);

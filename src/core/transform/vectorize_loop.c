@@ -178,6 +178,23 @@ static tir_Node *vec(VCtx *c, const tir_Node *e) {
        * inject_ptx_async_copy zero-fills).  A per-lane condition stays scalar: only the taken
        * side may be evaluated, lane by lane. */
       const tir_Call *k = (const tir_Call *)e;
+      const tir_MathBuiltin *m = tir_math_builtin(k->op);
+      if (m && m->arity == k->args->size && k->args->size <= 2) {
+        /* a math builtin (round, exp, ...) lane by lane: the codegen emits the scalar call per
+         * lane, the simulator evaluates it per lane (an epilogue's requantization stays vector,
+         * so its int8 results leave in one packed store) */
+        tir_Node *a[2] = {NULL, NULL};
+        for (int q = 0; q < k->args->size; q++) {
+          a[q] = vec(c, k->args->items[q]);
+          if (!a[q]) {
+            tir_release(a[0]);
+            return NULL;
+          }
+          a[q] = bcast(a[q], c->lanes);
+        }
+        tir_Array *args = k->args->size == 1 ? tir_array_of(1, a[0]) : tir_array_of(2, a[0], a[1]);
+        return tir_call(tir_dtype_with_lanes(e->dtype, c->lanes), k->op, args);
+      }
       if (strcmp(k->op, "if_then_else") != 0 || k->args->size != 3) return NULL;
       tir_Node *a = vec(c, k->args->items[0]);
       if (!a || is_vec(a)) {
@@ -242,25 +259,41 @@ static tir_Node *vec_store(VCtx *c, const tir_BufferStore *st) {
   return tir_buffer_store((tir_Buffer *)R(st->buffer), bcast(v, c->lanes), tir_array_of(1, ix));
 }
 
-typedef struct {
-  VCtx *c;
-  int ok;
-} LoadAlign;
-
-static int check_load_align(const tir_Node *n, void *p) {
-  LoadAlign *la = p;
+/* The vector loads the codegen makes whole vector accesses must be aligned: the stored value
+ * itself when it is a load (a copy), the taken side of a guarded copy (if_then_else), and the
+ * operand of a reinterpret.  Loads under arithmetic, casts or math calls are read lane by lane
+ * (codegen_cuda.c lane_expr) and need no alignment (a padded shared row of the staged
+ * accumulators feeding an epilogue). */
+static int load_aligned(VCtx *c, const tir_Node *n, int whole) {
   if (n->kind == TIR_BufferLoad && n->dtype.lanes > 1) {
+    if (!whole) return 1;
     const tir_Node *ix = ((const tir_BufferLoad *)n)->indices->items[0];
-    if (ix->kind == TIR_Ramp) {
-      tir_DType it = tir_dtype_element(ix->dtype);
-      tir_Node *m = tir_floormod(R(((const tir_Ramp *)ix)->base), tir_int_imm(it, la->c->lanes));
-      tir_Node *zero = tir_int_imm(it, 0);
-      if (!tir_can_prove_equal(la->c->an, m, zero)) la->ok = 0;
-      tir_release(m);
-      tir_release(zero);
-    }
+    if (ix->kind != TIR_Ramp) return 1;
+    tir_DType it = tir_dtype_element(ix->dtype);
+    tir_Node *m = tir_floormod(R(((const tir_Ramp *)ix)->base), tir_int_imm(it, c->lanes));
+    tir_Node *zero = tir_int_imm(it, 0);
+    int ok = tir_can_prove_equal(c->an, m, zero);
+    tir_release(m);
+    tir_release(zero);
+    return ok;
   }
-  return 0;
+  if (n->kind == TIR_Call) {
+    const tir_Call *k = (const tir_Call *)n;
+    int ite = strcmp(k->op, "if_then_else") == 0, re = strcmp(k->op, "reinterpret") == 0;
+    for (int q = 0; q < k->args->size; q++)
+      if (!load_aligned(c, k->args->items[q], (ite && whole && q > 0) || re)) return 0;
+    return 1;
+  }
+  if (n->kind == TIR_Cast) return load_aligned(c, ((const tir_Cast *)n)->value, 0);
+  if (n->kind == TIR_Select) {
+    const tir_Select *s = (const tir_Select *)n;
+    return load_aligned(c, s->cond, 0) && load_aligned(c, s->true_value, 0) && load_aligned(c, s->false_value, 0);
+  }
+  if (n->kind >= TIR_Add && n->kind <= TIR_Or) {
+    const tir_Add *b = (const tir_Add *)n;
+    return load_aligned(c, b->a, 0) && load_aligned(c, b->b, 0);
+  }
+  return 1;
 }
 
 static tir_Node *try_vectorize(const tir_For *f, tir_Analyzer *an) {
@@ -276,9 +309,7 @@ static tir_Node *try_vectorize(const tir_For *f, tir_Analyzer *an) {
       tir_release(out);
       return NULL;
     }
-    LoadAlign la = {&c, 1};
-    tir_visit(v, check_load_align, &la);
-    if (!la.ok) {
+    if (!load_aligned(&c, ((const tir_BufferStore *)v)->value, 1)) {
       tir_release(v);
       tir_release(out);
       return NULL;

@@ -1,0 +1,151 @@
+-- qgemm_wgmma_spec.lua -- the quantized GEMM (tir.ops.quantized_matmul) as ONE kernel on Hopper's
+-- wgmma (tir.schedules.qgemm intrin = "wgmma" -> tc_gemm_wgmma + tc_gemm_wgmma_epilogue): the
+-- accumulators staged in shared memory, the 4-term correction / bias / scale / rounding / zero
+-- point / clamp in the epilogue, the row sums of A (zb ~= 0) from the swizzled shared A tiles
+-- the GEMM loads (TMA or cp.async), int8/uint8 written with packed 4-byte stores (16-byte ones on
+-- the IMMA path).  Simulated bit-exact against the interpreter on the direct (un-rewritten)
+-- compute accumulated in int64, with extreme inputs and zero points at the ends of their ranges;
+-- bad options as tir.Errors.
+local tir = require("tir")
+local U = require("spec_util")
+local qm = tir.ops.quantized_matmul
+local qg = require("tir.schedules.qgemm")
+
+local RANGE = {int8 = {-128, 127}, uint8 = {0, 255}}
+
+local lcg, matrix = U.lcg, U.extreme_matrix
+
+-- the arguments of qm(o) (b_sums = "input"), the output last
+local function inputs(o, seed)
+  local rnd = lcg(seed)
+  local args = {matrix(o.M, o.K, o.a_dtype or "int8", rnd), matrix(o.N, o.K, o.b_dtype or "int8", rnd)}
+  local function vec(n, lo, hi, ends)
+    local t = {}
+    for i = 1, n do t[i] = i == 1 and ends[1] or i == 2 and ends[2] or rnd(lo, hi) end
+    return tir.nd.array(t, "int32")
+  end
+  local alo, ahi = RANGE[o.a_dtype or "int8"][1], RANGE[o.a_dtype or "int8"][2]
+  local blo, bhi = RANGE[o.b_dtype or "int8"][1], RANGE[o.b_dtype or "int8"][2]
+  if o.a_zero_point == "per_row" then args[#args + 1] = vec(o.M, alo, ahi, {alo, ahi}) end
+  if o.b_zero_point == "per_column" then args[#args + 1] = vec(o.N, blo, bhi, {blo, bhi}) end
+  if o.bias then args[#args + 1] = vec(o.N, -5000, 5000, {-2 ^ 20 // 1, 2 ^ 20 // 1}) end
+  local t = {}
+  -- scales around 1 / (K * 128), a few exact halves (ties of the rounding)
+  for i = 1, o.N do t[i] = i % 3 == 0 and 0.5 or (rnd(1, 1000) / 1000) / (o.K * 128) end
+  args[#args + 1] = tir.nd.array(t, "float32")
+  args[#args + 1] = qm.col_sums(args[2], "NK")
+  args[#args + 1] = tir.nd.empty({o.M, o.N}, o.out_dtype or "int8")
+  return args
+end
+
+-- simulates mod on inputs(o, seed) against the interpreter on f, then the output against the
+-- direct compute in int64 (the oracle); returns the report
+local function check(o, f, mod, seed)
+  local args = inputs(o, seed)
+  local rep = tir.simulate(mod, args, {reference = f})
+  assert.are.equal(0, rep.n_issues)
+  assert.are.equal(1, rep.kernels)
+  assert.is_true(rep.warp_ops > 0)
+  local ro = {}
+  for k, v in pairs(o) do ro[k] = v end
+  ro.four_term, ro.accum_dtype, ro.b_sums = false, "int64", nil
+  local ra = {}
+  for q = 1, #args - 2 do ra[q] = args[q] end
+  local want = tir.nd.empty({o.M, o.N}, o.out_dtype or "int8")
+  ra[#ra + 1] = want
+  tir.interpret(qm(ro), ra)
+  assert.are.same(want:to_table(), args[#args]:to_table())
+  return rep
+end
+
+local function qopts(c)
+  return {M = c.M or 128, N = c.N or 128, K = c.K or 256, a_dtype = c.a_dtype, b_dtype = c.b_dtype, a_zero_point = c.za,
+          b_zero_point = c.zb or 0, b_sums = "input", bias = true, scale = "per_channel", out_zero_point = c.zo or -3,
+          out_dtype = c.out_dtype, relu = c.relu}
+end
+
+describe("tir.schedules.qgemm intrin = \"wgmma\"", function()
+  local asan = os.getenv("ASAN_OPTIONS") ~= nil
+  it("is one kernel: the epilogue from the staged accumulators, bit-exact vs the int64 oracle (TMA and cp.async)", function()
+    local cases = {
+      {a_dtype = "uint8", za = 255, zo = -128, tc = {BM = 128, BN = 128, BK = 128, stages = 2, tma = true}},
+      {a_dtype = "int8", za = -128, zo = 127, tc = {BM = 64, BN = 128, BK = 128, stages = 3, wgmma_pending = 1}},
+      {a_dtype = "uint8", za = "per_row", out_dtype = "uint8", zo = 255, tc = {BM = 128, BN = 64, BK = 64, stages = 2, tma = true}},
+      {a_dtype = "int8", za = 0, relu = true, tc = {BM = 64, BN = 64, BK = 32, stages = 1}},
+    }
+    -- (under ASan every case is 10x slower: the TMA and the cp.async case at K = 128 only)
+    if asan then cases = {cases[1], cases[2]}; cases[1].K, cases[2].K = 128, 128 end
+    for n, c in ipairs(cases) do
+      local o = qopts(c)
+      local f = qm(o)
+      local to = {}
+      for k, v in pairs(c.tc) do to[k] = v end
+      local sch = qg.schedule(f, {intrin = "wgmma", tc = to})
+      local mod = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false})
+      local src = mod:get_source("cuda")
+      assert.is_truthy(src:find("wgmma.mma_async", 1, true))
+      -- the int8 / uint8 outputs leave 4 at a time in one 32-bit store, never byte by byte
+      assert.is_truthy(src:find("*(unsigned int*)(out + ", 1, true))
+      assert.is_falsy(src:find("\n%s*out%["))
+      check(o, f, mod, n)
+    end
+  end)
+
+  it("with zb ~= 0 sums the rows of A from the swizzled shared A tiles in the same kernel", function()
+    local cases = {
+      {a_dtype = "int8", za = 127, zb = -128, tc = {BM = 128, BN = 128, BK = 128, stages = 2, tma = true}},   -- zero points at the ends
+      {a_dtype = "uint8", za = 0, zb = 127, tc = {BM = 128, BN = 64, BK = 128, stages = 3, wgmma_pending = 1}},
+      {a_dtype = "uint8", za = "per_row", zb = "per_column", tc = {BM = 64, BN = 64, BK = 64, stages = 2, tma = true}},
+      {a_dtype = "int8", za = 0, zb = "per_column", relu = true, tc = {BM = 64, BN = 64, BK = 64, stages = 1}},
+    }
+    if asan then cases = {cases[1], cases[3]}; cases[1].K, cases[2].K = 128, 128 end
+    for n, c in ipairs(cases) do
+      local o = qopts(c)
+      local f = qm(o)
+      local sch = qg.schedule(f, {intrin = "wgmma", tc = c.tc})
+      -- the printed IR: the sums' update inside the GEMM's k loop, reading the swizzled A tile
+      local ir = tostring(sch.mod)
+      local upd = ir:find('T.block("a_row_sum_update_o"', 1, true)
+      local mma = ir:find('T.block("C_update_o"', 1, true)
+      assert.is_truthy(upd and mma and upd < mma)
+      assert.is_truthy(ir:find(('"dp4a_row_sum%d_%s_shared"'):format(c.tc.BK, c.a_dtype == "uint8" and "u8" or "s8"), 1, true))
+      assert.is_truthy(ir:match("T%.reads%(A_shared[%w_]*%[{[^\n]*a_row_sum%["))
+      local mod = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false})
+      assert.are.equal(1, #mod:kernels())
+      check(o, f, mod, 20 + n)
+    end
+  end)
+
+  it("refuses what it cannot run, naming the option", function()
+    local f = qm(qopts({a_dtype = "int8", za = 3}))
+    U.expect_error(function() qg.schedule(f, {intrin = "wgmma", tc = {BM = 128, BN = 128, BK = 128, epilogue_vec = 3}}) end,
+                   "tc_gemm.schedule", "epilogue_vec = 3 outputs of int8 = 3 bytes", "4, 8 or 16 bytes")
+    U.expect_error(function() qg.schedule(f, {intrin = "wgmma", tc = {BM = 128, BN = 128, BK = 128, epilogue_vek = 4}}) end,
+                   "epilogue_vek")
+    -- B stored K x N is not K-major: wgmma's 8-bit operands must be
+    local kn = qm{M = 128, N = 128, K = 128, a_zero_point = 3, b_layout = "KN", b_sums = "input", scale = "per_channel"}
+    U.expect_error(function() qg.schedule(kn, {intrin = "wgmma", tc = {BM = 128, BN = 128, BK = 128}}) end, "K-major operands")
+    local zf = qm(qopts({a_dtype = "int8", za = 3, zb = 5, K = 64}))
+    U.expect_error(function() qg.schedule(zf, {intrin = "wgmma", tc = {BM = 64, BN = 64, BK = 8}}) end, "tc_gemm.schedule",
+                   "BK must be 32, 64 or 128 for int8")
+    U.expect_error(function() qg.schedule(zf, {intrin = "wgmma", tc = {BM = 64, BN = 64, BK = 64, row_sums = "nope"}}) end,
+                   "row_sums: there is no block 'nope'")
+    local tc = require("tir.schedules.tc_gemm")
+    U.expect_error(function() tc.schedule(tc.workload(128, 128, 128, "int8", "int32", nil, "NT"),
+                   {intrin = "wgmma", BM = 128, BN = 128, BK = 128, epilogue = "nope"}) end, "epilogue block 'nope' does not exist")
+  end)
+end)
+
+describe("packed int8 epilogue stores on IMMA (mma.sync)", function()
+  it("stores 16 requantized int8 outputs a thread as one 16-byte store, bit-exact on the simulator", function()
+    local o = {M = 128, N = 64, K = 128, a_dtype = "uint8", a_zero_point = 255, b_sums = "input", bias = true, scale = "per_channel",
+               out_zero_point = 127}
+    local f = qm(o)
+    local sch = qg.schedule(f, {intrin = "mma", tc = {BM = 64, BN = 64, BK = 64, warp_m = 32, warp_n = 32, stages = 2}})
+    local mod = tir.build(sch.mod, "cuda -arch=sm_80", {compile = false})
+    local src = mod:get_source("cuda")
+    assert.is_truthy(src:find("*(uint4*)(out + ", 1, true))
+    assert.is_falsy(src:find("\n%s*out%["))
+    check(o, f, mod, 7)
+  end)
+end)
