@@ -23,16 +23,16 @@ for s in $steps; do
   start=$(date +%s)
   case $s in
     bench)
-      TIRLUA_BENCH_OUT="$OUT/gemm_int8.md" timeout 100 "$T" bench/gemm_int8.lua \
+      TIRLUA_BENCH_OUT="$OUT/gemm_int8.md" timeout ${TB:-100} "$T" bench/gemm_int8.lua \
         --only=qgemm,wgmma_fused,wgmma_fused_s3,wgmma_fused_zb,qgemm_imma,imma_fused_zb,$SEARCH 4096 \
         > "$OUT/bench_4096.log" 2>&1 || status=1
       cat "$OUT/bench_4096.log" ;;
     specs)
-      timeout 60 "$T" tests/run_busted.lua --run=gpu -o utfTerminal --filter="fused quantized" tests/spec/gpu_wgmma_int8_spec.lua \
+      timeout ${TS:-60} "$T" tests/run_busted.lua --run=gpu -o utfTerminal --filter="fused quantized" tests/spec/gpu_wgmma_int8_spec.lua \
         > "$OUT/gpu_qgemm_spec.log" 2>&1 || status=1
       tail -8 "$OUT/gpu_qgemm_spec.log" ;;
     search)
-      TIRLUA_BENCH_OUT="$OUT/gemm_int8.md" timeout 100 "$T" bench/gemm_int8.lua --only=$SEARCH 8192 \
+      TIRLUA_BENCH_OUT="$OUT/gemm_int8.md" timeout ${TQ:-100} "$T" bench/gemm_int8.lua --only=$SEARCH 8192 \
         > "$OUT/bench_8192.log" 2>&1 || status=1
       cat "$OUT/bench_8192.log" ;;
     ncu)
