@@ -93,7 +93,7 @@ describe("tir.schedules.qgemm intrin = \"wgmma\"", function()
 
   it("with zb ~= 0 sums the rows of A from the swizzled shared A tiles in the same kernel", function()
     local cases = {
-      {a_dtype = "int8", za = 127, zb = -128, tc = {BM = 128, BN = 128, BK = 128, stages = 2, tma = true}},   -- zero points at the ends
+      {a_dtype = "int8", za = 127, zb = -128, M = 256, N = 256, tc = {BM = 128, BN = 256, BK = 128, stages = 2, tma = true}},   -- zero points at the ends
       {a_dtype = "uint8", za = 0, zb = 127, tc = {BM = 128, BN = 64, BK = 128, stages = 3, wgmma_pending = 1}},
       {a_dtype = "uint8", za = "per_row", zb = "per_column", tc = {BM = 64, BN = 64, BK = 64, stages = 2, tma = true}},
       {a_dtype = "int8", za = 0, zb = "per_column", relu = true, tc = {BM = 64, BN = 64, BK = 64, stages = 1}},
