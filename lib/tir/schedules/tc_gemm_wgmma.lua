@@ -226,10 +226,11 @@ function M.schedule(sch, o, P, analyze)
     sch:annotate(TS, "tma_store", 1)
   end
   -- row_sums (a quantized GEMM's sums of A's rows): summed from the shared A tile of each k step
-  -- (tc_gemm_row_sums.lua): the BM = 64 x wgs rows over threadIdx.x < 64 of every warpgroup,
-  -- x-major (row r on thread (r / wgs, r % wgs)), so the warpgroups share them and the sums'
-  -- region is exactly the tile's rows (more threads than rows would widen the A copy's region)
-  if o.row_sums then ko = require("tir.schedules.tc_gemm_row_sums").fuse(sch, o, wg, ko, {{"threadIdx.x", 64}, {"threadIdx.y", wgs}}, P) end
+  -- (tc_gemm_row_sums.lua): warpgroup w sums its own 64 rows, row 64 w + r on thread r < 64 (the
+  -- sums' region is then exactly the tile's rows: more threads than rows would widen the A
+  -- copy's region), so the 8 rows of a quarter warp read 8 different 16-byte chunk columns of
+  -- the swizzled tile
+  if o.row_sums then ko = require("tir.schedules.tc_gemm_row_sums").fuse(sch, o, wg, ko, {{"threadIdx.y", wgs}, {"threadIdx.x", 64}}, P) end
   -- (with row sums the B copy goes first: the sums read A, and TMA copies must lead the k step)
   sch:compute_at(AS, ko); sch:compute_at(BS, ko, false, o.row_sums and -2 or -1)
   -- cooperative 16-byte copies of the shared tiles by all warpgroups (threadIdx.x: 128 threads);

@@ -1321,6 +1321,32 @@ static void call_expr(CG *g, const tir_Call *c) {
     }
     /* one load of the whole word: the schedule keeps it aligned (tir.simulate checks) */
     tir_Node *sb = tir_simplify_take(g->an, base);
+    /* a 32-bit word at x + c of a 16-byte chunk (x provably a multiple of 16 bytes): word c / 4 of
+     * the chunk's 16-byte load, `(*(int4*)(buf + x)).y` -- the words of one chunk (the row sums'
+     * dp4a operands) then share one load that nvcc keeps (LDS.128; a swizzle moves whole chunks,
+     * so the chunk's base is the one swizzled index) instead of four 32-bit loads */
+    int esz = tir_dtype_bytes(tir_dtype_element(v->dtype));
+    const tir_Node *cx = sb;
+    int64_t off = 0;
+    if (sb->kind == TIR_Add && tir_is_const_int(((const tir_Add *)sb)->b, &off)) cx = ((const tir_Add *)sb)->a;
+    else off = 0;
+    if (t.bits == 32 && 16 % esz == 0 && off >= 0 && (off * esz) % 4 == 0) {
+      tir_Node *m = tir_floormod(R((tir_Node *)cx), tir_int_imm(tir_dtype_element(cx->dtype), 16 / esz));
+      tir_Node *zero = tir_int_imm(tir_dtype_element(cx->dtype), 0);
+      int aligned = tir_can_prove_equal(g->an, m, zero);
+      tir_release(m);
+      tir_release(zero);
+      if (aligned) {
+        int64_t word = (off * esz % 16) / 4, chunk = off - off % (16 / esz); /* elements */
+        tir_Node *cb = chunk ? tir_add(R((tir_Node *)cx), tir_int_imm(tir_dtype_element(cx->dtype), chunk)) : R((tir_Node *)cx);
+        putf(g, "((%s)(*(int4*)(%s + ", ctype(g, t, &c->hdr), name_of(g, &l->buffer->data->hdr, l->buffer->name));
+        phys_index(g, l->buffer, cb, -1);
+        putf(g, ")).%c)", "xyzw"[word]);
+        tir_release(cb);
+        tir_release(sb);
+        return;
+      }
+    }
     putf(g, "(*(%s*)(%s + ", ctype(g, t, &c->hdr), name_of(g, &l->buffer->data->hdr, l->buffer->name));
     expr(g, sb);
     put(g, "))");
