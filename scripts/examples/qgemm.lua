@@ -69,6 +69,18 @@ if has_gpu then
   mod(a, b, bias, scale, bsum, out)
   local t = mod:time_evaluator({number = 5, repeat_ = 5, warmup = 2})(a, b, bias, scale, bsum, out)
   print(("-- fused qgemm %dx%dx%d: %.3f ms, %.2f TOP/s"):format(M, N, K, t * 1e3, 2.0 * M * N * K / t / 1e12))
+  if dev:info().arch == "sm_90" and M % 128 == 0 and N % 256 == 0 and K % 128 == 0 then
+    -- Hopper: the same one kernel on wgmma (TMA tiles, the accumulators staged in shared memory for
+    -- the epilogue, packed 4-byte int8 stores), its output = the IMMA kernel's
+    local wmod = tir.build(qg.schedule(f, {intrin = "wgmma", tc = {BM = 128, BN = 256, BK = 128, stages = 4, tma = true}}).mod,
+                           "cuda -arch=sm_90a")
+    local wout = tir.nd.empty({M, N}, "int8", dev)
+    wmod(a, b, bias, scale, bsum, wout)
+    tir.testing.assert_allclose(wout, out, {rtol = 0, atol = 0})
+    local tw = wmod:time_evaluator({number = 5, repeat_ = 5, warmup = 2})(a, b, bias, scale, bsum, wout)
+    print(("-- fused qgemm on wgmma %dx%dx%d: %.3f ms, %.2f TOP/s (= the IMMA kernel's output)"):format(M, N, K, tw * 1e3,
+          2.0 * M * N * K / tw / 1e12))
+  end
   print(ties(function(smod, args)
     local dargs = {}
     for i, x in ipairs(args) do dargs[i] = x:to(dev) end
