@@ -112,6 +112,11 @@ describe("tir.schedules.qgemm intrin = \"wgmma\"", function()
       assert.is_truthy(ir:match("T%.reads%(A_shared[%w_]*%[{[^\n]*a_row_sum%["))
       local mod = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false})
       assert.are.equal(1, #mod:kernels())
+      -- each 16-byte chunk of a row is one 16-byte load whose words feed the dp4a (the swizzle's
+      -- in-chunk offset stays outside the XOR), never four 32-bit loads
+      local src = mod:get_source("cuda")
+      assert.is_truthy(src:find("(*(int4*)(A_shared + ", 1, true))
+      assert.is_falsy(src:find("(*(int*)(A_shared + ", 1, true))
       check(o, f, mod, 20 + n)
     end
   end)

@@ -1207,6 +1207,30 @@ static void print_call(CG *g, const tir_Call *c) {
   put(g, ") : (void)0)");
 }
 
+/* Whether integer expression e is provably a multiple of k (a power of two): the analyzer, and
+ * through the bit operations a swizzled index is made of (lower_buffer_swizzle: x ^ ((x >> s) &
+ * mask), the mask's low bits zero), which the analyzer does not see into. */
+static int multiple_of(CG *g, const tir_Node *e, int64_t k) {
+  int64_t v;
+  if (k <= 1) return 1;
+  if (tir_is_const_int(e, &v)) return v % k == 0;
+  if (e->kind == TIR_Add || e->kind == TIR_Sub) return multiple_of(g, ((const tir_Add *)e)->a, k) && multiple_of(g, ((const tir_Add *)e)->b, k);
+  if (e->kind == TIR_Cast && tir_dtype_is_int(((const tir_Cast *)e)->value->dtype)) return multiple_of(g, ((const tir_Cast *)e)->value, k);
+  if (e->kind == TIR_Call) {
+    const tir_Call *c = (const tir_Call *)e;
+    if (c->args->size == 2 && (strcmp(c->op, "bitwise_xor") == 0 || strcmp(c->op, "bitwise_or") == 0))
+      return multiple_of(g, c->args->items[0], k) && multiple_of(g, c->args->items[1], k);
+    if (c->args->size == 2 && strcmp(c->op, "bitwise_and") == 0)
+      return multiple_of(g, c->args->items[0], k) || multiple_of(g, c->args->items[1], k);
+  }
+  tir_Node *m = tir_floormod(R((tir_Node *)e), tir_int_imm(tir_dtype_element(e->dtype), k));
+  tir_Node *zero = tir_int_imm(tir_dtype_element(e->dtype), 0);
+  int ok = tir_can_prove_equal(g->an, m, zero);
+  tir_release(m);
+  tir_release(zero);
+  return ok;
+}
+
 static void call_expr(CG *g, const tir_Call *c) {
   const char *op = c->op;
   int n = c->args->size;
@@ -1323,24 +1347,20 @@ static void call_expr(CG *g, const tir_Call *c) {
     tir_Node *sb = tir_simplify_take(g->an, base);
     /* a 32-bit word at x + c of a 16-byte chunk (x provably a multiple of 16 bytes): word c / 4 of
      * the chunk's 16-byte load, `(*(int4*)(buf + x)).y` -- the words of one chunk (the row sums'
-     * dp4a operands) then share one load that nvcc keeps (LDS.128; a swizzle moves whole chunks,
-     * so the chunk's base is the one swizzled index) instead of four 32-bit loads */
+     * dp4a operands) then share one load that nvcc keeps (LDS.128; lower_buffer_swizzle keeps an
+     * in-chunk offset outside the XOR, so the chunk's words share its base) instead of four
+     * 32-bit loads */
     int esz = tir_dtype_bytes(tir_dtype_element(v->dtype));
     const tir_Node *cx = sb;
     int64_t off = 0;
     if (sb->kind == TIR_Add && tir_is_const_int(((const tir_Add *)sb)->b, &off)) cx = ((const tir_Add *)sb)->a;
     else off = 0;
     if (t.bits == 32 && 16 % esz == 0 && off >= 0 && (off * esz) % 4 == 0) {
-      tir_Node *m = tir_floormod(R((tir_Node *)cx), tir_int_imm(tir_dtype_element(cx->dtype), 16 / esz));
-      tir_Node *zero = tir_int_imm(tir_dtype_element(cx->dtype), 0);
-      int aligned = tir_can_prove_equal(g->an, m, zero);
-      tir_release(m);
-      tir_release(zero);
-      if (aligned) {
+      if (multiple_of(g, cx, 16 / esz)) {
         int64_t word = (off * esz % 16) / 4, chunk = off - off % (16 / esz); /* elements */
         tir_Node *cb = chunk ? tir_add(R((tir_Node *)cx), tir_int_imm(tir_dtype_element(cx->dtype), chunk)) : R((tir_Node *)cx);
         putf(g, "((%s)(*(int4*)(%s + ", ctype(g, t, &c->hdr), name_of(g, &l->buffer->data->hdr, l->buffer->name));
-        phys_index(g, l->buffer, cb, -1);
+        expr(g, cb);
         putf(g, ")).%c)", "xyzw"[word]);
         tir_release(cb);
         tir_release(sb);
@@ -1581,7 +1601,7 @@ static int collect_vector_loads(const tir_Node *n, void *p) {
  * 8- or 4-byte loads when its first element is provably a multiple of the chunk (the analyzer
  * knows the thread and loop ranges), instead of one 4-byte load per lane (4 loads of a thread
  * 16 bytes apart: 4-way shared-memory bank conflicts).  lane_expr then reads the registers.
- * Chunks stay within 16 bytes, which a 32/64/128-byte swizzle keeps contiguous. */
+ * (A swizzled buffer's indices are physical by now: lower_buffer_swizzle.) */
 static void hoist_loads(CG *g, const tir_Node *v, const tir_Node *where) {
   LoadSet ls = {{0}, 0};
   tir_visit(v, collect_vector_loads, &ls);
@@ -1608,7 +1628,7 @@ static void hoist_loads(CG *g, const tir_Node *v, const tir_Node *where) {
     for (int c = 0; c < total / chunk; c++) {
       line(g);
       putf(g, "*(%s*)(ld%d_ + %d) = *(%s*)(%s + ", raw, id, c * chunk / esize, raw, buf);
-      phys_index(g, l->buffer, &ix->hdr, c * chunk / esize);
+      lane_expr(g, &ix->hdr, c * chunk / esize);
       put(g, ");\n");
     }
     g->hoist[g->n_hoist].load = &l->hdr;
@@ -2126,7 +2146,7 @@ static void stmt(CG *g, const tir_Node *s) {
           }
           line(g);
           putf(g, "*(%s*)(%s + ", raw, dst);
-          phys_index(g, st->buffer, ((const tir_Ramp *)ix)->base, -1);
+          expr(g, ((const tir_Ramp *)ix)->base);
           putf(g, ") = *(%s*)vec_;\n", raw);
           g->n_hoist = 0;
           g->indent -= 2;

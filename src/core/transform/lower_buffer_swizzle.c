@@ -84,7 +84,26 @@ static tir_Node *swizzle_index(const tir_Buffer *b, const tir_Node *i) {
   int64_t q = tir_swizzle_repeat(b->swizzle) / tir_dtype_bytes(b->hdr.dtype);
   tir_Node *outer = NULL, *inner = NULL;
   split_terms(i, q, &outer, &inner);
-  tir_Node *r = swizzle_raw(b, inner ? inner : tir_int_imm(i->dtype, 0));
+  /* a constant offset inside a chunk (inner = x + c, x a sum of chunk multiples, 0 < c < chunk)
+   * is added after the XOR too: the XOR reads only bits above the chunk, so swz(x + c) = swz(x)
+   * + c, and the words of one chunk (a row sum's four 32-bit dp4a operands) share one swizzled
+   * base that the codegen can read with one 16-byte load */
+  tir_Node *low = NULL;
+  if (inner) {
+    int64_t chunk = tir_swizzle_unit(b->swizzle) / tir_dtype_bytes(b->hdr.dtype), k;
+    tir_Node *mid = NULL, *rest = NULL;
+    if (chunk > 1) split_terms(inner, chunk, &mid, &rest);
+    if (rest && tir_is_const_int(rest, &k) && k > 0 && k < chunk) {
+      tir_release(inner);
+      inner = mid;
+      low = rest;
+    } else {
+      tir_release(mid);
+      tir_release(rest);
+    }
+  }
+  tir_Node *r = swizzle_raw(b, inner ? inner : tir_int_imm(i->dtype, 0)); /* (steals inner) */
+  if (low) r = tir_add(r, low);
   return outer ? tir_add(r, outer) : r;
 }
 
