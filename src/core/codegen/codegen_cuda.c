@@ -1207,6 +1207,18 @@ static void print_call(CG *g, const tir_Call *c) {
   put(g, ") : (void)0)");
 }
 
+static int find_xor(const tir_Node *n, void *p) {
+  if (n->kind == TIR_Call && strcmp(((const tir_Call *)n)->op, "bitwise_xor") == 0) *(int *)p = 1;
+  return 0;
+}
+/* Whether e holds an XOR: a swizzled tile's index (lower_buffer_swizzle), whose words nvcc cannot
+ * prove adjacent and aligned by itself (it merges the words of a plain tile's chunk on its own) */
+static int has_xor(const tir_Node *e) {
+  int found = 0;
+  tir_visit(e, find_xor, &found);
+  return found;
+}
+
 /* Whether integer expression e is provably a multiple of k (a power of two): the analyzer, and
  * through the bit operations a swizzled index is made of (lower_buffer_swizzle: x ^ ((x >> s) &
  * mask), the mask's low bits zero), which the analyzer does not see into. */
@@ -1345,17 +1357,17 @@ static void call_expr(CG *g, const tir_Call *c) {
     }
     /* one load of the whole word: the schedule keeps it aligned (tir.simulate checks) */
     tir_Node *sb = tir_simplify_take(g->an, base);
-    /* a 32-bit word at x + c of a 16-byte chunk (x provably a multiple of 16 bytes): word c / 4 of
-     * the chunk's 16-byte load, `(*(int4*)(buf + x)).y` -- the words of one chunk (the row sums'
-     * dp4a operands) then share one load that nvcc keeps (LDS.128; lower_buffer_swizzle keeps an
-     * in-chunk offset outside the XOR, so the chunk's words share its base) instead of four
-     * 32-bit loads */
+    /* a 32-bit word at x + c of a 16-byte chunk of a swizzled tile (x provably a multiple of 16
+     * bytes): word c / 4 of the chunk's 16-byte load, `(*(int4*)(buf + x)).y` -- the words of one
+     * chunk (the row sums' dp4a operands) then share one load that nvcc keeps (LDS.128;
+     * lower_buffer_swizzle keeps an in-chunk offset outside the XOR, so the chunk's words share
+     * its base) instead of four 32-bit loads */
     int esz = tir_dtype_bytes(tir_dtype_element(v->dtype));
     const tir_Node *cx = sb;
     int64_t off = 0;
     if (sb->kind == TIR_Add && tir_is_const_int(((const tir_Add *)sb)->b, &off)) cx = ((const tir_Add *)sb)->a;
     else off = 0;
-    if (t.bits == 32 && 16 % esz == 0 && off >= 0 && (off * esz) % 4 == 0) {
+    if (t.bits == 32 && 16 % esz == 0 && off >= 0 && (off * esz) % 4 == 0 && has_xor(cx)) {
       if (multiple_of(g, cx, 16 / esz)) {
         int64_t word = (off * esz % 16) / 4, chunk = off - off % (16 / esz); /* elements */
         tir_Node *cb = chunk ? tir_add(R((tir_Node *)cx), tir_int_imm(tir_dtype_element(cx->dtype), chunk)) : R((tir_Node *)cx);
