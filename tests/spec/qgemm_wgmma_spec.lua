@@ -135,6 +135,10 @@ describe("tir.schedules.qgemm intrin = \"wgmma\"", function()
                    "BK must be 32, 64 or 128 for int8")
     U.expect_error(function() qg.schedule(zf, {intrin = "wgmma", tc = {BM = 64, BN = 64, BK = 64, row_sums = "nope"}}) end,
                    "row_sums: there is no block 'nope'")
+    local f256 = qm(qopts({a_dtype = "int8", za = 3, N = 256}))
+    U.expect_error(function() qg.schedule(f256, {intrin = "wgmma", tc = {BM = 128, BN = 256, BK = 128, stages = 4, tma = true,
+                                                                    warp_specialize = true}}) end,
+                   "warp_specialize = true with epilogue 'out'", "> the 227 KB")
     local tc = require("tir.schedules.tc_gemm")
     U.expect_error(function() tc.schedule(tc.workload(128, 128, 128, "int8", "int32", nil, "NT"),
                    {intrin = "wgmma", BM = 128, BN = 128, BK = 128, epilogue = "nope"}) end, "epilogue block 'nope' does not exist")

@@ -26,6 +26,19 @@ function M.validate(sch, o, row, P)
   if #E.writes ~= 1 then raise("ValueError", P, "epilogue '%s' must write one buffer (it writes %d)", o.epilogue, #E.writes) end
   local edt = E.writes[1].buffer.dtype
   local esz = tonumber(edt:match("%d+$")) // 8
+  -- a warp-specialized kernel keeps the pipeline tiles allocated through the epilogue (the
+  -- producer's branch spans the kernel), so the staged accumulators cannot reuse their bytes
+  local plain = #E.reads == 1 and row.c == "float32" and edt == "float16"
+  if o.warp_specialize and not plain then
+    local asz = tonumber(row.a:match("%d+$")) // 8
+    local tiles = o.stages * (o.BM + o.BN) * o.BK * asz
+    local staged = o.BM * (o.BN + 8) * (tonumber(row.c:match("%d+$")) // 8)
+    if tiles + staged > 227 * 1024 then
+      raise("ValueError", P, "warp_specialize = true with epilogue '%s': the pipeline tiles (%d bytes) stay allocated through the " ..
+            "epilogue, so its staged %d x %d accumulators need %d more bytes: %d > the 227 KB a block may use (fewer stages, a " ..
+            "smaller BN, or warp_specialize = false)", o.epilogue, tiles, o.BM, o.BN, staged, tiles + staged)
+    end
+  end
   local bytes = o.epilogue_vec and o.epilogue_vec * esz
   if bytes and bytes ~= 4 and bytes ~= 8 and bytes ~= 16 then
     raise("ValueError", P, "epilogue_vec = %d outputs of %s = %d bytes a store; a packed store moves 4, 8 or 16 bytes", o.epilogue_vec, edt,
