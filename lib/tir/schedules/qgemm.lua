@@ -53,15 +53,15 @@ function M.schedule(func, opts)
   util.check_opts("qgemm", opts, M.OPTS)
   for k, v in pairs(opts or {}) do o[k] = v end
   -- each option belongs to one of the two schedules: one given to the other is refused, not ignored
-  if o.intrin == "mma" then
+  if o.intrin == "mma" or o.intrin == "wgmma" then
     for k in pairs(opts) do
       if k ~= "intrin" and k ~= "tc" then
-        util.raise("ValueError", "qgemm", "option %s is for the SIMT/DP4A schedules; with intrin = \"mma\" tc_gemm's options go in " ..
-                   "tc = {...} (e.g. tc = {BM = 128, BN = 128, BK = 128, warp_m = 64, warp_n = 64, stages = 3})", k)
+        util.raise("ValueError", "qgemm", "option %s is for the SIMT/DP4A schedules; with intrin = %q tc_gemm's options go in " ..
+                   "tc = {...} (e.g. tc = {BM = 128, BN = 128, BK = 128, warp_m = 64, warp_n = 64, stages = 3})", k, o.intrin)
       end
     end
   elseif o.tc then
-    util.raise("ValueError", "qgemm", "option tc (tc_gemm's options) is for intrin = \"mma\", got intrin = %s", util.show(o.intrin))
+    util.raise("ValueError", "qgemm", "option tc (tc_gemm's options) is for intrin = \"mma\", got intrin = %s (tc is for the tensor-core schedules, intrin = \"mma\" or \"wgmma\")", util.show(o.intrin))
   elseif o.early_wait and o.stages < 2 then
     util.raise("ValueError", "qgemm", "early_wait = true needs a pipeline (stages >= 2), got stages = %d", o.stages)
   end
