@@ -78,6 +78,10 @@ local WGMMA = {
   {"wgmma_tma_128x256_s4_w0", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, wgmma_pending = 0}},
   {"wgmma_tma_128x256_s4_ws", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, warp_specialize = true}},
   {"wgmma_tma_128x128_s4_ws", {BM = 128, BN = 128, BK = 128, stages = 4, tma = true, warp_specialize = true}},
+  -- persistent tiles (the fp16 path's best at 4096^3 / 8192^3): warp-specialized, and without WS with
+  -- 3 stages (the mbarriers re-armed per tile)
+  {"wgmma_tma_128x256_s4_ws_p", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, warp_specialize = true, persistent = true}},
+  {"wgmma_tma_128x256_s3_p", {BM = 128, BN = 256, BK = 128, stages = 3, tma = true, persistent = true}},
 }
 -- the fused quantized GEMM on wgmma: {variant, tc_gemm options, the plain GEMM variant of the same
 -- tiles (its "tirlua plain int8" reference)}.  _s3: 3 stages (144 KB of tiles; the staged 128 x
