@@ -523,19 +523,8 @@ local function schedule(func, opts, P)
   -- with a writeback block the epilogue is that kernel; without one (an im2col stage whose GEMM
   -- covers the whole output: conv2d_tc) an epilogue still fuses into the store
   if o.writeback then o.epilogue = nil end
-  local AS, BS
-  if o.a_stage then
-    AS = sch:get_block(o.a_stage)
-    sch:set_scope(AS, 0, "shared")
-  else
-    AS = sch:cache_read(C, info.a_index, "shared")
-  end
-  if o.b_stage then
-    BS = sch:get_block(o.b_stage)
-    sch:set_scope(BS, 0, "shared")
-  else
-    BS = sch:cache_read(C, info.b_index, "shared")
-  end
+  local AS = M.shared_stage(sch, C, o.a_stage, info.a_index)
+  local BS = M.shared_stage(sch, C, o.b_stage, info.b_index)
   -- (the fragments feed the GEMM only: the row sums of o.row_sums read the shared tile)
   local AF = sch:cache_read(C, info.a_index, I.scope_a, {C})
   local BF = sch:cache_read(C, info.b_index, I.scope_b, {C})
@@ -801,6 +790,24 @@ local function schedule(func, opts, P)
 end
 
 function M.schedule(func, opts) return schedule(func, opts, "tc_gemm.schedule") end
+
+--- The shared-memory tile of the GEMM block C's read buffer `index` (tc_gemm's mma path and
+-- tc_gemm_wgmma): the block named `stage` (a producer the caller made, e.g. conv2d_tc's im2col
+-- gather or a padded copy) moved to "shared", else a new cache_read of C's read `index`.
+-- Raises TypeError for a sch that is not a Schedule, a stage that is not a block name or an index
+-- that is not a non-negative integer (the primitives check the rest).
+function M.shared_stage(sch, C, stage, index)
+  if getmetatable(sch) ~= require("tir").Schedule or (stage ~= nil and type(stage) ~= "string")
+     or math.type(index) ~= "integer" or index < 0 then
+    raise("TypeError", "tc_gemm.shared_stage", "takes (sch, C, stage, index): a Schedule, the GEMM block, a block name " ..
+          "or nil and a read index (integer >= 0), got (%s, %s, %s, %s)", util.describe(sch), util.describe(C),
+          util.describe(stage), util.describe(index))
+  end
+  if not stage then return sch:cache_read(C, index, "shared") end
+  local blk = sch:get_block(stage)
+  sch:set_scope(blk, 0, "shared")
+  return blk
+end
 
 -- SMs to fill when no GPU answers: the H200 / H100 SXM's 132
 M.DEFAULT_SM_COUNT = 132

@@ -169,19 +169,9 @@ function M.schedule(sch, o, P, analyze)
       raise("ValueError", P, "the padded workload's epilogue '%s' is its write-back kernel (C cut to M x N); leave epilogue out", o.epilogue)
     end
   end
-  local AS, BS
-  if padded then
-    AS, BS = sch:get_block("A_pad"), sch:get_block("B_pad")
-    sch:set_scope(AS, 0, "shared"); sch:set_scope(BS, 0, "shared")
-  else
-    if o.a_stage then
-      AS = sch:get_block(o.a_stage)
-      sch:set_scope(AS, 0, "shared")
-    else
-      AS = sch:cache_read(C, info.a_index, "shared")
-    end
-    BS = sch:cache_read(C, info.b_index, "shared")
-  end
+  local TCM = require("tir.schedules.tc_gemm") -- (not at load: tc_gemm requires this file)
+  local AS = TCM.shared_stage(sch, C, padded and "A_pad" or o.a_stage, info.a_index)
+  local BS = TCM.shared_stage(sch, C, padded and "B_pad" or nil, info.b_index)
   sch:storage_swizzle(AS, 0, mode); sch:storage_swizzle(BS, 0, mode)
   local CF = sch:cache_write(C, 0, "wgmma.accumulator")
   local store, CS = names.store.global, nil
@@ -212,8 +202,7 @@ function M.schedule(sch, o, P, analyze)
     if not o.tma then raise("ValueError", P, "persistent = true needs tma = true (the TMA pipeline walks the tiles)") end
     -- (tc_gemm.persistent_tiles: the largest G <= want over the groups 8, 4, 2, 1 for which the
     -- tile order stays affine -- bind's compact data flow)
-    local TC = require("tir.schedules.tc_gemm")
-    TC.persistent_tiles(sch, by, bx, ext[#ext - 2] // BM, ext[#ext - 1] // BN, o.persistent == true and TC.device_sm_count() or o.persistent)
+    TCM.persistent_tiles(sch, by, bx, ext[#ext - 2] // BM, ext[#ext - 1] // BN, o.persistent == true and TCM.device_sm_count() or o.persistent)
   else
     sch:bind(by, "blockIdx.y"); sch:bind(bx, "blockIdx.x")
   end
