@@ -677,44 +677,55 @@ static int exec_tma(Interp *I, const tir_Call *c, int load) {
   return 0;
 }
 
-/* Statement-level async builtins; returns 1 when `op` is not one of them. */
+/* ptx_commit_group: the open cp.async group closes (deferred mode only). */
+static int exec_commit_group(Interp *I) {
+  struct AsyncState *a = I->async;
+  if (!a || !a->deferred) return 0;
+  if (a->n_closed == a->cap_closed) {
+    a->cap_closed = a->cap_closed ? a->cap_closed * 2 : 8;
+    a->closed = realloc(a->closed, sizeof(CopyGroup) * (size_t)a->cap_closed);
+  }
+  a->closed[a->n_closed++] = a->open;
+  memset(&a->open, 0, sizeof a->open);
+  return 0;
+}
+
+/* ptx_wait_group N: all but the newest N closed groups land. */
+static int exec_wait_group(Interp *I, const tir_Call *c) {
+  if (c->args->size != 1) return fail(I, &c->hdr, "ptx_wait_group takes one argument (the groups allowed in flight)");
+  int64_t keep = eval(I, c->args->items[0], 0).i;
+  if (I->failed) return -1;
+  if (keep < 0) return fail(I, &c->hdr, "ptx_wait_group: %lld groups in flight is negative", (long long)keep);
+  struct AsyncState *a = I->async;
+  if (!a || !a->deferred || a->n_closed <= keep) return 0;
+  int land = a->n_closed - (int)keep;
+  for (int i = 0; i < land; i++) async_land(I, &a->closed[i]);
+  memmove(a->closed, a->closed + land, sizeof(CopyGroup) * (size_t)(a->n_closed - land));
+  a->n_closed -= land;
+  return 0;
+}
+
+/* Statement-level async builtins (looked up in the builtin table); returns 1 when `op` is not one
+ * of them. */
 static int exec_async_builtin(Interp *I, const tir_Call *c) {
-  const char *op = c->op;
-  if (strcmp(op, "ptx_tma_load") == 0) return exec_tma(I, c, 1);
-  if (strcmp(op, "ptx_tma_store") == 0) return exec_tma(I, c, 0);
-  if (tir_builtin_has(op, TIR_BUILTIN_ASYNC_PROXY) || strcmp(op, "ptx_mbarrier_init") == 0 ||
-      strcmp(op, "ptx_fence_proxy_async") == 0 || strcmp(op, "ptx_setmaxnreg_inc") == 0 || strcmp(op, "ptx_setmaxnreg_dec") == 0 ||
-      strcmp(op, "ptx_bar_sync") == 0 || strcmp(op, "ptx_bar_arrive") == 0) {
-    for (int i = 0; i < c->args->size; i++)
-      if (!tir_address_of_load(c->args->items[i])) (void)eval(I, c->args->items[i], 0);
-    return I->failed ? -1 : 0;
+  const tir_BuiltinInfo *bi = tir_builtin_info(c->op);
+  if (!bi) return 1;
+  switch (bi->id) {
+  case TIR_BI_PTX_TMA_LOAD: return exec_tma(I, c, 1);
+  case TIR_BI_PTX_TMA_STORE: return exec_tma(I, c, 0);
+  case TIR_BI_PTX_CP_ASYNC: return exec_cp_async(I, c);
+  case TIR_BI_PTX_COMMIT_GROUP: return exec_commit_group(I);
+  case TIR_BI_PTX_WAIT_GROUP: return exec_wait_group(I, c);
+  /* ordering only (the interpreter runs one thread at a time, in program order) */
+  case TIR_BI_PTX_MBARRIER_INIT: case TIR_BI_PTX_FENCE_PROXY_ASYNC: case TIR_BI_PTX_SETMAXNREG_INC:
+  case TIR_BI_PTX_SETMAXNREG_DEC: case TIR_BI_PTX_BAR_SYNC: case TIR_BI_PTX_BAR_ARRIVE: break;
+  default:
+    if (!(bi->flags & TIR_BUILTIN_ASYNC_PROXY)) return 1;
   }
-  if (strcmp(op, "ptx_cp_async") == 0) return exec_cp_async(I, c);
-  if (strcmp(op, "ptx_commit_group") == 0) {
-    struct AsyncState *a = I->async;
-    if (!a || !a->deferred) return 0;
-    if (a->n_closed == a->cap_closed) {
-      a->cap_closed = a->cap_closed ? a->cap_closed * 2 : 8;
-      a->closed = realloc(a->closed, sizeof(CopyGroup) * (size_t)a->cap_closed);
-    }
-    a->closed[a->n_closed++] = a->open;
-    memset(&a->open, 0, sizeof a->open);
-    return 0;
-  }
-  if (strcmp(op, "ptx_wait_group") == 0) {
-    if (c->args->size != 1) return fail(I, &c->hdr, "ptx_wait_group takes one argument (the groups allowed in flight)");
-    int64_t keep = eval(I, c->args->items[0], 0).i;
-    if (I->failed) return -1;
-    if (keep < 0) return fail(I, &c->hdr, "ptx_wait_group: %lld groups in flight is negative", (long long)keep);
-    struct AsyncState *a = I->async;
-    if (!a || !a->deferred || a->n_closed <= keep) return 0;
-    int land = a->n_closed - (int)keep;
-    for (int i = 0; i < land; i++) async_land(I, &a->closed[i]);
-    memmove(a->closed, a->closed + land, sizeof(CopyGroup) * (size_t)(a->n_closed - land));
-    a->n_closed -= land;
-    return 0;
-  }
-  return 1;
+  /* their operands are evaluated (an out-of-bounds index still fails) */
+  for (int i = 0; i < c->args->size; i++)
+    if (!tir_address_of_load(c->args->items[i])) (void)eval(I, c->args->items[i], 0);
+  return I->failed ? -1 : 0;
 }
 
 /* ---- statements ---- */
