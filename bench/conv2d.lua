@@ -24,7 +24,7 @@
 local tir = require("tir")
 local common = dofile("bench/common.lua")
 
-local opt = {n = 128, dry = false, wgmma_tiles = "rule"}
+local opt = {n = 128, dry = false, wgmma_tiles = "rule", gemm_tiles = "rule"}
 for _, a in ipairs(arg or {}) do
   local k, v = a:match("^%-%-([%w_]+)=?(.*)$")
   if k == "dry" then opt.dry = true
@@ -33,8 +33,9 @@ for _, a in ipairs(arg or {}) do
   elseif k == "cudnn_configs" then opt.cudnn_configs = math.tointeger(tonumber(v))
   elseif k == "n" then opt.n = math.tointeger(tonumber(v))
   elseif k == "layers" or k == "variants" then opt[k] = v
-  elseif k == "wgmma_tiles" and (v == "rule" or v == "all" or v == "near") then opt[k] = v
-  else error("bench/conv2d.lua: unknown argument " .. a .. " (--n=N --layers=i,j --variants=implicit,im2col,wgmma --wgmma_tiles=rule|near|all --cudnn_path=P --cudnn_rtc --cudnn_configs=N --cudnn_candidates --cudnn_only --dry)") end
+  elseif (k == "wgmma_tiles" or k == "gemm_tiles") and (v == "rule" or v == "all" or v == "near") then opt[k] = v
+  elseif k == "layer_variants" then opt[k] = v
+  else error("bench/conv2d.lua: unknown argument " .. a .. " (--n=N --layers=i,j --variants=implicit,im2col,wgmma --wgmma_tiles=rule|near|all --gemm_tiles=rule|near|all --layer_variants=i:v+v,... --cudnn_path=P --cudnn_rtc --cudnn_configs=N --cudnn_candidates --cudnn_only --dry)") end
 end
 
 -- ResNet-50 v1.5 at 224x224: {name, H (= W) of the input, C, F (output channels), R (= S), stride, padding, occurrences}
@@ -77,8 +78,17 @@ if opt.layers then
 else
   for i = 1, #LAYERS do selected[i] = i end
 end
-local variants = {}
-for v in (opt.variants or "implicit,im2col,wgmma"):gmatch("[^,]+") do variants[#variants + 1] = v end
+local function variant_list(text)
+  local l = {}
+  for v in text:gmatch("[^,+]+") do
+    if v ~= "implicit" and v ~= "im2col" and v ~= "wgmma" then error("bench/conv2d.lua: unknown variant " .. v .. " (implicit, im2col, wgmma)") end
+    l[#l + 1] = v
+  end
+  return l
+end
+local variants_all = variant_list(opt.variants or "implicit,im2col,wgmma")
+local layer_variants = {} -- --layer_variants=1:implicit+wgmma,9:wgmma: per layer, instead of --variants
+for i, v in (opt.layer_variants or ""):gmatch("(%d+):([%w_+]+)") do layer_variants[tonumber(i)] = variant_list(v) end
 
 local function layer_info(l, N)
   local name, H, C, F, R, stride, pad, count = table.unpack(l)
@@ -91,10 +101,49 @@ local function shape_key(L)
   return ("N%d_%dx%dx%d_to_%d_%dx%d_s%d_p%d"):format(L.N, L.H, L.W, L.C, L.F, L.R, L.S, L.stride, L.padding)
 end
 
+-- wgmma schedule options as the mapping column shows them
+local function wgmma_desc(o)
+  local t = {("BM%d BN%d BK%d, %d stage(s), wgmma_pending %d"):format(o.BM, o.BN, o.BK, o.stages, o.wgmma_pending or 1)}
+  if o.tma then t[#t + 1] = "TMA" end
+  if o.warp_specialize then t[#t + 1] = "warp-specialized" end
+  if o.persistent then t[#t + 1] = "persistent" end
+  if o.epilogue_store == "tma" then t[#t + 1] = "TMA-store epilogue" end
+  return table.concat(t, ", ")
+end
+
+-- The 1x1 stride-1 GEMM's (M x F x K, fp16) wgmma candidates beyond conv2d_tc.wgmma_tiles' rule: TMA
+-- pipelines (tc_gemm_wgmma tma = true; the OHWI kernel [F, C] is B's TMA source as it is).  These layers
+-- have short k loops (K = 64 is one BK = 64 step), so what the tiles cost around the main loop decides:
+-- warp-specialized + persistent (the producer warpgroup loads the next tile's operands while the consumers
+-- store this one's), and persistent with the TMA-store epilogue (the store leaves through shared memory
+-- as one bulk copy).  Tiles: BM 128, BN the layer's F up to 256 (one wgmma N), and BN 128 for F >= 256
+-- (twice the CTAs); "all" adds BM 256 / BN 64 at F = 64 and 4-stage depths.
+local function gemm_wgmma_options(Mg, F, K, level)
+  local out = {}
+  local steps = K // 64
+  local function add(o)
+    o.intrin, o.BK, o.tma = "wgmma", 64, true
+    if Mg % o.BM == 0 and F % o.BN == 0 and K % 64 == 0 then out[#out + 1] = o end
+  end
+  local bns = {math.min(F, 256)}
+  if F >= 256 then bns[2] = 128 end
+  for _, BN in ipairs(bns) do
+    add{BM = 128, BN = BN, stages = 4, warp_specialize = true, persistent = true}
+    add{BM = 128, BN = BN, stages = math.max(1, math.min(3, steps)), persistent = true, epilogue_store = "tma",
+        wgmma_pending = steps > 1 and 1 or 0}
+  end
+  if level == "all" then
+    if F == 64 then add{BM = 256, BN = 64, stages = 4, warp_specialize = true, persistent = true} end
+    add{BM = 128, BN = math.min(F, 256), stages = math.max(1, math.min(4, steps)), tma = true, wgmma_pending = steps > 1 and 1 or 0}
+  end
+  return out
+end
+
 -- Every tirlua candidate of a layer: {lowering, mapping (text), sch (Schedule), args = function(x, wm, out)}.
 -- The 1x1 stride-1 layers are GEMMs (x viewed as [N*H*W, C], the packed weight [C, F]): tc_gemm;
 -- the others go through conv2d_tc's two lowerings (both, unless --variants says otherwise).
-local function candidates(L)
+local function candidates(L, index)
+  local variants = layer_variants[index] or variants_all
   local tc = require("tir.schedules.tc_gemm")
   local ct = require("tir.schedules.conv2d_tc")
   local wl = {N = L.N, H = L.H, W = L.W, C = L.C, F = L.F, R = L.R, S = L.S, stride = L.stride, padding = L.padding}
@@ -110,36 +159,50 @@ local function candidates(L)
   end
   local out = {}
   if ct.is_gemm(info) then
-    local g = tc.workload(info.M, L.F, L.C, "float16", "float16")
-    local o = {epilogue = "D"}
-    for k, v in pairs(topts) do o[k] = v end
-    out[1] = {lowering = "tc_gemm", mapping = ("GEMM %dx%dx%d, %s"):format(info.M, L.F, L.C, tiles(o)), sch = tc.schedule(g, o),
-              info = info, gemm = true}
-    local wg = false
-    for _, v in ipairs(variants) do wg = wg or v == "wgmma" end
+    local wg, mma = false, false
+    for _, v in ipairs(variants) do wg, mma = wg or v == "wgmma", mma or v == "implicit" or v == "im2col" end
+    if mma or not wg then -- (--variants=wgmma: the wgmma GEMMs only)
+      local g = tc.workload(info.M, L.F, L.C, "float16", "float16")
+      local o = {epilogue = "D"}
+      for k, v in pairs(topts) do o[k] = v end
+      out[1] = {lowering = "tc_gemm", mapping = ("GEMM %dx%dx%d, %s"):format(info.M, L.F, L.C, tiles(o)), sch = tc.schedule(g, o),
+                info = info, gemm = true}
+    end
     if wg then
       -- the same GEMM on wgmma: x [M, C] times the OHWI kernel itself as B [F, C] (K-major: tc_gemm's
-      -- "NT" layout, no packing), the tiles of conv2d_tc.wgmma_tiles for the layer
+      -- "NT" layout, no packing): the tiles of conv2d_tc.wgmma_tiles for the layer (cp.async copies), and
+      -- with --wgmma_tiles=near|all gemm_wgmma_options' TMA pipelines (warp-specialized + persistent, persistent
+      -- with the TMA-store epilogue)
       local _, i0 = ct.workload{N = L.N, H = L.H, W = L.W, C = L.C, F = L.F, R = 1, S = 1, weight_layout = "FK"}
       local okr, r = pcall(ct.wgmma_tiles, i0)
-      local so = {epilogue = "D"}
-      if okr then for k, v in pairs(r) do so[k] = v end end
-      local ok, sch = false, r
-      if okr then ok, sch = pcall(tc.schedule, tc.workload(info.M, L.F, L.C, "float16", "float16", nil, "NT"), so) end
-      if ok then
-        out[2] = {lowering = "tc_gemm_wgmma", mapping = ("GEMM %dx%dx%d on wgmma m64n%dk16, BM%d BN%d BK%d, %d stage(s), wgmma_pending %d " ..
-                  "[wgmma_tiles rule]"):format(info.M, L.F, L.C, so.BN, so.BM, so.BN, so.BK, so.stages, so.wgmma_pending), sch = sch,
-                  info = info, gemm = true, sm90 = true}
-      else
-        io.write(("  %s: GEMM on wgmma refused: %s\n"):format(L.name, tostring(sch):match("[^\n]*")))
+      local list = {}
+      if okr then list[1] = {o = r, how = "wgmma_tiles rule"} else io.write(("  %s: wgmma_tiles refused: %s\n"):format(L.name, tostring(r):match("[^\n]*"))) end
+      if opt.gemm_tiles ~= "rule" then
+        for _, o in ipairs(gemm_wgmma_options(info.M, L.F, L.C, opt.gemm_tiles)) do list[#list + 1] = {o = o, how = "gemm_wgmma_options"} end
+      end
+      local g = tc.workload(info.M, L.F, L.C, "float16", "float16", nil, "NT")
+      for _, e in ipairs(list) do
+        local so = {epilogue = "D"}
+        for k, v in pairs(e.o) do so[k] = v end
+        local ok, sch = pcall(tc.schedule, g, so)
+        if ok then
+          out[#out + 1] = {lowering = "tc_gemm_wgmma", mapping = ("GEMM %dx%dx%d on wgmma m64n%dk16, %s [%s]"):format(info.M, L.F, L.C, so.BN,
+                           wgmma_desc(so), e.how), sch = sch, info = info, gemm = true, sm90 = true}
+        else
+          io.write(("  %s: GEMM on wgmma %s refused: %s\n"):format(L.name, wgmma_desc(so), tostring(sch):match("[^\n]*")))
+        end
       end
     end
     return out, info
   end
   for _, v in ipairs(variants) do
     if v == "wgmma" then
-      -- implicit GEMM on wgmma: the weight packed K-major (Wm [F, Kp], weight_layout = "FK")
+      -- implicit GEMM on wgmma: the weight packed K-major (Wm [F, Kp], weight_layout = "FK"); wgmma's
+      -- gather copies 16-byte vectors, so a pixel narrower than that (conv1's C = 3) is padded to 16
+      -- bytes (pad_c = 8 fp16 channels; X_pad, a kernel of its own, writes them; the packed weight's rows
+      -- there are zero)
       wl.weight_layout, wl.pad_m = "FK", nil
+      if L.C * 2 < 16 then wl.pad_c = 8 end
       local f0, i0 = ct.workload(wl)
       local list, rule = {}, nil
       local okr, r = pcall(ct.wgmma_tiles, i0)
@@ -165,7 +228,7 @@ local function candidates(L)
           io.write(("  %s: wgmma BM%d BN%d refused: %s\n"):format(L.name, o.BM, o.BN, tostring(sch):match("[^\n]*")))
         end
       end
-      wl.weight_layout = nil
+      wl.weight_layout, wl.pad_c = nil, nil
       goto next_variant
     end
     do
@@ -191,7 +254,7 @@ if opt.dry then
   for _, i in ipairs(selected) do
     local L = layer_info(LAYERS[i], opt.n)
     local t1 = os.clock()
-    local cands = candidates(L)
+    local cands = candidates(L, i)
     for _, c in ipairs(cands) do
       tir.build(c.sch.mod, c.sm90 and "cuda -arch=sm_90a" or "cuda", {compile = false})
       print(("  %2d %-24s x%d  %-15s %s"):format(i, L.name, L.count, c.lowering, c.mapping))
@@ -253,7 +316,7 @@ local plans, funcs, funcs90 = {}, {}, {}
 local tb = os.clock()
 for _, i in ipairs(selected) do
   local L = layer_info(LAYERS[i], opt.n)
-  local cands, info = candidates(L)
+  local cands, info = candidates(L, i)
   local pack = ct.pack_weight_schedule(ct.pack_weight({R = L.R, S = L.S, C = L.C, F = L.F, kernel_layout = "OHWI"}))
   plans[#plans + 1] = {index = i, L = L, cands = cands, info = info, pack = #funcs + 1}
   funcs[#funcs + 1] = pack.mod
@@ -261,8 +324,9 @@ for _, i in ipairs(selected) do
     if c.sm90 then
       if c.fk and not plans[#plans].pack_fk then
         plans[#plans].pack_fk = #funcs + 1
+        plans[#plans].kp_fk = c.info.Kp -- (conv1: its own Kp, the channels padded to 16 bytes)
         funcs[#funcs + 1] = ct.pack_weight_schedule(ct.pack_weight({R = L.R, S = L.S, C = L.C, F = L.F, kernel_layout = "OHWI",
-                                                                      weight_layout = "FK"})).mod
+                                                                      weight_layout = "FK", pad_c = c.info.Cp ~= L.C and c.info.Cp or nil})).mod
       end
       funcs90[#funcs90 + 1] = c.sch.mod
       c.build90 = #funcs90
@@ -315,7 +379,8 @@ local function run_layer(pl)
   local yflat = y:reshape({info.M, L.F})
   -- cuDNN's own output first: 32 sampled outputs against float64 (a wrong engine is cuDNN's fault, not tirlua's)
   local cands = plan:candidates()
-  local ref_worst, ref_bad = sampled_check(L, xh, wh, yflat:to(tir.cpu()), info.M, 54321 + pl.index,
+  local yh = yflat:to(tir.cpu()) -- (cuDNN's output, kept: every candidate is compared with it)
+  local ref_worst, ref_bad = sampled_check(L, xh, wh, yh, info.M, 54321 + pl.index,
                                            ("cuDNN (%s %s)"):format(plan:path(), plan:algo()))
   if ref_bad then error(ref_bad .. ": the reference is wrong", 0) end
   local n_timed, n_listed = 0, 0
@@ -366,7 +431,7 @@ local function run_layer(pl)
   if pl.pack_fk then
     local pf = built[pl.pack_fk]
     if pf.err then error(pf.err, 0) end
-    wm_fk = tir.nd.empty({L.F, info.Kp}, "float16", dev)
+    wm_fk = tir.nd.empty({L.F, pl.kp_fk}, "float16", dev)
     pf.mod(w, wm_fk)
   end
   local best
@@ -382,11 +447,14 @@ local function run_layer(pl)
       b.mod(table.unpack(args))
       -- checked before timing: 32 sampled outputs against float64 (the oracle), then every output
       -- against cuDNN's (rows padded to the tile, when M is, are scratch: then the samples only)
-      local worst, why = sampled_check(L, xh, wh, out:to(tir.cpu()), info.M, 12345 + pl.index, "tirlua")
+      -- (one host copy of each output: the device-to-host copies of these 12-200 MB outputs are most of
+      -- a candidate's cost in this bench)
+      local oh = out:to(tir.cpu())
+      local worst, why = sampled_check(L, xh, wh, oh, info.M, 12345 + pl.index, "tirlua")
       local ok = why == nil
       local st = {}
       if ok and ci.Mp == ci.M then
-        local okc, stc = pcall(tir.testing.assert_allclose, out, yflat, {rtol = 1e-2, atol = 2e-2 * math.sqrt(info.K / 64)})
+        local okc, stc = pcall(tir.testing.assert_allclose, oh, yh, {rtol = 1e-2, atol = 2e-2 * math.sqrt(info.K / 64)})
         if okc then st = stc else ok, why = false, "tirlua (right at the float64 points) and cuDNN differ: " .. tostring(stc):gsub("\n", "; ") end
       end
       if not ok then
@@ -434,6 +502,7 @@ for _, pl in ipairs(plans) do
 end
 
 -- the weighted total over ResNet-50's 53 convolutions and the geomean over the 3x3 layers
+table.sort(rows, function(a, b) return a.index < b.index end) -- (--layers may list them in any order)
 local summary
 if opt.cudnn_only and #rows == #LAYERS then
   -- the reference's total over the 53 against the earlier reference's (Find's first) and the paths alone
@@ -475,6 +544,16 @@ elseif #rows == #LAYERS then
              "geomean over the %d 3x3 layers: cuDNN / tirlua = %.3f (target >= 0.9)\n" ..
              "cuDNN paths over the 53: legacy Find's pick %s ms, best backend engine %s ms"):format(tot, path, tot_ref, tot / tot_ref, n3, g_ref / g,
              tot_legacy and ("%.3f"):format(tot_legacy) or "-", tot_backend and ("%.3f"):format(tot_backend) or "-")
+  print(summary)
+elseif #rows > 0 and not opt.cudnn_only then
+  -- a subset: its weighted sum (rows "resnet50_partial", the layers named), so that two runs' subsets can
+  -- be combined -- and such a total says it combines runs
+  local tot, tot_ref, names = 0, 0, {}
+  for _, r in ipairs(rows) do tot, tot_ref, names[#names + 1] = tot + r.count * r.ms, tot_ref + r.count * r.ref_ms, tostring(r.index) end
+  common.record{bench = "conv2d", variant = "resnet50_partial", shape = ("N%d_layers_%s"):format(opt.n, table.concat(names, "_")), dtype = "float16",
+                ms = tot, ref = "cuDNN", ref_ms = tot_ref, ref_variant = cudnn_opts.path or "best", cudnn_version = tir.cudnn.version()}
+  summary = ("%d of %d layers measured (%s): weighted sum tirlua %.3f ms, cuDNN %.3f ms (%.3fx)"):format(#rows, #LAYERS, table.concat(names, ","),
+            tot, tot_ref, tot / tot_ref)
   print(summary)
 else
   print(("bench/conv2d.lua: %d of %d layers measured: no weighted total"):format(#rows, #LAYERS))

@@ -1,0 +1,62 @@
+-- conv_resnet_wgmma_spec.lua -- the ResNet-50 layers that are not 3x3 on wgmma (bench/conv2d.lua's
+-- mappings, issue 10): the first layer's C = 3 padded to 16-byte pixels (pad_c = 8, so that the
+-- wgmma gather copies whole 16-byte vectors) on the implicit GEMM, and the 1x1 stride-1 layers as
+-- NT GEMMs with the TMA pipelines of the short k loops (K = 64: one BK step a tile) -- warp-specialized
+-- + persistent, and persistent with the TMA-store epilogue.  Simulator against the interpreter of the
+-- unscheduled workload (and float64 for the convolution); #gpu: the same on the H200 at ResNet sizes.
+local tir = require("tir")
+local ct = require("tir.schedules.conv2d_tc")
+local tc = require("tir.schedules.tc_gemm")
+
+local function rand_args(f, seed)
+  local args = tir.testing.random_args(f, seed)
+  for i, a in ipairs(args) do a:fill_random(seed * 7 + i, -1, 1) end
+  return args
+end
+
+describe("ResNet-50's non-3x3 layers on wgmma", function()
+  it("conv1's shape (7x7, stride 2, pad 3, C = 3) with C padded to 8 channels: implicit GEMM on wgmma", function()
+    local c = {N = 1, H = 16, W = 16, C = 3, F = 64, R = 7, S = 7, stride = 2, padding = 3, pad_c = 8, weight_layout = "FK"}
+    local f, info = ct.workload(c)
+    assert.are.equal(8, info.Cp)
+    assert.are.equal(416, info.Kp) -- 7 * 7 * 8 = 392 -> a multiple of 32
+    local sch = ct.schedule(f, {intrin = "wgmma", variant = "implicit", BM = 64, BN = 64, BK = 32, stages = 3})
+    local mod = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false})
+    local args = rand_args(f, 2)
+    local rep = tir.simulate(mod, args, {reference = f, rtol = 1e-3, atol = 1e-3})
+    assert.are.equal(0, rep.n_issues)
+    assert.are.equal(2, rep.kernels) -- X_pad, then the GEMM
+    local src = mod:get_source("cuda")
+    assert.truthy(src:find("tir_cp_async_zfill<16>((tir_smem_addr(A_im2col", 1, true), src)
+    -- and against float64: the packed weight unpacked to the 3 real channels
+    local ref = tir.testing.ref_conv(args[1], ct.unpack_weight(c, args[2]), {stride = 2, padding = 3})
+    local out = args[#args]
+    for m = 0, info.M - 1 do
+      for j = 0, c.F - 1 do
+        local want, got = ref:get(m * c.F + j), out:get(m, j)
+        if math.abs(got - want) > 2e-3 * (1 + math.abs(want)) then error(("out[%d, %d] = %g, float64 %g"):format(m, j, got, want)) end
+      end
+    end
+  end)
+
+  -- the 1x1 layers' GEMMs: M x F x C with the OHWI kernel [F, C] as B
+  local GEMM = {
+    {"K = 64 (one k step), F = 64, BM 128 BN 64, warp-specialized + persistent, 4 stages", 512, 64, 64,
+     {BM = 128, BN = 64, BK = 64, stages = 4, tma = true, warp_specialize = true, persistent = 3}},
+    {"K = 64, F = 128, persistent with the TMA-store epilogue, 1 stage", 512, 128, 64,
+     {BM = 128, BN = 128, BK = 64, stages = 1, wgmma_pending = 0, tma = true, persistent = 2, epilogue_store = "tma"}},
+    {"K = 128, F = 256, BN 256, persistent + TMA-store epilogue, 2 stages", 256, 256, 128,
+     {BM = 128, BN = 256, BK = 64, stages = 2, tma = true, persistent = true, epilogue_store = "tma"}},
+  }
+  for _, t in ipairs(GEMM) do
+    it("1x1 GEMM on wgmma: " .. t[1], function()
+      local f = tc.workload(t[2], t[3], t[4], "float16", "float16", nil, "NT")
+      local o = {intrin = "wgmma", epilogue = "D"}
+      for k, v in pairs(t[5]) do o[k] = v end
+      local sch = tc.schedule(f, o)
+      local mod = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false})
+      local rep = tir.simulate(mod, rand_args(f, 3), {reference = f})
+      assert.are.equal(0, rep.n_issues)
+    end)
+  end
+end)
