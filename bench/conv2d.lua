@@ -197,12 +197,13 @@ local function candidates(L, index)
   end
   for _, v in ipairs(variants) do
     if v == "wgmma" then
-      -- implicit GEMM on wgmma: the weight packed K-major (Wm [F, Kp], weight_layout = "FK"); wgmma's
-      -- gather copies 16-byte vectors, so a pixel narrower than that (conv1's C = 3) is padded to 16
-      -- bytes (pad_c = 8 fp16 channels; X_pad, a kernel of its own, writes them; the packed weight's rows
-      -- there are zero)
+      -- implicit GEMM on wgmma: the weight packed K-major (Wm [F, Kp], weight_layout = "FK").  A pixel
+      -- narrower than 16 bytes (conv1's C = 3) is padded by X_pad (a kernel of its own; the packed weight's
+      -- rows there are zero): to 8 bytes (Cp 4, 8-byte cp.async copies, K = 196 -> Kp 224) and, as a
+      -- second candidate, to 16 bytes (Cp 8: 16-byte copies, twice the k steps: Kp 416)
       wl.weight_layout, wl.pad_m = "FK", nil
-      if L.C * 2 < 16 then wl.pad_c = 8 end
+      for _, pad_c in ipairs(L.C * 2 < 16 and {false, 8} or {false}) do
+      wl.pad_c = pad_c or nil
       local f0, i0 = ct.workload(wl)
       local list, rule = {}, nil
       local okr, r = pcall(ct.wgmma_tiles, i0)
@@ -220,13 +221,15 @@ local function candidates(L, index)
         local how = o == rule and "wgmma_tiles rule" or opt.wgmma_tiles == "all" and "wgmma_space" or "wgmma_space near"
         local ok, sch = pcall(ct.schedule, f0, so)
         if ok then
-          out[#out + 1] = {lowering = "implicit_wgmma", mapping = ("implicit GEMM on wgmma m64n%dk16 M=%d N=%d K=%d (Kp %d), BM%d BN%d BK%d, " ..
-                           "%d warpgroup(s), %d stage(s), wgmma_pending %d [%s]"):format(o.BN, i0.M, L.F, i0.K, i0.Kp, o.BM, o.BN, o.BK, o.BM // 64, o.stages,
+          out[#out + 1] = {lowering = "implicit_wgmma", mapping = ("implicit GEMM on wgmma m64n%dk16 M=%d N=%d K=%d (%sKp %d), BM%d BN%d BK%d, " ..
+                           "%d warpgroup(s), %d stage(s), wgmma_pending %d [%s]"):format(o.BN, i0.M, L.F, i0.K,
+                           i0.Cp ~= L.C and ("C padded to %d, "):format(i0.Cp) or "", i0.Kp, o.BM, o.BN, o.BK, o.BM // 64, o.stages,
                            o.wgmma_pending, how),
                            sch = sch, info = i0, fk = true, sm90 = true}
         else
           io.write(("  %s: wgmma BM%d BN%d refused: %s\n"):format(L.name, o.BM, o.BN, tostring(sch):match("[^\n]*")))
         end
+      end
       end
       wl.weight_layout, wl.pad_c = nil, nil
       goto next_variant
@@ -318,13 +321,14 @@ for _, i in ipairs(selected) do
   local L = layer_info(LAYERS[i], opt.n)
   local cands, info = candidates(L, i)
   local pack = ct.pack_weight_schedule(ct.pack_weight({R = L.R, S = L.S, C = L.C, F = L.F, kernel_layout = "OHWI"}))
-  plans[#plans + 1] = {index = i, L = L, cands = cands, info = info, pack = #funcs + 1}
+  plans[#plans + 1] = {index = i, L = L, cands = cands, info = info, pack = #funcs + 1, pack_fk = {}}
   funcs[#funcs + 1] = pack.mod
   for _, c in ipairs(cands) do
     if c.sm90 then
-      if c.fk and not plans[#plans].pack_fk then
-        plans[#plans].pack_fk = #funcs + 1
-        plans[#plans].kp_fk = c.info.Kp -- (conv1: its own Kp, the channels padded to 16 bytes)
+      -- the [F, Kp] packed weight of each Kp the wgmma candidates use (conv1: one per channel padding)
+      local pf = plans[#plans].pack_fk
+      if c.fk and not pf[c.info.Kp] then
+        pf[c.info.Kp] = #funcs + 1
         funcs[#funcs + 1] = ct.pack_weight_schedule(ct.pack_weight({R = L.R, S = L.S, C = L.C, F = L.F, kernel_layout = "OHWI",
                                                                       weight_layout = "FK", pad_c = c.info.Cp ~= L.C and c.info.Cp or nil})).mod
       end
@@ -427,12 +431,12 @@ local function run_layer(pl)
   if pm.err then error(pm.err, 0) end
   local wm = tir.nd.empty({info.Kp, L.F}, "float16", dev)
   pm.mod(w, wm)
-  local wm_fk -- [F, Kp] for the wgmma candidates (their Kp: the workload's without pad_m, the same K)
-  if pl.pack_fk then
-    local pf = built[pl.pack_fk]
+  local wm_fk = {} -- [F, Kp] for the wgmma candidates, by Kp (the workload's without pad_m, the same K)
+  for kp, at in pairs(pl.pack_fk) do
+    local pf = built[at]
     if pf.err then error(pf.err, 0) end
-    wm_fk = tir.nd.empty({L.F, pl.kp_fk}, "float16", dev)
-    pf.mod(w, wm_fk)
+    wm_fk[kp] = tir.nd.empty({L.F, kp}, "float16", dev)
+    pf.mod(w, wm_fk[kp])
   end
   local best
   for _, c in ipairs(pl.cands) do
@@ -443,7 +447,7 @@ local function run_layer(pl)
       local ci = c.info -- (a candidate's own workload: its Mp)
       local out = tir.nd.empty({ci.Mp, L.F}, "float16", dev)
       -- (the wgmma GEMM reads the OHWI kernel [F, 1, 1, C] itself as its K-major B [F, C])
-      local args = c.gemm and {x:reshape({info.M, L.C}), c.sm90 and w:reshape({L.F, L.C}) or wm, out} or {x, c.fk and wm_fk or wm, out}
+      local args = c.gemm and {x:reshape({info.M, L.C}), c.sm90 and w:reshape({L.F, L.C}) or wm, out} or {x, c.fk and wm_fk[c.info.Kp] or wm, out}
       b.mod(table.unpack(args))
       -- checked before timing: 32 sampled outputs against float64 (the oracle), then every output
       -- against cuDNN's (rows padded to the tile, when M is, are scratch: then the samples only)

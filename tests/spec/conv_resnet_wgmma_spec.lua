@@ -1,6 +1,6 @@
 -- conv_resnet_wgmma_spec.lua -- the ResNet-50 layers that are not 3x3 on wgmma (bench/conv2d.lua's
--- mappings, issue 10): the first layer's C = 3 padded to 16-byte pixels (pad_c = 8, so that the
--- wgmma gather copies whole 16-byte vectors) on the implicit GEMM, and the 1x1 stride-1 layers as
+-- mappings, issue 10): the first layer's C = 3 padded to 8-byte pixels (8-byte cp.async copies into
+-- the swizzled tile) or to 16-byte ones (pad_c = 8) on the implicit GEMM, and the 1x1 stride-1 layers as
 -- NT GEMMs with the TMA pipelines of the short k loops (K = 64: one BK step a tile) -- warp-specialized
 -- + persistent, and persistent with the TMA-store epilogue.  Simulator against the interpreter of the
 -- unscheduled workload (and float64 for the convolution); #gpu: the same on the H200 at ResNet sizes.
@@ -15,11 +15,12 @@ local function rand_args(f, seed)
 end
 
 describe("ResNet-50's non-3x3 layers on wgmma", function()
-  it("conv1's shape (7x7, stride 2, pad 3, C = 3) with C padded to 8 channels: implicit GEMM on wgmma", function()
-    local c = {N = 1, H = 16, W = 16, C = 3, F = 64, R = 7, S = 7, stride = 2, padding = 3, pad_c = 8, weight_layout = "FK"}
+  for _, t in ipairs({{8, 416, 16}, {nil, 224, 8}}) do
+  it(("conv1's shape (7x7, stride 2, pad 3, C = 3), C padded to %d channels: implicit GEMM on wgmma, %d-byte copies"):format(t[1] or 4, t[3]), function()
+    local c = {N = 1, H = 16, W = 16, C = 3, F = 64, R = 7, S = 7, stride = 2, padding = 3, pad_c = t[1], weight_layout = "FK"}
     local f, info = ct.workload(c)
-    assert.are.equal(8, info.Cp)
-    assert.are.equal(416, info.Kp) -- 7 * 7 * 8 = 392 -> a multiple of 32
+    assert.are.equal(t[1] or 4, info.Cp)
+    assert.are.equal(t[2], info.Kp) -- 7 * 7 * Cp -> a multiple of 32
     local sch = ct.schedule(f, {intrin = "wgmma", variant = "implicit", BM = 64, BN = 64, BK = 32, stages = 3})
     local mod = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false})
     local args = rand_args(f, 2)
@@ -27,7 +28,7 @@ describe("ResNet-50's non-3x3 layers on wgmma", function()
     assert.are.equal(0, rep.n_issues)
     assert.are.equal(2, rep.kernels) -- X_pad, then the GEMM
     local src = mod:get_source("cuda")
-    assert.truthy(src:find("tir_cp_async_zfill<16>((tir_smem_addr(A_im2col", 1, true), src)
+    assert.truthy(src:find(("tir_cp_async_zfill<%d>((tir_smem_addr(A_im2col"):format(t[3]), 1, true), src)
     -- and against float64: the packed weight unpacked to the 3 real channels
     local ref = tir.testing.ref_conv(args[1], ct.unpack_weight(c, args[2]), {stride = 2, padding = 3})
     local out = args[#args]
@@ -38,6 +39,7 @@ describe("ResNet-50's non-3x3 layers on wgmma", function()
       end
     end
   end)
+  end
 
   -- the 1x1 layers' GEMMs: M x F x C with the OHWI kernel [F, C] as B
   local GEMM = {

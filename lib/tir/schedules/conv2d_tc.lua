@@ -23,8 +23,9 @@
 --
 -- Vector copies need 16 contiguous bytes of one pixel: C a multiple of 8 (fp16) / 16 (int8).  A
 -- smaller C (3 of a first layer) is padded to 8-byte pixels (padded_channels: a kernel writes
--- X_pad, the packed weight has zero rows there) and copied one 8-byte cp.async per pixel; other
--- channel counts are correct but copied element by element.
+-- X_pad, the packed weight has zero rows there) and copied one 8-byte cp.async per pixel (on mma.sync
+-- and on wgmma: an 8-byte piece stays inside one 16-byte swizzle chunk); other channel counts are
+-- correct but copied element by element.
 --
 -- Groups (groups = G, NHWC): the group is a batch dimension of the GEMM (blockIdx.z), Wm [G, Kgp,
 -- F/G], a kernel of its own writes the NHWC output; F/G must be a multiple of 16 (depthwise: refused,
@@ -731,10 +732,6 @@ function M.schedule(func, opts)
       util.raise("ValueError", P, "intrin = \"wgmma\" fuses a plain fp16 cast epilogue only (the accumulators stored as fp16); this " ..
                  "layer's epilogue D computes %s (bias, relu, requantize): use intrin = \"mma\"", tostring(v))
     end
-    if xbuf and (xbuf.shape[4].value * e) % 16 ~= 0 then
-      util.raise("ValueError", P, "intrin = \"wgmma\" copies 16-byte vectors; %s has %d-byte pixels (8-byte copies): use intrin = " ..
-                 "\"mma\" for this layer", xname, xbuf.shape[4].value * e)
-    end
     if variant == "implicit" then to.a_stage = "A_im2col" end
     sch = tc.schedule(sch, to)
     if variant == "im2col" then elementwise_kernel(sch, sch:get_block("A_im2col"), threads, vec) end
@@ -745,7 +742,8 @@ function M.schedule(func, opts)
     sch = tc.schedule(sch, to)
     elementwise_kernel(sch, sch:get_block("A_im2col"), threads, vec)
   end
-  if xname then elementwise_kernel(sch, sch:get_block(xname), 256, 1) end
+  -- X_pad: one pixel (its 8 or 16 padded bytes) a thread, one vector store; X_nhwc element by element
+  if xname then elementwise_kernel(sch, sch:get_block(xname), 256, xname == "X_pad" and (xbuf.shape[4].value * e == 8 or xbuf.shape[4].value * e == 16) and xbuf.shape[4].value or 1) end
   if has("out_nchw") then elementwise_kernel(sch, sch:get_block("out_nchw"), 256, 1) end
   if has("out_nhwc") then elementwise_kernel(sch, sch:get_block("out_nhwc"), 256, 1) end
   return sch

@@ -102,7 +102,11 @@ function M.schedule(sch, o, P, analyze)
   end
   local wgs = BM // 64
   local vec = o.vec or 16 // esize
-  if vec * esize ~= 16 then raise("ValueError", P, "vec must be %d (16-byte cp.async copies of %s)", 16 // esize, row.a) end
+  -- (8-byte copies: conv2d_tc's gather of 8-byte pixels, conv1's C = 3 padded to 4; an 8-byte piece
+  -- never straddles a 16-byte swizzle chunk, so the swizzled layout is the same)
+  if vec * esize ~= 16 and vec * esize ~= 8 then
+    raise("ValueError", P, "vec must be %d (16-byte cp.async copies of %s) or %d (8-byte copies)", 16 // esize, row.a, 8 // esize)
+  end
   local pend0 = (o.stages > 1 and not o.tma) and o.wgmma_pending or 0
   local smem = (o.stages + pend0) * (BM + BN) * BK * esize
   if smem > 227 * 1024 then
