@@ -111,34 +111,6 @@ local function wgmma_desc(o)
   return table.concat(t, ", ")
 end
 
--- The 1x1 stride-1 GEMM's (M x F x K, fp16) wgmma candidates beyond conv2d_tc.wgmma_tiles' rule: TMA
--- pipelines (tc_gemm_wgmma tma = true; the OHWI kernel [F, C] is B's TMA source as it is).  These layers
--- have short k loops (K = 64 is one BK = 64 step), so what the tiles cost around the main loop decides:
--- warp-specialized + persistent (the producer warpgroup loads the next tile's operands while the consumers
--- store this one's), and persistent with the TMA-store epilogue (the store leaves through shared memory
--- as one bulk copy).  Tiles: BM 128, BN the layer's F up to 256 (one wgmma N), and BN 128 for F >= 256
--- (twice the CTAs); "all" adds BM 256 / BN 64 at F = 64 and 4-stage depths.
-local function gemm_wgmma_options(Mg, F, K, level)
-  local out = {}
-  local steps = K // 64
-  local function add(o)
-    o.intrin, o.BK, o.tma = "wgmma", 64, true
-    if Mg % o.BM == 0 and F % o.BN == 0 and K % 64 == 0 then out[#out + 1] = o end
-  end
-  local bns = {math.min(F, 256)}
-  if F >= 256 then bns[2] = 128 end
-  for _, BN in ipairs(bns) do
-    add{BM = 128, BN = BN, stages = 4, warp_specialize = true, persistent = true}
-    add{BM = 128, BN = BN, stages = math.max(1, math.min(3, steps)), persistent = true, epilogue_store = "tma",
-        wgmma_pending = steps > 1 and 1 or 0}
-  end
-  if level == "all" then
-    if F == 64 then add{BM = 256, BN = 64, stages = 4, warp_specialize = true, persistent = true} end
-    add{BM = 128, BN = math.min(F, 256), stages = math.max(1, math.min(4, steps)), tma = true, wgmma_pending = steps > 1 and 1 or 0}
-  end
-  return out
-end
-
 -- Every tirlua candidate of a layer: {lowering, mapping (text), sch (Schedule), args = function(x, wm, out)}.
 -- The 1x1 stride-1 layers are GEMMs (x viewed as [N*H*W, C], the packed weight [C, F]): tc_gemm;
 -- the others go through conv2d_tc's two lowerings (both, unless --variants says otherwise).
@@ -170,21 +142,20 @@ local function candidates(L, index)
     end
     if wg then
       -- the same GEMM on wgmma: x [M, C] times the OHWI kernel itself as B [F, C] (K-major: tc_gemm's
-      -- "NT" layout, no packing): the tiles of conv2d_tc.wgmma_tiles for the layer (cp.async copies), and
-      -- with --wgmma_tiles=near|all gemm_wgmma_options' TMA pipelines (warp-specialized + persistent, persistent
-      -- with the TMA-store epilogue)
+      -- "NT" layout, no packing; conv2d_tc.wgmma_gemm): the tiles of conv2d_tc.wgmma_tiles for the layer
+      -- (cp.async copies), and with --gemm_tiles=near|all conv2d_tc.wgmma_gemm_space's TMA pipelines
+      -- (warp-specialized + persistent, persistent with the TMA-store epilogue)
       local _, i0 = ct.workload{N = L.N, H = L.H, W = L.W, C = L.C, F = L.F, R = 1, S = 1, weight_layout = "FK"}
       local okr, r = pcall(ct.wgmma_tiles, i0)
       local list = {}
       if okr then list[1] = {o = r, how = "wgmma_tiles rule"} else io.write(("  %s: wgmma_tiles refused: %s\n"):format(L.name, tostring(r):match("[^\n]*"))) end
       if opt.gemm_tiles ~= "rule" then
-        for _, o in ipairs(gemm_wgmma_options(info.M, L.F, L.C, opt.gemm_tiles)) do list[#list + 1] = {o = o, how = "gemm_wgmma_options"} end
+        for _, o in ipairs(ct.wgmma_gemm_space(i0, opt.gemm_tiles)) do list[#list + 1] = {o = o, how = "wgmma_gemm_space"} end
       end
-      local g = tc.workload(info.M, L.F, L.C, "float16", "float16", nil, "NT")
       for _, e in ipairs(list) do
-        local so = {epilogue = "D"}
+        local so = {}
         for k, v in pairs(e.o) do so[k] = v end
-        local ok, sch = pcall(tc.schedule, g, so)
+        local ok, sch = pcall(ct.wgmma_gemm, i0, so)
         if ok then
           out[#out + 1] = {lowering = "tc_gemm_wgmma", mapping = ("GEMM %dx%dx%d on wgmma m64n%dk16, %s [%s]"):format(info.M, L.F, L.C, so.BN,
                            wgmma_desc(so), e.how), sch = sch, info = info, gemm = true, sm90 = true}

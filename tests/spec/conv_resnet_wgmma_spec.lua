@@ -7,6 +7,7 @@
 local tir = require("tir")
 local ct = require("tir.schedules.conv2d_tc")
 local tc = require("tir.schedules.tc_gemm")
+local U = require("spec_util")
 
 local function rand_args(f, seed)
   local args = tir.testing.random_args(f, seed)
@@ -40,6 +41,29 @@ describe("ResNet-50's non-3x3 layers on wgmma", function()
     end
   end)
   end
+
+  it("conv2d_tc.wgmma_gemm: a 1x1 layer as the NT GEMM on wgmma with the rule's TMA tiles; its space; errors", function()
+    local c = {N = 2, H = 16, W = 16, C = 64, F = 64, R = 1, S = 1, weight_layout = "FK"}
+    local _, info = ct.workload(c)
+    local sp = ct.wgmma_gemm_space(info)
+    assert.is_true(#sp >= 2)
+    for _, o in ipairs(sp) do assert.is_true(o.tma and o.persistent and o.BK == 64 and info.M % o.BM == 0 and c.F % o.BN == 0) end
+    assert.is_true(#ct.wgmma_gemm_space(info, "all") > #sp)
+    local sch, shapes = ct.wgmma_gemm(info)
+    assert.are.same({{512, 64}, {64, 64}, {512, 64}}, shapes)
+    local f = tc.workload(512, 64, 64, "float16", "float16", nil, "NT")
+    local mod = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false})
+    local rep = tir.simulate(mod, rand_args(f, 4), {reference = f})
+    assert.are.equal(0, rep.n_issues)
+    U.expect_error(function() ct.wgmma_gemm_space(select(2, ct.workload{N = 2, H = 8, W = 8, C = 64, F = 64, R = 3, S = 3, padding = 1})) end,
+                   "conv2d_tc.wgmma_gemm_space", "not a plain fp16 / bf16 NHWC GEMM")
+    U.expect_error(function() ct.wgmma_gemm_space(info, "far") end, "conv2d_tc.wgmma_gemm_space", "level must be")
+    U.expect_error(function() ct.wgmma_gemm(select(2, ct.workload{N = 1, H = 10, W = 10, C = 64, F = 64, R = 1, S = 1, pad_m = 128})) end,
+                   "conv2d_tc.wgmma_gemm", "without pad_m")
+    U.expect_error(function() ct.wgmma_gemm_tiles(select(2, ct.workload{N = 1, H = 10, W = 10, C = 64, F = 64, R = 1, S = 1})) end,
+                   "conv2d_tc.wgmma_gemm_tiles", "no wgmma tiling")
+    U.expect_error(function() ct.wgmma_gemm(info, 5) end, "conv2d_tc.wgmma_gemm", "opts must be a table")
+  end)
 
   -- the 1x1 layers' GEMMs: M x F x C with the OHWI kernel [F, C] as B
   local GEMM = {

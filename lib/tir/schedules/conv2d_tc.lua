@@ -38,6 +38,8 @@
 -- unpack_weight(o, wm); layer_options(info [, override]) -> tiles, how (tc_gemm's tuned GEMM for
 -- a 1x1 stride-1 layer: is_gemm; this layer's tuning record: workload_key, tune, space; else
 -- default_tiles; wgmma_tiles for an "FK" workload); wgmma_space(info), wgmma_tiles(info [, sms]);
+-- wgmma_gemm(info [, opts]), wgmma_gemm_space(info [, level]), wgmma_gemm_tiles(info) (a 1x1 stride-1 layer
+-- as tc_gemm's NT GEMM on wgmma with TMA);
 -- padded_channels(C, dtype [, pad_c]); check_points (sampled float64 checks).
 -- Tests: tests/spec/conv_tc_spec.lua (simulator), gpu_conv_spec.lua (#gpu).
 local tir = require("tir")
@@ -635,6 +637,74 @@ function M.is_gemm(info)
          q.hi[1] == 0 and q.hi[2] == 0 and info.K == info.Kp
 end
 
+--- A 1x1 stride-1 layer (is_gemm, NHWC, fp16 / bf16) as a GEMM on wgmma: x viewed as [M, C] times the
+-- OHWI kernel viewed as [F, C] -- already wgmma's K-major B, no packing -- i.e. tc_gemm.workload(M, F, C,
+-- dtype, out_dtype, nil, "NT") with its epilogue "D" (the cast) fused into the store.  Unlike the implicit
+-- GEMM (whose A tile is computed by the gather), both operands are plain global tensors here, so
+-- tc_gemm_wgmma's TMA pipelines apply.  These layers have short k loops (C = 64 is one BK = 64 step),
+-- so what a tile costs around its main loop decides:
+--   wgmma_gemm_space(info): candidates {intrin = "wgmma", BM, BN, BK = 64, stages, tma = true, ...}:
+--     warp-specialized + persistent (the producer warpgroup loads the next tile's operands while the
+--     consumers store this one's) and persistent with the TMA-store epilogue, BM 128 and BN = min(F, 256)
+--     (one wgmma N) and 128 for F >= 256; level "all" adds BM 256 at F = 64 and the plain TMA pipeline.
+--   wgmma_gemm_tiles(info): the rule's pick among them (bench/RESULTS.md "ResNet-50 total on wgmma").
+--   wgmma_gemm(info [, opts]): the Schedule (opts: tc_gemm_wgmma options, default wgmma_gemm_tiles') and
+--     the shapes of its arguments {{M, C}, {F, C}, {M, F}} (x:reshape, w_ohwi:reshape, out).
+-- Errors: a ValueError for a layer that is not a plain GEMM or whose M, F, C the tiles do not divide.
+local function gemm_info(P, info)
+  check_info(P, info)
+  if not M.is_gemm(info) or info.data_layout ~= "NHWC" or (info.dtype ~= "float16" and info.dtype ~= "bfloat16") then
+    util.raise("ValueError", P, "the layer is not a plain fp16 / bf16 NHWC GEMM (1x1 kernel, stride 1, no padding, groups 1): " ..
+               "use the implicit GEMM (conv2d_tc.schedule with intrin = \"wgmma\")")
+  end
+  if info.Mp ~= info.M then util.raise("ValueError", P, "build the workload without pad_m (the GEMM reads x itself: M rows)") end
+  return info.M, info.F, info.C
+end
+
+function M.wgmma_gemm_space(info, level)
+  local P = "conv2d_tc.wgmma_gemm_space"
+  local Mg, F, C = gemm_info(P, info)
+  if level ~= nil and level ~= "near" and level ~= "all" then util.raise("ValueError", P, "level must be \"near\" or \"all\", got %s", util.show(level)) end
+  local out, steps = {}, C // 64
+  local function add(o)
+    o.intrin, o.BK, o.tma = "wgmma", 64, true
+    if o.wgmma_pending == nil then o.wgmma_pending = (o.warp_specialize or steps > 1) and 1 or 0 end
+    if Mg % o.BM == 0 and F % o.BN == 0 and C % 64 == 0 then out[#out + 1] = o end
+  end
+  local bns = {math.min(F, 256)}
+  if F >= 256 then bns[2] = 128 end
+  for _, BN in ipairs(bns) do
+    add{BM = 128, BN = BN, stages = 4, warp_specialize = true, persistent = true}
+    add{BM = 128, BN = BN, stages = math.max(1, math.min(3, steps)), persistent = true, epilogue_store = "tma"}
+  end
+  if level == "all" then
+    if F == 64 then add{BM = 256, BN = 64, stages = 4, warp_specialize = true, persistent = true} end
+    add{BM = 128, BN = math.min(F, 256), stages = math.max(1, math.min(4, steps))}
+  end
+  return out
+end
+
+function M.wgmma_gemm_tiles(info)
+  local P = "conv2d_tc.wgmma_gemm_tiles"
+  local sp = M.wgmma_gemm_space(info)
+  if #sp == 0 then
+    local Mg, F, C = gemm_info(P, info)
+    util.raise("ValueError", P, "no wgmma tiling (BM 128, BN %d, BK 64) divides M = %d, F = %d, C = %d", math.min(F, 256), Mg, F, C)
+  end
+  return sp[1] -- (warp-specialized + persistent, BN = min(F, 256))
+end
+
+function M.wgmma_gemm(info, opts)
+  local P = "conv2d_tc.wgmma_gemm"
+  local Mg, F, C = gemm_info(P, info)
+  if opts ~= nil and type(opts) ~= "table" then util.raise("TypeError", P, "opts must be a table of tc_gemm_wgmma options, got %s", util.show(opts)) end
+  local o = {epilogue = "D"}
+  for k, v in pairs(opts or M.wgmma_gemm_tiles(info)) do o[k] = v end
+  o.intrin = "wgmma"
+  local sch = tc.schedule(tc.workload(Mg, F, C, info.dtype, info.out_dtype, nil, "NT"), o)
+  return sch, {{Mg, C}, {F, C}, {Mg, F}}
+end
+
 --- The tile options for a layer (info from workload): override when given (copied), else for a
 -- workload built with weight_layout = "FK" (the wgmma one) wgmma_tiles' rule (intrin = "wgmma"), else for a
 -- plain GEMM (is_gemm) tc_gemm's tuned options of the M x F x K GEMM (tc_gemm_tune.options: the
@@ -756,5 +826,8 @@ M.tune = util.strict("conv2d_tc.tune", M.tune)
 M.space = util.strict("conv2d_tc.space", M.space)
 M.default_tiles = util.strict("conv2d_tc.default_tiles", M.default_tiles)
 M.layer_options = util.strict("conv2d_tc.layer_options", M.layer_options)
+M.wgmma_gemm_space = util.strict("conv2d_tc.wgmma_gemm_space", M.wgmma_gemm_space)
+M.wgmma_gemm_tiles = util.strict("conv2d_tc.wgmma_gemm_tiles", M.wgmma_gemm_tiles)
+M.wgmma_gemm = util.strict("conv2d_tc.wgmma_gemm", M.wgmma_gemm)
 M.padded_channels = util.strict("conv2d_tc.padded_channels", M.padded_channels)
 return M
