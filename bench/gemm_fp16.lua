@@ -5,7 +5,9 @@
 --   TIRLUA_BENCH_VARIANTS=mma,wmma,...       which configurations (see VARIANTS; "tuned" reads the tuning database,
 --                                            TIRLUA_TUNE_DB; the mma_*_sk* split-K rows run for M <= 128 only)
 --   TIRLUA_BENCH_OUT=file                    append the markdown table to that file
---   TIRLUA_REF_KERNEL_<DTYPE>_<LAYOUT>=name  the cuBLAS kernel name to record (e.g. from ncu), per
+--   TIRLUA_REF_KERNELS=file                  the cuBLAS kernel names to record per dtype, layout and shape
+--                                            (scripts/gpu/cublas_kernels.lua writes the file from ncu)
+--   TIRLUA_REF_KERNEL_<DTYPE>_<LAYOUT>=name  the cuBLAS kernel name to record for every shape of that
 --                                            dtype and layout (TIRLUA_REF_KERNEL_FLOAT16_NT)
 -- The wgmma variants (sm_90a) use K-major operands (layout NT: B is N x K; cuBLAS with B transposed).
 -- Every row is also appended to bench/results.jsonl (bench/common.lua says where on a GPU machine).
@@ -159,6 +161,41 @@ local VARIANTS = {
   wgmma_tma_s3_p_es = {desc = "as wgmma_tma_s3_p, epilogue_store = \"tma\"",
                        opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 3, tma = true, persistent = true, epilogue_store = "tma"},
                        layout = "NT", arch = "sm_90a"},
+  -- stop 10 (hA): the small-M tiles (M = 128: 86 CTAs of 128 x 128 for N = 11008, 172 of 64 x 128 or 128 x 64),
+  -- the 4096^3 experiments (256 x 128 tiles: 4 consumer warpgroups; setmaxnreg split) and the leave-one-out rows
+  wgmma_ws_64x128_s8 = {desc = "warp-specialized 64x128x64 CTA (1 consumer warpgroup), 8 stages (192 KB)",
+                        opts = {intrin = "wgmma", BM = 64, BN = 128, BK = 64, stages = 8, tma = true, warp_specialize = true},
+                        layout = "NT", arch = "sm_90a"},
+  wgmma_ws_64x128_s8_bf16 = {desc = "as wgmma_ws_64x128_s8 with bf16 inputs, fp32 output",
+                             opts = {intrin = "wgmma", BM = 64, BN = 128, BK = 64, stages = 8, tma = true, warp_specialize = true},
+                             layout = "NT", arch = "sm_90a", dtype = "bfloat16"},
+  wgmma_ws_128x64_s8 = {desc = "warp-specialized 128x64x64 CTA (2 consumer warpgroups of 64x64), 8 stages (192 KB)",
+                        opts = {intrin = "wgmma", BM = 128, BN = 64, BK = 64, stages = 8, tma = true, warp_specialize = true},
+                        layout = "NT", arch = "sm_90a"},
+  wgmma_ws_128x64_s8_bf16 = {desc = "as wgmma_ws_128x64_s8 with bf16 inputs, fp32 output",
+                             opts = {intrin = "wgmma", BM = 128, BN = 64, BK = 64, stages = 8, tma = true, warp_specialize = true},
+                             layout = "NT", arch = "sm_90a", dtype = "bfloat16"},
+  wgmma_ws_bf16_nop = {desc = "as wgmma_ws_p_bf16 without persistent (one CTA a tile)",
+                       opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 4, tma = true, warp_specialize = true},
+                       layout = "NT", arch = "sm_90a", dtype = "bfloat16"},
+  wgmma_ws_p_256x128 = {desc = "as wgmma_ws_p with 256x128 tiles (4 consumer warpgroups of 64x128, 640 threads)",
+                        opts = {intrin = "wgmma", BM = 256, BN = 128, BK = 64, stages = 4, tma = true, warp_specialize = true, persistent = true},
+                        layout = "NT", arch = "sm_90a"},
+  wgmma_ws_p_r24 = {desc = "as wgmma_ws_p, ws_regs = {24, 240} (the producer's minimum, the consumers' 240)",
+                    opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 4, tma = true, warp_specialize = true, persistent = true,
+                            ws_regs = {24, 240}}, layout = "NT", arch = "sm_90a"},
+  wgmma_ws_p_s3x = {desc = "as wgmma_ws_p, 3 stages",
+                    opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 3, tma = true, warp_specialize = true, persistent = true},
+                    layout = "NT", arch = "sm_90a"},
+  -- what a user gets: tc_gemm intrin = "wgmma" with no tile or pipeline option (tc_gemm_wgmma.pick), and
+  -- tc_gemm.auto_tensorize(func, "wgmma")
+  wgmma_default = {desc = "tc_gemm.schedule(func, {intrin = \"wgmma\"}): the defaults' per-shape pick", opts = {intrin = "wgmma"},
+                   layout = "NT", arch = "sm_90a"},
+  wgmma_default_bf16 = {desc = "as wgmma_default with bf16 inputs, fp32 output", opts = {intrin = "wgmma"},
+                        layout = "NT", arch = "sm_90a", dtype = "bfloat16"},
+  auto_wgmma = {desc = "tc_gemm.auto_tensorize(func, \"wgmma\") (fp16, layout NT)", auto_wgmma = true, layout = "NT", arch = "sm_90a"},
+  auto_wgmma_bf16 = {desc = "tc_gemm.auto_tensorize(func, \"wgmma\") (bf16 -> fp32, layout NT)", auto_wgmma = true, layout = "NT",
+                     arch = "sm_90a", dtype = "bfloat16"},
   wgmma_tma_128 = {desc = "wgmma m64n128k16, 128x128x64 CTA, TMA tiles, 4 stages, layout NT",
                    opts = {intrin = "wgmma", BM = 128, BN = 128, BK = 64, stages = 4, tma = true}, layout = "NT", arch = "sm_90a"},
   mma_nopad_s4 = {desc = "as mma_s4 with unpadded shared rows (the layout TMA gives: isolates TMA from padding)",
@@ -233,6 +270,25 @@ local function config_for(v, m)
   return o
 end
 
+-- the cuBLAS kernel(s) of each (dtype, layout, shape): TIRLUA_REF_KERNELS names a file of lines
+-- "<dtype> <layout> <MxNxK> <kernel names>" (scripts/gpu/cublas_kernels.lua writes it from ncu's
+-- list of the kernels cuBLAS launched); else TIRLUA_REF_KERNEL_<DTYPE>_<LAYOUT> for every shape
+local REF_KERNELS = {}
+if (os.getenv("TIRLUA_REF_KERNELS") or "") ~= "" then
+  local f = io.open(os.getenv("TIRLUA_REF_KERNELS"))
+  for l in (f and f:lines() or function() end) do
+    local d, lay, sh, kn = l:match("^(%S+) (%S+) (%S+) (.+)$")
+    if d then REF_KERNELS[d .. " " .. lay .. " " .. sh] = kn end
+  end
+  if f then f:close() else print("bench/gemm_fp16.lua: TIRLUA_REF_KERNELS file not found: " .. os.getenv("TIRLUA_REF_KERNELS")) end
+end
+local function ref_kernel(dt, layout, shape)
+  local k = REF_KERNELS[dt .. " " .. layout .. " " .. shape]
+  if k then return k end
+  local e = os.getenv("TIRLUA_REF_KERNEL_" .. dt:upper() .. "_" .. layout) or ""
+  return e ~= "" and e or nil
+end
+
 local info = dev:info()
 local rows = {}
 local wrong = 0 -- results that differ from cuBLAS: reported, not timed; the script then fails
@@ -276,6 +332,15 @@ for _, s in ipairs(shapes) do
         config = "auto_tensorize"
         return tir.build(sch.mod, "cuda")
       end)
+    elseif V.auto_wgmma then
+      okb, mod = pcall(function()
+        local sch, o = tc.auto_tensorize(tc.workload(m, n, k, dt, dt == "float16" and "float16" or nil, nil, "NT"), "wgmma", nil,
+                                         {epilogue = dt == "float16" and "D" or nil})
+        params = require("tir.json").encode({BM = o.BM, BN = o.BN, BK = o.BK, stages = o.stages, tma = o.tma,
+                                             warp_specialize = o.warp_specialize, persistent = o.persistent, ctas = o.ctas})
+        config = o.config
+        return tir.build(sch.mod, "cuda -arch=sm_90a")
+      end)
     elseif VARIANTS[v].tuned then
       local p
       p, config = tt.options(m, n, k, {})
@@ -283,6 +348,11 @@ for _, s in ipairs(shapes) do
       okb, mod = pcall(function() return tir.build(tt.build(m, n, k, TT_OPTS, p).mod, "cuda") end)
     else
       local o = config_for(v, m)
+      if o.intrin == "wgmma" and not o.BM then -- no tile option: tc_gemm_wgmma.pick's choice (recorded)
+        local p
+        p, config = require("tir.schedules.tc_gemm_wgmma").pick(m, n, k, dt)
+        params = require("tir.json").encode(p)
+      end
       local BM, BN, BK = o.BM or 128, o.BN or 128, (o.BK or 32) * (o.split_k or 1)
       local pad = (m % BM ~= 0 or n % BN ~= 0 or k % BK ~= 0) and {BM, BN, BK} or nil
       if pad then o.epilogue = nil end
@@ -312,14 +382,15 @@ for _, s in ipairs(shapes) do
       row.ratio = row.tf / row.tfc
       rows[#rows + 1] = row
       row.config = config
+      row.ref_kernel = ref_kernel(dt, layout, row.shape)
       common.record{bench = "gemm_fp16", variant = v, shape = row.shape, dtype = dt, layout = layout, ms = t * 1e3, tflops = row.tf,
                     ref = "cuBLAS", ref_ms = tcub * 1e3, ref_tflops = row.tfc, gpu = info.name, registers = row.regs,
                     -- the cuBLAS kernel behind ref_ms, when the caller found it (ncu) and passed it
-                    ref_kernel = (os.getenv("TIRLUA_REF_KERNEL_" .. dt:upper() .. "_" .. layout) or "") ~= "" and
-                                 os.getenv("TIRLUA_REF_KERNEL_" .. dt:upper() .. "_" .. layout) or nil,
+                    ref_kernel = ref_kernel(dt, layout, row.shape),
                     smem_bytes = row.smem, config = config, params = params}
       print(("%-8s %-18s %9.3f %9.1f %9.3f %9.1f %7.3f %5d %6d %6d%s"):format(v, row.shape, t * 1e3, row.tf, tcub * 1e3, row.tfc, row.ratio,
-        row.regs, row.spill, row.smem, config and ("  " .. config .. " " .. params) or ""))
+        row.regs, row.spill, row.smem, (config and ("  " .. config .. " " .. params) or "") ..
+        (ref_kernel(dt, layout, row.shape) and ("  cuBLAS: " .. ref_kernel(dt, layout, row.shape)) or "")))
     end
     ::next_variant::
   end
@@ -334,11 +405,11 @@ if out then
            "right after each kernel; every result checked against cuBLAS first.\n\n"):format(os.date("!%Y-%m-%d"), info.name, info.arch,
            info.sm_count, commit))
   for _, v in ipairs(names) do f:write(("- `%s`: %s\n"):format(v, VARIANTS[v].desc)) end
-  f:write("\n| variant | MxNxK | tirlua ms | TFLOP/s | cuBLAS ms | cuBLAS TFLOP/s | tirlua / cuBLAS | registers | spill bytes | smem bytes |\n")
-  f:write("|---|---|---|---|---|---|---|---|---|---|\n")
+  f:write("\n| variant | MxNxK | tirlua ms | TFLOP/s | cuBLAS ms | cuBLAS TFLOP/s | tirlua / cuBLAS | registers | spill bytes | smem bytes | cuBLAS kernel |\n")
+  f:write("|---|---|---|---|---|---|---|---|---|---|---|\n")
   for _, r in ipairs(rows) do
-    f:write(("| %s | %s | %.3f | %.1f | %.3f | %.1f | %.3f | %d | %d | %d |\n"):format(r.v .. (r.config and (" (" .. r.config .. ")") or ""),
-      r.shape, r.t * 1e3, r.tf, r.tc * 1e3, r.tfc, r.ratio, r.regs, r.spill, r.smem))
+    f:write(("| %s | %s | %.3f | %.1f | %.3f | %.1f | %.3f | %d | %d | %d | %s |\n"):format(r.v .. (r.config and (" (" .. r.config .. ")") or ""),
+      r.shape, r.t * 1e3, r.tf, r.tc * 1e3, r.tfc, r.ratio, r.regs, r.spill, r.smem, r.ref_kernel or ""))
   end
   f:close()
 end

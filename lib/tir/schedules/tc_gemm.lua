@@ -459,10 +459,9 @@ local function schedule(func, opts, P)
   if type(opts) == "table" and opts.intrin == "wgmma" then -- Hopper: lib/tir/schedules/tc_gemm_wgmma.lua
     local W = require("tir.schedules.tc_gemm_wgmma")
     util.check_opts(P, opts, W.OPTS)
-    local o = {}
-    for k, v in pairs(W.defaults) do o[k] = v end
-    for k, v in pairs(opts) do o[k] = v end
-    return W.schedule(as_schedule(func, P), o, P, analyze)
+    local sch = as_schedule(func, P)
+    local o = W.resolve(sch, opts, P, analyze) -- no tile option given: tc_gemm_wgmma.pick's per-shape choice
+    return W.schedule(sch, o, P, analyze)
   end
   util.check_opts(P, opts, SCHEDULE_OPTS)
   local o = {}
@@ -828,6 +827,25 @@ function M.persistent_tiles(sch, by, bx, ny, nx, want)
             "the tile counts and a CTA count (positive integers), got %s", util.describe(v))
     end
   end
+  local G, grp = M.persistent_grid(ny, nx, want)
+  local byo, byi = sch:split(by, {nil, grp})
+  sch:reorder(byo, bx, byi)
+  local t = sch:fuse(byo, bx, byi)
+  local tile, cta = sch:split(t, {nil, G})
+  sch:reorder(cta, tile)
+  sch:bind(cta, "blockIdx.x")
+  return tile, G
+end
+
+--- persistent_tiles' grid for ny x nx tiles and at most `want` CTAs, without a schedule: returns
+-- G (the CTAs; a divisor of ny * nx) and grp (the rows of tiles a group, 8, 4, 2 or 1).
+function M.persistent_grid(ny, nx, want)
+  for _, v in ipairs({ny or false, nx or false, want or false}) do
+    if math.type(v) ~= "integer" or v < 1 then
+      raise("TypeError", "tc_gemm.persistent_grid", "takes (ny, nx, want): the tile counts and a CTA count (positive integers), got %s",
+            util.describe(v))
+    end
+  end
   local function best(dims) -- the largest G <= want of the form (product of inner dims) * (divisor of the next)
     local g, inner = 1, 1
     for q = #dims, 1, -1 do
@@ -845,13 +863,7 @@ function M.persistent_tiles(sch, by, bx, ny, nx, want)
       if g > G then G, grp = g, gr end
     end
   end
-  local byo, byi = sch:split(by, {nil, grp})
-  sch:reorder(byo, bx, byi)
-  local t = sch:fuse(byo, bx, byi)
-  local tile, cta = sch:split(t, {nil, G})
-  sch:reorder(cta, tile)
-  sch:bind(cta, "blockIdx.x")
-  return tile, G
+  return G, grp
 end
 
 local function device_sm_count()
@@ -914,7 +926,9 @@ local INSTR = {["mma.m16n8k16"] = "mma", ["mma.m16n8k32"] = "mma", mma = "mma", 
 
 --- Auto-tensorization (TVM users know it from MetaSchedule's tensor-core rules): schedules a
 -- matmul-like block of `func` (or of a Schedule) onto tensor cores with tiles chosen from its shape.
---   instr: "mma.m16n8k16" (mma.sync + ldmatrix) or "wmma.m16n16k16"; block: its name (default "C").
+--   instr: "mma.m16n8k16" (mma.sync + ldmatrix), "wmma.m16n16k16", or "wgmma" (sm_90a: K-major
+--   operands, tc_gemm_wgmma.pick's tiles and pipeline for the shape; extra: tc_gemm_wgmma's options
+--   and sm_count; the returned options' config is the pick's reason); block: its name (default "C").
 --   extra: options of tc_gemm.schedule that override the chosen ones, and sm_count (the SMs
 --   to fill; default the device's, M.DEFAULT_SM_COUNT without a GPU).
 -- The block may have batch dimensions (bound to blockIdx.z) and either operand transposed; its
@@ -928,9 +942,33 @@ local INSTR = {["mma.m16n8k16"] = "mma", ["mma.m16n8k32"] = "mma", mma = "mma", 
 function M.auto_tensorize(func, instr, block, extra)
   local P = "tc_gemm.auto_tensorize"
   if instr ~= nil and type(instr) ~= "string" then raise("TypeError", P, "instr must be a string such as \"mma.m16n8k16\", got %s", util.show(instr)) end
+  if instr == "wgmma" then -- Hopper (sm_90a): tc_gemm_wgmma.pick's configuration for the shape
+    local W = require("tir.schedules.tc_gemm_wgmma")
+    if block ~= nil and type(block) ~= "string" then raise("TypeError", P, "block must be a block name, got %s", util.show(block)) end
+    local spec = {sm_count = "positive"}
+    for k, v in pairs(W.OPTS) do spec[k] = v end
+    extra = util.check_opts(P, extra, spec)
+    if extra.intrin ~= nil and extra.intrin ~= "wgmma" then
+      raise("ValueError", P, "instr \"wgmma\" with extra.intrin = %s: leave intrin out", util.show(extra.intrin))
+    end
+    local sch = as_schedule(func, P)
+    local opts = {intrin = "wgmma", block = block}
+    for k, v in pairs(extra) do if k ~= "sm_count" then opts[k] = v end end
+    local sms = extra.sm_count or device_sm_count()
+    local info = analyze(sch, sch:get_block(block or "C"), P)
+    local o, why = W.resolve(sch, opts, P, analyze, sms)
+    local out = W.schedule(sch, o, P, analyze)
+    local ext = info.extents
+    local tiles = (ext[#ext - 2] // o.BM) * (ext[#ext - 1] // o.BN)
+    o.ctas = o.persistent and (o.persistent == true and M.persistent_grid(ext[#ext - 2] // o.BM, ext[#ext - 1] // o.BN, sms) or
+             M.persistent_grid(ext[#ext - 2] // o.BM, ext[#ext - 1] // o.BN, o.persistent)) or tiles
+    o.sm_count, o.config = sms, why
+    return out, o
+  end
   local intrin = INSTR[instr or "mma.m16n8k16"]
   if not intrin then
-    raise("ValueError", P, "unknown instruction %s (mma.m16n8k16, mma.m16n8k32, wmma.m16n16k16, wmma.m32n8k16, wmma.m8n32k16)", util.show(instr))
+    raise("ValueError", P, "unknown instruction %s (mma.m16n8k16, mma.m16n8k32, wmma.m16n16k16, wmma.m32n8k16, wmma.m8n32k16, wgmma)",
+          util.show(instr))
   end
   if block ~= nil and type(block) ~= "string" then raise("TypeError", P, "block must be a block name, got %s", util.show(block)) end
   local spec = {sm_count = "positive"}

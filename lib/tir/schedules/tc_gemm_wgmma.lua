@@ -19,6 +19,71 @@ local raise = util.raise
 
 M.defaults = {BM = 128, BN = 128, BK = 64, stages = 3, epilogue = nil, unroll = true, wgmma_pending = 1}
 
+-- the options that name a tile or a pipeline: when a caller gives none of them, M.pick chooses
+-- them from the shape (M.resolve)
+M.TILE_OPTS = {"BM", "BN", "BK", "stages", "tma", "warp_specialize", "persistent", "wgmma_pending", "ws_regs", "epilogue_store",
+               "a_stage", "row_sums", "vec"}
+
+--- The configuration tc_gemm intrin = "wgmma" takes when no tile or pipeline option is given
+-- (and tc_gemm.auto_tensorize(func, "wgmma")): for 16-bit inputs (fp16, bf16) of an m x n x k
+-- GEMM on sm_count SMs, measured on the H200 (bench/RESULTS.md, "Stop 10: the wgmma defaults"):
+--  * at least one wave of 128 x 256 tiles (m % 128, n % 256, k % 64 = 0, k >= 512): 128 x 256 x 64,
+--    4 TMA stages, warp-specialized (a producer warpgroup, two consumers of 64 x 256); persistent
+--    (persistent = sm_count: tc_gemm.persistent_grid's G CTAs walking the tiles, grouped for L2) when its G CTAs need no
+--    more rounds than one CTA a tile does (ceil(tiles / sm_count)): 4096^3 (512 tiles, G = 128),
+--    8192^3; otherwise one CTA a tile (4096 x 11008: G = 86 would take 16 rounds against 11);
+--  * fewer tiles than SMs (small M, e.g. 128 x 11008 x 4096: 43 tiles of 128 x 256): 128 x 128 x 64
+--    tiles (m % 128 = 0; 64 x 128 for m = 64), warp-specialized, 6 TMA stages (192 KB of
+--    loads in flight: the GEMM streams B), one CTA a tile;
+--  * anything else (short k loops, other tile multiples, int8): M.defaults (128 x 128 x 64,
+--    3 cp.async stages), which the simulator tests run.
+-- Returns a table of options (empty: M.defaults) and a one-line reason.
+function M.pick(m, n, k, a_dtype, sm_count)
+  local TCM = require("tir.schedules.tc_gemm")
+  if a_dtype ~= "float16" and a_dtype ~= "bfloat16" then return {}, "defaults (" .. tostring(a_dtype) .. " inputs)" end
+  if k % 64 ~= 0 or k < 512 then return {}, "defaults (K not a multiple of 64 or below 512)" end
+  local sms = sm_count or TCM.device_sm_count()
+  if m % 128 == 0 and n % 256 == 0 and (m // 128) * (n // 256) >= sms then
+    local tiles = (m // 128) * (n // 256)
+    local G = TCM.persistent_grid(m // 128, n // 256, sms)
+    local persistent = tiles // G <= (tiles + sms - 1) // sms
+    return {BM = 128, BN = 256, BK = 64, stages = 4, tma = true, warp_specialize = true, persistent = persistent and sms or nil},
+           ("pick: 128x256x64 s4 ws%s (%d tiles, %d SMs%s)"):format(persistent and " persistent" or "", tiles, sms,
+             persistent and (", G = " .. G) or (", persistent G = " .. G .. " would take " .. tiles // G .. " rounds"))
+  end
+  if (m % 128 == 0 or m == 64) and n % 128 == 0 and k >= 768 then
+    local bm = m == 64 and 64 or 128
+    return {BM = bm, BN = 128, BK = 64, stages = 6, tma = true, warp_specialize = true},
+           ("pick: %dx128x64 s6 ws (%d tiles of 128x256 < %d SMs)"):format(bm, (m // 128) * (n // 256), sms)
+  end
+  return {}, "defaults (the tiles do not divide M, N)"
+end
+
+--- tc_gemm's option merge for intrin = "wgmma": M.defaults, then M.pick's choice when opts name
+-- no option of M.TILE_OPTS (the GEMM block's extents are constant, unpadded, no batch), then opts.
+-- Returns the options and the reason (M.pick's, or "options given").
+function M.resolve(sch, opts, P, analyze, sm_count)
+  local o = {}
+  for k, v in pairs(M.defaults) do o[k] = v end
+  local given = false
+  for _, k in ipairs(M.TILE_OPTS) do given = given or opts[k] ~= nil end
+  local why = "options given"
+  if not given then
+    local info = analyze(sch, sch:get_block(opts.block or "C"), P)
+    local ext = info.extents
+    local padded = pcall(function() return sch:get_block("A_pad") end)
+    if info.batch == 0 and not padded and ext[#ext] and ext[#ext - 1] and ext[#ext - 2] and info.layout == "NT" then
+      local p
+      p, why = M.pick(ext[#ext - 2], ext[#ext - 1], ext[#ext], info.a_dtype, sm_count)
+      for k, v in pairs(p) do o[k] = v end
+    else
+      why = "defaults (batched, padded, symbolic or not K-major)"
+    end
+  end
+  for k, v in pairs(opts) do o[k] = v end
+  return o, why
+end
+
 local OPTS = {intrin = "string", BM = "positive", BN = "positive", BK = "positive", stages = "positive", epilogue = "string",
               unroll = "boolean", block = "string", dtype = "dtype", vec = "positive", tma = "boolean", wgmma_pending = "nonneg",
               warp_specialize = "boolean", a_stage = "string",
