@@ -1,6 +1,7 @@
 -- matmul_wgmma.lua -- an fp16 GEMM on Hopper's warpgroup MMA (wgmma.mma_async m64nNk16, PTX ISA
 -- 9.7.15) from 128-byte-swizzled shared tiles loaded by TMA on a full/empty mbarrier pipeline
--- (tir.schedules.tc_gemm, intrin "wgmma", tma = true; lib/tir/schedules/tc_gemm_wgmma.lua and
+-- (tir.schedules.tc_gemm, intrin "wgmma" with no tile options on a GPU: tc_gemm_wgmma.pick's
+-- configuration for the shape; lib/tir/schedules/tc_gemm_wgmma.lua and
 -- inject_tma_pipeline; `cp.async` as the last argument uses the cp.async pipeline instead, `ws`
 -- warp specialization: a producer warpgroup issuing the TMA copies, setmaxnreg, inject_warp_specialization):
 --   D[i, j] = f16(sum_k f32(A[i, k]) * f32(B[j, k]))   A: M x K, B: N x K (both K-major: layout "NT")
@@ -19,16 +20,20 @@ local cpasync, ws = arg[#arg] == "cp.async", arg[#arg] == "ws"
 if cpasync or ws then arg[#arg] = nil end
 local M, N, K = dofile(dir .. "size_args.lua")("matmul_wgmma", has_gpu and 4096 or 128)
 
--- 128 x 256 CTA tiles (two consumer warpgroups of 64 x 256), BK = 64 (128-byte rows: the
--- 128-byte swizzle), 4 TMA stages on a GPU (3 cp.async stages with one wgmma group in flight);
--- 128 x 128, 2 stages for the simulator
-local o = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = cpasync and 3 or 4, epilogue = "D", tma = not cpasync}
-if not has_gpu then o.BN, o.stages = 128, 2 end
+-- On a GPU the defaults: no tile option, so tc_gemm_wgmma.pick chooses per shape (4096^3: 128 x 256 x
+-- 64 tiles, two consumer warpgroups of 64 x 256 and a producer warpgroup, 4 TMA stages, persistent);
+-- `cp.async`: 128 x 256 x 64 with 3 cp.async stages and one wgmma group in flight; `ws`: 128 x 256,
+-- 4 TMA stages, warp-specialized, one CTA a tile.  128 x 128, 2 TMA stages for the simulator
+local o = {intrin = "wgmma", epilogue = "D"}
+if cpasync or ws then o.BM, o.BN, o.BK, o.stages, o.tma = 128, 256, 64, cpasync and 3 or 4, not cpasync end
+if not has_gpu then o.BM, o.BN, o.BK, o.stages, o.tma = 128, 128, 64, 2, not cpasync end
 o.warp_specialize = ws or nil
+local why, shown = "options given", o
+if not o.BM then shown, why = require("tir.schedules.tc_gemm_wgmma").pick(M, N, K, "float16") end -- what tc.schedule will take
 local func = tc.workload(M, N, K, "float16", "float16", nil, "NT")
 local sch = tc.schedule(func, o)
-print(("-- scheduled TensorIR (wgmma m64n%dk16, %dx%dx%d, fp16 x fp16 -> fp32 -> fp16, %s)"):format(o.BN, M, N, K,
-  cpasync and "cp.async pipeline" or ws and "TMA + mbarrier pipeline, warp-specialized" or "TMA + mbarrier pipeline"))
+print(("-- scheduled TensorIR (wgmma m64n%dk16, %dx%dx%d, fp16 x fp16 -> fp32 -> fp16, %s; %s)"):format(shown.BN or 128, M, N, K,
+  cpasync and "cp.async pipeline" or shown.warp_specialize and "TMA + mbarrier pipeline, warp-specialized" or "TMA + mbarrier pipeline", why))
 print(sch.mod)
 local mod = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = tir.core.nvrtc_available()})
 local cu = mod:get_source("cuda")
