@@ -215,6 +215,15 @@ local VARIANTS = {
                     opts = {intrin = "mma", BK = 32, stages = 4, split_k = 3}, small_m = true},
   mma_b32_s3_sk3_fpf = {desc = "as mma_b32_s3_sk3 with frag_prefetch (M <= 128 only)",
                         opts = {intrin = "mma", BK = 32, stages = 3, split_k = 3, frag_prefetch = true}, small_m = true},
+  -- split_k_mode = "serial": the last CTA of each tile sums the slices in the same launch (lower_grid_tail)
+  mma_b64_s3_sk3_ser = {desc = "as mma_b64_s3_sk3, split_k_mode = \"serial\" (one launch; M <= 128 only)",
+                        opts = {intrin = "mma", BK = 64, stages = 3, split_k = 3, split_k_mode = "serial"}, small_m = true},
+  mma_b32_s4_sk3_ser = {desc = "as mma_b32_s4_sk3, split_k_mode = \"serial\" (M <= 128 only)",
+                        opts = {intrin = "mma", BK = 32, stages = 4, split_k = 3, split_k_mode = "serial"}, small_m = true},
+  mma_b32_s3_sk3_ser = {desc = "as mma_b32_s3_sk3, split_k_mode = \"serial\" (M <= 128 only)",
+                        opts = {intrin = "mma", BK = 32, stages = 3, split_k = 3, split_k_mode = "serial"}, small_m = true},
+  mma_b64_s3_sk4_ser = {desc = "as mma_b64_s3_sk4, split_k_mode = \"serial\" (M <= 128 only)",
+                        opts = {intrin = "mma", BK = 64, stages = 3, split_k = 4, split_k_mode = "serial"}, small_m = true},
   -- the tuning database's configuration (tc_gemm_tune.options: tuned, nearest tuned shape, or defaults)
   tuned = {desc = "the tuning database's options for the shape (tc_gemm_tune.options; the row says which: tuned, nearest, defaults)",
            tuned = true},

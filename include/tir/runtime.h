@@ -120,6 +120,8 @@ void tir_cuda_free(int dev, uint64_t dptr);
 int tir_cuda_memcpy_htod(int dev, uint64_t dst, const void *src, size_t bytes);
 int tir_cuda_memcpy_dtoh(int dev, void *dst, uint64_t src, size_t bytes);
 int tir_cuda_memcpy_dtod(int dev, uint64_t dst, uint64_t src, size_t bytes);
+/* bytes zero bytes at dst (cuMemsetD8; ordered with the default stream's launches). */
+int tir_cuda_memset_zero(int dev, uint64_t dst, size_t bytes);
 int tir_cuda_synchronize(int dev);
 
 typedef struct tir_CudaModule tir_CudaModule;

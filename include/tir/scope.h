@@ -1,7 +1,7 @@
 /* scope.h -- storage scopes, parsed once (TVM src/runtime/thread_storage_scope.h: a rank plus a
  * tag).  Passes ask these predicates instead of comparing scope strings.
  *
- * A scope string is "<rank>[<tag>]": "global" (also ""), "shared" / "shared.dyn", "warp" (the
+ * A scope string is "<rank>[<tag>]": "global" (also ""; "global.zeroed": see tir_scope_is_zeroed), "shared" / "shared.dyn", "warp" (the
  * mma.sync operand buffers: a 16x16 tile per 256 elements, each lane keeps a 32nd), "local" /
  * "register", "wmma.matrix_a" / "wmma.matrix_b" / "wmma.accumulator" (nvcuda::wmma fragments),
  * and TVM's "m16n8k<k>.matrixA|B|C" fragment scopes (accepted by the schedule only),
@@ -35,7 +35,12 @@ typedef struct {
 /* Parses a scope string (NULL reads as ""); an unknown string has rank TIR_SCOPE_UNKNOWN. */
 tir_Scope tir_scope_parse(const char *scope);
 
-int tir_scope_is_global(const char *scope); /* "global" or "" */
+int tir_scope_is_global(const char *scope); /* "global", "global.zeroed" or "" */
+/* "global.zeroed": a global temporary that is 0 when a launch sequence starts and that its kernels
+ * leave 0 again (the counters of tir_grid_arrive_last, made by lower_grid_tail); the runtime zeroes it
+ * when it allocates it, the interpreter and tir.simulate start it at 0 (other temporaries start
+ * poisoned) */
+int tir_scope_is_zeroed(const char *scope);
 int tir_scope_is_shared(const char *scope); /* "shared", "shared.dyn" */
 int tir_scope_is_local(const char *scope);  /* "local", "register" */
 int tir_scope_is_warp(const char *scope);   /* "warp" */

@@ -17,6 +17,11 @@
 tir_PrimFunc *tir_pass_lower_cross_thread_reduction(const tir_PrimFunc *f);
 /* Reduction init -> "if all reduce iters are at their start: init" (TVM LowerInitBlock). */
 tir_PrimFunc *tir_pass_lower_init_block(const tir_PrimFunc *f);
+/* Code after a loop bound to blockIdx, inside other blockIdx loops, runs once after all of that
+ * loop's CTAs (the in-launch reduction of split-K): the loop takes it in, guarded by
+ * tir_grid_arrive_last on a "global.zeroed" counter per enclosing CTA (lower_grid_tail.c).
+ * Block-level IR; LoweringError when the enclosing blockIdx extents are not constant. */
+tir_PrimFunc *tir_pass_lower_grid_tail(const tir_PrimFunc *f);
 /* Moves block-allocated buffers to the lowest common ancestor of their uses
  * (TVM PlanAndUpdateBufferAllocationLocation). */
 tir_PrimFunc *tir_pass_plan_buffer_allocation(const tir_PrimFunc *f);

@@ -77,6 +77,7 @@ static int l_run_pass(lua_State *L) {
   tir_PrimFunc *f = check_func(L, 2);
   tir_PrimFunc *r = NULL;
   if (strcmp(name, "lower_init_block") == 0) r = tir_pass_lower_init_block(f);
+  else if (strcmp(name, "lower_grid_tail") == 0) r = tir_pass_lower_grid_tail(f);
   else if (strcmp(name, "lower_opaque_block") == 0) r = tir_pass_lower_opaque_block(f);
   else if (strcmp(name, "plan_buffer_allocation") == 0) r = tir_pass_plan_buffer_allocation(f);
   else if (strcmp(name, "compact_buffer_allocation") == 0) r = tir_pass_compact_buffer_allocation(f);

@@ -31,7 +31,7 @@ local raise = util.raise
 
 M.defaults = {intrin = "mma", BM = 128, BN = 128, BK = 32, warp_m = 64, warp_n = 64, vec = 8, stages = 1, early_wait = true, frag_pipeline = false,
               frag_prefetch = false, pad = true,
-              dtype = "float16", epilogue = nil, unroll = true, wmma_shape = nil, split_k = 1,
+              dtype = "float16", epilogue = nil, unroll = true, wmma_shape = nil, split_k = 1, split_k_mode = "parallel",
               swizzle = nil, group_m = nil}
 
 --- What the schedule runs on tensor cores: one row per (intrinsic family, input dtypes,
@@ -309,7 +309,9 @@ end
 local SCHEDULE_OPTS = {intrin = "string", BM = "positive", BN = "positive", BK = "positive", warp_m = "positive",
                        warp_n = "positive", vec = "positive", stages = "positive", early_wait = "boolean",
                        frag_pipeline = "boolean", frag_prefetch = "boolean", pad = "boolean", swizzle = "boolean", group_m = "positive", dtype = "dtype", epilogue = "string", unroll = "boolean",
-                       block = "string", split_k = "positive", a_stage = "string", b_stage = "string", writeback = "string",
+                       block = "string", split_k = "positive", split_k_mode = function(v)
+                         if v ~= "parallel" and v ~= "serial" then return '"parallel" (a second kernel sums the slices) or "serial" (the last CTA of each tile does)' end
+                       end, a_stage = "string", b_stage = "string", writeback = "string",
                        stage_epilogue = "boolean",
                        tuned = "boolean", db = "string", target = "string", tma = "boolean", persistent = function(v)
                          if v ~= true and v ~= false and not (math.type(v) == "integer" and v > 0) then
@@ -420,6 +422,10 @@ local function validate(sch, o, P)
   if o.persistent then
     if not o.tma then raise("ValueError", P, "persistent = true needs tma = true (the TMA pipeline re-arms its mbarriers per tile)") end
     if o.split_k > 1 or info.batch > 0 then raise("ValueError", P, "persistent = true: no split_k and no batch dimensions") end
+  end
+  if o.split_k_mode == "serial" and o.split_k > 1 and info.batch > 1 then
+    raise("ValueError", P, "split_k_mode = \"serial\" with batch dimensions is not supported (the slices' counter is per output tile of one " ..
+          "matrix); use split_k_mode = \"parallel\"")
   end
   if o.epilogue and not padded then -- (the padded workload's D is a kernel of its own)
     local okb, E = pcall(function() return sch:get(sch:get_block(o.epilogue)) end)
@@ -568,6 +574,7 @@ local function schedule(func, opts, P)
     local bz = info.batch > 1 and sch:fuse(table.unpack(order, 1, info.batch)) or lp[1]
     sch:bind(bz, "blockIdx.z")
   end
+  local cta_loop -- the innermost loop bound to a CTA tile coordinate
   local nbm = sch:get(by).extent.value
   local G = (not o.persistent and o.group_m and o.group_m > 1) and math.min(o.group_m, nbm) or 1
   while nbm % G ~= 0 do G = G - 1 end
@@ -581,9 +588,16 @@ local function schedule(func, opts, P)
     -- columns in L2.  One grid dimension: cta = (g, bx, mi) with M tile = g * G + mi.
     local g, mi = sch:split(by, {nil, G})
     sch:reorder(g, bx, mi)
-    sch:bind(sch:fuse(g, bx, mi), "blockIdx.x")
+    cta_loop = sch:fuse(g, bx, mi)
+    sch:bind(cta_loop, "blockIdx.x")
   else
     sch:bind(by, "blockIdx.y"); sch:bind(bx, "blockIdx.x")
+    cta_loop = bx
+  end
+  -- serial split-K: the slices' loop (blockIdx.z) inside the tile's, so the sum over the slices,
+  -- computed at the tile loop after it, is one tile's (lower_grid_tail: the last CTA of a tile runs it)
+  if reduce and o.split_k_mode == "serial" then
+    if G > 1 then sch:reorder(cta_loop, order[1]) else sch:reorder(by, bx, order[1]) end
   end
   sch:bind(wy, "threadIdx.y"); sch:bind(wz, "threadIdx.z")
   local CFB = CF -- with an epilogue, the write-back block now computes it
@@ -600,6 +614,11 @@ local function schedule(func, opts, P)
     CFB = CS
   else
     sch:reverse_compute_at(CFB, wz, false, -1, prior)
+  end
+  -- serial split-K: the sum over the slices moves to the end of the tile loop now, while the
+  -- write-back of the partials is plain loops (reverse_compute_at proves what it reads was written)
+  if reduce and o.split_k_mode == "serial" then
+    require("tir.schedules.tc_gemm_split_k").schedule_reduce_serial(sch, reduce, epilogue or o.writeback, cta_loop, wm, wn, P)
   end
   sch:compute_at(AF, ki); sch:compute_at(BF, ki)
   -- row_sums: the block summing the rows of A moves into the CTA, its k loop merged with the
@@ -739,9 +758,9 @@ local function schedule(func, opts, P)
     -- padded to 32 mod 128 bytes: 2 wavefronts per 256-byte store, the minimum
     sch:storage_align(ST, 0, 0, 32, 8)
   end
-  if reduce then
+  if reduce and o.split_k_mode ~= "serial" then
     require("tir.schedules.tc_gemm_split_k").schedule_reduce(sch, reduce, epilogue or o.writeback, 256, P)
-  elseif o.writeback then
+  elseif o.writeback and not reduce then
     local D = sch:get_block(o.writeback)
     local f = sch:fuse(sch:get_loops(D))
     local bxd, txd = sch:split(f, {nil, 256})

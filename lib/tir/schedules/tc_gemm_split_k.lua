@@ -58,6 +58,43 @@ function M.schedule_reduce(sch, name, epilogue, threads, P)
   end
 end
 
-for _, key in ipairs({"rfactor", "schedule_reduce"}) do M[key] = util.strict("tc_gemm_split_k." .. key, M[key]) end
+--- Serial split-K (split_k_mode = "serial"; CUTLASS's serial split-K semaphore, the stream-K fixup):
+-- block `name` (the sum over ks) goes to the end of the GEMM kernel's tile loop `tile_loop` (the
+-- innermost loop bound to a CTA tile coordinate; the ks loop bound to blockIdx.z is inside it), so
+-- serially it sums one tile's partials after all slices of that tile; lower_grid_tail then makes
+-- the last CTA of each tile run it (tir_grid_arrive_last), in the same launch.  Its BM x BN x S
+-- loops run on the GEMM's threads: rows split into UNROLL (unrolled) x threadIdx.y (wm), columns
+-- into threadIdx.z (wn) x threadIdx.x (32), ks unrolled -- every warp load one 128-byte line,
+-- UNROLL x S loads of a thread independent.  `epilogue` as in schedule_reduce.
+M.SERIAL_UNROLL = 4
+function M.schedule_reduce_serial(sch, name, epilogue, tile_loop, wm, wn, P)
+  local R = sch:get_block(name)
+  sch:reverse_compute_at(R, tile_loop)
+  -- its loops come in the order of its iteration variables: the slices (rfactor's reduction
+  -- variable first), the tile's rows, its columns
+  local l = {sch:get_loops(R)}
+  local n = #l
+  local ks = l[n - 2]
+  sch:reorder(l[n - 1], l[n], ks)
+  local bm, bn = sch:get(l[n - 1]).extent.value, sch:get(l[n]).extent.value
+  if bm % wm ~= 0 or bn % (32 * wn) ~= 0 then
+    raise("ValueError", P, "split_k_mode = \"serial\": the %d x %d tile must split over %d x %d warps of 32 lanes along N (BN a multiple of %d)",
+          bm, bn, wm, wn, 32 * wn)
+  end
+  local u = M.SERIAL_UNROLL
+  while u > 1 and bm % (u * wm) ~= 0 do u = u // 2 end
+  local io, uu, ty = sch:split(l[n - 1], {nil, u, wm})
+  local jo, tz, tx = sch:split(l[n], {nil, wn, 32})
+  sch:reorder(io, jo, uu, ty, tz, tx)
+  sch:bind(ty, "threadIdx.y"); sch:bind(tz, "threadIdx.z"); sch:bind(tx, "threadIdx.x")
+  sch:unroll(uu)
+  sch:unroll(ks)
+  if epilogue then
+    sch:reverse_compute_at(sch:get_block(epilogue), tx)
+    sch:set_scope(R, 0, "local")
+  end
+end
+
+for _, key in ipairs({"rfactor", "schedule_reduce", "schedule_reduce_serial"}) do M[key] = util.strict("tc_gemm_split_k." .. key, M[key]) end
 
 return M

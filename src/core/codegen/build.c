@@ -8,6 +8,7 @@
 #include "tir/arith.h"
 #include "tir/codegen.h"
 #include "tir/kernel_cache.h"
+#include "tir/scope.h"
 #include "tir/error.h"
 #include "tir/strbuf.h"
 #include "tir/tma.h"
@@ -473,6 +474,10 @@ static int prepare(tir_BuiltModule *m, const tir_InterpArg *args, int nargs, Lau
     L->temps[i] = tir_nd_empty(shape, nd, b->hdr.dtype, (tir_Device){TIR_DEV_CUDA, dev});
     if (!L->temps[i]) rc = -1;
     else L->n_temps++;
+    /* counters of tir_grid_arrive_last start at 0 (the kernels leave them 0: one memset per call
+     * prepared, none per launch of a timing loop) */
+    if (!rc && tir_scope_is_zeroed(b->scope))
+      rc = tir_cuda_memset_zero(dev, L->temps[i]->dptr, L->temps[i]->nbytes);
   }
   L->nk = m->split.n_kernels;
   L->grid = calloc((size_t)L->nk, sizeof *L->grid);

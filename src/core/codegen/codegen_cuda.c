@@ -36,6 +36,7 @@ typedef struct {
   int failed;
   int uses_fp16, uses_bf16;
   int uses_wmma, uses_lane_id;
+  int uses_grid_arrive; /* the tir_grid_arrive_last helper */
   unsigned uses_dp4a; /* bit as*2+bs: a dp4a.<as>.<bs> helper is emitted */
   int uses_prmt;
   const char *extern_src[64]; /* registered sources of the call_extern functions used (borrowed) */
@@ -1325,6 +1326,20 @@ static void call_expr(CG *g, const tir_Call *c) {
     putf(g, "), %lld)", (long long)w);
     return;
   }
+  if (tir_builtin_info(op) && tir_builtin_info(op)->id == TIR_BI_TIR_GRID_ARRIVE_LAST) {
+    const tir_BufferLoad *l = addr_load(c->args->items[0]);
+    if (!l || !tir_scope_is_global(l->buffer->scope) || !tir_dtype_eq(l->buffer->hdr.dtype, TIR_INT32)) {
+      cg_fail(g, &c->hdr, "tir_grid_arrive_last takes (address_of(counter[i]), count) with an int32 counter in global memory");
+      return;
+    }
+    g->uses_grid_arrive = 1;
+    put(g, "tir_grid_arrive_last((int*)");
+    ptr_ref(g, c->args->items[0]);
+    put(g, ", (int)(");
+    expr(g, c->args->items[1]);
+    put(g, "))");
+    return;
+  }
   if (strcmp(op, "tir_lane_id") == 0 && n == 0) {
     g->uses_lane_id = 1;
     put(g, "tir_lane_id()");
@@ -2466,6 +2481,16 @@ char *tir_codegen_cuda(const tir_DeviceSplit *split, const char *arch) {
                 "  return (unsigned long long)((a & 0x3FFFF) >> 4) | ((unsigned long long)((lbo & 0x3FFFF) >> 4) << 16) |\n"
                 "         ((unsigned long long)((sbo & 0x3FFFF) >> 4) << 32) | ((unsigned long long)mode << 62);\n}\n");
   if (g.uses_numerics) numerics_helpers(&all);
+  if (g.uses_grid_arrive)
+    /* tir_grid_arrive_last (docs/BUILTINS.md): the threadFenceReduction pattern of the CUDA samples and
+     * CUTLASS's split-K semaphore -- every thread fences its global writes, thread 0 counts the CTA in,
+     * __syncthreads_or hands the verdict to the whole CTA; the last CTA resets the counter and fences
+     * before reading what the others wrote */
+    tir_sb_puts(&all, "\n__device__ __forceinline__ int tir_grid_arrive_last(int *counter, int count) {\n"
+                      "  __threadfence();\n  __syncthreads();\n  int last = 0;\n"
+                      "  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {\n"
+                      "    last = atomicAdd(counter, 1) == count - 1;\n    if (last) *counter = 0;\n  }\n"
+                      "  last = __syncthreads_or(last);\n  if (last) __threadfence();\n  return last;\n}\n");
   if (g.uses_lane_id)
     tir_sb_puts(&all, "\n__device__ __forceinline__ int tir_lane_id() {\n  int l;\n  asm(\"mov.u32 %0, %%laneid;\" : \"=r\"(l));\n  return l;\n}\n");
   tir_sb_puts(&all,

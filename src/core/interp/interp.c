@@ -81,6 +81,7 @@ typedef struct {
   Val *vals;
   int n_vals, cap_vals;
   int thread_depth; /* inside a threadIdx launch dimension of lowered code */
+  int thread_loops; /* inside a loop bound to threadIdx (block-level code) */
   int64_t coords[6];  /* threadIdx.x/y/z, blockIdx.x/y/z of the thread running (tir_print's filter) */
   PMap stores; /* data Var* -> index into storages */
   Storage *storages;
@@ -356,6 +357,38 @@ static Val call_extern(Interp *I, const tir_Call *c, int lane) {
   return norm(t, r);
 }
 
+static char *element_addr(Interp *I, const tir_Node *arg, Storage **st_out, const char *op);
+
+/* tir_grid_arrive_last(address_of(counter[i]), count) (docs/BUILTINS.md): one arrival of the CTA
+ * running this code.  In block-level code outside every threadIdx loop (where lower_grid_tail puts
+ * it) a statement runs once per CTA, so the arrival is counted once; in lowered code or inside a
+ * threadIdx loop each thread would count it, so the interpreter refuses. */
+static Val grid_arrive(Interp *I, const tir_Call *c) {
+  Val r = {0};
+  if (I->thread_depth > 0 || I->thread_loops > 0) {
+    fail(I, &c->hdr, "tir_grid_arrive_last is called by every thread of a CTA at once (a barrier), which the interpreter, running "
+         "threads one after another, cannot do inside a thread launch or a loop bound to threadIdx: interpret the function before "
+         "lowering, or run the lowered function with tir.simulate");
+    return r;
+  }
+  Storage *st = NULL;
+  char *p = element_addr(I, c->args->items[0], &st, "tir_grid_arrive_last");
+  if (!p) return r;
+  if (st->dtype.code != TIR_DT_INT || st->dtype.bits != 32) {
+    fail(I, &c->hdr, "tir_grid_arrive_last: the counter must be an int32 buffer");
+    return r;
+  }
+  int64_t count = eval(I, c->args->items[1], 0).i;
+  if (I->failed) return r;
+  int32_t v;
+  memcpy(&v, p, 4);
+  int last = (int64_t)v + 1 == count;
+  v = last ? 0 : v + 1;
+  memcpy(p, &v, 4);
+  r.i = last;
+  return r;
+}
+
 static Val call(Interp *I, const tir_Call *c, int lane) {
   Val r = {0};
   const char *op = c->op;
@@ -389,6 +422,7 @@ static Val call(Interp *I, const tir_Call *c, int lane) {
       return r;
     }
   }
+  if (tir_builtin_info(op) && tir_builtin_info(op)->id == TIR_BI_TIR_GRID_ARRIVE_LAST) return grid_arrive(I, c);
   if (strcmp(op, "address_of") == 0) {
     fail(I, &c->hdr, "address_of(...) is only valid as an operand of a builtin that takes addresses (ptx_cp_async, ...)");
     return r;
@@ -758,8 +792,10 @@ static int alloc_buffer(Interp *I, const tir_Buffer *b) {
   I->alloc_bytes += bytes;
   Storage st = {calloc((size_t)(n ? n : 1), (size_t)tir_dtype_bytes(et)), et, n, 1, b->name};
   if (!st.base) return fail(I, &b->hdr, "out of memory allocating %s", b->name);
-  /* poison: NaN for floats, 0x5a bytes for ints */
-  if (is_f(et))
+  /* poison: NaN for floats, 0x5a bytes for ints; "global.zeroed" (tir_grid_arrive_last's counters) starts at 0 */
+  if (tir_scope_is_zeroed(b->scope))
+    ; /* calloc'ed */
+  else if (is_f(et))
     for (int64_t i = 0; i < n; i++) tir_store_scalar_f(st.base, et, i, NAN);
   else
     memset(st.base, 0x5a, (size_t)n * (size_t)tir_dtype_bytes(et));
@@ -898,16 +934,23 @@ static int exec(Interp *I, const tir_Node *s) {
       int64_t lo = eval(I, f->min, 0).i, ext = eval(I, f->extent, 0).i;
       int slot = var_slot(I, &f->loop_var->hdr);
       int cd = f->kind == TIR_FOR_THREAD_BINDING ? coord_of_tag(f->thread_tag) : -1;
+      int tl = f->kind == TIR_FOR_THREAD_BINDING && strncmp(f->thread_tag, "threadIdx", 9) == 0;
       int64_t saved = cd >= 0 ? I->coords[cd] : 0;
+      I->thread_loops += tl;
       for (int64_t i = 0; i < ext; i++) {
         if (interrupt_requested) {
           interrupt_requested = 0;
+          I->thread_loops -= tl;
           return fail(I, s, "interrupted");
         }
         I->vals[slot].i = lo + i;
         if (cd >= 0) I->coords[cd] = i;
-        if (exec(I, f->body)) return -1;
+        if (exec(I, f->body)) {
+          I->thread_loops -= tl;
+          return -1;
+        }
       }
+      I->thread_loops -= tl;
       if (cd >= 0) I->coords[cd] = saved;
       return I->failed ? -1 : 0;
     }

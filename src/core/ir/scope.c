@@ -8,18 +8,18 @@ tir_Scope tir_scope_parse(const char *s) {
   static const struct {
     const char *name;
     tir_ScopeRank rank;
-    int tagged; /* the name may be followed by a tag (".dyn") */
-  } names[] = {{"global", TIR_SCOPE_GLOBAL, 0},         {"shared", TIR_SCOPE_SHARED, 1},
-               {"warp", TIR_SCOPE_WARP, 0},             {"local", TIR_SCOPE_LOCAL, 0},
-               {"register", TIR_SCOPE_LOCAL, 0},        {"wmma.matrix_a", TIR_SCOPE_WMMA_MATRIX_A, 0},
-               {"wmma.matrix_b", TIR_SCOPE_WMMA_MATRIX_B, 0}, {"wmma.accumulator", TIR_SCOPE_WMMA_ACCUMULATOR, 0},
-               {"wgmma.accumulator", TIR_SCOPE_WGMMA_ACCUMULATOR, 0}};
+    const char *tag; /* the one tag that may follow the name (".dyn"), or NULL */
+  } names[] = {{"global", TIR_SCOPE_GLOBAL, ".zeroed"}, {"shared", TIR_SCOPE_SHARED, ".dyn"},
+               {"warp", TIR_SCOPE_WARP, NULL},             {"local", TIR_SCOPE_LOCAL, NULL},
+               {"register", TIR_SCOPE_LOCAL, NULL},        {"wmma.matrix_a", TIR_SCOPE_WMMA_MATRIX_A, NULL},
+               {"wmma.matrix_b", TIR_SCOPE_WMMA_MATRIX_B, NULL}, {"wmma.accumulator", TIR_SCOPE_WMMA_ACCUMULATOR, NULL},
+               {"wgmma.accumulator", TIR_SCOPE_WGMMA_ACCUMULATOR, NULL}};
   tir_Scope r = {TIR_SCOPE_UNKNOWN, ""};
   if (!s || !*s) return (tir_Scope){TIR_SCOPE_GLOBAL, ""};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     size_t n = strlen(names[i].name);
     if (strncmp(s, names[i].name, n) != 0) continue;
-    if (s[n] == 0 || (names[i].tagged && strcmp(s + n, ".dyn") == 0)) return (tir_Scope){names[i].rank, s + n};
+    if (s[n] == 0 || (names[i].tag && strcmp(s + n, names[i].tag) == 0)) return (tir_Scope){names[i].rank, s + n};
   }
   /* TVM's mma fragment scopes: m16n8k<digits>.matrixA|B|C */
   if (strncmp(s, "m16n8k", 6) == 0 && isdigit((unsigned char)s[6])) {
@@ -32,6 +32,10 @@ tir_Scope tir_scope_parse(const char *s) {
 }
 
 int tir_scope_is_global(const char *s) { return tir_scope_parse(s).rank == TIR_SCOPE_GLOBAL; }
+int tir_scope_is_zeroed(const char *s) {
+  tir_Scope p = tir_scope_parse(s);
+  return p.rank == TIR_SCOPE_GLOBAL && strcmp(p.tag, ".zeroed") == 0;
+}
 int tir_scope_is_shared(const char *s) { return tir_scope_parse(s).rank == TIR_SCOPE_SHARED; }
 int tir_scope_is_local(const char *s) { return tir_scope_parse(s).rank == TIR_SCOPE_LOCAL; }
 int tir_scope_is_warp(const char *s) { return tir_scope_parse(s).rank == TIR_SCOPE_WARP; }

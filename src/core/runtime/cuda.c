@@ -164,6 +164,12 @@ int tir_cuda_memcpy_dtod(int dev, uint64_t dst, uint64_t src, size_t bytes) {
   return 0;
 }
 
+int tir_cuda_memset_zero(int dev, uint64_t dst, size_t bytes) {
+  if (tir_cuda_set_device(dev)) return -1;
+  CU("cuMemsetD8", D.cuMemsetD8(dst, 0, bytes));
+  return 0;
+}
+
 int tir_cuda_synchronize(int dev) {
   if (tir_cuda_set_device(dev)) return -1;
   CU("cuCtxSynchronize", D.cuCtxSynchronize());

@@ -10,6 +10,7 @@
 #include "sim_internal.h"
 #include "tir/arith.h"
 #include "tir/runtime.h"
+#include "tir/scope.h"
 #include "tir/strbuf.h"
 
 /* ---- pointer map ---- */
@@ -299,7 +300,7 @@ static int alloc_temps(Sim *S, const tir_DeviceSplit *split, tir_Analyzer *an) {
     st->base = calloc((size_t)(n ? n : 1), (size_t)st->esize);
     st->owned = 1;
     if (!st->base) return tir_error_set(TIR_ERR_RUNTIME, "simulate", "out of memory allocating temporary %s", b->name);
-    sim_poison(st->base, st->dtype, n);
+    if (!tir_scope_is_zeroed(b->scope)) sim_poison(st->base, st->dtype, n); /* counters start at 0 */
   }
   return 0;
 }

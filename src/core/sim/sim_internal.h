@@ -222,6 +222,7 @@ int sim_async_builtin(Sim *S, const tir_Call *c, const Act *a); /* 1: not an asy
 int sim_async_cta_end(Sim *S);
 void sim_async_free(Sim *S);
 int sim_barrier(Sim *S, const tir_Node *stmt, const Act *a);
+SVal *sim_grid_arrive(Sim *S, const tir_Call *c, const Act *a); /* tir_grid_arrive_last */
 
 /* ---- sim_mbarrier.c ---- */
 int sim_tma_builtin(Sim *S, const tir_Call *c, const Act *a); /* 1: not a TMA / mbarrier builtin */

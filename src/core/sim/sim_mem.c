@@ -329,6 +329,41 @@ int sim_barrier(Sim *S, const tir_Node *stmt, const Act *a) {
   return 0;
 }
 
+/* tir_grid_arrive_last(address_of(counter[i]), count) (docs/BUILTINS.md): a CTA-wide call (a barrier:
+ * every thread of the CTA, the same counter element) whose one arrival adds 1 to the int32 counter; 1 in
+ * every thread of the CTA that brings it to count, which resets it to 0.  CTAs run one after another
+ * here, so the CTA that arrives last is the last one simulated of those sharing the counter. */
+static int addr_operand(Sim *S, const tir_Node *arg, const Act *a, Store **st, SVal **el, const char *op);
+
+SVal *sim_grid_arrive(Sim *S, const tir_Call *c, const Act *a) {
+  Store *st;
+  SVal *el;
+  if (addr_operand(S, c->args->items[0], a, &st, &el, "tir_grid_arrive_last")) return NULL;
+  if (st->kind != ST_GLOBAL || st->dtype.code != TIR_DT_INT || st->dtype.bits != 32) {
+    sim_fail(S, &c->hdr, "tir_grid_arrive_last: the counter %s must be an int32 buffer in global memory", st->buf ? st->buf->name : "");
+    return NULL;
+  }
+  SVal *cnt = sim_eval(S, c->args->items[1], 0, a);
+  if (!cnt) return NULL;
+  int t0 = a->ids[0];
+  for (int k = 1; k < a->n; k++)
+    if (el[a->ids[k]].i != el[t0].i || cnt[a->ids[k]].i != cnt[t0].i) {
+      sim_fail(S, &c->hdr, "tir_grid_arrive_last: the threads of a CTA name different counters or counts");
+      return NULL;
+    }
+  if (sim_barrier(S, &c->hdr, a)) return NULL;
+  if (!sim_in_bounds(S, st, el[t0].i, 1, t0, "tir_grid_arrive_last's counter")) return NULL;
+  int32_t *p = (int32_t *)(void *)sim_addr(st, t0, el[t0].i), v;
+  memcpy(&v, p, 4);
+  int last = (int64_t)v + 1 == cnt[t0].i;
+  v = last ? 0 : v + 1;
+  memcpy(p, &v, 4);
+  if (sim_barrier(S, &c->hdr, a)) return NULL;
+  SVal *r = sim_vnew(S);
+  for (int k = 0; k < a->n; k++) r[a->ids[k]].i = last;
+  return r;
+}
+
 /* ---- cp.async (PTX ISA 9.7.9.25: cp.async, cp.async.commit_group, cp.async.wait_group) ---- */
 static ThreadAsync *tasync(Sim *S, int tid) {
   if (!S->async) S->async = calloc(SIM_MAX_THREADS, sizeof *S->async);

@@ -164,7 +164,16 @@ static void check_redundant_update(V *v, const tir_Block *b) {
 /* Rule 3: blocks of one kernel with the loops of each axis they are under. */
 typedef struct {
   const tir_For *under[N_AXES]; /* innermost loop bound to AXES[a] above the block, or NULL */
+  int after_arrival;            /* under if (tir_grid_arrive_last(...)): after a CTA-wide fence and barrier */
 } Axes;
+
+static int is_arrival(const tir_Node *n, void *p) {
+  if (n->kind == TIR_Call) {
+    const tir_BuiltinInfo *bi = tir_builtin_info(((const tir_Call *)n)->op);
+    if (bi && bi->id == TIR_BI_TIR_GRID_ARRIVE_LAST) *(int *)p = 1;
+  }
+  return 0;
+}
 
 typedef struct {
   const tir_Block *b;
@@ -206,10 +215,16 @@ static void collect_kblocks(const tir_Node *n, Axes ax, KBlocks *k) {
       collect_kblocks(b->body, ax, k);
       return;
     }
-    case TIR_IfThenElse:
-      collect_kblocks(((const tir_IfThenElse *)n)->then_case, ax, k);
-      collect_kblocks(((const tir_IfThenElse *)n)->else_case, ax, k);
+    case TIR_IfThenElse: {
+      /* the code lower_grid_tail guards: the CTA's writes before it are fenced and a barrier
+       * passed, so its blocks may read what other threads of the CTA (and other CTAs) wrote */
+      const tir_IfThenElse *f = (const tir_IfThenElse *)n;
+      Axes then_ax = ax;
+      tir_visit(f->cond, is_arrival, &then_ax.after_arrival);
+      collect_kblocks(f->then_case, then_ax, k);
+      collect_kblocks(f->else_case, ax, k);
       return;
+    }
     case TIR_LetStmt: collect_kblocks(((const tir_LetStmt *)n)->body, ax, k); return;
     case TIR_AttrStmt: collect_kblocks(((const tir_AttrStmt *)n)->body, ax, k); return;
     case TIR_Allocate: collect_kblocks(((const tir_Allocate *)n)->body, ax, k); return;
@@ -242,6 +257,8 @@ static void check_distributed_writes(V *v, const tir_Node *kernel) {
           const tir_Block *o = k.a[j].b;
           const tir_For *lo = k.a[j].ax.under[a];
           if (j == i || lo == lw) continue;
+          /* one before a tir_grid_arrive_last, the other in the code it guards: ordered */
+          if (k.a[i].ax.after_arrival != k.a[j].ax.after_arrival) continue;
           int writes = region_has(o->writes, buf), reads = !writes && region_has(o->reads, buf);
           if (lo) {
             /* both distributed, by different loops: threads would hand values to each other
