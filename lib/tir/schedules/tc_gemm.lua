@@ -1058,7 +1058,7 @@ function M.auto_tensorize(func, instr, block, extra)
   -- the picks below were measured on plain GEMMs (no staged operand blocks, the caller's tiles
   -- and pipeline left to us): bench/RESULTS.md, issue 12, run 2 (H200)
   local plain = true
-  for _, key in ipairs({"BM", "BN", "BK", "warp_m", "warp_n", "stages", "split_k", "tma", "persistent", "row_sums", "early_wait",
+  for _, key in ipairs({"BM", "BN", "BK", "warp_m", "warp_n", "stages", "split_k", "split_k_mode", "tma", "persistent", "row_sums", "early_wait",
                         "frag_pipeline", "frag_prefetch", "a_stage", "b_stage", "writeback", "stage_epilogue"}) do
     if extra[key] ~= nil then plain = false end
   end
@@ -1082,7 +1082,7 @@ function M.auto_tensorize(func, instr, block, extra)
     local p
     p, config, config_key = require("tir.schedules.tc_gemm_tune").lookup(sch, info, intrin, {db = extra.db, target = extra.target})
     -- a record is a whole configuration: the pick's split-K and main loop do not stay
-    if next(p) then o.frag_prefetch, o.split_k = p.frag_prefetch, p.split_k end
+    if next(p) then o.frag_prefetch, o.split_k, o.split_k_mode = p.frag_prefetch, p.split_k, p.split_k_mode end
     for key, v in pairs(p) do o[key] = v end
   end
   -- the copies need whole vectors per thread: fewer elements per vector on small tiles
