@@ -196,6 +196,10 @@ local VARIANTS = {
   auto_wgmma = {desc = "tc_gemm.auto_tensorize(func, \"wgmma\") (fp16, layout NT)", auto_wgmma = true, layout = "NT", arch = "sm_90a"},
   auto_wgmma_bf16 = {desc = "tc_gemm.auto_tensorize(func, \"wgmma\") (bf16 -> fp32, layout NT)", auto_wgmma = true, layout = "NT",
                      arch = "sm_90a", dtype = "bfloat16"},
+  -- warp-specialized + persistent with the TMA-store epilogue (the consumers' named barrier around
+  -- the store, inject_tma_store): 3 stages leave room for the 64 KB store tile (wgmma_ws_p_s3x without it)
+  wgmma_ws_p_s3_es = {desc = "as wgmma_ws_p_s3x, epilogue_store = \"tma\"", opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 3,
+                      tma = true, warp_specialize = true, persistent = true, epilogue_store = "tma"}, layout = "NT", arch = "sm_90a"},
   wgmma_tma_128 = {desc = "wgmma m64n128k16, 128x128x64 CTA, TMA tiles, 4 stages, layout NT",
                    opts = {intrin = "wgmma", BM = 128, BN = 128, BK = 64, stages = 4, tma = true}, layout = "NT", arch = "sm_90a"},
   mma_nopad_s4 = {desc = "as mma_s4 with unpadded shared rows (the layout TMA gives: isolates TMA from padding)",

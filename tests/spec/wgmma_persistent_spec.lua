@@ -85,6 +85,29 @@ describe("tc_gemm intrin = \"wgmma\", epilogue_store = \"tma\"", function()
     end
   end)
 
+  it("with warp_specialize (and persistent) the store's barriers are the consumers' named barrier: bit-exact on the simulator", function()
+    local cases = {{256, 256, 128, {BM = 128, BN = 128, BK = 64, stages = 2}},
+                   {256, 256, 128, {BM = 128, BN = 64, BK = 64, stages = 3, persistent = 2}}}
+    if asan then cases = {cases[2]} end
+    for _, c in ipairs(cases) do
+      local o = {tma = true, warp_specialize = true, epilogue = "D", epilogue_store = "tma"}
+      for k, v in pairs(c[4]) do o[k] = v end
+      local f, sch = sched(c[1], c[2], c[3], "float16", o)
+      local rep, mod = sim(f, sch)
+      local text = tostring(mod:lowered())
+      assert.are.equal(1, count(text, "ptx_tma_store"))
+      -- fence, bar.sync(1, 256), the leader's store, bar.sync(1, 256): no __syncthreads, which the
+      -- producer warpgroup would never reach
+      local at = text:find('"ptx_tma_store"', 1, true)
+      local before, after = text:sub(1, at), text:sub(at)
+      assert.is_truthy(before:match('"ptx_fence_proxy_async"%)%)%s*T%.evaluate%(T%.call%("void", "ptx_bar_sync", 1, 256%)%)%s*T%.If[^\n]*\n[^\n]*$'), text)
+      assert.is_truthy(after:find('T.call("void", "ptx_bar_sync", 1, 256)', 1, true), text)
+      assert.is_nil(text:find("tvm_storage_sync", text:find('"named_barrier"', 1, true), true), text)
+      assert.is_true(rep.named_barriers > 0)
+      assert.are.equal((c[1] // o.BM) * (c[2] // o.BN) * 2 * (c[3] // o.BK), rep.tma_copies) -- every tile's loads, once
+    end
+  end)
+
   it("a copy at the CTA level (outside the threadIdx.y loop) is one store by thread (0, 0) of the whole box", function()
     local T = tir.script
     local f = T.prim_func("st", {A = T.Buffer({128, 64}, "float16"), D = T.Buffer({128, 64}, "float16")}, function(A, D)

@@ -127,7 +127,7 @@ end
 -- and what the rest of the CTA's registers give each consumer thread: 232 at BM = 128; none at BM = 64), epilogue_store
 -- ("direct", the default: each thread stores its accumulator fragment to global memory; "tma": each
 -- warpgroup stores its 64 x BN tile into a dense shared tile (wgmma_store) that one TMA store copies
--- out, inject_tma_store.c; not with warp_specialize).  Every option and
+-- out, inject_tma_store.c; with warp_specialize its barriers are the consumers' named barrier).  Every option and
 -- shape is checked first; errors are tir.Errors from "tc_gemm.schedule".
 function M.schedule(sch, o, P, analyze)
   local info = analyze(sch, sch:get_block(o.block or "C"), P)
@@ -154,9 +154,6 @@ function M.schedule(sch, o, P, analyze)
   local ext = info.extents
   if o.epilogue_store ~= nil and o.epilogue_store ~= "direct" and o.epilogue_store ~= "tma" then
     raise("ValueError", P, "epilogue_store must be \"direct\" or \"tma\", got %s", util.show(o.epilogue_store))
-  end
-  if o.epilogue_store == "tma" and o.warp_specialize then
-    raise("ValueError", P, "epilogue_store = \"tma\" with warp_specialize is not supported yet (its CTA barriers would wait for the producer)")
   end
   for q, t in ipairs({BM, BN, BK}) do
     local e = ext[#ext - 3 + q]

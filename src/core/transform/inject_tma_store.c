@@ -14,6 +14,10 @@
  *           ptx_bulk_wait_group_read 0 (the tile may be written again)
  *   __syncthreads                nobody writes the tile before its read is complete
  *
+ * Inside an AttrStmt "named_barrier" (the consumer warpgroups' branch of a warp-specialized
+ * kernel, inject_warp_specialization.c) both barriers are that region's bar.sync(id, n) instead:
+ * a __syncthreads there would wait for the producer warpgroup, which never reaches it.
+ *
  * The leader is lane 0 of a threadIdx.x loop the pass adds (the kernel's threadIdx.x extent), in
  * the enclosing threadIdx.y/z iteration (a copy inside the warpgroup loop: one store per
  * warpgroup), and 0 in the threadIdx.y/z the copy is not inside (a copy at the CTA level: one
@@ -34,6 +38,7 @@ typedef struct {
   const tir_PrimFunc *func;
   int64_t cta[3]; /* the launch extents of threadIdx.x/y/z over the function (x >= 32) */
   int in[3];      /* inside a threadIdx.x/y/z loop */
+  int64_t bar_id, bar_n; /* inside an AttrStmt "named_barrier" (the consumers of inject_warp_specialization): its barrier */
 } Ctx;
 
 #define fail_at(c, where, ...) pass_fail_at(PASS, (c)->func, (where), "this copy", __VA_ARGS__)
@@ -67,6 +72,13 @@ static int independent(tir_Analyzer *an, const tir_Node *e, const tir_Var *const
     if (!same) return 0;
   }
   return 1;
+}
+
+/* the barrier around the store: the CTA's, or the enclosing named barrier's (PTX ISA 9.7.13.1 bar.sync) */
+static tir_Node *barrier(const Ctx *c) {
+  if (c->bar_n)
+    return tir_evaluate(tir_call(TIR_VOID, "ptx_bar_sync", tir_array_of(2, tir_i32((int)c->bar_id), tir_i32((int)c->bar_n))));
+  return tir_evaluate(tir_call(TIR_VOID, "tvm_storage_sync", tir_array_of(1, tir_string_imm("shared"))));
 }
 
 static tir_Node *lower(Ctx *c, const tir_Node *s) {
@@ -179,9 +191,8 @@ static tir_Node *lower(Ctx *c, const tir_Node *s) {
       tir_Node *guard = tir_if(tir_cmp(TIR_EQ, R((tir_Node *)t), tir_i32(0)), lead, NULL);
       lead = tir_for(t, tir_i32(0), tir_i32((int)c->cta[d]), TIR_FOR_THREAD_BINDING, tags[d], NULL, guard);
     }
-    out = tir_seq(tir_array_of(4, tir_evaluate(tir_call(TIR_VOID, "ptx_fence_proxy_async", tir_array_empty())),
-                               tir_evaluate(tir_call(TIR_VOID, "tvm_storage_sync", tir_array_of(1, tir_string_imm("shared")))), lead,
-                               tir_evaluate(tir_call(TIR_VOID, "tvm_storage_sync", tir_array_of(1, tir_string_imm("shared"))))));
+    out = tir_seq(tir_array_of(4, tir_evaluate(tir_call(TIR_VOID, "ptx_fence_proxy_async", tir_array_empty())), barrier(c), lead,
+                               barrier(c)));
   }
 done:
   for (int d = 0; d < TIR_TMA_MAX_RANK; d++) tir_release(gbase[d]), tir_release(sbase[d]);
@@ -191,10 +202,22 @@ done:
 static tir_Node *mut(const tir_Node *n, void *arg) {
   Ctx *c = arg;
   if (tir_is_expr(n)) return tir_retain(n);
-  if (n->kind != TIR_For && n->kind != TIR_BlockRealize) return NULL;
+  if (n->kind != TIR_For && n->kind != TIR_BlockRealize && n->kind != TIR_AttrStmt) return NULL;
   int marked = 0;
   tir_visit(n, has_mark, &marked);
   if (!marked) return tir_retain(n);
+  if (n->kind == TIR_AttrStmt) {
+    const tir_AttrStmt *a = (const tir_AttrStmt *)n;
+    int64_t id, cnt;
+    if (strcmp(a->key, "named_barrier") != 0) return NULL;
+    if (!a->node || !tir_is_const_int(a->node, &cnt) || !tir_is_const_int(a->value, &id))
+      return fail_at(c, n, "a tma_store copy inside a named_barrier region whose thread count and barrier id are not constants");
+    int64_t oid = c->bar_id, on = c->bar_n;
+    c->bar_id = id, c->bar_n = cnt;
+    tir_Node *m = tir_mutate_children(n, mut, arg);
+    c->bar_id = oid, c->bar_n = on;
+    return m ? m : TIR_MUTATE_ERROR;
+  }
   if (n->kind == TIR_For) {
     const tir_For *f = (const tir_For *)n;
     if (f->kind == TIR_FOR_THREAD_BINDING) {
@@ -220,7 +243,7 @@ tir_PrimFunc *tir_pass_inject_tma_store(const tir_PrimFunc *f) {
   int marked = 0;
   tir_visit(f->body, has_mark, &marked);
   if (!marked) return (tir_PrimFunc *)tir_retain(&f->hdr);
-  Ctx c = {f, {32, 1, 1}, {0, 0, 0}};
+  Ctx c = {f, {32, 1, 1}, {0, 0, 0}, 0, 0};
   tir_visit(f->body, scan_threads, c.cta);
   return pass_with_body(f, tir_mutate(f->body, mut, &c));
 }
