@@ -12,6 +12,9 @@
 --   tirlua bench/conv2d.lua [--n=128] [--layers=1,5,...] [--variants=implicit,im2col,wgmma] [--wgmma_tiles=rule|near|all]
 --        [--cudnn_path=best|backend|legacy|legacy_ex] [--cudnn_rtc] [--cudnn_configs=32]
 --        [--cudnn_candidates]     print every cuDNN candidate (engine / algorithm, ms, note)
+--        [--wgmma_epilogue=plain,bias_relu]  wgmma candidates with the plain fp16 cast (default) and/or with
+--                                 + bias (float32 [F]) and relu fused (the staged epilogue, 16-byte stores;
+--                                 checked at 64 sampled outputs against float64 with the bias and relu)
 --        [--cudnn_only]           the reference alone (no tirlua kernel built): rows "conv2d_cudnn",
 --                                 the chosen cuDNN engine against legacy Find's pick
 --     wgmma: conv2d_tc intrin = "wgmma" (implicit GEMM, weight packed [F, Kp]; sm_90a), with the tiles of
@@ -32,10 +35,10 @@ for _, a in ipairs(arg or {}) do
   elseif k == "cudnn_path" then opt.cudnn_path = v
   elseif k == "cudnn_configs" then opt.cudnn_configs = math.tointeger(tonumber(v))
   elseif k == "n" then opt.n = math.tointeger(tonumber(v))
-  elseif k == "layers" or k == "variants" then opt[k] = v
+  elseif k == "layers" or k == "variants" or k == "wgmma_epilogue" then opt[k] = v
   elseif (k == "wgmma_tiles" or k == "gemm_tiles") and (v == "rule" or v == "all" or v == "near") then opt[k] = v
   elseif k == "layer_variants" then opt[k] = v
-  else error("bench/conv2d.lua: unknown argument " .. a .. " (--n=N --layers=i,j --variants=implicit,im2col,wgmma --wgmma_tiles=rule|near|all --gemm_tiles=rule|near|all --layer_variants=i:v+v,... --cudnn_path=P --cudnn_rtc --cudnn_configs=N --cudnn_candidates --cudnn_only --dry)") end
+  else error("bench/conv2d.lua: unknown argument " .. a .. " (--n=N --layers=i,j --variants=implicit,im2col,wgmma --wgmma_tiles=rule|near|all --gemm_tiles=rule|near|all --layer_variants=i:v+v,... --wgmma_epilogue=plain,bias_relu --cudnn_path=P --cudnn_rtc --cudnn_configs=N --cudnn_candidates --cudnn_only --dry)") end
 end
 
 -- ResNet-50 v1.5 at 224x224: {name, H (= W) of the input, C, F (output channels), R (= S), stride, padding, occurrences}
@@ -186,19 +189,37 @@ local function candidates(L, index)
           if not (rule and same(o, rule)) and (opt.wgmma_tiles == "all" or o.BM * o.BN >= math.min(L.F, 128) * 128) then list[#list + 1] = o end
         end
       end
+      -- the epilogues (--wgmma_epilogue): the plain cast, and + bias, relu (a workload of its own)
+      local epis = {}
+      for e in (opt.wgmma_epilogue or "plain"):gmatch("[^,]+") do
+        if e ~= "plain" and e ~= "bias_relu" then error("bench/conv2d.lua: --wgmma_epilogue takes plain and/or bias_relu, got " .. e) end
+        epis[#epis + 1] = e
+      end
+      local fbr
+      for _, e in ipairs(epis) do
+        if e == "bias_relu" and not fbr then
+          wl.bias, wl.activation = true, "relu"
+          fbr = ct.workload(wl)
+          wl.bias, wl.activation = nil, nil
+        end
+      end
       for _, o in ipairs(list) do
-        local so = {variant = "implicit"}
-        for k, x in pairs(o) do so[k] = x end
-        local how = o == rule and "wgmma_tiles rule" or opt.wgmma_tiles == "all" and "wgmma_space" or "wgmma_space near"
-        local ok, sch = pcall(ct.schedule, f0, so)
-        if ok then
-          out[#out + 1] = {lowering = "implicit_wgmma", mapping = ("implicit GEMM on wgmma m64n%dk16 M=%d N=%d K=%d (%sKp %d), BM%d BN%d BK%d, " ..
-                           "%d warpgroup(s), %d stage(s), wgmma_pending %d [%s]"):format(o.BN, i0.M, L.F, i0.K,
-                           i0.Cp ~= L.C and ("C padded to %d, "):format(i0.Cp) or "", i0.Kp, o.BM, o.BN, o.BK, o.BM // 64, o.stages,
-                           o.wgmma_pending, how),
-                           sch = sch, info = i0, fk = true, sm90 = true}
-        else
-          io.write(("  %s: wgmma BM%d BN%d refused: %s\n"):format(L.name, o.BM, o.BN, tostring(sch):match("[^\n]*")))
+        for _, e in ipairs(epis) do
+          local so = {variant = "implicit"}
+          for k, x in pairs(o) do so[k] = x end
+          if e == "bias_relu" then so.epilogue_vec = 8 end
+          local how = o == rule and "wgmma_tiles rule" or opt.wgmma_tiles == "all" and "wgmma_space" or "wgmma_space near"
+          local ok, sch = pcall(ct.schedule, e == "bias_relu" and fbr or f0, so)
+          if ok then
+            out[#out + 1] = {lowering = e == "bias_relu" and "implicit_wgmma_bias_relu" or "implicit_wgmma",
+                             mapping = ("implicit GEMM on wgmma m64n%dk16 M=%d N=%d K=%d (%sKp %d), BM%d BN%d BK%d, " ..
+                             "%d warpgroup(s), %d stage(s), wgmma_pending %d%s [%s]"):format(o.BN, i0.M, L.F, i0.K,
+                             i0.Cp ~= L.C and ("C padded to %d, "):format(i0.Cp) or "", i0.Kp, o.BM, o.BN, o.BK, o.BM // 64, o.stages,
+                             o.wgmma_pending, e == "bias_relu" and ", + bias + relu (staged epilogue, 16-byte stores)" or "", how),
+                             sch = sch, info = i0, fk = true, sm90 = true, bias_relu = e == "bias_relu"}
+          else
+            io.write(("  %s: wgmma BM%d BN%d (%s) refused: %s\n"):format(L.name, o.BM, o.BN, e, tostring(sch):match("[^\n]*")))
+          end
         end
       end
       end
@@ -250,7 +271,7 @@ print(("bench/conv2d.lua: %s, cuDNN %d (%s), N = %d"):format(dev:info().name, ti
 local ct = require("tir.schedules.conv2d_tc")
 
 -- float64 direct convolution at sampled outputs (host copies xh [N, H, W, C], wh [F, R, S, C])
-local function ref_point(L, xh, wh, m, f)
+local function ref_point(L, xh, wh, m, f, bh)
   local q = m % L.Q
   local p = (m // L.Q) % L.P
   local n = m // (L.P * L.Q)
@@ -266,17 +287,18 @@ local function ref_point(L, xh, wh, m, f)
       end
     end
   end
+  if bh then acc = math.max(acc + bh:get(f), 0.0) end -- (+ bias, relu: the bias_relu epilogue)
   return acc
 end
 
 -- 32 sampled outputs of out (host, [M, F]) against float64: the largest error, and the first
 -- output beyond the tolerance (nil when none)
-local function sampled_check(L, xh, wh, out, M, seed, who)
+local function sampled_check(L, xh, wh, out, M, seed, who, bh, points)
   local worst, bad = 0, nil
-  for _ = 1, 32 do
+  for _ = 1, points or 32 do
     seed = (seed * 1103515245 + 12345) % 2147483648
     local m, f = seed % M, (seed // 7) % L.F
-    local want = ref_point(L, xh, wh, m, f)
+    local want = ref_point(L, xh, wh, m, f, bh)
     local e = math.abs(out:get(m, f) - want)
     worst = math.max(worst, e)
     if not bad and e > 1e-2 * (1 + math.abs(want)) then bad = ("%s out[%d, %d] = %g, float64 %g"):format(who, m, f, out:get(m, f), want) end
@@ -419,16 +441,24 @@ local function run_layer(pl)
       local out = tir.nd.empty({ci.Mp, L.F}, "float16", dev)
       -- (the wgmma GEMM reads the OHWI kernel [F, 1, 1, C] itself as its K-major B [F, C])
       local args = c.gemm and {x:reshape({info.M, L.C}), c.sm90 and w:reshape({L.F, L.C}) or wm, out} or {x, c.fk and wm_fk[c.info.Kp] or wm, out}
+      local bh
+      if c.bias_relu then -- + bias, relu: a float32 bias in [-1, 1) (about the outputs' size: relu cuts a good part)
+        if not pl.bias then pl.bias = tir.nd.random({L.F}, "float32", dev, {seed = 200 + pl.index, low = -1, high = 1}) end
+        bh = pl.bias:to(tir.cpu())
+        table.insert(args, 3, pl.bias)
+      end
       b.mod(table.unpack(args))
       -- checked before timing: 32 sampled outputs against float64 (the oracle), then every output
-      -- against cuDNN's (rows padded to the tile, when M is, are scratch: then the samples only)
+      -- against cuDNN's (rows padded to the tile, when M is, are scratch: then the samples only);
+      -- the bias_relu candidates: 64 sampled outputs against float64 with the bias and relu (cuDNN
+      -- computed the plain convolution)
       -- (one host copy of each output: the device-to-host copies of these 12-200 MB outputs are most of
       -- a candidate's cost in this bench)
       local oh = out:to(tir.cpu())
-      local worst, why = sampled_check(L, xh, wh, oh, info.M, 12345 + pl.index, "tirlua")
+      local worst, why = sampled_check(L, xh, wh, oh, info.M, 12345 + pl.index, "tirlua", bh, bh and 64 or 32)
       local ok = why == nil
       local st = {}
-      if ok and ci.Mp == ci.M then
+      if ok and ci.Mp == ci.M and not bh then
         local okc, stc = pcall(tir.testing.assert_allclose, oh, yh, {rtol = 1e-2, atol = 2e-2 * math.sqrt(info.K / 64)})
         if okc then st = stc else ok, why = false, "tirlua (right at the float64 points) and cuDNN differ: " .. tostring(stc):gsub("\n", "; ") end
       end
@@ -439,7 +469,7 @@ local function run_layer(pl)
         local t = b.mod:time_evaluator({number = 10, repeat_ = 5})(table.unpack(args))
         c.ms, c.err_cudnn, c.err_f64 = t * 1e3, st.max_abs, worst
         print(("      %s %s: %.4f ms (%.1f TFLOP/s)"):format(L.name, c.mapping, c.ms, L.flops / t / 1e12))
-        if not best or c.ms < best.ms then best = c end
+        if not c.bias_relu and (not best or c.ms < best.ms) then best = c end
       end
     end
   end

@@ -220,6 +220,35 @@ describe("conv2d_tc on the simulator", function()
     end)
   end
 
+  -- + bias and relu fused on wgmma: the accumulators staged through a shared tile per warpgroup
+  -- (tc_gemm_wgmma_epilogue's staged path), the bias added and relu applied as it is written back
+  local WGE = {
+    {"bias + relu, 3x3 pad 1, BM 64 BN 64, 2 stages, 16-byte stores", {N = 2, H = 8, W = 8, C = 16, F = 64, R = 3, S = 3, padding = 1, pad_k = 64},
+     {BM = 64, BN = 64, BK = 64, stages = 2, epilogue_vec = 8}},
+    {"bias only, stride 2, 2 warpgroups, 3 stages, wgmma_pending 0", {N = 2, H = 11, W = 11, C = 8, F = 64, R = 3, S = 3, padding = 1, stride = 2,
+     pad_m = 128, activation = false}, {BM = 128, BN = 64, BK = 32, stages = 3, wgmma_pending = 0}},
+    {"relu only (no bias), one stage", {N = 2, H = 8, W = 8, C = 16, F = 32, R = 3, S = 3, padding = 1, pad_k = 64, bias = false},
+     {BM = 64, BN = 32, BK = 64, stages = 1}},
+  }
+  for _, t in ipairs(WGE) do
+    it("wgmma implicit GEMM with a fused epilogue: " .. t[1], function()
+      local c = with({weight_layout = "FK", bias = true, activation = "relu"}, t[2])
+      if c.activation == false then c.activation = nil end
+      if c.bias == false then c.bias = nil end
+      local mod, _, rep = simulate(c, with(t[3], {intrin = "wgmma", variant = "implicit"}))
+      assert.are.equal(1, rep.kernels)
+      local src = mod:get_source("cuda")
+      assert.truthy(src:find("C_wgmma_accumulator_shared", 1, true), src) -- the staged tile
+      if c.activation then assert.truthy(src:find("fmaxf(", 1, true), src) end
+      if c.bias then assert.truthy(src:find("(bias +", 1, true), src) end
+      if t[3].epilogue_vec == 8 then assert.truthy(src:find("*(uint4*)(D +", 1, true), src) end
+    end)
+  end
+  it("the wgmma schedule with bias + relu means the workload (interpreter, before lowering)", function()
+    assert_means(ct.workload(with(WGE[1][2], {weight_layout = "FK", bias = true, activation = "relu"})),
+                 with(WGE[1][3], {intrin = "wgmma"}), 4)
+  end)
+
   it("wgmma on the explicit im2col matrix (two kernels), and int8 inputs are refused with the reason", function()
     local c = with(WG[1][2], {weight_layout = "FK"})
     local _, _, rep = simulate(c, with(WG[1][3], {intrin = "wgmma", variant = "im2col"}))
@@ -341,9 +370,8 @@ describe("conv2d_tc errors", function()
     U.expect_error(function() ct.schedule(f, W) end, "conv2d_tc.schedule", "weight_layout = \"FK\"")
     U.expect_error(function() ct.workload(with(c, {weight_layout = "KC"})) end, "conv2d_tc.workload", "weight_layout must be")
     U.expect_error(function() ct.workload(with(c, {weight_layout = "FK", groups = 2})) end, "not supported with groups")
-    U.expect_error(function() ct.schedule(ct.workload(with(c, {weight_layout = "FK", bias = true})), W) end, "conv2d_tc.schedule",
-                   "plain fp16 cast epilogue only")
-    U.expect_error(function() ct.schedule(ct.workload(with(c, {weight_layout = "FK", activation = "relu"})), W) end, "plain fp16 cast")
+    U.expect_error(function() ct.schedule(ct.workload(with(c, {weight_layout = "FK", bias = true})), with(W, {epilogue_vec = 3})) end,
+                   "tc_gemm.schedule", "epilogue_vec = 3")
     -- (C = 3: its 8-byte pixels are 8-byte cp.async copies on wgmma too; conv_resnet_wgmma_spec simulates conv1's shape)
     assert.truthy(ct.schedule(ct.workload(with(c, {weight_layout = "FK", C = 3, pad_m = 64})), W))
     U.expect_error(function() ct.schedule(ct.workload(with(c, {weight_layout = "FK"})), with(W, {warp_m = 32})) end,

@@ -3,8 +3,8 @@
 -- relu, fp16 out; an NCHW and a grouped layer too), each checked at sampled outputs (2048, fewer for deep K) against the float64 reference
 -- (tir.testing.ref_conv), the two variants against each other on the whole output, and an int8
 -- layer (IMMA) exactly at sampled points; the implicit GEMM on wgmma (sm_90a, weight packed [F, Kp],
--- fp16 out without bias) on the 3x3 layers against float64 and against the mma.sync implicit GEMM on
--- the whole output.  Without a GPU: pending.
+-- fp16 out, without and with bias + relu) on the 3x3 layers against float64 and against the mma.sync
+-- implicit GEMM on the whole output.  Without a GPU: pending.
 local tir = require("tir")
 local ct = require("tir.schedules.conv2d_tc")
 
@@ -135,6 +135,32 @@ describe("#gpu conv2d on tensor cores", function()
       local out, ref, x, w, info = run_wgmma(L, t[2])
       local n = math.max(128, math.min(2048, 600000 // info.K))
       ct.check_points(out, x, w, {stride = L.stride, padding = L.padding}, info, n)
+      tir.testing.assert_allclose(out, ref, {rtol = 1e-2, atol = 1e-2})
+    end)
+  end
+
+  -- wgmma with + bias and relu fused (the staged epilogue, 16-byte stores): against float64 at
+  -- sampled outputs and against the mma.sync implicit GEMM with the same bias and relu (run) on the
+  -- whole output
+  for _, t in ipairs({{LAYERS[3]}, {LAYERS[4]}, {LAYERS[2], {BM = 128, BN = 64, BK = 64, stages = 3, wgmma_pending = 1}}}) do
+    local L = t[1]
+    it(("%s: implicit GEMM on wgmma + bias + relu (%s) matches float64 and the mma.sync one"):format(L.name,
+       t[2] and ("BM %d BN %d"):format(t[2].BM, t[2].BN) or "wgmma_tiles"), function()
+      local layer = {}
+      for k, v in pairs(L) do if k ~= "name" then layer[k] = v end end
+      layer.weight_layout, layer.bias, layer.activation = "FK", true, "relu"
+      local func, info = ct.workload(layer)
+      local opts = {variant = "implicit", epilogue_vec = 8}
+      for k, v in pairs(t[2] or ct.wgmma_tiles(info)) do opts[k] = v end
+      opts.intrin = "wgmma"
+      local mod = tir.build(ct.schedule(func, opts).mod, "cuda -arch=sm_90a")
+      local ref, x, w, bias, i2 = run(L, "implicit") -- (the same seeds: x 1, w 2, bias 3)
+      assert.are.equal(i2.Mp, info.Mp)
+      local wm = tir.nd.empty({info.F, info.Kp}, "float16", dev)
+      tir.build(ct.pack_weight_schedule(ct.pack_weight({R = L.R, S = L.S, C = L.C, F = L.F, weight_layout = "FK"})).mod, "cuda")(w, wm)
+      local out = tir.nd.empty(info.out_shape, "float16", dev)
+      mod(x, wm, bias, out)
+      sampled_check(L, out, x, w, bias, info)
       tir.testing.assert_allclose(out, ref, {rtol = 1e-2, atol = 1e-2})
     end)
   end

@@ -17,6 +17,14 @@ local M = {}
 local util = require("tir.util")
 local raise = util.raise
 
+-- whether block b (a tir.Block) is the plain epilogue the store converts itself: out = cast(float16,
+-- the float32 accumulator) and nothing else (a relu-only epilogue reads one buffer too, but is staged)
+local function plain_cast(b, row)
+  local v = b.body.value
+  return #b.reads == 1 and row.c == "float32" and b.writes[1].buffer.dtype == "float16" and v ~= nil and v.kind == "Cast" and
+         v.value.kind == "BufferLoad"
+end
+
 --- Checks opts.epilogue for row (a wgmma row of include/tir/mma.h); returns the epilogue's
 -- output dtype, or nil without an epilogue.
 function M.validate(sch, o, row, P)
@@ -28,7 +36,7 @@ function M.validate(sch, o, row, P)
   local esz = tonumber(edt:match("%d+$")) // 8
   -- a warp-specialized kernel keeps the pipeline tiles allocated through the epilogue (the
   -- producer's branch spans the kernel), so the staged accumulators cannot reuse their bytes
-  local plain = #E.reads == 1 and row.c == "float32" and edt == "float16"
+  local plain = plain_cast(E, row)
   if o.warp_specialize and not plain then
     local asz = tonumber(row.a:match("%d+$")) // 8
     local tiles = o.stages * (o.BM + o.BN) * o.BK * asz
@@ -54,7 +62,7 @@ end
 function M.inline(sch, o, row, names, CF, prior)
   sch:reverse_compute_inline(o.epilogue, prior)
   local b = sch:get(CF)
-  if #b.reads == 1 and row.c == "float32" and b.writes[1].buffer.dtype == "float16" and names.store_f16 then
+  if plain_cast(b, row) and names.store_f16 then
     return names.store_f16.global, nil
   end
   -- the accumulator among the write-back's reads (the inlined epilogue reads more: a bias ...)
