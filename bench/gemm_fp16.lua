@@ -94,6 +94,15 @@ local VARIANTS = {
   wgmma_tma_w0 = {desc = "as wgmma_tma, each step's wgmma group waited before its stage is released (wgmma_pending = 0)",
                   opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 4, tma = true, wgmma_pending = 0},
                   layout = "NT", arch = "sm_90a"},
+  -- issue 9 (hR): A from registers (a_operand = "register": each k step ldmatrix's the warpgroup's
+  -- 64 x 64 A tile into a wgmma.matrix_a fragment, wgmma reads A there, B from shared memory); one
+  -- fragment, so each group is waited before the next load (wgmma_pending = 0): compare with _w0
+  wgmma_tma_ra = {desc = "as wgmma_tma_w0 with A from registers (ldmatrix into a wgmma.matrix_a fragment, a_operand = \"register\")",
+                  opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 4, tma = true, wgmma_pending = 0, a_operand = "register"},
+                  layout = "NT", arch = "sm_90a"},
+  wgmma_ws_ra = {desc = "as wgmma_ws_w0 with A from registers (a_operand = \"register\")",
+                 opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 4, tma = true, warp_specialize = true, wgmma_pending = 0,
+                         a_operand = "register"}, layout = "NT", arch = "sm_90a"},
   -- warp specialization (inject_warp_specialization): a producer warpgroup (one thread issuing every
   -- TMA copy, setmaxnreg.dec 40) + BM / 64 consumer warpgroups (setmaxnreg.inc 232): 128 * (BM / 64 + 1) threads
   wgmma_ws = {desc = "as wgmma_tma, warp-specialized: 1 producer + 2 consumer warpgroups (384 threads), one wgmma group in flight",

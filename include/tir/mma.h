@@ -14,8 +14,10 @@
  * Instructions") are one instruction wgmma.mma_async.sync.aligned.m64nNk<k> of a warpgroup (128
  * consecutive threads, the first a multiple of 128): N is an operand of the instruction, not of the
  * row (n = 0; tir_wgmma_n_valid says which N exist), A and B come from shared memory through
- * matrix descriptors (9.7.15.5.1.2) and the accumulator D lives in registers, N/2 per thread
- * ("wgmma.accumulator" buffers, lane maps over lanes 0..127).  The rows need the sm_90a target.
+ * matrix descriptors (9.7.15.5.1.2), or A from registers ("wgmma.matrix_a" buffers: regs_a 32-bit
+ * registers a thread per instruction, map_a over lanes 0..127, 9.7.15.5.1.1.1), and the accumulator
+ * D lives in registers, N/2 per thread ("wgmma.accumulator" buffers, map_c over lanes 0..127).
+ * The rows need the sm_90a target.
  */
 #ifndef TIR_MMA_H
 #define TIR_MMA_H
@@ -53,11 +55,23 @@ const tir_MmaConfig *tir_mma_find(tir_MmaFamily family, const char *name);
 const tir_MmaConfig *tir_mma_for(tir_MmaFamily family, tir_DType a, tir_DType b, tir_DType c, int m, int n, int k);
 /* Whether N is a valid n dimension of a wgmma row (see n_step). */
 int tir_wgmma_n_valid(const tir_MmaConfig *c, int n);
-/* The device helper of one wgmma instruction m64n<n>k<k> of row c with B stored N-major (trans_b,
- * 16-bit inputs only): void NAME(acc *d, unsigned long long desc_a, unsigned long long desc_b),
- * accumulating into d's n/2 registers (scale-d = 1).  Name: static storage; source: owned. */
-const char *tir_wgmma_helper_name(const tir_MmaConfig *c, int n, int trans_b);
-char *tir_wgmma_helper_source(const tir_MmaConfig *c, int n, int trans_b);
+/* The device helper of one wgmma instruction m64n<n>k<k> of row c; flags: TIR_WGMMA_TRANS_B (B
+ * stored N-major, 16-bit inputs only), TIR_WGMMA_A_REGISTERS (A from registers).  Shared A:
+ * void NAME(acc *d, unsigned long long desc_a, unsigned long long desc_b); A in registers:
+ * void NAME(acc *d, const unsigned *a, unsigned long long desc_b), a = the thread's regs_a 32-bit
+ * registers of A in the order of the row's map_a (PTX ISA 9.7.15.5.1.1.1 "Register Fragments":
+ * the A fragment of m64nNk16 / m64nNk32, each warp w's 16 rows 16 w .. laid out as mma.sync's
+ * m16n8k16 / m16n8k32 A).  Accumulates into d's n/2 registers (scale-d = 1).  Name: static
+ * storage; source: owned. */
+#define TIR_WGMMA_TRANS_B 1
+#define TIR_WGMMA_A_REGISTERS 2
+const char *tir_wgmma_helper_name(const tir_MmaConfig *c, int n, int flags);
+char *tir_wgmma_helper_source(const tir_MmaConfig *c, int n, int flags);
+/* The thread's element offset of slab s (columns s k .. s k + k - 1) of a [64, D] "wgmma.matrix_a"
+ * fragment: s * k / 2 (each thread holds 64 k / 128 elements of a slab, in map_a's order; the
+ * slabs follow one another).  A fragment is addressed as every warpgroup fragment is, by
+ * address_of(frag[flat index]) whose thread part starts at flat / 128: slab s is at flat 64 k s. */
+int tir_wgmma_a_slab_offset(const tir_MmaConfig *c, int s);
 
 /* Warp-tile extents of a row: A is tile_m x k, B k x tile_n, C tile_m x tile_n (mma.sync: 16 x 16,
  * two instructions along n; wmma: the fragment shape). */

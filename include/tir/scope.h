@@ -24,6 +24,7 @@ typedef enum {
   TIR_SCOPE_WMMA_ACCUMULATOR,
   TIR_SCOPE_MMA_MATRIX, /* m16n8k<k>.matrixA|B|C */
   TIR_SCOPE_WGMMA_ACCUMULATOR, /* wgmma.accumulator */
+  TIR_SCOPE_WGMMA_MATRIX_A, /* wgmma.matrix_a: wgmma's A operand in the registers of a warpgroup */
   TIR_SCOPE_UNKNOWN
 } tir_ScopeRank;
 
@@ -45,13 +46,13 @@ int tir_scope_is_shared(const char *scope); /* "shared", "shared.dyn" */
 int tir_scope_is_local(const char *scope);  /* "local", "register" */
 int tir_scope_is_warp(const char *scope);   /* "warp" */
 int tir_scope_is_wmma(const char *scope);   /* wmma.matrix_a/_b/accumulator */
-int tir_scope_is_wgmma(const char *scope);  /* wgmma.accumulator */
+int tir_scope_is_wgmma(const char *scope);  /* a warpgroup fragment: wgmma.accumulator, wgmma.matrix_a */
 /* A tensor-core operand buffer: wmma fragments, warp buffers and wgmma accumulators (only the tensor-core builtins
  * may touch it: it has no per-thread element addresses). */
 int tir_scope_is_fragment(const char *scope);
 /* Whether the iterations of a loop bound to `thread_tag` get separate copies of a buffer in
  * `scope`: none for global, blockIdx for shared, blockIdx and threadIdx.y/z for warp and
- * wgmma.accumulator (a warp is 32 lanes of threadIdx.x, a warpgroup 128), any thread tag for local
+ * wgmma fragments (a warp is 32 lanes of threadIdx.x, a warpgroup 128), any thread tag for local
  * and wmma fragments. */
 int tir_scope_splits(const char *scope, const char *thread_tag);
 /* Threads that share one element of the buffer: 1 for local, 32 for warp and wmma (the whole

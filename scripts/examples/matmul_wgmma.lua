@@ -9,15 +9,16 @@
 -- the PTX lines with wgmma / cp.async / fence instructions, built for sm_90a.  On an sm_90 GPU it
 -- runs M x N x K (default 4096^3) against cuBLAS and prints TFLOP/s; elsewhere it runs the lowered
 -- kernel on the warp-accurate simulator at a small size, bit-exact against the interpreter.
---   tirlua scripts/examples/matmul_wgmma.lua [M N K] [cp.async | ws]
+-- `register` reads A from registers (a_operand = "register": wgmma.mma_async with {a0..a3} operands).
+--   tirlua scripts/examples/matmul_wgmma.lua [M N K] [cp.async | ws | register]
 local tir = require("tir")
 local tc = require("tir.schedules.tc_gemm")
 
 local dev = tir.device("cuda", 0)
 local has_gpu = dev:exists() and dev:info().arch == "sm_90"
 local dir = debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./"
-local cpasync, ws = arg[#arg] == "cp.async", arg[#arg] == "ws"
-if cpasync or ws then arg[#arg] = nil end
+local cpasync, ws, areg = arg[#arg] == "cp.async", arg[#arg] == "ws", arg[#arg] == "register"
+if cpasync or ws or areg then arg[#arg] = nil end
 local M, N, K = dofile(dir .. "size_args.lua")("matmul_wgmma", has_gpu and 4096 or 128)
 
 -- On a GPU the defaults: no tile option, so tc_gemm_wgmma.pick chooses per shape (4096^3: 128 x 256 x
@@ -25,22 +26,26 @@ local M, N, K = dofile(dir .. "size_args.lua")("matmul_wgmma", has_gpu and 4096 
 -- `cp.async`: 128 x 256 x 64 with 3 cp.async stages and one wgmma group in flight; `ws`: 128 x 256,
 -- 4 TMA stages, warp-specialized, one CTA a tile.  128 x 128, 2 TMA stages for the simulator
 local o = {intrin = "wgmma", epilogue = "D"}
-if cpasync or ws then o.BM, o.BN, o.BK, o.stages, o.tma = 128, 256, 64, cpasync and 3 or 4, not cpasync end
+if cpasync or ws or areg then o.BM, o.BN, o.BK, o.stages, o.tma = 128, 256, 64, cpasync and 3 or 4, not cpasync end
 if not has_gpu then o.BM, o.BN, o.BK, o.stages, o.tma = 128, 128, 64, 2, not cpasync end
 o.warp_specialize = ws or nil
+-- `register`: A from registers (ldmatrix into a wgmma.matrix_a fragment; each group waited), tiles as `ws`
+if areg then o.a_operand, o.wgmma_pending = "register", 0 end
 local why, shown = "options given", o
 if not o.BM then shown, why = require("tir.schedules.tc_gemm_wgmma").pick(M, N, K, "float16") end -- what tc.schedule will take
 local func = tc.workload(M, N, K, "float16", "float16", nil, "NT")
 local sch = tc.schedule(func, o)
 print(("-- scheduled TensorIR (wgmma m64n%dk16, %dx%dx%d, fp16 x fp16 -> fp32 -> fp16, %s; %s)"):format(shown.BN or 128, M, N, K,
-  cpasync and "cp.async pipeline" or shown.warp_specialize and "TMA + mbarrier pipeline, warp-specialized" or "TMA + mbarrier pipeline", why))
+  cpasync and "cp.async pipeline" or shown.warp_specialize and "TMA + mbarrier pipeline, warp-specialized"
+  or areg and "TMA + mbarrier pipeline, A from registers" or "TMA + mbarrier pipeline", why))
 print(sch.mod)
 local mod = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = tir.core.nvrtc_available()})
 local cu = mod:get_source("cuda")
 print("-- CUDA C excerpt: the wgmma helper's instruction and the calls with their descriptors")
 local shown = 0
 for l in cu:gmatch("[^\n]+") do
-  if (l:match("wgmma%.mma_async") or l:match("^%s+tir_wgmma_m64") or l:match("wgmma%.wait_group") or l:match("fence%.proxy")) and shown < 8 then
+  if (l:match("wgmma%.mma_async") or l:match("^%s+tir_wgmma_m64") or l:match("wgmma%.wait_group") or l:match("fence%.proxy")
+      or (areg and l:match("ldmatrix"))) and shown < 8 then
     print("  " .. (#l > 200 and l:sub(1, 200) .. " ..." or l))
     shown = shown + 1
   end

@@ -28,8 +28,11 @@ local VARIANTS = {
   {"ws_persistent", "float16", 2048, 2048, 512, with {warp_specialize = true, persistent = 16}},
   {"tma_store", "float16", 2048, 2048, 512, with {epilogue_store = "tma"}},
   {"cp_async", "float16", 2048, 2048, 512, with {tma = false, stages = 3}},
-  {"a_register", "float16", 2048, 2048, 512, with {a_operand = "register"}},
+  {"a_register", "float16", 2048, 2048, 512, with {a_operand = "register", wgmma_pending = 0}},
+  {"ws_a_register", "float16", 2048, 2048, 512, with {a_operand = "register", wgmma_pending = 0, warp_specialize = true}},
   {"int8_tma", "int8", 2048, 2048, 512, {intrin = "wgmma", BM = 128, BN = 256, BK = 128, stages = 4, tma = true}},
+  {"int8_a_register", "int8", 2048, 2048, 512, {intrin = "wgmma", BM = 128, BN = 256, BK = 128, stages = 4, tma = true,
+                                                 wgmma_pending = 0, a_operand = "register"}},
 }
 
 local want = {}

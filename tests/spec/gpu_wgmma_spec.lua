@@ -43,9 +43,14 @@ describe("#gpu wgmma GEMM (sm_90a)", function()
     -- warp-specialized (persistent) with the TMA-store epilogue: the consumers' named barrier around the store
     {"float16", {4096, 4096, 4096}, {BM = 128, BN = 256, BK = 64, stages = 3, tma = true, warp_specialize = true, persistent = true, epilogue = "D", epilogue_store = "tma"}},
     {"float16", {2048, 2048, 1024}, {BM = 128, BN = 128, BK = 64, stages = 4, tma = true, warp_specialize = true, epilogue = "D", epilogue_store = "tma"}},
+    -- A from registers (a_operand = "register": ldmatrix into a wgmma.matrix_a fragment, hR)
+    {"float16", {4096, 4096, 4096}, {BM = 128, BN = 256, BK = 64, stages = 4, tma = true, wgmma_pending = 0, a_operand = "register", epilogue = "D"}},
+    {"float16", {2048, 2048, 1024}, {BM = 128, BN = 256, BK = 64, stages = 4, tma = true, warp_specialize = true, wgmma_pending = 0,
+                                     a_operand = "register", epilogue = "D"}},
+    {"bfloat16", {1024, 1024, 512}, {BM = 128, BN = 128, BK = 64, stages = 3, wgmma_pending = 0, a_operand = "register"}},
   }) do
-    it(("%s %dx%dx%d BM=%d BN=%d BK=%d stages=%d%s%s matches cuBLAS"):format(c[1], c[2][1], c[2][2], c[2][3], c[3].BM, c[3].BN, c[3].BK, c[3].stages,
-       c[3].warp_specialize and " ws" or "", c[3].epilogue_store == "tma" and " tma-store" or ""),
+    it(("%s %dx%dx%d BM=%d BN=%d BK=%d stages=%d%s%s%s matches cuBLAS"):format(c[1], c[2][1], c[2][2], c[2][3], c[3].BM, c[3].BN, c[3].BK, c[3].stages,
+       c[3].warp_specialize and " ws" or "", c[3].epilogue_store == "tma" and " tma-store" or "", c[3].a_operand == "register" and " (A in registers)" or ""),
        function() check(c[2][1], c[2][2], c[2][3], c[1], c[3]) end)
   end
 

@@ -497,7 +497,7 @@ describe("cache_read", function()
     local sch = tir.Schedule(elementwise(8))
     U.expect_error(function() sch:cache_read("B", 0, "test_scope") end, "cache_read",
                    "invalid storage scope 'test_scope' (global, shared, shared.dyn, local, warp, wmma.matrix_a, wmma.matrix_b, wmma.accumulator, " ..
-                   "m16n8k<k>.matrixA|B|C, wgmma.accumulator)")
+                   "m16n8k<k>.matrixA|B|C, wgmma.accumulator, wgmma.matrix_a)")
     U.expect_error(function() sch:cache_read("B", 0, 3) end, "storage scope must be a string")
   end)
 

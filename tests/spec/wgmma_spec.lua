@@ -88,8 +88,9 @@ describe("the wgmma rows of the instruction table", function()
     for _, op in ipairs({"wgmma_desc", "wgmma_operand", "ptx_tma_load", "ptx_tma_store"}) do assert.is_true(by[op].swizzle_aware, op) end
     assert.is_true(by.mma_ldmatrix.lane_address and by.ptx_cp_async.lane_address)
     assert.is_true(tir.core.scope_valid("wgmma.accumulator"))
+    assert.is_true(tir.core.scope_valid("wgmma.matrix_a")) -- A from registers (wgmma_register_a_spec.lua)
     -- (shared.swz<B> scopes were the old swizzle mechanism: Buffer.swizzle, storage_swizzle, replaced them)
-    for _, s in ipairs({"shared.swz32", "shared.swz64", "shared.swz128", "shared.swz", "wgmma.matrix_a"}) do assert.is_false(tir.core.scope_valid(s), s) end
+    for _, s in ipairs({"shared.swz32", "shared.swz64", "shared.swz128", "shared.swz", "wgmma.matrix_b"}) do assert.is_false(tir.core.scope_valid(s), s) end
   end)
 end)
 

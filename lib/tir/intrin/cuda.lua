@@ -326,9 +326,22 @@ end
 --   wgmma_fill_64x<n>_<acc>                    C = 0
 --   wgmma_store_64x<n>_<acc>[_f16]_<scope>     C -> [64,n] of acc (or float16) in shared / global
 -- The stores wait for every group first (wgmma_wait_group 0).
+-- a_operand = "register" (default "shared"): A from the registers of the warpgroup instead, a
+-- "wgmma.matrix_a" fragment [64, depth] (PTX ISA 9.7.15.5.1.1.1 "Register Fragments": per
+-- instruction each thread holds k / 2 elements in the row's map_a order, warp w of the warpgroup
+-- rows 16 w .. 16 w + 15 as mma.sync's m16n8k16 / m16n8k32 A; slab s of the fragment at the
+-- threads' part from element s k / 2, address_of(frag[flat 64 k s]) -- include/tir/mma.h):
+--   wgmma_sync_64x<n>x<depth>_<t><acc>_<bk|bn>_ra[_w1]  C += A (registers) * B (shared)
+--   wgmma_ldmatrix_64x<depth>_<t>_a   shared [64, depth] (K-major) -> wgmma.matrix_a: per slab one
+--                     ldmatrix.x4 of each warp (PTX ISA 9.7.14.5.15; warpgroup lane l gives row
+--                     16 (l // 32) + l % 16, column s k + 16 bytes * ((l % 32) // 16): matrices
+--                     0..3 come out as registers a0..a3 of the fragment)
+-- The A registers are read asynchronously until the group completes (PTX ISA 9.7.15.4), so the
+-- next load into the fragment must come after the group's wait: with pending = 1 the caller keeps
+-- two fragments (the simulator reports an overwrite before the wait).
 -- Returns {sync=, fill=, store = {shared=, global=}, store_f16 = {...} (f32 accumulators), tile =
--- {64, n, depth}}.  Errors name the valid N (tir.core.mma_configs() n_valid).
-function M.wgmma(row, n, b_major, depth, pending)
+-- {64, n, depth}, load_a = (register A only)}.  Errors name the valid N (tir.core.mma_configs() n_valid).
+function M.wgmma(row, n, b_major, depth, pending, a_operand)
   b_major = b_major or "K"
   local P = "tir.intrin.cuda.wgmma"
   if type(row) == "string" then
@@ -356,20 +369,45 @@ function M.wgmma(row, n, b_major, depth, pending)
   if math.type(depth) ~= "integer" or depth < k or depth % k ~= 0 then
     util.raise("ValueError", P, "depth must be a multiple of the instruction's k = %d, got %s", k, tostring(depth))
   end
+  a_operand = a_operand or "shared"
+  if a_operand ~= "shared" and a_operand ~= "register" then
+    util.raise("ValueError", P, "a_operand must be \"shared\" or \"register\", got %s", util.show(a_operand))
+  end
+  local ra = a_operand == "register"
   -- <t>: A's type, then B's where it differs (u8.s8 is not s8.s8: one intrinsic per row)
   local t = row.ptx_a == row.ptx_b and row.ptx_a or (row.ptx_a .. row.ptx_b)
-  local names = {sync = ("wgmma_sync_64x%dx%d_%s%s_%s%s"):format(n, depth, t, row.ptx_c, b_major == "K" and "bk" or "bn",
-                                                                pending == 1 and "_w1" or ""),
+  local names = {sync = ("wgmma_sync_64x%dx%d_%s%s_%s%s%s"):format(n, depth, t, row.ptx_c, b_major == "K" and "bk" or "bn",
+                                                                  ra and "_ra" or "", pending == 1 and "_w1" or ""),
                  fill = ("wgmma_fill_64x%d_%s"):format(n, row.ptx_c), tile = {64, n, depth},
                  store = {shared = ("wgmma_store_64x%d_%s_shared"):format(n, row.ptx_c),
                           global = ("wgmma_store_64x%d_%s_global"):format(n, row.ptx_c)}}
   if row.c == "float32" then
     names.store_f16 = {shared = ("wgmma_store_64x%d_f32_f16_shared"):format(n), global = ("wgmma_store_64x%d_f32_f16_global"):format(n)}
   end
+  if ra then names.load_a = ("wgmma_ldmatrix_64x%d_%s_a"):format(depth, row.ptx_a) end
+  if ra and not tir.TensorIntrin.get(names.load_a) then
+    local unit = 16 // (tonumber(row.a:match("%d+$")) // 8) -- elements per 16-byte matrix row
+    local desc = copy_desc(names.load_a, 64, depth, row.a, "shared", row.a, "wgmma.matrix_a")
+    local impl = T.prim_func(names.load_a .. "_impl", {S = buf(64, depth, row.a, "shared", true), D = buf(64, depth, row.a, "wgmma.matrix_a")},
+                             function(S, D)
+      T.block("root", function()
+        T.reads(region(S, 64, depth))
+        T.writes(region(D, 64, depth))
+        local l = T.call("int32", "tir_warpgroup_lane")
+        for s = 0, depth // k - 1 do
+          local f = 64 * k * s -- slab s of the fragment (the threads' part from f / 128)
+          T.evaluate(T.call("void", "mma_ldmatrix", 0, 4, T.address_of(D[{f // depth, f % depth}]),
+                            T.address_of(S[{l // 32 * 16 + l % 16, s * k + l % 32 // 16 * unit}])))
+        end
+      end)
+    end)
+    register(names.load_a, desc, impl)
+  end
   if tir.TensorIntrin.get(names.sync) then return names end
   local bk = b_major == "K"
   local function sig()
-    return {A = buf(64, depth, row.a, "shared", true), B = bk and buf(n, depth, row.b, "shared", true) or buf(depth, n, row.b, "shared", true),
+    return {A = ra and buf(64, depth, row.a, "wgmma.matrix_a") or buf(64, depth, row.a, "shared", true),
+            B = bk and buf(n, depth, row.b, "shared", true) or buf(depth, n, row.b, "shared", true),
             C = buf(64, n, row.c, "wgmma.accumulator")}
   end
   local function breg(B) return bk and region(B, n, depth) or region(B, depth, n) end
@@ -392,7 +430,8 @@ function M.wgmma(row, n, b_major, depth, pending)
       T.writes(region(C, 64, n))
       T.evaluate(T.call("void", "wgmma_fence"))
       for s = 0, depth // k - 1 do
-        local da = T.call("uint64", "wgmma_operand", T.address_of(A[{0, s * k}]), A.strides[1], "K")
+        local f = 64 * k * s -- (A in registers: slab s, the threads' part from f / 128)
+        local da = ra and T.address_of(A[{f // depth, f % depth}]) or T.call("uint64", "wgmma_operand", T.address_of(A[{0, s * k}]), A.strides[1], "K")
         local db = T.call("uint64", "wgmma_operand", T.address_of(bk and B[{0, s * k}] or B[{s * k, 0}]), B.strides[1], b_major)
         T.evaluate(T.call("void", "wgmma_mma_async", T.address_of(C[{0, 0}]), da, db, n, bk and 0 or 1, row.name))
       end

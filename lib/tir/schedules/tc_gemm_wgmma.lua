@@ -86,7 +86,7 @@ end
 
 local OPTS = {intrin = "string", BM = "positive", BN = "positive", BK = "positive", stages = "positive", epilogue = "string",
               unroll = "boolean", block = "string", dtype = "dtype", vec = "positive", tma = "boolean", wgmma_pending = "nonneg",
-              warp_specialize = "boolean", a_stage = "string",
+              warp_specialize = "boolean", a_stage = "string", a_operand = "string",
               persistent = function(v)
                 if v ~= true and v ~= false and not (math.type(v) == "integer" and v > 0) then return "true, false or a number of CTAs" end
               end,
@@ -127,7 +127,11 @@ end
 -- and what the rest of the CTA's registers give each consumer thread: 232 at BM = 128; none at BM = 64), epilogue_store
 -- ("direct", the default: each thread stores its accumulator fragment to global memory; "tma": each
 -- warpgroup stores its 64 x BN tile into a dense shared tile (wgmma_store) that one TMA store copies
--- out, inject_tma_store.c; with warp_specialize its barriers are the consumers' named barrier).  Every option and
+-- out, inject_tma_store.c; with warp_specialize its barriers are the consumers' named barrier), a_operand
+-- ("shared", the default, or "register": each k step loads the warpgroup's 64 x BK A tile from
+-- shared memory into registers with ldmatrix -- a "wgmma.matrix_a" fragment, PTX ISA
+-- 9.7.15.5.1.1.1 -- and wgmma reads A from there, B from shared memory; where a prologue on A
+-- (dequantization, a gather) can run in registers; needs wgmma_pending = 0).  Every option and
 -- shape is checked first; errors are tir.Errors from "tc_gemm.schedule".
 function M.schedule(sch, o, P, analyze)
   local info = analyze(sch, sch:get_block(o.block or "C"), P)
@@ -216,7 +220,18 @@ function M.schedule(sch, o, P, analyze)
   elseif o.ws_regs then
     raise("ValueError", P, "ws_regs is for warp_specialize = true")
   end
-  local names = require("tir.intrin.cuda").wgmma(row, BN, "K", BK, pend)
+  -- a_operand = "register": A from the registers of each warpgroup (a "wgmma.matrix_a" fragment
+  -- loaded from the shared A tile by ldmatrix; tir.intrin.cuda.wgmma), B from shared memory
+  local ra = o.a_operand == "register"
+  if o.a_operand ~= nil and o.a_operand ~= "shared" and not ra then
+    raise("ValueError", P, "a_operand must be \"shared\" or \"register\", got %s", util.show(o.a_operand))
+  end
+  if ra and pend > 0 then
+    raise("ValueError", P, "a_operand = \"register\": wgmma reads its A registers until the group's wgmma_wait_group, so with " ..
+          "wgmma_pending = 1 the next step's load would overwrite them (two A fragments are not implemented); pass wgmma_pending = 0")
+  end
+  if ra and o.row_sums then raise("ValueError", P, "a_operand = \"register\" with row_sums is not supported yet") end
+  local names = require("tir.intrin.cuda").wgmma(row, BN, "K", BK, pend, o.a_operand)
   local C = sch:get_block(o.block or "C")
   local mode = ("%dB"):format(sw) -- the PTX swizzle mode of the tiles (storage_swizzle)
   -- the padded workload (tc.workload(..., pad), any M, N, K): its stages A_pad / B_pad (A, B or 0
@@ -239,6 +254,7 @@ function M.schedule(sch, o, P, analyze)
   local AS = TCM.shared_stage(sch, C, padded and "A_pad" or o.a_stage, info.a_index)
   local BS = TCM.shared_stage(sch, C, padded and "B_pad" or nil, info.b_index)
   sch:storage_swizzle(AS, 0, mode); sch:storage_swizzle(BS, 0, mode)
+  local AR = ra and sch:cache_read(C, info.a_index, "wgmma.matrix_a") or nil -- the A fragment, read from AS
   local CF = sch:cache_write(C, 0, "wgmma.accumulator")
   local store, CS = names.store.global, nil
   local prior = o.row_sums ~= nil -- the epilogue reads the row sums, computed before the GEMM
@@ -287,7 +303,14 @@ function M.schedule(sch, o, P, analyze)
   -- the swizzled tile
   if o.row_sums then ko = require("tir.schedules.tc_gemm_row_sums").fuse(sch, o, wg, ko, {{"threadIdx.y", wgs}, {"threadIdx.x", 64}}, P) end
   -- (with row sums the B copy goes first: the sums read A, and TMA copies must lead the k step)
-  sch:compute_at(AS, ko); sch:compute_at(BS, ko, false, o.row_sums and -2 or -1)
+  -- (register A: the warpgroup's 64 x BK fragment goes under the k step first, then its shared tile
+  -- before it; ldmatrix per 64 x k slab)
+  if AR then sch:compute_at(AR, ko) end
+  sch:compute_at(AS, ko); sch:compute_at(BS, ko, false, (o.row_sums and -2 or -1) - (AR and 1 or 0))
+  if AR then
+    local al = {sch:get_loops(AR)}
+    sch:tensorize(al[#al - 1], names.load_a)
+  end
   -- cooperative 16-byte copies of the shared tiles by all warpgroups (threadIdx.x: 128 threads);
   -- tma: one TMA copy per tile instead (inject_tma_pipeline; the copy loops stay as they are, the
   -- pass adds the 128 threadIdx.x lanes)
@@ -328,6 +351,11 @@ function M.schedule(sch, o, P, analyze)
       sch:annotate(ko, "software_pipeline_stage", {0, 0, o.stages - 1, o.stages - 1})
       sch:annotate(ko, "software_pipeline_order", {0, 1, 2, 3})
       if pend == 1 then sch:annotate(ko, "software_pipeline_async_reads", {0, 0, 0, 1}) end
+    elseif AR then
+      -- the k step is (A copy, B copy, A fragment load, wgmma): the load and the group read the
+      -- tiles of stages - 1 steps ago (wgmma_pending = 0 here)
+      sch:annotate(ko, "software_pipeline_stage", {0, 0, o.stages - 1, o.stages - 1})
+      sch:annotate(ko, "software_pipeline_order", {0, 1, 2, 3})
     else
       sch:annotate(ko, "software_pipeline_stage", {0, 0, o.stages - 1})
       sch:annotate(ko, "software_pipeline_order", {0, 1, 2})

@@ -276,6 +276,17 @@ static void warp_ref(CG *g, const tir_Node *arg) {
 static void wg_ref(CG *g, const tir_Node *arg) {
   thread_part_ref(g, arg, tir_scope_is_wgmma, 128, "a wgmma builtin needs address_of(wgmma.accumulator buffer[...]) here");
 }
+/* Whether arg is address_of(a wgmma.matrix_a buffer[...]): wgmma's A operand in registers. */
+static int is_wg_a_ref(const tir_Node *arg) {
+  const tir_BufferLoad *l = addr_load(arg);
+  return l && tir_scope_parse(l->buffer->scope).rank == TIR_SCOPE_WGMMA_MATRIX_A;
+}
+/* ldmatrix's destination: a warp buffer (mma.sync operands, 32 lanes) or wgmma's A fragment of a
+ * warpgroup (128 lanes: warp w of the warpgroup loads rows 16 w .. 16 w + 15, PTX ISA 9.7.15.5.1.1) */
+static void ldmatrix_dst_ref(CG *g, const tir_Node *arg) {
+  if (is_wg_a_ref(arg)) wg_ref(g, arg);
+  else warp_ref(g, arg);
+}
 
 /* wgmma.* exist on sm_90a only (PTX ISA 9.7.15: "requires sm_90a"; not on sm_90 nor on later
  * architectures), so any other target is refused by name. */
@@ -456,7 +467,7 @@ static int tc_stmt(CG *g, const tir_Call *c) {
     g->indent += 2;
     line(g);
     put(g, "unsigned* r_ = (unsigned*)");
-    warp_ref(g, c->args->items[2]);
+    ldmatrix_dst_ref(g, c->args->items[2]);
     put(g, ";\n");
     line(g);
     put(g, "unsigned a_ = ");
@@ -626,14 +637,17 @@ static int tc_stmt(CG *g, const tir_Call *c) {
     int64_t nv = 0, tb = 0;
     const tir_BufferLoad *d = addr_load(c->args->items[0]);
     const tir_Node *da = c->args->items[1], *db = c->args->items[2];
-    int descs = da->kind == TIR_Call && strcmp(((const tir_Call *)da)->op, "wgmma_desc") == 0 && db->kind == TIR_Call &&
+    /* A: a descriptor of a shared tile, or address_of(wgmma.matrix_a fragment[...]) (A in registers) */
+    int a_regs = is_wg_a_ref(da);
+    int descs = (a_regs || (da->kind == TIR_Call && strcmp(((const tir_Call *)da)->op, "wgmma_desc") == 0)) && db->kind == TIR_Call &&
                 strcmp(((const tir_Call *)db)->op, "wgmma_desc") == 0;
     if (!descs) {
       cg_fail(g, &c->hdr, "wgmma_mma_async: the operands must be wgmma_desc(...) here (lower_wgmma_descriptor turns wgmma_operand "
-              "into them)");
+              "into them), A also address_of(a wgmma.matrix_a buffer[...])");
       return 1;
     }
-    const tir_BufferLoad *la = addr_load(((const tir_Call *)da)->args->items[0]), *lb = addr_load(((const tir_Call *)db)->args->items[0]);
+    const tir_BufferLoad *la = a_regs ? addr_load(da) : addr_load(((const tir_Call *)da)->args->items[0]),
+                         *lb = addr_load(((const tir_Call *)db)->args->items[0]);
     if (!d || !la || !lb || !const_arg(c, 3, &nv) || !const_arg(c, 4, &tb)) {
       cg_fail(g, &c->hdr, "wgmma_mma_async takes (address_of(accumulator), wgmma_desc(A), wgmma_desc(B), constant n, constant trans_b)");
       return 1;
@@ -658,6 +672,8 @@ static int tc_stmt(CG *g, const tir_Call *c) {
               "is only given for .f16/.bf16), not for %s", cfg->name);
       return 1;
     }
+    tb = tb ? TIR_WGMMA_TRANS_B : 0;
+    if (a_regs) tb |= TIR_WGMMA_A_REGISTERS;
     int found = 0;
     for (int i = 0; i < g->n_wgmma; i++) found |= g->wgmma[i].cfg == cfg && g->wgmma[i].n == (int)nv && g->wgmma[i].trans_b == (int)tb;
     if (!found) {
@@ -671,7 +687,12 @@ static int tc_stmt(CG *g, const tir_Call *c) {
     putf(g, "%s((%s*)", tir_wgmma_helper_name(cfg, (int)nv, (int)tb), tir_dtype_is_float(cfg->c) ? "float" : "int");
     wg_ref(g, c->args->items[0]);
     put(g, ", ");
-    expr(g, da);
+    if (a_regs) {
+      put(g, "(const unsigned*)");
+      wg_ref(g, da);
+    } else {
+      expr(g, da);
+    }
     put(g, ", ");
     expr(g, db);
     put(g, ");\n");
@@ -823,11 +844,12 @@ static void tc_alloc(CG *g, const tir_Allocate *a, int64_t n) {
   const char *name = name_of(g, &b->data->hdr, b->name);
   if (tir_scope_is_wgmma(b->scope)) {
     if (n % (64 * 8)) {
-      cg_fail(g, &a->hdr, "wgmma.accumulator buffer %s has %lld elements, not a whole number of 64 x 8 tiles", b->name, (long long)n);
+      cg_fail(g, &a->hdr, "%s buffer %s has %lld elements, not a whole number of 64 x 8 tiles", b->scope, b->name, (long long)n);
       return;
     }
+    /* (16-byte aligned: the A fragment's 16-bit / 8-bit elements are passed as 32-bit registers) */
     line(g);
-    putf(g, "%s %s[%lld];\n", ctype(g, b->hdr.dtype, &a->hdr), name, (long long)(n / 128));
+    putf(g, "__align__(16) %s %s[%lld];\n", ctype(g, b->hdr.dtype, &a->hdr), name, (long long)(n / 128));
     return;
   }
   if (tir_scope_is_warp(b->scope)) {
@@ -1343,6 +1365,11 @@ static void call_expr(CG *g, const tir_Call *c) {
   if (strcmp(op, "tir_lane_id") == 0 && n == 0) {
     g->uses_lane_id = 1;
     put(g, "tir_lane_id()");
+    return;
+  }
+  /* (lower_thread_binding made it threadIdx.x % 128 where threadIdx.x is whole warpgroups) */
+  if (tir_builtin_info(op) && tir_builtin_info(op)->id == TIR_BI_TIR_WARPGROUP_LANE && n == 0) {
+    put(g, "((int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 127)");
     return;
   }
   if (strcmp(op, "call_extern") == 0 || strcmp(op, "call_pure_extern") == 0) {

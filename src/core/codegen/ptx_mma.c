@@ -132,34 +132,52 @@ int tir_wgmma_n_valid(const tir_MmaConfig *c, int n) {
   return n <= 32 ? n % c->n_step == 0 : n % c->n_step_hi == 0;
 }
 
-const char *tir_wgmma_helper_name(const tir_MmaConfig *c, int n, int trans_b) {
+const char *tir_wgmma_helper_name(const tir_MmaConfig *c, int n, int flags) {
   static char buf[8][80];
   static int next;
   char *b = buf[next++ % 8];
-  snprintf(b, sizeof buf[0], "tir_wgmma_m64n%dk%d_%s_%s_%s%s", n, c->k, c->ptx_a, c->ptx_b, c->ptx_c, trans_b ? "_tb" : "");
+  snprintf(b, sizeof buf[0], "tir_wgmma_m64n%dk%d_%s_%s_%s%s%s", n, c->k, c->ptx_a, c->ptx_b, c->ptx_c,
+           flags & TIR_WGMMA_TRANS_B ? "_tb" : "", flags & TIR_WGMMA_A_REGISTERS ? "_ra" : "");
   return b;
 }
 
+int tir_wgmma_a_slab_offset(const tir_MmaConfig *c, int s) { return s * c->k / 2; }
+
 /* wgmma.mma_async.sync.aligned.m64n<n>k<k>.<d>.<a>.<b> d, a-desc, b-desc, scale-d [, imm-scale-a,
  * imm-scale-b, imm-trans-a, imm-trans-b] (PTX ISA 9.7.15.5.2; the integer form has no scale/trans
- * immediates).  scale-d is a predicate: 1, D = A B + D (the accumulator is zeroed by a fill). */
-char *tir_wgmma_helper_source(const tir_MmaConfig *c, int n, int trans_b) {
-  int fl = tir_dtype_is_float(c->c), nd = n / 2;
+ * immediates); with A from registers `d, {a0, a1, a2, a3}, b-desc, scale-d [, imm-scale-a,
+ * imm-scale-b, imm-trans-b]` (no imm-trans-a: a register A is K-major).  scale-d is a predicate:
+ * 1, D = A B + D (the accumulator is zeroed by a fill). */
+char *tir_wgmma_helper_source(const tir_MmaConfig *c, int n, int flags) {
+  int fl = tir_dtype_is_float(c->c), nd = n / 2, tb = (flags & TIR_WGMMA_TRANS_B) != 0, ra = (flags & TIR_WGMMA_A_REGISTERS) != 0;
+  int na = ra ? c->regs_a : 1; /* A's operands: its registers, or one descriptor */
   const char *acc = fl ? "float" : "int";
   tir_StrBuf sb;
   tir_sb_init(&sb);
-  tir_sb_printf(&sb, "\n// %s: one m64n%dk%d of the warpgroup, A and B from shared memory (descriptors)%s\n", c->source, n, c->k,
-                trans_b ? ", B N-major" : "");
-  tir_sb_printf(&sb, "__device__ __forceinline__ void %s(%s *d, unsigned long long da, unsigned long long db) {\n",
-                tir_wgmma_helper_name(c, n, trans_b), acc);
-  tir_sb_printf(&sb, "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n\"\n", nd + 2);
+  tir_sb_printf(&sb, "\n// %s: one m64n%dk%d of the warpgroup, %s%s\n", c->source, n, c->k,
+                ra ? "A from registers, B from shared memory (descriptor)" : "A and B from shared memory (descriptors)", tb ? ", B N-major" : "");
+  tir_sb_printf(&sb, "__device__ __forceinline__ void %s(%s *d, %s, unsigned long long db) {\n", tir_wgmma_helper_name(c, n, flags), acc,
+                ra ? "const unsigned *a" : "unsigned long long da");
+  tir_sb_printf(&sb, "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n\"\n", nd + na + 1);
   tir_sb_printf(&sb, "               \"wgmma.mma_async.sync.aligned.m64n%dk%d.%s.%s.%s {", n, c->k, c->ptx_c, c->ptx_a, c->ptx_b);
   for (int i = 0; i < nd; i++) tir_sb_printf(&sb, "%s%%%d", i ? ", " : "", i);
-  tir_sb_printf(&sb, "}, %%%d, %%%d, p", nd, nd + 1);
-  if (fl) tir_sb_printf(&sb, ", 1, 1, 0, %d", trans_b ? 1 : 0);
+  if (ra) {
+    tir_sb_puts(&sb, "}, {");
+    for (int i = 0; i < na; i++) tir_sb_printf(&sb, "%s%%%d", i ? ", " : "", nd + i);
+    tir_sb_printf(&sb, "}, %%%d, p", nd + na);
+  } else {
+    tir_sb_printf(&sb, "}, %%%d, %%%d, p", nd, nd + 1);
+  }
+  if (fl && ra) tir_sb_printf(&sb, ", 1, 1, %d", tb);
+  else if (fl) tir_sb_printf(&sb, ", 1, 1, 0, %d", tb);
   tir_sb_puts(&sb, ";\\n}\\n\"\n               : ");
   for (int i = 0; i < nd; i++) tir_sb_printf(&sb, "%s\"+%s\"(d[%d])", i ? (i % 8 ? ", " : ",\n                 ") : "", fl ? "f" : "r", i);
-  tir_sb_puts(&sb, "\n               : \"l\"(da), \"l\"(db), \"r\"(1));\n}\n");
+  tir_sb_puts(&sb, "\n               : ");
+  if (ra)
+    for (int i = 0; i < na; i++) tir_sb_printf(&sb, "\"r\"(a[%d]), ", i);
+  else
+    tir_sb_puts(&sb, "\"l\"(da), ");
+  tir_sb_puts(&sb, "\"l\"(db), \"r\"(1));\n}\n");
   return tir_sb_take(&sb);
 }
 

@@ -13,7 +13,8 @@ tir_Scope tir_scope_parse(const char *s) {
                {"warp", TIR_SCOPE_WARP, NULL},             {"local", TIR_SCOPE_LOCAL, NULL},
                {"register", TIR_SCOPE_LOCAL, NULL},        {"wmma.matrix_a", TIR_SCOPE_WMMA_MATRIX_A, NULL},
                {"wmma.matrix_b", TIR_SCOPE_WMMA_MATRIX_B, NULL}, {"wmma.accumulator", TIR_SCOPE_WMMA_ACCUMULATOR, NULL},
-               {"wgmma.accumulator", TIR_SCOPE_WGMMA_ACCUMULATOR, NULL}};
+               {"wgmma.accumulator", TIR_SCOPE_WGMMA_ACCUMULATOR, NULL},
+               {"wgmma.matrix_a", TIR_SCOPE_WGMMA_MATRIX_A, NULL}};
   tir_Scope r = {TIR_SCOPE_UNKNOWN, ""};
   if (!s || !*s) return (tir_Scope){TIR_SCOPE_GLOBAL, ""};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -45,7 +46,10 @@ int tir_scope_is_wmma(const char *s) {
   return r == TIR_SCOPE_WMMA_MATRIX_A || r == TIR_SCOPE_WMMA_MATRIX_B || r == TIR_SCOPE_WMMA_ACCUMULATOR;
 }
 
-int tir_scope_is_wgmma(const char *s) { return tir_scope_parse(s).rank == TIR_SCOPE_WGMMA_ACCUMULATOR; }
+int tir_scope_is_wgmma(const char *s) {
+  tir_ScopeRank r = tir_scope_parse(s).rank;
+  return r == TIR_SCOPE_WGMMA_ACCUMULATOR || r == TIR_SCOPE_WGMMA_MATRIX_A;
+}
 
 int tir_scope_is_fragment(const char *s) { return tir_scope_is_wmma(s) || tir_scope_is_warp(s) || tir_scope_is_wgmma(s); }
 
@@ -56,6 +60,7 @@ int tir_scope_splits(const char *s, const char *tag) {
     case TIR_SCOPE_SHARED: return block;
     case TIR_SCOPE_WARP:
     case TIR_SCOPE_WGMMA_ACCUMULATOR:
+    case TIR_SCOPE_WGMMA_MATRIX_A:
       return block || (tag && (strcmp(tag, "threadIdx.y") == 0 || strcmp(tag, "threadIdx.z") == 0));
     default: return 1; /* local, wmma fragments, anything narrower */
   }
@@ -66,7 +71,8 @@ int tir_scope_lanes_per_element(const char *s) {
     case TIR_SCOPE_GLOBAL:
     case TIR_SCOPE_SHARED: return 0;
     case TIR_SCOPE_LOCAL: return 1;
-    case TIR_SCOPE_WGMMA_ACCUMULATOR: return 128;
+    case TIR_SCOPE_WGMMA_ACCUMULATOR:
+    case TIR_SCOPE_WGMMA_MATRIX_A: return 128;
     default: return 32;
   }
 }
@@ -78,5 +84,5 @@ int tir_scope_valid(const char *s) {
 
 const char *tir_scope_valid_list(void) {
   return "global, shared, shared.dyn, local, warp, wmma.matrix_a, wmma.matrix_b, wmma.accumulator, m16n8k<k>.matrixA|B|C, "
-         "wgmma.accumulator";
+         "wgmma.accumulator, wgmma.matrix_a";
 }

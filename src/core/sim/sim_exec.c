@@ -267,6 +267,12 @@ static SVal *call(Sim *S, const tir_Call *c, int lane, const Act *a) {
     for (int k = 0; k < a->n; k++) r[a->ids[k]].i = a->ids[k] % 32;
     return r;
   }
+  if (tir_builtin_info(op) && tir_builtin_info(op)->id == TIR_BI_TIR_WARPGROUP_LANE && n == 0) {
+    /* the thread's position in its warpgroup (128 consecutive threads, x-fastest) */
+    SVal *r = sim_vnew(S);
+    for (int k = 0; k < a->n; k++) r[a->ids[k]].i = a->ids[k] % 128;
+    return r;
+  }
   if (strcmp(op, "address_of") == 0) {
     sim_fail(S, &c->hdr, "address_of(...) is only valid as an operand of a builtin that takes addresses (ptx_cp_async, ...)");
     return NULL;

@@ -230,6 +230,9 @@ int sim_mbarrier_cta_end(Sim *S);
 void sim_mbarrier_free(Sim *S);
 /* ---- sim_wgmma.c ---- */
 int sim_wgmma_builtin(Sim *S, const tir_Call *c, const Act *a); /* 1: not a wgmma builtin */
+/* an issue (1; -1 on a stop) when one of the count registers from off of thread t of wgmma A
+ * fragment st (buffer b) is still read by an incomplete wgmma group (sim_wgmma.c); 0 otherwise */
+int sim_wgmma_a_pending(Sim *S, const tir_Call *c, Store *st, const tir_Buffer *b, int t, int64_t off, int count);
 void sim_wgmma_cta_begin(Sim *S);
 void sim_wgmma_free(Sim *S);
 

@@ -64,7 +64,8 @@ static int scope_kind(const char *scope) {
     case TIR_SCOPE_WMMA_MATRIX_A:
     case TIR_SCOPE_WMMA_MATRIX_B:
     case TIR_SCOPE_WMMA_ACCUMULATOR: return ST_FRAG;
-    case TIR_SCOPE_WGMMA_ACCUMULATOR: return ST_WGACC;
+    case TIR_SCOPE_WGMMA_ACCUMULATOR:
+    case TIR_SCOPE_WGMMA_MATRIX_A: return ST_WGACC; /* a warpgroup fragment: n / 128 elements a thread */
     default: return -1;
   }
 }
@@ -100,8 +101,8 @@ int sim_alloc(Sim *S, const tir_Allocate *al, const Act *a) {
     st->dtype = tir_dtype_element(b->hdr.dtype);
     st->esize = tir_dtype_bytes(st->dtype);
     if (kind == ST_WGACC && n % (64 * 8))
-      return sim_fail(S, &al->hdr, "wgmma.accumulator buffer %s has %lld elements, not a whole number of 64 x 8 tiles (as the codegen "
-                      "requires)", b->name, (long long)n);
+      return sim_fail(S, &al->hdr, "%s buffer %s has %lld elements, not a whole number of 64 x 8 tiles (as the codegen requires)",
+                      b->scope, b->name, (long long)n);
     st->n = kind == ST_WARP ? n / 32 : kind == ST_WGACC ? n / 128 : n;
     int64_t inst = kind == ST_LOCAL || kind == ST_WARP || kind == ST_WGACC ? S->T : kind == ST_FRAG ? (S->T + 31) / 32 : 1;
     st->inst_bytes = st->n * st->esize;
@@ -109,7 +110,8 @@ int sim_alloc(Sim *S, const tir_Allocate *al, const Act *a) {
     st->owned = 1;
     if (!st->base) return sim_fail(S, &al->hdr, "out of memory allocating %s", b->name);
     st->cta_gen = -1;
-    if (kind == ST_WARP) st->origin = malloc(sizeof(int64_t) * (size_t)(inst * st->n > 0 ? inst * st->n : 1));
+    /* (where ldmatrix loaded each element from: warp buffers and wgmma A fragments) */
+    if (kind == ST_WARP || tir_scope_parse(b->scope).rank == TIR_SCOPE_WGMMA_MATRIX_A) st->origin = malloc(sizeof(int64_t) * (size_t)(inst * st->n > 0 ? inst * st->n : 1));
     if (kind == ST_WGACC) st->wg_group = calloc((size_t)(inst * st->n > 0 ? inst * st->n : 1), sizeof(int64_t));
     if (kind == ST_SHARED) {
       st->shadow = calloc((size_t)(st->inst_bytes ? st->inst_bytes : 1), sizeof(Shadow));

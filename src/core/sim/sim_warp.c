@@ -116,7 +116,13 @@ static int ldmatrix(Sim *S, const tir_Call *c, const Act *a) {
   if (c->args->size != 4 || (num != 1 && num != 2 && num != 4))
     return sim_fail(S, &c->hdr, "mma_ldmatrix takes (trans, 1 | 2 | 4, dst, src); it loads 1, 2 or 4 matrices");
   Addr d, s;
-  if (addr(S, c, 2, a, &d, ST_WARP, "warp") || addr(S, c, 3, a, &s, ST_SHARED, "shared")) return -1;
+  if (addr(S, c, 2, a, &d, -1, "warp") || addr(S, c, 3, a, &s, ST_SHARED, "shared")) return -1;
+  /* the destination: a warp buffer (a lane's part at el / 32), or wgmma's A fragment of a
+   * warpgroup ("wgmma.matrix_a": a thread's part at el / 128, as the codegen's wg_ref) */
+  int wg_a = d.st->kind == ST_WGACC && tir_scope_parse(d.load->buffer->scope).rank == TIR_SCOPE_WGMMA_MATRIX_A;
+  if (d.st->kind != ST_WARP && !wg_a)
+    return sim_fail(S, &c->hdr, "%s: operand 3 must be a warp or wgmma.matrix_a buffer, but %s has scope '%s'", c->op, d.load->buffer->name,
+                    d.load->buffer->scope);
   /* the instruction moves b16 units: 16-bit elements, or pairs of 8-bit ones (the m16n8k32
    * operands); .trans transposes b16 units, so it needs 16-bit elements (PTX ISA 9.7.14.5.15) */
   int esz = d.st->esize;
@@ -161,7 +167,17 @@ static int ldmatrix(Sim *S, const tir_Call *c, const Act *a) {
     for (int l = 0; l < 32; l++) {
       int t = base + l;
       int64_t off;
-      if (!lane_regs(S, &d, t, 2 * num * per, "ldmatrix write", &off)) {
+      if (wg_a) {
+        int64_t e = d.el[t].i;
+        off = e >= 0 ? e / 128 : -((-e + 127) / 128);
+        if (!sim_in_bounds(S, d.st, off, 2 * num * per, t, "ldmatrix write")) {
+          if (S->fatal) return -1;
+          continue;
+        }
+        /* a register of A that a wgmma_mma_async of an incomplete group still reads (PTX ISA
+         * 9.7.15.4: the A registers may not be modified until wgmma.wait_group covers it) */
+        if (sim_wgmma_a_pending(S, c, d.st, d.load->buffer, t, off, 2 * num * per) < 0) return -1;
+      } else if (!lane_regs(S, &d, t, 2 * num * per, "ldmatrix write", &off)) {
         if (S->fatal) return -1;
         continue;
       }

@@ -7,6 +7,9 @@
  *    execute each instruction together (.sync.aligned), with one descriptor value;
  *  - the accumulator is per thread (a "wgmma.accumulator" buffer, n/2 elements a thread in the
  *    order of the D fragment, 9.7.15.5.1.1: the table row's lane map);
+ *  - A from registers (a "wgmma.matrix_a" fragment) is read lane by lane through the table row's
+ *    map_a (9.7.15.5.1.1.1); the registers count as read by the open group, and overwriting one
+ *    before the group's wait is reported (wgmma_pending);
  *  - A and B are read from shared memory through the matrix descriptors (9.7.15.5.1.2): the
  *    element (row, column) of an operand sits at start + its canonical-layout offset (LBO, SBO,
  *    swizzle width), and the hardware XOR-swizzles that address (bits 4.. with bits 7..); shared
@@ -23,12 +26,14 @@
  *    wgmma_mma_async into the same accumulator is allowed (the hardware chains them in order).
  * Arithmetic: the interpreter's (sim_mma_tile: k ascending, rounded to the accumulator type after
  * every step), so a wgmma GEMM is compared bit for bit with the interpreter. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sim_internal.h"
 #include "tir/ir.h"
 #include "tir/mma.h"
+#include "tir/scope.h"
 #include "tir/swizzle.h"
 #include "tir/tma.h"
 
@@ -219,15 +224,15 @@ static int read_operand(Sim *S, const tir_Call *c, int w, Desc *d, const char *n
   return 0;
 }
 
-static const tir_MmaConfig *row_of(Sim *S, const tir_Call *c, const Ref *d, const Desc *da, const Desc *db) {
+static const tir_MmaConfig *row_of(Sim *S, const tir_Call *c, const Ref *d, const Ref *ra, const Desc *db) {
   const tir_Node *nm = c->args->size > 5 ? c->args->items[5] : NULL;
   const tir_MmaConfig *cfg = nm && nm->kind == TIR_StringImm ? tir_mma_find(TIR_MMA_WGMMA, ((const tir_StringImm *)nm)->value)
-                                                             : tir_mma_for(TIR_MMA_WGMMA, da->r.st->dtype, db->r.st->dtype, d->st->dtype, 0, 0, 0);
+                                                             : tir_mma_for(TIR_MMA_WGMMA, ra->st->dtype, db->r.st->dtype, d->st->dtype, 0, 0, 0);
   if (!cfg) {
     sim_fail(S, &c->hdr, "wgmma_mma_async: no wgmma configuration for these operands (include/tir/mma.h lists them)");
     return NULL;
   }
-  if (!tir_dtype_eq(da->r.st->dtype, cfg->a) || !tir_dtype_eq(db->r.st->dtype, cfg->b) || !tir_dtype_eq(d->st->dtype, cfg->c)) {
+  if (!tir_dtype_eq(ra->st->dtype, cfg->a) || !tir_dtype_eq(db->r.st->dtype, cfg->b) || !tir_dtype_eq(d->st->dtype, cfg->c)) {
     sim_fail(S, &c->hdr, "wgmma_mma_async: the operands' element types do not match configuration %s", cfg->name);
     return NULL;
   }
@@ -261,18 +266,97 @@ static int check_pending(Sim *S, const tir_Call *c, const Ref *r, int t, int64_t
   return 0;
 }
 
+/* Whether arg is address_of(a wgmma.matrix_a buffer[...]): A from registers. */
+static int is_a_frag(const tir_Node *arg) {
+  const tir_BufferLoad *l = tir_address_of_load(arg);
+  return l && tir_scope_parse(l->buffer->scope).rank == TIR_SCOPE_WGMMA_MATRIX_A;
+}
+
+int sim_wgmma_a_pending(Sim *S, const tir_Call *c, Store *st, const tir_Buffer *b, int t, int64_t off, int count) {
+  int w = t / 128;
+  for (int j = 0; j < count; j++) {
+    int64_t g = st->wg_group[(int64_t)t * st->n + off + j];
+    if (g > S->wg_done[w]) {
+      char who[96];
+      if (sim_issue(S, "wgmma_pending", S->cur, t, NULL, -1, b->name, off + j, st->n,
+                    "%s overwrites wgmma A fragment %s while a wgmma_mma_async reading it (group %lld of warpgroup %d) is %s: the "
+                    "instruction reads its A registers asynchronously, until a wgmma_wait_group covers that group (PTX ISA 9.7.15.4; %s)",
+                    c->op, b->name, (long long)g - 1, w, g - 1 >= S->wg_next[w] ? "not even committed (no wgmma_commit_group)" : "not waited for",
+                    sim_thread_name(S, t, who, sizeof who)))
+        return -1;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* A from registers (a "wgmma.matrix_a" fragment, the 64 x k slab at the threads' part el / 128):
+ * thread l of the warpgroup gives its k / 2 elements e, which are A(r, c) for the table row's
+ * map_a(l, e) = (r, c) (PTX ISA 9.7.15.5.1.1.1) -- the lane map, lane by lane.  Marks the
+ * registers as read by the open group (overwriting them before its wait is reported). */
+static int read_a_frag(Sim *S, const tir_Call *c, int w, const Ref *ra, const tir_MmaConfig *cfg, double *A) {
+  int k = cfg->k, per = 64 * k / 128;
+  int64_t *org = malloc(sizeof(int64_t) * 64 * (size_t)k);
+  if (!org) return sim_fail(S, &c->hdr, "out of memory reading a wgmma A fragment");
+  for (int i = 0; i < 64 * k; i++) A[i] = NAN, org[i] = -1; /* NaN: an element no lane gives (a map that misses one) */
+  for (int l = 0; l < 128; l++) {
+    int t = 128 * w + l;
+    int64_t e0 = ra->el[t].i, off = e0 >= 0 ? e0 / 128 : -((-e0 + 127) / 128);
+    if (!sim_in_bounds(S, ra->st, off, per, t, "wgmma_mma_async A register read")) {
+      free(org);
+      return S->fatal ? -1 : 1;
+    }
+    const char *p = sim_addr(ra->st, t, 0);
+    for (int e = 0; e < per; e++) {
+      int r, q;
+      cfg->map_a(l, e, &r, &q);
+      A[r * k + q] = tir_dtype_is_float(ra->st->dtype) ? tir_load_scalar_f(p, ra->st->dtype, off + e)
+                                                       : (double)tir_load_scalar_i(p, ra->st->dtype, off + e);
+      if (ra->st->origin) org[r * k + q] = ra->st->origin[(int64_t)t * ra->st->n + off + e];
+      ra->st->wg_group[(int64_t)t * ra->st->n + off + e] = S->wg_next[w] + 1;
+    }
+  }
+  /* a hint when the shared elements ldmatrix loaded the fragment from (their logical positions)
+   * do not form a 64 x k tile, origin(r, q) = origin(0, 0) + r * dr + q: the lane -> address map
+   * of the load is not the fragment's */
+  const int64_t mask = ((int64_t)1 << 40) - 1;
+  int64_t b0 = org[0] & mask, dr = (org[k] & mask) - b0;
+  for (int i = 0; i < 64 * k && org[0] >= 0; i++) {
+    int r = i / k, q = i % k;
+    if (org[i] < 0 || org[i] >> 40 != org[0] >> 40) break; /* not (all) from one ldmatrix source */
+    if ((org[i] & mask) == b0 + r * dr + q) continue;
+    const Store *src = S->st[org[0] >> 40];
+    const char *sn = src->buf ? src->buf->name : "?";
+    sim_hint(S, S->cur,
+             "the A fragment %s of wgmma_mma_async in warpgroup %d is not a 64 x %d tile of %s: its element (row %d, col %d) was "
+             "loaded from %s[%lld], but the tile that starts at %s[%lld] (rows %lld elements apart) has %s[%lld] there -- check the "
+             "lane -> row mapping of the mma_ldmatrix that filled it (PTX ISA 9.7.15.5.1.1.1: warp w of the warpgroup holds rows "
+             "16 w .. 16 w + 15 as mma.sync's m16n8k%d A, ldmatrix.x4 matrices (rows 0-7, cols 0-7), (rows 8-15, cols 0-7), "
+             "(rows 0-7, cols 8-15), (rows 8-15, cols 8-15) of 16-byte rows)",
+             ra->load->buffer->name, w, k, sn, r, q, sn, (long long)(org[i] & mask), sn, (long long)b0, (long long)dr, sn,
+             (long long)(b0 + r * dr + q), k);
+    break;
+  }
+  free(org);
+  return 0;
+}
+
 static int mma_async(Sim *S, const tir_Call *c, const Act *a) {
   if (c->args->size != 5 && c->args->size != 6) return sim_fail(S, &c->hdr, "wgmma_mma_async takes (d, desc_a, desc_b, n, trans_b [, config])");
-  Ref d;
+  Ref d, ra;
   Desc da, db;
-  if (ref(S, c, c->args->items[0], a, &d, "the accumulator") || desc_arg(S, c, 1, a, &da, "A") || desc_arg(S, c, 2, a, &db, "B")) return -1;
-  if (d.st->kind != ST_WGACC)
+  int a_regs = is_a_frag(c->args->items[1]);
+  if (ref(S, c, c->args->items[0], a, &d, "the accumulator") ||
+      (a_regs ? ref(S, c, c->args->items[1], a, &ra, "A") : desc_arg(S, c, 1, a, &da, "A")) || desc_arg(S, c, 2, a, &db, "B"))
+    return -1;
+  if (!a_regs) ra = da.r;
+  if (d.st->kind != ST_WGACC || tir_scope_parse(d.load->buffer->scope).rank != TIR_SCOPE_WGMMA_ACCUMULATOR)
     return sim_fail(S, &c->hdr, "wgmma_mma_async: the accumulator must be a wgmma.accumulator buffer, not %s (scope '%s')",
                     d.load->buffer->name, d.load->buffer->scope);
   int64_t n, tb;
   if (!tir_is_const_int(c->args->items[3], &n) || !tir_is_const_int(c->args->items[4], &tb))
     return sim_fail(S, &c->hdr, "wgmma_mma_async: n and trans_b must be constants");
-  const tir_MmaConfig *cfg = row_of(S, c, &d, &da, &db);
+  const tir_MmaConfig *cfg = row_of(S, c, &d, &ra, &db);
   if (!cfg) return -1;
   if (!tir_wgmma_n_valid(cfg, (int)n)) return sim_fail(S, &c->hdr, "wgmma_mma_async: n = %lld is not a valid N of %s", (long long)n, cfg->name);
   int wgs[SIM_MAX_THREADS / 128];
@@ -285,13 +369,13 @@ static int mma_async(Sim *S, const tir_Call *c, const Act *a) {
   for (int wi = 0; wi < nw && !rc; wi++) {
     int w = wgs[wi];
     S->rep->warp_ops++;
-    int ra = read_operand(S, c, w, &da, "A", 1, 64, k, A);
-    int rb = ra ? ra : tb ? read_operand(S, c, w, &db, "B", 0, k, (int)n, B) : read_operand(S, c, w, &db, "B", 1, (int)n, k, Bs);
-    if (ra < 0 || rb < 0) {
+    int ka = a_regs ? read_a_frag(S, c, w, &ra, cfg, A) : read_operand(S, c, w, &da, "A", 1, 64, k, A);
+    int rb = ka ? ka : tb ? read_operand(S, c, w, &db, "B", 0, k, (int)n, B) : read_operand(S, c, w, &db, "B", 1, (int)n, k, Bs);
+    if (ka < 0 || rb < 0) {
       rc = -1;
       break;
     }
-    if (ra || rb) continue;
+    if (ka || rb) continue;
     if (!tb)
       for (int kk = 0; kk < k; kk++)
         for (int j = 0; j < n; j++) B[kk * n + j] = Bs[j * k + kk];
@@ -333,7 +417,7 @@ static int fill_store(Sim *S, const tir_Call *c, const Act *a, int store) {
   Ref d, dst;
   int64_t n;
   if (ref(S, c, c->args->items[0], a, &d, "the accumulator")) return -1;
-  if (d.st->kind != ST_WGACC)
+  if (d.st->kind != ST_WGACC || tir_scope_parse(d.load->buffer->scope).rank != TIR_SCOPE_WGMMA_ACCUMULATOR)
     return sim_fail(S, &c->hdr, "%s: the accumulator must be a wgmma.accumulator buffer, not %s (scope '%s')", c->op, d.load->buffer->name,
                     d.load->buffer->scope);
   if (!tir_is_const_int(c->args->items[store ? 3 : 1], &n) || n < 8 || n > 256 || n % 8)

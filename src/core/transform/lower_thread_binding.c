@@ -136,6 +136,11 @@ static tir_Node *lane_fn(const tir_Node *n, void *p) {
     return tir_retain(((LaneCtx *)p)->lane);
   return NULL;
 }
+static tir_Node *wg_lane_fn(const tir_Node *n, void *p) {
+  const tir_BuiltinInfo *bi = n->kind == TIR_Call ? tir_builtin_info(((const tir_Call *)n)->op) : NULL;
+  if (bi && bi->id == TIR_BI_TIR_WARPGROUP_LANE && ((const tir_Call *)n)->args->size == 0) return tir_retain(((LaneCtx *)p)->lane);
+  return NULL;
+}
 
 static tir_Node *lower_region(const tir_Node *s) {
   Region r;
@@ -167,6 +172,16 @@ static tir_Node *lower_region(const tir_Node *s) {
       LaneCtx lc = {ex == 32 ? tir_retain(&r.var[N_TAGS - 1]->hdr)
                              : tir_floormod(tir_retain(&r.var[N_TAGS - 1]->hdr), tir_int_imm(TIR_INT32, 32))};
       tir_Node *o2 = tir_mutate(out, lane_fn, &lc);
+      tir_release(lc.lane);
+      tir_release(out);
+      out = o2;
+      if (!out) goto done;
+    }
+    /* likewise the warpgroup lane: threadIdx.x % 128 when x is a whole number of warpgroups */
+    if (x && tir_is_const_int(x, &ex) && ex % 128 == 0) {
+      LaneCtx lc = {ex == 128 ? tir_retain(&r.var[N_TAGS - 1]->hdr)
+                              : tir_floormod(tir_retain(&r.var[N_TAGS - 1]->hdr), tir_int_imm(TIR_INT32, 128))};
+      tir_Node *o2 = tir_mutate(out, wg_lane_fn, &lc);
       tir_release(lc.lane);
       tir_release(out);
       out = o2;
