@@ -187,6 +187,18 @@ function U.gpu_or_pending(it, pending)
 end
 
 --- A copy of table a with the keys of b (may be nil) set over it.
+--- Runs fn with the impl of the registered tensor intrinsic `name` replaced by make() (a planted
+-- bug), then restores the registered impl, also when fn fails (its error is re-raised).
+function U.with_impl(name, make, fn)
+  local desc, good = tir.TensorIntrin.get(name)
+  local ok, err = pcall(function()
+    tir.TensorIntrin.register(name, desc, make(), true)
+    fn()
+  end)
+  tir.TensorIntrin.register(name, desc, good, true)
+  assert(ok, err)
+end
+
 function U.merge(a, b)
   local r = {}
   for k, v in pairs(a) do r[k] = v end

@@ -14,23 +14,9 @@ local cuda = require("tir.intrin.cuda")
 local nvrtc_ok = tir.core.nvrtc_available()
 local asan = os.getenv("ASAN_OPTIONS") ~= nil
 
-local function args_for(f, seed)
-  local out = {}
-  for i, p in ipairs(f.params) do
-    local shape = {}
-    for d = 1, #p.shape do shape[d] = p.shape[d].value end
-    local lo, hi = -1, 1
-    if p.dtype == "int8" then lo, hi = -128, 127 end
-    out[i] = tir.nd.random(shape, p.dtype, tir.nd.cpu(), {seed = seed * 31 + i, low = lo, high = hi})
-  end
-  return out
-end
+local args_for = U.full_range_args
 
-local function ra_opts(t)
-  local o = {intrin = "wgmma", a_operand = "register", wgmma_pending = 0}
-  for k, v in pairs(t) do o[k] = v end
-  return o
-end
+local function ra_opts(t) return U.merge({intrin = "wgmma", a_operand = "register", wgmma_pending = 0}, t) end
 
 describe("the A register fragment of the wgmma rows", function()
   it("covers the 64 x k slab over the 128 threads, k / 2 elements a thread, warp w rows 16 w .. 16 w + 15", function()
@@ -123,15 +109,7 @@ describe("tc_gemm with intrin = \"wgmma\", a_operand = \"register\"", function()
 end)
 
 describe("planted bugs in register-A wgmma kernels show on the simulator", function()
-  local function with_impl(name, make, fn)
-    local desc, good = tir.TensorIntrin.get(name)
-    local ok, err = pcall(function()
-      tir.TensorIntrin.register(name, desc, make(), true)
-      fn()
-    end)
-    tir.TensorIntrin.register(name, desc, good, true)
-    assert(ok, err)
-  end
+  local with_impl = U.with_impl
   local f = tc.workload(64, 64, 128, "float16", nil, nil, "NT")
   local o = ra_opts {BM = 64, BN = 64, BK = 64, stages = 2, tma = true}
   local names = cuda.wgmma("m64nNk16.f16.f16.f32", 64, "K", 64, 0, "register")

@@ -217,16 +217,7 @@ describe("warpgroup launches", function()
 end)
 
 describe("planted bugs in wgmma kernels show on the simulator", function()
-  -- replaces the impl of a registered intrinsic while fn runs
-  local function with_impl(name, make, fn)
-    local desc, good = tir.TensorIntrin.get(name)
-    local ok, err = pcall(function()
-      tir.TensorIntrin.register(name, desc, make(), true)
-      fn()
-    end)
-    tir.TensorIntrin.register(name, desc, good, true)
-    assert(ok, err)
-  end
+  local with_impl = U.with_impl
   local function bad_sync(n, depth, body)
     local ld, ldb = tir.var("ld", "int32"), tir.var("ldb", "int32")
     return T.prim_func("bad", {A = T.Buffer({64, depth}, "float16", {scope = "shared", offset_factor = 16, strides = {ld, 1}}),

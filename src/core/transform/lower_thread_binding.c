@@ -164,24 +164,17 @@ static tir_Node *lower_region(const tir_Node *s) {
   out = tir_mutate(s, replace_fn, &r);
   if (!out) goto done;
   /* the lane id is threadIdx.x % 32 when x is a whole number of warps (x varies fastest in the
-   * linear thread index that splits into warps); then the simplifier sees through it */
+   * linear thread index that splits into warps), likewise the warpgroup lane threadIdx.x % 128;
+   * then the simplifier sees through them */
   {
     int64_t ex;
     const tir_Node *x = r.extent[N_TAGS - 1];
-    if (x && tir_is_const_int(x, &ex) && ex % 32 == 0) {
-      LaneCtx lc = {ex == 32 ? tir_retain(&r.var[N_TAGS - 1]->hdr)
-                             : tir_floormod(tir_retain(&r.var[N_TAGS - 1]->hdr), tir_int_imm(TIR_INT32, 32))};
-      tir_Node *o2 = tir_mutate(out, lane_fn, &lc);
-      tir_release(lc.lane);
-      tir_release(out);
-      out = o2;
-      if (!out) goto done;
-    }
-    /* likewise the warpgroup lane: threadIdx.x % 128 when x is a whole number of warpgroups */
-    if (x && tir_is_const_int(x, &ex) && ex % 128 == 0) {
-      LaneCtx lc = {ex == 128 ? tir_retain(&r.var[N_TAGS - 1]->hdr)
-                              : tir_floormod(tir_retain(&r.var[N_TAGS - 1]->hdr), tir_int_imm(TIR_INT32, 128))};
-      tir_Node *o2 = tir_mutate(out, wg_lane_fn, &lc);
+    struct { int width; tir_Node *(*fn)(const tir_Node *, void *); } lanes[] = {{32, lane_fn}, {128, wg_lane_fn}};
+    for (int q = 0; q < 2 && x && tir_is_const_int(x, &ex); q++) {
+      if (ex % lanes[q].width) continue;
+      LaneCtx lc = {ex == lanes[q].width ? tir_retain(&r.var[N_TAGS - 1]->hdr)
+                                         : tir_floormod(tir_retain(&r.var[N_TAGS - 1]->hdr), tir_int_imm(TIR_INT32, lanes[q].width))};
+      tir_Node *o2 = tir_mutate(out, lanes[q].fn, &lc);
       tir_release(lc.lane);
       tir_release(out);
       out = o2;
