@@ -11,7 +11,8 @@
 # asynchronous proxy (TMA writes completing on an mbarrier, wgmma reading shared memory).
 # Only our kernels are instrumented (--kernel-name kns=main_kernel: tirlua names a function main's kernels main_kernel*);
 # cuBLAS runs unchecked.  --error-exitcode 3 makes a reported error visible in the step's rc.
-#   OUT=... [T=./tirlua] [STEP_S=12] [VARIANTS="tma ws ..."] sh scripts/gpu/sanitize.sh
+#   OUT=... [T=./tirlua] [STEP_S=12] [STEPS="memcheck example synccheck initcheck"] [VARIANTS="tma ws ..."]
+#     [INIT_S=seconds] [INIT_VARIANTS=...] sh scripts/gpu/sanitize.sh
 set -u
 OUT=${OUT:-out}
 mkdir -p "$OUT"
@@ -30,8 +31,13 @@ run() { # run TOOL LOGNAME SECONDS SCRIPT ARGS...
   log "$tool $* rc=$rc ($(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$name.log" | tail -1)) at $(( $(date +%s) - t0 )) s"
   grep -E '^sanitize |^-- .*TFLOP|Error|FAILED' "$OUT/$name.log" | head -12 >> "$OUT/sanitize.log"
 }
-run memcheck memcheck_variants $((S + 4)) scripts/gpu/sanitize.lua ${VARIANTS:-}
-run memcheck memcheck_example $((S - 4)) scripts/examples/matmul_wgmma.lua 1024 1024 1024
-run synccheck synccheck_variants $((S - 2)) scripts/gpu/sanitize.lua ${VARIANTS:-}
-run initcheck initcheck_variants $((S - 2)) scripts/gpu/sanitize.lua ${VARIANTS:-}
+for step in ${STEPS:-memcheck example synccheck initcheck}; do
+  case $step in
+    memcheck) run memcheck memcheck_variants $((S + 4)) scripts/gpu/sanitize.lua ${VARIANTS:-} ;;
+    example) run memcheck memcheck_example $((S - 4)) scripts/examples/matmul_wgmma.lua 1024 1024 1024 ;;
+    synccheck) run synccheck synccheck_variants $((S - 2)) scripts/gpu/sanitize.lua ${VARIANTS:-} ;;
+    initcheck) run initcheck initcheck_variants ${INIT_S:-$((S - 2))} scripts/gpu/sanitize.lua ${INIT_VARIANTS:-${VARIANTS:-}} ;;
+    *) log "unknown step $step (memcheck, example, synccheck, initcheck)" ;;
+  esac
+done
 cat "$OUT/sanitize.log"
