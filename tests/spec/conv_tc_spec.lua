@@ -249,11 +249,33 @@ describe("conv2d_tc on the simulator", function()
                  with(WGE[1][3], {intrin = "wgmma"}), 4)
   end)
 
-  it("wgmma on the explicit im2col matrix (two kernels), and int8 inputs are refused with the reason", function()
+  it("wgmma on the explicit im2col matrix (two kernels)", function()
     local c = with(WG[1][2], {weight_layout = "FK"})
     local _, _, rep = simulate(c, with(WG[1][3], {intrin = "wgmma", variant = "im2col"}))
     assert.are.equal(2, rep.kernels)
   end)
+
+  -- epilogues other than the plain fp16 cast run from the accumulators staged in shared memory
+  -- (tc_gemm_wgmma_epilogue): int8 with an int32 bias (exact), int8 requantized (fp16 bias / relu: WGE above)
+  local EPI = {
+    {"int8, int32 out + bias (exact)", {dtype = "int8", bias = true}, {BM = 64, BN = 32, BK = 64, stages = 2}, true},
+    {"int8 requantized to int8 + relu (exact)", {dtype = "int8", bias = true, activation = "relu", requantize = {scale = 0.01, out_zero_point = 3}},
+     {BM = 64, BN = 64, BK = 64, stages = 2, wgmma_pending = 0}, true},
+  }
+  for _, t in ipairs(EPI) do
+    it("wgmma implicit GEMM with a staged epilogue: " .. t[1], function()
+      local c = with(with(WG[1][2], {weight_layout = "FK", F = 64}), t[2])
+      local f = ct.workload(c)
+      local mod = tir.build(ct.schedule(f, with(t[3], {intrin = "wgmma"})).mod, "cuda -arch=sm_90a", {compile = false})
+      local args = args_for(f, 2)
+      local rep = tir.simulate(mod, args, t[4] and {reference = f} or {reference = f, rtol = 1e-3, atol = 1e-3})
+      assert.are.equal(0, rep.n_issues)
+      assert.are.equal(1, rep.kernels)
+      -- the accumulators go through a shared tile (the staged store), not the fused fp16 store
+      assert.truthy(mod:get_source("cuda"):find("__shared__ __align__(128) float C_wgmma_accumulator_shared[", 1, true) or
+                    mod:get_source("cuda"):find("int C_wgmma_accumulator_shared[", 1, true))
+    end)
+  end
 
   it("the wgmma schedule means the workload (interpreter, before lowering); FK packing equals KF packing transposed", function()
     local c = with(WG[2][2], {weight_layout = "FK"})
@@ -353,7 +375,11 @@ describe("conv2d_tc errors", function()
   it("workload options", function()
     U.expect_error(function() ct.workload({N = 2, H = 8, W = 8, C = 16, F = 32, R = 3}) end, "conv2d_tc.workload", "option S is required")
     U.expect_error(function() ct.workload(with(c, {dtype = "float32"})) end, "conv2d_tc.workload", "dtype must be float16")
-    U.expect_error(function() ct.workload(with(c, {padding = -1})) end, "im2col", "padding must not be negative")
+    U.expect_error(function() ct.workload(with(c, {padding = -1})) end, "conv2d_tc.workload", "padding must not be negative")
+    -- the geometry is checked under conv2d_tc.workload's name (was im2col's)
+    U.expect_error(function() ct.workload(with(c, {stride = 0})) end, "ValueError in conv2d_tc.workload", "stride[1] must be an integer >= 1, got 0")
+    U.expect_error(function() ct.workload(with(c, {dilation = {1, 0}})) end, "conv2d_tc.workload", "dilation[2] must be an integer >= 1")
+    U.expect_error(function() ct.workload(with(c, {groups = 2, stride = 0})) end, "conv2d_tc.workload", "stride[1]")
     U.expect_error(function() ct.workload(with(c, {activation = "tanh"})) end, "activation must be \"relu\"")
     U.expect_error(function() ct.workload(with(c, {strid = 2})) end, "unknown option 'strid'", "did you mean 'stride'")
     U.expect_error(function() ct.workload(with(c, {requantize = {scale = 0.5}})) end, "requantize is for int8")
@@ -364,7 +390,7 @@ describe("conv2d_tc errors", function()
   it("schedule options", function()
     local f = ct.workload(c)
     U.expect_error(function() ct.schedule(f, with(SMALL, {variant = "implicit_gemm"})) end, "conv2d_tc.schedule", "variant must be")
-    U.expect_error(function() ct.schedule(f, with(SMALL, {BM = 96})) end, "tc_gemm.schedule", "M = 128 is not a multiple of BM = 96")
+    U.expect_error(function() ct.schedule(f, with(SMALL, {BM = 96})) end, "conv2d_tc.schedule", "M = N*P*Q (after pad_m) = 128 is not a multiple of BM = 96")
     U.expect_error(function() ct.schedule(nil, SMALL) end, "conv2d_tc.schedule", "expected the PrimFunc of conv2d_tc.workload")
     local W = {intrin = "wgmma", BM = 64, BN = 32, BK = 32, stages = 1}
     U.expect_error(function() ct.schedule(f, W) end, "conv2d_tc.schedule", "weight_layout = \"FK\"")
@@ -372,6 +398,21 @@ describe("conv2d_tc errors", function()
     U.expect_error(function() ct.workload(with(c, {weight_layout = "FK", groups = 2})) end, "not supported with groups")
     U.expect_error(function() ct.schedule(ct.workload(with(c, {weight_layout = "FK", bias = true})), with(W, {epilogue_vec = 3})) end,
                    "tc_gemm.schedule", "epilogue_vec = 3")
+    -- tiles that do not divide the layer: the advice names conv2d_tc's options (pad_m, pad_k), not tc_gemm's
+    local f25 = ct.workload({N = 1, H = 5, W = 5, C = 16, F = 32, R = 3, S = 3, padding = 1})
+    for _, variant in ipairs({"implicit", "im2col"}) do
+      U.expect_error(function() ct.schedule(f25, with(SMALL, {variant = variant})) end, "conv2d_tc.schedule",
+                     "M = N*P*Q (after pad_m) = 25 is not a multiple of BM = 64", "conv2d_tc.workload{..., pad_m = 64}")
+    end
+    local f25p = ct.workload({N = 1, H = 5, W = 5, C = 16, F = 32, R = 3, S = 3, padding = 1, pad_m = 64})
+    U.expect_error(function() ct.schedule(f25p, with(SMALL, {BK = 64})) end, "conv2d_tc.schedule", "Kp = R*S*C padded = 160",
+                   "BK = 64", "pad_k = 64")
+    U.expect_error(function() ct.schedule(f25p, with(SMALL, {BN = 64, warp_n = 32})) end, "conv2d_tc.schedule", "F (output channels per group) = 32",
+                   "BN = 64")
+    local ok, e = pcall(ct.schedule, f25, with(SMALL, {variant = "implicit"}))
+    assert.is_false(ok); assert.is_nil(tostring(e):find("tc_gemm.workload", 1, true))
+    U.expect_error(function() ct.schedule(ct.workload(with(c, {weight_layout = "FK"})), with(W, {BK = 64})) end, "conv2d_tc.schedule",
+                   "Kp = R*S*C padded = 160 is not a multiple of BK = 64", "pad_k = 64")
     -- (C = 3: its 8-byte pixels are 8-byte cp.async copies on wgmma too; conv_resnet_wgmma_spec simulates conv1's shape)
     assert.truthy(ct.schedule(ct.workload(with(c, {weight_layout = "FK", C = 3, pad_m = 64})), W))
     U.expect_error(function() ct.schedule(ct.workload(with(c, {weight_layout = "FK"})), with(W, {warp_m = 32})) end,

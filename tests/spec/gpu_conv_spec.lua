@@ -4,7 +4,7 @@
 -- (tir.testing.ref_conv), the two variants against each other on the whole output, and an int8
 -- layer (IMMA) exactly at sampled points; the implicit GEMM on wgmma (sm_90a, weight packed [F, Kp],
 -- fp16 out, without and with bias + relu) on the 3x3 layers against float64 and against the mma.sync
--- implicit GEMM on the whole output.  Without a GPU: pending.
+-- implicit GEMM on the whole output; int8 on wgmma (int32 out + bias, staged, exact).  Without a GPU: pending.
 local tir = require("tir")
 local ct = require("tir.schedules.conv2d_tc")
 
@@ -14,30 +14,35 @@ local has_gpu, why = dev:exists()
 local packs = {}
 local function packed(L, w, info, dtype)
   local G = L.groups or 1
-  local key = ("%d,%d,%d,%d,%s,%d,%d"):format(L.R, L.S, L.C, L.F, dtype, info.Kp, G)
+  local fk = info.weight_layout == "FK"
+  local key = ("%d,%d,%d,%d,%s,%d,%d,%s"):format(L.R, L.S, L.C, L.F, dtype, info.Kp, G, tostring(info.weight_layout))
   if not packs[key] then
     packs[key] = tir.build(ct.pack_weight_schedule(ct.pack_weight({R = L.R, S = L.S, C = L.C // G, F = L.F, dtype = dtype,
-                                                                    pad_k = L.pad_k, groups = G > 1 and G or nil})).mod, "cuda")
+                                                                    pad_k = L.pad_k, groups = G > 1 and G or nil,
+                                                                    weight_layout = fk and "FK" or nil})).mod, "cuda")
   end
-  local wm = tir.nd.empty(G > 1 and {G, info.Kp, info.F // G} or {info.Kp, info.F}, dtype, dev)
+  local wm = tir.nd.empty(G > 1 and {G, info.Kp, info.F // G} or fk and {info.F, info.Kp} or {info.Kp, info.F}, dtype, dev)
   packs[key](w, wm)
   return wm
 end
 
--- runs a layer; returns the output (device), the inputs and info
-local function run(L, variant, dtype)
+-- runs a layer (bias; relu for fp16) on mma.sync, or on wgmma (intrin = "wgmma": the weight packed
+-- [F, Kp], the bias / relu epilogue staged through shared memory); returns the output (device),
+-- the inputs and info
+local function run(L, variant, dtype, intrin)
   dtype = dtype or "float16"
   local int8 = dtype == "int8"
   local layer = {}
   for k, v in pairs(L) do if k ~= "name" then layer[k] = v end end
   layer.dtype, layer.bias = dtype, true
+  if intrin == "wgmma" then layer.weight_layout = "FK" end
   if not int8 then layer.activation = "relu" end
   local probe = select(2, ct.workload(layer))
   local opts = ct.layer_options(probe)
   if probe.M % opts.BM ~= 0 then layer.pad_m = opts.BM end
   local func, info = ct.workload(layer)
   opts.variant = variant
-  local mod = tir.build(ct.schedule(func, opts).mod, "cuda")
+  local mod = tir.build(ct.schedule(func, opts).mod, intrin == "wgmma" and "cuda -arch=sm_90a" or "cuda")
   local lo, hi = -1, 1
   if int8 then lo, hi = -128, 127 end
   local G = L.groups or 1
@@ -164,6 +169,12 @@ describe("#gpu conv2d on tensor cores", function()
       tir.testing.assert_allclose(out, ref, {rtol = 1e-2, atol = 1e-2})
     end)
   end
+
+  it("wgmma with the staged epilogue: int8 conv2_x 3x3 (int32 out + bias), exact at sampled outputs", function()
+    local L8 = {N = 128, H = 56, W = 56, C = 64, F = 64, R = 3, S = 3, stride = 1, padding = 1, pad_k = 64}
+    local out, x, w, bias, info = run(L8, "implicit", "int8", "wgmma")
+    sampled_check(L8, out, x, w, bias, info, true)
+  end)
 
   it("int8 conv2_x 3x3 (IMMA, int32 out + bias): exact at sampled outputs, both variants", function()
     local L = {N = 128, H = 56, W = 56, C = 64, F = 64, R = 3, S = 3, stride = 1, padding = 1, pad_k = 64}

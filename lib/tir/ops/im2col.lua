@@ -120,8 +120,8 @@ function M.gather(q, data, m, k, guard_k, guard_m)
   return tir.if_then_else(tir.all(table.unpack(conds)), data[idx], tir.const(0, data.dtype))
 end
 
-function M.im2col(data, opts)
-  local P = "im2col"
+-- im2col under the caller's name P (conv2d_tc.workload's errors name it, not im2col)
+function M.im2col_for(P, data, opts)
   local o = {}
   for k, v in pairs(util.check_opts(P, opts, IM2COL_OPTS)) do o[k] = v end
   if o.kernel == nil then util.raise("ValueError", P, "opts.kernel (the spatial extents of the kernel, e.g. {3, 3}) is required") end
@@ -178,6 +178,8 @@ function M.conv_weight_matrix(kernel, opts)
   if o.transpose then return te.compute({Fp, Kp}, function(f, k) return at(k, f) end, o.name or "weight_matrix") end
   return te.compute({Kp, Fp}, function(k, f) return at(k, f) end, o.name or "weight_matrix")
 end
+
+function M.im2col(data, opts) return M.im2col_for("im2col", data, opts) end
 
 M.im2col = util.strict("im2col", M.im2col)
 M.conv_weight_matrix = util.strict("conv_weight_matrix", M.conv_weight_matrix)

@@ -141,7 +141,7 @@ local function grouped_workload(P, o, dt)
   local out_dtype = o.out_dtype or (acc == "int32" and "int32" or "float16")
   local X = te.placeholder({o.N, o.H, o.W, o.C}, dt, "X")
   -- the geometry of one group (tir.ops.im2col's plan over a stand-in with Cg channels)
-  local _, plan = ops_im2col.im2col(te.placeholder({o.N, o.H, o.W, Cg}, dt, "X_group"), {kernel = {o.R, o.S}, stride = o.stride,
+  local _, plan = ops_im2col.im2col_for(P, te.placeholder({o.N, o.H, o.W, Cg}, dt, "X_group"), {kernel = {o.R, o.S}, stride = o.stride,
                                     padding = o.padding, dilation = o.dilation, data_layout = "NHWC"})
   local Pq, Qq = plan.osz[1], plan.osz[2]
   local Mr, Kg = o.N * Pq * Qq, o.R * o.S * Cg
@@ -202,7 +202,7 @@ function M.workload(o)
       return tir.if_then_else(tir.lt(c, o.C), X[{n, h, w, c}], tir.const(0, dt))
     end, "X_pad")
   end
-  local A, plan = ops_im2col.im2col(Xg, {kernel = {o.R, o.S}, stride = o.stride, padding = o.padding, dilation = o.dilation,
+  local A, plan = ops_im2col.im2col_for(P, Xg, {kernel = {o.R, o.S}, stride = o.stride, padding = o.padding, dilation = o.dilation,
                                         data_layout = "NHWC", pad_k = pad_k, pad_m = o.pad_m, name = "A_im2col"})
   local Mp, Kp = A.shape[1], A.shape[2]
   local Mr = o.N * plan.osz[1] * plan.osz[2]
@@ -777,6 +777,22 @@ function M.schedule(func, opts)
   local sch = tir.Schedule(func)
   local ok = pcall(function() return sch:get_block("A_im2col") end)
   if not ok then util.raise("ValueError", P, "the function has no block A_im2col: build it with conv2d_tc.workload") end
+  -- the tiles must divide the GEMM (checked here so that the advice names this file's workload
+  -- options: tc_gemm's names tc_gemm.workload's pad): Mp (pad_m), F (no padding), Kp (pad_k)
+  local ext = tc.analyze(sch, sch:get_block("C"), P).extents
+  local dflt = tc.defaults
+  local what = {{"M = N*P*Q (after pad_m)", "BM", "build the workload with conv2d_tc.workload{..., pad_m = %d} (zero rows, sliced off by the caller)"},
+                {"F (output channels per group)", "BN", "output channels are not padded"},
+                {"Kp = R*S*C padded", "BK", "build the workload (and pack_weight) with pad_k = %d"}}
+  for q = 1, 3 do
+    local e, w = ext[#ext - 3 + q], what[q]
+    -- (wgmma without tile options takes tc_gemm_wgmma.pick's tiles: only given ones are checked here)
+    local t = o[w[2]] or (not wgmma and dflt[w[2]]) or nil
+    if e and t and e % t ~= 0 then
+      util.raise("ValueError", P, "%s = %d is not a multiple of %s = %d: %s, or pick a %s that divides %d", w[1], e, w[2], t,
+                 w[3]:format(t), w[2], e)
+    end
+  end
   local function has(name) return (pcall(function() return sch:get_block(name) end)) end
   local xname = has("X_pad") and "X_pad" or has("X_nhwc") and "X_nhwc" or nil
   local threads, vec = o.im2col_threads or 256, o.im2col_vec or 8
@@ -796,6 +812,8 @@ function M.schedule(func, opts)
                  "weight_layout = \"FK\" (Wm [F, Kp]); this workload's Wm is [Kp, F]")
     end
     if gi.batch > 0 then util.raise("ValueError", P, "intrin = \"wgmma\" has no batch dimension: grouped convolutions run on mma.sync") end
+    -- the epilogue D: a plain fp16 cast is fused into the accumulator store; any other (bias,
+    -- relu, requantize, int8's int32 copy) runs from a staged shared tile (tc_gemm_wgmma_epilogue)
     if variant == "implicit" then to.a_stage = "A_im2col" end
     sch = tc.schedule(sch, to)
     if variant == "im2col" then elementwise_kernel(sch, sch:get_block("A_im2col"), threads, vec) end
