@@ -68,7 +68,7 @@ describe("ResNet-50's non-3x3 layers on wgmma", function()
   -- the 1x1 layers' GEMMs: M x F x C with the OHWI kernel [F, C] as B
   local GEMM = {
     {"K = 64 (one k step), F = 64, BM 128 BN 64, warp-specialized + persistent, 4 stages", 512, 64, 64,
-     {BM = 128, BN = 64, BK = 64, stages = 4, tma = true, warp_specialize = true, persistent = 3}},
+     {BM = 128, BN = 64, BK = 64, stages = 4, tma = true, warp_specialize = true, persistent = 2}},
     {"K = 64, F = 128, persistent with the TMA-store epilogue, 1 stage", 512, 128, 64,
      {BM = 128, BN = 128, BK = 64, stages = 1, wgmma_pending = 0, tma = true, persistent = 2, epilogue_store = "tma"}},
     {"K = 128, F = 256, BN 256, persistent + TMA-store epilogue, 2 stages", 256, 256, 128,

@@ -35,7 +35,7 @@ describe("#gpu warp-specialized wgmma GEMM (sm_90a)", function()
     {"float16", {512, 768, 1024}, {BM = 128, BN = 128, BK = 64, stages = 2, warp_specialize = true}},
     {"float16", {4096, 4096, 4096}, {BM = 128, BN = 256, BK = 64, stages = 4}}, -- not specialized, one group in flight
     {"float16", {4096, 4096, 4096}, {BM = 128, BN = 256, BK = 64, stages = 4, warp_specialize = true, persistent = true}},
-    {"bfloat16", {2048, 3072, 1024}, {BM = 128, BN = 256, BK = 64, stages = 3, warp_specialize = true, persistent = 20}},
+    {"bfloat16", {2048, 3072, 1024}, {BM = 128, BN = 256, BK = 64, stages = 3, warp_specialize = true, persistent = 16}},
     {"float16", {1024, 1024, 512}, {BM = 128, BN = 128, BK = 64, stages = 2, persistent = 8}}, -- re-armed per tile
     {"bfloat16", {1024, 1024, 4096}, {BM = 128, BN = 256, BK = 64, stages = 3, wgmma_pending = 1}},
   }) do

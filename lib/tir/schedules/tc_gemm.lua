@@ -581,7 +581,7 @@ local function schedule(func, opts, P)
   if o.persistent then
     -- a persistent grid (inject_tma_pipeline re-arms its mbarriers per tile): two CTAs an SM
     local ny, nx = info.extents[#info.extents - 2] // o.BM, info.extents[#info.extents - 1] // o.BN
-    M.persistent_tiles(sch, by, bx, ny, nx, o.persistent == true and 2 * M.device_sm_count() or o.persistent)
+    M.persistent_tiles(sch, by, bx, ny, nx, o.persistent == true and 2 * M.device_sm_count() or o.persistent, o.persistent ~= true and P or nil)
   elseif G > 1 then
     -- grouped CTA order (Triton's GROUP_M; CUTLASS's threadblock swizzle): consecutive CTAs walk
     -- G tiles down M before moving along N, so the CTAs resident at once share A rows and B
@@ -839,7 +839,10 @@ M.DEFAULT_SM_COUNT = 132
 -- data flow); grp (8, 4, 2 or 1, dividing ny) and G are picked for the most CTAs not above `want`,
 -- then the widest group (4096 x 11008 with 128 x 256 tiles: grp 2, G = 86).  The CTA loop is bound
 -- to blockIdx.x; returns the serial tile loop (outside the threadIdx loops) and G.
-function M.persistent_tiles(sch, by, bx, ny, nx, want)
+-- exact (a primitive's name, or nil): want is the user's own CTA count (tc_gemm's persistent = G),
+-- so a G other than want is a ValueError from that primitive listing the counts that work, instead
+-- of a smaller grid chosen silently (persistent = true passes nil: the most CTAs up to the SMs).
+function M.persistent_tiles(sch, by, bx, ny, nx, want, exact)
   for _, v in ipairs({ny or false, nx or false, want or false}) do
     if math.type(v) ~= "integer" or v < 1 then
       raise("TypeError", "tc_gemm.persistent_tiles", "takes (sch, by, bx, ny, nx, want): a Schedule, its M and N tile loops, " ..
@@ -847,6 +850,24 @@ function M.persistent_tiles(sch, by, bx, ny, nx, want)
     end
   end
   local G, grp = M.persistent_grid(ny, nx, want)
+  if exact and G ~= want then
+    -- the CTA counts that work: for some group, the product of inner dims times a divisor of the next
+    local ok, list = {}, {}
+    for _, gr in ipairs({8, 4, 2, 1}) do
+      if ny % gr == 0 then
+        local dims, inner = {ny // gr, nx, gr}, 1
+        for q = 3, 1, -1 do
+          for d = 1, dims[q] do if dims[q] % d == 0 then ok[inner * d] = true end end
+          inner = inner * dims[q]
+        end
+      end
+    end
+    for g in pairs(ok) do list[#list + 1] = g end
+    table.sort(list)
+    raise("ValueError", exact, "persistent = %d: the %d x %d = %d output tiles have no persistent grid of %d CTAs (each CTA walks " ..
+          "the same number of tiles, no tail); counts that work: %s (or persistent = true)", want, ny, nx, ny * nx, want,
+          table.concat(list, ", "))
+  end
   local byo, byi = sch:split(by, {nil, grp})
   sch:reorder(byo, bx, byi)
   local t = sch:fuse(byo, bx, byi)

@@ -29,7 +29,7 @@ M.TILE_OPTS = {"BM", "BN", "BK", "stages", "tma", "warp_specialize", "persistent
 -- GEMM on sm_count SMs, measured on the H200 (bench/RESULTS.md, "Stop 10: the wgmma defaults"):
 --  * at least one wave of 128 x 256 tiles (m % 128, n % 256, k % 64 = 0, k >= 512): 128 x 256 x 64,
 --    4 TMA stages, warp-specialized (a producer warpgroup, two consumers of 64 x 256); persistent
---    (persistent = sm_count: tc_gemm.persistent_grid's G CTAs walking the tiles, grouped for L2) when its G CTAs need no
+--    (persistent = G: tc_gemm.persistent_grid's G CTAs on sm_count SMs walking the tiles, grouped for L2) when its G CTAs need no
 --    more rounds than one CTA a tile does (ceil(tiles / sm_count)): 4096^3 (512 tiles, G = 128),
 --    8192^3; otherwise one CTA a tile (4096 x 11008: G = 86 would take 16 rounds against 11);
 --  * fewer tiles than SMs (small M, e.g. 128 x 11008 x 4096: 43 tiles of 128 x 256): 128 x 128 x 64
@@ -47,7 +47,7 @@ function M.pick(m, n, k, a_dtype, sm_count)
     local tiles = (m // 128) * (n // 256)
     local G = TCM.persistent_grid(m // 128, n // 256, sms)
     local persistent = tiles // G <= (tiles + sms - 1) // sms
-    return {BM = 128, BN = 256, BK = 64, stages = 4, tma = true, warp_specialize = true, persistent = persistent and sms or nil},
+    return {BM = 128, BN = 256, BK = 64, stages = 4, tma = true, warp_specialize = true, persistent = persistent and G or nil},
            ("pick: 128x256x64 s4 ws%s (%d tiles, %d SMs%s)"):format(persistent and " persistent" or "", tiles, sms,
              persistent and (", G = " .. G) or (", persistent G = " .. G .. " would take " .. tiles // G .. " rounds"))
   end
@@ -284,7 +284,8 @@ function M.schedule(sch, o, P, analyze)
     if not o.tma then raise("ValueError", P, "persistent = true needs tma = true (the TMA pipeline walks the tiles)") end
     -- (tc_gemm.persistent_tiles: the largest G <= want over the groups 8, 4, 2, 1 for which the
     -- tile order stays affine -- bind's compact data flow)
-    TCM.persistent_tiles(sch, by, bx, ext[#ext - 2] // BM, ext[#ext - 1] // BN, o.persistent == true and TCM.device_sm_count() or o.persistent)
+    TCM.persistent_tiles(sch, by, bx, ext[#ext - 2] // BM, ext[#ext - 1] // BN, o.persistent == true and TCM.device_sm_count() or o.persistent,
+                         o.persistent ~= true and P or nil)
   else
     sch:bind(by, "blockIdx.y"); sch:bind(bx, "blockIdx.x")
   end
