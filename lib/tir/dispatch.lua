@@ -73,6 +73,23 @@ function D.specialize(func, values, name)
   return core.specialize(func, list, name)
 end
 
+-- The variables of func that are buffer dimensions (name -> "dimension d of buffer B"): they
+-- take values >= 1 only (tir.specialize refuses 0; a range of the family reaching below 1 is refused).
+local function dimension_vars(func)
+  local out = {}
+  local params = func.params
+  for i = 1, #params do
+    local b = params[i]
+    if core.is_node(b, "Buffer") then
+      for d = 1, #b.shape do
+        local e = b.shape[d]
+        if core.is_node(e, "Var") and not out[e.name] then out[e.name] = ("dimension %d of buffer %s"):format(d, b.name) end
+      end
+    end
+  end
+  return out
+end
+
 local Family = {}
 Family.__index = Family
 
@@ -113,7 +130,8 @@ end
 
 --- fam:add(when, rule [, note]): an entry.  when: {M = 16} (M fixed: the rule gets func
 -- specialized to 16), {M = {17, 128}} (lo <= M <= hi; the rule gets the symbolic func; {17,
--- math.maxinteger} for M >= 17), or both for different variables.  Returns the entry's index.
+-- math.maxinteger} for M >= 17), or both for different variables; a variable that is a buffer
+-- dimension takes values >= 1 (a range from 0 or an inverted one is a ValueError).  Returns the entry's index.
 function Family:add(when, rule, note)
   local P = "dispatch.add"
   if type(when) ~= "table" or next(when) == nil then raise("TypeError", P, "when must be a table such as {M = 16} or {M = {17, 128}}, got %s", util.show(when)) end
@@ -129,9 +147,16 @@ function Family:add(when, rule, note)
     local e = var_of(P, self.by_name, k, self.func)
     local n = e.var.name
     if math.type(v) == "integer" then
+      local dim = dimension_vars(self.func)[n]
+      if dim and v < 1 then raise("ValueError", P, "%s = %d: %s is %s and must be at least 1", n, v, n, dim) end
       values[n] = v
     elseif type(v) == "table" and #v == 2 and util.count_keys(v) == 2 and math.type(v[1]) == "integer" and math.type(v[2]) == "integer" then
-      if v[1] > v[2] then raise("ValueError", P, "the range {%d, %d} of %s is empty", v[1], v[2], n) end
+      if v[1] > v[2] then raise("ValueError", P, "the range {%d, %d} of %s is empty (lo > hi)", v[1], v[2], n) end
+      local dim = dimension_vars(self.func)[n]
+      if dim and v[1] < 1 then
+        raise("ValueError", P, "the range {%d, %d} of %s starts below 1: %s is %s (a buffer extent is at least 1); start it at 1",
+              v[1], v[2], n, n, dim)
+      end
       ranges[n] = {v[1], v[2]}
     else
       raise("TypeError", P, "%s must be an integer (a specialization) or {lo, hi} (a range of the symbolic kernel), got %s", n, util.show(v))

@@ -663,6 +663,7 @@ function Schedule:annotate(x, key, value)
 end
 
 function Schedule:unannotate(x, key)
+  if type(key) ~= "string" then raise("TypeError", "unannotate", "key must be a string, got %s", describe(key)) end
   self._state:unannotate(target(self, x, "unannotate"), key)
   record(self, "unannotate", {x, key})
 end

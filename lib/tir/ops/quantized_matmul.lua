@@ -61,16 +61,19 @@ local DEFAULTS = {M = false, N = false, K = false, a_dtype = "int8", b_dtype = "
                   b_zero_point = 0, bias = false, scale = 1.0, out_zero_point = 0, out_dtype = "int8", relu = false,
                   four_term = true, b_sums = "compute", a_sums = "compute", accum_dtype = "int32", name = "qmatmul"}
 
+-- every option's type (util.check_opts: unknown keys and wrong types are errors naming the option);
+-- the values are checked further below (ranges, one-of lists)
+local OPT_TYPES = {M = "any", N = "any", K = "any", a_dtype = "string", b_dtype = "string", b_layout = "string",
+                   a_zero_point = "integer|string", b_zero_point = "integer|string", bias = "boolean", scale = "number|string",
+                   out_zero_point = "integer", out_dtype = "string", relu = "boolean", four_term = "boolean", b_sums = "string",
+                   a_sums = "string", accum_dtype = "string",
+                   name = function(v)
+                     if type(v) ~= "string" or not v:match("^[%a_][%w_]*$") then return "an identifier string ([A-Za-z_][A-Za-z0-9_]*)" end
+                   end}
+
 local function check(o)
   local r = {}
-  for k, v in pairs(o) do
-    if DEFAULTS[k] == nil then
-      local near = util.closest(k, util.sorted_keys(DEFAULTS))
-      raise("ValueError", "unknown option %s%s; valid options: %s", util.show(k), near and (" (did you mean '" .. near .. "'?)") or "",
-            table.concat(util.sorted_keys(DEFAULTS), ", "))
-    end
-    r[k] = v
-  end
+  for k, v in pairs(util.check_opts(P, o, OPT_TYPES)) do r[k] = v end
   for k, v in pairs(DEFAULTS) do if r[k] == nil then r[k] = v end end
   for _, k in ipairs({"M", "N", "K"}) do
     local v = r[k]

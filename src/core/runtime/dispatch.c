@@ -206,6 +206,11 @@ int tir_dispatcher_add(tir_Dispatcher *d, const char *label, const char *note, c
     if (ranges[r].lo > ranges[r].hi)
       return tir_error_set(TIR_ERR_VALUE, d->who, "entry %s: the range %lld <= %s <= %lld is empty", label, (long long)ranges[r].lo,
                            d->vars[ranges[r].var]->name, (long long)ranges[r].hi);
+    /* a buffer dimension is at least 1 (tir_specialize refuses 0): a range reaching below is a mistake */
+    if (d->var_dim[ranges[r].var] >= 0 && ranges[r].lo < 1)
+      return tir_error_set(TIR_ERR_VALUE, d->who, "entry %s: the range %lld <= %s <= %lld starts below 1, but %s is a buffer dimension",
+                           label, (long long)ranges[r].lo, d->vars[ranges[r].var]->name, (long long)ranges[r].hi,
+                           d->vars[ranges[r].var]->name);
     e.ranges[e.n_ranges++] = ranges[r];
   }
   if (match_signature(d, func, label, &e)) return -1;
