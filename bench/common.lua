@@ -10,16 +10,32 @@
 -- to bench/results.jsonl here (scripts/gpu/collect_results.sh).
 local M = {}
 
--- The commit named in results: $TIRLUA_COMMIT, else git's short HEAD, else "unknown".
-function M.commit()
+-- The commit named in results: $TIRLUA_COMMIT, else git's short HEAD of the checkout whose root
+-- is dir (default: the current directory; benchmarks run from the repository root), with
+-- "-dirty" when tracked files other than the result files differ from it, else "unknown".  The
+-- root check matters on the GPU machine: there the tree is a copy (a tarball unpacked under
+-- another checkout, or files without .git), and git would name some other checkout's HEAD.
+local function sh(cmd)
+  local p = io.popen(cmd .. " 2>/dev/null")
+  if not p then return nil end
+  local out = p:read("*a") or ""
+  p:close()
+  out = out:gsub("%s+$", "")
+  return out ~= "" and out or nil
+end
+
+function M.commit(dir)
   local c = os.getenv("TIRLUA_COMMIT")
   if c and c ~= "" then return c end
-  local p = io.popen("git rev-parse --short HEAD 2>/dev/null")
-  if p then
-    c = p:read("*l")
-    p:close()
+  local q = "'" .. tostring(dir or "."):gsub("'", "'\\''") .. "'"
+  local top, here = sh("git -C " .. q .. " rev-parse --show-toplevel"), sh("cd " .. q .. " && pwd -P")
+  if not top or top ~= here then return "unknown" end
+  c = sh("git -C " .. q .. " rev-parse --short HEAD")
+  if not c then return "unknown" end
+  if sh("git -C " .. q .. " status --porcelain --untracked-files=no -- . ':!bench/results.jsonl' ':!bench/RESULTS.md'") then
+    c = c .. "-dirty"
   end
-  return (c and c ~= "") and c or "unknown"
+  return c
 end
 
 -- The CUDA device 0, or nil after printing "<script>: skipped: <why>" when there is none (a

@@ -35,6 +35,31 @@ describe("bench/common.lua", function()
       "bench/common.lua: record: row.ms must be a positive number")
   end)
 
+  it("names the commit of the checkout it runs in, and 'unknown' in a copied tree (no git of its own)", function()
+    if os.getenv("TIRLUA_COMMIT") then pending("TIRLUA_COMMIT is set: it names the commit") return end
+    if not io.popen("git --version 2>/dev/null"):read("*l") then pending("no git") return end
+    local root = os.tmpname()
+    os.remove(root)
+    local function run(cmd) assert(os.execute(cmd), cmd) end
+    run(("mkdir -p %s/bench %s/copy/t && cd %s && git init -q && git config user.email t@t && git config user.name t && " ..
+         "echo a > f && echo r > bench/results.jsonl && git add f bench/results.jsonl && git commit -qm x"):format(root, root, root))
+    local head = io.popen(("git -C %s rev-parse --short HEAD"):format(root)):read("*l")
+    assert.are.equal(head, common.commit(root))
+    -- a new benchmark row is no change of the tree; an edited source file is
+    run(("echo r2 >> %s/bench/results.jsonl"):format(root))
+    assert.are.equal(head, common.commit(root))
+    run(("echo b >> %s/f"):format(root))
+    assert.are.equal(head .. "-dirty", common.commit(root))
+    -- a tree unpacked inside the checkout (the GPU batch's .carry/NAME/t): not that checkout's HEAD
+    assert.are.equal("unknown", common.commit(root .. "/copy/t"))
+    -- no checkout at all
+    local bare = os.tmpname()
+    os.remove(bare)
+    run("mkdir -p " .. bare)
+    assert.are.equal("unknown", common.commit(bare))
+    run(("rm -rf %s %s"):format(root, bare))
+  end)
+
   it("keeps non-finite numbers out of the JSON", function()
     assert.truthy(common.json{bench = "b", ms = 0 / 0}:find('"ms": null', 1, true))
   end)
