@@ -9,7 +9,13 @@
  * write-after-read (refilling a tile others still read) gets its barrier too.  Barriers
  * are only placed where every thread of the CTA arrives: never inside an if whose
  * condition or a loop whose bounds depend on threadIdx; such a statement is treated as
- * one unit and the barrier goes before it.
+ * one unit and the barrier goes before it.  A hazard between the statements of such an if
+ * (its threads exchanging data through shared memory, or the then-branch's threads writing
+ * what the else-branch's read: both branches run at once) is resolved by distributing the
+ * if over its statements (`if c {s1; s2}` -> `if c {s1}; barrier; if c {s2}`; the else
+ * branch becomes `if !c {...}` after the then branch) when c reads no memory; TVM's
+ * ThreadSync stops there instead ("Cannot insert syncs inside condition").  A hazard nested
+ * deeper (inside a loop of such a branch) is still not seen.
  *
  * Multi-versioned buffers (software pipelines): accesses under AttrStmt "pipeline_version"
  * are to that version of the buffer only, and two versions conflict unless provably
@@ -302,11 +308,81 @@ static int is_named_region(const tir_Node *s) {
 
 /* Rewrites s with barriers; state is what happened since the last barrier (updated). */
 static tir_Node *visit(Ctx *c, const tir_Node *s, Acc *state);
+static tir_Node *visit_seq(Ctx *c, const tir_Node *const *items, int n, Acc *state);
+
+static int impure_fn(const tir_Node *n, void *p) {
+  if (n->kind == TIR_BufferLoad || n->kind == TIR_Call) *(int *)p = 1;
+  return 0;
+}
+
+/* The statements of s, SeqStmts flattened, each wrapped in `if cond` (owned references). */
+static tir_Array *guarded(tir_Array *out, const tir_Node *cond, const tir_Node *s) {
+  if (s->kind == TIR_SeqStmt) {
+    const tir_Array *a = ((const tir_SeqStmt *)s)->seq;
+    for (int i = 0; i < a->size; i++) out = guarded(out, cond, a->items[i]);
+    return out;
+  }
+  return tir_array_push(out, tir_if(R((tir_Node *)cond), R((tir_Node *)s), NULL));
+}
+
+static int is_sync(const tir_Node *s) {
+  if (s->kind != TIR_Evaluate || ((const tir_Evaluate *)s)->value->kind != TIR_Call) return 0;
+  const char *op = ((const tir_Call *)((const tir_Evaluate *)s)->value)->op;
+  return strcmp(op, "tvm_storage_sync") == 0 || strcmp(op, "ptx_bar_sync") == 0;
+}
+
+/* A hazard between statements of an if whose condition depends on threadIdx (thread A writes
+ * a shared buffer in the branch, thread B of the same branch reads it later in the branch; or
+ * the then-branch's threads write what the else-branch's threads read: the two branches run
+ * at once).  A barrier inside the branch would wait for threads that never come, so the if is
+ * distributed over its statements: `if c {s1; s2}` == `if c {s1}; if c {s2}`, and
+ * `if c {t} else {e}` == `if c {t}; if !c {e}`, when c reads no memory (it cannot change
+ * between the pieces), and the barriers go between the pieces, where every thread arrives.
+ * Returns the rewritten sequence, or NULL when no barrier is needed between the pieces (the if
+ * stays as it is: a unit with a barrier before it, as before). */
+static tir_Node *split_divergent_if(Ctx *c, const tir_IfThenElse *f, Acc *state) {
+  int impure = 0;
+  tir_visit(f->cond, impure_fn, &impure);
+  if (impure) return NULL;
+  tir_Array *pieces = guarded(tir_array_empty(), f->cond, f->then_case);
+  if (f->else_case) {
+    tir_Node *nc = tir_not(R(f->cond));
+    pieces = guarded(pieces, nc, f->else_case);
+    tir_release(nc);
+  }
+  tir_Node *res = NULL;
+  if (pieces->size > 1) {
+    Acc trial = *state;
+    const tir_Node *saved_wait = c->stranded_wait;
+    tir_Node *seq = visit_seq(c, (const tir_Node *const *)pieces->items, pieces->size, &trial);
+    const tir_Array *a = seq->kind == TIR_SeqStmt ? ((const tir_SeqStmt *)seq)->seq : NULL;
+    int inner = 0;
+    for (int i = 1; a && i < a->size; i++) inner |= is_sync(a->items[i]) && !is_wait(a->items[i - 1]);
+    if (inner) {
+      *state = trial;
+      res = seq;
+    } else {
+      c->stranded_wait = saved_wait;
+      tir_release(seq);
+    }
+  }
+  tir_release(&pieces->hdr);
+  return res;
+}
 
 static tir_Node *visit_seq(Ctx *c, const tir_Node *const *items, int n, Acc *state) {
   tir_Array *out = tir_array_empty();
   for (int i = 0; i < n; i++) {
     Acc acc;
+    if (items[i]->kind == TIR_IfThenElse && thread_dependent(c, ((const tir_IfThenElse *)items[i])->cond) &&
+        !is_named_region(((const tir_IfThenElse *)items[i])->then_case) &&
+        !(((const tir_IfThenElse *)items[i])->else_case && is_named_region(((const tir_IfThenElse *)items[i])->else_case))) {
+      tir_Node *split = split_divergent_if(c, (const tir_IfThenElse *)items[i], state);
+      if (split) {
+        out = tir_array_push(out, split);
+        continue;
+      }
+    }
     accesses(c, items[i], &acc);
     /* a barrier before a conflicting statement, if that statement cannot take one inside */
     int compound = items[i]->kind == TIR_For || items[i]->kind == TIR_SeqStmt || items[i]->kind == TIR_LetStmt ||

@@ -1,0 +1,115 @@
+-- thread_sync_spec.lua -- thread_sync (src/core/transform/thread_sync.c) and shared-memory
+-- hazards inside an `if` whose condition depends on threadIdx: a barrier cannot go inside the
+-- branch (the threads that skip it never arrive), so the pass distributes the if over its
+-- statements (`if c {s1; s2}` -> `if c {s1}; barrier; if c {s2}`, `if c {t} else {e}` ->
+-- `if c {t}; barrier; if !c {e}`) and puts the barrier between the pieces.  Before/after IR, and
+-- the simulator (races reported, results against the interpreter on the unlowered function).
+local tir = require("tir")
+local T = tir.script
+
+local SYNC = 'T.call%("int32", "tvm_storage_sync", "shared"%)'
+
+local function count(s, pat)
+  local n = 0
+  for _ in s:gmatch(pat) do n = n + 1 end
+  return n
+end
+
+-- 64 threads; the first 32 write S, then read what another thread of the branch wrote
+local function intra_branch()
+  return T.prim_func("intra", {A = T.Buffer({64}, "float32"), O = T.Buffer({64}, "float32")}, function(A, O)
+    local bx = T.launch_thread("blockIdx.x", 1)
+    local tx = T.launch_thread("threadIdx.x", 64)
+    local S = T.allocate({32}, "float32", "shared")
+    T.If(T.lt(tx, 32), function()
+      S[{tx}] = A[{tx}] * 2.0
+      O[{tx}] = S[{31 - tx}]
+    end)
+  end)
+end
+
+-- the then-branch's threads write S, the else-branch's threads read it: the branches run at once
+local function across_branches()
+  return T.prim_func("across", {A = T.Buffer({64}, "float32"), O = T.Buffer({64}, "float32")}, function(A, O)
+    local bx = T.launch_thread("blockIdx.x", 1)
+    local tx = T.launch_thread("threadIdx.x", 64)
+    local S = T.allocate({32}, "float32", "shared")
+    T.If(T.lt(tx, 32), function()
+      S[{tx}] = A[{tx}] + 1.0
+    end, function()
+      O[{tx}] = S[{63 - tx}]
+    end)
+  end)
+end
+
+local function sync_pass(f) return tostring(tir.core.run_pass("thread_sync", f)) end
+
+describe("thread_sync: hazards inside an if that depends on threadIdx", function()
+  it("splits the branch and puts the barrier between its statements (before/after IR)", function()
+    local f = intra_branch()
+    local before = tostring(f)
+    assert.are.equal(0, count(before, SYNC))
+    local after = sync_pass(f)
+    assert.are.equal(1, count(after, SYNC), after)
+    -- the write, then the barrier outside any branch, then the read, each under the condition
+    local w = after:find("S%[{threadIdx_x}%] = A%[{threadIdx_x}%]")
+    local b = after:find(SYNC)
+    local r = after:find("O%[{threadIdx_x}%] = S%[{31 %- threadIdx_x}%]")
+    assert.is_truthy(w and b and r, after)
+    assert.is_true(w < b and b < r, after)
+    assert.are.equal(2, count(after, "T%.If%(T%.lt%(threadIdx_x, 32%), function%(%)"), after)
+    -- the barrier is at the kernel's top level: no `if` encloses it
+    local indent_sync = #after:match("\n( *)T%.evaluate%(" .. SYNC)
+    local indent_if = #after:match("\n( *)T%.If%(")
+    assert.are.equal(indent_if, indent_sync, after)
+  end)
+
+  it("the lowered kernel is race-free on the simulator (it reported a read-after-write race before) and right", function()
+    -- O[t] = 2 A[31 - t] for t < 32 (intra), O[t] = A[63 - t] + 1 for t >= 32 (across); other O unchanged
+    local cases = {{intra_branch, function(a, o, t) return t < 32 and 2 * a[31 - t] or o[t] end},
+                   {across_branches, function(a, o, t) return t >= 32 and a[63 - t] + 1 or o[t] end}}
+    for _, c in ipairs(cases) do
+      local f = c[1]()
+      local mod = tir.build(f, "cuda", {compile = false})
+      assert.are.equal(1, count(mod:get_source("cuda"), "__syncthreads%(%)"), mod:get_source("cuda"))
+      local args = tir.testing.random_args(f, 4)
+      local a, o = {}, {}
+      for t = 0, 63 do a[t], o[t] = args[1]:get(t), args[2]:get(t) end
+      local rep = tir.simulate(mod, args)
+      assert.are.equal(0, rep.races)
+      assert.are.equal(0, rep.n_issues)
+      for t = 0, 63 do
+        local want = c[2](a, o, t)
+        assert(math.abs(args[2]:get(t) - want) <= 1e-6 * math.abs(want), ("O[%d] = %s, want %s"):format(t, args[2]:get(t), want))
+      end
+    end
+  end)
+
+  it("orders the then-branch's writes before the else-branch's reads: if c {t}; barrier; if !c {e}", function()
+    local after = sync_pass(across_branches())
+    assert.are.equal(1, count(after, SYNC), after)
+    local t = after:find("S%[{threadIdx_x}%] = A%[{threadIdx_x}%] %+ T%.float32%(1%.0%)")
+    local b = after:find(SYNC)
+    local e = after:find("O%[{threadIdx_x}%] = S%[{63 %- threadIdx_x}%]")
+    assert.is_truthy(t and b and e, after)
+    assert.is_true(t < b and b < e, after)
+    assert.is_truthy(after:find("T.If(T.Not(T.lt(threadIdx_x, 32)), function()", 1, true), after)
+  end)
+
+  it("leaves an if without an inner hazard as it was (a unit, any barrier before it)", function()
+    local f = T.prim_func("plain", {A = T.Buffer({64}, "float32"), O = T.Buffer({64}, "float32")}, function(A, O)
+      local bx = T.launch_thread("blockIdx.x", 1)
+      local tx = T.launch_thread("threadIdx.x", 64)
+      local S = T.allocate({64}, "float32", "shared")
+      S[{tx}] = A[{tx}]
+      T.If(T.lt(tx, 32), function()
+        O[{tx}] = S[{63 - tx}]
+        O[{tx + 32}] = A[{tx}]
+      end)
+    end)
+    local after = sync_pass(f)
+    assert.are.equal(1, count(after, SYNC), after)
+    assert.are.equal(1, count(after, "T%.If%("), after)
+    assert.is_true(after:find(SYNC) < after:find("T%.If%("), after)
+  end)
+end)
