@@ -378,11 +378,23 @@ end
 --                      module's function or the target itself -- and report differing elements
 --                      with the thread and statement that wrote them; exact unless rtol / atol
 --   max_issues = n     issues kept in the report (default 100)
--- Returns a report: {issues = {{kind, message, kernel, cta, thread, other_thread, statement,
+-- Returns a report (print(report) shows its counts and first issues): {issues = {{kind, message, kernel, cta, thread, other_thread, statement,
 -- other_statement, buffer, index, extent}...}, races, n_issues, hints (likely causes, e.g. an mma
 -- operand that is not a 16x16 tile), kernels, ctas, statements, thread_statements, barriers,
 -- warp_ops, cp_async, shared_reads, shared_writes}.  Errors: SimulationError (an issue, naming the
 -- kernel, CTA, thread, statement and address), RuntimeError (a program it cannot run).
+-- print(report): one line of counts, then the issues (the REPL shows reports so)
+local SIM_REPORT = {__name = "tir.SimulationReport", __tostring = function(r)
+  local function n(x) return math.tointeger(x) or x or 0 end
+  local lines = {("simulation: %s kernel(s), %s CTA(s), %s barrier(s), %s warp-level op(s), %s cp.async, %s race(s), %s issue(s)"):format(
+    n(r.kernels), n(r.ctas), n(r.barriers), n(r.warp_ops), n(r.cp_async), n(r.races), n(r.n_issues))}
+  for i, is in ipairs(r.issues or {}) do
+    if i > 10 then lines[#lines + 1] = ("  ... %d more"):format(#r.issues - 10) break end
+    lines[#lines + 1] = "  " .. tostring(is.message or is.kind)
+  end
+  for _, h in ipairs(r.hints or {}) do lines[#lines + 1] = "  hint: " .. tostring(h) end
+  return table.concat(lines, "\n")
+end}
 local SIM_OPTS = {check = "boolean", ctas = "table", reference = "any", rtol = "number", atol = "number",
                   max_issues = "positive"}
 function tir.simulate(target, args, opts)
@@ -407,7 +419,9 @@ function tir.simulate(target, args, opts)
     tir.interpret(oracle, o.expected)
   end
   o.reference = nil
-  return core.simulate(target, args, o)
+  local rep = core.simulate(target, args, o)
+  if type(rep) == "table" and getmetatable(rep) == nil then setmetatable(rep, SIM_REPORT) end
+  return rep
 end
 
 -- Module methods written in Lua.

@@ -78,6 +78,8 @@ describe("thread_sync: hazards inside an if that depends on threadIdx", function
       local rep = tir.simulate(mod, args)
       assert.are.equal(0, rep.races)
       assert.are.equal(0, rep.n_issues)
+      -- the report prints as a line of counts (tir.simulate's report metatable)
+      assert.matches("^simulation: 1 kernel%(s%), 1 CTA%(s%), 1 barrier%(s%)", tostring(rep))
       for t = 0, 63 do
         local want = c[2](a, o, t)
         assert(math.abs(args[2]:get(t) - want) <= 1e-6 * math.abs(want), ("O[%d] = %s, want %s"):format(t, args[2]:get(t), want))
