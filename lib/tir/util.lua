@@ -171,6 +171,23 @@ function util.check_opts(prim, opts, spec)
   return opts
 end
 
+--- The first checks of a schedule's helper (a function another schedule calls with resolved
+-- options, e.g. tc_gemm_wgmma.schedule from tc_gemm.schedule): sch must be a tir.Schedule and
+-- each of the tables given (the options) a table; else a TypeError from prim that names the
+-- entry point to call instead.
+function util.check_helper(prim, entry, sch, ...)
+  if getmetatable(sch) ~= require("tir").Schedule then
+    util.raise("TypeError", prim, "sch must be a tir.Schedule, got %s (this is a helper of %s: call that instead)", describe(sch), entry)
+  end
+  for i = 1, select("#", ...) do
+    local t = select(i, ...)
+    if type(t) ~= "table" then
+      util.raise("TypeError", prim, "argument %d must be the options table %s passes, got %s (call %s instead)", i + 1, entry,
+                 describe(t), entry)
+    end
+  end
+end
+
 --- Refuses arguments beyond a function's signature: call as util.no_extra(prim, sig, ...)
 -- from `function f(a, b, ...)`, sig being the signature to show ("T.where(cond)").
 -- Any extra argument counts, nil included (select('#', ...)).

@@ -25,6 +25,7 @@ local util = require("tir.util")
 -- wm}, {"threadIdx.z", wn}, {"threadIdx.x", 32}}); row i goes to the thread whose digits in that
 -- order make i.  Returns the merged k-step loop (the GEMM's ko from then on).
 function M.fuse(sch, o, wz, ko, threads, P)
+  util.check_helper("tc_gemm_row_sums.fuse", "tc_gemm.schedule(func, {row_sums = name, ...})", sch, o, threads)
   local dp4a = require("tir.intrin.dp4a")
   local ok, rs = pcall(function() return sch:get_block(o.row_sums) end)
   if not ok then util.raise("ValueError", P, "row_sums: there is no block '%s'", o.row_sums) end

@@ -19,6 +19,12 @@ local M = {}
 -- split would leave a predicate rfactor refuses).  Returns the rf block's name and C's name
 -- (the block that now sums the slices).
 function M.rfactor(sch, name, k, K, S, BK, P)
+  util.check_helper("tc_gemm_split_k.rfactor", "tc_gemm.schedule(func, {split_k = S})", sch)
+  for _, v in ipairs({K, S, BK}) do
+    if math.type(v) ~= "integer" or v < 1 then
+      raise("TypeError", "tc_gemm_split_k.rfactor", "K, S and BK must be positive integers (call tc_gemm.schedule(func, {split_k = S}))")
+    end
+  end
   if K % S ~= 0 or (K // S) % BK ~= 0 then
     raise("ValueError", P, "split_k = %d: K = %d must be a multiple of split_k * BK = %d (each slice a whole number of BK = %d steps); " ..
           "pick another split_k or BK, or pad K with tc_gemm.workload(..., pad = {BM, BN, split_k * BK})", S, K, S * BK, BK)
@@ -41,6 +47,10 @@ M.PER_THREAD = 4
 -- does not divide is predicated.  `epilogue` (a block name or nil) is computed at the thread
 -- loop, and the sum then lives in a register (scope "local").
 function M.schedule_reduce(sch, name, epilogue, threads, P)
+  util.check_helper("tc_gemm_split_k.schedule_reduce", "tc_gemm.schedule(func, {split_k = S})", sch)
+  if math.type(threads) ~= "integer" or threads < 1 then
+    raise("TypeError", "tc_gemm_split_k.schedule_reduce", "threads must be a positive integer, got %s", util.show(threads))
+  end
   local R = sch:get_block(name)
   local l = {sch:get_loops(R)}
   if #l < 2 then raise("ValueError", P, "split-K: block '%s' has no loop to bind beside its sum over ks", name) end

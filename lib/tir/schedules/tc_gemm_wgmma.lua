@@ -134,6 +134,10 @@ end
 -- (dequantization, a gather) can run in registers; needs wgmma_pending = 0).  Every option and
 -- shape is checked first; errors are tir.Errors from "tc_gemm.schedule".
 function M.schedule(sch, o, P, analyze)
+  util.check_helper("tc_gemm_wgmma.schedule", "tc_gemm.schedule(func, {intrin = \"wgmma\", ...})", sch, o)
+  if type(analyze) ~= "function" then
+    raise("TypeError", "tc_gemm_wgmma.schedule", "is tc_gemm.schedule's helper: call tc_gemm.schedule(func, {intrin = \"wgmma\", ...})")
+  end
   local info = analyze(sch, sch:get_block(o.block or "C"), P)
   local row = row_for(info, P)
   if info.layout ~= "NT" then

@@ -28,6 +28,7 @@ end
 --- Checks opts.epilogue for row (a wgmma row of include/tir/mma.h); returns the epilogue's
 -- output dtype, or nil without an epilogue.
 function M.validate(sch, o, row, P)
+  util.check_helper("tc_gemm_wgmma_epilogue.validate", "tc_gemm.schedule(func, {intrin = \"wgmma\", epilogue = ...})", sch, o, row)
   if not o.epilogue then return nil end
   local okb, E = pcall(function() return sch:get(sch:get_block(o.epilogue)) end)
   if not okb then raise("ValueError", P, "epilogue block '%s' does not exist", o.epilogue) end
@@ -60,6 +61,7 @@ end
 -- the epilogue is fused into the store).  prior: the epilogue reads a producer computed before
 -- the GEMM (the row sums of A).
 function M.inline(sch, o, row, names, CF, prior)
+  util.check_helper("tc_gemm_wgmma_epilogue.inline", "tc_gemm.schedule(func, {intrin = \"wgmma\", epilogue = ...})", sch, o, row, names)
   sch:reverse_compute_inline(o.epilogue, prior)
   local b = sch:get(CF)
   if plain_cast(b, row) and names.store_f16 then
@@ -76,6 +78,7 @@ end
 -- of the warpgroup, vec consecutive outputs each (vectorized).  Returns the loop to tensorize
 -- the wgmma store of CS with.
 function M.schedule_staged(sch, o, CS, CF, wg, prior)
+  util.check_helper("tc_gemm_wgmma_epilogue.schedule_staged", "tc_gemm.schedule(func, {intrin = \"wgmma\", epilogue = ...})", sch, o)
   sch:reverse_compute_at(CS, wg)
   sch:reverse_compute_at(CF, wg, false, -1, prior)
   local l = {sch:get_loops(CF)}
