@@ -15,12 +15,18 @@ local function count(s, pat)
   return n
 end
 
--- 64 threads; the first 32 write S, then read what another thread of the branch wrote
-local function intra_branch()
-  return T.prim_func("intra", {A = T.Buffer({64}, "float32"), O = T.Buffer({64}, "float32")}, function(A, O)
-    local bx = T.launch_thread("blockIdx.x", 1)
+-- a kernel of one CTA of 64 threads with a shared S of `n` floats; body(A, O, tx, S) is its code
+local function kernel(name, n, body)
+  return T.prim_func(name, {A = T.Buffer({64}, "float32"), O = T.Buffer({64}, "float32")}, function(A, O)
+    T.launch_thread("blockIdx.x", 1)
     local tx = T.launch_thread("threadIdx.x", 64)
-    local S = T.allocate({32}, "float32", "shared")
+    body(A, O, tx, T.allocate({n}, "float32", "shared"))
+  end)
+end
+
+-- the first 32 threads write S, then read what another thread of the branch wrote
+local function intra_branch()
+  return kernel("intra", 32, function(A, O, tx, S)
     T.If(T.lt(tx, 32), function()
       S[{tx}] = A[{tx}] * 2.0
       O[{tx}] = S[{31 - tx}]
@@ -30,15 +36,8 @@ end
 
 -- the then-branch's threads write S, the else-branch's threads read it: the branches run at once
 local function across_branches()
-  return T.prim_func("across", {A = T.Buffer({64}, "float32"), O = T.Buffer({64}, "float32")}, function(A, O)
-    local bx = T.launch_thread("blockIdx.x", 1)
-    local tx = T.launch_thread("threadIdx.x", 64)
-    local S = T.allocate({32}, "float32", "shared")
-    T.If(T.lt(tx, 32), function()
-      S[{tx}] = A[{tx}] + 1.0
-    end, function()
-      O[{tx}] = S[{63 - tx}]
-    end)
+  return kernel("across", 32, function(A, O, tx, S)
+    T.If(T.lt(tx, 32), function() S[{tx}] = A[{tx}] + 1.0 end, function() O[{tx}] = S[{63 - tx}] end)
   end)
 end
 
@@ -99,10 +98,7 @@ describe("thread_sync: hazards inside an if that depends on threadIdx", function
   end)
 
   it("leaves an if without an inner hazard as it was (a unit, any barrier before it)", function()
-    local f = T.prim_func("plain", {A = T.Buffer({64}, "float32"), O = T.Buffer({64}, "float32")}, function(A, O)
-      local bx = T.launch_thread("blockIdx.x", 1)
-      local tx = T.launch_thread("threadIdx.x", 64)
-      local S = T.allocate({64}, "float32", "shared")
+    local f = kernel("plain", 64, function(A, O, tx, S)
       S[{tx}] = A[{tx}]
       T.If(T.lt(tx, 32), function()
         O[{tx}] = S[{63 - tx}]
