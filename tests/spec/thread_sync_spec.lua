@@ -111,3 +111,27 @@ describe("thread_sync: hazards inside an if that depends on threadIdx", function
     assert.is_true(after:find(SYNC) < after:find("T%.If%("), after)
   end)
 end)
+
+describe("#gpu thread_sync's split of a thread-dependent if on the device", function()
+  local U = require("spec_util")
+  local dev = U.gpu_or_pending(it, function(w) pending(w) end)
+  if not dev then return end
+  it("the barrier between the pieces makes both kernels right on the GPU (every element checked)", function()
+    local cases = {{intra_branch, function(a, o, t) return t < 32 and 2 * a[31 - t] or o[t] end},
+                   {across_branches, function(a, o, t) return t >= 32 and a[63 - t] + 1 or o[t] end}}
+    for _, c in ipairs(cases) do
+      local f = c[1]()
+      local mod = tir.build(f, "cuda")
+      local host = tir.testing.random_args(f, 5)
+      local a, o = {}, {}
+      for t = 0, 63 do a[t], o[t] = host[1]:get(t), host[2]:get(t) end
+      local da, dout = host[1]:to(dev), host[2]:to(dev)
+      for _ = 1, 100 do mod(da, dout) end
+      local out = dout:to("cpu")
+      for t = 0, 63 do
+        local want = c[2](a, o, t)
+        assert(math.abs(out:get(t) - want) <= 1e-6 * math.abs(want), ("O[%d] = %s, want %s"):format(t, out:get(t), want))
+      end
+    end
+  end)
+end)
