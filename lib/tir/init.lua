@@ -50,6 +50,19 @@ tir.ops = setmetatable({}, {__module = "tir.ops", __index = function(t, k)
   for name, v in pairs(require("tir.ops")) do t[name] = v end
   return rawget(t, k)
 end})
+-- tir.schedules.<name> (the ready-made schedules, lib/tir/schedules/<name>.lua, as the README names
+-- them: tir.schedules.tc_gemm, ...): require("tir.schedules.<name>") on first use; nil for a name
+-- that is no such file
+tir.schedules = setmetatable({}, {__module = "tir.schedules", __index = function(t, k)
+  if type(k) ~= "string" or not k:match("^[%w_]+$") then return nil end
+  local ok, m = pcall(require, "tir.schedules." .. k)
+  if not ok then
+    if tostring(m):find("module 'tir.schedules." .. k .. "' not found", 1, true) then return nil end
+    error(m, 2) -- the module exists but failed to load: say why
+  end
+  rawset(t, k, m)
+  return m
+end})
 -- tir.amos (automatic mapping onto tensor intrinsics, lib/tir/amos.lua): loaded on first use
 tir.amos = setmetatable({}, {__module = "tir.amos", __index = function(t, k)
   setmetatable(t, {__module = "tir.amos"})

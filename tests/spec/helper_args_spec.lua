@@ -30,3 +30,13 @@ describe("tc_gemm's helper modules refuse wrong arguments with a tir.Error", fun
     end)
   end
 end)
+
+describe("tir.schedules", function()
+  it("loads lib/tir/schedules/<name>.lua on first use (the README's tir.schedules.tc_gemm); nil for other names", function()
+    local tir = require("tir")
+    assert.are.equal(require("tir.schedules.tc_gemm"), tir.schedules.tc_gemm)
+    assert.are.equal(require("tir.schedules.conv2d_tc"), tir.schedules.conv2d_tc)
+    assert.is_nil(tir.schedules.no_such_schedule)
+    assert.is_nil(tir.schedules[1])
+  end)
+end)
