@@ -477,6 +477,17 @@ for name, n in pairs({get_source = 1, arch = 0, func = 0, lowered = 0, dumps = 0
         util.raise("TypeError", "Module:" .. name, "too many arguments: mod:%s takes %d, got %d (extra arguments are refused, not ignored)",
                    name, n, select("#", ...) - 1)
       end
+      if name == "get_source" then
+        -- the C method's bad kind / missing source are plain Lua errors: make them tir.Errors
+        local mod, kind = ...
+        local kinds = {cuda = true, ptx = true, ir = true, tir = true, host = true}
+        if kind ~= nil and not kinds[kind] then
+          util.raise("ValueError", "Module:get_source", "kind must be \"cuda\" (default), \"ptx\", \"ir\" or \"host\", got %s", util.show(kind))
+        end
+        local ok, src = pcall(f, mod, kind)
+        if not ok then util.raise("ValueError", "Module:get_source", "%s", (tostring(src):gsub("^[^:]*:%d+: ", ""))) end
+        return src
+      end
       return f(...)
     end
   end
