@@ -149,11 +149,22 @@ local function candidates(L, index)
       -- (cp.async copies), and with --gemm_tiles=near|all conv2d_tc.wgmma_gemm_space's TMA pipelines
       -- (warp-specialized + persistent, persistent with the TMA-store epilogue)
       local _, i0 = ct.workload{N = L.N, H = L.H, W = L.W, C = L.C, F = L.F, R = 1, S = 1, weight_layout = "FK"}
-      local okr, r = pcall(ct.wgmma_tiles, i0)
+      local okr, r = pcall(ct.wgmma_gemm_tiles, i0)
       local list = {}
-      if okr then list[1] = {o = r, how = "wgmma_tiles rule"} else io.write(("  %s: wgmma_tiles refused: %s\n"):format(L.name, tostring(r):match("[^\n]*"))) end
+      if okr then list[1] = {o = r, how = "wgmma_gemm_tiles rule"} else io.write(("  %s: wgmma_gemm_tiles refused: %s\n"):format(L.name, tostring(r):match("[^\n]*"))) end
+      local function same(a, b)
+        for k, v in pairs(a) do if b[k] ~= v then return false end end
+        for k, v in pairs(b) do if a[k] ~= v then return false end end
+        return true
+      end
       if opt.gemm_tiles ~= "rule" then
-        for _, o in ipairs(ct.wgmma_gemm_space(i0, opt.gemm_tiles)) do list[#list + 1] = {o = o, how = "wgmma_gemm_space"} end
+        -- the rest of the space, and the implicit GEMM's cp.async tiles (wgmma_tiles) on the GEMM
+        local more = ct.wgmma_gemm_space(i0, opt.gemm_tiles)
+        local okw, rw = pcall(ct.wgmma_tiles, i0)
+        if okw then table.insert(more, 1, rw) end
+        for _, o in ipairs(more) do
+          if not (okr and same(o, r)) then list[#list + 1] = {o = o, how = o == rw and "wgmma_tiles" or "wgmma_gemm_space"} end
+        end
       end
       for _, e in ipairs(list) do
         local so = {}
@@ -314,8 +325,11 @@ for _, i in ipairs(selected) do
   local L = layer_info(LAYERS[i], opt.n)
   local cands, info = candidates(L, i)
   local pack = ct.pack_weight_schedule(ct.pack_weight({R = L.R, S = L.S, C = L.C, F = L.F, kernel_layout = "OHWI"}))
-  plans[#plans + 1] = {index = i, L = L, cands = cands, info = info, pack = #funcs + 1, pack_fk = {}}
-  funcs[#funcs + 1] = pack.mod
+  plans[#plans + 1] = {index = i, L = L, cands = cands, info = info, pack_fk = {}}
+  for _, c in ipairs(cands) do
+    -- the [Kp, F] packed weight, when a candidate reads it (mma.sync; the wgmma GEMMs read the kernel itself)
+    if not c.sm90 and not plans[#plans].pack then plans[#plans].pack = #funcs + 1; funcs[#funcs + 1] = pack.mod end
+  end
   for _, c in ipairs(cands) do
     if c.sm90 then
       -- the [F, Kp] packed weight of each Kp the wgmma candidates use (conv1: one per channel padding)
@@ -420,10 +434,13 @@ local function run_layer(pl)
     print(cudnn_line())
     return
   end
-  local pm = built[pl.pack]
-  if pm.err then error(pm.err, 0) end
-  local wm = tir.nd.empty({info.Kp, L.F}, "float16", dev)
-  pm.mod(w, wm)
+  local wm
+  if pl.pack then
+    local pm = built[pl.pack]
+    if pm.err then error(pm.err, 0) end
+    wm = tir.nd.empty({info.Kp, L.F}, "float16", dev)
+    pm.mod(w, wm)
+  end
   local wm_fk = {} -- [F, Kp] for the wgmma candidates, by Kp (the workload's without pad_m, the same K)
   for kp, at in pairs(pl.pack_fk) do
     local pf = built[at]

@@ -648,7 +648,7 @@ end
 --     warp-specialized + persistent (the producer warpgroup loads the next tile's operands while the
 --     consumers store this one's) and persistent with the TMA-store epilogue, BM 128 and BN = min(F, 256)
 --     (one wgmma N) and 128 for F >= 256; level "all" adds BM 256 at F = 64 and the plain TMA pipeline.
---   wgmma_gemm_tiles(info): the rule's pick among them (bench/RESULTS.md "ResNet-50 total on wgmma").
+--   wgmma_gemm_tiles(info): the rule's pick: one of them, or wgmma_tiles' cp.async tiles (see below).
 --   wgmma_gemm(info [, opts]): the Schedule (opts: tc_gemm_wgmma options, default wgmma_gemm_tiles') and
 --     the shapes of its arguments {{M, C}, {F, C}, {M, F}} (x:reshape, w_ohwi:reshape, out).
 -- Errors: a ValueError for a layer that is not a plain GEMM or whose M, F, C the tiles do not divide.
@@ -685,14 +685,25 @@ function M.wgmma_gemm_space(info, level)
   return out
 end
 
+-- The rule, from bench/conv2d.lua's timings of every candidate on ResNet-50's twelve 1x1 layers (H200,
+-- bench/RESULTS.md "ResNet-50's 1x1 layers on wgmma"): F >= 256 with C <= 512 (the expands: the output
+-- is 4-16x the input, the store decides) -> persistent with the TMA-store epilogue, BN = 256 (8-22 %
+-- faster than cp.async); F = 128 -> warp-specialized + persistent, BN 128 (3-9 %); the rest (F = 64,
+-- C >= 1024) -> the cp.async tiles of wgmma_tiles (the TMA variants were 1-40 % slower there).
 function M.wgmma_gemm_tiles(info)
   local P = "conv2d_tc.wgmma_gemm_tiles"
-  local sp = M.wgmma_gemm_space(info)
-  if #sp == 0 then
-    local Mg, F, C = gemm_info(P, info)
-    util.raise("ValueError", P, "no wgmma tiling (BM 128, BN %d, BK 64) divides M = %d, F = %d, C = %d", math.min(F, 256), Mg, F, C)
+  local Mg, F, C = gemm_info(P, info)
+  local want
+  if F >= 256 and C <= 512 then want = function(o) return o.epilogue_store == "tma" and o.BN == 256 end
+  elseif F == 128 then want = function(o) return o.warp_specialize and o.BN == 128 end end
+  if want then
+    for _, o in ipairs(M.wgmma_gemm_space(info)) do if want(o) then return o end end
   end
-  return sp[1] -- (warp-specialized + persistent, BN = min(F, 256))
+  local ok, o = pcall(M.wgmma_tiles, info)
+  if not ok then
+    util.raise("ValueError", P, "no wgmma tiling (BM, BN in 64, 128, 256; BK 64) divides M = %d, F = %d, C = %d", Mg, F, C)
+  end
+  return o
 end
 
 function M.wgmma_gemm(info, opts)
