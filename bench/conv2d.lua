@@ -10,6 +10,7 @@
 -- timed when both apply) and its tiles; then the total over the 53 layers weighted by their
 -- occurrences ("resnet50_total", target <= 1.1x cuDNN) and the geomean over the 3x3 layers.
 --   tirlua bench/conv2d.lua [--n=128] [--layers=1,5,...] [--variants=implicit,im2col,wgmma] [--wgmma_tiles=rule|near|all]
+--        [--gemm_tiles=rule|near|all|store] [--gemm_tiles_layers=4,8] [--layer_variants=1:implicit+wgmma,...]
 --        [--cudnn_path=best|backend|legacy|legacy_ex] [--cudnn_rtc] [--cudnn_configs=32]
 --        [--cudnn_candidates]     print every cuDNN candidate (engine / algorithm, ms, note)
 --        [--wgmma_epilogue=plain,bias_relu]  wgmma candidates with the plain fp16 cast (default) and/or with
@@ -19,7 +20,11 @@
 --                                 the chosen cuDNN engine against legacy Find's pick
 --     wgmma: conv2d_tc intrin = "wgmma" (implicit GEMM, weight packed [F, Kp]; sm_90a), with the tiles of
 --     conv2d_tc.wgmma_tiles (rule, the default), every tiling of conv2d_tc.wgmma_space (all) or those of
---     at least min(F, 128) x 128 elements and the rule's (near); every candidate is timed and printed
+--     at least min(F, 128) x 128 elements and the rule's (near); every candidate is timed and printed.
+--     The 1x1 stride-1 layers with wgmma: the GEMM of conv2d_tc.wgmma_gemm with wgmma_gemm_tiles' pick
+--     (gemm_tiles rule), or also wgmma_gemm_space(level) and wgmma_tiles (near, all; store: the two
+--     TMA-store extras only), on the layers of --gemm_tiles_layers (default all).  --layer_variants
+--     overrides --variants per layer (conv1 on both the mma.sync and the wgmma implicit GEMM)
 --   TIRLUA_BENCH_OUT=file                append the markdown table to that file
 --   tirlua bench/conv2d.lua --dry          without a GPU: schedule, lower and emit CUDA C for every
 --                                         layer (no NVRTC, nothing timed), and list the layers
@@ -36,9 +41,10 @@ for _, a in ipairs(arg or {}) do
   elseif k == "cudnn_configs" then opt.cudnn_configs = math.tointeger(tonumber(v))
   elseif k == "n" then opt.n = math.tointeger(tonumber(v))
   elseif k == "layers" or k == "variants" or k == "wgmma_epilogue" then opt[k] = v
-  elseif (k == "wgmma_tiles" or k == "gemm_tiles") and (v == "rule" or v == "all" or v == "near") then opt[k] = v
+  elseif (k == "wgmma_tiles" or k == "gemm_tiles") and (v == "rule" or v == "all" or v == "near" or (k == "gemm_tiles" and v == "store")) then opt[k] = v
+  elseif k == "gemm_tiles_layers" then opt[k] = {}; for i in v:gmatch("%d+") do opt[k][tonumber(i)] = true end
   elseif k == "layer_variants" then opt[k] = v
-  else error("bench/conv2d.lua: unknown argument " .. a .. " (--n=N --layers=i,j --variants=implicit,im2col,wgmma --wgmma_tiles=rule|near|all --gemm_tiles=rule|near|all --layer_variants=i:v+v,... --wgmma_epilogue=plain,bias_relu --cudnn_path=P --cudnn_rtc --cudnn_configs=N --cudnn_candidates --cudnn_only --dry)") end
+  else error("bench/conv2d.lua: unknown argument " .. a .. " (--n=N --layers=i,j --variants=implicit,im2col,wgmma --wgmma_tiles=rule|near|all --gemm_tiles=rule|near|all|store --gemm_tiles_layers=i,j --layer_variants=i:v+v,... --wgmma_epilogue=plain,bias_relu --cudnn_path=P --cudnn_rtc --cudnn_configs=N --cudnn_candidates --cudnn_only --dry)") end
 end
 
 -- ResNet-50 v1.5 at 224x224: {name, H (= W) of the input, C, F (output channels), R (= S), stride, padding, occurrences}
@@ -157,11 +163,11 @@ local function candidates(L, index)
         for k, v in pairs(b) do if a[k] ~= v then return false end end
         return true
       end
-      if opt.gemm_tiles ~= "rule" then
-        -- the rest of the space, and the implicit GEMM's cp.async tiles (wgmma_tiles) on the GEMM
+      if opt.gemm_tiles ~= "rule" and (not opt.gemm_tiles_layers or opt.gemm_tiles_layers[index]) then
+        -- the rest of the space, and (but for "store") the implicit GEMM's cp.async tiles (wgmma_tiles) on the GEMM
         local more = ct.wgmma_gemm_space(i0, opt.gemm_tiles)
         local okw, rw = pcall(ct.wgmma_tiles, i0)
-        if okw then table.insert(more, 1, rw) end
+        if okw and opt.gemm_tiles ~= "store" then table.insert(more, 1, rw) end
         for _, o in ipairs(more) do
           if not (okr and same(o, r)) then list[#list + 1] = {o = o, how = o == rw and "wgmma_tiles" or "wgmma_gemm_space"} end
         end
@@ -184,10 +190,10 @@ local function candidates(L, index)
     if v == "wgmma" then
       -- implicit GEMM on wgmma: the weight packed K-major (Wm [F, Kp], weight_layout = "FK").  A pixel
       -- narrower than 16 bytes (conv1's C = 3) is padded by X_pad (a kernel of its own; the packed weight's
-      -- rows there are zero): to 8 bytes (Cp 4, 8-byte cp.async copies, K = 196 -> Kp 224) and, as a
-      -- second candidate, to 16 bytes (Cp 8: 16-byte copies, twice the k steps: Kp 416)
+      -- rows there are zero): to 8 bytes (Cp 4, 8-byte cp.async copies, K = 196 -> Kp 224) and, with
+      -- --wgmma_tiles=near|all, to 16 bytes too (Cp 8: 16-byte copies, twice the k steps: Kp 416)
       wl.weight_layout, wl.pad_m = "FK", nil
-      for _, pad_c in ipairs(L.C * 2 < 16 and {false, 8} or {false}) do
+      for _, pad_c in ipairs(L.C * 2 < 16 and opt.wgmma_tiles ~= "rule" and {false, 8} or {false}) do
       wl.pad_c = pad_c or nil
       local f0, i0 = ct.workload(wl)
       local list, rule = {}, nil

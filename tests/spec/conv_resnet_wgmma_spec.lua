@@ -48,7 +48,9 @@ describe("ResNet-50's non-3x3 layers on wgmma", function()
     local sp = ct.wgmma_gemm_space(info)
     assert.is_true(#sp >= 2)
     for _, o in ipairs(sp) do assert.is_true(o.tma and o.persistent and o.BK == 64 and info.M % o.BM == 0 and c.F % o.BN == 0) end
-    assert.is_true(#ct.wgmma_gemm_space(info, "all") > #sp)
+    assert.is_true(#ct.wgmma_gemm_space(info, "all") > #ct.wgmma_gemm_space(info, "near"))
+    assert.is_true(#ct.wgmma_gemm_space(info, "near") > #sp)
+    for _, o in ipairs(ct.wgmma_gemm_space(info, "store")) do assert.are.equal("tma", o.epilogue_store) end
     local sch, shapes = ct.wgmma_gemm(info)
     assert.are.same({{512, 64}, {64, 64}, {512, 64}}, shapes)
     local f = tc.workload(512, 64, 64, "float16", "float16", nil, "NT")

@@ -647,7 +647,8 @@ end
 --   wgmma_gemm_space(info): candidates {intrin = "wgmma", BM, BN, BK = 64, stages, tma = true, ...}:
 --     warp-specialized + persistent (the producer warpgroup loads the next tile's operands while the
 --     consumers store this one's) and persistent with the TMA-store epilogue, BM 128 and BN = min(F, 256)
---     (one wgmma N) and 128 for F >= 256; level "all" adds BM 256 at F = 64 and the plain TMA pipeline.
+--     (one wgmma N) and 128 for F >= 256; level "near" adds the TMA-store epilogue without the persistent
+--     grid and with BM 64 (level "store": only those two), "all" also BM 256 at F = 64 and the plain TMA pipeline.
 --   wgmma_gemm_tiles(info): the rule's pick: one of them, or wgmma_tiles' cp.async tiles (see below).
 --   wgmma_gemm(info [, opts]): the Schedule (opts: tc_gemm_wgmma options, default wgmma_gemm_tiles') and
 --     the shapes of its arguments {{M, C}, {F, C}, {M, F}} (x:reshape, w_ohwi:reshape, out).
@@ -665,7 +666,9 @@ end
 function M.wgmma_gemm_space(info, level)
   local P = "conv2d_tc.wgmma_gemm_space"
   local Mg, F, C = gemm_info(P, info)
-  if level ~= nil and level ~= "near" and level ~= "all" then util.raise("ValueError", P, "level must be \"near\" or \"all\", got %s", util.show(level)) end
+  if level ~= nil and level ~= "near" and level ~= "all" and level ~= "store" then
+    util.raise("ValueError", P, "level must be \"near\", \"all\" or \"store\", got %s", util.show(level))
+  end
   local out, steps = {}, C // 64
   local function add(o)
     o.intrin, o.BK, o.tma = "wgmma", 64, true
@@ -674,10 +677,21 @@ function M.wgmma_gemm_space(info, level)
   end
   local bns = {math.min(F, 256)}
   if F >= 256 then bns[2] = 128 end
+  local st = math.max(1, math.min(3, steps))
+  -- "store": only the TMA-store variants for output-bound layers beyond the rule's (no persistent grid:
+  -- a CTA a tile, so the hardware overlaps one CTA's store with another's loads; BM 64: one warpgroup,
+  -- half the registers, more CTAs an SM)
+  local store = {{BM = 128, BN = math.min(F, 256), stages = st, epilogue_store = "tma"},
+                 {BM = 64, BN = math.min(F, 256), stages = st, persistent = true, epilogue_store = "tma"}}
+  if level == "store" then
+    for _, o in ipairs(store) do add(o) end
+    return out
+  end
   for _, BN in ipairs(bns) do
     add{BM = 128, BN = BN, stages = 4, warp_specialize = true, persistent = true}
-    add{BM = 128, BN = BN, stages = math.max(1, math.min(3, steps)), persistent = true, epilogue_store = "tma"}
+    add{BM = 128, BN = BN, stages = st, persistent = true, epilogue_store = "tma"}
   end
+  if level ~= nil then for _, o in ipairs(store) do add(o) end end
   if level == "all" then
     if F == 64 then add{BM = 256, BN = 64, stages = 4, warp_specialize = true, persistent = true} end
     add{BM = 128, BN = math.min(F, 256), stages = math.max(1, math.min(4, steps))}
