@@ -72,6 +72,8 @@ describe("#gpu ResNet-50's non-3x3 layers on wgmma", function()
     {"conv2 1x1 64 -> 256", {N = 128, H = 56, W = 56, C = 64, F = 256}, {BM = 128, BN = 256, stages = 4, warp_specialize = true, persistent = true}},
     {"conv2 1x1 64 -> 256", {N = 128, H = 56, W = 56, C = 64, F = 256}, {BM = 128, BN = 128, stages = 1, wgmma_pending = 0, persistent = true,
                                                                        epilogue_store = "tma"}},
+    {"conv2 1x1 64 -> 256", {N = 128, H = 56, W = 56, C = 64, F = 256}, {BM = 128, BN = 256, stages = 3, warp_specialize = true, persistent = true,
+                                                                       epilogue_store = "tma"}},
     {"conv5 1x1 2048 -> 512", {N = 128, H = 7, W = 7, C = 2048, F = 512}, {BM = 128, BN = 256, stages = 4, warp_specialize = true, persistent = true}},
   }
   for _, t in ipairs(GEMMS) do

@@ -647,8 +647,9 @@ end
 --   wgmma_gemm_space(info): candidates {intrin = "wgmma", BM, BN, BK = 64, stages, tma = true, ...}:
 --     warp-specialized + persistent (the producer warpgroup loads the next tile's operands while the
 --     consumers store this one's) and persistent with the TMA-store epilogue, BM 128 and BN = min(F, 256)
---     (one wgmma N) and 128 for F >= 256; level "near" adds the TMA-store epilogue without the persistent
---     grid and with BM 64 (level "store": only those two), "all" also BM 256 at F = 64 and the plain TMA pipeline.
+--     (one wgmma N) and 128 for F >= 256; level "near" adds the TMA-store epilogue with warp specialization,
+--     without the persistent grid and with BM 64 (level "store": only those three), "all" also BM 256 at
+--     F = 64 and the plain TMA pipeline.
 --   wgmma_gemm_tiles(info): the rule's pick: one of them, or wgmma_tiles' cp.async tiles (see below).
 --   wgmma_gemm(info [, opts]): the Schedule (opts: tc_gemm_wgmma options, default wgmma_gemm_tiles') and
 --     the shapes of its arguments {{M, C}, {F, C}, {M, F}} (x:reshape, w_ohwi:reshape, out).
@@ -678,10 +679,12 @@ function M.wgmma_gemm_space(info, level)
   local bns = {math.min(F, 256)}
   if F >= 256 then bns[2] = 128 end
   local st = math.max(1, math.min(3, steps))
-  -- "store": only the TMA-store variants for output-bound layers beyond the rule's (no persistent grid:
-  -- a CTA a tile, so the hardware overlaps one CTA's store with another's loads; BM 64: one warpgroup,
-  -- half the registers, more CTAs an SM)
-  local store = {{BM = 128, BN = math.min(F, 256), stages = st, epilogue_store = "tma"},
+  -- "store": only the TMA-store variants for output-bound layers beyond the rule's: warp-specialized +
+  -- persistent (the producer loads the next tiles while the consumers store this one; 3 stages + the
+  -- store tile fit 227 KB at BN 256), no persistent grid (a CTA a tile: the hardware overlaps one CTA's
+  -- store with another's loads), BM 64 (one warpgroup, half the registers, more CTAs an SM)
+  local store = {{BM = 128, BN = math.min(F, 256), stages = 3, warp_specialize = true, persistent = true, epilogue_store = "tma"},
+                 {BM = 128, BN = math.min(F, 256), stages = st, epilogue_store = "tma"},
                  {BM = 64, BN = math.min(F, 256), stages = st, persistent = true, epilogue_store = "tma"}}
   if level == "store" then
     for _, o in ipairs(store) do add(o) end
