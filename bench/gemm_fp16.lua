@@ -209,6 +209,16 @@ local VARIANTS = {
   -- the store, inject_tma_store): 3 stages leave room for the 64 KB store tile (wgmma_ws_p_s3x without it)
   wgmma_ws_p_s3_es = {desc = "as wgmma_ws_p_s3x, epilogue_store = \"tma\"", opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 3,
                       tma = true, warp_specialize = true, persistent = true, epilogue_store = "tma"}, layout = "NT", arch = "sm_90a"},
+  -- thread-block clusters (cluster = {cm, cn}): cm CTAs along M share the B tile, cn along N the A
+  -- tile; each loads its slice and multicasts it (inject_tma_pipeline tma_cluster / tma_multicast)
+  wgmma_ws_p_c21 = {desc = "as wgmma_ws_p, cluster = {2, 1} (B tiles multicast to 2 CTAs)", opts = {intrin = "wgmma", BM = 128, BN = 256,
+                    BK = 64, stages = 4, tma = true, warp_specialize = true, persistent = true, cluster = {2, 1}}, layout = "NT", arch = "sm_90a"},
+  wgmma_ws_p_c12 = {desc = "as wgmma_ws_p, cluster = {1, 2} (A tiles multicast to 2 CTAs)", opts = {intrin = "wgmma", BM = 128, BN = 256,
+                    BK = 64, stages = 4, tma = true, warp_specialize = true, persistent = true, cluster = {1, 2}}, layout = "NT", arch = "sm_90a"},
+  wgmma_ws_c21 = {desc = "as wgmma_ws (not persistent), cluster = {2, 1}", opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 4,
+                  tma = true, warp_specialize = true, cluster = {2, 1}}, layout = "NT", arch = "sm_90a"},
+  wgmma_ws_p_s3_es_c21 = {desc = "as wgmma_ws_p_s3_es, cluster = {2, 1}", opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 3,
+                          tma = true, warp_specialize = true, persistent = true, epilogue_store = "tma", cluster = {2, 1}}, layout = "NT", arch = "sm_90a"},
   wgmma_tma_128 = {desc = "wgmma m64n128k16, 128x128x64 CTA, TMA tiles, 4 stages, layout NT",
                    opts = {intrin = "wgmma", BM = 128, BN = 128, BK = 64, stages = 4, tma = true}, layout = "NT", arch = "sm_90a"},
   mma_nopad_s4 = {desc = "as mma_s4 with unpadded shared rows (the layout TMA gives: isolates TMA from padding)",

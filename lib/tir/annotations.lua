@@ -27,6 +27,11 @@ A.KNOWN = {
   warp_specialize = {on = "loop", set_by = "user",
                      doc = "{producer warpgroups (1), producer regs, consumer regs}: the TMA pipeline's copies on a producer warpgroup " ..
                            "(inject_warp_specialization)"},
+  tma_cluster = {on = "loop", set_by = "user",
+                 doc = "{x, y, z}: the kernel of this TMA pipeline runs as thread-block clusters of that shape (inject_tma_pipeline)"},
+  tma_multicast = {on = "block", set_by = "user",
+                   doc = "{stride, count}: the count CTAs of ranks base + j * stride share this TMA copy, each loading 1/count of its " ..
+                         "rows and multicasting them (inject_tma_pipeline)"},
   tma_store = {on = "block", set_by = "user", doc = "this shared -> global tile copy becomes one TMA store (inject_tma_store)"},
   tensor_intrin = {on = "block", set_by = "tensorize", doc = "the intrinsic a tensorized block runs"},
   buffer_dim_align = {on = "block", set_by = "storage_align", doc = "stride padding of the written buffers"},

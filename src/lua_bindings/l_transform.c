@@ -216,6 +216,14 @@ static int m_kernels(lua_State *L) {
     }
     lua_pushinteger(L, k->dyn_smem_bytes);
     lua_setfield(L, -2, "dyn_smem_bytes");
+    if (k->cluster[0] > 0) { /* thread-block cluster dims (cuLaunchKernelEx); absent without a cluster */
+      lua_createtable(L, 3, 0);
+      for (int d = 0; d < 3; d++) {
+        lua_pushinteger(L, k->cluster[d]);
+        lua_rawseti(L, -2, d + 1);
+      }
+      lua_setfield(L, -2, "cluster");
+    }
     tirL_push_borrowed(L, &k->func->hdr);
     lua_setfield(L, -2, "func");
     lua_rawseti(L, -2, i + 1);

@@ -48,9 +48,15 @@ describe("#gpu wgmma GEMM (sm_90a)", function()
     {"float16", {2048, 2048, 1024}, {BM = 128, BN = 256, BK = 64, stages = 4, tma = true, warp_specialize = true, wgmma_pending = 0,
                                      a_operand = "register", epilogue = "D"}},
     {"bfloat16", {1024, 1024, 512}, {BM = 128, BN = 128, BK = 64, stages = 3, wgmma_pending = 0, a_operand = "register"}},
+    -- thread-block clusters with TMA multicast (cluster = {cm, cn}: cm CTAs along M share B, cn along N share A)
+    {"float16", {4096, 4096, 4096}, {BM = 128, BN = 256, BK = 64, stages = 4, tma = true, warp_specialize = true, persistent = true, cluster = {2, 1}, epilogue = "D"}},
+    {"float16", {4096, 4096, 4096}, {BM = 128, BN = 256, BK = 64, stages = 4, tma = true, warp_specialize = true, persistent = true, cluster = {1, 2}, epilogue = "D"}},
+    {"float16", {1024, 2048, 512}, {BM = 128, BN = 128, BK = 64, stages = 3, tma = true, warp_specialize = true, cluster = {2, 2}, epilogue = "D"}},
+    {"bfloat16", {1024, 1024, 512}, {BM = 128, BN = 128, BK = 64, stages = 3, tma = true, cluster = {2, 1}}},
   }) do
-    it(("%s %dx%dx%d BM=%d BN=%d BK=%d stages=%d%s%s%s matches cuBLAS"):format(c[1], c[2][1], c[2][2], c[2][3], c[3].BM, c[3].BN, c[3].BK, c[3].stages,
-       c[3].warp_specialize and " ws" or "", c[3].epilogue_store == "tma" and " tma-store" or "", c[3].a_operand == "register" and " (A in registers)" or ""),
+    it(("%s %dx%dx%d BM=%d BN=%d BK=%d stages=%d%s%s%s%s matches cuBLAS"):format(c[1], c[2][1], c[2][2], c[2][3], c[3].BM, c[3].BN, c[3].BK, c[3].stages,
+       c[3].warp_specialize and " ws" or "", c[3].epilogue_store == "tma" and " tma-store" or "", c[3].a_operand == "register" and " (A in registers)" or "",
+       c[3].cluster and (" cluster %dx%d"):format(c[3].cluster[1], c[3].cluster[2]) or ""),
        function() check(c[2][1], c[2][2], c[2][3], c[1], c[3]) end)
   end
 

@@ -842,14 +842,14 @@ M.DEFAULT_SM_COUNT = 132
 -- exact (a primitive's name, or nil): want is the user's own CTA count (tc_gemm's persistent = G),
 -- so a G other than want is a ValueError from that primitive listing the counts that work, instead
 -- of a smaller grid chosen silently (persistent = true passes nil: the most CTAs up to the SMs).
-function M.persistent_tiles(sch, by, bx, ny, nx, want, exact)
+function M.persistent_tiles(sch, by, bx, ny, nx, want, exact, cluster)
   for _, v in ipairs({ny or false, nx or false, want or false}) do
     if math.type(v) ~= "integer" or v < 1 then
       raise("TypeError", "tc_gemm.persistent_tiles", "takes (sch, by, bx, ny, nx, want): a Schedule, its M and N tile loops, " ..
             "the tile counts and a CTA count (positive integers), got %s", util.describe(v))
     end
   end
-  local G, grp = M.persistent_grid(ny, nx, want)
+  local G, grp = M.persistent_grid(ny, nx, want, cluster)
   if exact and G ~= want then
     -- the CTA counts that work: for some group, the product of inner dims times a divisor of the next
     local ok, list = {}, {}
@@ -869,8 +869,15 @@ function M.persistent_tiles(sch, by, bx, ny, nx, want, exact)
           table.concat(list, ", "))
   end
   local byo, byi = sch:split(by, {nil, grp})
-  sch:reorder(byo, bx, byi)
-  local t = sch:fuse(byo, bx, byi)
+  local t
+  if cluster and cluster[2] > 1 then -- the cn columns of a cluster innermost
+    local bxo, bxi = sch:split(bx, {nil, cluster[2]})
+    sch:reorder(byo, bxo, byi, bxi)
+    t = sch:fuse(byo, bxo, byi, bxi)
+  else
+    sch:reorder(byo, bx, byi)
+    t = sch:fuse(byo, bx, byi)
+  end
   local tile, cta = sch:split(t, {nil, G})
   sch:reorder(cta, tile)
   sch:bind(cta, "blockIdx.x")
@@ -879,18 +886,23 @@ end
 
 --- persistent_tiles' grid for ny x nx tiles and at most `want` CTAs, without a schedule: returns
 -- G (the CTAs; a divisor of ny * nx) and grp (the rows of tiles a group, 8, 4, 2 or 1).
-function M.persistent_grid(ny, nx, want)
+-- cluster = {cm, cn} (optional; tc_gemm_wgmma's thread-block clusters): each cm x cn block of
+-- tiles goes to consecutive CTAs, cn columns fastest (tile t = ((row group, column / cn, row in
+-- group), column % cn), so CTA b's rank in its cluster of cm cn is b % (cm cn)): grp a multiple of
+-- cm, G of cm cn, or a ValueError.
+function M.persistent_grid(ny, nx, want, cluster)
   for _, v in ipairs({ny or false, nx or false, want or false}) do
     if math.type(v) ~= "integer" or v < 1 then
       raise("TypeError", "tc_gemm.persistent_grid", "takes (ny, nx, want): the tile counts and a CTA count (positive integers), got %s",
             util.describe(v))
     end
   end
-  local function best(dims) -- the largest G <= want of the form (product of inner dims) * (divisor of the next)
-    local g, inner = 1, 1
+  local cm, cn = cluster and cluster[1] or 1, cluster and cluster[2] or 1
+  local function best(dims) -- the largest G <= want of the form (product of inner dims) * (divisor of the next), whole clusters
+    local g, inner = 0, 1
     for q = #dims, 1, -1 do
       for d = 1, dims[q] do
-        if dims[q] % d == 0 and inner * d <= want and inner * d > g then g = inner * d end
+        if dims[q] % d == 0 and inner * d <= want and inner * d > g and inner * d % (cm * cn) == 0 then g = inner * d end
       end
       inner = inner * dims[q]
     end
@@ -898,10 +910,15 @@ function M.persistent_grid(ny, nx, want)
   end
   local G, grp = 0, 1
   for _, gr in ipairs({8, 4, 2, 1}) do
-    if ny % gr == 0 then
-      local g = best({ny // gr, nx, gr})
+    if ny % gr == 0 and gr % cm == 0 and nx % cn == 0 then
+      local g = best(cn > 1 and {ny // gr, nx // cn, gr, cn} or {ny // gr, nx, gr})
       if g > G then G, grp = g, gr end
     end
+  end
+  if G == 0 then
+    raise("ValueError", "tc_gemm.persistent_grid", "no persistent grid of at most %d CTAs for %d x %d tiles in clusters of %d x %d " ..
+          "(the tile rows must split into groups of a multiple of %d, the columns into %d, the CTAs into whole clusters)", want, ny, nx,
+          cm, cn, cm, cn)
   end
   return G, grp
 end

@@ -90,6 +90,12 @@ local OPTS = {intrin = "string", BM = "positive", BN = "positive", BK = "positiv
               persistent = function(v)
                 if v ~= true and v ~= false and not (math.type(v) == "integer" and v > 0) then return "true, false or a number of CTAs" end
               end,
+              cluster = function(v)
+                if type(v) ~= "table" or #v ~= 2 or math.type(v[1]) ~= "integer" or math.type(v[2]) ~= "integer" or v[1] < 1 or
+                   v[2] < 1 or v[1] * v[2] > 8 then
+                  return "a list {cm, cn} of positive integers, at most 8 CTAs"
+                end
+              end,
               ws_regs = function(v)
                 if type(v) ~= "table" or #v ~= 2 or math.type(v[1]) ~= "integer" or math.type(v[2]) ~= "integer" then
                   return "a list {producer registers, consumer registers}"
@@ -131,7 +137,11 @@ end
 -- ("shared", the default, or "register": each k step loads the warpgroup's 64 x BK A tile from
 -- shared memory into registers with ldmatrix -- a "wgmma.matrix_a" fragment, PTX ISA
 -- 9.7.15.5.1.1.1 -- and wgmma reads A from there, B from shared memory; where a prologue on A
--- (dequantization, a gather) can run in registers; needs wgmma_pending = 0).  Every option and
+-- (dequantization, a gather) can run in registers; needs wgmma_pending = 0),
+-- cluster ({cm, cn}, with tma: thread-block clusters of cm x cn CTAs -- cm along M sharing B tiles,
+-- cn along N sharing A tiles; each CTA loads 1/cm of the B tile and 1/cn of the A tile and
+-- multicasts it to the CTAs that share it, a stage refilled once the consumers of all of them have
+-- released it; inject_tma_pipeline's tma_cluster / tma_multicast).  Every option and
 -- shape is checked first; errors are tir.Errors from "tc_gemm.schedule".
 function M.schedule(sch, o, P, analyze)
   util.check_helper("tc_gemm_wgmma.schedule", "tc_gemm.schedule(func, {intrin = \"wgmma\", ...})", sch, o)
@@ -224,6 +234,19 @@ function M.schedule(sch, o, P, analyze)
   elseif o.ws_regs then
     raise("ValueError", P, "ws_regs is for warp_specialize = true")
   end
+  local cm, cn = 1, 1
+  if o.cluster then
+    cm, cn = o.cluster[1], o.cluster[2]
+    if cm * cn > 1 and not o.tma then raise("ValueError", P, "cluster = {%d, %d} needs tma = true (the CTAs share TMA copies)", cm, cn) end
+    if cm * cn > 1 and o.persistent and not o.warp_specialize then
+      raise("ValueError", P, "cluster = {%d, %d} with persistent needs warp_specialize = true (the pipeline re-armed per tile would " ..
+            "need a cluster barrier per tile)", cm, cn)
+    end
+    if (ext[#ext - 2] // BM) % cm ~= 0 or (ext[#ext - 1] // BN) % cn ~= 0 then
+      raise("ValueError", P, "cluster = {%d, %d}: the %d x %d tiles of %d x %d do not split into whole clusters", cm, cn,
+            ext[#ext - 2] // BM, ext[#ext - 1] // BN, BM, BN)
+    end
+  end
   -- a_operand = "register": A from the registers of each warpgroup (a "wgmma.matrix_a" fragment
   -- loaded from the shared A tile by ldmatrix; tir.intrin.cuda.wgmma), B from shared memory
   local ra = o.a_operand == "register"
@@ -289,7 +312,7 @@ function M.schedule(sch, o, P, analyze)
     -- (tc_gemm.persistent_tiles: the largest G <= want over the groups 8, 4, 2, 1 for which the
     -- tile order stays affine -- bind's compact data flow)
     TCM.persistent_tiles(sch, by, bx, ext[#ext - 2] // BM, ext[#ext - 1] // BN, o.persistent == true and TCM.device_sm_count() or o.persistent,
-                         o.persistent ~= true and P or nil)
+                         o.persistent ~= true and P or nil, cm * cn > 1 and {cm, cn} or nil)
   else
     sch:bind(by, "blockIdx.y"); sch:bind(bx, "blockIdx.x")
   end
@@ -349,6 +372,14 @@ function M.schedule(sch, o, P, analyze)
     sch:annotate(ko, "tma_pipeline_stages", o.stages)
     -- a producer warpgroup issuing the copies, the others computing (inject_warp_specialization)
     if ws_regs then sch:annotate(ko, "warp_specialize", {1, ws_regs[1], ws_regs[2]}) end
+    -- clusters: rank = (column in cluster) + cn (row in cluster) both ways (grid x = the N tiles,
+    -- or the persistent CTAs: tc_gemm.persistent_tiles puts the cn columns fastest), so the cn
+    -- CTAs of a row (ranks stride 1) share A, the cm of a column (stride cn) share B
+    if cm * cn > 1 then
+      sch:annotate(ko, "tma_cluster", o.persistent and {cm * cn, 1, 1} or {cn, cm, 1})
+      if cn > 1 then sch:annotate(AS, "tma_multicast", {1, cn}) end
+      if cm > 1 then sch:annotate(BS, "tma_multicast", {cn, cm}) end
+    end
   elseif o.stages > 1 then
     if o.row_sums then
       -- the k step is (B copy, A copy, row sums, wgmma): the sums and the wgmma group read the

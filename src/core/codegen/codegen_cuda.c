@@ -1362,6 +1362,15 @@ static void call_expr(CG *g, const tir_Call *c) {
     put(g, "))");
     return;
   }
+  if (strcmp(op, "ptx_cluster_ctarank") == 0 && n == 0) {
+    if (g->sm && g->sm < 90) {
+      cg_fail(g, &c->hdr, "ptx_cluster_ctarank reads %%cluster_ctarank (thread-block clusters, sm_90+), but the target is sm_%d", g->sm);
+      return;
+    }
+    g->uses_tma = 1;
+    put(g, "tir_cluster_ctarank()");
+    return;
+  }
   if (strcmp(op, "tir_lane_id") == 0 && n == 0) {
     g->uses_lane_id = 1;
     put(g, "tir_lane_id()");
@@ -1822,6 +1831,15 @@ static const char *tma_helpers =
     "__device__ __forceinline__ void tir_mbarrier_wait(void *bar, unsigned parity) {\n"
     "  asm volatile(\"{\\n.reg .pred p;\\nTIR_WAIT:\\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\\n@!p bra TIR_WAIT;\\n}\\n\"\n"
     "               :: \"r\"(tir_smem_addr(bar)), \"r\"(parity) : \"memory\");\n}\n"
+    "// thread-block clusters (PTX ISA: mapa, mbarrier.arrive .release.cluster, barrier.cluster, fence.mbarrier_init, %cluster_ctarank)\n"
+    "__device__ __forceinline__ void tir_mbarrier_arrive_cluster(void *bar, unsigned rank) {\n"
+    "  asm volatile(\"{\\n.reg .b32 ra;\\nmapa.shared::cluster.u32 ra, %0, %1;\\nmbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\\n}\\n\"\n"
+    "               :: \"r\"(tir_smem_addr(bar)), \"r\"(rank) : \"memory\");\n}\n"
+    "__device__ __forceinline__ void tir_fence_mbarrier_init() { asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\"); }\n"
+    "__device__ __forceinline__ void tir_cluster_sync() {\n"
+    "  asm volatile(\"barrier.cluster.arrive.release;\\nbarrier.cluster.wait.acquire;\" ::: \"memory\");\n}\n"
+    "__device__ __forceinline__ unsigned tir_cluster_ctarank() {\n"
+    "  unsigned r;\n  asm(\"mov.u32 %0, %%cluster_ctarank;\" : \"=r\"(r));\n  return r;\n}\n"
     "__device__ __forceinline__ void tir_fence_proxy_async() { asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\"); }\n"
     "__device__ __forceinline__ void tir_bulk_commit() { asm volatile(\"cp.async.bulk.commit_group;\" ::: \"memory\"); }\n"
     "template <int N> __device__ __forceinline__ void tir_bulk_wait_read() {\n"
@@ -1834,6 +1852,14 @@ static void tma_rank_helpers(tir_StrBuf *sb, int r) {
   tir_sb_printf(sb, ") {\n  asm volatile(\"cp.async.bulk.tensor.%dd.shared::cluster.global.mbarrier::complete_tx::bytes [%%0], [%%1, {", r);
   for (int i = 0; i < r; i++) tir_sb_printf(sb, "%s%%%d", i ? ", " : "", 3 + i);
   tir_sb_puts(sb, "}], [%2];\"\n               :: \"r\"(tir_smem_addr(dst)), \"l\"(tmap), \"r\"(tir_smem_addr(bar))");
+  for (int i = 0; i < r; i++) tir_sb_printf(sb, ", \"r\"(%s)", cs[i]);
+  tir_sb_puts(sb, " : \"memory\");\n}\n");
+  tir_sb_printf(sb, "__device__ __forceinline__ void tir_tma_load_mc_%dd(void *dst, const void *tmap, void *bar, unsigned short mask", r);
+  for (int i = 0; i < r; i++) tir_sb_printf(sb, ", int %s", cs[i]);
+  tir_sb_printf(sb, ") {\n  asm volatile(\"cp.async.bulk.tensor.%dd.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+                "[%%0], [%%1, {", r);
+  for (int i = 0; i < r; i++) tir_sb_printf(sb, "%s%%%d", i ? ", " : "", 4 + i);
+  tir_sb_puts(sb, "}], [%2], %3;\"\n               :: \"r\"(tir_smem_addr(dst)), \"l\"(tmap), \"r\"(tir_smem_addr(bar)), \"h\"(mask)");
   for (int i = 0; i < r; i++) tir_sb_printf(sb, ", \"r\"(%s)", cs[i]);
   tir_sb_puts(sb, " : \"memory\");\n}\n");
   tir_sb_printf(sb, "__device__ __forceinline__ void tir_tma_store_%dd(const void *tmap, const void *src", r);
@@ -1908,6 +1934,44 @@ static int tma_stmt(CG *g, const tir_Call *c) {
       tma_coords(g, c, 3);
       return 1;
     }
+    case TIR_BI_PTX_TMA_LOAD_MULTICAST: {
+      int r = desc_rank(g, c, c->args->items[1], n - 4);
+      if (!r || !tma_shared_operand(g, c, 0, "copies into shared memory: its destination")) return 1;
+      if (!g->arch_a) {
+        /* PTX ISA cp.async.bulk.tensor: .multicast::cluster is optimized for sm_90a and may be
+         * substantially slower elsewhere */
+        cg_fail(g, &c->hdr, "%s needs the architecture-specific target sm_90a (.multicast::cluster is optimized for it), not sm_%d",
+                c->op, g->sm);
+        return 1;
+      }
+      g->tma_ranks |= 1u << r;
+      putf(g, "tir_tma_load_mc_%dd(", r);
+      ptr_ref(g, c->args->items[0]);
+      put(g, ", ");
+      expr(g, c->args->items[1]);
+      put(g, ", ");
+      ptr_ref(g, c->args->items[2]);
+      put(g, ", (unsigned short)(");
+      expr(g, c->args->items[3]);
+      put(g, ")");
+      tma_coords(g, c, 4);
+      return 1;
+    }
+    case TIR_BI_PTX_MBARRIER_ARRIVE_CLUSTER: {
+      const tir_BufferLoad *l = addr_load(c->args->items[0]);
+      if (!l || !tir_scope_is_shared(l->buffer->scope) || tir_dtype_bytes(l->buffer->hdr.dtype) != 8) {
+        cg_fail(g, &c->hdr, "%s needs address_of(bar[i]) of a 64-bit shared buffer (an mbarrier is 8 bytes of shared memory)", c->op);
+        return 1;
+      }
+      put(g, "tir_mbarrier_arrive_cluster(");
+      ptr_ref(g, c->args->items[0]);
+      put(g, ", (unsigned)(");
+      expr(g, c->args->items[1]);
+      put(g, "));\n");
+      return 1;
+    }
+    case TIR_BI_PTX_FENCE_MBARRIER_INIT: put(g, "tir_fence_mbarrier_init();\n"); return 1;
+    case TIR_BI_PTX_CLUSTER_SYNC: put(g, "tir_cluster_sync();\n"); return 1;
     case TIR_BI_PTX_TMA_STORE: {
       int r = desc_rank(g, c, c->args->items[0], n - 2);
       if (!r || !tma_shared_operand(g, c, 1, "copies from shared memory: its source")) return 1;
@@ -2032,6 +2096,11 @@ static void stmt(CG *g, const tir_Node *s) {
         tir_release(zero);
         stmt(g, a->body);
         tir_analyzer_reset(g->an, mark);
+        return;
+      }
+      if (strcmp(a->key, "cluster_dims") == 0 && g->sm && g->sm < 90) {
+        cg_fail(g, s, "a thread-block cluster launch (AttrStmt cluster_dims) needs sm_90+, but the target is sm_%d: build with "
+                "-arch=sm_90a", g->sm);
         return;
       }
       stmt(g, a->body);

@@ -389,6 +389,8 @@ static Val grid_arrive(Interp *I, const tir_Call *c) {
   return r;
 }
 
+static int cluster_fail(Interp *I, const tir_Node *at, const char *what);
+
 static Val call(Interp *I, const tir_Call *c, int lane) {
   Val r = {0};
   const char *op = c->op;
@@ -423,6 +425,10 @@ static Val call(Interp *I, const tir_Call *c, int lane) {
     }
   }
   if (tir_builtin_info(op) && tir_builtin_info(op)->id == TIR_BI_TIR_GRID_ARRIVE_LAST) return grid_arrive(I, c);
+  if (strcmp(op, "ptx_cluster_ctarank") == 0) {
+    cluster_fail(I, &c->hdr, op);
+    return r;
+  }
   if (strcmp(op, "address_of") == 0) {
     fail(I, &c->hdr, "address_of(...) is only valid as an operand of a builtin that takes addresses (ptx_cp_async, ...)");
     return r;
@@ -739,12 +745,22 @@ static int exec_wait_group(Interp *I, const tir_Call *c) {
   return 0;
 }
 
+/* A thread-block cluster's CTAs share shared memory and mbarriers (TMA multicast, remote
+ * arrivals); the interpreter runs one CTA at a time. */
+static int cluster_fail(Interp *I, const tir_Node *at, const char *what) {
+  return fail(I, at, "%s: a thread-block cluster's CTAs write each other's shared memory and mbarriers, and the interpreter "
+              "runs one CTA at a time: interpret the function before lowering (tir.interpret on the schedule's module), or run "
+              "the lowered kernel on an sm_90 GPU", what);
+}
+
 /* Statement-level async builtins (looked up in the builtin table); returns 1 when `op` is not one
  * of them. */
 static int exec_async_builtin(Interp *I, const tir_Call *c) {
   const tir_BuiltinInfo *bi = tir_builtin_info(c->op);
   if (!bi) return 1;
   switch (bi->id) {
+  case TIR_BI_PTX_TMA_LOAD_MULTICAST: case TIR_BI_PTX_MBARRIER_ARRIVE_CLUSTER: case TIR_BI_PTX_CLUSTER_SYNC:
+    return cluster_fail(I, &c->hdr, c->op);
   case TIR_BI_PTX_TMA_LOAD: return exec_tma(I, c, 1);
   case TIR_BI_PTX_TMA_STORE: return exec_tma(I, c, 0);
   case TIR_BI_PTX_CP_ASYNC: return exec_cp_async(I, c);
@@ -982,6 +998,7 @@ static int exec(Interp *I, const tir_Node *s) {
     }
     case TIR_AttrStmt: {
       const tir_AttrStmt *a = (const tir_AttrStmt *)s;
+      if (strcmp(a->key, "cluster_dims") == 0) return cluster_fail(I, s, "a cluster launch (AttrStmt cluster_dims)");
       if (strcmp(a->key, "thread_extent") == 0 && a->node && a->node->kind == TIR_IterVar) {
         /* a launch dimension: threads run one after another */
         const tir_IterVar *iv = (const tir_IterVar *)a->node;

@@ -396,6 +396,14 @@ static int run_kernel(Sim *S, const tir_DeviceSplit *split, int k, const tir_Pri
   memcpy(S->kbdim[k], S->bdim, sizeof S->bdim);
   if (T > SIM_MAX_THREADS) return tir_error_set(TIR_ERR_RUNTIME, K->name, "%lld threads per block; CUDA allows at most 1024", (long long)T);
   S->T = (int)T;
+  /* a cluster's CTAs write each other's shared memory and mbarriers (TMA multicast, remote
+   * arrivals): not modelled, since CTAs run here one after another */
+  if (K->cluster[0] > 0)
+    return tir_error_set(TIR_ERR_VALUE, "simulate", "kernel %s is launched as thread-block clusters of (%d, %d, %d) CTAs, which "
+                         "tir.simulate does not model (it runs one CTA at a time; TMA multicast and remote mbarrier arrivals cross "
+                         "CTAs): check it on an sm_90 GPU, or simulate the kernel built without a cluster", K->name, K->cluster[0],
+                         K->cluster[1], K->cluster[2]);
+  S->T = (int)T;
   if (bind_kernel_scalars(S, K, host, args, an)) return -1;
   int64_t (*ctas)[3] = NULL, n = 0;
   if (pick_ctas(S, K, &ctas, &n)) return -1;

@@ -60,6 +60,9 @@
 #define KEY_STAGES "tma_pipeline_stages"
 #define KEY_COPY "tma_copy"
 #define KEY_WS "warp_specialize"
+#define KEY_CLUSTER "tma_cluster"
+#define KEY_MC "tma_multicast"
+#define MAX_CLUSTER 8 /* the portable thread-block cluster size (CUDA C++ Programming Guide, thread block clusters) */
 
 typedef struct {
   const tir_PrimFunc *func;
@@ -80,6 +83,7 @@ typedef struct {
   int rank;
   tir_Buffer *ver;          /* the versioned tile (owned) */
   int swizzle;
+  int64_t mc_stride, mc_count; /* tma_multicast {stride, count}: shared by the count CTAs of ranks base + j stride (1, 1: none) */
 } Copy;
 
 /* a LoweringError naming the pass, showing the function with `where` marked */
@@ -244,6 +248,29 @@ static int parse_copy(Ctx *c, const tir_For *loop, const tir_Node *s, const tir_
             st->buffer->name, why);
     return -1;
   }
+  /* tma_multicast = {stride, count}: the count CTAs of the cluster whose ranks differ from this
+   * one's only in the digit (rank / stride) % count copy the same box; each copies 1 / count of
+   * its rows (dimension 0) and multicasts them to all of them */
+  cp->mc_stride = cp->mc_count = 1;
+  const tir_Node *mc = tir_ann_get(b->annotations, KEY_MC);
+  if (mc) {
+    const tir_Array *ma = mc->kind == TIR_Array ? (const tir_Array *)mc : NULL;
+    if (!ma || ma->size != 2 || !tir_is_const_int(ma->items[0], &cp->mc_stride) || !tir_is_const_int(ma->items[1], &cp->mc_count) ||
+        cp->mc_stride < 1 || cp->mc_count < 1) {
+      fail_at(c, x, "this copy", "loop %s: %s must be a list {stride, count} of positive integers (the count CTAs of ranks base + "
+              "j * stride in the cluster share the box)", loop->loop_var->name, KEY_MC);
+      return -1;
+    }
+    int64_t rows = cp->box[0] / cp->mc_count, rowbytes = tir_dtype_bytes(et);
+    for (int d = 1; d < rank; d++) rowbytes *= cp->box[d];
+    if (cp->box[0] % cp->mc_count || (rows * rowbytes) % TIR_TMA_SMEM_ALIGN) {
+      fail_at(c, x, "this copy", "loop %s: %s = {%lld, %lld}: the box's %lld rows split into %lld slices of whole rows whose bytes "
+              "are a multiple of %d (each slice lands where a TMA destination may start, keeping the swizzle's atoms whole)",
+              loop->loop_var->name, KEY_MC, (long long)cp->mc_stride, (long long)cp->mc_count, (long long)cp->box[0],
+              (long long)cp->mc_count, TIR_TMA_SMEM_ALIGN);
+      return -1;
+    }
+  }
   return 0;
 }
 
@@ -318,8 +345,17 @@ static tir_Node *leader(Ctx *c, tir_Node *body) {
                  "threadIdx.x", NULL, s);
 }
 
+/* The CTA's rank in its cluster (%cluster_ctarank) and, for a multicast copy, its slice
+ * (rank / stride) % count and the first rank of its group, rank - slice * stride. */
+static tir_Node *cluster_rank(void) { return tir_call(TIR_INT32, "ptx_cluster_ctarank", tir_array_empty()); }
+static tir_Node *mc_slice(const Copy *cp) {
+  return tir_floormod(tir_floordiv(cluster_rank(), tir_i32((int)cp->mc_stride)), tir_i32((int)cp->mc_count));
+}
+static tir_Node *mc_base(const Copy *cp) { return tir_sub(cluster_rank(), tir_mul(mc_slice(cp), tir_i32((int)cp->mc_stride))); }
+
 /* The copies of original iteration `it` (an expression) into stage `s`: expect_tx, then one
- * TMA copy per tile.  Owned. */
+ * TMA copy per tile -- for a multicast copy its slice, to every CTA of its group (the
+ * expect_tx counts the whole box: the other CTAs' slices land here too).  Owned. */
 static tir_Node *issue(const tir_For *loop, Copy *cps, int n, tir_Buffer *full, tir_Node *it, tir_Node *s) {
   int64_t bytes = 0;
   tir_Array *items = tir_array_empty();
@@ -332,17 +368,28 @@ static tir_Node *issue(const tir_For *loop, Copy *cps, int n, tir_Buffer *full, 
     char ts[32];
     tir_Array *da = tir_array_of(4, R((tir_Node *)cp->src->data), tir_string_imm(tir_dtype_str(et, ts)), tir_i32(cp->swizzle),
                                  tir_i32(cp->rank));
+    const int mc = cp->mc_count > 1;
+    const int64_t rows = cp->box[0] / cp->mc_count;
     for (int d = 0; d < cp->rank; d++) da = tir_array_push(da, R(cp->src->shape->items[d]));
-    for (int d = 0; d < cp->rank; d++) da = tir_array_push(da, tir_i32((int)cp->box[d]));
+    for (int d = 0; d < cp->rank; d++) da = tir_array_push(da, tir_i32((int)(d == 0 ? rows : cp->box[d])));
     tir_Node *desc = tir_call(TIR_HANDLE, "tma_descriptor", da);
     tir_Array *zeros = tir_array_of(1, R(s));
-    for (int d = 0; d < cp->rank; d++) zeros = tir_array_push(zeros, tir_int_imm(cp->ver->shape->items[d + 1]->dtype, 0));
+    for (int d = 0; d < cp->rank; d++)
+      zeros = tir_array_push(zeros, d == 0 && mc ? tir_cast(cp->ver->shape->items[1]->dtype, tir_mul(mc_slice(cp), tir_i32((int)rows)))
+                                                 : tir_int_imm(cp->ver->shape->items[d + 1]->dtype, 0));
     tir_Array *args = tir_array_of(3, tir_address_of(tir_buffer_load(R(cp->ver), zeros)), desc, bar_at(full, R(s)));
+    if (mc) {
+      /* ctaMask: bit base + j stride for j < count (16 bits: a cluster has at most 16 CTAs) */
+      int64_t m0 = 0;
+      for (int64_t j = 0; j < cp->mc_count; j++) m0 |= (int64_t)1 << (j * cp->mc_stride);
+      args = tir_array_push(args, tir_call(TIR_INT32, "shift_left", tir_array_of(2, tir_i32((int)m0), mc_base(cp))));
+    }
     for (int d = 0; d < cp->rank; d++) {
       tir_Node *cd = tir_substitute(cp->base[d], 1, (tir_Var *const *)&loop->loop_var, &it);
+      if (d == 0 && mc) cd = tir_add(cd, tir_cast(cd->dtype, tir_mul(mc_slice(cp), tir_i32((int)rows))));
       args = tir_array_push(args, tir_cast(TIR_INT32, cd));
     }
-    items = tir_array_push(items, call_stmt("ptx_tma_load", args));
+    items = tir_array_push(items, call_stmt(mc ? "ptx_tma_load_multicast" : "ptx_tma_load", args));
   }
   tir_Array *all = tir_array_of(1, call_stmt("ptx_mbarrier_arrive_expect_tx", tir_array_of(2, bar_at(full, R(s)), tir_i32((int)bytes))));
   tir_Array *cat = tir_array_concat(all, items);
@@ -364,6 +411,25 @@ static int groups_fn(const tir_Node *n, void *p) {
   const tir_Call *c = (const tir_Call *)n;
   if (strcmp(c->op, "wgmma_commit_group") == 0) g->committed = 1;
   if (strcmp(c->op, "wgmma_wait_group") == 0 && c->args->size == 1 && tir_is_const_int(c->args->items[0], &g->pending)) g->committed = 0;
+  return 0;
+}
+
+/* Whether the statements read the tiles only as wgmma operands (wgmma_operand / wgmma_desc):
+ * reads of the whole warpgroup's wgmma, complete for all its threads once one thread's
+ * wgmma_wait_group has returned (PTX ISA 9.7.15 wgmma.wait_group), so one thread of each
+ * warpgroup may release the stage for all of them (CUTLASS's consumer_release in a cluster). */
+typedef struct {
+  const Copy *cps;
+  int n, generic;
+} TileReads;
+
+static int tile_reads_fn(const tir_Node *n, void *p) {
+  TileReads *t = p;
+  if (n->kind == TIR_Call && (strcmp(((const tir_Call *)n)->op, "wgmma_operand") == 0 || strcmp(((const tir_Call *)n)->op, "wgmma_desc") == 0))
+    return 1; /* (not its operands) */
+  if (n->kind == TIR_BufferLoad)
+    for (int i = 0; i < t->n; i++)
+      if (((const tir_BufferLoad *)n)->buffer->data == t->cps[i].dst->data) t->generic = 1;
   return 0;
 }
 
@@ -437,6 +503,69 @@ static tir_Node *pipeline(Ctx *c, const tir_For *f) {
     fail_at(c, &f->hdr, "pipelined loop", "loop %s: %s under more than 8 loops", f->loop_var->name, KEY_WS);
     goto done;
   }
+  /* tma_cluster = {x, y, z}: the kernel runs as thread-block clusters of that shape */
+  int64_t cdims[3] = {1, 1, 1}, csize = 1;
+  const tir_Node *can = tir_ann_get(f->annotations, KEY_CLUSTER);
+  if (can) {
+    const tir_Array *ca = can->kind == TIR_Array ? (const tir_Array *)can : NULL;
+    int ok = ca && ca->size == 3;
+    for (int d = 0; ok && d < 3; d++) ok = tir_is_const_int(ca->items[d], &cdims[d]) && cdims[d] >= 1;
+    csize = ok ? cdims[0] * cdims[1] * cdims[2] : 0;
+    if (!ok || csize > MAX_CLUSTER) {
+      fail_at(c, &f->hdr, "pipelined loop", "loop %s: %s must be a list {x, y, z} of positive integers, at most %d CTAs in all "
+              "(the thread-block cluster's shape)", f->loop_var->name, KEY_CLUSTER, MAX_CLUSTER);
+      goto done;
+    }
+    if (csize > 1 && c->in_loop && !ws) {
+      fail_at(c, &f->hdr, "pipelined loop", "loop %s: %s inside a loop (a persistent kernel's tiles) needs %s: the pipeline re-armed "
+              "per tile would need a cluster barrier per tile", f->loop_var->name, KEY_CLUSTER, KEY_WS);
+      goto done;
+    }
+  }
+  /* the multicast groups: each within the cluster, the digits of different groups apart (so
+   * that two groups meet only in this CTA) */
+  for (int i = 0; i < ncp; i++) {
+    const Copy *a = &cps[i];
+    if (a->mc_count == 1) continue;
+    if (csize % (a->mc_stride * a->mc_count)) {
+      fail_at(c, a->stmt, "this copy", "loop %s: %s = {%lld, %lld} reaches past the cluster's %lld CTAs (%s %s)", f->loop_var->name,
+              KEY_MC, (long long)a->mc_stride, (long long)a->mc_count, (long long)csize, KEY_CLUSTER,
+              can ? "does not divide by stride * count" : "is not set: no cluster");
+      goto done;
+    }
+    for (int j = 0; j < i; j++) {
+      const Copy *b = &cps[j];
+      if (b->mc_count == 1 || (b->mc_stride == a->mc_stride && b->mc_count == a->mc_count)) continue;
+      if (!(a->mc_stride * a->mc_count <= b->mc_stride || b->mc_stride * b->mc_count <= a->mc_stride)) {
+        fail_at(c, a->stmt, "this copy", "loop %s: %s groups {%lld, %lld} and {%lld, %lld} overlap in more than this CTA (they must "
+                "be different digits of the rank)", f->loop_var->name, KEY_MC, (long long)a->mc_stride, (long long)a->mc_count,
+                (long long)b->mc_stride, (long long)b->mc_count);
+        goto done;
+      }
+    }
+  }
+  /* the distinct groups (whose CTAs write into this CTA's stages, and it into theirs) and U, the
+   * CTAs whose consumers release a stage of this one: itself and the others of every group */
+  int ngroups = 0, grp[8];
+  int64_t U = 1;
+  for (int i = 0; i < ncp && ngroups < 8; i++) {
+    int seen = cps[i].mc_count == 1;
+    for (int j = 0; j < ngroups && !seen; j++) seen = cps[grp[j]].mc_stride == cps[i].mc_stride && cps[grp[j]].mc_count == cps[i].mc_count;
+    if (!seen) {
+      grp[ngroups++] = i;
+      U += cps[i].mc_count - 1;
+    }
+  }
+  /* in a cluster, where a release is also remote arrivals: one per warpgroup when the tiles are
+   * read by wgmma only (the kernel's threadIdx.x one warpgroup, bound by no loop around) */
+  int wg_release = 0;
+  if (csize > 1 && c->lanes == 128 && c->cta_threads[0] <= 128) {
+    TileReads tr = {cps, ncp, 0};
+    int have_x = 0;
+    for (int i = 0; i < c->n_threads; i++) have_x |= c->thread_x[i];
+    for (int i = ncp; i < nk; i++) tir_visit(kids[i], tile_reads_fn, &tr);
+    wg_release = !tr.generic && !have_x;
+  }
   {
     const int64_t P = G.pending;
     tir_DType lt = f->loop_var->hdr.dtype;
@@ -463,11 +592,16 @@ static tir_Node *pipeline(Ctx *c, const tir_For *f) {
     /* init */
     tir_Var *si = tir_var_new("s", TIR_INT32);
     tir_Node *init_body = tir_seq2(call_stmt("ptx_mbarrier_init", tir_array_of(2, bar_at(full, R((tir_Node *)si)), tir_i32(1))),
-                                   call_stmt("ptx_mbarrier_init", tir_array_of(2, bar_at(empty, R((tir_Node *)si)), tir_i32((int)T))));
-    /* the inits (generic-proxy writes) made visible to the TMA unit's complete_tx (async proxy) */
-    tir_Node *init = leader(c, tir_seq2(tir_for(si, tir_i32(0), tir_i32((int)N), TIR_FOR_SERIAL, "", NULL, init_body),
-                                        call_stmt("ptx_fence_proxy_async", tir_array_empty())));
+                                   call_stmt("ptx_mbarrier_init", tir_array_of(2, bar_at(empty, R((tir_Node *)si)),
+                                                                                tir_i32((int)((wg_release ? T / 128 : T) * U)))));
+    /* the inits (generic-proxy writes) made visible to the TMA unit's complete_tx (async proxy),
+     * in a cluster also to the other CTAs' multicasts and arrivals (fence.mbarrier_init, then a
+     * cluster barrier before any of them) */
+    tir_Node *fences = call_stmt("ptx_fence_proxy_async", tir_array_empty());
+    if (csize > 1) fences = tir_seq2(fences, call_stmt("ptx_fence_mbarrier_init", tir_array_empty()));
+    tir_Node *init = leader(c, tir_seq2(tir_for(si, tir_i32(0), tir_i32((int)N), TIR_FOR_SERIAL, "", NULL, init_body), fences));
     tir_Node *sync = call_stmt("tvm_storage_sync", tir_array_of(1, tir_string_imm("shared")));
+    if (csize > 1) sync = tir_seq2(sync, call_stmt("ptx_cluster_sync", tir_array_empty()));
     /* prologue: iterations min .. min + N - 1 (those that exist) */
     tir_Var *pi = tir_var_new("p", lt);
     tir_Node *it = tir_add(R(f->min), R((tir_Node *)pi));
@@ -491,9 +625,39 @@ static tir_Node *pipeline(Ctx *c, const tir_For *f) {
     tir_Node *rstage = tir_cast(TIR_INT32, tir_floormod(R(rk), tir_int_imm(lt, N)));
     tir_Node *rpar = tir_cast(TIR_INT32, tir_floormod(tir_floordiv(R(rk), tir_int_imm(lt, N)), tir_int_imm(lt, 2)));
     tir_Node *arrive = call_stmt("ptx_mbarrier_arrive", tir_array_of(1, bar_at(empty, R(rstage))));
+    /* in a cluster: also on the same stage's empty barrier of every other CTA of each group
+     * (their multicasts write this CTA's stage: CUTLASS's consumer_release to each sender) */
+    for (int gi = 0; gi < ngroups; gi++) {
+      const Copy *g = &cps[grp[gi]];
+      tir_Var *jv = tir_var_new("mc_j", TIR_INT32);
+      tir_Node *dst = tir_add(mc_base(g), tir_mul(R((tir_Node *)jv), tir_i32((int)g->mc_stride)));
+      tir_Node *one = tir_if(tir_cmp(TIR_NE, R((tir_Node *)jv), mc_slice(g)),
+                             call_stmt("ptx_mbarrier_arrive_cluster", tir_array_of(2, bar_at(empty, R(rstage)), dst)), NULL);
+      arrive = tir_seq2(arrive, tir_for(jv, tir_i32(0), tir_i32((int)g->mc_count), TIR_FOR_UNROLLED, "", NULL, one));
+    }
+    if (wg_release) {
+      tir_Var *lane = tir_var_new("release_lane", TIR_INT32);
+      arrive = tir_for(lane, tir_i32(0), tir_i32(128), TIR_FOR_THREAD_BINDING, "threadIdx.x", NULL,
+                       tir_if(tir_cmp(TIR_EQ, R((tir_Node *)lane), tir_i32(0)), arrive, NULL));
+    }
     items = tir_array_push(items, P ? tir_if(tir_cmp(TIR_GE, R(k0), tir_int_imm(lt, P)), arrive, NULL) : arrive);
     tir_Node *end = tir_add(R(f->min), R(f->extent));
     tir_Node *producer = NULL;
+    /* in a cluster the other CTAs' consumers arrive on this CTA's empty barriers until they are
+     * done, and a CTA's shared memory is gone once it exits: the leader (the producer) waits for
+     * those last phases (CUTLASS's producer tail) -- the acquires of the steps total .. total + N
+     * - P - 1, i.e. the releases of every step but the last P, which nobody releases */
+    tir_Node *tail = NULL;
+    if (csize > 1) {
+      tir_Node *total = tir_cast(lt, R(f->extent));
+      for (int i = 0; ws && i < c->in_loop; i++) total = tir_mul(total, tir_cast(lt, R(c->loops[i]->extent)));
+      tir_Var *qv = tir_var_new("tail", lt);
+      tir_Node *kp = tir_add(total, R((tir_Node *)qv));
+      tir_Node *ts = tir_cast(TIR_INT32, tir_floormod(R(kp), tir_int_imm(lt, N)));
+      tir_Node *tp = tir_cast(TIR_INT32, tir_floormod(tir_add(tir_floordiv(R(kp), tir_int_imm(lt, N)), tir_int_imm(lt, 1)), tir_int_imm(lt, 2)));
+      tir_Node *w = tir_if(tir_cmp(TIR_GE, kp, tir_int_imm(lt, N)), call_stmt("ptx_mbarrier_wait", tir_array_of(2, bar_at(empty, ts), tp)), NULL);
+      tail = tir_for(qv, tir_int_imm(lt, 0), tir_int_imm(lt, N - P), TIR_FOR_SERIAL, "", NULL, w);
+    }
     if (!ws) {
       tir_Node *nxt = tir_add(tir_add(R(f->min), R(rk)), tir_int_imm(lt, N));
       /* every thread's reads of stage s (generic proxy: ldmatrix, ld.shared) happen before the TMA
@@ -517,11 +681,20 @@ static tir_Node *pipeline(Ctx *c, const tir_For *f) {
                                  call_stmt("ptx_mbarrier_wait", tir_array_of(2, bar_at(empty, R(ps)), pp)), NULL);
       tir_Node *pbody = tir_seq(tir_array_of(3, acquire, call_stmt("ptx_fence_proxy_async", tir_array_empty()),
                                              issue(f, cps, ncp, full, R((tir_Node *)pv), ps)));
-      producer = tir_attr_stmt(NULL, "warp_specialize_producer", tir_i32(1),
-                               tir_for(pv, R(f->min), R(f->extent), TIR_FOR_SERIAL, "", NULL, pbody));
+      tir_Node *ploop = tir_for(pv, R(f->min), R(f->extent), TIR_FOR_SERIAL, "", NULL, pbody);
+      /* (the tail after all of the producer's steps: inject_warp_specialization puts it after
+       * the tile loops it wraps the producer in) */
+      if (tail) ploop = tir_seq2(ploop, tir_attr_stmt(NULL, "warp_specialize_producer_tail", tir_i32(1), tail));
+      tail = NULL;
+      producer = tir_attr_stmt(NULL, "warp_specialize_producer", tir_i32(1), ploop);
     }
     tir_release(rk), tir_release(rstage), tir_release(rpar), tir_release(end), tir_release(lin);
     tir_Array *anns = tir_ann_remove(f->annotations, KEY_STAGES);
+    if (can) {
+      tir_Array *a2 = tir_ann_remove(anns, KEY_CLUSTER);
+      tir_release(anns);
+      anns = a2;
+    }
     tir_Node *loop = tir_for(R(f->loop_var), R(f->min), R(f->extent), f->kind, f->thread_tag, anns, tir_seq(items));
     /* the block holding the versioned tiles, the barriers and the other buffers of the body */
     tir_Array *nallocs = tir_array_empty();
@@ -536,6 +709,10 @@ static tir_Node *pipeline(Ctx *c, const tir_For *f) {
      * run of the pipeline, once every thread is done with the previous one */
     tir_Array *parts = c->in_loop && !ws ? tir_array_of(1, call_stmt("tvm_storage_sync", tir_array_of(1, tir_string_imm("shared"))))
                                   : tir_array_empty();
+    /* the kernel's cluster shape, for split_host_device (a launch attribute, no code) */
+    if (csize > 1)
+      parts = tir_array_push(parts, tir_attr_stmt(NULL, "cluster_dims", (tir_Node *)tir_array_of(3, tir_i32((int)cdims[0]), tir_i32((int)cdims[1]),
+                                                                                              tir_i32((int)cdims[2])), tir_evaluate(tir_i32(0))));
     parts = tir_array_push(parts, init);
     parts = tir_array_push(parts, sync);
     if (producer) {
@@ -545,6 +722,7 @@ static tir_Node *pipeline(Ctx *c, const tir_For *f) {
       parts = tir_array_push(parts, pro);
     }
     parts = tir_array_push(parts, loop);
+    if (tail) parts = tir_array_push(parts, leader(c, tail));
     tir_Block *blk = tir_block_new("", NULL, NULL, NULL, NULL, nallocs, NULL, NULL, tir_seq(parts));
     result = tir_block_realize(tir_array_empty(), tir_bool_imm(1), blk);
     tir_release(V.stage), tir_release(parity);

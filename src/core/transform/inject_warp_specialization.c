@@ -312,7 +312,22 @@ static tir_Node *specialize(Ctx *c, const tir_For *const *path, int np, const ti
   Cons k = {nc};
   tir_Node *cons = wrap(path, np, tir_mutate(rest, cons_mut, &k), 0);
   tir_release(rest);
+  /* the producer's tail (a cluster's last empty phases, inject_tma_pipeline) runs once, after
+   * all the tiles: it stays out of the tile loops */
+  tir_Node *ptail = NULL;
+  if (pp.producer->kind == TIR_SeqStmt) {
+    const tir_Array *pa = ((const tir_SeqStmt *)pp.producer)->seq;
+    const tir_Node *last = pa->size ? pa->items[pa->size - 1] : NULL;
+    if (last && last->kind == TIR_AttrStmt && strcmp(((const tir_AttrStmt *)last)->key, "warp_specialize_producer_tail") == 0) {
+      ptail = tir_retain(((const tir_AttrStmt *)last)->body);
+      tir_Array *rest = tir_array_empty();
+      for (int i = 0; i + 1 < pa->size; i++) rest = tir_array_push(rest, tir_retain(pa->items[i]));
+      tir_release(pp.producer);
+      pp.producer = tir_seq(rest);
+    }
+  }
   pp.producer = wrap(path, np, pp.producer, 1);
+  if (ptail) pp.producer = tir_seq2(pp.producer, ptail);
   /* consumers: more registers, then W's body as it was (the pipeline now its consumer loop) */
   if (v[2]) cons = tir_seq2(call_stmt("ptx_setmaxnreg_inc", tir_array_of(1, tir_i32((int)v[2]))), cons);
   tir_Node *consumer = tir_attr_stmt(tir_i32((int)nc), "named_barrier", tir_i32(CONSUMER_BARRIER), cons);

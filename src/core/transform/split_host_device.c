@@ -126,6 +126,36 @@ static int tma_desc_fn(const tir_Node *n, void *p) {
   return 0;
 }
 
+/* AttrStmt "cluster_dims" (value: the array {x, y, z} of constants; inject_tma_pipeline's
+ * tma_cluster) anywhere in the kernel: its thread-block cluster shape, launched with
+ * cuLaunchKernelEx's CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION (CUDA Driver API).  -1 when two
+ * differ or one is malformed. */
+typedef struct {
+  int dims[3], bad;
+} ClusterCtx;
+
+static int cluster_fn(const tir_Node *n, void *p) {
+  ClusterCtx *c = p;
+  if (n->kind != TIR_AttrStmt || strcmp(((const tir_AttrStmt *)n)->key, "cluster_dims") != 0) return 0;
+  const tir_Node *v = ((const tir_AttrStmt *)n)->value;
+  int d[3];
+  int64_t x;
+  if (!v || v->kind != TIR_Array || ((const tir_Array *)v)->size != 3) {
+    c->bad = 1;
+    return 0;
+  }
+  for (int i = 0; i < 3; i++) {
+    if (!tir_is_const_int(((const tir_Array *)v)->items[i], &x) || x < 1 || x > 16) {
+      c->bad = 1;
+      return 0;
+    }
+    d[i] = (int)x;
+  }
+  if (c->dims[0] && memcmp(c->dims, d, sizeof d) != 0) c->bad = 1;
+  memcpy(c->dims, d, sizeof d);
+  return 0;
+}
+
 static int make_kernel(const tir_Node *region, const char *name, const tir_PrimFunc *host, tir_Kernel *k) {
   memset(k, 0, sizeof *k);
   for (int i = 0; i < 3; i++) {
@@ -195,6 +225,29 @@ static int make_kernel(const tir_Node *region, const char *name, const tir_PrimF
       }
       return -1;
     }
+  }
+  {
+    ClusterCtx cc = {{0, 0, 0}, 0};
+    tir_visit(region, cluster_fn, &cc);
+    if (cc.bad) {
+      for (int i = 0; i < 3; i++) {
+        tir_release(k->grid[i]);
+        tir_release(k->block[i]);
+      }
+      return tir_error_set(TIR_ERR_LOWER, "split_host_device", "kernel %s: its AttrStmt cluster_dims must be one array {x, y, z} of "
+                           "constants 1 .. 16, the same wherever it appears", name);
+    }
+    int64_t n = (int64_t)cc.dims[0] * cc.dims[1] * cc.dims[2];
+    for (int d = 0; d < 3 && n > 1; d++)
+      if (gd[d] != TIR_LAUNCH_DIM_UNKNOWN && gd[d] % cc.dims[d] != 0) {
+        for (int i = 0; i < 3; i++) {
+          tir_release(k->grid[i]);
+          tir_release(k->block[i]);
+        }
+        return tir_error_set(TIR_ERR_LOWER, "split_host_device", "kernel %s: grid dimension %c = %lld is not a multiple of its "
+                             "cluster's %d (CUDA launches whole clusters)", name, 'x' + d, (long long)gd[d], cc.dims[d]);
+      }
+    if (n > 1) memcpy(k->cluster, cc.dims, sizeof cc.dims);
   }
   k->tma_descs = tir_array_empty();
   tir_visit(region, tma_desc_fn, &k->tma_descs);
