@@ -29,6 +29,12 @@
  * of TMA and mbarrier builtins (TIR_BUILTIN_ASYNC_PROXY) are left out: mbarrier phases order
  * them, and a pipeline built on them has no __syncthreads in its main loop.
  *
+ * As in TVM (ThreadSyncPlanner::FindConflict): two accesses of one element index that is the
+ * same expression of the thread indices only, using threadIdx.x, are the same thread's and no
+ * hazard (a thread's own read-modify-write of its element of a shared vector in every step of a
+ * loop, e.g. tc_gemm's row sums, needs no barrier per step).  Any other variable in the index (a
+ * loop's) makes it a different element in another iteration: such accesses conflict as before.
+ *
  * Warp-specialized kernels (inject_warp_specialization): a branch wrapped in AttrStmt
  * "named_barrier" (node: the thread count n, value: the barrier id) runs on n threads only,
  * the consumer warpgroups; the pass looks into it although its if depends on threadIdx, and a
@@ -51,6 +57,8 @@
 typedef struct {
   const tir_Node *buf;
   const tir_Node *ver;
+  const tir_Node *idx; /* the flat element index, when it depends on thread indices only (and on
+                          threadIdx.x); NULL: any element */
 } Ent;
 
 typedef struct {
@@ -62,6 +70,7 @@ typedef struct {
 
 typedef struct {
   const tir_Node *thread_vars[16];
+  const char *thread_tags[16];
   int n_thread;
   const tir_Node *stranded_wait; /* a ptx_wait_group where no barrier can follow it */
   int64_t bar_id, bar_n;         /* inside a "named_barrier" region: its barrier, else 0 */
@@ -88,27 +97,28 @@ static int same_ver(const tir_Node *a, const tir_Node *b) {
   return a == b || (a && b && tir_expr_deep_equal(a, b));
 }
 
-static void add(Acc *a, int write, const tir_Node *buf, const tir_Node *ver) {
+static void add(Acc *a, int write, const tir_Node *buf, const tir_Node *ver, const tir_Node *idx) {
   Ent *set = write ? a->w : a->r;
   int *n = write ? &a->nw : &a->nr;
   for (int i = 0; i < *n; i++)
-    if (set[i].buf == buf && (!set[i].ver || same_ver(set[i].ver, ver))) return;
+    if (set[i].buf == buf && (!set[i].ver || same_ver(set[i].ver, ver)) && (!set[i].idx || same_ver(set[i].idx, idx))) return;
   if (*n < MAXB) {
-    set[(*n)++] = (Ent){buf, ver};
+    set[(*n)++] = (Ent){buf, ver, idx};
     return;
   }
-  /* full: widen an entry of the same buffer to all versions, or give up precision */
+  /* full: widen an entry of the same buffer to all versions and elements, or give up precision */
   for (int i = 0; i < *n; i++)
     if (set[i].buf == buf) {
       set[i].ver = NULL;
+      set[i].idx = NULL;
       return;
     }
   a->all = 1;
 }
 
 static void merge(Acc *a, const Acc *b) {
-  for (int i = 0; i < b->nr; i++) add(a, 0, b->r[i].buf, b->r[i].ver);
-  for (int i = 0; i < b->nw; i++) add(a, 1, b->w[i].buf, b->w[i].ver);
+  for (int i = 0; i < b->nr; i++) add(a, 0, b->r[i].buf, b->r[i].ver, b->r[i].idx);
+  for (int i = 0; i < b->nw; i++) add(a, 1, b->w[i].buf, b->w[i].ver, b->w[i].idx);
   a->all |= b->all;
 }
 
@@ -136,7 +146,9 @@ static int may_alias(const tir_Node *v1, const tir_Node *v2) {
 static int meets(const Ent *x, int nx, const Ent *y, int ny) {
   for (int i = 0; i < nx; i++)
     for (int j = 0; j < ny; j++)
-      if (x[i].buf == y[j].buf && may_alias(x[i].ver, y[j].ver)) return 1;
+      if (x[i].buf == y[j].buf && may_alias(x[i].ver, y[j].ver) &&
+          !(x[i].idx && y[j].idx && tir_expr_deep_equal(x[i].idx, y[j].idx)))
+        return 1;
   return 0;
 }
 
@@ -156,6 +168,7 @@ static int is_shared(const tir_Buffer *b) { return tir_scope_is_shared(b->scope)
  * statement (a version using such a loop's variable means "any version"). */
 typedef struct {
   Acc *acc;
+  const Ctx *cx;
   const tir_Node *mbuf[MAXM], *mver[MAXM];
   int nm;
   const tir_Node *loops[64];
@@ -164,7 +177,34 @@ typedef struct {
 
 static int access_fn(const tir_Node *n, void *p);
 
-static void record(Coll *c, int write, const tir_Buffer *b) {
+/* Whether every variable of an index expression is a thread index, threadIdx.x among them. */
+typedef struct {
+  const Ctx *cx;
+  int other, tx;
+} VarScan;
+
+static int scan_var(const tir_Node *n, void *p) {
+  VarScan *v = p;
+  if (n->kind != TIR_Var) return 0;
+  int thread = 0;
+  for (int i = 0; i < v->cx->n_thread; i++)
+    if (v->cx->thread_vars[i] == n) {
+      thread = 1;
+      if (strcmp(v->cx->thread_tags[i], "threadIdx.x") == 0) v->tx = 1;
+    }
+  if (!thread) v->other = 1;
+  return 0;
+}
+
+/* The access's element index for the same-thread rule (see the file comment), or NULL. */
+static const tir_Node *thread_point(const Coll *c, const tir_Array *indices) {
+  if (!c->cx || !indices || indices->size != 1) return NULL;
+  VarScan v = {c->cx, 0, 0};
+  tir_visit(indices->items[0], scan_var, &v);
+  return (!v.other && v.tx) ? indices->items[0] : NULL;
+}
+
+static void record(Coll *c, int write, const tir_Buffer *b, const tir_Node *idx) {
   if (!is_shared(b)) return;
   const tir_Node *ver = NULL;
   for (int i = c->nm - 1; i >= 0; i--)
@@ -174,7 +214,7 @@ static void record(Coll *c, int write, const tir_Buffer *b) {
     }
   for (int i = 0; ver && i < c->nl; i++)
     if (tir_uses_var(ver, (const tir_Var *)c->loops[i])) ver = NULL;
-  add(c->acc, write, &b->data->hdr, ver);
+  add(c->acc, write, &b->data->hdr, ver, idx);
 }
 
 static int access_fn(const tir_Node *n, void *p) {
@@ -198,8 +238,10 @@ static int access_fn(const tir_Node *n, void *p) {
     return 1;
   }
   if (n->kind == TIR_For) c->acc->all = 1; /* too deep to track versions */
-  if (n->kind == TIR_BufferLoad) record(c, 0, ((const tir_BufferLoad *)n)->buffer);
-  if (n->kind == TIR_BufferStore) record(c, 1, ((const tir_BufferStore *)n)->buffer);
+  if (n->kind == TIR_BufferLoad)
+    record(c, 0, ((const tir_BufferLoad *)n)->buffer, thread_point(c, ((const tir_BufferLoad *)n)->indices));
+  if (n->kind == TIR_BufferStore)
+    record(c, 1, ((const tir_BufferStore *)n)->buffer, thread_point(c, ((const tir_BufferStore *)n)->indices));
   if (n->kind == TIR_Call) {
     /* builtins reading or writing shared memory through address_of (wmma_store, cp.async,
      * ...): an operand the builtin writes is a write only (not also a read, or consecutive
@@ -213,7 +255,7 @@ static int access_fn(const tir_Node *n, void *p) {
       const tir_Node *x = cl->args->items[i];
       const tir_BufferLoad *l = tir_address_of_load(x);
       if (l) {
-        if (!async_proxy) record(c, tir_builtin_writes_arg(cl->op, i), l->buffer);
+        if (!async_proxy) record(c, tir_builtin_writes_arg(cl->op, i), l->buffer, NULL);
         for (int k = 0; k < l->indices->size; k++) tir_visit(l->indices->items[k], access_fn, c);
         addr_args = 1;
       } else {
@@ -234,6 +276,7 @@ static void accesses(Ctx *cx, const tir_Node *s, Acc *a) {
   Coll c;
   memset(&c, 0, sizeof c);
   c.acc = a;
+  c.cx = cx;
   c.nm = cx->nm;
   for (int i = 0; i < cx->nm; i++) c.mbuf[i] = cx->mbuf[i], c.mver[i] = cx->mver[i];
   tir_visit(s, access_fn, &c);
@@ -274,7 +317,8 @@ static int covers(const Acc *a, const Acc *b) {
     int nx = w ? b->nw : b->nr, ny = w ? a->nw : a->nr;
     for (int i = 0; i < nx; i++) {
       int found = a->all;
-      for (int j = 0; j < ny && !found; j++) found = y[j].buf == x[i].buf && (!y[j].ver || same_ver(y[j].ver, x[i].ver));
+      for (int j = 0; j < ny && !found; j++)
+        found = y[j].buf == x[i].buf && (!y[j].ver || same_ver(y[j].ver, x[i].ver)) && (!y[j].idx || same_ver(y[j].idx, x[i].idx));
       if (!found) return 0;
     }
   }
@@ -501,6 +545,7 @@ static tir_Node *visit(Ctx *c, const tir_Node *s, Acc *state) {
       int pushed = 0;
       if (strcmp(a->key, "thread_extent") == 0 && a->node && a->node->kind == TIR_IterVar &&
           strncmp(((const tir_IterVar *)a->node)->thread_tag, "threadIdx.", 10) == 0 && c->n_thread < 16) {
+        c->thread_tags[c->n_thread] = ((const tir_IterVar *)a->node)->thread_tag;
         c->thread_vars[c->n_thread++] = &((const tir_IterVar *)a->node)->var->hdr;
         pushed = 1;
       }
