@@ -82,6 +82,17 @@ local WGMMA = {
   -- 3 stages (the mbarriers re-armed per tile)
   {"wgmma_tma_128x256_s4_ws_p", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, warp_specialize = true, persistent = true}},
   {"wgmma_tma_128x256_s3_p", {BM = 128, BN = 256, BK = 128, stages = 3, tma = true, persistent = true}},
+  -- small M (128 x 11008: 43 tiles of 128 x 256 for 132 SMs): more, narrower tiles, deeper pipelines
+  {"wgmma_tma_128x128_s6_ws", {BM = 128, BN = 128, BK = 128, stages = 6, tma = true, warp_specialize = true}},
+  {"wgmma_tma_64x256_s4_ws", {BM = 64, BN = 256, BK = 128, stages = 4, tma = true, warp_specialize = true}},
+  -- thread-block clusters with TMA multicast (helper hP's cluster option): a 2 x 1 cluster shares
+  -- each B tile between two CTAs, 1 x 2 each A tile (half the L2 reads of that operand); skipped
+  -- where the tree has no cluster option
+  {"wgmma_tma_128x256_s4_ws_p_c21", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, warp_specialize = true, persistent = true,
+                                     cluster = {2, 1}}},
+  {"wgmma_tma_128x256_s4_ws_p_c12", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, warp_specialize = true, persistent = true,
+                                     cluster = {1, 2}}},
+  {"wgmma_tma_128x256_s4_ws_c21", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, warp_specialize = true, cluster = {2, 1}}},
 }
 -- the fused quantized GEMM on wgmma: {variant, tc_gemm options, the plain GEMM variant of the same
 -- tiles (its "tirlua plain int8" reference)}.  _s3: 3 stages (144 KB of tiles; the staged 128 x
