@@ -59,6 +59,8 @@ local function qwant(v) return wanted("qgemm") and (not any_named or only[v] or 
 -- the wgmma variants: {name, tc_gemm options}; 128 x 256 CTAs = two consumer warpgroups of
 -- 64 x 256 (128 int32 accumulators a thread), BK = 128 int8 = the 128-byte swizzle row
 local WGMMA = {
+  -- tc_gemm intrin = "wgmma" without tile options: tc_gemm_wgmma.pick's choice for the shape
+  {"wgmma_default", {}},
   -- cp.async: wgmma_pending = 1 keeps one more tile version (4 stages would be 240 KB > 227 KB)
   {"wgmma_128x256_s4", {BM = 128, BN = 256, BK = 128, stages = 4, wgmma_pending = 0}},
   {"wgmma_128x256_s3_w1", {BM = 128, BN = 256, BK = 128, stages = 3, wgmma_pending = 1}},
@@ -109,6 +111,8 @@ local QWGMMA = {
   -- does not fit (refused); 128 x 128 x 4 stages does (128 KB of tiles + 70 KB staged)
   {"wgmma_fused_ws", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, warp_specialize = true}, "wgmma_tma_128x256_s4_ws"},
   {"wgmma_fused_ws_128", {BM = 128, BN = 128, BK = 128, stages = 4, tma = true, warp_specialize = true}, "wgmma_tma_128x128_s4_ws"},
+  -- the row sums (zb rows) after the step's wgmma group is issued, overlapping it (row_sums_after)
+  {"wgmma_fused_ra", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, row_sums_after = true}, "wgmma_tma_128x256_s4"},
 }
 if #shapes == 0 then
   shapes = {{1024, 1024, 1024}, {2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192}, {16, 11008, 4096},
@@ -247,7 +251,7 @@ local function bench_shape(m, n, k)
   if info.arch == "sm_90" then
     local tcf = tc.workload(m, n, k, "int8", "int32", nil, "NT")
     for _, wv in ipairs(WGMMA) do
-      if (wanted(wv[1]) or qwanted[wv[1]]) and m % wv[2].BM == 0 and n % wv[2].BN == 0 and k % wv[2].BK == 0 then
+      if (wanted(wv[1]) or qwanted[wv[1]]) and m % (wv[2].BM or 1) == 0 and n % (wv[2].BN or 1) == 0 and k % (wv[2].BK or 1) == 0 then
         local o = {intrin = "wgmma"}
         for kk, v in pairs(wv[2]) do o[kk] = v end
         local okw, wsch = pcall(tc.schedule, tcf, o)

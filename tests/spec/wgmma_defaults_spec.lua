@@ -36,8 +36,28 @@ describe("tc_gemm_wgmma.pick", function()
     end
   end)
 
-  it("keeps tc_gemm_wgmma.defaults for int8, short k loops and tiles that do not divide", function()
-    for _, c in ipairs({{4096, 4096, 4096, "int8"}, {128, 128, 128, "float16"}, {4096, 4096, 448, "float16"}, {4096, 4000, 4096, "float16"}}) do
+  it("int8: 128 x 256 x 128 s4 warp-specialized, persistent where the grid takes no extra rounds (hC's measurements)", function()
+    local base = {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, warp_specialize = true}
+    for _, c in ipairs({{4096, 4096, 4096, 132}, {8192, 8192, 8192, 132}, {4096, 11008, 4096, nil}, {128, 11008, 4096, nil}}) do
+      for _, dt in ipairs({"int8", "uint8"}) do
+        local want = {}
+        for key, v in pairs(base) do want[key] = v end
+        want.persistent = c[4]
+        local p, why = W.pick(c[1], c[2], c[3], dt, 132)
+        assert.are.same(want, p)
+        assert.matches("^pick: int8", why)
+      end
+    end
+    -- the int8 GEMM without options builds that kernel: 128 persistent CTAs of 384 threads
+    local k, src = kernel(tc.workload(4096, 4096, 4096, "int8", "int32", nil, "NT"), {intrin = "wgmma"})
+    assert.are.equal(128, k.grid[1])
+    assert.are.equal(384, k.block[1] * k.block[2] * k.block[3])
+    assert.matches("wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8", src)
+  end)
+
+  it("keeps tc_gemm_wgmma.defaults for short k loops and tiles that do not divide (int8 too)", function()
+    for _, c in ipairs({{4096, 4096, 512, "int8"}, {4096, 4000, 4096, "int8"}, {128, 128, 128, "float16"}, {4096, 4096, 448, "float16"},
+                        {4096, 4000, 4096, "float16"}}) do
       local p, why = W.pick(c[1], c[2], c[3], c[4], 132)
       assert.are.same({}, p)
       assert.matches("^defaults", why)

@@ -46,7 +46,9 @@ function M.fuse(sch, o, wz, ko, threads, P)
     util.raise("ValueError", P, "row_sums: BM = %d rows over %d threads (one row per thread): one must divide the other", o.BM, n)
   end
   sch:set_scope(rs, 0, "shared")
-  sch:compute_at(rs, wz, false, -2)
+  -- (after_gemm: after the GEMM's k loop, index 1 of the warp loop's body, so that merging puts the
+  -- sums after the GEMM's step: they run while the step's wgmma group is in flight)
+  sch:compute_at(rs, wz, false, o.row_sums_after and 1 or -2)
   local l = {sch:get_loops(rs)}
   local i, k = l[#l - 1], l[#l]
   local kstep, kin = sch:split(k, {nil, o.BK})
@@ -60,6 +62,7 @@ function M.fuse(sch, o, wz, ko, threads, P)
     if sch:get(lp).thread_tag == "" then sch:bind(lp, t[1]) end
   end
   sch:tensorize(kin, dp4a.row_sum_name(a_dt, o.BK, "shared"))
+  if o.row_sums_after then return sch:merge(ko, kstep) end
   return sch:merge(kstep, ko)
 end
 

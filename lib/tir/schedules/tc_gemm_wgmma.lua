@@ -35,11 +35,29 @@ M.TILE_OPTS = {"BM", "BN", "BK", "stages", "tma", "warp_specialize", "persistent
 --  * fewer tiles than SMs (small M, e.g. 128 x 11008 x 4096: 43 tiles of 128 x 256): 128 x 128 x 64
 --    tiles (m % 128 = 0; 64 x 128 for m = 64), warp-specialized, 6 TMA stages (192 KB of
 --    loads in flight: the GEMM streams B), one CTA a tile;
---  * anything else (short k loops, other tile multiples, int8): M.defaults (128 x 128 x 64,
+--  * anything else (short k loops, other tile multiples; int8: pick_int8 below): M.defaults (128 x 128 x 64,
 --    3 cp.async stages), which the simulator tests run.
 -- Returns a table of options (empty: M.defaults) and a one-line reason.
+-- int8 / uint8 inputs (wgmma m64nNk32.s32.s8.s8; BK = 128 int8 = the 128-byte swizzle row), measured
+-- on the H200 against cuBLASLt (bench/RESULTS.md, "Stop 10: int8 wgmma defaults"): the same rule
+-- with 128 x 256 x 128 tiles, 4 TMA stages, warp-specialized, persistent where the grid takes no
+-- extra rounds: 4096^3 0.974x, 8192^3 1.045x (persistent), 4096 x 11008 x 4096 0.771x (not
+-- persistent: 0.644x with G = 86), 128 x 11008 x 4096 0.898x (43 tiles, one CTA a tile)
+local function pick_int8(m, n, k, sms)
+  if k % 128 ~= 0 or k < 1024 then return {}, "defaults (int8: K not a multiple of 128 or below 1024)" end
+  if m % 128 ~= 0 or n % 256 ~= 0 then return {}, "defaults (int8: the 128 x 256 tiles do not divide M, N)" end
+  local TCM = require("tir.schedules.tc_gemm")
+  local tiles = (m // 128) * (n // 256)
+  local G = TCM.persistent_grid(m // 128, n // 256, sms)
+  local persistent = tiles >= sms and tiles // G <= (tiles + sms - 1) // sms
+  return {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, warp_specialize = true, persistent = persistent and sms or nil},
+         ("pick: int8 128x256x128 s4 ws%s (%d tiles, %d SMs%s)"):format(persistent and " persistent" or "", tiles, sms,
+           persistent and (", G = " .. G) or "")
+end
+
 function M.pick(m, n, k, a_dtype, sm_count)
   local TCM = require("tir.schedules.tc_gemm")
+  if a_dtype == "int8" or a_dtype == "uint8" then return pick_int8(m, n, k, sm_count or TCM.device_sm_count()) end
   if a_dtype ~= "float16" and a_dtype ~= "bfloat16" then return {}, "defaults (" .. tostring(a_dtype) .. " inputs)" end
   if k % 64 ~= 0 or k < 512 then return {}, "defaults (K not a multiple of 64 or below 512)" end
   local sms = sm_count or TCM.device_sm_count()
@@ -101,7 +119,7 @@ local OPTS = {intrin = "string", BM = "positive", BN = "positive", BK = "positiv
                   return "a list {producer registers, consumer registers}"
                 end
               end,
-              epilogue_store = "string", epilogue_vec = "positive", row_sums = "string"}
+              epilogue_store = "string", epilogue_vec = "positive", row_sums = "string", row_sums_after = "boolean"}
 M.OPTS = OPTS
 
 -- the wgmma row of the block's dtypes (include/tir/mma.h), or an error naming the supported ones
@@ -141,8 +159,10 @@ end
 -- cluster ({cm, cn}, with tma: thread-block clusters of cm x cn CTAs -- cm along M sharing B tiles,
 -- cn along N sharing A tiles; each CTA loads 1/cm of the B tile and 1/cn of the A tile and
 -- multicasts it to the CTAs that share it, a stage refilled once the consumers of all of them have
--- released it; inject_tma_pipeline's tma_cluster / tma_multicast).  Every option and
--- shape is checked first; errors are tir.Errors from "tc_gemm.schedule".
+-- released it; inject_tma_pipeline's tma_cluster / tma_multicast), row_sums (a quantized GEMM's sums
+-- of A's rows from the shared A tiles, tc_gemm_row_sums.lua; row_sums_after = true puts them after
+-- the step's wgmma group is issued instead of before: they run while it is in flight).  Every option
+-- and shape is checked first; errors are tir.Errors from "tc_gemm.schedule".
 function M.schedule(sch, o, P, analyze)
   util.check_helper("tc_gemm_wgmma.schedule", "tc_gemm.schedule(func, {intrin = \"wgmma\", ...})", sch, o)
   if type(analyze) ~= "function" then
@@ -196,6 +216,9 @@ function M.schedule(sch, o, P, analyze)
   local EP = require("tir.schedules.tc_gemm_wgmma_epilogue") -- fused epilogues (and row sums of A)
   EP.validate(sch, o, row, P)
 
+  if o.row_sums_after ~= nil and not o.row_sums then
+    raise("ValueError", P, "row_sums_after orders the row sums of A (option row_sums, a quantized GEMM with a weight zero point); none here")
+  end
   if o.wgmma_pending > 1 then raise("ValueError", P, "wgmma_pending must be 0 or 1 (wgmma groups left in flight per step), got %d", o.wgmma_pending) end
   -- with TMA (inject_tma_pipeline) a stage is released (mbarrier arrive) once the wgmma groups
   -- that read it are complete: with one group in flight, the previous step's stage
