@@ -95,6 +95,9 @@ local WGMMA = {
   {"wgmma_tma_128x256_s4_ws_p_c12", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, warp_specialize = true, persistent = true,
                                      cluster = {1, 2}}},
   {"wgmma_tma_128x256_s4_ws_c21", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, warp_specialize = true, cluster = {2, 1}}},
+  -- one CTA a tile in the persistent path's grouped order (persistent = the tile count: tiles in
+  -- groups of 8 rows for L2 reuse, no tail), where G CTAs < the tiles would add rounds (4096 x 11008)
+  {"wgmma_tma_128x256_s4_ws_g", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, warp_specialize = true, persistent = "tiles"}},
 }
 -- the fused quantized GEMM on wgmma: {variant, tc_gemm options, the plain GEMM variant of the same
 -- tiles (its "tirlua plain int8" reference)}.  _s3: 3 stages (144 KB of tiles; the staged 128 x
@@ -254,6 +257,7 @@ local function bench_shape(m, n, k)
       if (wanted(wv[1]) or qwanted[wv[1]]) and m % (wv[2].BM or 1) == 0 and n % (wv[2].BN or 1) == 0 and k % (wv[2].BK or 1) == 0 then
         local o = {intrin = "wgmma"}
         for kk, v in pairs(wv[2]) do o[kk] = v end
+        if o.persistent == "tiles" then o.persistent = (m // o.BM) * (n // o.BN) end
         local okw, wsch = pcall(tc.schedule, tcf, o)
         if not okw then
           print(("%s: skipped (%s)"):format(wv[1], tostring(wsch):match("[^\n]*")))
