@@ -50,7 +50,7 @@ local function pick_int8(m, n, k, sms)
   local tiles = (m // 128) * (n // 256)
   local G = TCM.persistent_grid(m // 128, n // 256, sms)
   local persistent = tiles >= sms and tiles // G <= (tiles + sms - 1) // sms
-  return {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, warp_specialize = true, persistent = persistent and sms or nil},
+  return {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, warp_specialize = true, persistent = persistent and G or nil},
          ("pick: int8 128x256x128 s4 ws%s (%d tiles, %d SMs%s)"):format(persistent and " persistent" or "", tiles, sms,
            persistent and (", G = " .. G) or "")
 end
