@@ -36,12 +36,14 @@ describe("tc_gemm_wgmma.pick", function()
     end
   end)
 
-  it("int8: 128 x 256 x 128 s4 warp-specialized, persistent where the grid takes no extra rounds (hC's measurements)", function()
+  it("int8: 128 x 256 x 128 s4 warp-specialized persistent (grouped one CTA a tile where G adds rounds), 128 x 128 s6 for small M", function()
     local base = {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, warp_specialize = true}
-    for _, c in ipairs({{4096, 4096, 4096, 128}, {8192, 8192, 8192, 128}, {4096, 11008, 4096, nil}, {128, 11008, 4096, nil}}) do
+    local small = {BM = 128, BN = 128, BK = 128, stages = 6, tma = true, warp_specialize = true}
+    -- 4096 x 11008: 1376 tiles, one CTA a tile in the grouped order; 128 x 11008: 43 tiles -> 128 x 128 s6
+    for _, c in ipairs({{4096, 4096, 4096, 128}, {8192, 8192, 8192, 128}, {4096, 11008, 4096, 1376}, {128, 11008, 4096, nil}}) do
       for _, dt in ipairs({"int8", "uint8"}) do
         local want = {}
-        for key, v in pairs(base) do want[key] = v end
+        for key, v in pairs(c[4] and base or small) do want[key] = v end
         want.persistent = c[4]
         local p, why = W.pick(c[1], c[2], c[3], dt, 132)
         assert.are.same(want, p)

@@ -39,20 +39,29 @@ M.TILE_OPTS = {"BM", "BN", "BK", "stages", "tma", "warp_specialize", "persistent
 --    3 cp.async stages), which the simulator tests run.
 -- Returns a table of options (empty: M.defaults) and a one-line reason.
 -- int8 / uint8 inputs (wgmma m64nNk32.s32.s8.s8; BK = 128 int8 = the 128-byte swizzle row), measured
--- on the H200 against cuBLASLt (bench/RESULTS.md, "Stop 10: int8 wgmma defaults"): the same rule
--- with 128 x 256 x 128 tiles, 4 TMA stages, warp-specialized, persistent where the grid takes no
--- extra rounds: 4096^3 0.974x, 8192^3 1.045x (persistent), 4096 x 11008 x 4096 0.771x (not
--- persistent: 0.644x with G = 86), 128 x 11008 x 4096 0.898x (43 tiles, one CTA a tile)
+-- on the H200 against cuBLASLt (bench/RESULTS.md, "Stop 10: int8 wgmma defaults"):
+--  * at least a wave of 128 x 256 tiles: 128 x 256 x 128, 4 TMA stages, warp-specialized; persistent
+--    with G CTAs where the grid takes no extra rounds (4096^3 0.96-0.97x, 8192^3 1.045x), else one CTA
+--    a tile in the persistent path's grouped order (persistent = the tile count: 4096 x 11008 x 4096
+--    0.864x, against 0.764x for the plain 2-D grid and 0.644x for G = 86);
+--  * fewer 128 x 256 tiles than SMs (128 x 11008 x 4096: 43): 128 x 128 x 128, 6 TMA stages,
+--    warp-specialized, one CTA a tile (1.338x; 128 x 256 tiles 0.848x, 64 x 256 1.024x).
 local function pick_int8(m, n, k, sms)
   if k % 128 ~= 0 or k < 1024 then return {}, "defaults (int8: K not a multiple of 128 or below 1024)" end
-  if m % 128 ~= 0 or n % 256 ~= 0 then return {}, "defaults (int8: the 128 x 256 tiles do not divide M, N)" end
   local TCM = require("tir.schedules.tc_gemm")
-  local tiles = (m // 128) * (n // 256)
-  local G = TCM.persistent_grid(m // 128, n // 256, sms)
-  local persistent = tiles >= sms and tiles // G <= (tiles + sms - 1) // sms
-  return {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, warp_specialize = true, persistent = persistent and G or nil},
-         ("pick: int8 128x256x128 s4 ws%s (%d tiles, %d SMs%s)"):format(persistent and " persistent" or "", tiles, sms,
-           persistent and (", G = " .. G) or "")
+  if m % 128 == 0 and n % 256 == 0 and (m // 128) * (n // 256) >= sms then
+    local tiles = (m // 128) * (n // 256)
+    local G = TCM.persistent_grid(m // 128, n // 256, sms)
+    local rounds = tiles // G <= (tiles + sms - 1) // sms
+    return {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, warp_specialize = true, persistent = rounds and G or tiles},
+           ("pick: int8 128x256x128 s4 ws persistent (%d tiles, %d SMs, G = %d%s)"):format(tiles, sms, rounds and G or tiles,
+             rounds and "" or ": one CTA a tile, grouped")
+  end
+  if m % 128 == 0 and n % 128 == 0 then
+    return {BM = 128, BN = 128, BK = 128, stages = 6, tma = true, warp_specialize = true},
+           ("pick: int8 128x128x128 s6 ws (%d tiles of 128x256 < %d SMs)"):format((m // 128) * (n // 256), sms)
+  end
+  return {}, "defaults (int8: the 128 x 128 tiles do not divide M, N)"
 end
 
 function M.pick(m, n, k, a_dtype, sm_count)
