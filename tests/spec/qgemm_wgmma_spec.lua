@@ -123,6 +123,19 @@ describe("tir.schedules.qgemm intrin = \"wgmma\"", function()
     end
   end)
 
+  it("without tc options takes the fused kernel measured best (128x256x128, 4 TMA stages, no producer warpgroup)", function()
+    for _, zb in ipairs({0, "per_column"}) do
+      local f = qm{M = 4096, N = 4096, K = 4096, a_zero_point = 3, b_zero_point = zb, b_sums = "input", bias = true,
+                   scale = "per_channel", out_zero_point = -7, out_dtype = "int8"}
+      local mod = tir.build(qg.schedule(f, {intrin = "wgmma"}).mod, "cuda -arch=sm_90a", {compile = false})
+      local src = mod:get_source("cuda")
+      assert.are.equal(1, #mod:kernels())
+      assert.is_truthy(src:find("m64n256k32", 1, true))
+      assert.is_truthy(src:find("cp.async.bulk.tensor", 1, true))
+      assert.is_falsy(src:find("setmaxnreg", 1, true))
+    end
+  end)
+
   it("refuses what it cannot run, naming the option", function()
     local f = qm(qopts({a_dtype = "int8", za = 3}))
     U.expect_error(function() qg.schedule(f, {intrin = "wgmma", tc = {BM = 128, BN = 128, BK = 128, epilogue_vec = 3}}) end,

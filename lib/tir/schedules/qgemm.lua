@@ -90,6 +90,20 @@ function M.schedule(func, opts)
     -- wgmma (sm_90a): tc_gemm_wgmma the same way (tc_gemm_wgmma_epilogue.lua), B stored N x K
     local tc = require("tir.schedules.tc_gemm")
     local to = {intrin = o.intrin, epilogue = "out", row_sums = has.a_row_sum and "a_row_sum" or nil}
+    if o.intrin == "wgmma" and not o.tc then
+      -- no tc options: the fused kernel measured best (bench/RESULTS.md "Stop 10: int8 wgmma
+      -- defaults"): 128 x 256 x 128 (else 128 x 128 x 128), 4 TMA stages, not warp-specialized
+      -- (tc_gemm_wgmma.pick's plain-GEMM choice is: the staged epilogue tile does not fit beside its
+      -- pipeline tiles); other shapes keep tc_gemm_wgmma.defaults
+      local shp = sch:get(out).writes[1].buffer.shape
+      local K = sch:get(C).reads[1].buffer.shape[2]
+      local m, n, k = tonumber(tostring(shp[1])), tonumber(tostring(shp[2])), tonumber(tostring(K))
+      if m and n and k and m % 128 == 0 and k % 128 == 0 and k >= 1024 and n % 128 == 0 then
+        for key, v in pairs({BM = 128, BN = n % 256 == 0 and 256 or 128, BK = 128, stages = 4, tma = true}) do to[key] = v end
+      else
+        to.stages = 3 -- a tile option given: tc_gemm_wgmma.defaults, not the plain GEMM's pick
+      end
+    end
     for k, v in pairs(o.tc or {}) do to[k] = v end
     return tc.schedule(func, to)
   end
