@@ -10,7 +10,8 @@
 #   loo8192  the same at 8192^3
 #   llm      4096x11008x4096 and 4096x4096x11008, fp16 + bf16: the default pick and auto_tensorize(func, "wgmma")
 #   square   4096^3 and 8192^3, fp16 + bf16: the default pick
-#   sq4096   4096^3: the default pick fp16 + bf16, wgmma_ws_p, wgmma_tma (TMA alone, for the leave-one-out table)
+#   sq4096   4096^3: the default pick fp16 + bf16, wgmma_ws_p, wgmma_tma (TMA alone, for the leave-one-out table),
+#            wgmma_ws_p_bk32_s8
 #   sqloo8192  8192^3: the default pick fp16 + bf16 and the leave-one-out rows (+ wgmma_tma)
 #   llm2     4096x4096x11008: the default pick fp16 + bf16, auto_tensorize(func, "wgmma") bf16
 #   example  scripts/examples/matmul_wgmma.lua (the defaults at 4096^3 on a GPU)
@@ -44,7 +45,7 @@ for spec in "$@"; do
     loo8192) bench loo8192 wgmma_ws_p,wgmma_ws,wgmma_tma_p,wgmma 8192 ;;
     llm) bench llm wgmma_default,wgmma_default_bf16,auto_wgmma 4096x11008x4096 4096x4096x11008 ;;
     square) bench square wgmma_default,wgmma_default_bf16 4096 8192 ;;
-    sq4096) bench sq4096 wgmma_default,wgmma_default_bf16,wgmma_ws_p,wgmma_tma 4096 ;;
+    sq4096) bench sq4096 wgmma_default,wgmma_default_bf16,wgmma_ws_p,wgmma_tma,wgmma_ws_p_bk32_s8 4096 ;;
     sqloo8192) bench sqloo8192 wgmma_default,wgmma_default_bf16,wgmma_ws_p,wgmma_ws,wgmma_tma_p,wgmma_tma,wgmma 8192 ;;
     llm2) bench llm2 wgmma_default,wgmma_default_bf16,auto_wgmma_bf16 4096x4096x11008 ;;
     example)
