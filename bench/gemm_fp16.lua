@@ -381,7 +381,7 @@ for _, s in ipairs(shapes) do
       local o = config_for(v, m)
       if o.intrin == "wgmma" and not o.BM then -- no tile option: tc_gemm_wgmma.pick's choice (recorded)
         local p
-        p, config = require("tir.schedules.tc_gemm_wgmma").pick(m, n, k, dt)
+        p, config = require("tir.schedules.tc_gemm_wgmma").pick(m, n, k, dt, nil, o.epilogue and "float16" or "float32")
         params = require("tir.json").encode(p)
       end
       local BM, BN, BK = o.BM or 128, o.BN or 128, (o.BK or 32) * (o.split_k or 1)

@@ -32,7 +32,7 @@ o.warp_specialize = ws or nil
 -- `register`: A from registers (ldmatrix into a wgmma.matrix_a fragment; each group waited), tiles as `ws`
 if areg then o.a_operand, o.wgmma_pending = "register", 0 end
 local why, shown = "options given", o
-if not o.BM then shown, why = require("tir.schedules.tc_gemm_wgmma").pick(M, N, K, "float16") end -- what tc.schedule will take
+if not o.BM then shown, why = require("tir.schedules.tc_gemm_wgmma").pick(M, N, K, "float16", nil, "float16") end -- what tc.schedule will take
 local func = tc.workload(M, N, K, "float16", "float16", nil, "NT")
 local sch = tc.schedule(func, o)
 print(("-- scheduled TensorIR (wgmma m64n%dk16, %dx%dx%d, fp16 x fp16 -> fp32 -> fp16, %s; %s)"):format(shown.BN or 128, M, N, K,
