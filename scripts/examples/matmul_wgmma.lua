@@ -22,7 +22,8 @@ if cpasync or ws or areg then arg[#arg] = nil end
 local M, N, K = dofile(dir .. "size_args.lua")("matmul_wgmma", has_gpu and 4096 or 128)
 
 -- On a GPU the defaults: no tile option, so tc_gemm_wgmma.pick chooses per shape (4096^3: 128 x 256 x
--- 64 tiles, two consumer warpgroups of 64 x 256 and a producer warpgroup, 4 TMA stages, persistent);
+-- 64 tiles, two consumer warpgroups of 64 x 256 and a producer warpgroup, 3 TMA stages, persistent,
+-- the tile stored by TMA from shared memory);
 -- `cp.async`: 128 x 256 x 64 with 3 cp.async stages and one wgmma group in flight; `ws`: 128 x 256,
 -- 4 TMA stages, warp-specialized, one CTA a tile.  128 x 128, 2 TMA stages for the simulator
 local o = {intrin = "wgmma", epilogue = "D"}
