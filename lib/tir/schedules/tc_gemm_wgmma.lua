@@ -29,7 +29,7 @@ M.TILE_OPTS = {"BM", "BN", "BK", "stages", "tma", "warp_specialize", "persistent
 -- GEMM on sm_count SMs, measured on the H200 (bench/RESULTS.md, "Stop 10: the wgmma defaults"):
 --  * at least one wave of 128 x 256 tiles (m % 128, n % 256, k % 64 = 0, k >= 512): 128 x 256 x 64,
 --    4 TMA stages, warp-specialized (a producer warpgroup, two consumers of 64 x 256); persistent
---    (persistent = G: tc_gemm.persistent_grid's G CTAs walking the tiles, grouped for L2) when its G CTAs need no
+--    (persistent = G: tc_gemm.persistent_grid's G CTAs on sm_count SMs walking the tiles, grouped for L2) when its G CTAs need no
 --    more rounds than one CTA a tile does (ceil(tiles / sm_count)): 4096^3 (512 tiles, G = 128),
 --    8192^3; otherwise one CTA a tile (4096 x 11008: G = 86 would take 16 rounds against 11).
 --    Persistent with float16 out (out_dtype: the fused cast's): 3 stages and the TMA-store epilogue
@@ -157,6 +157,10 @@ end
 -- released it; inject_tma_pipeline's tma_cluster / tma_multicast).  Every option and
 -- shape is checked first; errors are tir.Errors from "tc_gemm.schedule".
 function M.schedule(sch, o, P, analyze)
+  util.check_helper("tc_gemm_wgmma.schedule", "tc_gemm.schedule(func, {intrin = \"wgmma\", ...})", sch, o)
+  if type(analyze) ~= "function" then
+    raise("TypeError", "tc_gemm_wgmma.schedule", "is tc_gemm.schedule's helper: call tc_gemm.schedule(func, {intrin = \"wgmma\", ...})")
+  end
   local info = analyze(sch, sch:get_block(o.block or "C"), P)
   local row = row_for(info, P)
   if info.layout ~= "NT" then
