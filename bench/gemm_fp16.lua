@@ -193,6 +193,9 @@ local VARIANTS = {
   wgmma_ws_p_r24 = {desc = "as wgmma_ws_p, ws_regs = {24, 240} (the producer's minimum, the consumers' 240)",
                     opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 4, tma = true, warp_specialize = true, persistent = true,
                             ws_regs = {24, 240}}, layout = "NT", arch = "sm_90a"},
+  wgmma_ws_p_bk32_s8 = {desc = "as wgmma_ws_p with BK = 32 (64-byte swizzle) and 8 stages (the same 192 KB, finer stages)",
+                        opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 32, stages = 8, tma = true, warp_specialize = true, persistent = true},
+                        layout = "NT", arch = "sm_90a"},
   wgmma_ws_p_s3x = {desc = "as wgmma_ws_p, 3 stages",
                     opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 3, tma = true, warp_specialize = true, persistent = true},
                     layout = "NT", arch = "sm_90a"},
@@ -304,13 +307,13 @@ end
 
 -- the cuBLAS kernel(s) of each (dtype, layout, shape): TIRLUA_REF_KERNELS names a file of lines
 -- "<dtype> <layout> <MxNxK> <kernel names>" (scripts/gpu/cublas_kernels.lua writes it from ncu's
--- list of the kernels cuBLAS launched); else TIRLUA_REF_KERNEL_<DTYPE>_<LAYOUT> for every shape
+-- list of the kernels cuBLAS launched; bench/cublas_kernels_h200.txt is the H200's); else TIRLUA_REF_KERNEL_<DTYPE>_<LAYOUT> for every shape
 local REF_KERNELS = {}
 if (os.getenv("TIRLUA_REF_KERNELS") or "") ~= "" then
   local f = io.open(os.getenv("TIRLUA_REF_KERNELS"))
   for l in (f and f:lines() or function() end) do
     local d, lay, sh, kn = l:match("^(%S+) (%S+) (%S+) (.+)$")
-    if d then REF_KERNELS[d .. " " .. lay .. " " .. sh] = kn end
+    if d and not l:match("^#") then REF_KERNELS[d .. " " .. lay .. " " .. sh] = kn end
   end
   if f then f:close() else print("bench/gemm_fp16.lua: TIRLUA_REF_KERNELS file not found: " .. os.getenv("TIRLUA_REF_KERNELS")) end
 end
@@ -328,17 +331,13 @@ print(("%-8s %-18s %9s %9s %9s %9s %7s %5s %6s %6s"):format("variant", "MxNxK", 
   "regs", "spill", "smem"))
 for _, s in ipairs(shapes) do
   local m, n, k = s[1], s[2], s[3]
-  local a = tir.nd.random({m, k}, "float16", dev, {seed = 21})
-  local b = tir.nd.random({k, n}, "float16", dev, {seed = 22})
-  local cref = tir.nd.empty({m, n}, "float16", dev)
-  core.cublas_gemm(a, b, cref, false, false, 1.0, 0.0)
-  core.cuda_sync(0)
+  collectgarbage() -- the previous shape's operands
   local tol = {rtol = 2e-2, atol = 2e-2 * math.sqrt(k / 64)}
   local flops = 2.0 * m * n * k
-  -- operands of other dtypes / layouts (the wgmma variants), made on first use for this shape
+  -- the operands of each dtype / layout (fp16 NN: the mma.sync / WMMA variants; NT: the wgmma ones) and
+  -- cuBLAS's result, made on first use for this shape (random inputs of 8192^3 take seconds)
   local inputs = {}
   local function operands(dt, layout)
-    if dt == "float16" and layout == "NN" then return a, b, cref end
     local key = dt .. layout
     if not inputs[key] then
       local x = tir.nd.random({m, k}, dt, dev, {seed = 21})
@@ -382,7 +381,7 @@ for _, s in ipairs(shapes) do
       local o = config_for(v, m)
       if o.intrin == "wgmma" and not o.BM then -- no tile option: tc_gemm_wgmma.pick's choice (recorded)
         local p
-        p, config = require("tir.schedules.tc_gemm_wgmma").pick(m, n, k, dt)
+        p, config = require("tir.schedules.tc_gemm_wgmma").pick(m, n, k, dt, nil, o.epilogue and "float16" or "float32")
         params = require("tir.json").encode(p)
       end
       local BM, BN, BK = o.BM or 128, o.BN or 128, (o.BK or 32) * (o.split_k or 1)

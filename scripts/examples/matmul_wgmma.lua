@@ -22,7 +22,8 @@ if cpasync or ws or areg then arg[#arg] = nil end
 local M, N, K = dofile(dir .. "size_args.lua")("matmul_wgmma", has_gpu and 4096 or 128)
 
 -- On a GPU the defaults: no tile option, so tc_gemm_wgmma.pick chooses per shape (4096^3: 128 x 256 x
--- 64 tiles, two consumer warpgroups of 64 x 256 and a producer warpgroup, 4 TMA stages, persistent);
+-- 64 tiles, two consumer warpgroups of 64 x 256 and a producer warpgroup, 3 TMA stages, persistent,
+-- the tile stored by TMA from shared memory);
 -- `cp.async`: 128 x 256 x 64 with 3 cp.async stages and one wgmma group in flight; `ws`: 128 x 256,
 -- 4 TMA stages, warp-specialized, one CTA a tile.  128 x 128, 2 TMA stages for the simulator
 local o = {intrin = "wgmma", epilogue = "D"}
@@ -32,7 +33,7 @@ o.warp_specialize = ws or nil
 -- `register`: A from registers (ldmatrix into a wgmma.matrix_a fragment; each group waited), tiles as `ws`
 if areg then o.a_operand, o.wgmma_pending = "register", 0 end
 local why, shown = "options given", o
-if not o.BM then shown, why = require("tir.schedules.tc_gemm_wgmma").pick(M, N, K, "float16") end -- what tc.schedule will take
+if not o.BM then shown, why = require("tir.schedules.tc_gemm_wgmma").pick(M, N, K, "float16", nil, "float16") end -- what tc.schedule will take
 local func = tc.workload(M, N, K, "float16", "float16", nil, "NT")
 local sch = tc.schedule(func, o)
 print(("-- scheduled TensorIR (wgmma m64n%dk16, %dx%dx%d, fp16 x fp16 -> fp32 -> fp16, %s; %s)"):format(shown.BN or 128, M, N, K,

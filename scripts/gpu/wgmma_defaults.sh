@@ -10,6 +10,11 @@
 #   loo8192  the same at 8192^3
 #   llm      4096x11008x4096 and 4096x4096x11008, fp16 + bf16: the default pick and auto_tensorize(func, "wgmma")
 #   square   4096^3 and 8192^3, fp16 + bf16: the default pick
+#   sq4096   4096^3: the default pick fp16 + bf16, wgmma_ws_p, wgmma_tma (TMA alone, for the leave-one-out table),
+#            wgmma_ws_p_bk32_s8
+#   sqloo8192  8192^3: the default pick fp16 + bf16 and the leave-one-out rows (+ wgmma_tma)
+#   llm2     4096x4096x11008: the default pick fp16 + bf16, auto_tensorize(func, "wgmma") bf16
+#   example  scripts/examples/matmul_wgmma.lua (the defaults at 4096^3 on a GPU)
 #   names    ncu: the cuBLAS kernels of the shapes above (scripts/gpu/cublas_kernels.lua) -> $OUT/cublas_kernels.txt
 # A step may carry its timeout in seconds as STEP:S (default $STEP_S, 12), e.g. `smallm:10 loo4096:12`.
 set -u
@@ -18,6 +23,8 @@ T=${T:-$PWD/build/tirlua}
 NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 mkdir -p "$OUT"
 export TIRLUA_BENCH_JSONL=${TIRLUA_BENCH_JSONL:-$OUT/results.jsonl}
+# the cuBLAS kernel names: this run's (step names), else the H200's list in the tree
+[ -s bench/cublas_kernels_h200.txt ] && export TIRLUA_REF_KERNELS=$PWD/bench/cublas_kernels_h200.txt
 [ -s "$OUT/cublas_kernels.txt" ] && export TIRLUA_REF_KERNELS=$OUT/cublas_kernels.txt
 bench() { # name variants shapes...
   n=$1 v=$2
@@ -38,8 +45,16 @@ for spec in "$@"; do
     loo8192) bench loo8192 wgmma_ws_p,wgmma_ws,wgmma_tma_p,wgmma 8192 ;;
     llm) bench llm wgmma_default,wgmma_default_bf16,auto_wgmma 4096x11008x4096 4096x4096x11008 ;;
     square) bench square wgmma_default,wgmma_default_bf16 4096 8192 ;;
+    sq4096) bench sq4096 wgmma_default,wgmma_default_bf16,wgmma_ws_p,wgmma_tma,wgmma_ws_p_bk32_s8 4096 ;;
+    sqloo8192) bench sqloo8192 wgmma_default,wgmma_default_bf16,wgmma_ws_p,wgmma_ws,wgmma_tma_p,wgmma_tma,wgmma 8192 ;;
+    llm2) bench llm2 wgmma_default,wgmma_default_bf16,auto_wgmma_bf16 4096x4096x11008 ;;
+    example)
+      t0=$(date +%s)
+      timeout "$S" "$T" scripts/examples/matmul_wgmma.lua > "$OUT/example.log" 2>&1
+      echo "rc=$? wall $(( $(date +%s) - t0 )) s" >> "$OUT/example.log" ;;
     names)
       t0=$(date +%s)
+      (ldconfig -p | grep -i cublas; for l in $(ldconfig -p | awk '/libcublas/ {print $NF}'); do readlink -f "$l"; done) > "$OUT/cublas_lib.txt" 2>&1
       timeout "$S" "$NCU" --csv --metrics gpu__time_duration.sum "$T" scripts/gpu/cublas_kernels.lua run \
         "$OUT/cublas_calls.txt" 128x11008x4096 4096 4096x11008x4096 4096x4096x11008 8192 > "$OUT/cublas_ncu.csv" 2> "$OUT/cublas_ncu.err"
       echo "ncu rc=$? wall $(( $(date +%s) - t0 )) s" >> "$OUT/cublas_ncu.err"

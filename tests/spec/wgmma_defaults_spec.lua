@@ -57,6 +57,17 @@ describe("tc_gemm_wgmma.pick", function()
     assert.matches("wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8", src)
   end)
 
+  it("with float16 out (the fused cast) a persistent pick stores through shared memory: 3 stages, epilogue_store = \"tma\"", function()
+    local p, why = W.pick(4096, 4096, 4096, "float16", 132, "float16")
+    assert.are.same({BM = 128, BN = 256, BK = 64, stages = 3, tma = true, warp_specialize = true, persistent = 128, epilogue_store = "tma"}, p)
+    assert.matches("tma%-store", why)
+    assert.are.equal("tma", W.pick(8192, 8192, 8192, "bfloat16", 132, "float16").epilogue_store)
+    -- fp32 out (a 128 KB store tile) and one CTA a tile (nothing to overlap) store directly
+    assert.is_nil(W.pick(4096, 4096, 4096, "bfloat16", 132, "float32").epilogue_store)
+    assert.is_nil(W.pick(4096, 11008, 4096, "float16", 132, "float16").epilogue_store)
+    assert.is_nil(W.pick(128, 11008, 4096, "float16", 132, "float16").epilogue_store)
+  end)
+
   it("keeps tc_gemm_wgmma.defaults for short k loops and tiles that do not divide (int8 too)", function()
     for _, c in ipairs({{4096, 4096, 512, "int8"}, {4096, 4000, 4096, "int8"}, {128, 128, 128, "float16"}, {4096, 4096, 448, "float16"},
                         {4096, 4000, 4096, "float16"}}) do
@@ -74,11 +85,15 @@ end)
 
 describe("tc_gemm intrin = \"wgmma\" without tile options", function()
   it("builds the picked kernel: 4096^3 warp-specialized persistent (G = 128, 384 threads), 4096 x 11008 one CTA a tile", function()
-    local k, src = kernel(tc.workload(4096, 4096, 4096, "float16", "float16", nil, "NT"), {intrin = "wgmma", epilogue = "D"})
+    local k, src, mod = kernel(tc.workload(4096, 4096, 4096, "float16", "float16", nil, "NT"), {intrin = "wgmma", epilogue = "D"})
     assert.are.equal(128, k.grid[1]) -- no GPU here: tc_gemm.DEFAULT_SM_COUNT = 132 SMs
     assert.are.equal(384, k.block[1] * k.block[2] * k.block[3])
     assert.matches("setmaxnreg", src)
     assert.matches("cp.async.bulk.tensor", src)
+    assert.truthy(tostring(mod:lowered()):find("ptx_tma_store", 1, true)) -- the fp16 tile leaves by a TMA store
+    -- bf16 -> fp32: the accumulator fragments stored directly
+    local _, _, mod2 = kernel(tc.workload(4096, 4096, 4096, "bfloat16", nil, nil, "NT"), {intrin = "wgmma"})
+    assert.is_nil(tostring(mod2:lowered()):find("ptx_tma_store", 1, true))
     local k2 = kernel(tc.workload(4096, 11008, 4096, "bfloat16", nil, nil, "NT"), {intrin = "wgmma"})
     assert.are.equal(32 * 43, k2.grid[1] * k2.grid[2])
     local k3 = kernel(tc.workload(128, 11008, 4096, "float16", "float16", nil, "NT"), {intrin = "wgmma", epilogue = "D"})
@@ -111,7 +126,7 @@ describe("tc_gemm.auto_tensorize(func, \"wgmma\")", function()
     local f = tc.workload(4096, 4096, 4096, "float16", "float16", nil, "NT")
     local sch, o = tc.auto_tensorize(f, "wgmma", nil, {epilogue = "D", sm_count = 132})
     assert.are.equal(128, o.ctas)
-    assert.matches("^pick: 128x256x64 s4 ws persistent", o.config)
+    assert.matches("^pick: 128x256x64 s3 ws persistent tma%-store", o.config)
     assert.are.equal(128, tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false}):kernels()[1].grid[1])
     local _, o2 = tc.auto_tensorize(tc.workload(4096, 11008, 4096, "bfloat16", nil, nil, "NT"), "wgmma", nil, {sm_count = 132})
     assert.are.equal(1376, o2.ctas)
@@ -119,6 +134,17 @@ describe("tc_gemm.auto_tensorize(func, \"wgmma\")", function()
     -- options given win over the pick
     local _, o3 = tc.auto_tensorize(f, "wgmma", nil, {BN = 128, epilogue = "D"})
     assert.are.same({128, 3, "options given"}, {o3.BN, o3.stages, o3.config})
+  end)
+
+  it("on 1 SM a 128 x 512 x 512 GEMM gets the persistent TMA-store pick (one CTA, two tiles): bit-exact on the simulator", function()
+    local f = tc.workload(128, 512, 512, "float16", "float16", nil, "NT")
+    local sch, o = tc.auto_tensorize(f, "wgmma", nil, {epilogue = "D", sm_count = 1})
+    assert.are.same({1, 3, "tma"}, {o.ctas, o.stages, o.epilogue_store})
+    local mod = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false})
+    local rep = tir.simulate(mod, tir.testing.random_args(f, 7), {reference = f, rtol = 0, atol = 0})
+    assert.are.equal(0, rep.n_issues)
+    assert.are.equal(1, rep.ctas)
+    assert.are.equal(2 * 2 * (512 // 64), rep.tma_copies) -- 2 tiles, A and B per k step
   end)
 
   it("rejects a conflicting intrin and unknown options with clear errors", function()

@@ -22,7 +22,7 @@ M.defaults = {BM = 128, BN = 128, BK = 64, stages = 3, epilogue = nil, unroll = 
 -- the options that name a tile or a pipeline: when a caller gives none of them, M.pick chooses
 -- them from the shape (M.resolve)
 M.TILE_OPTS = {"BM", "BN", "BK", "stages", "tma", "warp_specialize", "persistent", "wgmma_pending", "ws_regs", "epilogue_store",
-               "a_stage", "row_sums", "vec"}
+               "a_stage", "row_sums", "vec", "a_operand"}
 
 --- The configuration tc_gemm intrin = "wgmma" takes when no tile or pipeline option is given
 -- (and tc_gemm.auto_tensorize(func, "wgmma")): for 16-bit inputs (fp16, bf16) of an m x n x k
@@ -31,12 +31,16 @@ M.TILE_OPTS = {"BM", "BN", "BK", "stages", "tma", "warp_specialize", "persistent
 --    4 TMA stages, warp-specialized (a producer warpgroup, two consumers of 64 x 256); persistent
 --    (persistent = G: tc_gemm.persistent_grid's G CTAs on sm_count SMs walking the tiles, grouped for L2) when its G CTAs need no
 --    more rounds than one CTA a tile does (ceil(tiles / sm_count)): 4096^3 (512 tiles, G = 128),
---    8192^3; otherwise one CTA a tile (4096 x 11008: G = 86 would take 16 rounds against 11);
+--    8192^3; otherwise one CTA a tile (4096 x 11008: G = 86 would take 16 rounds against 11).
+--    Persistent with float16 out (out_dtype: the fused cast's): 3 stages and the TMA-store epilogue
+--    (epilogue_store = "tma": the tile leaves through shared memory while the next tile's main loop
+--    runs; its 64 KB tile does not fit beside 4 stages; fp32 out would need 128 KB);
 --  * fewer tiles than SMs (small M, e.g. 128 x 11008 x 4096: 43 tiles of 128 x 256): 128 x 128 x 64
 --    tiles (m % 128 = 0; 64 x 128 for m = 64), warp-specialized, 6 TMA stages (192 KB of
 --    loads in flight: the GEMM streams B), one CTA a tile;
 --  * anything else (short k loops, other tile multiples; int8: pick_int8 below): M.defaults (128 x 128 x 64,
 --    3 cp.async stages), which the simulator tests run.
+-- out_dtype: the dtype the GEMM stores (nil: unknown, no TMA-store epilogue).
 -- Returns a table of options (empty: M.defaults) and a one-line reason.
 -- int8 / uint8 inputs (wgmma m64nNk32.s32.s8.s8; BK = 128 int8 = the 128-byte swizzle row), measured
 -- on the H200 against cuBLASLt (bench/RESULTS.md, "Stop 10: int8 wgmma defaults"):
@@ -64,7 +68,7 @@ local function pick_int8(m, n, k, sms)
   return {}, "defaults (int8: the 128 x 128 tiles do not divide M, N)"
 end
 
-function M.pick(m, n, k, a_dtype, sm_count)
+function M.pick(m, n, k, a_dtype, sm_count, out_dtype)
   local TCM = require("tir.schedules.tc_gemm")
   if a_dtype == "int8" or a_dtype == "uint8" then return pick_int8(m, n, k, sm_count or TCM.device_sm_count()) end
   if a_dtype ~= "float16" and a_dtype ~= "bfloat16" then return {}, "defaults (" .. tostring(a_dtype) .. " inputs)" end
@@ -74,8 +78,11 @@ function M.pick(m, n, k, a_dtype, sm_count)
     local tiles = (m // 128) * (n // 256)
     local G = TCM.persistent_grid(m // 128, n // 256, sms)
     local persistent = tiles // G <= (tiles + sms - 1) // sms
-    return {BM = 128, BN = 256, BK = 64, stages = 4, tma = true, warp_specialize = true, persistent = persistent and G or nil},
-           ("pick: 128x256x64 s4 ws%s (%d tiles, %d SMs%s)"):format(persistent and " persistent" or "", tiles, sms,
+    local es = persistent and out_dtype == "float16"
+    return {BM = 128, BN = 256, BK = 64, stages = es and 3 or 4, tma = true, warp_specialize = true, persistent = persistent and G or nil,
+            epilogue_store = es and "tma" or nil},
+           ("pick: 128x256x64 s%d ws%s%s (%d tiles, %d SMs%s)"):format(es and 3 or 4, persistent and " persistent" or "",
+             es and " tma-store" or "", tiles, sms,
              persistent and (", G = " .. G) or (", persistent G = " .. G .. " would take " .. tiles // G .. " rounds"))
   end
   if (m % 128 == 0 or m == 64) and n % 128 == 0 and k >= 768 then
@@ -100,8 +107,14 @@ function M.resolve(sch, opts, P, analyze, sm_count)
     local ext = info.extents
     local padded = pcall(function() return sch:get_block("A_pad") end)
     if info.batch == 0 and not padded and ext[#ext] and ext[#ext - 1] and ext[#ext - 2] and info.layout == "NT" then
+      -- the stored dtype: a fused epilogue that only casts C (one read) stores its own, else C's
+      local out = info.c_dtype
+      if opts.epilogue then
+        local ok, e = pcall(function() return sch:get(sch:get_block(opts.epilogue)) end)
+        out = ok and #e.reads == 1 and e.writes[1].buffer.dtype or nil
+      end
       local p
-      p, why = M.pick(ext[#ext - 2], ext[#ext - 1], ext[#ext], info.a_dtype, sm_count)
+      p, why = M.pick(ext[#ext - 2], ext[#ext - 1], ext[#ext], info.a_dtype, sm_count, out)
       for k, v in pairs(p) do o[k] = v end
     else
       why = "defaults (batched, padded, symbolic or not K-major)"
