@@ -144,7 +144,8 @@ describe("tc_gemm 8-warp tiles and swizzled pipelines", function()
       return c, sch
     end
     local c = pick(4096, 4096, 4096, 132)
-    assert.are.same({256, 128, 32, 64, 64, 3, true, 512}, {c.BM, c.BN, c.BK, c.warp_m, c.warp_n, c.stages, c.frag_prefetch, c.ctas})
+    assert.are.same({256, 128, 64, 64, 64, 3, true, 512}, {c.BM, c.BN, c.BK, c.warp_m, c.warp_n, c.stages, c.frag_prefetch, c.ctas})
+    assert.are.equal(32, pick(4096, 4096, 160, 132).BK) -- K = 160: not 3 steps of 64
     assert.are.same({128, 128}, {pick(2048, 2048, 2048, 132).BM, pick(2048, 2048, 2048, 132).BN}) -- 128 tiles of 256 x 128: one wave
     assert.is_nil(pick(4096, 4096, 4096, 132, {stages = 4}).frag_prefetch) -- the caller's pipeline
     -- the same pick on a small GEMM (sm_count 1 makes 4 CTAs 3 waves) is the GEMM, lane by lane

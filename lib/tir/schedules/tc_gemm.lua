@@ -1107,12 +1107,15 @@ function M.auto_tensorize(func, instr, block, extra)
     o.BM, o.BN, o.warp_m, o.warp_n, o.BK, o.stages, o.split_k = 64, 128, 64, 32, 64, 3, 2
   end
   -- large 16-bit GEMMs (at least 3 waves of 256 x 128 tiles): 8 warps of 64 x 64 with the
-  -- CUTLASS main loop (frag_prefetch), BK 32, 3 stages: 445.5 / 407.9 / 437.6 / 468.0 TFLOP/s at
-  -- 4096^3, 8192^3, 4096x11008x4096, 4096x4096x11008 against 439.3 / 384.1 / 423.8 / 447.4 for
-  -- the 128 x 128 x 32 3-stage pick (0.58-0.62x cuBLAS)
+  -- CUTLASS main loop (frag_prefetch), 3 stages: 445.5 / 407.9 / 437.6 / 468.0 TFLOP/s at 4096^3,
+  -- 8192^3, 4096x11008x4096, 4096x4096x11008 with BK 32 against 439.3 / 384.1 / 423.8 / 447.4 for
+  -- the 128 x 128 x 32 3-stage pick; BK 64 where K has 3 such steps: 476.4 (batch 1; 471 in batch
+  -- 2) against 448.6 for BK 32 in the same run at 4096^3, 422.2 at 8192^3 (0.62-0.64x cuBLAS, H200,
+  -- bench/RESULTS.md "Issue 12, stop 10"; the LLM shapes not measured with BK 64)
   if plain and tk == 16 and intrin == "mma" and m % 256 == 0 and n % 128 == 0 and k % 32 == 0 and k // 32 >= 3 and
      batch * (m // 256) * (n // 128) >= 3 * sms then
     o.BM, o.BN, o.warp_m, o.warp_n, o.BK, o.stages, o.frag_prefetch = 256, 128, 64, 64, 32, 3, true
+    if k % 64 == 0 and k // 64 >= 3 then o.BK = 64 end
   end
   -- a tuned configuration of this GEMM (or of the nearest tuned shape) replaces the pick
   local config, config_key = "defaults (tuned = false)", nil
