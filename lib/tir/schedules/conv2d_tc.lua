@@ -489,10 +489,12 @@ end
 -- an SM (shared memory <= 113 KB each; registers estimated at BN / 2 + 48 a thread), the deepest
 -- that fits twice (then one CTA's prologue and write-back overlap the other's main loop:
 -- wgmma_ctas_per_sm).  Returns a list of conv2d_tc.schedule options.
--- CTAs of a wgmma tiling (schedule options) that fit an SM: 2 when its tile versions take at most
--- half of 227 KB and its registers (estimated at BN / 2 + 48 a thread) half of the 64 K, else 1
+-- CTAs of a wgmma tiling (schedule options) that fit an SM: 2 when its shared memory takes at most
+-- half of 227 KB and its registers (estimated at BN / 2 + 48 a thread) half of the 64 K, else 1.
+-- Shared memory: the tile versions, or the staged epilogue's float32 accumulators (BM rows of BN
+-- + 8: the padded staged rows), which reuse the tiles' bytes -- the larger of the two
 local function wgmma_ctas_per_sm(o, esize)
-  local smem = (o.stages + (o.stages > 1 and o.wgmma_pending or 0)) * (o.BM + o.BN) * o.BK * esize
+  local smem = math.max((o.stages + (o.stages > 1 and o.wgmma_pending or 0)) * (o.BM + o.BN) * o.BK * esize, o.BM * (o.BN + 8) * 4)
   return (2 * smem <= 227 * 1024 and 2 * (o.BM // 64 * 128) * (o.BN // 2 + 48) <= 65536) and 2 or 1
 end
 
