@@ -13,9 +13,11 @@
 --        [--gemm_tiles=rule|near|all|store] [--gemm_tiles_layers=4,8] [--layer_variants=1:implicit+wgmma,...]
 --        [--cudnn_path=best|backend|legacy|legacy_ex] [--cudnn_rtc] [--cudnn_configs=32]
 --        [--cudnn_candidates]     print every cuDNN candidate (engine / algorithm, ms, note)
---        [--wgmma_epilogue=plain,bias_relu]  wgmma candidates with the plain fp16 cast (default) and/or with
---                                 + bias (float32 [F]) and relu fused (the staged epilogue, 16-byte stores;
---                                 checked at 64 sampled outputs against float64 with the bias and relu)
+--        [--wgmma_epilogue=plain,direct,bias_relu]  the wgmma candidates' epilogues: plain (the default: the fp16
+--                                 cast from the staged accumulators, 16-byte stores), direct (the cast fused into the
+--                                 fragments' 4-byte stores: epilogue_store = "direct"), bias_relu (+ bias (float32 [F])
+--                                 and relu, staged; checked at 64 sampled outputs against float64 with the bias and
+--                                 relu); with several, the first is built for every tile, the others for the rule's
 --        [--cudnn_only]           the reference alone (no tirlua kernel built): rows "conv2d_cudnn",
 --                                 the chosen cuDNN engine against legacy Find's pick
 --     wgmma: conv2d_tc intrin = "wgmma" (implicit GEMM, weight packed [F, Kp]; sm_90a), with the tiles of
@@ -209,7 +211,9 @@ local function candidates(L, index)
       -- the epilogues (--wgmma_epilogue): the plain cast, and + bias, relu (a workload of its own)
       local epis = {}
       for e in (opt.wgmma_epilogue or "plain"):gmatch("[^,]+") do
-        if e ~= "plain" and e ~= "bias_relu" then error("bench/conv2d.lua: --wgmma_epilogue takes plain and/or bias_relu, got " .. e) end
+        if e ~= "plain" and e ~= "direct" and e ~= "bias_relu" then
+          error("bench/conv2d.lua: --wgmma_epilogue takes plain, direct and/or bias_relu, got " .. e)
+        end
         epis[#epis + 1] = e
       end
       local fbr
@@ -221,18 +225,19 @@ local function candidates(L, index)
         end
       end
       for _, o in ipairs(list) do
-        for _, e in ipairs(epis) do
+        for q, e in ipairs(epis) do
+          if q > 1 and o ~= rule then break end
           local so = {variant = "implicit"}
           for k, x in pairs(o) do so[k] = x end
-          if e == "bias_relu" then so.epilogue_vec = 8 end
+          if e == "direct" then so.epilogue_store = "direct" end
           local how = o == rule and "wgmma_tiles rule" or opt.wgmma_tiles == "all" and "wgmma_space" or "wgmma_space near"
           local ok, sch = pcall(ct.schedule, e == "bias_relu" and fbr or f0, so)
           if ok then
-            out[#out + 1] = {lowering = e == "bias_relu" and "implicit_wgmma_bias_relu" or "implicit_wgmma",
+            out[#out + 1] = {lowering = e == "bias_relu" and "implicit_wgmma_bias_relu" or e == "direct" and "implicit_wgmma_direct" or "implicit_wgmma",
                              mapping = ("implicit GEMM on wgmma m64n%dk16 M=%d N=%d K=%d (%sKp %d), BM%d BN%d BK%d, " ..
-                             "%d warpgroup(s), %d stage(s), wgmma_pending %d%s [%s]"):format(o.BN, i0.M, L.F, i0.K,
+                             "%d warpgroup(s), %d stage(s), wgmma_pending %d, %s [%s]"):format(o.BN, i0.M, L.F, i0.K,
                              i0.Cp ~= L.C and ("C padded to %d, "):format(i0.Cp) or "", i0.Kp, o.BM, o.BN, o.BK, o.BM // 64, o.stages,
-                             o.wgmma_pending, e == "bias_relu" and ", + bias + relu (staged epilogue, 16-byte stores)" or "", how),
+                             o.wgmma_pending, ({plain = "staged store", direct = "direct fragment store", bias_relu = "+ bias + relu, staged store"})[e], how),
                              sch = sch, info = i0, fk = true, sm90 = true, bias_relu = e == "bias_relu"}
           else
             io.write(("  %s: wgmma BM%d BN%d (%s) refused: %s\n"):format(L.name, o.BM, o.BN, e, tostring(sch):match("[^\n]*")))

@@ -208,7 +208,8 @@ describe("conv2d_tc on the simulator", function()
       assert.are.equal(1, rep.kernels)
       local src = mod:get_source("cuda")
       -- the im2col block is the swizzled shared tile itself (zero-filling cp.async with a pipeline)
-      assert.truthy(src:match("__shared__ __align__%(%d+%) half A_im2col%["), src)
+      -- (a static array, or a part of the dynamic shared memory that the staged epilogue's tile reuses)
+      assert.truthy(src:match("__shared__ __align__%(%d+%) half A_im2col%[") or src:find("half* A_im2col = (half*)(tir_dyn_smem", 1, true), src)
       -- the gather's stores into it carry the XOR swizzle (Buffer.swizzle applied to the index)
       local swizzled = false
       for line in src:gmatch("[^\n]+") do
@@ -244,6 +245,18 @@ describe("conv2d_tc on the simulator", function()
       if t[3].epilogue_vec == 8 then assert.truthy(src:find("*(uint4*)(D +", 1, true), src) end
     end)
   end
+  it("wgmma: the plain cast is stored from the staged accumulators, 16 bytes a thread (the default), or fused into the fragments' stores (epilogue_store = \"direct\")", function()
+    local c = with(WG[1][2], {weight_layout = "FK"})
+    local mod = simulate(c, with(WG[1][3], {intrin = "wgmma", variant = "implicit"}))
+    local src = mod:get_source("cuda")
+    assert.truthy(src:find("C_wgmma_accumulator_shared", 1, true) and src:find("*(uint4*)(D +", 1, true), src)
+    mod = simulate(c, with(WG[1][3], {intrin = "wgmma", variant = "implicit", epilogue_store = "direct"}))
+    src = mod:get_source("cuda")
+    assert.falsy(src:find("C_wgmma_accumulator_shared", 1, true), src)
+    assert.truthy(src:find("__floats2half2_rn", 1, true), src)
+    U.expect_error(function() ct.schedule(ct.workload(c), with(WG[1][3], {intrin = "wgmma", epilogue_store = "smem"})) end, "tc_gemm.schedule",
+                   "epilogue_store must be")
+  end)
   it("the wgmma schedule with bias + relu means the workload (interpreter, before lowering)", function()
     assert_means(ct.workload(with(WGE[1][2], {weight_layout = "FK", bias = true, activation = "relu"})),
                  with(WGE[1][3], {intrin = "wgmma"}), 4)

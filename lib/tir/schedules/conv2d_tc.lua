@@ -18,9 +18,10 @@
 --   intrin = "wgmma" (sm_90a; tc_gemm_wgmma.lua): either variant on Hopper's wgmma.mma_async, the
 --     workload built with weight_layout = "FK" (Wm [F, Kp]: both operands K-major, wgmma's layout);
 --     the implicit variant's im2col block is the 128-byte-swizzled A tile itself (its zero-filling
---     cp.async gather writes the swizzled layout the descriptors read).  The plain fp16 cast is fused
---     into the accumulator store; + bias / relu run from the accumulators staged through a shared
---     tile per warpgroup (tc_gemm_wgmma_epilogue's staged path; epilogue_vec 8: 16-byte stores).
+--     cp.async gather writes the swizzled layout the descriptors read).  The epilogue (cast, + bias,
+--     relu) runs from the accumulators staged through a shared tile per warpgroup and stores 16
+--     bytes a thread (tc_gemm_wgmma's epilogue_store = "staged", the default here; "direct": the
+--     plain cast fused into the fragments' 4-byte stores).
 --
 -- Vector copies need 16 contiguous bytes of one pixel: C a multiple of 8 (fp16) / 16 (int8).  A
 -- smaller C (3 of a first layer) is padded to 8-byte pixels (padded_channels: a kernel writes
@@ -488,10 +489,12 @@ end
 -- an SM (shared memory <= 113 KB each; registers estimated at BN / 2 + 48 a thread), the deepest
 -- that fits twice (then one CTA's prologue and write-back overlap the other's main loop:
 -- wgmma_ctas_per_sm).  Returns a list of conv2d_tc.schedule options.
--- CTAs of a wgmma tiling (schedule options) that fit an SM: 2 when its tile versions take at most
--- half of 227 KB and its registers (estimated at BN / 2 + 48 a thread) half of the 64 K, else 1
+-- CTAs of a wgmma tiling (schedule options) that fit an SM: 2 when its shared memory takes at most
+-- half of 227 KB and its registers (estimated at BN / 2 + 48 a thread) half of the 64 K, else 1.
+-- Shared memory: the tile versions, or the staged epilogue's float32 accumulators (BM rows of BN
+-- + 8: the padded staged rows), which reuse the tiles' bytes -- the larger of the two
 local function wgmma_ctas_per_sm(o, esize)
-  local smem = (o.stages + (o.stages > 1 and o.wgmma_pending or 0)) * (o.BM + o.BN) * o.BK * esize
+  local smem = math.max((o.stages + (o.stages > 1 and o.wgmma_pending or 0)) * (o.BM + o.BN) * o.BK * esize, o.BM * (o.BN + 8) * 4)
   return (2 * smem <= 227 * 1024 and 2 * (o.BM // 64 * 128) * (o.BN // 2 + 48) <= 65536) and 2 or 1
 end
 
@@ -840,8 +843,16 @@ function M.schedule(func, opts)
                  "weight_layout = \"FK\" (Wm [F, Kp]); this workload's Wm is [Kp, F]")
     end
     if gi.batch > 0 then util.raise("ValueError", P, "intrin = \"wgmma\" has no batch dimension: grouped convolutions run on mma.sync") end
-    -- the epilogue D: a plain fp16 cast is fused into the accumulator store; any other (bias,
-    -- relu, requantize, int8's int32 copy) runs from a staged shared tile (tc_gemm_wgmma_epilogue)
+    -- the epilogue D (the fp16 cast, bias, relu, requantize, int8's int32 copy) runs from a staged
+    -- shared tile (tc_gemm_wgmma_epilogue), the plain cast too: stored 16 bytes a thread, measured
+    -- 9-22 % faster than the fragments' own 4-byte stores on ResNet-50's 3x3 layers (bench/RESULTS.md);
+    -- epilogue_store = "direct" fuses a plain cast into the fragment store instead
+    if to.epilogue_store == nil then to.epilogue_store = "staged" end
+    if to.epilogue_store == "staged" and to.epilogue_vec == nil then
+      -- (16-bit outputs: 8 a thread, one 16-byte store; the others keep the staged path's default)
+      local odt = sch:get(sch:get_block("D")).writes[1].buffer.dtype
+      if tonumber(odt:match("%d+$")) == 16 then to.epilogue_vec = 8 end
+    end
     if variant == "implicit" then to.a_stage = "A_im2col" end
     sch = tc.schedule(sch, to)
     if variant == "im2col" then elementwise_kernel(sch, sch:get_block("A_im2col"), threads, vec) end

@@ -171,7 +171,10 @@ end
 -- producer warpgroup of its own issues the TMA copies, the BM / 64 warpgroups only compute;
 -- inject_warp_specialization), ws_regs ({producer, consumer} registers for setmaxnreg; default 40
 -- and what the rest of the CTA's registers give each consumer thread: 232 at BM = 128; none at BM = 64), epilogue_store
--- ("direct", the default: each thread stores its accumulator fragment to global memory; "tma": each
+-- ("direct", the default: each thread stores its accumulator fragment to global memory; "staged":
+-- even a plain fp16 cast epilogue runs on the staged path (tc_gemm_wgmma_epilogue.lua: the
+-- accumulators through a shared tile per warpgroup, then epilogue_vec consecutive outputs a thread,
+-- 8 fp16 = one 16-byte store, instead of the fragment's 4-byte pairs); "tma": each
 -- warpgroup stores its 64 x BN tile into a dense shared tile (wgmma_store) that one TMA store copies
 -- out, inject_tma_store.c; with warp_specialize its barriers are the consumers' named barrier), a_operand
 -- ("shared", the default, or "register": each k step loads the warpgroup's 64 x BK A tile from
@@ -212,8 +215,11 @@ function M.schedule(sch, o, P, analyze)
   end
   if BK % row.k ~= 0 then raise("ValueError", P, "BK = %d is not a multiple of the instruction's k = %d", BK, row.k) end
   local ext = info.extents
-  if o.epilogue_store ~= nil and o.epilogue_store ~= "direct" and o.epilogue_store ~= "tma" then
-    raise("ValueError", P, "epilogue_store must be \"direct\" or \"tma\", got %s", util.show(o.epilogue_store))
+  if o.epilogue_store ~= nil and o.epilogue_store ~= "direct" and o.epilogue_store ~= "staged" and o.epilogue_store ~= "tma" then
+    raise("ValueError", P, "epilogue_store must be \"direct\", \"staged\" or \"tma\", got %s", util.show(o.epilogue_store))
+  end
+  if o.epilogue_store == "staged" and not o.epilogue then
+    raise("ValueError", P, "epilogue_store = \"staged\" runs the epilogue block from the staged accumulators: give epilogue (e.g. \"D\")")
   end
   for q, t in ipairs({BM, BN, BK}) do
     local e = ext[#ext - 3 + q]

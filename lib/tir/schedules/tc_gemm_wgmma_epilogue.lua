@@ -2,7 +2,7 @@
 -- epilogue = the block's name), public schedule primitives only:
 --   * plain: an epilogue that converts the float32 accumulator to float16 and reads nothing
 --     else is fused into the accumulator store (wgmma_store_..._f32_f16_global);
---   * staged: any other elementwise epilogue (a quantized GEMM's 4-term correction, bias,
+--   * staged: any other elementwise epilogue (and the plain one with epilogue_store = "staged") (a quantized GEMM's 4-term correction, bias,
 --     scale, rounding, zero point and clamp: tir.ops.quantized_matmul's block "out") is inlined
 --     into the write-back (reverse_compute_inline), the accumulators are stored into a shared
 --     tile per warpgroup (cache_read into "shared", wgmma_store_..._shared: 64 x BN int32/float32),
@@ -37,7 +37,7 @@ function M.validate(sch, o, row, P)
   local esz = tonumber(edt:match("%d+$")) // 8
   -- a warp-specialized kernel keeps the pipeline tiles allocated through the epilogue (the
   -- producer's branch spans the kernel), so the staged accumulators cannot reuse their bytes
-  local plain = plain_cast(E, row)
+  local plain = plain_cast(E, row) and o.epilogue_store ~= "staged"
   if o.warp_specialize and not plain then
     local asz = tonumber(row.a:match("%d+$")) // 8
     local tiles = o.stages * (o.BM + o.BN) * o.BK * asz
@@ -64,7 +64,7 @@ function M.inline(sch, o, row, names, CF, prior)
   util.check_helper("tc_gemm_wgmma_epilogue.inline", "tc_gemm.schedule(func, {intrin = \"wgmma\", epilogue = ...})", sch, o, row, names)
   sch:reverse_compute_inline(o.epilogue, prior)
   local b = sch:get(CF)
-  if plain_cast(b, row) and names.store_f16 then
+  if plain_cast(b, row) and names.store_f16 and o.epilogue_store ~= "staged" then
     return names.store_f16.global, nil
   end
   -- the accumulator among the write-back's reads (the inlined epilogue reads more: a bias ...)
