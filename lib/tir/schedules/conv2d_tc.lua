@@ -705,19 +705,21 @@ function M.wgmma_gemm_space(info, level)
   return out
 end
 
--- The rule, from bench/conv2d.lua's timings of every candidate on ResNet-50's twelve 1x1 layers (H200,
+-- The rule, from bench/conv2d.lua's timings of every candidate on ResNet-50's 1x1 layers (H200,
 -- bench/RESULTS.md "ResNet-50's 1x1 layers on wgmma"): F >= 256 with C <= 512 (the expands: the output
--- is 4-16x the input, the store decides) -> persistent with the TMA-store epilogue, BN = 256 (8-22 %
--- faster than cp.async); F = 128 -> warp-specialized + persistent, BN 128 (3-9 %); the rest (F = 64,
--- C >= 1024) -> the cp.async tiles of wgmma_tiles (the TMA variants were 1-40 % slower there).
+-- is 4-16x the input, the store decides) -> warp-specialized + persistent with the TMA-store epilogue,
+-- BN = 256, 3 stages (22-23 % faster than the persistent TMA-store kernel without the producer warpgroup,
+-- 34-38 % faster than cp.async, on conv2's and conv3's expands); F = 128 -> warp-specialized + persistent,
+-- BN 128 (3-9 %); the rest (F = 64, C >= 1024) -> the cp.async tiles of wgmma_tiles (the TMA variants were
+-- 1-40 % slower there).
 function M.wgmma_gemm_tiles(info)
   local P = "conv2d_tc.wgmma_gemm_tiles"
   local Mg, F, C = gemm_info(P, info)
   local want
-  if F >= 256 and C <= 512 then want = function(o) return o.epilogue_store == "tma" and o.BN == 256 end
+  if F >= 256 and C <= 512 then want = function(o) return o.epilogue_store == "tma" and o.warp_specialize and o.BN == 256 end
   elseif F == 128 then want = function(o) return o.warp_specialize and o.BN == 128 end end
   if want then
-    for _, o in ipairs(M.wgmma_gemm_space(info)) do if want(o) then return o end end
+    for _, o in ipairs(M.wgmma_gemm_space(info, "near")) do if want(o) then return o end end
   end
   local ok, o = pcall(M.wgmma_tiles, info)
   if not ok then
