@@ -163,7 +163,7 @@ describe("tc_gemm intrin = \"wgmma\", epilogue_store = \"tma\"", function()
 
   it("refuses what it cannot store, naming the copy", function()
     U.expect_error(function() sched(128, 128, 128, "float16", {epilogue = "D", epilogue_store = "bulk"}) end,
-                   "epilogue_store must be \"direct\" or \"tma\"")
+                   "epilogue_store must be \"direct\", \"staged\" or \"tma\"")
     -- a copy whose loops are bound to threads is not one box copy
     local f, sch = sched(128, 128, 128, "float16", {BM = 64, BN = 128, BK = 64, stages = 2, epilogue = "D", epilogue_store = "tma"})
     local l = {sch:get_loops("D_shared")}
