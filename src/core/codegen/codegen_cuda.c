@@ -1910,6 +1910,18 @@ static void tma_coords(CG *g, const tir_Call *c, int first) {
   put(g, ");\n");
 }
 
+/* The head shared by the TMA loads: NAME_<r>d(dst, &desc, bar and the rank's bit recorded (the
+ * helpers are emitted once per used rank). */
+static void tma_load_head(CG *g, const tir_Call *c, const char *name, int r) {
+  g->tma_ranks |= 1u << r;
+  putf(g, "%s_%dd(", name, r);
+  ptr_ref(g, c->args->items[0]);
+  put(g, ", ");
+  expr(g, c->args->items[1]);
+  put(g, ", ");
+  ptr_ref(g, c->args->items[2]);
+}
+
 static int tma_stmt(CG *g, const tir_Call *c) {
   const tir_BuiltinInfo *bi = tir_builtin_info(c->op);
   if (!bi || (bi->id < TIR_BI_PTX_TMA_LOAD || bi->id > TIR_BI_PTX_SETMAXNREG_DEC)) return 0;
@@ -1924,13 +1936,7 @@ static int tma_stmt(CG *g, const tir_Call *c) {
     case TIR_BI_PTX_TMA_LOAD: {
       int r = desc_rank(g, c, c->args->items[1], n - 3);
       if (!r || !tma_shared_operand(g, c, 0, "copies into shared memory: its destination")) return 1;
-      g->tma_ranks |= 1u << r;
-      putf(g, "tir_tma_load_%dd(", r);
-      ptr_ref(g, c->args->items[0]);
-      put(g, ", ");
-      expr(g, c->args->items[1]);
-      put(g, ", ");
-      ptr_ref(g, c->args->items[2]);
+      tma_load_head(g, c, "tir_tma_load", r);
       tma_coords(g, c, 3);
       return 1;
     }
@@ -1944,13 +1950,7 @@ static int tma_stmt(CG *g, const tir_Call *c) {
                 c->op, g->sm);
         return 1;
       }
-      g->tma_ranks |= 1u << r;
-      putf(g, "tir_tma_load_mc_%dd(", r);
-      ptr_ref(g, c->args->items[0]);
-      put(g, ", ");
-      expr(g, c->args->items[1]);
-      put(g, ", ");
-      ptr_ref(g, c->args->items[2]);
+      tma_load_head(g, c, "tir_tma_load_mc", r);
       put(g, ", (unsigned short)(");
       expr(g, c->args->items[3]);
       put(g, ")");
