@@ -163,6 +163,8 @@ local VARIANTS = {
   wgmma_tma_es = {desc = "as wgmma_tma, epilogue_store = \"tma\" (the store tile reuses the pipeline's bytes)",
                   opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 4, tma = true, epilogue_store = "tma"},
                   layout = "NT", arch = "sm_90a"},
+  wgmma_tma_p = {desc = "as wgmma_tma, persistent = true (one CTA an SM)",
+                 opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 4, tma = true, persistent = true}, layout = "NT", arch = "sm_90a"},
   wgmma_tma_s3_p = {desc = "as wgmma_tma_s3, persistent = true",
                     opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 3, tma = true, persistent = true}, layout = "NT", arch = "sm_90a"},
   wgmma_tma_s3_p_es = {desc = "as wgmma_tma_s3_p, epilogue_store = \"tma\"",

@@ -177,6 +177,10 @@ int tir_cublas_gemm(const tir_NDArray *A, const tir_NDArray *B, tir_NDArray *C, 
  * default stream, asynchronous; a 32 MB workspace per device.  available: 0 and why. */
 int tir_cublaslt_available(char *why, size_t cap);
 int tir_cublaslt_gemm_int8(const tir_NDArray *A, const tir_NDArray *B, tir_NDArray *C);
+/* D [M, N] = relu?(A [M, K] @ B [N, K]^T + bias [N]?) through cuBLASLt (CUBLASLT_EPILOGUE_RELU_BIAS, _BIAS, _RELU,
+ * _DEFAULT); A, B, bias, D all float16 or all bfloat16, fp32 compute; bias may be NULL.  Errors: TIR_ERR_TYPE / _VALUE
+ * for dtypes and shapes, TIR_ERR_CUDA when cuBLASLt is missing or fails. */
+int tir_cublaslt_gemm_epilogue(const tir_NDArray *A, const tir_NDArray *B, const tir_NDArray *bias, tir_NDArray *D, int relu);
 
 /* ---- cuDNN 9 (cudnn.c; dlopen'd: $TIRLUA_CUDNN, else libcudnn.so.9 on the loader's path, else a
  * Python site-packages nvidia/cudnn/lib) ----

@@ -782,6 +782,14 @@ static int l_cublaslt_gemm_int8(lua_State *L) {
   return 0;
 }
 
+/* cublaslt_gemm_epilogue(A [M, K], B [N, K], bias [N] | nil, D [M, N], relu): fp16 or bf16 (tir_cublaslt_gemm_epilogue) */
+static int l_cublaslt_gemm_epilogue(lua_State *L) {
+  tir_NDArray *a = tirL_check_ndarray(L, 1), *b = tirL_check_ndarray(L, 2);
+  tir_NDArray *bias = lua_isnoneornil(L, 3) ? NULL : tirL_check_ndarray(L, 3), *d = tirL_check_ndarray(L, 4);
+  if (tir_cublaslt_gemm_epilogue(a, b, bias, d, lua_toboolean(L, 5))) return tirL_raise_core(L);
+  return 0;
+}
+
 static int l_cuda_sync(lua_State *L) {
   if (tir_cuda_synchronize((int)luaL_optinteger(L, 1, 0))) return tirL_raise_core(L);
   return 0;
@@ -867,6 +875,7 @@ void tirL_open_runtime(lua_State *L) {
                                  {"cublas_gemm", l_cublas_gemm},
                                  {"cublaslt_available", l_cublaslt_available},
                                  {"cublaslt_gemm_int8", l_cublaslt_gemm_int8},
+                                 {"cublaslt_gemm_epilogue", l_cublaslt_gemm_epilogue},
                                  {NULL, NULL}};
   for (const luaL_Reg *r = fns; r->name; r++) {
     if (!r->func) {

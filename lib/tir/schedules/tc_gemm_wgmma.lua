@@ -68,12 +68,35 @@ local function pick_int8(m, n, k, sms)
   return {}, "defaults (int8: the 128 x 128 tiles do not divide M, N)"
 end
 
-function M.pick(m, n, k, a_dtype, sm_count, out_dtype)
+-- A staged epilogue (staged = true: one that reads more than the accumulator -- bias, relu, ... --
+-- or casts to anything but float16; tc_gemm_wgmma_epilogue.lua) on 16-bit inputs keeps its fp32
+-- accumulators in a shared tile of their own (BM x (BN + 8) x 4 bytes), which a warp-specialized or
+-- persistent 128 x 256 tile cannot fit beside its pipeline; measured on the H200 (bench/RESULTS.md
+-- "Stop 11: bias + relu epilogues"):
+--  * at least a wave of 128 x 128 tiles: 128 x 128 x 64, 3 TMA stages, warp-specialized, the staged
+--    epilogue stored by TMA (epilogue_store = "tma"), persistent by the rule above (197 KB);
+--  * otherwise M.defaults (the staged epilogue from shared tiles the pipeline's bytes are reused for).
+local function pick_staged(m, n, k, sms)
+  local TCM = require("tir.schedules.tc_gemm")
+  if m % 128 == 0 and n % 128 == 0 and k >= 512 then
+    local tiles = (m // 128) * (n // 128)
+    local G = TCM.persistent_grid(m // 128, n // 128, sms)
+    local persistent = tiles >= sms and tiles // G <= (tiles + sms - 1) // sms
+    return {BM = 128, BN = 128, BK = 64, stages = 3, tma = true, warp_specialize = true, persistent = persistent and G or nil,
+            epilogue_store = "tma"},
+           ("pick: staged epilogue, 128x128x64 s3 ws%s tma-store (%d tiles, %d SMs%s)"):format(persistent and " persistent" or "", tiles, sms,
+             persistent and (", G = " .. G) or "")
+  end
+  return {}, "defaults (staged epilogue: the 128 x 128 tiles do not divide M, N)"
+end
+
+function M.pick(m, n, k, a_dtype, sm_count, out_dtype, staged)
   local TCM = require("tir.schedules.tc_gemm")
   if a_dtype == "int8" or a_dtype == "uint8" then return pick_int8(m, n, k, sm_count or TCM.device_sm_count()) end
   if a_dtype ~= "float16" and a_dtype ~= "bfloat16" then return {}, "defaults (" .. tostring(a_dtype) .. " inputs)" end
   if k % 64 ~= 0 or k < 512 then return {}, "defaults (K not a multiple of 64 or below 512)" end
   local sms = sm_count or TCM.device_sm_count()
+  if staged then return pick_staged(m, n, k, sms) end
   if m % 128 == 0 and n % 256 == 0 and (m // 128) * (n // 256) >= sms then
     local tiles = (m // 128) * (n // 256)
     local G = TCM.persistent_grid(m // 128, n // 256, sms)
@@ -108,13 +131,16 @@ function M.resolve(sch, opts, P, analyze, sm_count)
     local padded = pcall(function() return sch:get_block("A_pad") end)
     if info.batch == 0 and not padded and ext[#ext] and ext[#ext - 1] and ext[#ext - 2] and info.layout == "NT" then
       -- the stored dtype: a fused epilogue that only casts C (one read) stores its own, else C's
-      local out = info.c_dtype
+      local out, staged = info.c_dtype, false
       if opts.epilogue then
         local ok, e = pcall(function() return sch:get(sch:get_block(opts.epilogue)) end)
         out = ok and #e.reads == 1 and e.writes[1].buffer.dtype or nil
+        -- an epilogue the store does not fuse (tc_gemm_wgmma_epilogue's plain cast) runs staged
+        staged = ok and info.c_dtype == "float32" and not (out == "float16" and e.body.value and e.body.value.kind == "Cast" and
+                                                            e.body.value.value.kind == "BufferLoad")
       end
       local p
-      p, why = M.pick(ext[#ext - 2], ext[#ext - 1], ext[#ext], info.a_dtype, sm_count, out)
+      p, why = M.pick(ext[#ext - 2], ext[#ext - 1], ext[#ext], info.a_dtype, sm_count, out, staged)
       for k, v in pairs(p) do o[k] = v end
     else
       why = "defaults (batched, padded, symbolic or not K-major)"
@@ -340,12 +366,10 @@ function M.schedule(sch, o, P, analyze)
   local TS -- epilogue_store = "tma": the shared tile's copy to global memory, one TMA store
   if o.epilogue_store == "tma" then
     if padded then raise("ValueError", P, "epilogue_store = \"tma\" needs M, N multiples of the tiles (not the padded workload)") end
-    if CS then
-      raise("ValueError", P, "epilogue_store = \"tma\" stores the accumulator tile as it is; epilogue '%s' runs on a staged tile "
-            .. "(tc_gemm_wgmma_epilogue.lua): leave epilogue_store out", o.epilogue)
-    end
+    -- the tile the TMA store reads: the accumulators themselves (converted by the wgmma store), or
+    -- with a staged epilogue its outputs (the epilogue block CF writes it from the staged accumulators)
     TS = sch:cache_write(CF, 0, "shared")
-    store = o.epilogue and names.store_f16.shared or names.store.shared
+    if not CS then store = o.epilogue and names.store_f16.shared or names.store.shared end
   end
   info = analyze(sch, C, P)
   local lp = info.loops
@@ -370,9 +394,9 @@ function M.schedule(sch, o, P, analyze)
   sch:bind(wg, "threadIdx.y")
   -- the write-back (with an epilogue staged: the accumulators' shared tile, then the epilogue)
   local store_loop
-  if CS then store_loop = EP.schedule_staged(sch, o, CS, CF, wg, prior) else sch:reverse_compute_at(CF, wg) end
+  if CS then store_loop = EP.schedule_staged(sch, o, CS, CF, wg, prior, TS) else sch:reverse_compute_at(CF, wg) end
   if TS then
-    sch:reverse_compute_at(TS, wg) -- each warpgroup's 64 rows: a box of 64 x BN
+    if not CS then sch:reverse_compute_at(TS, wg) end -- each warpgroup's 64 rows: a box of 64 x BN
     sch:annotate(TS, "tma_store", 1)
   end
   -- row_sums (a quantized GEMM's sums of A's rows): summed from the shared A tile of each k step

@@ -16,6 +16,7 @@
 local M = {}
 local util = require("tir.util")
 local raise = util.raise
+local tir = require("tir")
 
 -- whether block b (a tir.Block) is the plain epilogue the store converts itself: out = cast(float16,
 -- the float32 accumulator) and nothing else (a relu-only epilogue reads one buffer too, but is staged)
@@ -33,19 +34,45 @@ function M.validate(sch, o, row, P)
   local okb, E = pcall(function() return sch:get(sch:get_block(o.epilogue)) end)
   if not okb then raise("ValueError", P, "epilogue block '%s' does not exist", o.epilogue) end
   if #E.writes ~= 1 then raise("ValueError", P, "epilogue '%s' must write one buffer (it writes %d)", o.epilogue, #E.writes) end
+  -- elementwise in the GEMM's output C: no reduction, C read once, at the written column (the
+  -- dimension the accumulator tile and the stores run along); reverse_compute_inline checks the rest
+  local cname = sch:get(sch:get_block(o.block or "C")).writes[1].buffer.name
+  local wr, crd, ncr = E.writes[1], nil, 0
+  for _, rg in ipairs(E.reads) do if rg.buffer.name == cname then crd, ncr = rg, ncr + 1 end end
+  local function refuse(why)
+    raise("ValueError", P, "epilogue '%s' must be elementwise in %s (out[.., i, j] = f(%s[.., i, j], vectors ...)): %s\n  %s", o.epilogue, cname,
+          cname, why, tostring(E.body):gsub("\n", "\n  "))
+  end
+  for _, iv in ipairs(E.iter_vars) do if iv.iter_type ~= 0 then refuse(("its iteration variable %s is not spatial"):format(iv.var.name)) end end
+  if ncr ~= 1 then refuse(("it reads %s %d times"):format(cname, ncr)) end
+  local last, wlast = crd.region[#crd.region], wr.region[#wr.region]
+  for _, r in ipairs(crd.region) do
+    if r.extent.kind ~= "IntImm" or r.extent.value ~= 1 then refuse(("it reads a range of %s, not one element"):format(cname)) end
+  end
+  if not tir.structural_equal(last.min, wlast.min) then
+    refuse(("it reads %s's column %s where it writes column %s"):format(cname, tostring(last.min), tostring(wlast.min)))
+  end
   local edt = E.writes[1].buffer.dtype
   local esz = tonumber(edt:match("%d+$")) // 8
   -- a warp-specialized kernel keeps the pipeline tiles allocated through the epilogue (the
-  -- producer's branch spans the kernel), so the staged accumulators cannot reuse their bytes
+  -- producer's branch spans the kernel), and so does a persistent one (the pipeline spans the tile
+  -- loop), so the staged accumulators cannot reuse their bytes; with epilogue_store = "tma" the
+  -- epilogue's outputs take a dense BM x BN tile of their own beside the staged accumulators
   local plain = plain_cast(E, row) and o.epilogue_store ~= "staged"
-  if o.warp_specialize and not plain then
+  if not plain then
     local asz = tonumber(row.a:match("%d+$")) // 8
+    local keep = o.warp_specialize or (o.persistent and o.tma)
     local tiles = o.stages * (o.BM + o.BN) * o.BK * asz
     local staged = o.BM * (o.BN + 8) * (tonumber(row.c:match("%d+$")) // 8)
-    if tiles + staged > 227 * 1024 then
-      raise("ValueError", P, "warp_specialize = true with epilogue '%s': the pipeline tiles (%d bytes) stay allocated through the " ..
-            "epilogue, so its staged %d x %d accumulators need %d more bytes: %d > the 227 KB a block may use (fewer stages, a " ..
-            "smaller BN, or warp_specialize = false)", o.epilogue, tiles, o.BM, o.BN, staged, tiles + staged)
+    local out = o.epilogue_store == "tma" and o.BM * o.BN * esz or 0
+    local total = keep and tiles + staged + out or math.max(tiles, staged + out)
+    if total > 227 * 1024 then
+      raise("ValueError", P, "%sepilogue '%s': %s%d x %d staged accumulators (%d bytes)%s = %d bytes > the 227 KB a block may use " ..
+            "(fewer stages, a smaller BN%s)",
+            o.warp_specialize and "warp_specialize = true with " or (o.persistent and o.tma) and "persistent with " or "", o.epilogue,
+            keep and ("the pipeline tiles (%d bytes) stay allocated through the epilogue, beside its "):format(tiles) or "its ",
+            o.BM, o.BN, staged, out > 0 and (" and the dense %d x %d tile of %s outputs the TMA store reads (%d bytes)"):format(o.BM, o.BN, edt, out) or "",
+            total, out > 0 and ", or epilogue_store = \"staged\"" or (keep and ", or neither warp_specialize nor persistent" or ""))
     end
   end
   local bytes = o.epilogue_vec and o.epilogue_vec * esz
@@ -75,12 +102,16 @@ end
 
 --- Schedules the staged epilogue: CS (the accumulators' shared tile) and CF (the epilogue
 -- reading it) under the warpgroup loop wg; the epilogue's 64 x BN outputs over the 128 threads
--- of the warpgroup, vec consecutive outputs each (vectorized).  Returns the loop to tensorize
--- the wgmma store of CS with.
-function M.schedule_staged(sch, o, CS, CF, wg, prior)
+-- of the warpgroup, vec consecutive outputs each (vectorized).  TS (or nil): epilogue_store =
+-- "tma": CF writes the warpgroup's dense 64 x BN shared tile of outputs and TS copies it to
+-- global memory (marked tma_store: one cp.async.bulk.tensor store, inject_tma_store.c); TS goes
+-- under wg before CF's loops are fused (what CF writes per iteration must stay a box).  Returns
+-- the loop to tensorize the wgmma store of CS with.
+function M.schedule_staged(sch, o, CS, CF, wg, prior, TS)
   util.check_helper("tc_gemm_wgmma_epilogue.schedule_staged", "tc_gemm.schedule(func, {intrin = \"wgmma\", epilogue = ...})", sch, o)
   sch:reverse_compute_at(CS, wg)
   sch:reverse_compute_at(CF, wg, false, -1, prior)
+  if TS then sch:reverse_compute_at(TS, wg) end
   local l = {sch:get_loops(CF)}
   local f = sch:fuse(l[#l - 1], l[#l])
   -- default: 4 outputs a thread: one 4-byte store of int8 (32 lanes = 128 contiguous bytes a
@@ -101,8 +132,37 @@ function M.pad_staged(sch, ST)
   sch:storage_align(ST, 0, 0, 32, 8)
 end
 
+--- The K-major GEMM with a bias + activation epilogue, the workload of the staged epilogues:
+--   C[i, j] = sum_k float32(A[i, k]) * float32(B[j, k])        A: M x K, B: N x K (layout "NT")
+--   D[i, j] = dtype(act(C[i, j] + float32(bias[j])))            bias: N of dtype (cuBLASLt's bias type)
+-- dtype "float16" | "bfloat16"; act "relu" (default), "gelu" (tanh form: 0.5 v (1 + tanh(sqrt(2/pi)
+-- (v + 0.044715 v^3))), Hendrycks & Gimpel), "none" or a function of the float32 te expression.
+-- Returns the PrimFunc (params A, B, bias, D; blocks "C" and "D": tc_gemm.schedule(f, {intrin =
+-- "wgmma", epilogue = "D", ...})).  Errors: TypeError / ValueError naming the bad argument.
+function M.workload(m, n, k, dtype, act)
+  local P = "tc_gemm_wgmma_epilogue.workload"
+  for q, v in ipairs({m, n, k}) do
+    if math.type(v) ~= "integer" or v < 1 then raise("TypeError", P, "%s must be a positive integer, got %s", ({"M", "N", "K"})[q], util.show(v)) end
+  end
+  if dtype ~= "float16" and dtype ~= "bfloat16" then raise("ValueError", P, "dtype must be \"float16\" or \"bfloat16\", got %s", util.show(dtype)) end
+  local te = tir.te
+  local function c(x) return tir.const(x, "float32") end
+  local acts = {relu = function(v) return tir.max(v, c(0)) end, none = function(v) return v end,
+                gelu = function(v) return c(0.5) * v * (c(1) + tir.tanh(c(0.7978845608028654) * (v + c(0.044715) * v * v * v))) end}
+  local f = type(act) == "function" and act or acts[act or "relu"]
+  if not f then raise("ValueError", P, "act must be \"relu\", \"gelu\", \"none\" or a function of the value, got %s", util.show(act)) end
+  local A = te.placeholder({m, k}, dtype, "A")
+  local B = te.placeholder({n, k}, dtype, "B")
+  local bias = te.placeholder({n}, dtype, "bias")
+  local r = te.reduce_axis({0, k}, "k")
+  local C = te.compute({m, n}, function(i, j) return te.sum(te.cast("float32", A[{i, r}]) * te.cast("float32", B[{j, r}]), {r}) end, "C")
+  local D = te.compute({m, n}, function(i, j) return te.cast(dtype, f(C[{i, j}] + te.cast("float32", bias[{j}]))) end, "D")
+  return te.create_prim_func({A, B, bias, D})
+end
+
 M.validate = util.strict("tc_gemm_wgmma_epilogue.validate", M.validate)
 M.inline = util.strict("tc_gemm_wgmma_epilogue.inline", M.inline)
 M.schedule_staged = util.strict("tc_gemm_wgmma_epilogue.schedule_staged", M.schedule_staged)
 M.pad_staged = util.strict("tc_gemm_wgmma_epilogue.pad_staged", M.pad_staged)
+M.workload = util.strict("tc_gemm_wgmma_epilogue.workload", M.workload)
 return M

@@ -176,7 +176,9 @@ typedef int (*cublasLtMatmul_t)(void *h, void *desc, const void *alpha, const vo
                                 const void *beta, const void *C, void *Cd, void *D, void *Dd, const void *algo, void *ws,
                                 size_t ws_size, void *stream);
 typedef int (*cublasLtDestroy1_t)(void *obj);
-enum { CUBLASLT_MATMUL_DESC_TRANSA = 3, CUBLASLT_MATMUL_DESC_TRANSB = 4 };
+enum { CUBLASLT_MATMUL_DESC_TRANSA = 3, CUBLASLT_MATMUL_DESC_TRANSB = 4, CUBLASLT_MATMUL_DESC_EPILOGUE = 7,
+       CUBLASLT_MATMUL_DESC_BIAS_POINTER = 8 };
+enum { CUBLASLT_EPILOGUE_DEFAULT = 1, CUBLASLT_EPILOGUE_RELU = 2, CUBLASLT_EPILOGUE_BIAS = 4 };
 
 static struct {
   int tried;
@@ -224,6 +226,18 @@ int tir_cublaslt_available(char *why, size_t cap) {
   return ok;
 }
 
+/* the device's cuBLASLt handle and workspace, made on first use */
+static int lt_handle(int dev, const char *P) {
+  if (dev < 0 || dev >= 64) return tir_error_set(TIR_ERR_VALUE, P, "bad device");
+  if (tir_cuda_set_device(dev)) return -1;
+  if (!LT.handle[dev]) {
+    int rc = LT.create(&LT.handle[dev]);
+    if (rc) return tir_error_set(TIR_ERR_CUDA, "cublasLtCreate", "cublasLtCreate failed (status %d)", rc);
+    if (tir_cuda_malloc(dev, LT_WORKSPACE, &LT.ws[dev])) return -1;
+  }
+  return 0;
+}
+
 int tir_cublaslt_gemm_int8(const tir_NDArray *A, const tir_NDArray *Bm, tir_NDArray *C) {
   const char *P = "cublaslt_gemm_int8";
   if (!load_cublaslt()) return tir_error_set(TIR_ERR_CUDA, P, "%s", LT.why);
@@ -236,13 +250,7 @@ int tir_cublaslt_gemm_int8(const tir_NDArray *A, const tir_NDArray *Bm, tir_NDAr
   if (Bm->shape[1] != k || C->shape[0] != m || C->shape[1] != n)
     return tir_error_set(TIR_ERR_VALUE, P, "shapes do not match: A [M, K], B [N, K], C [M, N]");
   int dev = C->dev.id;
-  if (dev < 0 || dev >= 64) return tir_error_set(TIR_ERR_VALUE, P, "bad device");
-  if (tir_cuda_set_device(dev)) return -1;
-  if (!LT.handle[dev]) {
-    int rc = LT.create(&LT.handle[dev]);
-    if (rc) return tir_error_set(TIR_ERR_CUDA, "cublasLtCreate", "cublasLtCreate failed (status %d)", rc);
-    if (tir_cuda_malloc(dev, LT_WORKSPACE, &LT.ws[dev])) return -1;
-  }
+  if (lt_handle(dev, P)) return -1;
   /* column-major: D (n x m) = B^T (n x k; B row-major [N, K] is col-major k x n) @ A (k x m):
    * TRANSA = T, TRANSB = N -- the "TN" int8 layout */
   void *desc = NULL, *la = NULL, *lb = NULL, *lc = NULL;
@@ -263,5 +271,49 @@ int tir_cublaslt_gemm_int8(const tir_NDArray *A, const tir_NDArray *Bm, tir_NDAr
   if (lb) LT.layout_destroy(lb);
   if (lc) LT.layout_destroy(lc);
   if (rc) return tir_error_set(TIR_ERR_CUDA, "cublasLtMatmul", "cuBLASLt int8 matmul failed (status %d)", rc);
+  return 0;
+}
+
+/* D [M, N] = epilogue(A [M, K] @ B [N, K]^T (+ bias [N])), fp16 or bf16 throughout (bias: D's type, cuBLASLt's
+ * default CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE), fp32 compute; epilogue CUBLASLT_EPILOGUE_RELU_BIAS with bias and
+ * relu, _BIAS, _RELU or _DEFAULT (cublasLt.h, cublasLtEpilogue_t).  Column-major view as the int8 GEMM: D^T
+ * (n x m) = B (k x n, transposed) ^T @ A (k x m); the bias is a vector over D^T's rows = D's columns. */
+int tir_cublaslt_gemm_epilogue(const tir_NDArray *A, const tir_NDArray *Bm, const tir_NDArray *bias, tir_NDArray *D, int relu) {
+  const char *P = "cublaslt_gemm_epilogue";
+  if (!load_cublaslt()) return tir_error_set(TIR_ERR_CUDA, P, "%s", LT.why);
+  if (A->dev.type != TIR_DEV_CUDA || Bm->dev.type != TIR_DEV_CUDA || D->dev.type != TIR_DEV_CUDA || (bias && bias->dev.type != TIR_DEV_CUDA))
+    return tir_error_set(TIR_ERR_VALUE, P, "cuBLASLt needs CUDA arrays");
+  if (A->ndim != 2 || Bm->ndim != 2 || D->ndim != 2 || (bias && bias->ndim != 1))
+    return tir_error_set(TIR_ERR_VALUE, P, "A [M, K], B [N, K], D [M, N] and bias [N] expected");
+  int t = cuda_type(A->dtype);
+  if ((t != CUDA_R_16F && t != CUDA_R_16BF) || cuda_type(Bm->dtype) != t || cuda_type(D->dtype) != t || (bias && cuda_type(bias->dtype) != t))
+    return tir_error_set(TIR_ERR_TYPE, P, "A, B, bias and D must all be float16 or all bfloat16");
+  int64_t m = A->shape[0], k = A->shape[1], n = Bm->shape[0];
+  if (Bm->shape[1] != k || D->shape[0] != m || D->shape[1] != n || (bias && bias->shape[0] != n))
+    return tir_error_set(TIR_ERR_VALUE, P, "shapes do not match: A [M, K], B [N, K], bias [N], D [M, N]");
+  if (lt_handle(D->dev.id, P)) return -1;
+  void *desc = NULL, *la = NULL, *lb = NULL, *ld = NULL;
+  int rc = LT.desc_create(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+  int opT = 1, opN = 0;
+  uint32_t epi = (uint32_t)((relu ? CUBLASLT_EPILOGUE_RELU : 0) | (bias ? CUBLASLT_EPILOGUE_BIAS : 0));
+  if (!epi) epi = CUBLASLT_EPILOGUE_DEFAULT;
+  const void *bp = bias ? (const void *)(uintptr_t)bias->dptr : NULL;
+  if (!rc) rc = LT.desc_set(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT);
+  if (!rc) rc = LT.desc_set(desc, CUBLASLT_MATMUL_DESC_TRANSB, &opN, sizeof opN);
+  if (!rc) rc = LT.desc_set(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
+  if (!rc && bias) rc = LT.desc_set(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof bp);
+  if (!rc) rc = LT.layout_create(&lb, t, (uint64_t)k, (uint64_t)n, k);
+  if (!rc) rc = LT.layout_create(&la, t, (uint64_t)k, (uint64_t)m, k);
+  if (!rc) rc = LT.layout_create(&ld, t, (uint64_t)n, (uint64_t)m, n);
+  float alpha = 1.0f, beta = 0.0f;
+  if (!rc)
+    rc = LT.matmul(LT.handle[D->dev.id], desc, &alpha, (const void *)(uintptr_t)Bm->dptr, lb, (const void *)(uintptr_t)A->dptr, la, &beta,
+                   (const void *)(uintptr_t)D->dptr, ld, (void *)(uintptr_t)D->dptr, ld, NULL, (void *)(uintptr_t)LT.ws[D->dev.id],
+                   LT_WORKSPACE, NULL);
+  if (desc) LT.desc_destroy(desc);
+  if (la) LT.layout_destroy(la);
+  if (lb) LT.layout_destroy(lb);
+  if (ld) LT.layout_destroy(ld);
+  if (rc) return tir_error_set(TIR_ERR_CUDA, "cublasLtMatmul", "cuBLASLt matmul with epilogue %u failed (status %d)", epi, rc);
   return 0;
 }
