@@ -71,23 +71,28 @@ end
 -- A staged epilogue (staged = true: one that reads more than the accumulator -- bias, relu, ... --
 -- or casts to anything but float16; tc_gemm_wgmma_epilogue.lua) on 16-bit inputs keeps its fp32
 -- accumulators in a shared tile of their own (BM x (BN + 8) x 4 bytes), which a warp-specialized or
--- persistent 128 x 256 tile cannot fit beside its pipeline; measured on the H200 (bench/RESULTS.md
--- "Stop 11: bias + relu epilogues"):
---  * at least a wave of 128 x 128 tiles: 128 x 128 x 64, 3 TMA stages, warp-specialized, the staged
---    epilogue stored by TMA (epilogue_store = "tma"), persistent by the rule above (197 KB);
---  * otherwise M.defaults (the staged epilogue from shared tiles the pipeline's bytes are reused for).
+-- persistent 128 x 256 tile cannot fit beside its pipeline (those keep the pipeline tiles allocated
+-- through the epilogue); one CTA a tile reuses the pipeline's bytes for it.  Measured on the H200
+-- with bias + relu (bench/RESULTS.md "Stop 11: bias + relu epilogues"; 4096^3 fp16 vs cuBLASLt's
+-- RELU_BIAS 0.188 ms):
+--  * at least a wave of 128 x 256 tiles: 128 x 256 x 64, 4 TMA stages, one CTA a tile, the staged
+--    epilogue's direct stores (0.199 ms; with the TMA store 0.202: without a persistent grid there is
+--    no next tile for the store to overlap; 128 x 128 WS persistent 4 stages 0.211, 3 stages -- the
+--    most that fit with the TMA-store tile -- 0.285);
+--  * fewer tiles (small M): 128 x 128 x 64, 4 TMA stages, warp-specialized, one CTA a tile (6 stages
+--    do not fit beside the staged tile);
+--  * otherwise M.defaults.
 local function pick_staged(m, n, k, sms)
-  local TCM = require("tir.schedules.tc_gemm")
-  if m % 128 == 0 and n % 128 == 0 and k >= 512 then
-    local tiles = (m // 128) * (n // 128)
-    local G = TCM.persistent_grid(m // 128, n // 128, sms)
-    local persistent = tiles >= sms and tiles // G <= (tiles + sms - 1) // sms
-    return {BM = 128, BN = 128, BK = 64, stages = 3, tma = true, warp_specialize = true, persistent = persistent and G or nil,
-            epilogue_store = "tma"},
-           ("pick: staged epilogue, 128x128x64 s3 ws%s tma-store (%d tiles, %d SMs%s)"):format(persistent and " persistent" or "", tiles, sms,
-             persistent and (", G = " .. G) or "")
+  if m % 128 == 0 and n % 256 == 0 and (m // 128) * (n // 256) >= sms then
+    return {BM = 128, BN = 256, BK = 64, stages = 4, tma = true},
+           ("pick: staged epilogue, 128x256x64 s4, one CTA a tile (%d tiles, %d SMs)"):format((m // 128) * (n // 256), sms)
   end
-  return {}, "defaults (staged epilogue: the 128 x 128 tiles do not divide M, N)"
+  if (m % 128 == 0 or m == 64) and n % 128 == 0 and k >= 768 then
+    local bm = m == 64 and 64 or 128
+    return {BM = bm, BN = 128, BK = 64, stages = 4, tma = true, warp_specialize = true},
+           ("pick: staged epilogue, %dx128x64 s4 ws (%d tiles of 128x256 < %d SMs)"):format(bm, (m // 128) * (n // 256), sms)
+  end
+  return {}, "defaults (staged epilogue: the tiles do not divide M, N)"
 end
 
 function M.pick(m, n, k, a_dtype, sm_count, out_dtype, staged)
