@@ -88,6 +88,24 @@ describe("tc_gemm intrin = \"wgmma\": a staged epilogue stored by TMA", function
     assert.matches("0 bytes spill stores", out)
   end)
 
+  it("the defaults (no tile option) for a staged epilogue fit: 128x256 s4 one CTA a tile, small M 128x128 s4 ws", function()
+    local W = require("tir.schedules.tc_gemm_wgmma")
+    for _, c in ipairs({{4096, 4096, 4096, "float16", "128x256x64 s4, one CTA a tile"}, {4096, 11008, 4096, "bfloat16", "128x256x64 s4"},
+                        {128, 11008, 4096, "float16", "128x128x64 s4 ws"}}) do
+      local sch, o = tc.auto_tensorize(workload(c[1], c[2], c[3], c[4]), "wgmma", nil, {epilogue = "D"})
+      assert.is_truthy(o.config:find("pick: staged epilogue, " .. c[5], 1, true), o.config)
+      local k = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false}):kernels()[1]
+      assert.is_true(k.dyn_smem_bytes <= 227 * 1024, tostring(k.dyn_smem_bytes))
+    end
+    -- a bf16 cast is staged too (the fused store converts to float16 only); the fp16 cast keeps the plain pick
+    local _, why = W.pick(4096, 4096, 4096, "bfloat16", 132, "bfloat16", true)
+    assert.matches("staged epilogue", why)
+    local _, o16 = tc.auto_tensorize(tc.workload(4096, 4096, 4096, "float16", "float16", nil, "NT"), "wgmma", nil, {epilogue = "D"})
+    assert.matches("pick: 128x256x64 s3 ws persistent tma%-store", o16.config)
+    local _, obf = tc.auto_tensorize(tc.workload(4096, 4096, 4096, "bfloat16", nil, nil, "NT"), "wgmma")
+    assert.is_nil(obf.config:find("staged", 1, true), obf.config)
+  end)
+
   it("refuses epilogues that are not elementwise, two outputs, tiles that do not fit and shapes the tiles do not divide", function()
     local M, N, K = 128, 128, 128
     local A = te.placeholder({M, K}, "float16", "A")
