@@ -1831,9 +1831,14 @@ static const char *tma_helpers =
     "__device__ __forceinline__ void tir_mbarrier_wait(void *bar, unsigned parity) {\n"
     "  asm volatile(\"{\\n.reg .pred p;\\nTIR_WAIT:\\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\\n@!p bra TIR_WAIT;\\n}\\n\"\n"
     "               :: \"r\"(tir_smem_addr(bar)), \"r\"(parity) : \"memory\");\n}\n"
-    "// thread-block clusters (PTX ISA: mapa, mbarrier.arrive .release.cluster, barrier.cluster, fence.mbarrier_init, %cluster_ctarank)\n"
+    "// thread-block clusters (PTX ISA: mapa, mbarrier.arrive .release.{cluster,cta}, barrier.cluster, fence.mbarrier_init,\n"
+    "// %cluster_ctarank).  A .release.cluster arrival is a cluster-scope fence (MEMBAR.GPU in SASS); .release.cta is\n"
+    "// for an arriving thread whose accesses to the guarded data are complete already (wgmma reads after wait_group)\n"
     "__device__ __forceinline__ void tir_mbarrier_arrive_cluster(void *bar, unsigned rank) {\n"
     "  asm volatile(\"{\\n.reg .b32 ra;\\nmapa.shared::cluster.u32 ra, %0, %1;\\nmbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\\n}\\n\"\n"
+    "               :: \"r\"(tir_smem_addr(bar)), \"r\"(rank) : \"memory\");\n}\n"
+    "__device__ __forceinline__ void tir_mbarrier_arrive_cluster_cta(void *bar, unsigned rank) {\n"
+    "  asm volatile(\"{\\n.reg .b32 ra;\\nmapa.shared::cluster.u32 ra, %0, %1;\\nmbarrier.arrive.release.cta.shared::cluster.b64 _, [ra];\\n}\\n\"\n"
     "               :: \"r\"(tir_smem_addr(bar)), \"r\"(rank) : \"memory\");\n}\n"
     "__device__ __forceinline__ void tir_fence_mbarrier_init() { asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\"); }\n"
     "__device__ __forceinline__ void tir_cluster_sync() {\n"
@@ -1963,7 +1968,14 @@ static int tma_stmt(CG *g, const tir_Call *c) {
         cg_fail(g, &c->hdr, "%s needs address_of(bar[i]) of a 64-bit shared buffer (an mbarrier is 8 bytes of shared memory)", c->op);
         return 1;
       }
-      put(g, "tir_mbarrier_arrive_cluster(");
+      /* the release scope: "cluster" (default; orders every earlier access of the thread for
+       * the other CTA's waiter) or "cta" (the guarded reads are complete already) */
+      const char *scope = c->args->size > 2 ? str_arg(c, 2) : "cluster";
+      if (!scope || (strcmp(scope, "cluster") != 0 && strcmp(scope, "cta") != 0)) {
+        cg_fail(g, &c->hdr, "%s: the third argument is the release scope, \"cluster\" or \"cta\"", c->op);
+        return 1;
+      }
+      put(g, scope[1] == 't' ? "tir_mbarrier_arrive_cluster_cta(" : "tir_mbarrier_arrive_cluster(");
       ptr_ref(g, c->args->items[0]);
       put(g, ", (unsigned)(");
       expr(g, c->args->items[1]);
