@@ -72,6 +72,34 @@ describe("tc_gemm intrin = \"wgmma\", cluster = {cm, cn}", function()
     assert.is_true(ok, out)
   end)
 
+  it("releases a remote stage at CTA scope only where the tiles' reads are complete (wgmma), else at cluster scope", function()
+    -- read by wgmma only: one arrival per warpgroup after wgmma_wait_group, .release.cta
+    local _, s1 = sched(256, 256, 128, {warp_specialize = true, cluster = {2, 1}})
+    local m1 = tir.build(s1.mod, "cuda -arch=sm_90a", {compile = false})
+    local t1 = tostring(m1:lowered())
+    assert.are.equal(2, count(t1, '"ptx_mbarrier_arrive_cluster", [^\n]*, "cta"%)'), t1) -- (the loop over the other CTA, unrolled)
+    assert.are.equal(0, count(t1, '"ptx_mbarrier_arrive_cluster", [^\n]*, "cluster"%)'), t1)
+    local src = m1:get_source("cuda")
+    assert.is_truthy(src:find("tir_mbarrier_arrive_cluster_cta((tma_empty", 1, true), src)
+    -- A from registers: ldmatrix (generic-proxy reads) may be in flight at the release, so every
+    -- consumer thread arrives with .release.cluster (256 x 2 CTAs)
+    local _, s2 = sched(256, 256, 128, {warp_specialize = true, cluster = {2, 1}, a_operand = "register", wgmma_pending = 0})
+    local t2 = tostring(tir.build(s2.mod, "cuda -arch=sm_90a", {compile = false}):lowered())
+    assert.are.equal(2, count(t2, '"ptx_mbarrier_arrive_cluster", [^\n]*, "cluster"%)'), t2)
+    assert.is_truthy(t2:find('"ptx_mbarrier_init", T.call("handle", "address_of", tma_empty[{s}]), 512)', 1, true), t2)
+    -- a release scope codegen does not know is refused, naming the builtin
+    local T = tir.script
+    local k = T.prim_func("arrive", {A = T.Buffer({128}, "float32")}, function(A)
+      local bx = T.launch_thread("blockIdx.x", 2)
+      local tx = T.launch_thread("threadIdx.x", 128)
+      local bar = T.allocate({1}, "uint64", "shared")
+      T.evaluate(T.call("void", "ptx_mbarrier_arrive_cluster", T.address_of(bar[{0}]), 1, "gpu"))
+      A[{tx}] = T.float32(1)
+    end)
+    U.expect_error(function() tir.build(k, "cuda -arch=sm_90a", {compile = false}):get_source("cuda") end,
+                   "ptx_mbarrier_arrive_cluster", 'the release scope, "cluster" or "cta"')
+  end)
+
   it("cluster = {1, 1} is no cluster: the same kernel as without the option", function()
     local _, a = sched(256, 256, 128, {warp_specialize = true, cluster = {1, 1}})
     local _, b = sched(256, 256, 128, {warp_specialize = true})
