@@ -40,9 +40,22 @@ end
 
 local function dev_arg(dev) return dev or nd.cpu() end
 
+-- A negative dimension is a ValueError naming it (the type checks stay with the binding: TypeError).
+local function check_shape(prim, shape)
+  if type(shape) ~= "table" then return end
+  for i, v in ipairs(shape) do
+    if math.type(v) == "integer" and v < 0 then
+      local t = {}
+      for j, x in ipairs(shape) do t[j] = tostring(x) end
+      util.raise("ValueError", prim, "shape[%d] is %d: a dimension is a count of elements, >= 0 (shape {%s})", i, v, table.concat(t, ", "))
+    end
+  end
+end
+
 --- Uninitialized array (host arrays start as NaN / 0x5a bytes so unwritten outputs show).
 function nd.empty(shape, dtype, dev)
   util.check_dtype(dtype, "nd.empty")
+  check_shape("nd.empty", shape)
   return util.guard("nd.empty", core.nd_empty, shape, dtype or "float32", dev_arg(dev))
 end
 
@@ -63,6 +76,7 @@ function nd.random(shape, dtype, dev, opts)
     end
   end
   util.check_dtype(dtype, "nd.random")
+  check_shape("nd.random", shape)
   local a = util.guard("nd.random", core.nd_empty, shape, dtype or "float32", dev_arg(dev))
   return util.guard("nd.random", a.fill_random, a, opts.seed or 0, opts.low, opts.high)
 end

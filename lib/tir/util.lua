@@ -25,6 +25,13 @@ function util.count_keys(t)
 end
 
 --- A value for an error message: numbers are shown, a float says so (2^31 is a float in Lua).
+--- util.count(n, noun[, plural]) -> "1 CTA", "4 CTAs", "0 barriers": n and the noun in the number
+-- n takes (plural defaults to noun .. "s"; n an integer, or a float with an integer value).
+function util.count(n, noun, plural)
+  n = math.tointeger(n) or n
+  return ("%s %s"):format(tostring(n), n == 1 and noun or (plural or noun .. "s"))
+end
+
 function util.show(x)
   if x ~= x then return "NaN" end
   if math.type(x) == "float" then return ("%s (a float)"):format(tostring(x)) end

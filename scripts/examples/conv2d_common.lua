@@ -6,6 +6,7 @@
 -- warp-level simulator against the interpreter and against the float64 reference.
 --   argv: [N H W C F R S stride pad]
 local tir = require("tir")
+local util = require("tir.util")
 local ct = require("tir.schedules.conv2d_tc")
 
 return function(variant, argv)
@@ -76,7 +77,7 @@ return function(variant, argv)
       for f = 0, info.F - 1 do worst = math.max(worst, math.abs(args[4]:get(m, f) - ref:get(m * info.F + f))) end
     end
     if worst > 1e-2 then error(("the simulated result differs from the float64 reference by %.3g"):format(worst)) end
-    print(("simulator: %d kernel(s), %d CTAs, %d cp.async, %d barriers, no races; equal to the interpreter; max abs error vs float64 %.3g"):format(
-      rep.kernels, rep.ctas, rep.cp_async, rep.barriers, worst))
+    print(("simulator: %s, %s, %d cp.async, %s, no races; equal to the interpreter; max abs error vs float64 %.3g"):format(
+      util.count(rep.kernels, "kernel"), util.count(rep.ctas, "CTA"), rep.cp_async, util.count(rep.barriers, "barrier"), worst))
   end
 end

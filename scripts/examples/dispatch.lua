@@ -9,6 +9,7 @@
 -- launch vs a direct launch.  Without one: N = K = 32, the interpreter (and the warp simulator for
 -- the tensor-core kernels) against the unscheduled symbolic function.
 local tir = require("tir")
+local util = require("tir.util")
 local te = tir.te
 local tc = require("tir.schedules.tc_gemm")
 
@@ -45,7 +46,8 @@ end
 -- M = 16, 128, 4096: mma.sync with the tiles auto_tensorize picks for the shape
 local function tensor_cores(f)
   local sch, o = tc.auto_tensorize(f, "mma.m16n8k16")
-  return sch, ("mma.sync %dx%dx%d, warps %dx%d, %d stage(s), %d CTAs"):format(o.BM, o.BN, o.BK, o.warp_m, o.warp_n, o.stages, o.ctas)
+  return sch, ("mma.sync %dx%dx%d, warps %dx%d, %s, %s"):format(o.BM, o.BN, o.BK, o.warp_m, o.warp_n,
+                     util.count(o.stages, "stage"), util.count(o.ctas, "CTA"))
 end
 
 -- any other M: the symbolic kernel (ceildiv(M, 16) row blocks; the tail predicated)

@@ -8,6 +8,7 @@
 -- cuBLASLt int8 (bit-exact) and prints TOP/s; without a GPU runs the simulator on the same
 -- schedule at a small size (default 128^3) and checks it bit-exact against the interpreter.
 --   tirlua scripts/examples/gemm_dp4a.lua [M N K]
+local util = require("tir.util")
 local qm = tir.ops.quantized_matmul
 local qg = require("tir.schedules.qgemm")
 local dev = tir.device("cuda", 0)
@@ -54,6 +55,6 @@ else
   tir.interpret(f, ref)
   local rep = tir.simulate(mod, args)
   local st = tir.testing.assert_allclose(args[3], ref[3], {rtol = 0, atol = 0})
-  print(("simulator: %d CTAs, %d barriers, no issues (%d); bit-exact against the interpreter (max abs error %g)"):format(
-    rep.ctas, rep.barriers or 0, rep.n_issues, st.max_abs))
+  print(("simulator: %s, %s, no issues (%d); bit-exact against the interpreter (max abs error %g)"):format(
+    util.count(rep.ctas, "CTA"), util.count(rep.barriers or 0, "barrier"), rep.n_issues, st.max_abs))
 end

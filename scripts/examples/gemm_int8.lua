@@ -8,6 +8,7 @@
 -- warp-accurate simulator at a small size and checks them bit-exactly against the interpreter.
 --   tirlua scripts/examples/gemm_int8.lua [M N K] [uint8]     (uint8: u8 A x s8 B)
 local tir = require("tir")
+local util = require("tir.util")
 local tc = require("tir.schedules.tc_gemm")
 
 local dev = tir.device("cuda", 0)
@@ -110,7 +111,8 @@ else
   local rep = tir.simulate(mod, {a, b, c})
   local bad = 0
   for e = 0, M * N - 1 do if c:get(e) ~= c0:get(e) then bad = bad + 1 end end
-  print(("simulator: %d CTAs, %d warp-level ops, %d cp.async, %d barriers, no races; %s against the interpreter (%d of %d elements differ)")
-    :format(rep.ctas, rep.warp_ops, rep.cp_async, rep.barriers, bad == 0 and "bit-exact" or "WRONG", bad, M * N))
+  print(("simulator: %s, %s, %d cp.async, %s, no races; %s against the interpreter (%d of %d elements differ)")
+    :format(util.count(rep.ctas, "CTA"), util.count(rep.warp_ops, "warp-level op"), rep.cp_async, util.count(rep.barriers, "barrier"),
+            bad == 0 and "bit-exact" or "WRONG", bad, M * N))
   if bad ~= 0 then os.exit(1) end
 end

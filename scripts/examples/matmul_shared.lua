@@ -8,6 +8,7 @@
 -- Prints the scheduled IR, the trace, the CUDA C and the PTX's shared-memory/vector lines; on a
 -- GPU it runs, checks against cuBLAS (or float64 up to 2048) and reports TFLOP/s beside cuBLAS SGEMM.
 local tir = require("tir")
+local util = require("tir.util")
 local te = tir.te
 local simt = require("tir.schedules.simt_gemm")
 
@@ -90,6 +91,6 @@ else
   local cs = tir.nd.empty({M, N}, "float32")
   local rep = tir.simulate(mod, {a, b, cs})
   local st2 = tir.testing.assert_allclose(cs, tir.testing.ref_matmul(a, b), {rtol = 1e-4, atol = 2e-6 * math.sqrt(K)})
-  print(("simulator (lowered CUDA kernel, %d CTAs, %d barriers, no races): max abs error %.3g"):format(rep.ctas, rep.barriers,
-    st2.max_abs))
+  print(("simulator (lowered CUDA kernel, %s, %s, no races): max abs error %.3g"):format(util.count(rep.ctas, "CTA"),
+    util.count(rep.barriers, "barrier"), st2.max_abs))
 end

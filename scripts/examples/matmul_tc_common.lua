@@ -3,6 +3,7 @@
 -- PTX lines with the tensor-core instructions; runs it on a GPU against cuBLAS, or on the CPU
 -- interpreter (which runs each intrinsic's desc) at a small size.
 local tir = require("tir")
+local util = require("tir.util")
 local tc = require("tir.schedules.tc_gemm")
 
 -- extra: tc_gemm options over the example's (matmul_tma.lua: tma = true); name: the script's.
@@ -69,7 +70,8 @@ return function(intrin, argv, extra, name)
     local cs = tir.nd.empty({M, N}, "float16")
     local rep = tir.simulate(mod, {a, b, cs})
     local st2 = tir.testing.assert_allclose(cs, c0, {rtol = 1e-2, atol = 1e-2})
-    print(("simulator: %d CTAs, %d warp-level ops, %d cp.async, %d TMA copies, %d barriers, no races; max abs error %.3g"):format(
-      rep.ctas, rep.warp_ops, rep.cp_async, rep.tma_copies, rep.barriers, st2.max_abs))
+    print(("simulator: %s, %s, %d cp.async, %s, %s, no races; max abs error %.3g"):format(util.count(rep.ctas, "CTA"),
+      util.count(rep.warp_ops, "warp-level op"), rep.cp_async, util.count(rep.tma_copies, "TMA copy", "TMA copies"),
+      util.count(rep.barriers, "barrier"), st2.max_abs))
   end
 end

@@ -15,6 +15,7 @@
 -- configuration for a staged epilogue, checked against cuBLASLt's CUBLASLT_EPILOGUE_RELU_BIAS).
 --   tirlua scripts/examples/matmul_wgmma.lua [M N K] [cp.async | ws | register | bias]
 local tir = require("tir")
+local util = require("tir.util")
 local tc = require("tir.schedules.tc_gemm")
 
 local dev = tir.device("cuda", 0)
@@ -95,8 +96,8 @@ else
   -- swizzled operands) and compares D with the interpreter's result of the unscheduled function
   local args = tir.testing.random_args(func, 1)
   local rep = tir.simulate(mod, args, {reference = func, rtol = 0, atol = 0})
-  print(("-- no sm_90 GPU: simulated %d CTA%s (%d warpgroup operations): D bit-exact against the interpreter, %d issues"):format(
-    rep.ctas, rep.ctas == 1 and "" or "s", rep.warp_ops, rep.n_issues))
+  print(("-- no sm_90 GPU: simulated %s (%s): D bit-exact against the interpreter, %s"):format(
+    util.count(rep.ctas, "CTA"), util.count(rep.warp_ops, "warpgroup operation"), util.count(rep.n_issues, "issue")))
   if ws then
     print(("-- the producer and consumer branches ran as %d cooperative tasks (%d switches between them)"):format(rep.tasks,
       rep.task_switches))

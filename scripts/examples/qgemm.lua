@@ -7,6 +7,7 @@
 -- the simulator at a small size (default 64 x 64 x 64) and checks it bit-exact against the
 -- interpreter on the direct (un-rewritten) compute in int64.
 --   tirlua scripts/examples/qgemm.lua [M N K]
+local util = require("tir.util")
 local qm = tir.ops.quantized_matmul
 local qg = require("tir.schedules.qgemm")
 local dev = tir.device("cuda", 0)
@@ -100,8 +101,8 @@ else
   tir.interpret(ref, ref_args)
   local rep = tir.simulate(mod, args)
   local st = tir.testing.assert_allclose(args[6], ref_args[5], {rtol = 0, atol = 0})
-  print(("simulator: %d CTAs, %d barriers, no issues (%d); bit-exact against the direct int64 compute (max abs error %g)"):format(
-    rep.ctas, rep.barriers or 0, rep.n_issues, st.max_abs))
+  print(("simulator: %s, %s, no issues (%d); bit-exact against the direct int64 compute (max abs error %g)"):format(
+    util.count(rep.ctas, "CTA"), util.count(rep.barriers or 0, "barrier"), rep.n_issues, st.max_abs))
   print(ties(function(smod, args)
     tir.simulate(smod, args)
     return args[#args]

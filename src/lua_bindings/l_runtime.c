@@ -121,7 +121,8 @@ static int read_shape(lua_State *L, int idx, int64_t *shape) {
     if (lua_isinteger(L, -1)) shape[i - 1] = lua_tointeger(L, -1);
     else if (node && tir_is_const_int(node, &v)) shape[i - 1] = v;
     else luaL_error(L, "shape[%d] must be an integer", i);
-    if (shape[i - 1] < 0) luaL_error(L, "shape[%d] is negative", i);
+    if (shape[i - 1] < 0) /* (lib/tir/nd.lua checks first, naming its function) */
+      tirL_error(L, TIR_ERR_VALUE, "nd.empty", "shape[%d] is %lld: a dimension is a count of elements, >= 0", i, (long long)shape[i - 1]);
     lua_pop(L, 1);
   }
   return n;

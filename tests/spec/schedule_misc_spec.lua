@@ -649,6 +649,20 @@ describe("annotate / unannotate", function()
     assert_replay(sch)
   end)
 
+  it("refuse NaN and infinite values, naming the block or loop, and leave the schedule unchanged", function()
+    local sch = tir.Schedule(elementwise(8))
+    local before = tostring(sch.mod)
+    local i = sch:get_loops(sch:get_block("B"))
+    U.expect_error(function() sch:annotate("B", "k", 0 / 0) end, "ScheduleError in annotate", "block B:", "annotation k holds NaN",
+                   "this block")
+    U.expect_error(function() sch:annotate(i, "k", math.huge) end, "ScheduleError in annotate", "loop i:", "holds inf", "this loop")
+    U.expect_error(function() sch:annotate("B", "k", {1, -math.huge}) end, "holds -inf")
+    U.expect_error(function() sch:annotate(i, "k", tir.const(0 / 0, "float32")) end, "holds NaN")
+    assert.are.equal(before, tostring(sch.mod))
+    sch:annotate("B", "k", 0.5) -- finite floats stay fine
+    assert_replay(sch)
+  end)
+
   it("refuse bad arguments and missing keys", function()
     local sch = tir.Schedule(elementwise(8))
     U.expect_error(function() sch:unannotate("B", "nope") end, "ScheduleError in unannotate", "there is no annotation 'nope' to remove")
