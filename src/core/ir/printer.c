@@ -936,7 +936,7 @@ static void print_stmt_t(Printer *p, const tir_Node *s, int tail) {
       put(p, ", ");
       put_q(p, a->key);
       put(p, ", ");
-      print_expr(p, a->value, PREC_LOW);
+      print_ann_value(p, a->value); /* (an expression, or a list: cluster_dims = {x, y, z}) */
       put(p, ", function()");
       mark_header(p, s, start);
       newline(p);

@@ -51,6 +51,16 @@ int tir_node_validate(const tir_Node *n) {
       continue;
     }
     if (n->kind == TIR_Ann || (n->kind == TIR_AttrStmt && strcmp(f->name, "node") == 0)) continue;
+    /* an AttrStmt's value may be a list of expressions (cluster_dims = {x, y, z}, made by
+     * inject_tma_pipeline and printed as such) */
+    if (n->kind == TIR_AttrStmt && strcmp(f->name, "value") == 0 && c->kind == TIR_Array) {
+      const tir_Array *a = (const tir_Array *)c;
+      for (int j = 0; j < a->size; j++)
+        if (!a->items[j] || !tir_is_expr(a->items[j]))
+          return tir_error_set(TIR_ERR_TYPE, "make", "AttrStmt.value[%d] must be an expression, got %s", j + 1,
+                               a->items[j] ? tir_kind_name(a->items[j]->kind) : "nothing");
+      continue;
+    }
     if (holds_stmt(n->kind, f->name)) {
       if (!tir_is_stmt(c))
         return tir_error_set(TIR_ERR_TYPE, "make", "%s.%s must be a statement, got %s", ki->name, f->name,
