@@ -119,6 +119,21 @@ function U.sim_equal(f, sch, seed)
   return rep, mod
 end
 
+--- Builds sch (a Schedule) for target (default "cuda -arch=sm_80") without NVRTC and simulates
+-- its lowered kernels on args (default: random arrays for sch.mod, seed 3) against the interpreter
+-- of the scheduled function itself, bit for bit, with no issue or race; returns the module and the
+-- simulator's report.
+function U.sim_scheduled(sch, args, target)
+  local mod = tir.build(sch.mod, target or "cuda -arch=sm_80", {compile = false})
+  local rep = tir.simulate(mod, args or tir.testing.random_args(sch.mod, 3), {reference = sch.mod})
+  assert.are.equal(0, rep.n_issues)
+  assert.are.equal(0, rep.races)
+  return mod, rep
+end
+
+--- The number of kernels (__global__ functions) in a built module's CUDA C.
+function U.kernel_count(mod) return U.count(mod:get_source("cuda"), "__global__") end
+
 function U.full_range_args(f, seed)
   local out = {}
   for i, p in ipairs(f.params) do

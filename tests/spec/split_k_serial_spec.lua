@@ -14,18 +14,8 @@ local function opts(o) return U.merge(SMALL, o) end
 
 local function build(sch) return tir.build(sch.mod, "cuda -arch=sm_80", {compile = false}) end
 
-local function sim(sch, args)
-  local rep = tir.simulate(build(sch), args or tir.testing.random_args(sch.mod, 3), {reference = sch.mod})
-  assert.are.equal(0, rep.n_issues)
-  assert.are.equal(0, rep.races)
-  return rep
-end
-
-local function kernels(mod)
-  local n = 0
-  for _ in mod:get_source("cuda"):gmatch("__global__") do n = n + 1 end
-  return n
-end
+local sim = U.sim_scheduled -- (the simulator against the interpreter of sch.mod, exactly)
+local kernels = U.kernel_count
 
 describe("tc_gemm split_k_mode = \"serial\"", function()
   it("fp16 -> fp16: one kernel; the last CTA of a tile sums the slices (interpreter, simulator, same bits as parallel)", function()

@@ -15,20 +15,10 @@ local function opts(o) return U.merge(SMALL, o) end
 
 local int_args = U.full_range_args
 
--- the kernels of sch on the simulator against the interpreter of sch.mod, exactly
-local function sim(f, sch, args)
-  local mod = tir.build(sch.mod, "cuda -arch=sm_80", {compile = false})
-  local rep = tir.simulate(mod, args or tir.testing.random_args(f, 3), {reference = sch.mod})
-  assert.are.equal(0, rep.n_issues)
-  assert.are.equal(0, rep.races)
-  return mod
-end
-
-local function kernels(mod)
-  local n = 0
-  for _ in mod:get_source("cuda"):gmatch("__global__") do n = n + 1 end
-  return n
-end
+-- the kernels of sch on the simulator against the interpreter of sch.mod, exactly (f: the
+-- workload, whose parameters sch.mod keeps)
+local function sim(f, sch, args) return (U.sim_scheduled(sch, args or tir.testing.random_args(f, 3))) end
+local kernels = U.kernel_count
 
 describe("tc_gemm split_k", function()
   it("fp16 -> fp16: rfactor'ed partial sums on blockIdx.z, then one kernel summing and casting (interpreter, simulator)", function()
