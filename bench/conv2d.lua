@@ -17,7 +17,7 @@
 --                                 cast from the staged accumulators, 16-byte stores), direct (the cast fused into the
 --                                 fragments' 4-byte stores: epilogue_store = "direct"), bias_relu (+ bias (float32 [F])
 --                                 and relu, staged; checked at 64 sampled outputs against float64 with the bias and
---                                 relu); with several, the first is built for every tile, the others for the rule's
+--                                 relu, and every output against relu(cuDNN + bias)); with several, the first is built for every tile, the others for the rule's
 --        [--cudnn_only]           the reference alone (no tirlua kernel built): rows "conv2d_cudnn",
 --                                 the chosen cuDNN engine against legacy Find's pick
 --     wgmma: conv2d_tc intrin = "wgmma" (implicit GEMM, weight packed [F, Kp]; sm_90a), with the tiles of
@@ -328,6 +328,31 @@ local function sampled_check(L, xh, wh, out, M, seed, who, bh, points)
   return worst, bad
 end
 
+-- relu(y + bias) of cuDNN's plain output y [M, F] (fp16) and a float32 bias [F], as an fp16 [M, F]
+-- on the GPU: the whole-output reference of the bias_relu candidates (a host loop over 12-200 MB
+-- outputs would take minutes).  One kernel per M x F, built on first use.
+local bias_relu_refs = {}
+local function bias_relu_ref(M, F)
+  local key = M .. "x" .. F
+  if not bias_relu_refs[key] then
+    local T = tir.script
+    local f = T.prim_func("bias_relu_ref", {Y = T.Buffer({M, F}, "float16"), Bv = T.Buffer({F}, "float32"),
+                                            E = T.Buffer({M, F}, "float16")}, function(Y, Bv, E)
+      for m, n in T.grid(M, F) do
+        T.block("E", function()
+          local vm, vn = T.axis.remap("SS", {m, n})
+          E[{vm, vn}] = T.cast("float16", T.max(T.cast("float32", Y[{vm, vn}]) + Bv[{vn}], T.float32(0)))
+        end)
+      end
+    end)
+    local sch = tir.Schedule(f)
+    local bx, tx = sch:split(sch:fuse(sch:get_loops(sch:get_block("E"))), {nil, 256})
+    sch:bind(bx, "blockIdx.x"); sch:bind(tx, "threadIdx.x")
+    bias_relu_refs[key] = tir.build(sch.mod, "cuda")
+  end
+  return bias_relu_refs[key]
+end
+
 -- all candidates of the selected layers, built together (NVRTC on every core)
 -- (wgmma kernels: a second list, built for sm_90a; their indices are offset by #funcs below)
 local plans, funcs, funcs90 = {}, {}, {}
@@ -478,17 +503,28 @@ local function run_layer(pl)
       b.mod(table.unpack(args))
       -- checked before timing: 32 sampled outputs against float64 (the oracle), then every output
       -- against cuDNN's (rows padded to the tile, when M is, are scratch: then the samples only);
-      -- the bias_relu candidates: 64 sampled outputs against float64 with the bias and relu (cuDNN
-      -- computed the plain convolution)
+      -- the bias_relu candidates: 64 sampled outputs against float64 with the bias and relu, then
+      -- every output against relu(cuDNN's plain output + bias) (bias_relu_ref, on the GPU)
       -- (one host copy of each output: the device-to-host copies of these 12-200 MB outputs are most of
       -- a candidate's cost in this bench)
       local oh = out:to(tir.cpu())
       local worst, why = sampled_check(L, xh, wh, oh, info.M, 12345 + pl.index, "tirlua", bh, bh and 64 or 32)
       local ok = why == nil
       local st = {}
-      if ok and ci.Mp == ci.M and not bh then
-        local okc, stc = pcall(tir.testing.assert_allclose, oh, yh, {rtol = 1e-2, atol = 2e-2 * math.sqrt(info.K / 64)})
-        if okc then st = stc else ok, why = false, "tirlua (right at the float64 points) and cuDNN differ: " .. tostring(stc):gsub("\n", "; ") end
+      if ok and ci.Mp == ci.M then
+        local ref = yh
+        if bh then
+          if not pl.bias_ref_h then
+            local e = tir.nd.empty({info.M, L.F}, "float16", dev)
+            bias_relu_ref(info.M, L.F)(yflat, pl.bias, e)
+            pl.bias_ref_h = e:to(tir.cpu())
+          end
+          ref = pl.bias_ref_h
+        end
+        local okc, stc = pcall(tir.testing.assert_allclose, oh, ref, {rtol = 1e-2, atol = 2e-2 * math.sqrt(info.K / 64)})
+        if okc then st = stc
+        else ok, why = false, ("tirlua (right at the float64 points) and cuDNN%s differ: "):format(bh and " + bias + relu" or "") ..
+                              tostring(stc):gsub("\n", "; ") end
       end
       if not ok then
         failures = failures + 1
