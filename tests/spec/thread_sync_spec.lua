@@ -43,6 +43,19 @@ end
 
 local function sync_pass(f) return tostring(tir.core.run_pass("thread_sync", f)) end
 
+-- a loop inside the branch: each step the first 32 threads write S, then read another thread's
+-- element (a read-after-write in the step, and a write-after-read across steps)
+local function loop_in_branch()
+  return kernel("loop", 32, function(A, O, tx, S)
+    T.If(T.lt(tx, 32), function()
+      for k in T.serial(3) do
+        S[{tx}] = A[{tx}] + T.cast("float32", k)
+        O[{tx}] = O[{tx}] + S[{31 - tx}]
+      end
+    end)
+  end)
+end
+
 describe("thread_sync: hazards inside an if that depends on threadIdx", function()
   it("splits the branch and puts the barrier between its statements (before/after IR)", function()
     local f = intra_branch()
@@ -95,6 +108,55 @@ describe("thread_sync: hazards inside an if that depends on threadIdx", function
     assert.is_truthy(t and b and e, after)
     assert.is_true(t < b and b < e, after)
     assert.is_truthy(after:find("T.If(T.Not(T.lt(threadIdx_x, 32)), function()", 1, true), after)
+  end)
+
+  it("moves the if into a loop of uniform bounds inside it, so the loop's hazards get barriers every thread reaches", function()
+    local after = sync_pass(loop_in_branch())
+    -- for k { if c {write}; barrier; if c {read} } plus the barrier before the next step's write
+    assert.are.equal(2, count(after, SYNC), after)
+    local l = after:find("for k in T.serial(3) do", 1, true)
+    local w = after:find("S%[{threadIdx_x}%] = A%[{threadIdx_x}%]")
+    local r = after:find("O%[{threadIdx_x}%] = O%[{threadIdx_x}%] %+ S%[{31 %- threadIdx_x}%]")
+    assert.is_truthy(l and w and r, after)
+    local b = after:find(SYNC, w)
+    assert.is_true(l < w and b and w < b and b < r, after)
+    assert.are.equal(2, count(after, "T%.If%(T%.lt%(threadIdx_x, 32%), function%(%)"), after)
+    -- no barrier under an if: each sits at the loop body's level, as the ifs do
+    for ind in after:gmatch("\n( *)T%.evaluate%(" .. SYNC) do
+      assert.are.equal(#after:match("\n( *)T%.If%("), #ind, after)
+    end
+    -- on the simulator: race-free and O[t] = O[t] + sum_k (A[31 - t] + k) for t < 32
+    local f = loop_in_branch()
+    local mod = tir.build(f, "cuda", {compile = false})
+    local args = tir.testing.random_args(f, 6)
+    local a, o = {}, {}
+    for t = 0, 63 do a[t], o[t] = args[1]:get(t), args[2]:get(t) end
+    local rep = tir.simulate(mod, args)
+    assert.are.equal(0, rep.races)
+    assert.are.equal(0, rep.n_issues)
+    for t = 0, 63 do
+      local want = o[t]
+      if t < 32 then for k = 0, 2 do want = want + (a[31 - t] + k) end end
+      assert(math.abs(args[2]:get(t) - want) <= 1e-5 * (1 + math.abs(want)), ("O[%d] = %s, want %s"):format(t, args[2]:get(t), want))
+    end
+  end)
+
+  it("keeps a loop whose bounds depend on threadIdx inside the if (no barrier can go in it; the simulator reports the race)", function()
+    local f = kernel("tloop", 64, function(A, O, tx, S)
+      T.If(T.lt(tx, 32), function()
+        for k in T.serial(tx % 4 + 1) do
+          S[{tx}] = A[{tx}]
+          O[{tx}] = S[{31 - tx}]
+        end
+      end)
+    end)
+    local after = sync_pass(f)
+    assert.are.equal(0, count(after, SYNC), after)
+    assert.are.equal(tostring(f), after)
+    local mod = tir.build(f, "cuda", {compile = false})
+    local ok, e = pcall(tir.simulate, mod, tir.testing.random_args(f, 2))
+    assert.is_false(ok)
+    assert.matches("race", tostring(e))
   end)
 
   it("leaves an if without an inner hazard as it was (a unit, any barrier before it)", function()

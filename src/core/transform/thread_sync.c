@@ -14,8 +14,11 @@
  * what the else-branch's read: both branches run at once) is resolved by distributing the
  * if over its statements (`if c {s1; s2}` -> `if c {s1}; barrier; if c {s2}`; the else
  * branch becomes `if !c {...}` after the then branch) when c reads no memory; TVM's
- * ThreadSync stops there instead ("Cannot insert syncs inside condition").  A hazard nested
- * deeper (inside a loop of such a branch) is still not seen.
+ * ThreadSync stops there instead ("Cannot insert syncs inside condition").  A serial loop of
+ * such a branch whose bounds do not depend on threadIdx takes the if inside (`if c {for k {b}}`
+ * -> `for k {if c {b}}`), so a hazard in the loop gets barriers at its body's level.  A loop
+ * whose bounds depend on threadIdx stays a unit: no barrier can go in it (the simulator reports
+ * such a race).
  *
  * Multi-versioned buffers (software pipelines): accesses under AttrStmt "pipeline_version"
  * are to that version of the buffer only, and two versions conflict unless provably
@@ -359,20 +362,64 @@ static int impure_fn(const tir_Node *n, void *p) {
   return 0;
 }
 
-/* The statements of s, SeqStmts flattened, each wrapped in `if cond` (owned references). */
-static tir_Array *guarded(tir_Array *out, const tir_Node *cond, const tir_Node *s) {
-  if (s->kind == TIR_SeqStmt) {
-    const tir_Array *a = ((const tir_SeqStmt *)s)->seq;
-    for (int i = 0; i < a->size; i++) out = guarded(out, cond, a->items[i]);
-    return out;
-  }
-  return tir_array_push(out, tir_if(R((tir_Node *)cond), R((tir_Node *)s), NULL));
-}
-
 static int is_sync(const tir_Node *s) {
   if (s->kind != TIR_Evaluate || ((const tir_Evaluate *)s)->value->kind != TIR_Call) return 0;
   const char *op = ((const tir_Call *)((const tir_Evaluate *)s)->value)->op;
   return strcmp(op, "tvm_storage_sync") == 0 || strcmp(op, "ptx_bar_sync") == 0;
+}
+
+/* The statements of s, SeqStmts flattened, each wrapped in `if cond` (owned references).  A
+ * serial loop whose bounds do not depend on threadIdx takes the if inside instead:
+ * `if c {for k {b}}` == `for k {if c {b}}` (c reads no memory and cannot use k), so that every
+ * thread runs the loop and a hazard inside it gets its barriers at the body's level (visit_seq
+ * splits the inner if in turn). */
+static tir_Array *guarded(Ctx *c, tir_Array *out, const tir_Node *cond, const tir_Node *s) {
+  if (s->kind == TIR_SeqStmt) {
+    const tir_Array *a = ((const tir_SeqStmt *)s)->seq;
+    for (int i = 0; i < a->size; i++) out = guarded(c, out, cond, a->items[i]);
+    return out;
+  }
+  if (s->kind == TIR_For) {
+    const tir_For *f = (const tir_For *)s;
+    if ((f->kind == TIR_FOR_SERIAL || f->kind == TIR_FOR_UNROLLED) && !thread_dependent(c, f->min) && !thread_dependent(c, f->extent)) {
+      tir_Array *inner = guarded(c, tir_array_empty(), cond, f->body);
+      tir_For *nf = (tir_For *)tir_node_copy(s);
+      tir_release(nf->body);
+      nf->body = tir_seq(inner);
+      return tir_array_push(out, &nf->hdr);
+    }
+  }
+  return tir_array_push(out, tir_if(R((tir_Node *)cond), R((tir_Node *)s), NULL));
+}
+
+/* A barrier the rewritten pieces need inside: one between two top-level pieces, or any nested in
+ * a piece (a loop's body), except those right after a ptx_wait_group (there anyway). */
+typedef struct {
+  int found;
+} InnerSync;
+
+static int inner_sync_fn(const tir_Node *n, void *p) {
+  InnerSync *x = p;
+  if (n->kind == TIR_SeqStmt) {
+    const tir_Array *a = ((const tir_SeqStmt *)n)->seq;
+    for (int i = 0; i < a->size; i++)
+      if (is_sync(a->items[i]) && !(i > 0 && is_wait(a->items[i - 1]))) x->found = 1;
+  }
+  return 0;
+}
+
+static int needs_inner_sync(const tir_Node *seq) {
+  InnerSync x = {0};
+  if (seq->kind == TIR_SeqStmt) {
+    const tir_Array *a = ((const tir_SeqStmt *)seq)->seq;
+    for (int i = 0; i < a->size; i++) {
+      if (i > 0 && is_sync(a->items[i]) && !is_wait(a->items[i - 1])) x.found = 1;
+      if (!is_sync(a->items[i])) tir_visit(a->items[i], inner_sync_fn, &x);
+    }
+  } else {
+    tir_visit(seq, inner_sync_fn, &x);
+  }
+  return x.found;
 }
 
 /* A hazard between statements of an if whose condition depends on threadIdx (thread A writes
@@ -388,21 +435,20 @@ static tir_Node *split_divergent_if(Ctx *c, const tir_IfThenElse *f, Acc *state)
   int impure = 0;
   tir_visit(f->cond, impure_fn, &impure);
   if (impure) return NULL;
-  tir_Array *pieces = guarded(tir_array_empty(), f->cond, f->then_case);
+  tir_Array *pieces = guarded(c, tir_array_empty(), f->cond, f->then_case);
   if (f->else_case) {
     tir_Node *nc = tir_not(R(f->cond));
-    pieces = guarded(pieces, nc, f->else_case);
+    pieces = guarded(c, pieces, nc, f->else_case);
     tir_release(nc);
   }
   tir_Node *res = NULL;
-  if (pieces->size > 1) {
+  int loops = 0;
+  for (int i = 0; i < pieces->size; i++) loops |= pieces->items[i]->kind == TIR_For;
+  if (pieces->size > 1 || loops) {
     Acc trial = *state;
     const tir_Node *saved_wait = c->stranded_wait;
     tir_Node *seq = visit_seq(c, (const tir_Node *const *)pieces->items, pieces->size, &trial);
-    const tir_Array *a = seq->kind == TIR_SeqStmt ? ((const tir_SeqStmt *)seq)->seq : NULL;
-    int inner = 0;
-    for (int i = 1; a && i < a->size; i++) inner |= is_sync(a->items[i]) && !is_wait(a->items[i - 1]);
-    if (inner) {
+    if (needs_inner_sync(seq)) {
       *state = trial;
       res = seq;
     } else {
