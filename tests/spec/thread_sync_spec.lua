@@ -43,6 +43,23 @@ end
 
 local function sync_pass(f) return tostring(tir.core.run_pass("thread_sync", f)) end
 
+-- f's lowered kernel on the simulator (random A and O, seed): no race or issue, and each O[t] as
+-- want(a, o, t) of the inputs says, within 1e-6 relative (+ atol); returns the module and the report
+local function sim_check(f, seed, want, atol)
+  local mod = tir.build(f, "cuda", {compile = false})
+  local args = tir.testing.random_args(f, seed)
+  local a, o = {}, {}
+  for t = 0, 63 do a[t], o[t] = args[1]:get(t), args[2]:get(t) end
+  local rep = tir.simulate(mod, args)
+  assert.are.equal(0, rep.races)
+  assert.are.equal(0, rep.n_issues)
+  for t = 0, 63 do
+    local w = want(a, o, t)
+    assert(math.abs(args[2]:get(t) - w) <= 1e-6 * math.abs(w) + (atol or 0), ("O[%d] = %s, want %s"):format(t, args[2]:get(t), w))
+  end
+  return mod, rep
+end
+
 -- a loop inside the branch: each step the first 32 threads write S, then read another thread's
 -- element (a read-after-write in the step, and a write-after-read across steps)
 local function loop_in_branch()
@@ -81,21 +98,10 @@ describe("thread_sync: hazards inside an if that depends on threadIdx", function
     local cases = {{intra_branch, function(a, o, t) return t < 32 and 2 * a[31 - t] or o[t] end},
                    {across_branches, function(a, o, t) return t >= 32 and a[63 - t] + 1 or o[t] end}}
     for _, c in ipairs(cases) do
-      local f = c[1]()
-      local mod = tir.build(f, "cuda", {compile = false})
+      local mod, rep = sim_check(c[1](), 4, c[2])
       assert.are.equal(1, count(mod:get_source("cuda"), "__syncthreads%(%)"), mod:get_source("cuda"))
-      local args = tir.testing.random_args(f, 4)
-      local a, o = {}, {}
-      for t = 0, 63 do a[t], o[t] = args[1]:get(t), args[2]:get(t) end
-      local rep = tir.simulate(mod, args)
-      assert.are.equal(0, rep.races)
-      assert.are.equal(0, rep.n_issues)
       -- the report prints as a line of counts (tir.simulate's report metatable)
       assert.matches("^simulation: 1 kernel%(s%), 1 CTA%(s%), 1 barrier%(s%)", tostring(rep))
-      for t = 0, 63 do
-        local want = c[2](a, o, t)
-        assert(math.abs(args[2]:get(t) - want) <= 1e-6 * math.abs(want), ("O[%d] = %s, want %s"):format(t, args[2]:get(t), want))
-      end
     end
   end)
 
@@ -126,19 +132,11 @@ describe("thread_sync: hazards inside an if that depends on threadIdx", function
       assert.are.equal(#after:match("\n( *)T%.If%("), #ind, after)
     end
     -- on the simulator: race-free and O[t] = O[t] + sum_k (A[31 - t] + k) for t < 32
-    local f = loop_in_branch()
-    local mod = tir.build(f, "cuda", {compile = false})
-    local args = tir.testing.random_args(f, 6)
-    local a, o = {}, {}
-    for t = 0, 63 do a[t], o[t] = args[1]:get(t), args[2]:get(t) end
-    local rep = tir.simulate(mod, args)
-    assert.are.equal(0, rep.races)
-    assert.are.equal(0, rep.n_issues)
-    for t = 0, 63 do
-      local want = o[t]
-      if t < 32 then for k = 0, 2 do want = want + (a[31 - t] + k) end end
-      assert(math.abs(args[2]:get(t) - want) <= 1e-5 * (1 + math.abs(want)), ("O[%d] = %s, want %s"):format(t, args[2]:get(t), want))
-    end
+    sim_check(loop_in_branch(), 6, function(a, o, t)
+      local w = o[t]
+      if t < 32 then for k = 0, 2 do w = w + (a[31 - t] + k) end end
+      return w
+    end, 1e-5) -- (float32 sums of four terms against Lua's doubles)
   end)
 
   it("keeps a loop whose bounds depend on threadIdx inside the if (no barrier can go in it; the simulator reports the race)", function()
