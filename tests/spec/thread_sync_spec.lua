@@ -157,6 +157,24 @@ describe("thread_sync: hazards inside an if that depends on threadIdx", function
     assert.matches("race", tostring(e))
   end)
 
+  it("never splits an if whose branch waits on an mbarrier (its pieces would wait for each other)", function()
+    -- (sim_warp_specialized_spec's producer / consumer kernels deadlocked when the consumers' loop
+    -- took the if inside and a barrier)
+    local f = kernel("mbar", 32, function(A, O, tx, S)
+      local bar = T.allocate({1}, "uint64", "shared")
+      T.If(T.lt(tx, 32), function()
+        for k in T.serial(3) do
+          T.evaluate(T.call("void", "ptx_mbarrier_wait", T.address_of(bar[{0}]), k % 2))
+          S[{tx}] = A[{tx}]
+          O[{tx}] = S[{31 - tx}]
+        end
+      end)
+    end)
+    local after = sync_pass(f)
+    assert.are.equal(0, count(after, SYNC), after)
+    assert.are.equal(tostring(f), after)
+  end)
+
   it("leaves an if without an inner hazard as it was (a unit, any barrier before it)", function()
     local f = kernel("plain", 64, function(A, O, tx, S)
       S[{tx}] = A[{tx}]
@@ -192,6 +210,22 @@ describe("#gpu thread_sync's split of a thread-dependent if on the device", func
         local want = c[2](a, o, t)
         assert(math.abs(out:get(t) - want) <= 1e-6 * math.abs(want), ("O[%d] = %s, want %s"):format(t, out:get(t), want))
       end
+    end
+  end)
+
+  it("the loop inside the branch, its if moved in and barriers in its body, is right on the GPU (every element)", function()
+    local f = loop_in_branch()
+    local mod = tir.build(f, "cuda")
+    local host = tir.testing.random_args(f, 7)
+    local a, o = {}, {}
+    for t = 0, 63 do a[t], o[t] = host[1]:get(t), host[2]:get(t) end
+    local dout = host[2]:to(dev)
+    mod(host[1]:to(dev), dout) -- (once: O accumulates)
+    local out = dout:to("cpu")
+    for t = 0, 63 do
+      local want = o[t]
+      if t < 32 then for k = 0, 2 do want = want + (a[31 - t] + k) end end
+      assert(math.abs(out:get(t) - want) <= 1e-6 * math.abs(want) + 1e-5, ("O[%d] = %s, want %s"):format(t, out:get(t), want))
     end
   end)
 end)

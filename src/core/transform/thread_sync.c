@@ -18,7 +18,9 @@
  * such a branch whose bounds do not depend on threadIdx takes the if inside (`if c {for k {b}}`
  * -> `for k {if c {b}}`), so a hazard in the loop gets barriers at its body's level.  A loop
  * whose bounds depend on threadIdx stays a unit: no barrier can go in it (the simulator reports
- * such a race).
+ * such a race).  An if whose branches wait on or signal other threads (mbarriers, named
+ * barriers: a warp-specialized producer and its consumers) is never split: its pieces, run one
+ * after the other, would wait for each other.
  *
  * Multi-versioned buffers (software pipelines): accesses under AttrStmt "pipeline_version"
  * are to that version of the buffer only, and two versions conflict unless provably
@@ -368,6 +370,18 @@ static int is_sync(const tir_Node *s) {
   return strcmp(op, "tvm_storage_sync") == 0 || strcmp(op, "ptx_bar_sync") == 0;
 }
 
+/* A call that makes threads wait for, or signal, other threads: mbarrier and TMA operations
+ * (TIR_BUILTIN_ASYNC_PROXY), barriers (TIR_BUILTIN_BARRIER) and named barriers. */
+static int waits_fn(const tir_Node *n, void *p) {
+  if (n->kind == TIR_Call) {
+    const char *op = ((const tir_Call *)n)->op;
+    if (tir_builtin_has(op, TIR_BUILTIN_ASYNC_PROXY) || tir_builtin_has(op, TIR_BUILTIN_BARRIER) || strcmp(op, "ptx_bar_sync") == 0 ||
+        strcmp(op, "ptx_bar_arrive") == 0)
+      *(int *)p = 1;
+  }
+  return 0;
+}
+
 /* The statements of s, SeqStmts flattened, each wrapped in `if cond` (owned references).  A
  * serial loop whose bounds do not depend on threadIdx takes the if inside instead:
  * `if c {for k {b}}` == `for k {if c {b}}` (c reads no memory and cannot use k), so that every
@@ -435,6 +449,12 @@ static tir_Node *split_divergent_if(Ctx *c, const tir_IfThenElse *f, Acc *state)
   int impure = 0;
   tir_visit(f->cond, impure_fn, &impure);
   if (impure) return NULL;
+  /* threads of the branches that wait for other threads (mbarrier phases, named or CTA
+   * barriers): the pieces would run one after the other, and a barrier among them could wait
+   * for threads that wait on these (a warp-specialized producer and its consumers) */
+  int waits = 0;
+  tir_visit(&f->hdr, waits_fn, &waits);
+  if (waits) return NULL;
   tir_Array *pieces = guarded(c, tir_array_empty(), f->cond, f->then_case);
   if (f->else_case) {
     tir_Node *nc = tir_not(R(f->cond));
