@@ -134,10 +134,9 @@ void *tir_cuda_module_function(tir_CudaModule *m, const char *name);
 int tir_cuda_func_set_max_dynamic_smem(void *fn, int bytes);
 /* Registers, local memory (spill/stack) and static shared memory of a kernel. */
 int tir_cuda_func_attributes(void *fn, int *regs, int *local_bytes, int *static_smem_bytes);
-/* cluster: thread-block cluster dims (CUDA Driver API cuLaunchKernelEx with
- * CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION), NULL or {0, 0, 0} for a plain cuLaunchKernel. */
-int tir_cuda_launch(void *fn, const unsigned grid[3], const unsigned block[3], unsigned dyn_smem, void **args,
-                    const int *cluster);
+/* cuLaunchKernel on the default stream.  A thread-block cluster kernel needs nothing more: its
+ * cluster shape is compiled in (__cluster_dims__), the grid must be whole clusters. */
+int tir_cuda_launch(void *fn, const unsigned grid[3], const unsigned block[3], unsigned dyn_smem, void **args);
 /* Encodes the 128-byte CUtensorMap (64-byte aligned `map`) of a compact row-major tensor at
  * device address dptr (CUDA Driver API cuTensorMapEncodeTiled; dims / box of d outermost first,
  * element strides 1, no interleave, L2 promotion 128 B, out-of-bounds elements zero).  The

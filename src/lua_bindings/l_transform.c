@@ -216,7 +216,7 @@ static int m_kernels(lua_State *L) {
     }
     lua_pushinteger(L, k->dyn_smem_bytes);
     lua_setfield(L, -2, "dyn_smem_bytes");
-    if (k->cluster[0] > 0) { /* thread-block cluster dims (cuLaunchKernelEx); absent without a cluster */
+    if (k->cluster[0] > 0) { /* thread-block cluster dims (__cluster_dims__); absent without a cluster */
       lua_createtable(L, 3, 0);
       for (int d = 0; d < 3; d++) {
         lua_pushinteger(L, k->cluster[d]);

@@ -1,6 +1,6 @@
 -- tma_cluster_spec.lua -- thread-block clusters with TMA multicast (tc_gemm_wgmma cluster = {cm, cn};
 -- inject_tma_pipeline's tma_cluster / tma_multicast annotations; split_host_device's cluster dims,
--- launched with cuLaunchKernelEx).  Without a GPU: the schedule stays interpreter-equivalent, the
+-- compiled in as __cluster_dims__, launched with plain cuLaunchKernel).  Without a GPU: the schedule stays interpreter-equivalent, the
 -- lowered IR and the CUDA C carry the multicast slices, masks, remote arrivals, the cluster barrier
 -- and the producer tail; the interpreter and tir.simulate refuse the lowered cluster kernel with a
 -- clear error (neither models CTAs sharing shared memory); bad inputs are clear errors.  On the
@@ -51,6 +51,8 @@ describe("tc_gemm intrin = \"wgmma\", cluster = {cm, cn}", function()
       assert.is_truthy(src:find("mapa.shared::cluster.u32", 1, true))
       assert.is_truthy(src:find("barrier.cluster.arrive.release", 1, true))
       assert.is_truthy(src:find("%cluster_ctarank", 1, true))
+      -- the shape is compiled in: the kernel launches like any other
+      assert.is_truthy(src:find(("__cluster_dims__(%d, %d, %d) main_kernel("):format(c[3][1], c[3][2], c[3][3]), 1, true), src)
     end
   end)
 
@@ -67,6 +69,7 @@ describe("tc_gemm intrin = \"wgmma\", cluster = {cm, cn}", function()
     assert.are.equal(0, count(ptx, "mbarrier%.arrive%.release%.cluster"))
     assert.are.equal(1, count(ptx, "barrier%.cluster%.arrive%.release"))
     assert.are.equal(1, count(ptx, "fence%.mbarrier_init%.release%.cluster"))
+    assert.are.equal(1, count(ptx, "%.reqnctapercluster 2, 1, 1"), ptx) -- (__cluster_dims__)
     local ok, out = U.ptxas(ptx)
     if ok == nil then return pending("ptxas is not installed") end
     assert.is_true(ok, out)

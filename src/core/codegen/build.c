@@ -428,6 +428,25 @@ static int encode_tensor_maps(Launch *L, int k, const tir_PrimFunc *f, const tir
   return 0;
 }
 
+/* A kernel with cluster dims (AttrStmt cluster_dims, compiled in as __cluster_dims__) runs on
+ * compute capability 9.0+ only, on a grid of whole clusters (CUDA C++ Programming Guide, thread
+ * block clusters). */
+static int check_cluster(const Launch *L, int k) {
+  const tir_Kernel *K = &L->m->split.kernels[k];
+  if (K->cluster[0] <= 0) return 0;
+  tir_DeviceInfo di;
+  if (tir_cuda_device_info(L->dev, &di)) return -1;
+  if (di.cc_major < 9)
+    return tir_error_set(TIR_ERR_CUDA, K->name, "the kernel is launched as thread-block clusters of (%d, %d, %d) CTAs, which need "
+                         "compute capability 9.0+; device %d is sm_%d%d", K->cluster[0],
+                         K->cluster[1], K->cluster[2], L->dev, di.cc_major, di.cc_minor);
+  for (int d = 0; d < 3; d++)
+    if (L->grid[k][d] % (unsigned)K->cluster[d] != 0)
+      return tir_error_set(TIR_ERR_CUDA, K->name, "grid dimension %c = %u is not a multiple of the cluster's %d (CUDA launches "
+                           "whole clusters)", 'x' + d, L->grid[k][d], K->cluster[d]);
+  return 0;
+}
+
 static int prepare(tir_BuiltModule *m, const tir_InterpArg *args, int nargs, Launch *L) {
   memset(L, 0, sizeof *L);
   L->m = m;
@@ -498,6 +517,8 @@ static int prepare(tir_BuiltModule *m, const tir_InterpArg *args, int nargs, Lau
       L->grid[k][d] = (unsigned)g[d];
       L->block[k][d] = (unsigned)b[d];
     }
+    /* once per call, not per launch: time_evaluator's launch loop runs launch_all only */
+    if (!rc) rc = check_cluster(L, k);
     int np = K->func->params->size, nd = K->tma_descs->size;
     L->kargs[k] = calloc((size_t)(np + nd) + 1, sizeof(void *));
     L->kvals[k] = calloc((size_t)np + 1, sizeof(uint64_t));
@@ -562,29 +583,10 @@ static int prepare(tir_BuiltModule *m, const tir_InterpArg *args, int nargs, Lau
   return rc;
 }
 
-/* A kernel with cluster dims (AttrStmt cluster_dims) runs on compute capability 9.0+ only, on a
- * grid of whole clusters (CUDA Driver API cuLaunchKernelEx, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION). */
-static int check_cluster(const Launch *L, int k) {
-  const tir_Kernel *K = &L->m->split.kernels[k];
-  if (K->cluster[0] <= 0) return 0;
-  tir_DeviceInfo di;
-  if (tir_cuda_device_info(L->dev, &di)) return -1;
-  if (di.cc_major < 9)
-    return tir_error_set(TIR_ERR_CUDA, K->name, "the kernel is launched as thread-block clusters of (%d, %d, %d) CTAs, which need "
-                         "compute capability 9.0+ (cuLaunchKernelEx cluster dimension); device %d is sm_%d%d", K->cluster[0],
-                         K->cluster[1], K->cluster[2], L->dev, di.cc_major, di.cc_minor);
-  for (int d = 0; d < 3; d++)
-    if (L->grid[k][d] % (unsigned)K->cluster[d] != 0)
-      return tir_error_set(TIR_ERR_CUDA, K->name, "grid dimension %c = %u is not a multiple of the cluster's %d (CUDA launches "
-                           "whole clusters)", 'x' + d, L->grid[k][d], K->cluster[d]);
-  return 0;
-}
-
 static int launch_all(void *ctx) {
   Launch *L = ctx;
   for (int k = 0; k < L->nk; k++)
-    if (check_cluster(L, k) || tir_cuda_launch(L->m->fns[k], L->grid[k], L->block[k], (unsigned)L->m->split.kernels[k].dyn_smem_bytes,
-                        L->kargs[k], L->m->split.kernels[k].cluster) != 0)
+    if (tir_cuda_launch(L->m->fns[k], L->grid[k], L->block[k], (unsigned)L->m->split.kernels[k].dyn_smem_bytes, L->kargs[k]) != 0)
       return -1;
   return 0;
 }

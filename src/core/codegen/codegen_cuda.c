@@ -2490,6 +2490,9 @@ static void kernel(CG *g, const tir_Kernel *k) {
   }
   put(g, "extern \"C\" __global__ void ");
   if (const_block) putf(g, "__launch_bounds__(%lld) ", (long long)threads);
+  /* a thread-block cluster kernel carries its shape (PTX .reqnctapercluster), so that it
+   * launches with plain cuLaunchKernel (CUDA C++ Programming Guide, thread block clusters) */
+  if (k->cluster[0] > 0) putf(g, "__cluster_dims__(%d, %d, %d) ", k->cluster[0], k->cluster[1], k->cluster[2]);
   putf(g, "%s(", k->name);
   RestrictScan rs;
   memset(&rs, 0, sizeof rs);

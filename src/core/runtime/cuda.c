@@ -35,9 +35,12 @@ static struct {
   int (*cuTensorMapEncodeTiled)(void *map, int dtype, unsigned rank, void *addr, const uint64_t *dims,
                                 const uint64_t *strides, const unsigned *box, const unsigned *elem_strides, int interleave,
                                 int swizzle, int l2_promotion, int oob_fill);
-  int (*cuLaunchKernelEx)(const void *config, void *fn, void **params, void **extra);
   int n_devices;
   void *ctx[64];
+  /* each device's attributes, read once: they do not change while the process runs, and a
+   * launch may ask for them (a cluster kernel's compute-capability check) */
+  tir_DeviceInfo info[64];
+  int have_info[64];
 } D;
 
 static int load_driver(void) {
@@ -58,7 +61,6 @@ static int load_driver(void) {
 #include "cuda_fns.def"
 #undef F
   *(void **)&D.cuTensorMapEncodeTiled = dlsym(D.lib, "cuTensorMapEncodeTiled");
-  *(void **)&D.cuLaunchKernelEx = dlsym(D.lib, "cuLaunchKernelEx");
   int rc = D.cuInit(0);
   if (rc != 0) {
     const char *name = "?";
@@ -121,6 +123,10 @@ int tir_cuda_set_device(int dev) {
 
 int tir_cuda_device_info(int dev, tir_DeviceInfo *out) {
   if (tir_cuda_set_device(dev)) return -1;
+  if (D.have_info[dev]) {
+    *out = D.info[dev];
+    return 0;
+  }
   memset(out, 0, sizeof *out);
   int d;
   CU("cuDeviceGet", D.cuDeviceGet(&d, dev));
@@ -132,6 +138,8 @@ int tir_cuda_device_info(int dev, tir_DeviceInfo *out) {
   CU("cuDeviceGetAttribute", D.cuDeviceGetAttribute(&out->smem_per_block_optin, ATTR_SMEM_OPTIN, d));
   CU("cuDeviceGetAttribute", D.cuDeviceGetAttribute(&out->l2_bytes, ATTR_L2_CACHE_SIZE, d));
   CU("cuDeviceGetAttribute", D.cuDeviceGetAttribute(&out->clock_khz, ATTR_CLOCK_RATE, d));
+  D.info[dev] = *out;
+  D.have_info[dev] = 1;
   return 0;
 }
 
@@ -224,36 +232,10 @@ int tir_cuda_func_attributes(void *fn, int *regs, int *local_bytes, int *static_
   return 0;
 }
 
-/* cuda.h's CUlaunchConfig / CUlaunchAttribute (CUDA 12 ABI): attribute 4 is
- * CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, its value {x, y, z} in a 64-byte union */
-typedef struct {
-  int id;
-  char pad[4];
-  union {
-    char bytes[64];
-    unsigned dims[3];
-  } value;
-} LaunchAttr;
-typedef struct {
-  unsigned grid[3], block[3], smem;
-  void *stream;
-  LaunchAttr *attrs;
-  unsigned n_attrs;
-} LaunchConfig;
-
-int tir_cuda_launch(void *fn, const unsigned grid[3], const unsigned block[3], unsigned dyn_smem, void **args,
-                    const int *cluster) {
-  if (cluster && cluster[0] > 0) {
-    if (!D.cuLaunchKernelEx)
-      return tir_error_set(TIR_ERR_CUDA, "cuLaunchKernelEx", "the CUDA driver lacks cuLaunchKernelEx (cluster launches need CUDA 12+)");
-    LaunchAttr at;
-    memset(&at, 0, sizeof at);
-    at.id = 4;
-    for (int d = 0; d < 3; d++) at.value.dims[d] = (unsigned)(cluster[d] > 0 ? cluster[d] : 1);
-    LaunchConfig cfg = {{grid[0], grid[1], grid[2]}, {block[0], block[1], block[2]}, dyn_smem, NULL, &at, 1};
-    CU("cuLaunchKernelEx", D.cuLaunchKernelEx(&cfg, fn, args, NULL));
-    return 0;
-  }
+/* A cluster kernel carries its cluster shape in its code (codegen's __cluster_dims__, PTX
+ * .reqnctapercluster), so it launches like any other (CUDA C++ Programming Guide, thread block
+ * clusters: a compile-time cluster size with the classic launch). */
+int tir_cuda_launch(void *fn, const unsigned grid[3], const unsigned block[3], unsigned dyn_smem, void **args) {
   CU("cuLaunchKernel",
      D.cuLaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], dyn_smem, NULL, args, NULL));
   return 0;

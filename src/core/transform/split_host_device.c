@@ -128,7 +128,7 @@ static int tma_desc_fn(const tir_Node *n, void *p) {
 
 /* AttrStmt "cluster_dims" (value: the array {x, y, z} of constants; inject_tma_pipeline's
  * tma_cluster) anywhere in the kernel: its thread-block cluster shape, launched with
- * cuLaunchKernelEx's CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION (CUDA Driver API).  -1 when two
+ * __cluster_dims__ in the kernel's code (codegen_cuda.c).  -1 when two
  * differ or one is malformed. */
 typedef struct {
   int dims[3], bad;
