@@ -1,8 +1,8 @@
 -- wgmma_persistent_spec.lua -- tc_gemm_wgmma's persistent grid (persistent = true | G with tma =
 -- true: tc_gemm.persistent_tiles, G CTAs walking the output tiles in grouped order, the TMA
 -- pipeline re-armed per tile) and its TMA-store epilogue (epilogue_store = "tma": each warpgroup's
--- 64 x BN tile stored into a dense shared tile, then one cp.async.bulk.tensor store;
--- inject_tma_store.c).  Interpreter-equivalent, simulator bit-exact against the interpreter on
+-- 64 x BN tile stored into a shared tile of 128-byte boxes with the 128-byte swizzle -- or one dense
+-- box with tma_store_boxes = false -- then one cp.async.bulk.tensor store per box; inject_tma_store.c).  Interpreter-equivalent, simulator bit-exact against the interpreter on
 -- the unscheduled workload; a planted missing proxy fence is reported; bad inputs are clear errors.
 local tir = require("tir")
 local U = require("spec_util")
@@ -70,10 +70,12 @@ describe("tc_gemm intrin = \"wgmma\", persistent", function()
 end)
 
 describe("tc_gemm intrin = \"wgmma\", epilogue_store = \"tma\"", function()
-  it("stores each warpgroup's tile with one TMA store: interpreter-equivalent, bit-exact on the simulator (fp16 and fp32 out)", function()
+  it("stores each warpgroup's tile with TMA stores of 128-byte boxes (swizzled) or one (tma_store_boxes = false): interpreter-equivalent, " ..
+     "bit-exact on the simulator (fp16 and fp32 out)", function()
     local cases = {{128, 256, 128, "float16", {BM = 128, BN = 128, BK = 64, stages = 2, tma = true, epilogue = "D"}},
                    {128, 128, 128, nil, {BM = 64, BN = 128, BK = 64, stages = 2}}, -- a cp.async main loop, fp32 C
-                   {256, 256, 128, "float16", {BM = 128, BN = 64, BK = 64, stages = 2, tma = true, persistent = 4, epilogue = "D"}}}
+                   {256, 256, 128, "float16", {BM = 128, BN = 64, BK = 64, stages = 2, tma = true, persistent = 4, epilogue = "D"}},
+                   {128, 256, 128, "float16", {BM = 128, BN = 128, BK = 64, stages = 2, tma = true, epilogue = "D", tma_store_boxes = false}}}
     if asan then cases = {cases[1]} end
     for _, c in ipairs(cases) do
       c[5].epilogue_store = "tma"
@@ -84,8 +86,13 @@ describe("tc_gemm intrin = \"wgmma\", epilogue_store = \"tma\"", function()
       assert.are.equal(1, count(text, "ptx_tma_store")) -- in the warpgroup loop: one store a warpgroup
       assert.are.equal(1, count(text, "ptx_bulk_commit_group"))
       assert.are.equal(1, count(text, "ptx_bulk_wait_group_read"))
-      local box = ('"tma_descriptor", %s_1, "%s", 0, 2, %d, %d, 64, %d'):format(c[4] and "D" or "C", c[4] or "float32", c[1], c[2], c[5].BN)
+      -- the box: 64 rows x 128 bytes with the 128-byte swizzle (one store per box, a loop), or the whole 64 x BN unswizzled
+      local bc = c[5].tma_store_boxes == false and c[5].BN or 128 // (c[4] and 2 or 4)
+      local box = ('"tma_descriptor", %s_1, "%s", %d, 2, %d, %d, 64, %d'):format(c[4] and "D" or "C", c[4] or "float32",
+                                                                           bc == c[5].BN and c[5].tma_store_boxes == false and 0 or 128, c[1], c[2], bc)
       assert.is_truthy(text:find(box, 1, true), text)
+      if bc < c[5].BN then assert.is_truthy(text:find(("for ax1_0 in T.serial(%d) do"):format(c[5].BN // bc), 1, true), text) end
+      if c[5].tma_store_boxes ~= false then assert.is_truthy(text:find('{scope = "shared", swizzle = "128B"}, function(' .. (c[4] and "D" or "C") .. "_shared)", 1, true), text) end
       assert.is_truthy(mod:get_source("cuda"):find("tir_tma_store_2d(", 1, true))
       assert.is_true(rep.ctas > 0)
     end
@@ -106,7 +113,9 @@ describe("tc_gemm intrin = \"wgmma\", epilogue_store = \"tma\"", function()
       -- producer warpgroup would never reach
       local at = text:find('"ptx_tma_store"', 1, true)
       local before, after = text:sub(1, at), text:sub(at)
-      assert.is_truthy(before:match('"ptx_fence_proxy_async"%)%)%s*T%.evaluate%(T%.call%("void", "ptx_bar_sync", 1, 256%)%)%s*T%.If[^\n]*\n[^\n]*$'), text)
+      -- (a loop over the 128-byte boxes when BN has several)
+      assert.is_truthy(before:match('"ptx_fence_proxy_async"%)%)%s*T%.evaluate%(T%.call%("void", "ptx_bar_sync", 1, 256%)%)%s*T%.If[^\n]*\n' ..
+                                    (o.BN > 64 and '%s*for ax1_0 in T%.serial%(%d%) do\n' or '') .. '[^\n]*$'), text)
       assert.is_truthy(after:find('T.call("void", "ptx_bar_sync", 1, 256)', 1, true), text)
       assert.is_nil(text:find("tvm_storage_sync", text:find('"named_barrier"', 1, true), true), text)
       assert.is_true(rep.named_barriers > 0)
@@ -154,6 +163,45 @@ describe("tc_gemm intrin = \"wgmma\", epilogue_store = \"tma\"", function()
     tir.testing.assert_allclose(d, want, {rtol = 0, atol = 0})
   end)
 
+  it("the 128-byte boxes: wgmma_store XORs the element index as the tensor map's SWIZZLE_128B places the box (CUDA C)", function()
+    local f, sch = sched(128, 256, 64, "float16", {BM = 128, BN = 256, BK = 64, stages = 2, tma = true, epilogue = "D", epilogue_store = "tma"})
+    local src = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false}):get_source("cuda")
+    -- column c in box c / 64 (8192 elements apart: the [4, 128, 64] tile), then the 128B pattern on the
+    -- element index (16-byte chunk bits 3-5 ^ row bits 6-8), one TMA store per box
+    assert.is_truthy(src:find("ld_ = 64, bs_ = 8192;", 1, true), src)
+    assert.is_truthy(src:find("o_ ^= (o_ >> 3) & 56;", 1, true), src)
+    assert.is_truthy(src:find("for (int ax1_0 = 0; ax1_0 < 4; ++ax1_0) {", 1, true), src)
+    -- a copy whose swizzled box would not start at the 1024-byte repeat is refused
+    local T = tir.script
+    local g = T.prim_func("st", {A = T.Buffer({2, 64, 64}, "float16"), D = T.Buffer({60, 128}, "float16")}, function(A, D)
+      for bx in T.thread_binding(1, "blockIdx.x") do
+        T.block("cta", function()
+          local S = T.alloc_buffer({2, 64, 64}, "float16", {scope = "shared"})
+          for tx in T.thread_binding(128, "threadIdx.x") do
+            for i in T.serial(64) do
+              T.block("w", function()
+                local vb = T.axis.spatial(2, tx // 64)
+                local vi = T.axis.spatial(64, i)
+                local vj = T.axis.spatial(64, tx % 64)
+                T.block_attr({buffer_swizzle = {{0, 3, 4, 3}}})
+                S[{vb, vi, vj}] = A[{vb, vi, vj}]
+              end)
+            end
+          end
+          for b, i, j in T.grid(2, 60, 64) do
+            T.block("D_store", function()
+              local vb, vi, vj = T.axis.remap("SSS", {b, i, j})
+              T.block_attr({tma_store = 1})
+              D[{vi, vb * 64 + vj}] = S[{vb, vi + 4, vj}]
+            end)
+          end
+        end)
+      end
+    end)
+    U.expect_error(function() tir.lower(g) end, "LoweringError in inject_tma_store", "the TMA store of the swizzled S",
+                   "does not start at a multiple of the swizzle's 1024-byte repeat")
+  end)
+
   it("reports a tile written through the generic proxy without fence.proxy.async before the TMA store reads it", function()
     local f, sch = sched(128, 128, 128, "float16", {BM = 64, BN = 128, BK = 64, stages = 2, epilogue = "D", epilogue_store = "tma"})
     local low = tir.lower(sch.mod)
@@ -164,6 +212,8 @@ describe("tc_gemm intrin = \"wgmma\", epilogue_store = \"tma\"", function()
   it("refuses what it cannot store, naming the copy", function()
     U.expect_error(function() sched(128, 128, 128, "float16", {epilogue = "D", epilogue_store = "bulk"}) end,
                    "epilogue_store must be \"direct\", \"staged\" or \"tma\"")
+    U.expect_error(function() sched(128, 128, 128, "float16", {epilogue = "D", tma_store_boxes = false}) end,
+                   "ValueError in tc_gemm.schedule", "tma_store_boxes", "needs epilogue_store = \"tma\"")
     -- a copy whose loops are bound to threads is not one box copy
     local f, sch = sched(128, 128, 128, "float16", {BM = 64, BN = 128, BK = 64, stages = 2, epilogue = "D", epilogue_store = "tma"})
     local l = {sch:get_loops("D_shared")}

@@ -158,6 +158,39 @@ local function store_pair(name, blk, m, n, acc, src_scope, out, dst_scope, call)
   register(name, desc, impl)
 end
 
+-- wgmma_store_64x<n>_<acc>[_f16]_shared_box<b>: the 64 x n accumulator -> a shared tile [n / b, 64, b]
+-- of b-column boxes (b = 128 bytes of the output), the layout of n / b TMA store boxes of 128-byte
+-- rows (its 128-byte swizzle, storage_swizzle on the tile, is applied by wgmma_store itself)
+local function store_box_pair(name, n, b, acc, out)
+  local function dbuf(strided)
+    local o = {scope = "shared", offset_factor = 16}
+    if strided then o.strides = {tir.var("bstride", "int32"), tir.var("ld", "int32"), 1} end
+    return T.Buffer({n // b, 64, b}, out, o)
+  end
+  local function dregion(D) return D[{{0, n // b}, {0, 64}, {0, b}}] end
+  local desc = T.prim_func(name, {S = buf(64, n, acc, "wgmma.accumulator"), D = dbuf(false)}, function(S, D)
+    T.block("root", function()
+      T.reads(region(S, 64, n))
+      T.writes(dregion(D))
+      for i, j in T.grid(64, n) do
+        T.block("store", function()
+          local vi, vj = T.axis.remap("SS", {i, j})
+          if out == acc then D[{vj // b, vi, vj % b}] = S[{vi, vj}] else D[{vj // b, vi, vj % b}] = T.cast(out, S[{vi, vj}]) end
+        end)
+      end
+    end)
+  end)
+  local impl = T.prim_func(name .. "_impl", {S = buf(64, n, acc, "wgmma.accumulator"), D = dbuf(true)}, function(S, D)
+    T.block("root", function()
+      T.reads(region(S, 64, n))
+      T.writes(dregion(D))
+      T.evaluate(T.call("void", "wgmma_wait_group", 0))
+      T.evaluate(T.call("void", "wgmma_store", T.address_of(S[{0, 0}]), T.address_of(D[{0, 0, 0}]), D.strides[2], n, D.strides[1]))
+    end)
+  end)
+  register(name, desc, impl)
+end
+
 local function sync_suffix(row)
   -- inputs of one float type keep TVM's short form (f16f32); integer rows name both inputs
   if row.ptx_a == row.ptx_b and row.a:match("^b?float") then return row.ptx_a .. row.ptx_c end
@@ -384,6 +417,15 @@ function M.wgmma(row, n, b_major, depth, pending, a_operand)
   if row.c == "float32" then
     names.store_f16 = {shared = ("wgmma_store_64x%d_f32_f16_shared"):format(n), global = ("wgmma_store_64x%d_f32_f16_global"):format(n)}
   end
+  -- the TMA-store tile in boxes of 128 bytes (tc_gemm_wgmma's epilogue_store = "tma"): float16
+  -- outputs (f32 accumulators) or the accumulator's own type, n a multiple of the box and wider
+  -- (n = b: the plain [64, n] tile is one box already)
+  local function box_name(out)
+    local b = 128 // (tonumber(out:match("%d+$")) // 8)
+    if n % b == 0 and n > b then return ("wgmma_store_64x%d_%s_shared_box%d"):format(n, out == row.c and row.ptx_c or ("%s_f16"):format(row.ptx_c), b), b end
+  end
+  names.store_box = box_name(row.c)
+  if names.store_f16 then names.store_f16.shared_box = box_name("float16") end
   if ra then names.load_a = ("wgmma_ldmatrix_64x%d_%s_a"):format(depth, row.ptx_a) end
   if ra and not tir.TensorIntrin.get(names.load_a) then
     local unit = 16 // (tonumber(row.a:match("%d+$")) // 8) -- elements per 16-byte matrix row
@@ -444,6 +486,10 @@ function M.wgmma(row, n, b_major, depth, pending, a_operand)
     fill_pair(names.fill, 64, n, row.c, "wgmma.accumulator", function(C)
       return T.call("void", "wgmma_fill", T.address_of(C[{0, 0}]), n, tir.const(0, row.c))
     end)
+    for _, out in ipairs({row.c, names.store_f16 and "float16" or nil}) do
+      local nm, b = box_name(out)
+      if nm then store_box_pair(nm, n, b, row.c, out) end
+    end
     for _, scope in ipairs({"shared", "global"}) do
       local outs = {{names.store[scope], row.c}}
       if names.store_f16 then outs[2] = {names.store_f16[scope], "float16"} end

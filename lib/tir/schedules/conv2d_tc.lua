@@ -706,18 +706,29 @@ function M.wgmma_gemm_space(info, level)
 end
 
 -- The rule, from bench/conv2d.lua's timings of every candidate on ResNet-50's 1x1 layers (H200,
--- bench/RESULTS.md "ResNet-50's 1x1 layers on wgmma"): F >= 256 with C <= 512 (the expands: the output
--- is 4-16x the input, the store decides) -> warp-specialized + persistent with the TMA-store epilogue,
--- BN = 256, 3 stages (22-23 % faster than the persistent TMA-store kernel without the producer warpgroup,
--- 34-38 % faster than cp.async, on conv2's and conv3's expands); F = 128 -> warp-specialized + persistent,
--- BN 128 (3-9 %); the rest (F = 64, C >= 1024) -> the cp.async tiles of wgmma_tiles (the TMA variants were
--- 1-40 % slower there).
+-- bench/RESULTS.md "ResNet-50's 1x1 layers on wgmma" and "Stop 11: the TMA-store tile in 128-byte
+-- boxes"): F >= 256 with C <= 512 (the expands: the output is 4-16x the input, the store decides) ->
+-- warp-specialized + persistent with the TMA-store epilogue, BN = 256, 3 stages (22-23 % faster than the
+-- persistent TMA-store kernel without the producer warpgroup, 34-38 % faster than cp.async, on conv2's
+-- and conv3's expands; with the boxed store tile 0.98x / 0.92x cuDNN there); F = 128 -> warp-specialized
+-- + persistent with the TMA-store epilogue, BN 128, 3 stages (24 % faster than without the TMA store on
+-- 401408x128x256, 3 % on 100352x128x512); F >= 256 with C >= 1024 -> the same as the expands when the
+-- persistent grid needs no more rounds than one CTA a tile would (15 % faster than cp.async on
+-- 25088x256x1024), else wgmma_tiles' cp.async tiles; F = 64 -> the cp.async tiles of wgmma_tiles (the TMA
+-- variants were 1-40 % slower there with the dense store tile; not re-measured with the boxed one).
 function M.wgmma_gemm_tiles(info)
   local P = "conv2d_tc.wgmma_gemm_tiles"
   local Mg, F, C = gemm_info(P, info)
   local want
   if F >= 256 and C <= 512 then want = function(o) return o.epilogue_store == "tma" and o.warp_specialize and o.BN == 256 end
-  elseif F == 128 then want = function(o) return o.warp_specialize and o.BN == 128 end end
+  elseif F == 128 then want = function(o) return o.epilogue_store == "tma" and o.warp_specialize and o.BN == 128 end
+  elseif F >= 256 and Mg % 128 == 0 and F % 256 == 0 then
+    local tiles, sms = (Mg // 128) * (F // 256), tc.device_sm_count()
+    local G = tc.persistent_grid(Mg // 128, F // 256, sms)
+    if tiles // G <= (tiles + sms - 1) // sms then
+      want = function(o) return o.epilogue_store == "tma" and o.warp_specialize and o.BN == 256 end
+    end
+  end
   if want then
     for _, o in ipairs(M.wgmma_gemm_space(info, "near")) do if want(o) then return o end end
   end

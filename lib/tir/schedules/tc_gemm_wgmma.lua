@@ -22,7 +22,7 @@ M.defaults = {BM = 128, BN = 128, BK = 64, stages = 3, epilogue = nil, unroll = 
 -- the options that name a tile or a pipeline: when a caller gives none of them, M.pick chooses
 -- them from the shape (M.resolve)
 M.TILE_OPTS = {"BM", "BN", "BK", "stages", "tma", "warp_specialize", "persistent", "wgmma_pending", "ws_regs", "epilogue_store",
-               "a_stage", "row_sums", "vec", "a_operand"}
+               "a_stage", "row_sums", "vec", "a_operand", "tma_store_boxes"}
 
 --- The configuration tc_gemm intrin = "wgmma" takes when no tile or pipeline option is given
 -- (and tc_gemm.auto_tensorize(func, "wgmma")): for 16-bit inputs (fp16, bf16) of an m x n x k
@@ -172,7 +172,8 @@ local OPTS = {intrin = "string", BM = "positive", BN = "positive", BK = "positiv
                   return "a list {producer registers, consumer registers}"
                 end
               end,
-              epilogue_store = "string", epilogue_vec = "positive", row_sums = "string", row_sums_after = "boolean"}
+              epilogue_store = "string", epilogue_vec = "positive", row_sums = "string", row_sums_after = "boolean",
+              tma_store_boxes = "boolean"}
 M.OPTS = OPTS
 
 -- the wgmma row of the block's dtypes (include/tir/mma.h), or an error naming the supported ones
@@ -248,6 +249,9 @@ function M.schedule(sch, o, P, analyze)
   local ext = info.extents
   if o.epilogue_store ~= nil and o.epilogue_store ~= "direct" and o.epilogue_store ~= "staged" and o.epilogue_store ~= "tma" then
     raise("ValueError", P, "epilogue_store must be \"direct\", \"staged\" or \"tma\", got %s", util.show(o.epilogue_store))
+  end
+  if o.tma_store_boxes ~= nil and o.epilogue_store ~= "tma" then
+    raise("ValueError", P, "tma_store_boxes chooses the layout of the TMA-store epilogue's tile: it needs epilogue_store = \"tma\"")
   end
   if o.epilogue_store == "staged" and not o.epilogue then
     raise("ValueError", P, "epilogue_store = \"staged\" runs the epilogue block from the staged accumulators: give epilogue (e.g. \"D\")")
@@ -368,13 +372,31 @@ function M.schedule(sch, o, P, analyze)
   local store, CS = names.store.global, nil
   local prior = o.row_sums ~= nil -- the epilogue reads the row sums, computed before the GEMM
   if o.epilogue then store, CS = EP.inline(sch, o, row, names, CF, prior) end
-  local TS -- epilogue_store = "tma": the shared tile's copy to global memory, one TMA store
+  local TS, TSB -- epilogue_store = "tma": the shared tile's copy to global memory, TMA stores (of TSB-column boxes)
   if o.epilogue_store == "tma" then
     if padded then raise("ValueError", P, "epilogue_store = \"tma\" needs M, N multiples of the tiles (not the padded workload)") end
     -- the tile the TMA store reads: the accumulators themselves (converted by the wgmma store), or
     -- with a staged epilogue its outputs (the epilogue block CF writes it from the staged accumulators)
     TS = sch:cache_write(CF, 0, "shared")
-    if not CS then store = o.epilogue and names.store_f16.shared or names.store.shared end
+    if not CS then
+      store = o.epilogue and names.store_f16.shared or names.store.shared
+      -- the tile in boxes of 128-byte rows, [BN / b, BM, b] with the 128-byte swizzle: one TMA box of
+      -- 64 rows x b columns per box (the swizzle span bounds a swizzled box's rows, PTX ISA 5.5), so the
+      -- wgmma store's 8 rows of a column chunk land in 8 different bank groups (a dense [64, BN] tile
+      -- puts them in one: 8-way conflicts at BN * 2 bytes = 512-byte rows)
+      -- (BN = b: the [BM, BN] tile is one box a warpgroup already, only swizzled; BN < b: no boxes)
+      local box, b = names.store_box, 128 // (tonumber(row.c:match("%d+$")) // 8)
+      if o.epilogue then box, b = names.store_f16.shared_box, 64 end
+      if o.tma_store_boxes ~= false and BN >= b then
+        TSB = b
+        if box then store = box end
+      end
+    elseif o.tma_store_boxes ~= nil then
+      -- (the staged epilogue writes its output tile row by row, 16-byte pieces of one row a thread:
+      -- conflict-free as a dense tile, one box of 64 x BN)
+      raise("ValueError", P, "tma_store_boxes lays out the accumulators' TMA-store tile; epilogue '%s' runs staged and writes a " ..
+            "dense output tile of its own: leave tma_store_boxes out", o.epilogue)
+    end
   end
   info = analyze(sch, C, P)
   local lp = info.loops
@@ -401,7 +423,14 @@ function M.schedule(sch, o, P, analyze)
   local store_loop
   if CS then store_loop = EP.schedule_staged(sch, o, CS, CF, wg, prior, TS) else sch:reverse_compute_at(CF, wg) end
   if TS then
-    if not CS then sch:reverse_compute_at(TS, wg) end -- each warpgroup's 64 rows: a box of 64 x BN
+    if not CS then sch:reverse_compute_at(TS, wg) end -- each warpgroup's 64 rows: a box of 64 x BN, or BN / TSB boxes of 64 x TSB
+    if TSB and BN > TSB then
+      -- (after the compute_at: its region analysis takes the plain tile's affine indices)
+      sch:transform_layout(CF, {"write", 0}, function(r, c) return c // TSB, r, c % TSB end)
+      local tl = {sch:get_loops(TS)}
+      local jo, ji = sch:split(tl[#tl], {nil, TSB})
+      sch:reorder(jo, tl[#tl - 1], ji)
+    end
     sch:annotate(TS, "tma_store", 1)
   end
   -- row_sums (a quantized GEMM's sums of A's rows): summed from the shared A tile of each k step
@@ -440,6 +469,8 @@ function M.schedule(sch, o, P, analyze)
   end
   local ST = sch:tensorize(store_loop, store)
   if CS then EP.pad_staged(sch, ST) end
+  -- (on the tensorized store: a block's annotations do not survive its tensorize)
+  if TSB then sch:storage_swizzle(ST, 0, "128B") end
   if padded then
     local D = sch:get_block("D")
     local bxd, txd = sch:split(sch:fuse(sch:get_loops(D)), {nil, 256})

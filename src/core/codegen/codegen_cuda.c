@@ -20,6 +20,7 @@
 #include "tir/mma.h"
 #include "tir/scope.h"
 #include "tir/strbuf.h"
+#include "tir/swizzle.h"
 #include "tir/tma.h"
 
 typedef struct {
@@ -739,14 +740,35 @@ static int tc_stmt(CG *g, const tir_Call *c) {
         return 1;
       }
       tir_DType dt = dst->buffer->hdr.dtype;
+      /* boxes (a fifth argument, the box stride: column c in box c / ld at row r, c % ld) and the
+       * destination's swizzle (wgmma_store is SWIZZLE_AWARE: its address stays logical, the XOR of
+       * include/tir/swizzle.h on the element index is applied here, from the buffer's start) */
+      int64_t sw = dst->buffer->swizzle;
+      int boxed = c->args->size == 5, le = 0;
+      while ((1 << le) < tir_dtype_bytes(dt)) le++;
+      if (sw && (tir_swizzle_base(sw) < le || tir_swizzle_unit(sw) < 2 * tir_dtype_bytes(dt))) {
+        cg_fail(g, &c->hdr, "wgmma_store: the swizzle of %s moves units smaller than the store's element pairs", dst->buffer->name);
+        return 1;
+      }
       g->uses_lane_id = 1;
       line(g);
       putf(g, "%s* p_ = ", ctype(g, dt, &c->hdr));
-      ptr_ref(g, c->args->items[1]);
+      if (sw || boxed) {
+        putf(g, "%s;\n", name_of(g, &dst->buffer->data->hdr, dst->buffer->name));
+        line(g);
+        put(g, "const int b_ = ");
+        expr(g, dst->indices->items[0]);
+      } else {
+        ptr_ref(g, c->args->items[1]);
+      }
       put(g, ";\n");
       line(g);
       put(g, "const int l_ = tir_lane_id(), w_ = (threadIdx.x >> 5) & 3, ld_ = ");
       expr(g, c->args->items[2]);
+      if (boxed) {
+        put(g, ", bs_ = ");
+        expr(g, c->args->items[4]);
+      }
       put(g, ";\n");
       line(g);
       put(g, "#pragma unroll\n");
@@ -757,7 +779,17 @@ static int tc_stmt(CG *g, const tir_Call *c) {
       line(g);
       put(g, "  for (int h_ = 0; h_ < 2; ++h_) {\n");
       line(g);
-      put(g, "    const int o_ = (16 * w_ + (l_ >> 2) + 8 * h_) * ld_ + 8 * j_ + 2 * (l_ & 3);\n");
+      if (boxed)
+        put(g, "    int o_ = b_ + (8 * j_ + 2 * (l_ & 3)) / ld_ * bs_ + (16 * w_ + (l_ >> 2) + 8 * h_) * ld_ + (8 * j_ + 2 * (l_ & 3)) % ld_;\n");
+      else if (sw)
+        put(g, "    int o_ = b_ + (16 * w_ + (l_ >> 2) + 8 * h_) * ld_ + 8 * j_ + 2 * (l_ & 3);\n");
+      else
+        put(g, "    const int o_ = (16 * w_ + (l_ >> 2) + 8 * h_) * ld_ + 8 * j_ + 2 * (l_ & 3);\n");
+      if (sw) {
+        line(g);
+        putf(g, "    o_ ^= (o_ >> %d) & %lld;\n", tir_swizzle_shift(sw),
+             (long long)(((INT64_C(1) << tir_swizzle_bits(sw)) - 1) << (tir_swizzle_base(sw) - le)));
+      }
       line(g);
       if (tir_dtype_eq(dt, TIR_FLOAT32) && tir_dtype_eq(at, TIR_FLOAT32))
         put(g, "    *(float2*)(p_ + o_) = make_float2(d_[4 * j_ + 2 * h_], d_[4 * j_ + 2 * h_ + 1]);\n");

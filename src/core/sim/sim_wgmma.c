@@ -412,8 +412,8 @@ static int mma_async(Sim *S, const tir_Call *c, const Act *a) {
 }
 
 static int fill_store(Sim *S, const tir_Call *c, const Act *a, int store) {
-  if (c->args->size != (store ? 4 : 3))
-    return sim_fail(S, &c->hdr, store ? "wgmma_store takes (d, dst, ld, n)" : "wgmma_fill takes (d, n, value)");
+  if (store ? c->args->size != 4 && c->args->size != 5 : c->args->size != 3)
+    return sim_fail(S, &c->hdr, store ? "wgmma_store takes (d, dst, ld, n[, bstride])" : "wgmma_fill takes (d, n, value)");
   Ref d, dst;
   int64_t n;
   if (ref(S, c, c->args->items[0], a, &d, "the accumulator")) return -1;
@@ -422,7 +422,7 @@ static int fill_store(Sim *S, const tir_Call *c, const Act *a, int store) {
                     d.load->buffer->scope);
   if (!tir_is_const_int(c->args->items[store ? 3 : 1], &n) || n < 8 || n > 256 || n % 8)
     return sim_fail(S, &c->hdr, "%s: n must be a constant multiple of 8 up to 256", c->op);
-  SVal *val = NULL, *ld = NULL;
+  SVal *val = NULL, *ld = NULL, *bs = NULL;
   if (store) {
     if (ref(S, c, c->args->items[1], a, &dst, "the destination")) return -1;
     if (dst.st->kind != ST_SHARED && dst.st->kind != ST_GLOBAL)
@@ -430,6 +430,7 @@ static int fill_store(Sim *S, const tir_Call *c, const Act *a, int store) {
                       dst.load->buffer->scope);
     ld = sim_eval(S, c->args->items[2], 0, a);
     if (!ld) return -1;
+    if (c->args->size == 5 && !(bs = sim_eval(S, c->args->items[4], 0, a))) return -1;
   } else {
     val = sim_eval(S, c->args->items[2], 0, a);
     if (!val) return -1;
@@ -465,7 +466,10 @@ static int fill_store(Sim *S, const tir_Call *c, const Act *a, int store) {
         int r, cc;
         const tir_MmaConfig *any = tir_mma_for(TIR_MMA_WGMMA, TIR_FLOAT16, TIR_FLOAT16, TIR_FLOAT32, 0, 0, 0);
         any->map_c(l, e, &r, &cc); /* the D fragment map is one for every wgmma row */
-        int64_t o = dst.el[t].i + (int64_t)r * ld[t].i + cc;
+        /* boxes of ld columns (bstride apart), then the destination's swizzle: the address stays
+         * logical in this SWIZZLE_AWARE builtin, and the codegen XORs the element index itself */
+        int64_t o = bs ? dst.el[t].i + cc / ld[t].i * bs[t].i + (int64_t)r * ld[t].i + cc % ld[t].i : dst.el[t].i + (int64_t)r * ld[t].i + cc;
+        if (dst.st->buf && dst.st->buf->swizzle) o = tir_swizzle_apply(dst.st->buf->swizzle, o * dst.st->esize) / dst.st->esize;
         if (e % 2 == 0 && ((o * dst.st->esize) % (2 * dst.st->esize))) {
           char who[96];
           if (sim_issue(S, "misaligned", S->cur, t, NULL, -1, dst.load->buffer->name, o, dst.st->n,

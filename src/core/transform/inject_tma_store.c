@@ -2,10 +2,15 @@
  * (cp.async.bulk.tensor global <- shared::cta in a bulk async-group, PTX ISA 9.7.9.25; CUTLASS's
  * sm90 TMA epilogue).  Block-level IR, run right after inject_tma_pipeline.
  *
- * The copy is a nest of serial loops around one block `dst[base_0 + i_0, ..] = src[sbase + i_0,
+ * The copy is a nest of serial loops around one block `dst[base_0 + i_0, ..] = src[.., sbase + i_0,
  * i_1, ..]`, dst a global tensor, src a shared tile whose inner dimensions are exactly the box
- * (so the box is contiguous from src[sbase, 0, ..]; the outer offset lets a warpgroup store its
- * rows of a CTA tile), each loop walking one box dimension.  It becomes
+ * (so the box is contiguous from src[.., sbase, 0, ..]; the offset lets a warpgroup store its
+ * rows of a CTA tile), each inner loop walking one box dimension.  src may have up to two outer
+ * dimensions more than dst: they pick the box (tc_gemm_wgmma's tile of 128-byte boxes [BN / b,
+ * BM, b]), indexed by the outermost loops only, which stay a serial loop of stores (one per box)
+ * around the issue.  A swizzled src (storage_swizzle, a PTX mode) gives the tensor map that
+ * swizzle: the box lands in shared memory as the buffer's XOR places it when the box starts at a
+ * multiple of the pattern's repeat (proved here; the buffer starts at one).  It becomes
  *
  *   fence.proxy.async            every thread: its generic-proxy writes of the tile (wgmma_store,
  *                                st.shared) are made visible to the async proxy that reads it
@@ -21,13 +26,13 @@
  * The leader is lane 0 of a threadIdx.x loop the pass adds (the kernel's threadIdx.x extent), in
  * the enclosing threadIdx.y/z iteration (a copy inside the warpgroup loop: one store per
  * warpgroup), and 0 in the threadIdx.y/z the copy is not inside (a copy at the CTA level: one
- * store per CTA).  The tensor map has no swizzle (the tile is dense).  Errors (LoweringError) name the
- * copy that does not have this form. */
+ * store per CTA).  Errors (LoweringError) name the copy that does not have this form. */
 #include <string.h>
 
 #include "pass_util.h"
 #include "tir/arith.h"
 #include "tir/scope.h"
+#include "tir/swizzle.h"
 #include "tir/tma.h"
 #include "tir/transform.h"
 
@@ -82,19 +87,21 @@ static tir_Node *barrier(const Ctx *c) {
 }
 
 static tir_Node *lower(Ctx *c, const tir_Node *s) {
-  const char *form = "a tma_store copy is serial loops (from 0, constant extents, one per box dimension) around one block "
-                     "dst[base + i, ..] = src[sbase + i, j, ..] from a shared tile whose inner dimensions are the box into a "
-                     "global tensor";
+  const char *form = "a tma_store copy is serial loops (from 0, constant extents, one per box dimension, after those that pick a box) "
+                     "around one block dst[base + i, ..] = src[.., sbase + i, j, ..] from a shared tile whose inner dimensions are the "
+                     "box into a global tensor";
   if (c->in[0]) return fail_at(c, s, "the tma_store copy is inside a threadIdx.x loop; leave its loops unbound (one thread issues it)");
-  const tir_Var *lv[TIR_TMA_MAX_RANK];
-  int64_t ext[TIR_TMA_MAX_RANK];
+  const tir_Var *lv[TIR_TMA_MAX_RANK + 2];
+  const tir_For *fl[TIR_TMA_MAX_RANK + 2];
+  int64_t ext[TIR_TMA_MAX_RANK + 2];
   int nl = 0;
   const tir_Node *x = s;
   while (x->kind == TIR_For) {
     const tir_For *f = (const tir_For *)x;
     if ((f->kind != TIR_FOR_SERIAL && f->kind != TIR_FOR_UNROLLED) || !tir_is_zero(f->min) || !tir_is_const_int(f->extent, &ext[nl]) ||
-        nl == TIR_TMA_MAX_RANK)
+        nl == TIR_TMA_MAX_RANK + 2)
       return fail_at(c, x, "%s; loop %s is not", form, f->loop_var->name);
+    fl[nl] = f;
     lv[nl++] = f->loop_var;
     x = f->body;
   }
@@ -108,26 +115,51 @@ static tir_Node *lower(Ctx *c, const tir_Node *s) {
   const tir_BufferLoad *ld = (const tir_BufferLoad *)st->value;
   const tir_Buffer *dst = st->buffer, *src = ld->buffer;
   tir_DType et = tir_dtype_element(dst->hdr.dtype);
-  int rank = st->indices->size;
+  /* rank: the box's (dst's); src may have outer dimensions more (`extra`: which box of the tile,
+   * e.g. [BN / 64, BM, 64] boxes of 128-byte rows), indexed by the outer loops only */
+  int rank = st->indices->size, srank = ld->indices->size, extra = srank - rank;
+  int swz = src->swizzle ? tir_swizzle_ptx_mode(src->swizzle) : 0;
   if (!tir_scope_is_global(dst->scope) || !tir_scope_is_shared(src->scope) || tir_tma_cuda_dtype(et) < 0 ||
       tir_dtype_bytes(et) != tir_dtype_bytes(tir_dtype_element(src->hdr.dtype)) || dst->strides->size || src->strides->size ||
-      !tir_is_zero(src->elem_offset) || src->swizzle || rank < 1 || rank > TIR_TMA_MAX_RANK || ld->indices->size != rank || nl > rank)
-    return fail_at(c, &st->hdr, "%s; here %s (scope %s%s) <- %s (scope %s)", form, dst->name, dst->scope, "", src->name, src->scope);
+      !tir_is_zero(src->elem_offset) || swz < 0 || rank < 1 || rank > TIR_TMA_MAX_RANK || extra < 0 || extra > 2)
+    return fail_at(c, &st->hdr, "%s; here %s (scope %s%s) <- %s (scope %s)", form, dst->name, dst->scope,
+                   swz < 0 ? "; a swizzle that is no PTX mode (32B, 64B, 128B)" : "", src->name, src->scope);
   tir_Analyzer *an = pass_loops_analyzer(lv, ext, nl);
+  tir_Node *gi[TIR_TMA_MAX_RANK] = {0}, *si[TIR_TMA_MAX_RANK + 2] = {0};
+  for (int d = 0; d < rank; d++) {
+    tir_Node *e = pass_bind_iters(br, st->indices->items[d]);
+    gi[d] = tir_simplify(an, e);
+    tir_release(e);
+  }
+  for (int d = 0; d < srank; d++) {
+    tir_Node *e = pass_bind_iters(br, ld->indices->items[d]);
+    si[d] = tir_simplify(an, e);
+    tir_release(e);
+  }
+  /* the loops that pick a box (src's outer indices use them) come first; the others walk the box */
+  int nrep = 0, ok = 1;
+  for (int i = 0; i < nl; i++) {
+    int rep = 0;
+    for (int d = 0; d < extra; d++) rep |= !independent(an, si[d], &lv[i], 1);
+    if (rep && i > nrep) ok = 0;
+    if (rep) nrep++;
+  }
+  const tir_Var *const *bl = lv + nrep; /* the box loops */
+  int nb = nl - nrep;
+  if (nb > rank) ok = 0;
   tir_Node *gbase[TIR_TMA_MAX_RANK] = {0}, *sbase[TIR_TMA_MAX_RANK] = {0};
   int64_t box[TIR_TMA_MAX_RANK];
-  int used[TIR_TMA_MAX_RANK] = {0}, ok = 1;
+  int used[TIR_TMA_MAX_RANK + 2] = {0};
+  for (int d = 0; d < extra && ok; d++) ok = independent(an, si[d], bl, nb);
   for (int d = 0; d < rank && ok; d++) {
-    tir_Node *gs = pass_bind_iters(br, st->indices->items[d]), *ss = pass_bind_iters(br, ld->indices->items[d]);
-    tir_Node *gi = tir_simplify(an, gs), *si = tir_simplify(an, ss);
-    tir_release(gs), tir_release(ss);
+    tir_Node *g = gi[d], *sx = si[d + extra];
     int which = -1;
-    for (int i = 0; i < nl && which < 0; i++) {
+    for (int i = 0; i < nb && which < 0; i++) {
       if (used[i]) continue;
-      tir_Node *g0 = tir_sub(R(gi), R((tir_Node *)lv[i])), *s0 = tir_sub(R(si), R((tir_Node *)lv[i]));
+      tir_Node *g0 = tir_sub(R(g), R((tir_Node *)bl[i])), *s0 = tir_sub(R(sx), R((tir_Node *)bl[i]));
       tir_Node *g1 = tir_simplify(an, g0), *s1 = tir_simplify(an, s0);
       tir_release(g0), tir_release(s0);
-      if (independent(an, g1, lv, nl) && independent(an, s1, lv, nl)) {
+      if (independent(an, g1, bl, nb) && independent(an, s1, bl, nb)) {
         which = i;
         gbase[d] = g1, sbase[d] = s1;
       } else {
@@ -136,19 +168,45 @@ static tir_Node *lower(Ctx *c, const tir_Node *s) {
     }
     if (which >= 0) {
       used[which] = 1;
-      box[d] = ext[which];
-    } else if (independent(an, gi, lv, nl) && independent(an, si, lv, nl)) {
-      gbase[d] = R(gi), sbase[d] = R(si);
+      box[d] = ext[nrep + which];
+    } else if (independent(an, g, bl, nb) && independent(an, sx, bl, nb)) {
+      gbase[d] = R(g), sbase[d] = R(sx);
       box[d] = 1;
     } else {
       ok = 0;
     }
-    tir_release(gi), tir_release(si);
-    /* the inner dimensions of the tile are the box: it is contiguous from src[sbase_0, 0, ..] */
+    /* the inner dimensions of the tile are the box: it is contiguous from src[.., sbase_0, 0, ..] */
     int64_t sh;
-    if (ok && d > 0 && (!tir_is_zero(sbase[d]) || !tir_is_const_int(src->shape->items[d], &sh) || sh != box[d])) ok = 0;
+    if (ok && d > 0 && (!tir_is_zero(sbase[d]) || !tir_is_const_int(src->shape->items[d + extra], &sh) || sh != box[d])) ok = 0;
   }
-  for (int i = 0; i < nl && ok; i++) ok = used[i];
+  for (int i = 0; i < nb && ok; i++) ok = used[i];
+  /* a swizzled box starts at a multiple of the pattern's repeat inside the buffer (which starts at
+   * one, split_host_device), so that the box's pattern (from the shared address) is the buffer's */
+  if (ok && swz) {
+    tir_Node *off = NULL;
+    for (int d = 0; d < srank && ok; d++) {
+      int64_t sh;
+      if (d > 0 && !tir_is_const_int(src->shape->items[d], &sh)) ok = 0;
+      tir_Node *idx = d < extra ? R(si[d]) : R(sbase[d - extra]);
+      off = off ? tir_add(tir_mul(off, tir_int_imm(idx->dtype, d > 0 ? sh : 1)), idx) : idx;
+    }
+    if (ok) {
+      int64_t q = tir_swizzle_repeat(src->swizzle) / tir_dtype_bytes(et);
+      tir_Node *m = tir_floormod(R(off), tir_int_imm(off->dtype, q)), *z = tir_int_imm(off->dtype, 0);
+      ok = tir_can_prove_equal(an, m, z);
+      tir_release(m), tir_release(z);
+      if (!ok) {
+        tir_release(off);
+        tir_analyzer_free(an);
+        tir_Node *out = fail_at(c, &st->hdr, "the TMA store of the swizzled %s: a box does not start at a multiple of the swizzle's "
+                                "%lld-byte repeat", src->name, (long long)tir_swizzle_repeat(src->swizzle));
+        for (int d = 0; d < TIR_TMA_MAX_RANK; d++) tir_release(gbase[d]), tir_release(sbase[d]), tir_release(gi[d]);
+        for (int d = 0; d < TIR_TMA_MAX_RANK + 2; d++) tir_release(si[d]);
+        return out;
+      }
+    }
+    tir_release(off);
+  }
   tir_analyzer_free(an);
   tir_Node *out = NULL;
   if (!ok) {
@@ -159,6 +217,7 @@ static tir_Node *lower(Ctx *c, const tir_Node *s) {
   memset(&dd, 0, sizeof dd);
   dd.dtype = et;
   dd.rank = rank;
+  dd.swizzle = swz;
   for (int d = 0; d < rank; d++) {
     int64_t v;
     dd.dims[d] = tir_is_const_int(dst->shape->items[d], &v) ? v : 0;
@@ -171,16 +230,20 @@ static tir_Node *lower(Ctx *c, const tir_Node *s) {
   }
   {
     char ts[32];
-    tir_Array *da = tir_array_of(4, R((tir_Node *)dst->data), tir_string_imm(tir_dtype_str(et, ts)), tir_i32(0), tir_i32(rank));
+    tir_Array *da = tir_array_of(4, R((tir_Node *)dst->data), tir_string_imm(tir_dtype_str(et, ts)), tir_i32(swz), tir_i32(rank));
     for (int d = 0; d < rank; d++) da = tir_array_push(da, R(dst->shape->items[d]));
     for (int d = 0; d < rank; d++) da = tir_array_push(da, tir_i32((int)box[d]));
     tir_Array *origin = tir_array_empty();
+    for (int d = 0; d < extra; d++) origin = tir_array_push(origin, R(si[d]));
     for (int d = 0; d < rank; d++) origin = tir_array_push(origin, R(sbase[d]));
     tir_Array *args = tir_array_of(2, tir_call(TIR_HANDLE, "tma_descriptor", da),
                                    tir_address_of(tir_buffer_load((tir_Buffer *)R(&src->hdr), origin)));
     for (int d = 0; d < rank; d++) args = tir_array_push(args, tir_cast(TIR_INT32, R(gbase[d])));
-    tir_Node *issue = tir_seq(tir_array_of(3, tir_evaluate(tir_call(TIR_VOID, "ptx_tma_store", args)),
-                                           tir_evaluate(tir_call(TIR_VOID, "ptx_bulk_commit_group", tir_array_empty())),
+    /* one store per box: the box loops' nest (outermost last) around the issue */
+    tir_Node *stores = tir_evaluate(tir_call(TIR_VOID, "ptx_tma_store", args));
+    for (int i = nrep - 1; i >= 0; i--)
+      stores = tir_for((tir_Var *)R((tir_Node *)lv[i]), R(fl[i]->min), R(fl[i]->extent), TIR_FOR_SERIAL, NULL, NULL, stores);
+    tir_Node *issue = tir_seq(tir_array_of(3, stores, tir_evaluate(tir_call(TIR_VOID, "ptx_bulk_commit_group", tir_array_empty())),
                                            tir_evaluate(tir_call(TIR_VOID, "ptx_bulk_wait_group_read", tir_array_of(1, tir_i32(0))))));
     /* lane 0 of an added threadIdx.x loop, and of added threadIdx.y/z loops the copy is not inside */
     tir_Node *lead = issue;
@@ -195,7 +258,8 @@ static tir_Node *lower(Ctx *c, const tir_Node *s) {
                                barrier(c)));
   }
 done:
-  for (int d = 0; d < TIR_TMA_MAX_RANK; d++) tir_release(gbase[d]), tir_release(sbase[d]);
+  for (int d = 0; d < TIR_TMA_MAX_RANK; d++) tir_release(gbase[d]), tir_release(sbase[d]), tir_release(gi[d]);
+  for (int d = 0; d < TIR_TMA_MAX_RANK + 2; d++) tir_release(si[d]);
   return out;
 }
 
