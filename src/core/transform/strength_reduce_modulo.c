@@ -157,14 +157,7 @@ static tir_Node *mut(const tir_Node *n, void *p) {
       return r;
     }
   }
-  if (body == f->body) {
-    tir_release(body);
-    return tir_retain(n);
-  }
-  tir_For *nf = (tir_For *)tir_node_copy(n);
-  tir_release(nf->body);
-  nf->body = body;
-  return &nf->hdr;
+  return pass_for_with_body(f, body);
 }
 
 tir_PrimFunc *tir_pass_strength_reduce_modulo(const tir_PrimFunc *f) {
