@@ -130,6 +130,11 @@ void tir_device_split_free(tir_DeviceSplit *s);
  * one after the other become sibling allocations (narrow_shared_allocations.c). */
 tir_PrimFunc *tir_pass_narrow_shared_allocations(const tir_PrimFunc *f);
 
+/* floormod(k + c, S) of a serial in-kernel loop k (c, S constants, S > 1 not a power of two:
+ * a pipeline's stage indices) as int32 registers set before the loop and advanced with a wrap
+ * at the end of each iteration (CUTLASS's stage indices; strength_reduce_modulo.c). */
+tir_PrimFunc *tir_pass_strength_reduce_modulo(const tir_PrimFunc *f);
+
 /* The dynamic shared memory plan of a kernel region (shared_memory_plan.c): per shared
  * Allocate its byte offset (stack placement: siblings share bytes) and whether a barrier must
  * precede its body (its bytes were an earlier buffer's); under loops and conditions nothing

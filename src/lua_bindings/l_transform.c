@@ -88,6 +88,7 @@ static int l_run_pass(lua_State *L) {
   else if (strcmp(name, "vectorize_loop") == 0) r = tir_pass_vectorize_loop(f);
   else if (strcmp(name, "inject_software_pipeline") == 0) r = tir_pass_inject_software_pipeline(f);
   else if (strcmp(name, "inject_ptx_async_copy") == 0) r = tir_pass_inject_ptx_async_copy(f);
+  else if (strcmp(name, "strength_reduce_modulo") == 0) r = tir_pass_strength_reduce_modulo(f);
   else if (strcmp(name, "unroll_loop") == 0) r = tir_pass_unroll_loop(f, (int)luaL_optinteger(L, 3, 16));
   else return luaL_argerror(L, 1, lua_pushfstring(L, "unknown pass '%s'", name));
   if (!r) return tirL_raise_core(L);

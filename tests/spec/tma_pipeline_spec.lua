@@ -101,8 +101,10 @@ describe("inject_tma_pipeline (tc_gemm tma = true)", function()
     local src = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false}):get_source("cuda")
     local loop = src:sub(src:find("for (int k_0 = 0", 1, true), -1)
     assert.is_nil(loop:find("__syncthreads", 1, true))
-    -- the swizzle-aware TMA copy gets the tile's logical address (its origin)
-    assert.is_truthy(src:find("tir_tma_load_2d((A_shared + ((k_0 % 3) * 2048)), (&tir_tmap_0)", 1, true))
+    -- the swizzle-aware TMA copy gets the tile's logical address (its origin); the stage index
+    -- (k_0 % 3) is a register the loop advances (strength_reduce_modulo)
+    assert.is_truthy(src:find("tir_tma_load_2d((A_shared + (k_0_stage[0] * 2048)), (&tir_tmap_0)", 1, true), src)
+    assert.is_truthy(src:find("k_0_stage[0] = ((k_0_stage[0] == 2) ? 0 : (k_0_stage[0] + 1));", 1, true))
     assert.is_truthy(src:find("const __grid_constant__ tir_CUtensorMap tir_tmap_1", 1, true))
   end)
 

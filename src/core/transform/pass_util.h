@@ -39,6 +39,18 @@ static inline tir_PrimFunc *pass_with_body(const tir_PrimFunc *f, tir_Node *body
   return g;
 }
 
+/* f with body (stolen) as its body: f itself (retained) when body is f's. */
+static inline tir_Node *pass_for_with_body(const tir_For *f, tir_Node *body) {
+  if (body == f->body) {
+    tir_release(body);
+    return tir_retain(&f->hdr);
+  }
+  tir_For *nf = (tir_For *)tir_node_copy(&f->hdr);
+  tir_release(nf->body);
+  nf->body = body;
+  return &nf->hdr;
+}
+
 /* A new array: first (stolen), then rest's items (retained). */
 static inline tir_Array *pass_prepend(tir_Node *first, const tir_Array *rest) {
   tir_Array *a = tir_array_new(rest->size + 1);

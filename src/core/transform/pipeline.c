@@ -56,6 +56,7 @@ tir_PrimFunc *tir_lower(const tir_PrimFunc *f, tir_LowerOptions *opts) {
   RUN("thread_sync", tir_pass_thread_sync(cur));
   RUN("lower_buffer_swizzle", tir_pass_lower_buffer_swizzle(cur));
   RUN("narrow_shared_allocations", tir_pass_narrow_shared_allocations(cur));
+  RUN("strength_reduce_modulo", tir_pass_strength_reduce_modulo(cur));
 #undef RUN
   return cur;
 }
