@@ -994,7 +994,9 @@ end
 -- S = 3 (2 x (22 + 2) steps on the busiest SM; S = 2: 2 x 34, S = 4: 3 x 18, none: 66).
 M.SLICE_COST = 2
 function M.split_k_for(tiles, K, BK, sm_count)
-  for i, v in ipairs({tiles, K, BK, sm_count}) do
+  local vals = {tiles, K, BK, sm_count}
+  for i = 1, 4 do
+    local v = vals[i]
     if math.type(v) ~= "integer" or v < 1 then
       raise("TypeError", "tc_gemm.split_k_for", "%s must be a positive integer, got %s", ({"tiles", "K", "BK", "sm_count"})[i], util.show(v))
     end
