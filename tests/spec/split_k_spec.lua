@@ -39,24 +39,26 @@ describe("tc_gemm split_k", function()
     end
   end)
 
-  it("the summing kernel: PER_THREAD outputs a thread, threads apart, ks unrolled (all loads independent); a tail is predicated", function()
+  it("the summing kernel: VEC adjacent outputs a thread (16-byte loads), PER_THREAD groups, ks unrolled; a tail is predicated", function()
     local sk = require("tir.schedules.tc_gemm_split_k")
-    assert.are.equal(4, sk.PER_THREAD)
-    -- before: one output a thread and a rolled ks loop; now 32 x 128 = 4096 outputs: 4 blocks of
-    -- 256 threads x 4 outputs, each thread's 4 x S loads at offsets 0, 256, 512, 768 (+ S slices)
+    assert.are.same({2, 4}, {sk.PER_THREAD, sk.VEC})
+    -- before: 4 scalar outputs a thread 256 apart (ncu on the H200: 6.66 us at 128 x 11008, S = 3,
+    -- latency-bound); now 32 x 128 = 4096 outputs: 2 blocks of 256 threads x 2 groups x 4 columns,
+    -- each thread's 2 x S loads 16 bytes wide at 4 * threadIdx.x (+ 1024 for the second group)
     local f = tc.workload(32, 128, 256, "float16", "float16")
     local sch = tc.schedule(f, opts({split_k = 2, epilogue = "D"}))
     local src = tir.build(sch.mod, "cuda -arch=sm_80", {compile = false}):get_source("cuda")
     local k1 = src:match("main_kernel1.*$")
     assert.is_nil(k1:find("for (", 1, true))
     local n = 0
-    for _ in k1:gmatch("__float2half_rn") do n = n + 1 end
-    assert.are.equal(4, n)
-    assert.truthy(k1:find("blockIdx.x) * 1024", 1, true))
+    for _ in k1:gmatch("%*%(uint4%*%)%(ld%d+_ %+ 0%) = %*%(uint4%*%)%(C_rf") do n = n + 1 end
+    assert.are.equal(2 * 2, n, k1)
+    assert.truthy(k1:find("(((int)blockIdx.x) * 2048) + (((int)threadIdx.x) * 4)", 1, true), k1)
+    assert.truthy(k1:find("__align__(16) float C[4];", 1, true), k1) -- the register sums, read as one vector
     U.assert_equiv(f, sch.mod, {rtol = 1e-3, atol = 1e-3, trials = 1})
     sim(f, sch)
-    -- 16 x 48 outputs (padded to 16 x 48 with 16 x 16 tiles): 768 < 4 x 256, so 2 a thread and a
-    -- predicated second block; the result is the same (interpreter and simulator)
+    -- 16 x 48 outputs: 192 groups of 4 columns < 256 threads, so one group a thread and a predicated
+    -- block; the result is the same (interpreter and simulator)
     local g = tc.workload(16, 48, 128, "float16", "float16")
     local sch2 = tc.schedule(g, opts({split_k = 2, BN = 16, warp_n = 16, epilogue = "D"}))
     local k2 = tir.build(sch2.mod, "cuda -arch=sm_80", {compile = false}):get_source("cuda"):match("main_kernel1.*$")
