@@ -270,14 +270,19 @@ local VARIANTS = {
                 opts = {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 3}, layout = "NT", arch = "sm_90a", dtype = "bfloat16"},
 }
 
--- extra configurations for experiments: TIRLUA_BENCH_EXTRA="name:BK=64,stages=3;name2:..."
+-- extra configurations for experiments: TIRLUA_BENCH_EXTRA="name:BK=64,stages=3;name2:..." (tc_gemm options;
+-- layout=NT / arch=sm_90a / small_m=true set the variant's operand layout, target arch, M <= 128 only)
 for spec in (os.getenv("TIRLUA_BENCH_EXTRA") or ""):gmatch("[^;]+") do
   local name, kv = spec:match("^([%w_]+):(.*)$")
-  local opts = {intrin = "mma"}
+  if not name then error("TIRLUA_BENCH_EXTRA: expected name:key=value,..., got " .. spec) end
+  local opts, V = {intrin = "mma"}, {desc = "experiment: " .. kv}
   for k, v in kv:gmatch("([%w_]+)=([%w_]+)") do
-    if v == "true" or v == "false" then opts[k] = v == "true" else opts[k] = math.tointeger(tonumber(v)) or v end
+    local x = v
+    if v == "true" or v == "false" then x = v == "true" else x = math.tointeger(tonumber(v)) or v end
+    if k == "layout" or k == "arch" or k == "small_m" then V[k] = x else opts[k] = x end
   end
-  VARIANTS[name] = {desc = "experiment: " .. kv, opts = opts}
+  V.opts = opts
+  VARIANTS[name] = V
 end
 
 local shapes = {}

@@ -56,7 +56,7 @@ describe("#gpu tensor-core GEMM", function()
     end
   end
   -- issue 12: CUTLASS's main loop (frag_prefetch) on the tiles it is for, split_k 3 on K padded
-  -- to whole slices, and auto_tensorize's new picks (256x128 at 4096^3, 64x128 split 2 at M = 128)
+  -- to whole slices, and auto_tensorize's picks (256x128 at 4096^3; 128x128x64 in 3 slices at M = 128, K padded by pad_einsum)
   for _, c in ipairs({{4096, 4096, 4096, {BM = 256, BN = 128, BK = 32, stages = 3, frag_prefetch = true}},
                       {4096, 4096, 4096, {BK = 64, stages = 3, frag_prefetch = true}},
                       {1000, 1000, 1000, {BN = 256, BK = 32, stages = 4, frag_prefetch = true}},

@@ -39,24 +39,26 @@ describe("tc_gemm split_k", function()
     end
   end)
 
-  it("the summing kernel: PER_THREAD outputs a thread, threads apart, ks unrolled (all loads independent); a tail is predicated", function()
+  it("the summing kernel: VEC adjacent outputs a thread (16-byte loads), PER_THREAD groups, ks unrolled; a tail is predicated", function()
     local sk = require("tir.schedules.tc_gemm_split_k")
-    assert.are.equal(4, sk.PER_THREAD)
-    -- before: one output a thread and a rolled ks loop; now 32 x 128 = 4096 outputs: 4 blocks of
-    -- 256 threads x 4 outputs, each thread's 4 x S loads at offsets 0, 256, 512, 768 (+ S slices)
+    assert.are.same({2, 4}, {sk.PER_THREAD, sk.VEC})
+    -- before: 4 scalar outputs a thread 256 apart (ncu on the H200: 6.66 us at 128 x 11008, S = 3,
+    -- latency-bound); now 32 x 128 = 4096 outputs: 2 blocks of 256 threads x 2 groups x 4 columns,
+    -- each thread's 2 x S loads 16 bytes wide at 4 * threadIdx.x (+ 1024 for the second group)
     local f = tc.workload(32, 128, 256, "float16", "float16")
     local sch = tc.schedule(f, opts({split_k = 2, epilogue = "D"}))
     local src = tir.build(sch.mod, "cuda -arch=sm_80", {compile = false}):get_source("cuda")
     local k1 = src:match("main_kernel1.*$")
     assert.is_nil(k1:find("for (", 1, true))
     local n = 0
-    for _ in k1:gmatch("__float2half_rn") do n = n + 1 end
-    assert.are.equal(4, n)
-    assert.truthy(k1:find("blockIdx.x) * 1024", 1, true))
+    for _ in k1:gmatch("%*%(uint4%*%)%(ld%d+_ %+ 0%) = %*%(uint4%*%)%(C_rf") do n = n + 1 end
+    assert.are.equal(2 * 2, n, k1)
+    assert.truthy(k1:find("(((int)blockIdx.x) * 2048) + (((int)threadIdx.x) * 4)", 1, true), k1)
+    assert.truthy(k1:find("__align__(16) float C[4];", 1, true), k1) -- the register sums, read as one vector
     U.assert_equiv(f, sch.mod, {rtol = 1e-3, atol = 1e-3, trials = 1})
     sim(f, sch)
-    -- 16 x 48 outputs (padded to 16 x 48 with 16 x 16 tiles): 768 < 4 x 256, so 2 a thread and a
-    -- predicated second block; the result is the same (interpreter and simulator)
+    -- 16 x 48 outputs: 192 groups of 4 columns < 256 threads, so one group a thread and a predicated
+    -- block; the result is the same (interpreter and simulator)
     local g = tc.workload(16, 48, 128, "float16", "float16")
     local sch2 = tc.schedule(g, opts({split_k = 2, BN = 16, warp_n = 16, epilogue = "D"}))
     local k2 = tir.build(sch2.mod, "cuda -arch=sm_80", {compile = false}):get_source("cuda"):match("main_kernel1.*$")
@@ -117,9 +119,16 @@ describe("tc_gemm split_k", function()
     assert.are.same({16, 128, 16, 32, 64, 3, 4, 344}, {o.BM, o.BN, o.warp_m, o.warp_n, o.BK, o.stages, o.split_k, o.ctas})
     local _, o2 = tc.auto_tensorize(tc.workload(64, 11008, 4096, "float16", "float16"), "mma.m16n8k16", nil, {sm_count = 132})
     assert.is_nil(o2.split_k) -- M = 64: not memory-bound enough to split (measured at M = 128)
-    -- M = 128 (issue 12, measured on the H200): 64 x 128 tiles of 4 warps of 64 x 32, BK 64, split 2
+    -- M = 128 (issue 12, measured on the H200): 128 x 128 x 64 tiles of 4 warps of 64 x 64, 3 stages,
+    -- tc_gemm.split_k_for's 3 slices (K = 4096 padded to 4224: the CUDA of the padded workload's)
     local _, o128 = tc.auto_tensorize(tc.workload(128, 11008, 4096, "float16", "float16"), "mma.m16n8k16", nil, {sm_count = 132, tuned = false})
-    assert.are.same({64, 128, 64, 32, 64, 3, 2, 344}, {o128.BM, o128.BN, o128.warp_m, o128.warp_n, o128.BK, o128.stages, o128.split_k, o128.ctas})
+    assert.are.same({128, 128, 64, 64, 64, 3, 3, 258}, {o128.BM, o128.BN, o128.warp_m, o128.warp_n, o128.BK, o128.stages, o128.split_k, o128.ctas})
+    -- split_k_for: the busiest SM's k steps, ceil(tiles * S / SMs) x (ceil(K / (S * BK)) + SLICE_COST), least
+    -- at S = 3 for 86 tiles (2 x 24; none: 66, S = 2: 2 x 34, S = 4: 3 x 18, S = 6: 4 x 13)
+    assert.are.equal(3, tc.split_k_for(86, 4096, 64, 132))
+    assert.are.equal(4, tc.split_k_for(32, 4096, 64, 132))   -- 128 x 4096: 1 x 18 (S = 8: 2 x 10)
+    assert.are.equal(1, tc.split_k_for(1024, 4096, 64, 132)) -- 8 x 64 (S = 8: 63 x 10)
+    U.expect_error(function() tc.split_k_for(0, 4096, 64, 132) end, "tc_gemm.split_k_for", "tiles must be a positive integer")
     -- given tiles are the caller's: no pick of ours is added to them
     local _, o128b = tc.auto_tensorize(tc.workload(128, 11008, 4096, "float16", "float16"), "mma.m16n8k16", nil,
                                        {sm_count = 132, tuned = false, BK = 32})
@@ -153,9 +162,30 @@ describe("tc_gemm split_k", function()
     assert.is_true((tir.structural_equal(a.mod, b.mod)))
   end)
 
+  it("a K that split_k * BK does not divide is padded with zeros (pad_einsum): parallel and serial (interpreter, simulator)", function()
+    -- K = 96 in 2 slices of BK 32 -> 128; K = 256 in 3 -> 288 (the copies into shared memory zero-fill)
+    for _, c in ipairs({{96, 2, "parallel"}, {256, 3, "parallel"}, {256, 3, "serial"}}) do
+      local f = tc.workload(32, 64, c[1], "float16", "float16")
+      local sch = tc.schedule(f, opts({split_k = c[2], split_k_mode = c[3], epilogue = "D"}))
+      assert.truthy(sch:trace():find("pad_einsum", 1, true))
+      local text = tostring(sch.mod)
+      assert.truthy(text:find(("C_rf = T.alloc_buffer({%d, 32, 64}, \"float32\")"):format(c[2]), 1, true))
+      assert.truthy(text:find(("T.lt(v1, %d)"):format(c[1]), 1, true) or text:find(("T.lt(v0_1, %d)"):format(c[1]), 1, true), text)
+      U.assert_equiv(f, sch.mod, {rtol = 1e-3, atol = 1e-3})
+      sim(f, sch)
+    end
+    -- the same kernel as the padded workload's (tc_gemm.workload(..., pad)): the CUDA is identical
+    local a = tc.schedule(tc.workload(32, 64, 96, "float16", "float16"), opts({split_k = 2, epilogue = "D"}))
+    local b = tc.schedule(tc.workload(32, 64, 96, "float16", "float16", {32, 64, 64}), opts({split_k = 2}))
+    assert.are.equal(tir.build(b.mod, "cuda -arch=sm_80", {compile = false}):get_source("cuda"),
+                     tir.build(a.mod, "cuda -arch=sm_80", {compile = false}):get_source("cuda"))
+  end)
+
   it("bad split_k: clear errors naming the option", function()
-    local f = tc.workload(32, 64, 96, "float16", "float16")
-    U.expect_error(function() tc.schedule(f, opts({split_k = 2})) end, "tc_gemm.schedule", "split_k = 2: K = 96 must be a multiple of split_k * BK = 64")
+    -- operands staged already (the padded workload's A_pad / B_pad): K is not padded a second time
+    local f = tc.workload(30, 64, 96, "float16", "float16", {32, 64, 32})
+    U.expect_error(function() tc.schedule(f, opts({split_k = 2})) end, "tc_gemm.schedule", "split_k = 2: K = 96 must be a multiple of split_k * BK = 64",
+                   "the operands are staged blocks already")
     U.expect_error(function() tc.schedule(f, opts({split_k = 0})) end, "split_k")
     U.expect_error(function() tc.schedule(f, opts({split_k = 1.5})) end, "split_k")
     U.expect_error(function() tc.schedule(tc.workload(32, 64, 128, "float16", "float16"), opts({split_k = 2, epilogue = "E"})) end,

@@ -455,7 +455,8 @@ end
 -- opts override M.defaults; epilogue = "D" fuses that cast block into the store.  Every
 -- option, the block's dtypes (M.SUPPORTED) and shapes (multiples of the tiles) are checked
 -- first; errors are tir.Errors from "tc_gemm.schedule" at the caller's line.
--- split_k = S: K in S slices on blockIdx.z and a second kernel adding them (tc_gemm_split_k.lua).
+-- split_k = S: K in S slices on blockIdx.z and a second kernel adding them (tc_gemm_split_k.lua);
+-- a K that S * BK does not divide is padded with zeros (pad_einsum: tc_gemm_split_k.pad_k).
 -- tuned = true (with db, target: the tuning database and target, tir.tune.default_db() and
 -- "cuda" by default): options not given are the tuned ones of this GEMM, of the nearest tuned
 -- shape, or the defaults (tc_gemm_tune.lookup); it then returns the Schedule, which of these it
@@ -496,8 +497,16 @@ local function schedule(func, opts, P)
     if epilogue and not pcall(function() return sch:get_block(epilogue) end) then
       raise("ValueError", P, "epilogue block '%s' does not exist", epilogue)
     end
-    o.block, reduce = require("tir.schedules.tc_gemm_split_k").rfactor(sch, info0.name, info0.loops[#info0.loops],
-      info0.extents[#info0.extents], o.split_k, o.BK, P)
+    local SK = require("tir.schedules.tc_gemm_split_k")
+    -- K in whole slices of whole BK steps: padded with pad_einsum when it is not (tc_gemm_split_k.pad_k)
+    local K0 = info0.extents[#info0.extents]
+    if K0 and math.type(o.BK) == "integer" and o.BK > 0 and K0 % (o.split_k * o.BK) ~= 0 then
+      local staged = o.a_stage or o.b_stage or o.writeback or pcall(function() return sch:get_block("A_pad") end)
+      local sa, sb = SK.pad_k(sch, info0.name, K0, o.split_k, o.BK, info0.a_index, info0.b_index, staged, P)
+      o.a_stage, o.b_stage = sa, sb
+      info0 = analyze(sch, sch:get_block(info0.name), P)
+    end
+    o.block, reduce = SK.rfactor(sch, info0.name, info0.loops[#info0.loops], info0.extents[#info0.extents], o.split_k, o.BK, P)
   end
   local I, C = validate(sch, o, P)
   -- shared layout: swizzle (nil = auto: on for 16-bit mma.sync operands unless pad is given,
@@ -978,6 +987,29 @@ function M.pick_tiles(batch, m, n, sm_count)
   return best.bm, best.bn, best.ctas
 end
 
+--- The split-K slice count for `tiles` output tiles of a K-deep reduction in BK steps on sm_count
+-- SMs: the S in 1..8 whose busiest SM has the least work, ceil(tiles * S / sm_count) slices of
+-- ceil(K / (S * BK)) steps (K padded to whole slices) plus SLICE_COST steps a slice (the pipeline's
+-- fill and the partial tile's store), the smaller S on a tie.  86 tiles, K = 4096, BK 64, 132 SMs:
+-- S = 3 (2 x (22 + 2) steps on the busiest SM; S = 2: 2 x 34, S = 4: 3 x 18, none: 66).
+M.SLICE_COST = 2
+function M.split_k_for(tiles, K, BK, sm_count)
+  local vals = {tiles, K, BK, sm_count}
+  for i = 1, 4 do
+    local v = vals[i]
+    if math.type(v) ~= "integer" or v < 1 then
+      raise("TypeError", "tc_gemm.split_k_for", "%s must be a positive integer, got %s", ({"tiles", "K", "BK", "sm_count"})[i], util.show(v))
+    end
+  end
+  local best, cost
+  for S = 1, 8 do
+    local steps = (K + S * BK - 1) // (S * BK)
+    local c = ((tiles * S + sm_count - 1) // sm_count) * (steps + (S > 1 and M.SLICE_COST or 0))
+    if steps >= 1 and (not cost or c < cost) then best, cost = S, c end
+  end
+  return best
+end
+
 local INSTR = {["mma.m16n8k16"] = "mma", ["mma.m16n8k32"] = "mma", mma = "mma", ["wmma.m16n16k16"] = "wmma", ["wmma.m32n8k16"] = "wmma",
                ["wmma.m8n32k16"] = "wmma", wmma = "wmma"}
 
@@ -993,7 +1025,8 @@ local INSTR = {["mma.m16n8k16"] = "mma", ["mma.m16n8k32"] = "mma", mma = "mma", 
 -- dtypes a row of M.SUPPORTED.  Tiles: the tuning database's for this GEMM (or the nearest
 -- tuned shape; tc_gemm_tune.lookup; extra.tuned = false skips it, extra.db / extra.target pick
 -- the database and target), else M.pick_tiles (enough CTAs for the SMs; for M = 16 or 32 an
--- M x 128 tile, BK 64 and split_k up to 2 CTAs per SM).  Returns the Schedule
+-- M x 128 tile, BK 64 and split_k up to 2 CTAs per SM; for M = 128 a 128 x 128 x 64 tile in M.split_k_for
+-- slices, K padded to whole slices).  Returns the Schedule
 -- and the options it chose, with ctas (the main kernel's grid size), config (which it used:
 -- "tuned <key>", "nearest <key>" or "defaults (<why>)") and config_key (the workload key).
 function M.auto_tensorize(func, instr, block, extra)
@@ -1100,11 +1133,14 @@ function M.auto_tensorize(func, instr, block, extra)
                         "frag_pipeline", "frag_prefetch", "a_stage", "b_stage", "writeback", "stage_epilogue"}) do
     if extra[key] ~= nil then plain = false end
   end
-  -- M = 128 with 16-bit inputs and N in the thousands: 64 x 128 CTAs of 4 warps of 64 x 32, BK 64,
-  -- 3 stages, split-K 2 (0.045 ms = 0.59x cuBLAS at 128 x 11008 x 4096, against 0.058 ms for the
-  -- 128 x 64 pick above; the tuner's split_k = 3 on K padded to whole slices: 0.040 ms)
-  if plain and tk == 16 and intrin == "mma" and m == 128 and n >= 8192 and n % 128 == 0 and k >= 1024 and k % 128 == 0 then
-    o.BM, o.BN, o.warp_m, o.warp_n, o.BK, o.stages, o.split_k = 64, 128, 64, 32, 64, 3, 2
+  -- M = 128 with 16-bit inputs and N in the thousands: 128 x 128 x 64 CTAs of 4 warps of 64 x 64,
+  -- 3 stages (2 CTAs an SM), split-K into M.split_k_for slices (K padded to whole slices:
+  -- tc_gemm_split_k.pad_k): 128 x 11008 x 4096 in 3 slices, 0.041 ms against 0.045 for 64 x 128
+  -- tiles in 2 slices (H200, bench/RESULTS.md "Issue 12, stop 10" and "stop 11")
+  if plain and tk == 16 and intrin == "mma" and m == 128 and n >= 4096 and n % 128 == 0 and k >= 1024 and k % 64 == 0 then
+    o.BM, o.BN, o.warp_m, o.warp_n, o.BK, o.stages = 128, 128, 64, 64, 64, 3
+    local S = M.split_k_for(batch * (n // 128), k, 64, sms)
+    o.split_k = S > 1 and S or nil
   end
   -- large 16-bit GEMMs (at least 3 waves of 256 x 128 tiles): 8 warps of 64 x 64 with the
   -- CUTLASS main loop (frag_prefetch), 3 stages: 445.5 / 407.9 / 437.6 / 468.0 TFLOP/s at 4096^3,
@@ -1141,6 +1177,6 @@ function M.auto_tensorize(func, instr, block, extra)
   return out, o
 end
 
-for _, k in ipairs({"workload", "schedule", "auto_tensorize", "pick_tiles", "supported"}) do M[k] = util.strict("tc_gemm." .. k, M[k]) end
+for _, k in ipairs({"workload", "schedule", "auto_tensorize", "pick_tiles", "split_k_for", "supported"}) do M[k] = util.strict("tc_gemm." .. k, M[k]) end
 
 return M

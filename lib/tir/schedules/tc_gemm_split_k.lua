@@ -34,18 +34,63 @@ function M.rfactor(sch, name, k, K, S, BK, P)
   return sch:get(rf).name, name
 end
 
--- outputs per thread of the reduction kernel: each thread sums PER_THREAD outputs `threads`
--- apart (every load of a warp stays one coalesced 128-byte line), and with the ks loop unrolled
--- all PER_THREAD x S loads are independent, in flight together.  One output per thread with a
--- rolled ks loop kept 2 loads in flight and ran 6.1 us for 128 x 11008, S = 2 on the H200 at
--- 1.8 TB/s (ncu: 77 % of its cycles waiting on the loads; bench/RESULTS.md).
-M.PER_THREAD = 4
+--- K that split_k * BK does not divide (4096 in 3 slices of 64-deep steps): pads the reduction
+-- variable of block `name` to the next multiple of S * BK with pad_einsum (TVM's PadEinsum; zeros
+-- add nothing to the sums, so the result is the same), whose zero-filling copies of the two
+-- operands then become the shared tiles (tc_gemm's a_stage / b_stage: the copies turn into
+-- predicated cp.async loads, no padded buffer is made in global memory).  Only for a block whose
+-- operands are not staged yet (stages = false: an A_pad / a_stage already there raises rfactor's
+-- error).  Returns the stage names of A and B (a_index / b_index: the operands' read positions
+-- in block `name`, from tc_gemm.analyze).  Costs the padded steps' work: 4224 / 4096 = 3 % more
+-- mma for 4096 in 3 slices of 64, against 13-35 % of idle SM time with 2 or 4 slices on 86 tiles.
+function M.pad_k(sch, name, K, S, BK, a_index, b_index, staged, P)
+  util.check_helper("tc_gemm_split_k.pad_k", "tc_gemm.schedule(func, {split_k = S})", sch)
+  local step = S * BK
+  if K % step == 0 then return nil end
+  if staged then
+    raise("ValueError", P, "split_k = %d: K = %d must be a multiple of split_k * BK = %d (each slice a whole number of BK = %d steps); " ..
+          "the operands are staged blocks already (a_stage / b_stage / a padded workload), so K is not padded here: pick another " ..
+          "split_k or BK, or pad K with tc_gemm.workload(..., pad = {BM, BN, split_k * BK})", S, K, step, BK)
+  end
+  local blk = sch:get_block(name)
+  local b = sch:get(blk)
+  local a_buf, b_buf = b.reads[a_index + 1].buffer.name, b.reads[b_index + 1].buffer.name
+  local factors = {}
+  for q, iv in ipairs(b.iter_vars) do factors[q] = iv.iter_type == 2 and step or 1 end
+  local outs = {sch:pad_einsum(blk, factors)}
+  -- the copies write "<operand>_pad"; the block now reads those at the same positions
+  local nb = sch:get(sch:get_block(name))
+  local an, bn = nb.reads[a_index + 1].buffer.name, nb.reads[b_index + 1].buffer.name
+  local stage_a, stage_b
+  for _, o in ipairs(outs) do
+    local w = sch:get(o)
+    if w.writes[1].buffer.name == an then stage_a = w.name elseif w.writes[1].buffer.name == bn then stage_b = w.name end
+  end
+  if not (stage_a and stage_b) then
+    raise("ValueError", P, "split_k = %d: padding K of block '%s' to %d did not give copies of both operands %s and %s", S, name,
+          (K + step - 1) // step * step, a_buf, b_buf)
+  end
+  return stage_a, stage_b
+end
+
+-- The reduction kernel: each thread sums VEC adjacent outputs (one 16-byte load of fp32 partials
+-- per slice, one 8-byte store of fp16) in PER_THREAD groups `threads` x VEC apart (every warp load
+-- 512 contiguous bytes), ks unrolled, so all PER_THREAD x S loads are independent and in flight
+-- together.  Measured on the H200 at 128 x 11008, S = 3 (ncu, batch 1 of stop 11): 4 scalar outputs
+-- a thread ran 6.66 us, latency-bound (80 cycles of long-scoreboard stall per instruction, the LSU
+-- queue full: lg_throttle 15) -- a sixth of the split-K GEMM's 41 us; one output a thread with a
+-- rolled ks loop had run 6.1 us at S = 2.  VEC needs the innermost output extent a multiple of it
+-- (else 1: scalar outputs, 4 a thread).
+M.PER_THREAD = 2
+M.VEC = 4
 
 --- Schedules block `name` (the sum over ks that rfactor left: loops (batch..,) i, j, ks) as
--- one elementwise kernel: the spatial loops fused and split into blockIdx.x x PER_THREAD
--- (unrolled) x threadIdx.x (`threads`), ks unrolled; a tail of the fused extent that the split
--- does not divide is predicated.  `epilogue` (a block name or nil) is computed at the thread
--- loop, and the sum then lives in a register (scope "local").
+-- one elementwise kernel: j split into (jo, VEC) with the VEC columns vectorized (when j's extent
+-- is a multiple of VEC), the other spatial loops and jo fused and split into blockIdx.x x
+-- PER_THREAD (unrolled) x threadIdx.x (`threads`), ks unrolled (the init decomposed out of it so
+-- the update stays one vector); a tail of the fused extent that the split does not divide is
+-- predicated.  `epilogue` (a block name or nil) is computed at the thread loop, and the sum then
+-- lives in registers (scope "local").
 function M.schedule_reduce(sch, name, epilogue, threads, P)
   util.check_helper("tc_gemm_split_k.schedule_reduce", "tc_gemm.schedule(func, {split_k = S})", sch)
   if math.type(threads) ~= "integer" or threads < 1 then
@@ -54,18 +99,40 @@ function M.schedule_reduce(sch, name, epilogue, threads, P)
   local R = sch:get_block(name)
   local l = {sch:get_loops(R)}
   if #l < 2 then raise("ValueError", P, "split-K: block '%s' has no loop to bind beside its sum over ks", name) end
-  local f = #l > 2 and sch:fuse(table.unpack(l, 1, #l - 1)) or l[1]
+  local ks = l[#l]
+  local v = M.VEC
+  while v > 1 and sch:get(l[#l - 1]).extent.value % v ~= 0 do v = v // 2 end
+  local jv
+  local spatial = {table.unpack(l, 1, #l - 1)}
+  if v > 1 then
+    local jo
+    jo, jv = sch:split(l[#l - 1], {nil, v})
+    spatial[#spatial] = jo
+    sch:reorder(ks, jv)
+    sch:vectorize(jv)
+  end
+  local f = #spatial > 1 and sch:fuse(table.unpack(spatial)) or spatial[1]
   local ext = sch:get(f).extent.value
-  local per = M.PER_THREAD
+  local per = v > 1 and M.PER_THREAD or 4
   while per > 1 and ext < per * threads do per = per // 2 end
   local bx, u, tx = sch:split(f, {nil, per, threads})
   sch:bind(bx, "blockIdx.x"); sch:bind(tx, "threadIdx.x")
   sch:unroll(u)
-  sch:unroll(l[#l])
-  if epilogue then
-    sch:reverse_compute_at(sch:get_block(epilogue), tx)
+  local E = epilogue and sch:get_block(epilogue)
+  if E then
+    sch:reverse_compute_at(E, tx)
     sch:set_scope(R, 0, "local")
+    if v > 1 then
+      local el = {sch:get_loops(E)}
+      sch:vectorize(el[#el])
+    end
   end
+  if v > 1 then
+    local init = sch:decompose_reduction(R, ks)
+    local il = {sch:get_loops(init)}
+    if sch:get(il[#il]).kind ~= "vectorized" then sch:vectorize(il[#il]) end
+  end
+  sch:unroll(ks)
 end
 
 --- Serial split-K (split_k_mode = "serial"; CUTLASS's serial split-K semaphore, the stream-K fixup):
@@ -125,6 +192,6 @@ function M.schedule_reduce_serial(sch, name, epilogue, tile_loop, wm, wn, P)
   sch:unroll(ks)
 end
 
-for _, key in ipairs({"rfactor", "schedule_reduce", "schedule_reduce_serial"}) do M[key] = util.strict("tc_gemm_split_k." .. key, M[key]) end
+for _, key in ipairs({"rfactor", "pad_k", "schedule_reduce", "schedule_reduce_serial"}) do M[key] = util.strict("tc_gemm_split_k." .. key, M[key]) end
 
 return M

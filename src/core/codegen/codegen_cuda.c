@@ -2429,7 +2429,13 @@ static void stmt(CG *g, const tir_Node *s) {
         snprintf(qbuf, sizeof qbuf, "__shared__ __align__(%lld) ", (long long)tir_shared_slice_align(g->kernel, b));
         qual = qbuf;
       }
-      else if (sc.rank == TIR_SCOPE_LOCAL) qual = "";
+      else if (sc.rank == TIR_SCOPE_LOCAL) {
+        /* register arrays that vectorized code reads or writes 8 or 16 bytes at a time (the
+         * split-K sums: *(uint4*)(C + 0)) must be aligned to that size, or an array the compiler
+         * keeps in local memory would take a misaligned vector access */
+        int64_t bytes = n * (int64_t)tir_dtype_bytes(b->hdr.dtype);
+        qual = bytes % 16 == 0 ? "__align__(16) " : bytes % 8 == 0 ? "__align__(8) " : "";
+      }
       else {
         cg_fail(g, s, "buffer %s has scope '%s', which cannot be allocated inside a kernel", b->name, b->scope);
         return;
