@@ -18,6 +18,8 @@
 --                                 fragments' 4-byte stores: epilogue_store = "direct"), bias_relu (+ bias (float32 [F])
 --                                 and relu, staged; checked at 64 sampled outputs against float64 with the bias and
 --                                 relu, and every output against relu(cuDNN + bias)); with several, the first is built for every tile, the others for the rule's
+--        [--wgmma_ws]             also the warp-specialized implicit GEMMs of conv2d_tc.wgmma_ws_space (a producer
+--                                 warpgroup gathers A by cp.async, B by TMA) on the non-1x1 wgmma layers
 --        [--cudnn_only]           the reference alone (no tirlua kernel built): rows "conv2d_cudnn",
 --                                 the chosen cuDNN engine against legacy Find's pick
 --     wgmma: conv2d_tc intrin = "wgmma" (implicit GEMM, weight packed [F, Kp]; sm_90a), with the tiles of
@@ -38,7 +40,7 @@ local opt = {n = 128, dry = false, wgmma_tiles = "rule", gemm_tiles = "rule"}
 for _, a in ipairs(arg or {}) do
   local k, v = a:match("^%-%-([%w_]+)=?(.*)$")
   if k == "dry" then opt.dry = true
-  elseif k == "cudnn_rtc" or k == "cudnn_candidates" or k == "cudnn_only" then opt[k] = true
+  elseif k == "cudnn_rtc" or k == "cudnn_candidates" or k == "cudnn_only" or k == "wgmma_ws" then opt[k] = true
   elseif k == "cudnn_path" then opt.cudnn_path = v
   elseif k == "cudnn_configs" then opt.cudnn_configs = math.tointeger(tonumber(v))
   elseif k == "n" then opt.n = math.tointeger(tonumber(v))
@@ -208,6 +210,7 @@ local function candidates(L, index)
           if not (rule and same(o, rule)) and (opt.wgmma_tiles == "all" or o.BM * o.BN >= math.min(L.F, 128) * 128) then list[#list + 1] = o end
         end
       end
+      if opt.wgmma_ws then for _, o in ipairs(ct.wgmma_ws_space(i0)) do list[#list + 1] = o end end
       -- the epilogues (--wgmma_epilogue): the plain cast, and + bias, relu (a workload of its own)
       local epis = {}
       for e in (opt.wgmma_epilogue or "plain"):gmatch("[^,]+") do
@@ -230,14 +233,17 @@ local function candidates(L, index)
           local so = {variant = "implicit"}
           for k, x in pairs(o) do so[k] = x end
           if e == "direct" then so.epilogue_store = "direct" end
-          local how = o == rule and "wgmma_tiles rule" or opt.wgmma_tiles == "all" and "wgmma_space" or "wgmma_space near"
+          local how = o == rule and "wgmma_tiles rule" or o.warp_specialize and "wgmma_ws_space" or opt.wgmma_tiles == "all" and "wgmma_space"
+                      or "wgmma_space near"
           local ok, sch = pcall(ct.schedule, e == "bias_relu" and fbr or f0, so)
           if ok then
             out[#out + 1] = {lowering = e == "bias_relu" and "implicit_wgmma_bias_relu" or e == "direct" and "implicit_wgmma_direct" or "implicit_wgmma",
                              mapping = ("implicit GEMM on wgmma m64n%dk16 M=%d N=%d K=%d (%sKp %d), BM%d BN%d BK%d, " ..
                              "%d warpgroup(s), %d stage(s), wgmma_pending %d, %s [%s]"):format(o.BN, i0.M, L.F, i0.K,
                              i0.Cp ~= L.C and ("C padded to %d, "):format(i0.Cp) or "", i0.Kp, o.BM, o.BN, o.BK, o.BM // 64, o.stages,
-                             o.wgmma_pending, ({plain = "staged store", direct = "direct fragment store", bias_relu = "+ bias + relu, staged store"})[e], how),
+                             o.wgmma_pending, o.warp_specialize and ("warp-specialized (A gathered by a producer warpgroup, B by TMA), %s%s epilogue")
+                             :format(o.persistent and "persistent, " or "", o.epilogue_store) or
+                             ({plain = "staged store", direct = "direct fragment store", bias_relu = "+ bias + relu, staged store"})[e], how),
                              sch = sch, info = i0, fk = true, sm90 = true, bias_relu = e == "bias_relu"}
           else
             io.write(("  %s: wgmma BM%d BN%d (%s) refused: %s\n"):format(L.name, o.BM, o.BN, e, tostring(sch):match("[^\n]*")))

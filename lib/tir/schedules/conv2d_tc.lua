@@ -529,6 +529,44 @@ function M.wgmma_space(info)
   return out
 end
 
+--- The warp-specialized wgmma tilings of a layer (info from a workload built with weight_layout =
+-- "FK"): a producer warpgroup of its own gathers the A tile (the im2col block, 16-byte zero-filling
+-- cp.async copies by its 128 threads, each arriving on the stage's full mbarrier with
+-- cp.async.mbarrier.arrive.noinc) while its lane 0 brings the weights' B tile by TMA; the BM / 64
+-- consumer warpgroups only wait, issue wgmma and release the stage (tc_gemm_wgmma with a_stage +
+-- tma + warp_specialize; inject_tma_pipeline's cp_async_gather copies).  No CTA-wide barrier in
+-- the main loop.  Candidates, BK 64 (Kp a multiple of 64), M and F multiples of the tiles:
+--   BM 128, BN = min(F, 128), the staged epilogue (its fp32 tile does not reuse the stages here:
+--     both roles keep the pipeline's buffers), the deepest pipeline (<= 6) that fits 227 KB;
+--   BM 128, BN = min(F, 256) and min(F, 128), the TMA-store epilogue (fp16 tile of BM x BN), the same depth rule;
+--   the latter persistent (tc_gemm.persistent_tiles: the producer gathers the next tile while the
+--     consumers store this one).
+-- Returns a list of conv2d_tc.schedule options (empty when no tiling fits).
+function M.wgmma_ws_space(info)
+  check_info("conv2d_tc.wgmma_ws_space", info)
+  local out = {}
+  local es = ESIZE[info.dtype]
+  if es ~= 2 or info.Kp % 64 ~= 0 or (info.groups or 1) > 1 then return out end
+  local steps = info.Kp // 64
+  local function add(BM, BN, store, persistent)
+    if info.Mp % BM ~= 0 or info.F % BN ~= 0 then return end
+    if store == "tma" and info.Mp ~= info.M then return end
+    local epi = store == "tma" and BM * BN * 2 or BM * (BN + 8) * 4
+    local st
+    for s = math.min(6, steps), 2, -1 do
+      if s * (BM + BN) * 64 * es + epi + 1024 <= 227 * 1024 then st = s; break end
+    end
+    if not st then return end
+    out[#out + 1] = {intrin = "wgmma", BM = BM, BN = BN, BK = 64, stages = st, wgmma_pending = 1, tma = true, warp_specialize = true,
+                     epilogue_store = store, persistent = persistent}
+  end
+  add(128, math.min(info.F, 128), "staged")
+  add(128, math.min(info.F, 256), "tma")
+  if info.F >= 256 then add(128, 128, "tma") end
+  add(128, math.min(info.F, 128), "tma", true)
+  return out
+end
+
 --- The wgmma tiles for a layer (the rule conv2d_tc uses without a tuning record): among
 -- wgmma_space, the one with the least predicted time: waves = ceil(CTAs / (ctas_per_sm SMs))
 -- times a tile's time BM BN Kp / rate / ctas_per_sm, where the rate grows with the tile's operand
@@ -879,6 +917,7 @@ M.tune = util.strict("conv2d_tc.tune", M.tune)
 M.space = util.strict("conv2d_tc.space", M.space)
 M.default_tiles = util.strict("conv2d_tc.default_tiles", M.default_tiles)
 M.layer_options = util.strict("conv2d_tc.layer_options", M.layer_options)
+M.wgmma_ws_space = util.strict("conv2d_tc.wgmma_ws_space", M.wgmma_ws_space)
 M.wgmma_gemm_space = util.strict("conv2d_tc.wgmma_gemm_space", M.wgmma_gemm_space)
 M.wgmma_gemm_tiles = util.strict("conv2d_tc.wgmma_gemm_tiles", M.wgmma_gemm_tiles)
 M.wgmma_gemm = util.strict("conv2d_tc.wgmma_gemm", M.wgmma_gemm)
