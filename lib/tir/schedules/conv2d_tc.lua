@@ -540,7 +540,8 @@ end
 --     both roles keep the pipeline's buffers), the deepest pipeline (<= 6) that fits 227 KB;
 --   BM 128, BN = min(F, 256) and min(F, 128), the TMA-store epilogue (fp16 tile of BM x BN), the same depth rule;
 --   the latter persistent (tc_gemm.persistent_tiles: the producer gathers the next tile while the
---     consumers store this one).
+--     consumers store this one);
+--   BM 256 (4 consumer warpgroups, 104 registers each), BN = min(F, 128), the TMA-store epilogue.
 -- Returns a list of conv2d_tc.schedule options (empty when no tiling fits).
 function M.wgmma_ws_space(info)
   check_info("conv2d_tc.wgmma_ws_space", info)
@@ -564,6 +565,7 @@ function M.wgmma_ws_space(info)
   add(128, math.min(info.F, 256), "tma")
   if info.F >= 256 then add(128, 128, "tma") end
   add(128, math.min(info.F, 128), "tma", true)
+  add(256, math.min(info.F, 128), "tma")
   return out
 end
 
