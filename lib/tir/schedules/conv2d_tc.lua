@@ -123,7 +123,8 @@ end
 -- requantize = {scale = number | "per_channel", out_zero_point, out_dtype = "int8" | "uint8"} (int8
 -- inputs: tir.ops.quantized_matmul's requantization replaces the cast; "per_channel" adds a float32
 -- parameter scale [F] after bias; relu raises the low end to the zero point).
--- info: {M, Mp, K, Kp, P, Q, F, plan (tir.ops.conv_plan's), flops (2 M F K), dtype, out_dtype}.
+-- info: {M, Mp, K, Kp, P, Q, F, plan (tir.ops.conv_plan's), flops (2 M F K), dtype, out_dtype, epilogue ("cast":
+-- D only casts; "fused": + bias, relu or requantize)}.
 -- Grouped convolution (groups = G > 1, NHWC): G GEMMs of M x F/G x R*S*C/G, the group a batch
 -- dimension (blockIdx.z): A_im2col [G, Mp, Kgp] gathers channels g*Cg + c, Wm [G, Kgp, Fg]
 -- (pack_weight with groups), C and D [G, Mp, Fg]; a kernel of its own ("out_nhwc") writes the
@@ -262,7 +263,8 @@ function M.workload(o)
   local f = te.create_prim_func(params, "conv2d_tc")
   return f, {M = Mr, Mp = Mp, K = K, Kp = Kp, C = o.C, Cp = Cp, data_layout = layout,
              out_shape = nchw and {o.N, F, P_, Q_} or {Mp, F}, P = plan.osz[1], Q = plan.osz[2], F = F, plan = plan, flops = 2 * Mr * F * K, dtype = dt,
-             out_dtype = out_dtype, weight_layout = fk and "FK" or "KF"}
+             out_dtype = out_dtype, weight_layout = fk and "FK" or "KF",
+             epilogue = (bias or o.activation or req) and "fused" or "cast"}
 end
 
 --- The packing of a kernel into Wm: PrimFunc (W, Wm); W is HWIO [R, S, C, F] (TVM's), OHWI
