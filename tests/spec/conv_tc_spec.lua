@@ -440,6 +440,28 @@ describe("conv2d_tc tile choices", function()
       end
     end
   end)
+  it("wgmma_implicit_tiles: the warp-specialized TMA-store kernel where the 128 x 256 tiles are fewer than the SMs, else wgmma_tiles", function()
+    for _, l in ipairs(RESNET) do
+      if l[5] == 3 then
+        local c = {N = 128, H = l[1], W = l[2], C = l[3], F = l[4], R = 3, S = 3, stride = l[7], padding = l[8], weight_layout = "FK"}
+        local _, info = ct.workload(c)
+        local r = ct.wgmma_implicit_tiles(info, 132)
+        local few = l[4] % 256 == 0 and (info.Mp // 128) * (l[4] // 256) < 132
+        if few then
+          assert.are.same({intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 3, wgmma_pending = 1, tma = true, warp_specialize = true,
+                           epilogue_store = "tma"}, r)
+          -- + bias / relu: the staged epilogue, so the cp.async tile
+          c.bias, c.activation = true, "relu"
+          local _, i2 = ct.workload(c)
+          assert.are.same(ct.wgmma_tiles(i2, 132), ct.wgmma_implicit_tiles(i2, 132))
+        else
+          assert.are.same(ct.wgmma_tiles(info, 132), r)
+        end
+        local o, how = ct.layer_options(info)
+        assert.are.equal("wgmma_implicit_tiles rule", how)
+      end
+    end
+  end)
   it("the tuning key names the layer; given options are used as they are", function()
     local _, info = ct.workload({N = 128, H = 56, W = 56, C = 64, F = 64, R = 3, S = 3, padding = 1})
     assert.are.equal("conv2d_tc:float16:128,56,56,64,64,3,3,1,1,1,1,1,1,1", ct.workload_key(info))

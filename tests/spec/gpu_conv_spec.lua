@@ -77,7 +77,7 @@ local LAYERS = {
    groups = 4},
 }
 
--- the implicit GEMM on wgmma (conv2d_tc.wgmma_tiles' rule, or given tiles) and on mma.sync
+-- the implicit GEMM on wgmma (conv2d_tc.wgmma_implicit_tiles' rule, or given tiles) and on mma.sync
 -- (layer_options), no bias, fp16 out: returns both outputs and what check_points needs
 local function run_wgmma(L, tiles)
   local layer = {}
@@ -85,7 +85,7 @@ local function run_wgmma(L, tiles)
   layer.weight_layout = "FK"
   local func, info = ct.workload(layer)
   local opts = {variant = "implicit"}
-  for k, v in pairs(tiles or ct.wgmma_tiles(info)) do opts[k] = v end
+  for k, v in pairs(tiles or ct.wgmma_implicit_tiles(info)) do opts[k] = v end
   opts.intrin = "wgmma"
   local mod = tir.build(ct.schedule(func, opts).mod, "cuda -arch=sm_90a")
   local x = tir.nd.random({L.N, L.H, L.W, L.C}, "float16", dev, {seed = 1, low = -1, high = 1})
