@@ -17,11 +17,14 @@
 --                                 cast from the staged accumulators, 16-byte stores), direct (the cast fused into the
 --                                 fragments' 4-byte stores: epilogue_store = "direct"), bias_relu (+ bias (float32 [F])
 --                                 and relu, staged; checked at 64 sampled outputs against float64 with the bias and
---                                 relu, and every output against relu(cuDNN + bias)); with several, the first is built for every tile, the others for the rule's
+--                                 relu, and every output against relu(cuDNN + bias)), tma (the tile stored by TMA from
+--                                 shared memory: epilogue_store = "tma"); with several, the first is built for every tile, the others for the rule's
+--        [--wgmma_ws]             also the warp-specialized implicit GEMMs of conv2d_tc.wgmma_ws_space (a producer
+--                                 warpgroup gathers A by cp.async, B by TMA) on the non-1x1 wgmma layers
 --        [--cudnn_only]           the reference alone (no tirlua kernel built): rows "conv2d_cudnn",
 --                                 the chosen cuDNN engine against legacy Find's pick
 --     wgmma: conv2d_tc intrin = "wgmma" (implicit GEMM, weight packed [F, Kp]; sm_90a), with the tiles of
---     conv2d_tc.wgmma_tiles (rule, the default), every tiling of conv2d_tc.wgmma_space (all) or those of
+--     conv2d_tc.wgmma_implicit_tiles (rule, the default), every tiling of conv2d_tc.wgmma_space (all) or those of
 --     at least min(F, 128) x 128 elements and the rule's (near); every candidate is timed and printed.
 --     The 1x1 stride-1 layers with wgmma: the GEMM of conv2d_tc.wgmma_gemm with wgmma_gemm_tiles' pick
 --     (gemm_tiles rule), or also wgmma_gemm_space(level) and wgmma_tiles (near, all; store: the two
@@ -38,7 +41,7 @@ local opt = {n = 128, dry = false, wgmma_tiles = "rule", gemm_tiles = "rule"}
 for _, a in ipairs(arg or {}) do
   local k, v = a:match("^%-%-([%w_]+)=?(.*)$")
   if k == "dry" then opt.dry = true
-  elseif k == "cudnn_rtc" or k == "cudnn_candidates" or k == "cudnn_only" then opt[k] = true
+  elseif k == "cudnn_rtc" or k == "cudnn_candidates" or k == "cudnn_only" or k == "wgmma_ws" then opt[k] = true
   elseif k == "cudnn_path" then opt.cudnn_path = v
   elseif k == "cudnn_configs" then opt.cudnn_configs = math.tointeger(tonumber(v))
   elseif k == "n" then opt.n = math.tointeger(tonumber(v))
@@ -199,20 +202,31 @@ local function candidates(L, index)
       wl.pad_c = pad_c or nil
       local f0, i0 = ct.workload(wl)
       local list, rule = {}, nil
-      local okr, r = pcall(ct.wgmma_tiles, i0)
+      local okr, r = pcall(ct.wgmma_implicit_tiles, i0)
       if okr then rule = r else io.write(("  %s: wgmma refused: %s\n"):format(L.name, tostring(r):match("[^\n]*"))) end
       local function same(a, b) return a.BM == b.BM and a.BN == b.BN and a.BK == b.BK and a.stages == b.stages and a.wgmma_pending == b.wgmma_pending end
       if rule then list[1] = rule end
+      -- (the cp.async tile of wgmma_tiles too, where the rule picked another kernel: both in one process)
+      local okc, rc = pcall(ct.wgmma_tiles, i0)
+      if okc and rule and rule.warp_specialize then list[#list + 1] = rc end
       if opt.wgmma_tiles ~= "rule" then
         for _, o in ipairs(ct.wgmma_space(i0)) do
           if not (rule and same(o, rule)) and (opt.wgmma_tiles == "all" or o.BM * o.BN >= math.min(L.F, 128) * 128) then list[#list + 1] = o end
         end
       end
+      if opt.wgmma_ws then
+        local function same_all(a, b)
+          for k, v in pairs(a) do if (type(v) == "table" and type(b[k]) ~= "table") or (type(v) ~= "table" and b[k] ~= v) then return false end end
+          for k, v in pairs(b) do if (type(v) == "table" and type(a[k]) ~= "table") or (type(v) ~= "table" and a[k] ~= v) then return false end end
+          return true
+        end
+        for _, o in ipairs(ct.wgmma_ws_space(i0)) do if not (rule and same_all(o, rule)) then list[#list + 1] = o end end
+      end
       -- the epilogues (--wgmma_epilogue): the plain cast, and + bias, relu (a workload of its own)
       local epis = {}
       for e in (opt.wgmma_epilogue or "plain"):gmatch("[^,]+") do
-        if e ~= "plain" and e ~= "direct" and e ~= "bias_relu" then
-          error("bench/conv2d.lua: --wgmma_epilogue takes plain, direct and/or bias_relu, got " .. e)
+        if e ~= "plain" and e ~= "direct" and e ~= "bias_relu" and e ~= "tma" then
+          error("bench/conv2d.lua: --wgmma_epilogue takes plain, direct, tma and/or bias_relu, got " .. e)
         end
         epis[#epis + 1] = e
       end
@@ -227,21 +241,28 @@ local function candidates(L, index)
       for _, o in ipairs(list) do
         for q, e in ipairs(epis) do
           if q > 1 and o ~= rule then break end
+          if q > 1 and e == "tma" and o.epilogue_store == "tma" then goto next_epi end
           local so = {variant = "implicit"}
           for k, x in pairs(o) do so[k] = x end
-          if e == "direct" then so.epilogue_store = "direct" end
-          local how = o == rule and "wgmma_tiles rule" or opt.wgmma_tiles == "all" and "wgmma_space" or "wgmma_space near"
+          if e == "direct" or e == "tma" then so.epilogue_store = e end
+          local how = o == rule and "wgmma_implicit_tiles rule" or o == rc and "wgmma_tiles" or o.warp_specialize and "wgmma_ws_space" or opt.wgmma_tiles == "all" and "wgmma_space"
+                      or "wgmma_space near"
           local ok, sch = pcall(ct.schedule, e == "bias_relu" and fbr or f0, so)
           if ok then
-            out[#out + 1] = {lowering = e == "bias_relu" and "implicit_wgmma_bias_relu" or e == "direct" and "implicit_wgmma_direct" or "implicit_wgmma",
+            out[#out + 1] = {lowering = e == "bias_relu" and "implicit_wgmma_bias_relu" or e == "direct" and "implicit_wgmma_direct" or
+                             e == "tma" and "implicit_wgmma_tma_store" or "implicit_wgmma",
                              mapping = ("implicit GEMM on wgmma m64n%dk16 M=%d N=%d K=%d (%sKp %d), BM%d BN%d BK%d, " ..
                              "%d warpgroup(s), %d stage(s), wgmma_pending %d, %s [%s]"):format(o.BN, i0.M, L.F, i0.K,
                              i0.Cp ~= L.C and ("C padded to %d, "):format(i0.Cp) or "", i0.Kp, o.BM, o.BN, o.BK, o.BM // 64, o.stages,
-                             o.wgmma_pending, ({plain = "staged store", direct = "direct fragment store", bias_relu = "+ bias + relu, staged store"})[e], how),
+                             o.wgmma_pending, o.warp_specialize and ("warp-specialized (A gathered by a producer warpgroup, B by TMA), %s%s epilogue")
+                             :format(o.persistent and "persistent, " or "", o.epilogue_store) or
+                             ({plain = "staged store", direct = "direct fragment store", bias_relu = "+ bias + relu, staged store",
+                               tma = "TMA-store epilogue"})[e], how),
                              sch = sch, info = i0, fk = true, sm90 = true, bias_relu = e == "bias_relu"}
           else
             io.write(("  %s: wgmma BM%d BN%d (%s) refused: %s\n"):format(L.name, o.BM, o.BN, e, tostring(sch):match("[^\n]*")))
           end
+          ::next_epi::
         end
       end
       end
@@ -623,6 +644,18 @@ elseif #rows > 0 and not opt.cudnn_only then
                 ms = tot, ref = "cuDNN", ref_ms = tot_ref, ref_variant = cudnn_opts.path or "best", cudnn_version = tir.cudnn.version()}
   summary = ("%d of %d layers measured (%s): weighted sum tirlua %.3f ms, cuDNN %.3f ms (%.3fx)"):format(#rows, #LAYERS, table.concat(names, ","),
             tot, tot_ref, tot / tot_ref)
+  -- every 3x3 layer measured (a --layers subset of them): their geomean too, as in the whole run
+  local lg, lg_ref, n3, all3 = 0, 0, 0, 0
+  for _, l in ipairs(LAYERS) do if l[5] == 3 then all3 = all3 + 1 end end
+  for _, r in ipairs(rows) do
+    if r.shape:match("_3x3_") then lg, lg_ref, n3 = lg + math.log(r.ms), lg_ref + math.log(r.ref_ms), n3 + 1 end
+  end
+  if n3 == all3 then
+    local g, g_ref = math.exp(lg / n3), math.exp(lg_ref / n3)
+    common.record{bench = "conv2d", variant = "geomean_3x3", shape = ("N%d_%d_3x3_layers"):format(opt.n, n3), dtype = "float16", ms = g,
+                  ref = "cuDNN", ref_ms = g_ref, ref_variant = cudnn_opts.path or "best", target = "ratio >= 0.9", cudnn_version = tir.cudnn.version()}
+    summary = summary .. ("\ngeomean over the %d 3x3 layers: cuDNN / tirlua = %.3f (target >= 0.9)"):format(n3, g_ref / g)
+  end
   print(summary)
 else
   print(("bench/conv2d.lua: %d of %d layers measured: no weighted total"):format(#rows, #LAYERS))

@@ -262,6 +262,72 @@ describe("conv2d_tc on the simulator", function()
                  with(WGE[1][3], {intrin = "wgmma"}), 4)
   end)
 
+  -- warp-specialized (conv2d_tc.wgmma_ws_space's shape): a producer warpgroup of its own gathers the
+  -- A tile (zero-filling cp.async by its 128 threads, each arriving on the stage's full mbarrier with
+  -- cp.async.mbarrier.arrive.noinc) while its lane 0 issues the weights' TMA copy; the consumers wait,
+  -- fence the proxies, issue wgmma and release the stage.  On the simulator (the roles as tasks,
+  -- happens-before through the mbarriers) against the workload and float64
+  local WS = {
+    {"staged epilogue, 3 stages, pad 1 (zero fill), 2 consumer warpgroups",
+     {N = 2, H = 8, W = 8, C = 64, F = 128, R = 3, S = 3, padding = 1}, {BM = 128, BN = 128, stages = 3, epilogue_store = "staged"}},
+    {"TMA-store epilogue, stride 2, 1 consumer warpgroup, K = 576 in 9 steps over 2 stages",
+     {N = 4, H = 16, W = 16, C = 64, F = 64, R = 3, S = 3, padding = 1, stride = 2}, {BM = 64, BN = 64, stages = 2, epilogue_store = "tma"}},
+    {"persistent (2 CTAs walking 8 tiles: the producer gathers the next tile's stages during this one's store), TMA-store",
+     {N = 8, H = 8, W = 8, C = 64, F = 128, R = 3, S = 3, padding = 1}, {BM = 128, BN = 64, stages = 4, epilogue_store = "tma", persistent = 2}},
+  }
+  for _, t in ipairs(WS) do
+    it("wgmma implicit GEMM, warp-specialized gathering producer: " .. t[1], function()
+      local c = with(t[2], {weight_layout = "FK"})
+      local mod, _, rep = simulate(c, with(t[3], {intrin = "wgmma", variant = "implicit", BK = 64, tma = true, warp_specialize = true}))
+      assert.are.equal(1, rep.kernels)
+      assert.are.equal(0, rep.races)
+      local src = mod:get_source("cuda")
+      -- the producer's branch: its threads gather (zfill cp.async) and arrive with .noinc; lane 0 the TMA
+      local prod = src:match("setmaxnreg%.dec.-} else {") or src:match("if %(+int%)threadIdx%.y%) == %d%)+ {.-} else {")
+      assert.truthy(prod, src)
+      assert.truthy(prod:find("tir_cp_async_zfill<16>((tir_smem_addr(A_im2col)", 1, true), prod)
+      assert.truthy(prod:find("tir_cp_async_mbarrier_arrive_noinc((tma_full", 1, true), prod)
+      assert.truthy(prod:find("tir_tma_load_2d((Wm_shared", 1, true), prod)
+      assert.falsy(prod:find("__syncthreads", 1, true), prod)
+      -- full[s] expects the producer's 128 gathering threads + lane 0's expect_tx
+      assert.truthy(src:find("tir_mbarrier_init((tma_full + s), (unsigned)(129))", 1, true), src)
+    end)
+  end
+  it("warp-specialized gathering producer: planted bugs are caught, a gather without warp_specialize is refused", function()
+    local c = with(WS[2][2], {weight_layout = "FK"})
+    local f = ct.workload(c)
+    local so = with(WS[2][3], {intrin = "wgmma", variant = "implicit", BK = 64, tma = true, warp_specialize = true})
+    local low = tir.lower(ct.schedule(f, so).mod)
+    local args = function() return args_for(f, 2) end
+    -- no arrival after the gather: the consumers wait on full[0] forever
+    U.expect_error(function() tir.simulate(U.drop_call(low, "ptx_cp_async_mbarrier_arrive_noinc", 1), args()) end,
+      "deadlock: every thread still running waits")
+    -- the producer refilling a stage without waiting for its release: a write after the consumers' wgmma read
+    U.expect_error(function() tir.simulate(U.drop_call(low, "ptx_mbarrier_wait", 1), args()) end, "shared-memory race (write after read)",
+      "refills it")
+    local sch = ct.schedule(f, so)
+    local ko = select(4, sch:get_loops(sch:get_block("A_im2col")))
+    sch:unannotate(ko, "warp_specialize")
+    U.expect_error(function() tir.lower(sch.mod) end, "LoweringError in inject_tma_pipeline",
+      "cp_async_gather copies are gathered by a producer warpgroup: the loop needs warp_specialize too")
+  end)
+  it("the warp-specialized gathering schedule means the workload (interpreter, before lowering)", function()
+    assert_means(ct.workload(with(WS[1][2], {weight_layout = "FK"})), with(WS[1][3], {intrin = "wgmma", BK = 64, tma = true,
+                 warp_specialize = true}), 5)
+  end)
+  it("wgmma_ws_space: the candidates fit shared memory and divide the layer; none for a K that is not a multiple of 64", function()
+    local _, info = ct.workload{N = 128, H = 28, W = 28, C = 128, F = 128, R = 3, S = 3, padding = 1, weight_layout = "FK"}
+    local sp = ct.wgmma_ws_space(info)
+    assert.is_true(#sp >= 3)
+    for _, o in ipairs(sp) do
+      assert.is_true(o.tma and o.warp_specialize and o.BK == 64 and info.Mp % o.BM == 0 and info.F % o.BN == 0)
+      local epi = o.epilogue_store == "tma" and o.BM * o.BN * 2 or o.BM * (o.BN + 8) * 4
+      assert.is_true(o.stages * (o.BM + o.BN) * 128 + epi <= 227 * 1024)
+    end
+    local _, i2 = ct.workload{N = 2, H = 8, W = 8, C = 8, F = 64, R = 3, S = 3, padding = 1, weight_layout = "FK"}
+    assert.are.same({}, ct.wgmma_ws_space(i2))
+  end)
+
   it("wgmma on the explicit im2col matrix (two kernels)", function()
     local c = with(WG[1][2], {weight_layout = "FK"})
     local _, _, rep = simulate(c, with(WG[1][3], {intrin = "wgmma", variant = "im2col"}))
@@ -371,6 +437,28 @@ describe("conv2d_tc tile choices", function()
         local found = false
         for _, p in ipairs(sp) do found = found or (p.BM == r.BM and p.BN == r.BN and p.BK == r.BK and p.stages == r.stages) end
         assert.is_true(found)
+      end
+    end
+  end)
+  it("wgmma_implicit_tiles: the warp-specialized TMA-store kernel where the 128 x 256 tiles are fewer than the SMs, else wgmma_tiles", function()
+    for _, l in ipairs(RESNET) do
+      if l[5] == 3 then
+        local c = {N = 128, H = l[1], W = l[2], C = l[3], F = l[4], R = 3, S = 3, stride = l[7], padding = l[8], weight_layout = "FK"}
+        local _, info = ct.workload(c)
+        local r = ct.wgmma_implicit_tiles(info, 132)
+        local few = l[4] % 256 == 0 and (info.Mp // 128) * (l[4] // 256) < 132
+        if few then
+          assert.are.same({intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 3, wgmma_pending = 1, tma = true, warp_specialize = true,
+                           epilogue_store = "tma"}, r)
+          -- + bias / relu: the staged epilogue, so the cp.async tile
+          c.bias, c.activation = true, "relu"
+          local _, i2 = ct.workload(c)
+          assert.are.same(ct.wgmma_tiles(i2, 132), ct.wgmma_implicit_tiles(i2, 132))
+        else
+          assert.are.same(ct.wgmma_tiles(info, 132), r)
+        end
+        local o, how = ct.layer_options(info)
+        assert.are.equal("wgmma_implicit_tiles rule", how)
       end
     end
   end)

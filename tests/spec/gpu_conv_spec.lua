@@ -77,7 +77,7 @@ local LAYERS = {
    groups = 4},
 }
 
--- the implicit GEMM on wgmma (conv2d_tc.wgmma_tiles' rule, or given tiles) and on mma.sync
+-- the implicit GEMM on wgmma (conv2d_tc.wgmma_implicit_tiles' rule, or given tiles) and on mma.sync
 -- (layer_options), no bias, fp16 out: returns both outputs and what check_points needs
 local function run_wgmma(L, tiles)
   local layer = {}
@@ -85,7 +85,7 @@ local function run_wgmma(L, tiles)
   layer.weight_layout = "FK"
   local func, info = ct.workload(layer)
   local opts = {variant = "implicit"}
-  for k, v in pairs(tiles or ct.wgmma_tiles(info)) do opts[k] = v end
+  for k, v in pairs(tiles or ct.wgmma_implicit_tiles(info)) do opts[k] = v end
   opts.intrin = "wgmma"
   local mod = tir.build(ct.schedule(func, opts).mod, "cuda -arch=sm_90a")
   local x = tir.nd.random({L.N, L.H, L.W, L.C}, "float16", dev, {seed = 1, low = -1, high = 1})
@@ -132,11 +132,19 @@ describe("#gpu conv2d on tensor cores", function()
     {{name = "conv4_x 3x3 256", N = 128, H = 14, W = 14, C = 256, F = 256, R = 3, S = 3, stride = 1, padding = 1}},
     {LAYERS[2], {intrin = "wgmma", BM = 256, BN = 64, BK = 64, stages = 4}},
     {LAYERS[4], {intrin = "wgmma", BM = 64, BN = 128, BK = 32, stages = 4, wgmma_pending = 0}},
+    -- warp-specialized (conv2d_tc.wgmma_ws_space): a producer warpgroup gathers A by cp.async
+    -- (cp.async.mbarrier.arrive.noinc on the stage's full barrier), B by TMA; staged, TMA-store and
+    -- persistent + TMA-store epilogues
+    {LAYERS[3], {intrin = "wgmma", BM = 128, BN = 128, BK = 64, stages = 4, tma = true, warp_specialize = true, epilogue_store = "staged"}},
+    {LAYERS[2], {intrin = "wgmma", BM = 128, BN = 64, BK = 64, stages = 6, tma = true, warp_specialize = true, epilogue_store = "tma",
+                 persistent = true}},
+    {LAYERS[4], {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 3, tma = true, warp_specialize = true, epilogue_store = "tma"}},
   }
   for _, t in ipairs(WG) do
     local L = t[1]
     it(("%s: implicit GEMM on wgmma (%s) matches float64 and the mma.sync implicit GEMM"):format(L.name,
-       t[2] and ("BM %d BN %d BK %d"):format(t[2].BM, t[2].BN, t[2].BK) or "wgmma_tiles"), function()
+       t[2] and ("BM %d BN %d BK %d%s"):format(t[2].BM, t[2].BN, t[2].BK, t[2].warp_specialize and (", warp-specialized gather, " ..
+       (t[2].persistent and "persistent, " or "") .. t[2].epilogue_store .. " epilogue") or "") or "wgmma_tiles"), function()
       local out, ref, x, w, info = run_wgmma(L, t[2])
       local n = math.max(128, math.min(2048, 600000 // info.K))
       ct.check_points(out, x, w, {stride = L.stride, padding = L.padding}, info, n)

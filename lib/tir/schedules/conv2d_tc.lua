@@ -123,7 +123,8 @@ end
 -- requantize = {scale = number | "per_channel", out_zero_point, out_dtype = "int8" | "uint8"} (int8
 -- inputs: tir.ops.quantized_matmul's requantization replaces the cast; "per_channel" adds a float32
 -- parameter scale [F] after bias; relu raises the low end to the zero point).
--- info: {M, Mp, K, Kp, P, Q, F, plan (tir.ops.conv_plan's), flops (2 M F K), dtype, out_dtype}.
+-- info: {M, Mp, K, Kp, P, Q, F, plan (tir.ops.conv_plan's), flops (2 M F K), dtype, out_dtype, epilogue ("cast":
+-- D only casts; "fused": + bias, relu or requantize)}.
 -- Grouped convolution (groups = G > 1, NHWC): G GEMMs of M x F/G x R*S*C/G, the group a batch
 -- dimension (blockIdx.z): A_im2col [G, Mp, Kgp] gathers channels g*Cg + c, Wm [G, Kgp, Fg]
 -- (pack_weight with groups), C and D [G, Mp, Fg]; a kernel of its own ("out_nhwc") writes the
@@ -262,7 +263,8 @@ function M.workload(o)
   local f = te.create_prim_func(params, "conv2d_tc")
   return f, {M = Mr, Mp = Mp, K = K, Kp = Kp, C = o.C, Cp = Cp, data_layout = layout,
              out_shape = nchw and {o.N, F, P_, Q_} or {Mp, F}, P = plan.osz[1], Q = plan.osz[2], F = F, plan = plan, flops = 2 * Mr * F * K, dtype = dt,
-             out_dtype = out_dtype, weight_layout = fk and "FK" or "KF"}
+             out_dtype = out_dtype, weight_layout = fk and "FK" or "KF",
+             epilogue = (bias or o.activation or req) and "fused" or "cast"}
 end
 
 --- The packing of a kernel into Wm: PrimFunc (W, Wm); W is HWIO [R, S, C, F] (TVM's), OHWI
@@ -529,6 +531,46 @@ function M.wgmma_space(info)
   return out
 end
 
+--- The warp-specialized wgmma tilings of a layer (info from a workload built with weight_layout =
+-- "FK"): a producer warpgroup of its own gathers the A tile (the im2col block, 16-byte zero-filling
+-- cp.async copies by its 128 threads, each arriving on the stage's full mbarrier with
+-- cp.async.mbarrier.arrive.noinc) while its lane 0 brings the weights' B tile by TMA; the BM / 64
+-- consumer warpgroups only wait, issue wgmma and release the stage (tc_gemm_wgmma with a_stage +
+-- tma + warp_specialize; inject_tma_pipeline's cp_async_gather copies).  No CTA-wide barrier in
+-- the main loop.  Candidates, BK 64 (Kp a multiple of 64), M and F multiples of the tiles:
+--   BM 128, BN = min(F, 128), the staged epilogue (its fp32 tile does not reuse the stages here:
+--     both roles keep the pipeline's buffers), the deepest pipeline (<= 6) that fits 227 KB;
+--   BM 128, BN = min(F, 256) and min(F, 128), the TMA-store epilogue (fp16 tile of BM x BN), the same depth rule;
+--   BM 128, BN = min(F, 256), TMA-store, with 88 producer registers (ws_regs {88, 208}; the default 56);
+--   BM 256 (4 consumer warpgroups, 104 registers each), BN = min(F, 128), the TMA-store epilogue.
+-- (Persistent grids were 15-400 % slower on every 3x3 layer (H200, bench/RESULTS.md): not listed.)
+-- Returns a list of conv2d_tc.schedule options (empty when no tiling fits).
+function M.wgmma_ws_space(info)
+  check_info("conv2d_tc.wgmma_ws_space", info)
+  local out = {}
+  local es = ESIZE[info.dtype]
+  if es ~= 2 or info.Kp % 64 ~= 0 or (info.groups or 1) > 1 then return out end
+  local steps = info.Kp // 64
+  local function add(BM, BN, store, ws_regs)
+    if info.Mp % BM ~= 0 or info.F % BN ~= 0 then return end
+    if store == "tma" and info.Mp ~= info.M then return end
+    local epi = store == "tma" and BM * BN * 2 or BM * (BN + 8) * 4
+    local st
+    for s = math.min(6, steps), 2, -1 do
+      if s * (BM + BN) * 64 * es + epi + 1024 <= 227 * 1024 then st = s; break end
+    end
+    if not st then return end
+    out[#out + 1] = {intrin = "wgmma", BM = BM, BN = BN, BK = 64, stages = st, wgmma_pending = 1, tma = true, warp_specialize = true,
+                     epilogue_store = store, ws_regs = ws_regs}
+  end
+  add(128, math.min(info.F, 128), "staged")
+  add(128, math.min(info.F, 256), "tma")
+  if info.F >= 256 then add(128, 128, "tma") end
+  add(128, math.min(info.F, 256), "tma", {88, 208})
+  add(256, math.min(info.F, 128), "tma")
+  return out
+end
+
 --- The wgmma tiles for a layer (the rule conv2d_tc uses without a tuning record): among
 -- wgmma_space, the one with the least predicted time: waves = ceil(CTAs / (ctas_per_sm SMs))
 -- times a tile's time BM BN Kp / rate / ctas_per_sm, where the rate grows with the tile's operand
@@ -553,6 +595,28 @@ function M.wgmma_tiles(info, sm_count)
     util.raise("ValueError", P, "no wgmma tiling (BM, BN in 64, 128, 256; BK 64) divides Mp = %d, F = %d, Kp = %d", info.Mp, info.F, info.Kp)
   end
   return best
+end
+
+--- The rule for the implicit GEMM on wgmma (what layer_options returns for an "FK" workload that is
+-- not a plain GEMM), from bench/conv2d.lua's timings of wgmma_space, wgmma_ws_space and their
+-- epilogues on ResNet-50's seven 3x3 layers (H200, bench/RESULTS.md "3x3 layers: the warp-specialized
+-- gathering producer"): when the layer's 128 x 256 tiles are fewer than the SMs (conv5's 7x7 layers:
+-- 98 tiles on 132 SMs) and D only casts to fp16 (info.epilogue "cast", no pad_m), the warp-specialized
+-- kernel of wgmma_ws_space with 128 x 256 tiles and the TMA-store epilogue (6-10 % faster there);
+-- otherwise wgmma_tiles' cp.async tile with the staged epilogue (the gathering producer was 5-35 %
+-- slower on the layers of several waves, most at F = 64 where the cp.async tile runs two CTAs an SM).
+-- Returns schedule options; errors as wgmma_tiles.
+function M.wgmma_implicit_tiles(info, sm_count)
+  local P = "conv2d_tc.wgmma_implicit_tiles"
+  check_info(P, info)
+  local sms = sm_count or tc.device_sm_count()
+  if info.epilogue == "cast" and info.out_dtype == "float16" and info.Mp == info.M and info.F % 256 == 0 and
+     (info.Mp // 128) * (info.F // 256) < sms then
+    for _, o in ipairs(M.wgmma_ws_space(info)) do
+      if o.BM == 128 and o.BN == 256 and o.epilogue_store == "tma" and not o.ws_regs then return o end
+    end
+  end
+  return M.wgmma_tiles(info, sms)
 end
 
 --- The tuning space of a layer (info from workload): tc_gemm_tune's CTA / warp tilings and (BK,
@@ -766,7 +830,10 @@ function M.layer_options(info, override)
     for k, v in pairs(override) do o[k] = v end
     return o, "given"
   end
-  if info.weight_layout == "FK" then return M.wgmma_tiles(info), "wgmma_tiles rule" end
+  if info.weight_layout == "FK" then
+    if M.is_gemm(info) then return M.wgmma_tiles(info), "wgmma_tiles rule" end
+    return M.wgmma_implicit_tiles(info), "wgmma_implicit_tiles rule"
+  end
   local tt = require("tir.schedules.tc_gemm_tune")
   local function fits(p) return info.Mp % (p.BM or tc.defaults.BM) == 0 and Fn % (p.BN or tc.defaults.BN) == 0 and
                                 info.Kp % (p.BK or tc.defaults.BK) == 0 end
@@ -890,6 +957,8 @@ M.tune = util.strict("conv2d_tc.tune", M.tune)
 M.space = util.strict("conv2d_tc.space", M.space)
 M.default_tiles = util.strict("conv2d_tc.default_tiles", M.default_tiles)
 M.layer_options = util.strict("conv2d_tc.layer_options", M.layer_options)
+M.wgmma_ws_space = util.strict("conv2d_tc.wgmma_ws_space", M.wgmma_ws_space)
+M.wgmma_implicit_tiles = util.strict("conv2d_tc.wgmma_implicit_tiles", M.wgmma_implicit_tiles)
 M.wgmma_gemm_space = util.strict("conv2d_tc.wgmma_gemm_space", M.wgmma_gemm_space)
 M.wgmma_gemm_tiles = util.strict("conv2d_tc.wgmma_gemm_tiles", M.wgmma_gemm_tiles)
 M.wgmma_gemm = util.strict("conv2d_tc.wgmma_gemm", M.wgmma_gemm)

@@ -299,7 +299,9 @@ function M.schedule(sch, o, P, analyze)
     -- warpgroup (256 threads) caps nothing: no setmaxnreg there (inject_warp_specialization.c)
     local threads = 128 * (wgs + 1)
     local r0 = 65536 // threads // 8 * 8
-    local rp = o.ws_regs and o.ws_regs[1] or (r0 <= 255 and 40 or 0)
+    -- (a gathering producer, a_stage: its 128 threads compute the gather's addresses, so more than
+    -- the 40 registers of a TMA-issuing one)
+    local rp = o.ws_regs and o.ws_regs[1] or (r0 <= 255 and (o.a_stage and 56 or 40) or 0)
     local rc = o.ws_regs and o.ws_regs[2] or (r0 <= 255 and (threads * r0 - 128 * rp) // (128 * wgs) // 8 * 8 or 0)
     if o.ws_regs then
       if r0 > 255 then
@@ -355,7 +357,10 @@ function M.schedule(sch, o, P, analyze)
   if o.a_stage then
     if not pcall(function() return sch:get_block(o.a_stage) end) then raise("ValueError", P, "a_stage block '%s' does not exist", o.a_stage) end
     if padded then raise("ValueError", P, "a_stage with the padded workload: its A_pad is the A stage already") end
-    if o.tma then raise("ValueError", P, "a_stage computes the A tile in its copy (cp.async); tma = true copies boxes of a global tensor") end
+    if o.tma and not o.warp_specialize then
+      raise("ValueError", P, "a_stage computes the A tile in its copy (cp.async); tma = true copies boxes of a global tensor (with " ..
+            "warp_specialize = true the producer warpgroup gathers A by cp.async while B comes by TMA)")
+    end
   end
   if padded then
     if o.tma then raise("ValueError", P, "tma = true needs M, N, K multiples of the tiles (TMA copies whole boxes, not the padded workload)") end
@@ -451,13 +456,24 @@ function M.schedule(sch, o, P, analyze)
   -- cooperative 16-byte copies of the shared tiles by all warpgroups (threadIdx.x: 128 threads);
   -- tma: one TMA copy per tile instead (inject_tma_pipeline; the copy loops stay as they are, the
   -- pass adds the 128 threadIdx.x lanes)
-  for _, b in ipairs(o.tma and {} or {AS, BS}) do
+  -- a_stage with tma (and warp_specialize): the A tile is gathered by the producer warpgroup's 128
+  -- threads alone (cp_async_gather: inject_tma_pipeline runs the copy there, each thread's cp.async
+  -- arriving on the stage's full barrier), B still one TMA copy
+  local gather = o.tma and o.a_stage ~= nil
+  for _, b in ipairs(o.tma and (gather and {AS} or {}) or {AS, BS}) do
     local l = {sch:get_loops(b)}
     local f = sch:fuse(l[#l - 1], l[#l])
-    local outer, ty, tx, v = sch:split(f, {nil, wgs, 128, vec})
-    sch:bind(ty, "threadIdx.y"); sch:bind(tx, "threadIdx.x")
-    sch:vectorize(v)
-    if o.unroll then sch:unroll(outer) end
+    if gather then
+      local outer, tx, v = sch:split(f, {nil, 128, vec})
+      sch:bind(tx, "threadIdx.x")
+      sch:vectorize(v)
+      if o.unroll then sch:unroll(outer) end
+    else
+      local outer, ty, tx, v = sch:split(f, {nil, wgs, 128, vec})
+      sch:bind(ty, "threadIdx.y"); sch:bind(tx, "threadIdx.x")
+      sch:vectorize(v)
+      if o.unroll then sch:unroll(outer) end
+    end
   end
   local init = sch:decompose_reduction(C, ko)
   sch:tensorize(i64, names.sync)
@@ -479,7 +495,7 @@ function M.schedule(sch, o, P, analyze)
   if o.tma then
     -- full/empty mbarrier pipeline of o.stages stages (docs/TENSOR_CORES.md "TMA pipelines"); the
     -- box lands with the tiles' 32/64/128-byte swizzle, which the wgmma descriptors read
-    sch:annotate(AS, "tma_copy", 1); sch:annotate(BS, "tma_copy", 1)
+    sch:annotate(AS, gather and "cp_async_gather" or "tma_copy", 1); sch:annotate(BS, "tma_copy", 1)
     sch:annotate(ko, "tma_pipeline_stages", o.stages)
     -- a producer warpgroup issuing the copies, the others computing (inject_warp_specialization)
     if ws_regs then sch:annotate(ko, "warp_specialize", {1, ws_regs[1], ws_regs[2]}) end

@@ -1872,6 +1872,8 @@ static const char *tma_helpers =
     "  asm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1;\" :: \"r\"(tir_smem_addr(bar)), \"r\"(count) : \"memory\");\n}\n"
     "__device__ __forceinline__ void tir_mbarrier_arrive(void *bar) {\n"
     "  asm volatile(\"mbarrier.arrive.shared::cta.b64 _, [%0];\" :: \"r\"(tir_smem_addr(bar)) : \"memory\");\n}\n"
+    "__device__ __forceinline__ void tir_cp_async_mbarrier_arrive_noinc(void *bar) {\n"
+    "  asm volatile(\"cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\" :: \"r\"(tir_smem_addr(bar)) : \"memory\");\n}\n"
     "__device__ __forceinline__ void tir_mbarrier_arrive_expect_tx(void *bar, unsigned tx) {\n"
     "  asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\" :: \"r\"(tir_smem_addr(bar)), \"r\"(tx) : \"memory\");\n}\n"
     "__device__ __forceinline__ void tir_mbarrier_wait(void *bar, unsigned parity) {\n"
@@ -2052,9 +2054,11 @@ static int tma_stmt(CG *g, const tir_Call *c) {
     case TIR_BI_PTX_MBARRIER_INIT:
     case TIR_BI_PTX_MBARRIER_ARRIVE_EXPECT_TX:
     case TIR_BI_PTX_MBARRIER_WAIT:
+    case TIR_BI_PTX_CP_ASYNC_MBARRIER_ARRIVE_NOINC:
     case TIR_BI_PTX_MBARRIER_ARRIVE: {
       const char *fn = bi->id == TIR_BI_PTX_MBARRIER_INIT ? "tir_mbarrier_init" : bi->id == TIR_BI_PTX_MBARRIER_WAIT ? "tir_mbarrier_wait"
-                       : bi->id == TIR_BI_PTX_MBARRIER_ARRIVE ? "tir_mbarrier_arrive" : "tir_mbarrier_arrive_expect_tx";
+                       : bi->id == TIR_BI_PTX_MBARRIER_ARRIVE ? "tir_mbarrier_arrive"
+                       : bi->id == TIR_BI_PTX_CP_ASYNC_MBARRIER_ARRIVE_NOINC ? "tir_cp_async_mbarrier_arrive_noinc" : "tir_mbarrier_arrive_expect_tx";
       const tir_BufferLoad *l = addr_load(c->args->items[0]);
       if (!l || !tir_scope_is_shared(l->buffer->scope) || tir_dtype_bytes(l->buffer->hdr.dtype) != 8) {
         cg_fail(g, &c->hdr, "%s needs address_of(bar[i]) of a 64-bit shared buffer (an mbarrier is 8 bytes of shared memory)", c->op);

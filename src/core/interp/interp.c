@@ -745,6 +745,18 @@ static int exec_wait_group(Interp *I, const tir_Call *c) {
   return 0;
 }
 
+/* ptx_cp_async_mbarrier_arrive_noinc: the arrival waits for all of the thread's cp.async copies,
+ * closed groups and the open one (deferred mode: they land here; the mbarrier itself does nothing
+ * in the interpreter, which runs one thread at a time). */
+static int exec_cp_async_arrive(Interp *I) {
+  struct AsyncState *a = I->async;
+  if (!a || !a->deferred) return 0;
+  exec_commit_group(I);
+  for (int i = 0; i < a->n_closed; i++) async_land(I, &a->closed[i]);
+  a->n_closed = 0;
+  return 0;
+}
+
 /* A thread-block cluster's CTAs share shared memory and mbarriers (TMA multicast, remote
  * arrivals); the interpreter runs one CTA at a time. */
 static int cluster_fail(Interp *I, const tir_Node *at, const char *what) {
@@ -766,6 +778,9 @@ static int exec_async_builtin(Interp *I, const tir_Call *c) {
   case TIR_BI_PTX_CP_ASYNC: return exec_cp_async(I, c);
   case TIR_BI_PTX_COMMIT_GROUP: return exec_commit_group(I);
   case TIR_BI_PTX_WAIT_GROUP: return exec_wait_group(I, c);
+  case TIR_BI_PTX_CP_ASYNC_MBARRIER_ARRIVE_NOINC:
+    if (exec_cp_async_arrive(I)) return -1;
+    break;
   /* ordering only (the interpreter runs one thread at a time, in program order) */
   case TIR_BI_PTX_MBARRIER_INIT: case TIR_BI_PTX_FENCE_PROXY_ASYNC: case TIR_BI_PTX_SETMAXNREG_INC:
   case TIR_BI_PTX_SETMAXNREG_DEC: case TIR_BI_PTX_BAR_SYNC: case TIR_BI_PTX_BAR_ARRIVE: break;

@@ -218,6 +218,7 @@ int sim_shared_write(Sim *S, Store *st, int64_t byte, int size, int tid, const t
  * and race checks.  Return -1 when the run stops; a skipped access (issue, check off) is 0. */
 int sim_load_elem(Sim *S, Store *st, int64_t el, int tid, tir_DType as, SVal *out);
 int sim_store_elem(Sim *S, Store *st, int64_t el, int tid, tir_DType from, SVal v);
+int sim_async_land_thread(Sim *S, int tid);
 int sim_async_builtin(Sim *S, const tir_Call *c, const Act *a); /* 1: not an async builtin */
 int sim_async_cta_end(Sim *S);
 void sim_async_free(Sim *S);

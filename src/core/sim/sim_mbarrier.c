@@ -397,6 +397,7 @@ int sim_tma_builtin(Sim *S, const tir_Call *c, const Act *a) {
       return 0;
     case TIR_BI_PTX_MBARRIER_INIT:
     case TIR_BI_PTX_MBARRIER_ARRIVE:
+    case TIR_BI_PTX_CP_ASYNC_MBARRIER_ARRIVE_NOINC:
     case TIR_BI_PTX_MBARRIER_ARRIVE_EXPECT_TX: break;
     default: return 1;
   }
@@ -455,6 +456,8 @@ int sim_tma_builtin(Sim *S, const tir_Call *c, const Act *a) {
       b->tx += arg[t].i;
       b->expected += arg[t].i;
     }
+    /* (cp.async.mbarrier.arrive.noinc: the thread's copies land first, then the arrival) */
+    if (bi->id == TIR_BI_PTX_CP_ASYNC_MBARRIER_ARRIVE_NOINC && (rc = sim_async_land_thread(S, t))) break;
     rc = arrive(S, b, t);
   }
   S->vtop = mark;

@@ -469,7 +469,11 @@ static int cp_async(Sim *S, const tir_Call *c, const Act *a) {
         break;
       }
       if (sh->r_epoch == S->epoch) {
-        int j = sh->r_thr[0] != t ? 0 : sh->r_thr[1] >= 0 ? 1 : -1;
+        /* (a read that happens before the issue -- through mbarrier phases, a gathering producer
+         * refilling a released stage -- is no race) */
+        int j = -1;
+        for (int q = 1; q >= 0; q--)
+          if (sh->r_thr[q] >= 0 && sh->r_thr[q] != t && !sim_hb(S, sh->r_thr[q], sh->r_clk[q], t)) j = q;
         if (j >= 0) {
           if (race_issue(S, ds, db + i, t, S->cur, sh->r_thr[j], sh->r_stmt[j], 0)) return -1;
           break;
@@ -537,6 +541,18 @@ int sim_async_builtin(Sim *S, const tir_Call *c, const Act *a) {
     return S->fatal ? -1 : 0;
   }
   return 1;
+}
+
+/* ptx_cp_async_mbarrier_arrive_noinc: the arrival is triggered once all of thread tid's cp.async
+ * copies (closed groups and the open one) have completed, so they land here, before the arrival
+ * (sim_mbarrier.c) releases them to the threads that wait on the barrier. */
+int sim_async_land_thread(Sim *S, int tid) {
+  if (!S->async) return 0;
+  ThreadAsync *ta = tasync(S, tid);
+  for (int i = 0; i < ta->n_closed; i++) land(S, &ta->closed[i], tid, 1);
+  ta->n_closed = 0;
+  land(S, &ta->open, tid, 1);
+  return S->fatal ? -1 : 0;
 }
 
 /* At the end of a CTA: copies nobody waited for are an issue (their data never lands). */

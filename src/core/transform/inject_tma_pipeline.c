@@ -59,6 +59,8 @@
 #define PASS "inject_tma_pipeline"
 #define KEY_STAGES "tma_pipeline_stages"
 #define KEY_COPY "tma_copy"
+#define KEY_GATHER "cp_async_gather"
+#define GATHER_THREADS 128 /* a gathering producer: the producer warpgroup's threads */
 #define KEY_WS "warp_specialize"
 #define KEY_CLUSTER "tma_cluster"
 #define KEY_MC "tma_multicast"
@@ -84,6 +86,7 @@ typedef struct {
   tir_Buffer *ver;          /* the versioned tile (owned) */
   int swizzle;
   int64_t mc_stride, mc_count; /* tma_multicast {stride, count}: shared by the count CTAs of ranks base + j stride (1, 1: none) */
+  int gather;               /* a cp_async_gather copy: the statement runs as it is on the producer warpgroup */
 } Copy;
 
 /* a LoweringError naming the pass, showing the function with `where` marked */
@@ -118,7 +121,45 @@ static int scan_threads(const tir_Node *n, void *p) {
 
 /* ---- the copy statements ---- */
 static int has_copy_mark(const tir_Node *n, void *p) {
-  if (n->kind == TIR_Block && tir_ann_get(((const tir_Block *)n)->annotations, KEY_COPY)) *(int *)p = 1;
+  if (n->kind == TIR_Block && tir_ann_get(((const tir_Block *)n)->annotations, KEY_COPY)) *(int *)p |= 1;
+  if (n->kind == TIR_Block && tir_ann_get(((const tir_Block *)n)->annotations, KEY_GATHER)) *(int *)p |= 2;
+  return 0;
+}
+
+/* A cp_async_gather copy: a nest (its loops bound as the schedule made them, threadIdx.x the
+ * producer warpgroup's lanes) around one block writing a shared tile allocated in the loop body,
+ * whatever its value (a gather, a zero fill).  The statement itself becomes the producer's copy.
+ * 0, or -1 with the error set. */
+typedef struct {
+  const tir_BufferStore *st;
+  int blocks;
+} GatherScan;
+
+static int gather_scan(const tir_Node *n, void *p) {
+  GatherScan *g = p;
+  if (n->kind == TIR_Block) {
+    g->blocks++;
+    const tir_Block *b = (const tir_Block *)n;
+    if (b->body->kind == TIR_BufferStore) g->st = (const tir_BufferStore *)b->body;
+  }
+  return 0;
+}
+
+static int parse_gather(Ctx *c, const tir_For *loop, const tir_Node *s, const tir_Array *allocs, Copy *cp) {
+  GatherScan g = {NULL, 0};
+  tir_visit(s, gather_scan, &g);
+  int in_body = 0;
+  if (g.st)
+    for (int i = 0; i < allocs->size; i++) in_body |= allocs->items[i] == &g.st->buffer->hdr;
+  if (g.blocks != 1 || !g.st || !tir_scope_is_shared(g.st->buffer->scope) || !in_body) {
+    fail_at(c, s, "this copy", "loop %s: a %s copy must be a loop nest around one block storing into a shared tile allocated in "
+            "the pipelined loop", loop->loop_var->name, KEY_GATHER);
+    return -1;
+  }
+  cp->dst = g.st->buffer;
+  cp->src = NULL;
+  cp->gather = 1;
+  cp->mc_stride = cp->mc_count = 1;
   return 0;
 }
 
@@ -361,6 +402,7 @@ static tir_Node *issue(const tir_For *loop, Copy *cps, int n, tir_Buffer *full, 
   tir_Array *items = tir_array_empty();
   for (int i = 0; i < n; i++) {
     Copy *cp = &cps[i];
+    if (cp->gather) continue; /* (the producer warpgroup's own copies: see pipeline) */
     tir_DType et = tir_dtype_element(cp->src->hdr.dtype);
     int64_t bb = tir_dtype_bytes(et);
     for (int d = 0; d < cp->rank; d++) bb *= cp->box[d];
@@ -467,11 +509,18 @@ static tir_Node *pipeline(Ctx *c, const tir_For *f) {
   Copy *cps = calloc((size_t)nk, sizeof *cps);
   int ncp = 0;
   tir_Node *result = TIR_MUTATE_ERROR;
+  int ngather = 0, gfail = 0;
   while (ncp < nk) {
     int marked = 0;
     tir_visit(kids[ncp], has_copy_mark, &marked);
     if (!marked) break;
-    if (parse_copy(c, f, kids[ncp], allocs, &cps[ncp])) goto done;
+    if (marked == 3) {
+      fail_at(c, kids[ncp], "this copy", "loop %s: a copy is either %s (TMA) or %s (the producer's cp.async), not both", f->loop_var->name,
+              KEY_COPY, KEY_GATHER);
+      goto done;
+    }
+    if (marked == 2 ? parse_gather(c, f, kids[ncp], allocs, &cps[ncp]) : parse_copy(c, f, kids[ncp], allocs, &cps[ncp])) goto done;
+    ngather += marked == 2;
     cps[ncp].stmt = kids[ncp];
     ncp++;
   }
@@ -499,6 +548,16 @@ static tir_Node *pipeline(Ctx *c, const tir_For *f) {
     goto done;
   }
   int ws = tir_ann_get(f->annotations, KEY_WS) != NULL;
+  if (ngather && !ws) {
+    fail_at(c, &f->hdr, "pipelined loop", "loop %s: %s copies are gathered by a producer warpgroup: the loop needs %s too",
+            f->loop_var->name, KEY_GATHER, KEY_WS);
+    goto done;
+  }
+  if (ngather && tir_ann_get(f->annotations, KEY_CLUSTER)) {
+    fail_at(c, &f->hdr, "pipelined loop", "loop %s: %s copies with %s are not supported (the gather lands in this CTA only)",
+            f->loop_var->name, KEY_GATHER, KEY_CLUSTER);
+    goto done;
+  }
   if (ws && c->in_loop > 8) {
     fail_at(c, &f->hdr, "pipelined loop", "loop %s: %s under more than 8 loops", f->loop_var->name, KEY_WS);
     goto done;
@@ -591,7 +650,11 @@ static tir_Node *pipeline(Ctx *c, const tir_For *f) {
                 (c->cta_threads[2] > 0 ? c->cta_threads[2] : 1);
     /* init */
     tir_Var *si = tir_var_new("s", TIR_INT32);
-    tir_Node *init_body = tir_seq2(call_stmt("ptx_mbarrier_init", tir_array_of(2, bar_at(full, R((tir_Node *)si)), tir_i32(1))),
+    /* full[s]: the leader's arrive.expect_tx (when a TMA copy fills the stage) and, with gathers,
+     * one cp.async.mbarrier.arrive.noinc per producer thread */
+    const int ntma = ncp - ngather;
+    tir_Node *init_body = tir_seq2(call_stmt("ptx_mbarrier_init", tir_array_of(2, bar_at(full, R((tir_Node *)si)),
+                                                                              tir_i32((ntma ? 1 : 0) + (ngather ? GATHER_THREADS : 0)))),
                                    call_stmt("ptx_mbarrier_init", tir_array_of(2, bar_at(empty, R((tir_Node *)si)),
                                                                                 tir_i32((int)((wg_release ? T / 128 : T) * U)))));
     /* the inits (generic-proxy writes) made visible to the TMA unit's complete_tx (async proxy),
@@ -611,6 +674,10 @@ static tir_Node *pipeline(Ctx *c, const tir_For *f) {
     /* the loop */
     tir_Array *items = tir_array_of(1, call_stmt("ptx_mbarrier_wait", tir_array_of(2, bar_at(full, tir_cast(TIR_INT32, R(V.stage))),
                                                                                     tir_cast(TIR_INT32, R(parity)))));
+    /* gathered tiles were written by cp.async (the generic proxy) and wgmma reads them through the
+     * async proxy: once the phase has made them visible here, a proxy fence orders them before
+     * this thread's wgmma (PTX ISA, memory consistency model: proxies) */
+    if (ngather) items = tir_array_push(items, call_stmt("ptx_fence_proxy_async", tir_array_empty()));
     for (int i = ncp; i < nk; i++) {
       tir_Node *x = tir_mutate(kids[i], ver_mut, &V);
       if (!x) {
@@ -683,16 +750,46 @@ static tir_Node *pipeline(Ctx *c, const tir_For *f) {
       if (lin) p0 = tir_add(tir_mul(R(lin), tir_cast(lt, R(f->extent))), p0);
       tir_Node *ps = tir_cast(TIR_INT32, tir_floormod(R(p0), tir_int_imm(lt, N)));
       tir_Node *pp = tir_cast(TIR_INT32, tir_floormod(tir_add(tir_floordiv(R(p0), tir_int_imm(lt, N)), tir_int_imm(lt, 1)), tir_int_imm(lt, 2)));
+      Ver PV = {cps, ncp, ngather ? tir_floormod(R(p0), tir_int_imm(lt, N)) : NULL}; /* the gathers' stage */
       tir_Node *acquire = tir_if(tir_cmp(TIR_GE, p0, tir_int_imm(lt, N)),
                                  call_stmt("ptx_mbarrier_wait", tir_array_of(2, bar_at(empty, R(ps)), pp)), NULL);
-      tir_Node *pbody = tir_seq(tir_array_of(3, acquire, call_stmt("ptx_fence_proxy_async", tir_array_empty()),
-                                             issue(f, cps, ncp, full, R((tir_Node *)pv), ps)));
+      tir_Node *pbody;
+      if (!ngather) {
+        pbody = tir_seq(tir_array_of(3, acquire, call_stmt("ptx_fence_proxy_async", tir_array_empty()),
+                                     issue(f, cps, ncp, full, R((tir_Node *)pv), ps)));
+      } else {
+        /* a gathering producer: every thread of the producer warpgroup waits for the stage, lane 0
+         * issues the TMA copies, then each thread gathers its part of the other tiles (cp.async,
+         * async_scope: inject_ptx_async_copy) and arrives on full[s] once its copies have landed */
+        tir_Array *pit = tir_array_of(2, acquire, call_stmt("ptx_fence_proxy_async", tir_array_empty()));
+        if (ntma) {
+          tir_Var *l0 = tir_var_new("tma_lane", TIR_INT32);
+          tir_Node *one = tir_if(tir_cmp(TIR_EQ, R((tir_Node *)l0), tir_i32(0)), issue(f, cps, ncp, full, R((tir_Node *)pv), R(ps)), NULL);
+          pit = tir_array_push(pit, tir_for(l0, tir_i32(0), tir_i32(GATHER_THREADS), TIR_FOR_THREAD_BINDING, "threadIdx.x", NULL, one));
+        }
+        for (int i = 0; i < ncp; i++) {
+          if (!cps[i].gather) continue;
+          tir_Node *sub = tir_substitute(cps[i].stmt, 1, (tir_Var *const *)&f->loop_var, (tir_Node *const *)&pv);
+          tir_Node *g = tir_mutate(sub, ver_mut, &PV);
+          if (!g) g = tir_retain(sub);
+          tir_release(sub);
+          if (g == TIR_MUTATE_ERROR) {
+            gfail = 1;
+            continue;
+          }
+          pit = tir_array_push(pit, tir_attr_stmt(NULL, "async_scope", tir_i32(1), g));
+        }
+        pit = tir_array_push(pit, call_stmt("ptx_cp_async_mbarrier_arrive_noinc", tir_array_of(1, bar_at(full, ps))));
+        pbody = tir_seq(pit);
+      }
       tir_Node *ploop = tir_for(pv, R(f->min), R(f->extent), TIR_FOR_SERIAL, "", NULL, pbody);
       /* (the tail after all of the producer's steps: inject_warp_specialization puts it after
        * the tile loops it wraps the producer in) */
       if (tail) ploop = tir_seq2(ploop, tir_attr_stmt(NULL, "warp_specialize_producer_tail", tir_i32(1), tail));
       tail = NULL;
-      producer = tir_attr_stmt(NULL, "warp_specialize_producer", tir_i32(1), ploop);
+      tir_release(PV.stage);
+      /* (2: the whole producer warpgroup runs the loop, 1: its first thread) */
+      producer = tir_attr_stmt(NULL, "warp_specialize_producer", tir_i32(ngather ? 2 : 1), ploop);
     }
     tir_release(rk), tir_release(rstage), tir_release(rpar), tir_release(end), tir_release(lin);
     tir_Array *anns = tir_ann_remove(f->annotations, KEY_STAGES);
@@ -732,6 +829,10 @@ static tir_Node *pipeline(Ctx *c, const tir_For *f) {
     tir_Block *blk = tir_block_new("", NULL, NULL, NULL, NULL, nallocs, NULL, NULL, tir_seq(parts));
     result = tir_block_realize(tir_array_empty(), tir_bool_imm(1), blk);
     tir_release(V.stage), tir_release(parity);
+    if (gfail) {
+      tir_release(result);
+      result = fail_at(c, &f->hdr, "pipelined loop", "loop %s: the %s copy could not be moved to its stage", f->loop_var->name, KEY_GATHER);
+    }
     goto done;
   emit_fail:
     tir_release(V.stage), tir_release(parity), tir_release(lin);

@@ -13,6 +13,7 @@
  *   block(the pipeline's tiles and mbarriers) {
  *     init; __syncthreads                                   (all G + 1 warpgroups)
  *     if W == G { setmaxnreg.dec Rp; if threadIdx.x == 0 { the producer loop } }
+ *     (a gathering producer, the mark's value 2: the producer loop on all 128 threads of W == G)
  *     else AttrStmt "named_barrier" (128 G threads, barrier 1) {
  *       setmaxnreg.inc Rc; W's body with the pipeline block replaced by the consumer loop }
  *   }
@@ -331,10 +332,17 @@ static tir_Node *specialize(Ctx *c, const tir_For *const *path, int np, const ti
   /* consumers: more registers, then W's body as it was (the pipeline now its consumer loop) */
   if (v[2]) cons = tir_seq2(call_stmt("ptx_setmaxnreg_inc", tir_array_of(1, tir_i32((int)v[2]))), cons);
   tir_Node *consumer = tir_attr_stmt(tir_i32((int)nc), "named_barrier", tir_i32(CONSUMER_BARRIER), cons);
-  /* producer: fewer registers for the warpgroup, the loop on its first thread */
-  tir_Var *tx = tir_var_new("ws_producer", TIR_INT32);
-  tir_Node *one = tir_if(tir_cmp(TIR_EQ, R((tir_Node *)tx), tir_i32(0)), pp.producer, NULL);
-  tir_Node *producer = tir_for(tx, tir_i32(0), tir_i32(WG_THREADS), TIR_FOR_THREAD_BINDING, "threadIdx.x", NULL, one);
+  /* producer: fewer registers for the warpgroup, the loop on its first thread -- or, marked 2 (a
+   * gathering producer, inject_tma_pipeline's cp_async_gather copies), on all of its threads,
+   * the TMA issue inside already on lane 0 */
+  int64_t mv = 1;
+  (void)tir_is_const_int(((const tir_AttrStmt *)mark)->value, &mv);
+  tir_Node *producer = pp.producer;
+  if (mv != 2) {
+    tir_Var *tx = tir_var_new("ws_producer", TIR_INT32);
+    tir_Node *one = tir_if(tir_cmp(TIR_EQ, R((tir_Node *)tx), tir_i32(0)), pp.producer, NULL);
+    producer = tir_for(tx, tir_i32(0), tir_i32(WG_THREADS), TIR_FOR_THREAD_BINDING, "threadIdx.x", NULL, one);
+  }
   if (v[1]) producer = tir_seq2(call_stmt("ptx_setmaxnreg_dec", tir_array_of(1, tir_i32((int)v[1]))), producer);
   tir_Node *role = tir_if(tir_cmp(TIR_EQ, R((tir_Node *)W->loop_var), tir_int_imm(W->loop_var->hdr.dtype, G)), producer, consumer);
   tir_Array *items = pp.prefix;
