@@ -40,6 +40,8 @@ M.TILE_OPTS = {"BM", "BN", "BK", "stages", "tma", "warp_specialize", "persistent
 --    loads in flight: the GEMM streams B), one CTA a tile;
 --  * anything else (short k loops, other tile multiples; int8: pick_int8 below): M.defaults (128 x 128 x 64,
 --    3 cp.async stages), which the simulator tests run.
+-- No pick takes cluster = {cm, cn}: on the H200 at 4096^3 {2, 1} equals the kernel without and {1, 2}
+-- is 2.5-3 % slower (bench/RESULTS.md "Stop 11 (hK)").
 -- out_dtype: the dtype the GEMM stores (nil: unknown, no TMA-store epilogue).
 -- Returns a table of options (empty: M.defaults) and a one-line reason.
 -- int8 / uint8 inputs (wgmma m64nNk32.s32.s8.s8; BK = 128 int8 = the 128-byte swizzle row), measured
