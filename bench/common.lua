@@ -103,4 +103,29 @@ function M.record(row)
   return line
 end
 
+-- The reference library's kernel(s) of a GEMM (dtype, layout, "MxNxK"), for the rows' ref_kernel:
+-- TIRLUA_REF_KERNELS names a file of lines "<dtype> <layout> <MxNxK> <kernel names>"
+-- (scripts/gpu/cublas_kernels.lua writes it from ncu's list of the kernels cuBLAS / cuBLASLt
+-- launched; bench/cublas_kernels_h200.txt is the H200's); else TIRLUA_REF_KERNEL_<DTYPE>_<LAYOUT>
+-- for every shape; nil when neither names one.
+local ref_kernels
+function M.ref_kernel(dt, layout, shape)
+  if not ref_kernels then
+    ref_kernels = {}
+    local path = os.getenv("TIRLUA_REF_KERNELS") or ""
+    if path ~= "" then
+      local f = io.open(path)
+      for l in (f and f:lines() or function() end) do
+        local d, lay, s, kn = l:match("^(%S+) (%S+) (%S+) (.+)$")
+        if d and not l:match("^#") then ref_kernels[d .. " " .. lay .. " " .. s] = kn end
+      end
+      if f then f:close() else print("bench/common.lua: TIRLUA_REF_KERNELS file not found: " .. path) end
+    end
+  end
+  local k = ref_kernels[dt .. " " .. layout .. " " .. shape]
+  if k then return k end
+  local e = os.getenv("TIRLUA_REF_KERNEL_" .. dt:upper() .. "_" .. layout) or ""
+  return e ~= "" and e or nil
+end
+
 return M

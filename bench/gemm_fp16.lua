@@ -313,24 +313,8 @@ local function config_for(v, m)
   return o
 end
 
--- the cuBLAS kernel(s) of each (dtype, layout, shape): TIRLUA_REF_KERNELS names a file of lines
--- "<dtype> <layout> <MxNxK> <kernel names>" (scripts/gpu/cublas_kernels.lua writes it from ncu's
--- list of the kernels cuBLAS launched; bench/cublas_kernels_h200.txt is the H200's); else TIRLUA_REF_KERNEL_<DTYPE>_<LAYOUT> for every shape
-local REF_KERNELS = {}
-if (os.getenv("TIRLUA_REF_KERNELS") or "") ~= "" then
-  local f = io.open(os.getenv("TIRLUA_REF_KERNELS"))
-  for l in (f and f:lines() or function() end) do
-    local d, lay, sh, kn = l:match("^(%S+) (%S+) (%S+) (.+)$")
-    if d and not l:match("^#") then REF_KERNELS[d .. " " .. lay .. " " .. sh] = kn end
-  end
-  if f then f:close() else print("bench/gemm_fp16.lua: TIRLUA_REF_KERNELS file not found: " .. os.getenv("TIRLUA_REF_KERNELS")) end
-end
-local function ref_kernel(dt, layout, shape)
-  local k = REF_KERNELS[dt .. " " .. layout .. " " .. shape]
-  if k then return k end
-  local e = os.getenv("TIRLUA_REF_KERNEL_" .. dt:upper() .. "_" .. layout) or ""
-  return e ~= "" and e or nil
-end
+-- the cuBLAS kernel(s) of each (dtype, layout, shape): common.ref_kernel (TIRLUA_REF_KERNELS)
+local ref_kernel = common.ref_kernel
 
 local info = dev:info()
 local rows = {}

@@ -7,17 +7,19 @@
 -- "run" calls core.cublas_gemm (as bench/gemm_fp16.lua's wgmma rows do: fp16 -> fp16 and bf16 -> fp32,
 -- B as N x K, "NT") twice per shape, each call after a launch of a tiny tirlua kernel
 -- (main_kernel) that marks where the call's kernels start, and writes the calls in order to CALLS.
+-- "run8" does the same for cuBLASLt's int8 GEMM (core.cublaslt_gemm_int8: int8 A [M, K] x B [N, K] ->
+-- int32, the TN layout bench/gemm_int8.lua times), lines "int8 TN <MxNxK>".
 -- "parse" assigns the kernels between two markers to the call and writes the lines
 -- "<dtype> <layout> <MxNxK> <kernel[+kernel...]>" that bench/gemm_fp16.lua reads from
 -- TIRLUA_REF_KERNELS.
 local tir = require("tir")
 local mode, calls_path = arg[1], arg[2]
-if (mode ~= "run" and mode ~= "parse") or not calls_path then
-  io.stderr:write("usage: cublas_kernels.lua run CALLS [MxNxK ...] | parse CALLS NCU_CSV\n")
+if (mode ~= "run" and mode ~= "run8" and mode ~= "parse") or not calls_path then
+  io.stderr:write("usage: cublas_kernels.lua run|run8 CALLS [MxNxK ...] | parse CALLS NCU_CSV\n")
   os.exit(2)
 end
 
-if mode == "run" then
+if mode == "run" or mode == "run8" then
   local dev = tir.device("cuda", 0)
   assert(dev:exists(), "cublas_kernels.lua: no CUDA device")
   local te = tir.te
@@ -37,13 +39,13 @@ if mode == "run" then
   end
   for _, s in ipairs(shapes) do
     local m, n, k = s[1], s[2], s[3]
-    for _, c in ipairs({{"float16", "NT", "float16"}, {"bfloat16", "NT", "float32"}}) do
+    for _, c in ipairs(mode == "run8" and {{"int8", "TN", "int32"}} or {{"float16", "NT", "float16"}, {"bfloat16", "NT", "float32"}}) do
       local a = tir.nd.empty({m, k}, c[1], dev)
-      local b = tir.nd.empty(c[2] == "NT" and {n, k} or {k, n}, c[1], dev)
+      local b = tir.nd.empty(c[2] ~= "NN" and {n, k} or {k, n}, c[1], dev)
       local r = tir.nd.empty({m, n}, c[3], dev)
       for _ = 1, 2 do
         marker(x, y)
-        tir.core.cublas_gemm(a, b, r, false, c[2] == "NT", 1.0, 0.0)
+        if c[1] == "int8" then tir.core.cublaslt_gemm_int8(a, b, r) else tir.core.cublas_gemm(a, b, r, false, c[2] == "NT", 1.0, 0.0) end
       end
       tir.core.cuda_sync(0)
       calls:write(("%s %s %dx%dx%d\n"):format(c[1], c[2], m, n, k))
@@ -55,17 +57,21 @@ if mode == "run" then
   return
 end
 
--- parse: the CSV rows in launch order; a field named "Kernel Name" (ncu 2022+)
+-- parse: the CSV rows in launch order; a field named "Kernel Name" (ncu 2022+); with several
+-- --metrics a launch has one row per metric, all with the launch's "ID": one name per ID
 local csv = assert(io.open((assert(arg[3], "parse needs the ncu CSV"))))
-local col, names = nil, {}
+local col, idcol, last_id, names = nil, nil, nil, {}
 for l in csv:lines() do
   if l:match('^"') then
     local f = {}
     for v in l:gmatch('"(.-)"') do f[#f + 1] = v end
     if not col then
-      for i, v in ipairs(f) do if v == "Kernel Name" then col = i end end
-    elseif f[col] then
+      for i, v in ipairs(f) do
+        if v == "Kernel Name" then col = i elseif v == "ID" then idcol = i end
+      end
+    elseif f[col] and (not idcol or f[idcol] ~= last_id) then
       names[#names + 1] = f[col]
+      last_id = idcol and f[idcol]
     end
   end
 end
