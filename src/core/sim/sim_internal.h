@@ -170,6 +170,12 @@ typedef struct Sim {
   int wg_nreg[SIM_MAX_THREADS / 128]; /* setmaxnreg: the warpgroup's register limit, 0 unknown */
   int64_t *wait_pass, wait_inst;      /* SimWait.inst */
   struct SimSched *sched;    /* the cooperative tasks of a divergent region (sim_task.c), NULL in lockstep */
+  /* shared bytes TMA stores still read (sim_mbarrier.c): a store's source until a
+   * cp.async.bulk.wait_group.read of the issuing thread covers its bulk group (group 0: not
+   * committed yet); bulk_seq[t]: thread t's committed groups */
+  struct SimBulkRead { Store *st; int64_t byte, size; int tid; int64_t group; const tir_Node *stmt; } *bulk;
+  int n_bulk, cap_bulk;
+  int64_t *bulk_seq;
   SimMap syncmap;            /* statement -> SIM_HAS_* bits (sim_task.c) */
 } Sim;
 
@@ -229,6 +235,9 @@ SVal *sim_grid_arrive(Sim *S, const tir_Call *c, const Act *a); /* tir_grid_arri
 int sim_tma_builtin(Sim *S, const tir_Call *c, const Act *a); /* 1: not a TMA / mbarrier builtin */
 int sim_mbarrier_cta_end(Sim *S);
 void sim_mbarrier_free(Sim *S);
+/* an issue (-1 on a stop) when [byte, byte + size) of shared store st is the source of a TMA store
+ * still reading it (sim_mem.c's shared writes ask); 0 otherwise */
+int sim_bulk_read_check(Sim *S, Store *st, int64_t byte, int size, int tid);
 /* ---- sim_wgmma.c ---- */
 int sim_wgmma_builtin(Sim *S, const tir_Call *c, const Act *a); /* 1: not a wgmma builtin */
 /* an issue (1; -1 on a stop) when one of the count registers from off of thread t of wgmma A

@@ -350,6 +350,59 @@ static int tma_load(Sim *S, const tir_Call *c, const Act *a) {
   return 0;
 }
 
+/* TMA stores read their shared source asynchronously until a cp.async.bulk.wait_group.read of
+ * the issuing thread covers their bulk async-group (PTX ISA 9.7.9.25.3): the copy itself is done
+ * at the issue here, so a write into the source before that wait (the tile reused for the next
+ * tile's accumulators too early) and a CTA that ends before it are reported. */
+static int bulk_note(Sim *S, Store *st, int64_t byte, int64_t size, int tid) {
+  if (S->n_bulk == S->cap_bulk) {
+    int cap = S->cap_bulk ? 2 * S->cap_bulk : 256;
+    struct SimBulkRead *r = realloc(S->bulk, sizeof *r * (size_t)cap);
+    if (!r) return sim_fail(S, S->cur, "out of memory recording the reads of TMA stores");
+    S->bulk = r, S->cap_bulk = cap;
+  }
+  S->bulk[S->n_bulk++] = (struct SimBulkRead){st, byte, size, tid, 0, S->cur};
+  return 0;
+}
+
+static int64_t *bulk_seq(Sim *S) {
+  if (!S->bulk_seq) S->bulk_seq = calloc(SIM_MAX_THREADS, sizeof *S->bulk_seq);
+  return S->bulk_seq;
+}
+
+int sim_bulk_read_check(Sim *S, Store *st, int64_t byte, int size, int tid) {
+  for (int i = 0; i < S->n_bulk; i++) {
+    const struct SimBulkRead *r = &S->bulk[i];
+    if (r->st != st || byte + size <= r->byte || byte >= r->byte + r->size) continue;
+    char who[96], oth[96];
+    int64_t el = (byte > r->byte ? byte : r->byte) / st->esize;
+    return sim_issue(S, "tma_store_race", S->cur, tid, r->stmt, r->tid, st->buf->name, el, st->n,
+                     "%s writes %s[%lld], which a TMA store issued by %s still reads: no ptx_bulk_wait_group_read of that "
+                     "thread has covered the store's bulk group (ptx_bulk_commit_group) before the write (PTX ISA "
+                     "cp.async.bulk.wait_group.read)",
+                     sim_thread_name(S, tid, who, sizeof who), st->buf->name, (long long)el, sim_thread_name(S, r->tid, oth, sizeof oth));
+  }
+  return 0;
+}
+
+static int bulk_group(Sim *S, const tir_Call *c, const Act *a, int wait) {
+  int64_t *seq = bulk_seq(S), keep_n = 0;
+  if (wait && (c->args->size != 1 || !tir_is_const_int(c->args->items[0], &keep_n) || keep_n < 0))
+    return sim_fail(S, &c->hdr, "ptx_bulk_wait_group_read takes one constant count of groups left in flight");
+  if (!seq) return sim_fail(S, &c->hdr, "out of memory recording bulk async-groups");
+  for (int k = 0; k < a->n; k++) {
+    int t = a->ids[k], keep = 0;
+    if (!wait) seq[t]++;
+    for (int i = 0; i < S->n_bulk; i++) {
+      struct SimBulkRead *r = &S->bulk[i];
+      if (r->tid == t && !wait && r->group == 0) r->group = seq[t];
+      if (!(r->tid == t && wait && r->group && r->group <= seq[t] - keep_n)) S->bulk[keep++] = *r;
+    }
+    S->n_bulk = keep;
+  }
+  return 0;
+}
+
 static int tma_store(Sim *S, const tir_Call *c, const Act *a) {
   int mark = S->vtop;
   tir_TmaDesc d;
@@ -379,6 +432,7 @@ static int tma_store(Sim *S, const tir_Call *c, const Act *a) {
       SVal v;
       if (sim_load_elem(S, ss, sel, t, ss->dtype, &v) || sim_store_elem(S, tensor, el, t, ss->dtype, v)) return -1;
     }
+    if (bulk_note(S, ss, src[t].i * es, tir_tma_box_bytes(&d), t)) return -1;
   }
   S->vtop = mark;
   return 0;
@@ -392,6 +446,9 @@ int sim_tma_builtin(Sim *S, const tir_Call *c, const Act *a) {
     case TIR_BI_PTX_TMA_STORE: return tma_store(S, c, a);
     case TIR_BI_PTX_BULK_COMMIT_GROUP:
     case TIR_BI_PTX_BULK_WAIT_GROUP_READ:
+      if (bulk_group(S, c, a, bi->id == TIR_BI_PTX_BULK_WAIT_GROUP_READ)) return -1;
+      for (int k = 0; k < a->n; k++) fence_steps(S)[a->ids[k]] = S->gen_step;
+      return 0;
     case TIR_BI_PTX_FENCE_PROXY_ASYNC:
       for (int k = 0; k < a->n; k++) fence_steps(S)[a->ids[k]] = S->gen_step;
       return 0;
@@ -541,8 +598,18 @@ int sim_mbarrier_stuck(Sim *S, SimWait *w, int all, const char *others) {
 
 /* At the end of a CTA: TMA copies whose phase never completed never landed. */
 int sim_mbarrier_cta_end(Sim *S) {
-  if (!S->bars) return 0;
   int rc = 0;
+  if (S->n_bulk && !S->fatal) {
+    char who[96];
+    const struct SimBulkRead *r = &S->bulk[0];
+    rc = sim_issue(S, "tma_store_not_waited", r->stmt, r->tid, NULL, -1, r->st->buf->name, r->byte / r->st->esize, r->st->n,
+                   "the CTA ends while a TMA store issued by %s may still read %s[%lld]: no ptx_bulk_wait_group_read of that "
+                   "thread covered its bulk group (the CTA's shared memory must outlive the read)",
+                   sim_thread_name(S, r->tid, who, sizeof who), r->st->buf->name, (long long)(r->byte / r->st->esize));
+  }
+  S->n_bulk = 0;
+  if (S->bulk_seq) memset(S->bulk_seq, 0, SIM_MAX_THREADS * sizeof *S->bulk_seq);
+  if (!S->bars) return rc;
   struct SimBars *B = S->bars;
   for (int i = 0; i < B->n; i++) {
     Bar *b = &B->b[i];
@@ -571,6 +638,10 @@ int sim_mbarrier_cta_end(Sim *S) {
 void sim_mbarrier_free(Sim *S) {
   free(S->fence_step);
   S->fence_step = NULL;
+  free(S->bulk);
+  free(S->bulk_seq);
+  S->bulk = NULL, S->bulk_seq = NULL;
+  S->n_bulk = S->cap_bulk = 0;
   if (!S->bars) return;
   for (int i = 0; i < S->bars->n; i++) {
     for (int k = 0; k < S->bars->b[i].nc; k++) free(S->bars->b[i].c[k].data);

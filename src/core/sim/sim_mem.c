@@ -248,6 +248,7 @@ int sim_shared_read(Sim *S, Store *st, int64_t byte, int size, int tid) {
 int sim_shared_write(Sim *S, Store *st, int64_t byte, int size, int tid, const tir_Node *stmt) {
   if (st->kind != ST_SHARED) return 0;
   S->rep->shared_writes++;
+  if (S->n_bulk && sim_bulk_read_check(S, st, byte, size, tid)) return -1;
   int raced = 0;
   for (int i = 0; i < size; i++) {
     Shadow *sh = &st->shadow[byte + i];
