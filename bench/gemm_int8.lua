@@ -117,6 +117,22 @@ local WGMMA = {
   {"wgmma_tma_128x256_k64_s4_ws_p_es", {BM = 128, BN = 256, BK = 64, stages = 4, tma = true, warp_specialize = true, persistent = true,
                                         epilogue_store = "tma"}},
   {"wgmma_tma_256x128_s4_ws_p", {BM = 256, BN = 128, BK = 128, stages = 4, tma = true, warp_specialize = true, persistent = true}},
+  -- 128 x 128 tiles (cuBLASLt's: a 64 KB int32 tile beside 4-5 stages of 32 KB) and 64 x 256 (one consumer
+  -- warpgroup), persistent, with the TMA-store epilogue or direct stores
+  {"wgmma_tma_128x128_s4_ws_p_es", {BM = 128, BN = 128, BK = 128, stages = 4, tma = true, warp_specialize = true, persistent = true,
+                                    epilogue_store = "tma"}},
+  {"wgmma_tma_128x128_s5_ws_p_es", {BM = 128, BN = 128, BK = 128, stages = 5, tma = true, warp_specialize = true, persistent = true,
+                                    epilogue_store = "tma"}},
+  {"wgmma_tma_128x128_s5_ws_p_esw", {BM = 128, BN = 128, BK = 128, stages = 5, tma = true, warp_specialize = true, persistent = true,
+                                     epilogue_store = "tma", tma_store_wait = "store"}},
+  {"wgmma_tma_128x128_s5_ws_p_esd", {BM = 128, BN = 128, BK = 128, stages = 5, tma = true, warp_specialize = true, persistent = true,
+                                     epilogue_store = "tma", tma_store_boxes = false}},
+  {"wgmma_tma_128x128_s6_ws_p", {BM = 128, BN = 128, BK = 128, stages = 6, tma = true, warp_specialize = true, persistent = true}},
+  {"wgmma_tma_128x128_s5_ws_g_es", {BM = 128, BN = 128, BK = 128, stages = 5, tma = true, warp_specialize = true, persistent = "tiles",
+                                    epilogue_store = "tma"}},
+  {"wgmma_tma_64x256_s4_ws_p_es", {BM = 64, BN = 256, BK = 128, stages = 4, tma = true, warp_specialize = true, persistent = true,
+                                   epilogue_store = "tma"}},
+  {"wgmma_tma_64x256_s5_ws_p", {BM = 64, BN = 256, BK = 128, stages = 5, tma = true, warp_specialize = true, persistent = true}},
   {"wgmma_tma_256x128_s2_ws_p_es", {BM = 256, BN = 128, BK = 128, stages = 2, tma = true, warp_specialize = true, persistent = true,
                                     epilogue_store = "tma"}},
 }

@@ -4,15 +4,24 @@
 -- write into the tile before that wait (the next tile's accumulators stored too early) and a CTA
 -- that ends before it are issues.  On tc_gemm_wgmma's TMA-store epilogue (int8 -> int32, fp16): the
 -- kernels as scheduled are clean and bit-exact; with the wait dropped each case is reported.
+-- Then inject_tma_store's deferred wait: in the consumers' branch of a warp-specialized kernel the
+-- wait precedes the tile's next writes ([leader: wait_group.read 0; bar.sync] wgmma_store .. fence,
+-- bar.sync, leader: stores, commit) and the consumers' region ends with the leader's wait;
+-- tma_store_wait = "store" keeps it right after the store.
 local tir = require("tir")
 local U = require("spec_util")
 local tc = require("tir.schedules.tc_gemm")
 
-local function lowered(M, N, K, dt, out, o)
+local function sched(M, N, K, dt, out, o)
   local f = tc.workload(M, N, K, dt, out, nil, "NT")
   local opts = {intrin = "wgmma"}
   for k, v in pairs(o) do opts[k] = v end
-  return f, tir.lower(tc.schedule(f, opts).mod)
+  return f, tc.schedule(f, opts)
+end
+
+local function lowered(M, N, K, dt, out, o)
+  local f, sch = sched(M, N, K, dt, out, o)
+  return f, tir.lower(sch.mod)
 end
 
 describe("simulator: a TMA store reads its shared source until cp.async.bulk.wait_group.read", function()
@@ -47,5 +56,65 @@ describe("simulator: a TMA store reads its shared source until cp.async.bulk.wai
       end
     end)
     U.expect_error(function() tir.simulate(bad, tir.testing.random_args(f, 1)) end, "still reads")
+  end)
+end)
+
+local function count(text, op)
+  local n = 0
+  for _ in text:gmatch('T.call%("void", "' .. op .. '"') do n = n + 1 end
+  return n
+end
+
+local I8 = {BM = 128, BN = 128, BK = 128, stages = 2, tma = true, warp_specialize = true, persistent = 2, epilogue_store = "tma"}
+
+describe("tc_gemm intrin = \"wgmma\", epilogue_store = \"tma\": the wait for the store's read", function()
+  it("warp-specialized persistent int8 -> int32: the wait precedes the tile's next writes; bit-exact on the simulator", function()
+    local f, sch = sched(256, 256, 256, "int8", "int32", I8)
+    local low = tir.lower(sch.mod)
+    assert.are.equal(0, tir.simulate(low, tir.testing.random_args(f, 3), {reference = f}).n_issues)
+    local text = tostring(low)
+    -- the leader's wait + the consumers' barrier before the writes, none after the store, the
+    -- leader's wait at the end of the consumers' region
+    assert.are.equal(2, count(text, "ptx_bulk_wait_group_read"))
+    local w1 = text:find('"ptx_bulk_wait_group_read"', 1, true)
+    local st, tma = text:find('"wgmma_store"', 1, true), text:find('"ptx_tma_store"', 1, true)
+    assert.is_true(w1 < st and st < tma, text)
+    assert.is_truthy(text:sub(w1):match('^"ptx_bulk_wait_group_read", 0%)%)%s*end%)%s*T%.evaluate%(T%.call%("void", "ptx_bar_sync", 1, 256%)%)'),
+                     text)
+    assert.is_truthy(text:find('"ptx_bulk_wait_group_read"', tma, true), text) -- the final wait
+    -- the simulator models the store's reads until the wait: without the first wait the next
+    -- tile's writes race with the store, without the last the CTA ends under it
+    U.expect_error(function() tir.simulate(U.drop_call(low, "ptx_bulk_wait_group_read", 1), tir.testing.random_args(f, 1)) end,
+                   "writes C_shared", "which a TMA store issued by", "still reads", "ptx_bulk_wait_group_read")
+    U.expect_error(function() tir.simulate(U.drop_call(low, "ptx_bulk_wait_group_read", 2), tir.testing.random_args(f, 1)) end,
+                   "the CTA ends while a TMA store issued by")
+  end)
+
+  it("tma_store_wait = \"store\" keeps the wait (and a barrier) right after the store; fp16 bit-exact", function()
+    local f, sch = sched(256, 256, 128, "float16", "float16",
+                         {BM = 128, BN = 128, BK = 64, stages = 2, tma = true, warp_specialize = true, persistent = 2, epilogue = "D",
+                          epilogue_store = "tma", tma_store_wait = "store"})
+    local low = tir.lower(sch.mod)
+    assert.are.equal(0, tir.simulate(low, tir.testing.random_args(f, 3), {reference = f}).n_issues)
+    local text = tostring(low)
+    assert.are.equal(1, count(text, "ptx_bulk_wait_group_read"))
+    assert.is_true(text:find('"ptx_bulk_wait_group_read"', 1, true) > text:find('"ptx_tma_store"', 1, true))
+  end)
+
+  it("outside a warp-specialized kernel the wait stays after the store (every thread writes and waits at the CTA barrier)", function()
+    local f, sch = sched(256, 256, 256, "int8", "int32", {BM = 128, BN = 128, BK = 128, stages = 2, tma = true, persistent = 2,
+                                                           epilogue_store = "tma"})
+    local low = tir.lower(sch.mod)
+    assert.are.equal(0, tir.simulate(low, tir.testing.random_args(f, 3), {reference = f}).n_issues)
+    local text = tostring(low)
+    assert.are.equal(1, count(text, "ptx_bulk_wait_group_read"))
+    assert.is_true(text:find('"ptx_bulk_wait_group_read"', 1, true) > text:find('"ptx_tma_store"', 1, true))
+  end)
+
+  it("refuses a wait order it does not know, and the option without the TMA-store epilogue", function()
+    U.expect_error(function() sched(256, 256, 256, "int8", "int32", U.merge(I8, {tma_store_wait = "never"})) end,
+                   "ValueError in tc_gemm.schedule", "tma_store_wait must be \"reuse\"", "\"store\"")
+    U.expect_error(function() sched(256, 256, 256, "int8", "int32", U.merge(I8, {epilogue_store = "direct", tma_store_wait = "store"})) end,
+                   "tma_store_wait orders the TMA-store epilogue's wait", "epilogue_store = \"tma\"")
   end)
 end)

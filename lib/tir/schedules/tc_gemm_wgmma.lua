@@ -22,7 +22,7 @@ M.defaults = {BM = 128, BN = 128, BK = 64, stages = 3, epilogue = nil, unroll = 
 -- the options that name a tile or a pipeline: when a caller gives none of them, M.pick chooses
 -- them from the shape (M.resolve)
 M.TILE_OPTS = {"BM", "BN", "BK", "stages", "tma", "warp_specialize", "persistent", "wgmma_pending", "ws_regs", "epilogue_store",
-               "a_stage", "row_sums", "vec", "a_operand", "tma_store_boxes"}
+               "a_stage", "row_sums", "vec", "a_operand", "tma_store_boxes", "tma_store_wait"}
 
 --- The configuration tc_gemm intrin = "wgmma" takes when no tile or pipeline option is given
 -- (and tc_gemm.auto_tensorize(func, "wgmma")): for 16-bit inputs (fp16, bf16) of an m x n x k
@@ -175,7 +175,7 @@ local OPTS = {intrin = "string", BM = "positive", BN = "positive", BK = "positiv
                 end
               end,
               epilogue_store = "string", epilogue_vec = "positive", row_sums = "string", row_sums_after = "boolean",
-              tma_store_boxes = "boolean"}
+              tma_store_boxes = "boolean", tma_store_wait = "string"}
 M.OPTS = OPTS
 
 -- the wgmma row of the block's dtypes (include/tir/mma.h), or an error naming the supported ones
@@ -210,7 +210,9 @@ end
 -- accumulators through a shared tile per warpgroup, then epilogue_vec consecutive outputs a thread,
 -- 8 fp16 = one 16-byte store, instead of the fragment's 4-byte pairs); "tma": each
 -- warpgroup stores its 64 x BN tile into a dense shared tile (wgmma_store) that one TMA store copies
--- out, inject_tma_store.c; with warp_specialize its barriers are the consumers' named barrier), a_operand
+-- out, inject_tma_store.c; with warp_specialize its barriers are the consumers' named barrier, and the wait
+-- for the store's read of the tile precedes the tile's next writes), tma_store_wait ("reuse", the
+-- default: that deferred wait where the consumers run alone; "store": right after the store), a_operand
 -- ("shared", the default, or "register": each k step loads the warpgroup's 64 x BK A tile from
 -- shared memory into registers with ldmatrix -- a "wgmma.matrix_a" fragment, PTX ISA
 -- 9.7.15.5.1.1.1 -- and wgmma reads A from there, B from shared memory; where a prologue on A
@@ -251,6 +253,13 @@ function M.schedule(sch, o, P, analyze)
   local ext = info.extents
   if o.epilogue_store ~= nil and o.epilogue_store ~= "direct" and o.epilogue_store ~= "staged" and o.epilogue_store ~= "tma" then
     raise("ValueError", P, "epilogue_store must be \"direct\", \"staged\" or \"tma\", got %s", util.show(o.epilogue_store))
+  end
+  if o.tma_store_wait ~= nil and o.epilogue_store ~= "tma" then
+    raise("ValueError", P, "tma_store_wait orders the TMA-store epilogue's wait: it needs epilogue_store = \"tma\"")
+  end
+  if o.tma_store_wait ~= nil and o.tma_store_wait ~= "reuse" and o.tma_store_wait ~= "store" then
+    raise("ValueError", P, "tma_store_wait must be \"reuse\" (wait for the tile's read before its next writes) or \"store\" "..
+          "(right after the store), got %s", util.show(o.tma_store_wait))
   end
   if o.tma_store_boxes ~= nil and o.epilogue_store ~= "tma" then
     raise("ValueError", P, "tma_store_boxes chooses the layout of the TMA-store epilogue's tile: it needs epilogue_store = \"tma\"")
@@ -438,7 +447,9 @@ function M.schedule(sch, o, P, analyze)
       local jo, ji = sch:split(tl[#tl], {nil, TSB})
       sch:reorder(jo, tl[#tl - 1], ji)
     end
-    sch:annotate(TS, "tma_store", 1)
+    -- (1: with warp_specialize the wait for the TMA read of the tile precedes its next writes, so
+    -- the consumers start the next tile meanwhile; 2: right after the store -- inject_tma_store.c)
+    sch:annotate(TS, "tma_store", o.tma_store_wait == "store" and 2 or 1)
   end
   -- row_sums (a quantized GEMM's sums of A's rows): summed from the shared A tile of each k step
   -- (tc_gemm_row_sums.lua): warpgroup w sums its own 64 rows, row 64 w + r on thread r < 64 (the

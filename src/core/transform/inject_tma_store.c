@@ -21,7 +21,10 @@
  *
  * Inside an AttrStmt "named_barrier" (the consumer warpgroups' branch of a warp-specialized
  * kernel, inject_warp_specialization.c) both barriers are that region's bar.sync(id, n) instead:
- * a __syncthreads there would wait for the producer warpgroup, which never reaches it.
+ * a __syncthreads there would wait for the producer warpgroup, which never reaches it.  There,
+ * when the tile's writer (wgmma_store) is an earlier statement of the copy's sequence, the wait
+ * for the read moves before that writer (defer_seq): the consumers start the next tile's main loop
+ * while the TMA unit still reads the tile, and the region ends with the leader's wait.
  *
  * The leader is lane 0 of a threadIdx.x loop the pass adds (the kernel's threadIdx.x extent), in
  * the enclosing threadIdx.y/z iteration (a copy inside the warpgroup loop: one store per
@@ -44,6 +47,8 @@ typedef struct {
   int64_t cta[3]; /* the launch extents of threadIdx.x/y/z over the function (x >= 32) */
   int in[3];      /* inside a threadIdx.x/y/z loop */
   int64_t bar_id, bar_n; /* inside an AttrStmt "named_barrier" (the consumers of inject_warp_specialization): its barrier */
+  int defer;             /* lowering a copy whose tile's writer is an earlier statement of the same sequence (see defer_seq) */
+  int deferred;          /* copies lowered with the deferred wait */
 } Ctx;
 
 #define fail_at(c, where, ...) pass_fail_at(PASS, (c)->func, (where), "this copy", __VA_ARGS__)
@@ -84,6 +89,24 @@ static tir_Node *barrier(const Ctx *c) {
   if (c->bar_n)
     return tir_evaluate(tir_call(TIR_VOID, "ptx_bar_sync", tir_array_of(2, tir_i32((int)c->bar_id), tir_i32((int)c->bar_n))));
   return tir_evaluate(tir_call(TIR_VOID, "tvm_storage_sync", tir_array_of(1, tir_string_imm("shared"))));
+}
+
+/* `body` on one thread: lane 0 of an added threadIdx.x loop, and of added threadIdx.y/z loops the
+ * copy is not inside (a copy at the CTA level: thread (0, 0)) */
+static tir_Node *leader(const Ctx *c, tir_Node *body) {
+  tir_Node *lead = body;
+  for (int d = 0; d < 3; d++) {
+    if (d > 0 && (c->in[d] || c->cta[d] <= 1)) continue;
+    static const char *const tags[3] = {"threadIdx.x", "threadIdx.y", "threadIdx.z"};
+    tir_Var *t = tir_var_new(d == 0 ? "tma_store_leader" : d == 1 ? "tma_store_ty" : "tma_store_tz", TIR_INT32);
+    tir_Node *guard = tir_if(tir_cmp(TIR_EQ, R((tir_Node *)t), tir_i32(0)), lead, NULL);
+    lead = tir_for(t, tir_i32(0), tir_i32((int)c->cta[d]), TIR_FOR_THREAD_BINDING, tags[d], NULL, guard);
+  }
+  return lead;
+}
+
+static tir_Node *wait_read(void) {
+  return tir_evaluate(tir_call(TIR_VOID, "ptx_bulk_wait_group_read", tir_array_of(1, tir_i32(0))));
 }
 
 static tir_Node *lower(Ctx *c, const tir_Node *s) {
@@ -243,19 +266,15 @@ static tir_Node *lower(Ctx *c, const tir_Node *s) {
     tir_Node *stores = tir_evaluate(tir_call(TIR_VOID, "ptx_tma_store", args));
     for (int i = nrep - 1; i >= 0; i--)
       stores = tir_for((tir_Var *)R((tir_Node *)lv[i]), R(fl[i]->min), R(fl[i]->extent), TIR_FOR_SERIAL, NULL, NULL, stores);
-    tir_Node *issue = tir_seq(tir_array_of(3, stores, tir_evaluate(tir_call(TIR_VOID, "ptx_bulk_commit_group", tir_array_empty())),
-                                           tir_evaluate(tir_call(TIR_VOID, "ptx_bulk_wait_group_read", tir_array_of(1, tir_i32(0))))));
-    /* lane 0 of an added threadIdx.x loop, and of added threadIdx.y/z loops the copy is not inside */
-    tir_Node *lead = issue;
-    for (int d = 0; d < 3; d++) {
-      if (d > 0 && (c->in[d] || c->cta[d] <= 1)) continue;
-      static const char *const tags[3] = {"threadIdx.x", "threadIdx.y", "threadIdx.z"};
-      tir_Var *t = tir_var_new(d == 0 ? "tma_store_leader" : d == 1 ? "tma_store_ty" : "tma_store_tz", TIR_INT32);
-      tir_Node *guard = tir_if(tir_cmp(TIR_EQ, R((tir_Node *)t), tir_i32(0)), lead, NULL);
-      lead = tir_for(t, tir_i32(0), tir_i32((int)c->cta[d]), TIR_FOR_THREAD_BINDING, tags[d], NULL, guard);
+    tir_Node *commit = tir_evaluate(tir_call(TIR_VOID, "ptx_bulk_commit_group", tir_array_empty()));
+    tir_Node *fence = tir_evaluate(tir_call(TIR_VOID, "ptx_fence_proxy_async", tir_array_empty()));
+    if (c->defer) {
+      /* the wait for the tile's read (and the barrier after it) precede the tile's next writes (defer_seq) */
+      out = tir_seq(tir_array_of(3, fence, barrier(c), leader(c, tir_seq(tir_array_of(2, stores, commit)))));
+      c->deferred++;
+    } else {
+      out = tir_seq(tir_array_of(4, fence, barrier(c), leader(c, tir_seq(tir_array_of(3, stores, commit, wait_read()))), barrier(c)));
     }
-    out = tir_seq(tir_array_of(4, tir_evaluate(tir_call(TIR_VOID, "ptx_fence_proxy_async", tir_array_empty())), barrier(c), lead,
-                               barrier(c)));
   }
 done:
   for (int d = 0; d < TIR_TMA_MAX_RANK; d++) tir_release(gbase[d]), tir_release(sbase[d]), tir_release(gi[d]);
@@ -263,13 +282,81 @@ done:
   return out;
 }
 
+/* the data var of the source tile of the marked copy in n (NULL: none, or the mark says
+ * tma_store = 2: wait right after the store) */
+static int find_src(const tir_Node *n, void *p) {
+  if (n->kind == TIR_BlockRealize) {
+    const tir_Block *b = ((const tir_BlockRealize *)n)->block;
+    const tir_Node *v = tir_ann_get(b->annotations, KEY);
+    int64_t how = 1;
+    if (v && (!tir_is_const_int(v, &how) || how != 2) && b->body->kind == TIR_BufferStore &&
+        ((const tir_BufferStore *)b->body)->value->kind == TIR_BufferLoad)
+      *(const tir_Var **)p = ((const tir_BufferLoad *)((const tir_BufferStore *)b->body)->value)->buffer->data;
+  }
+  return 0;
+}
+
+typedef struct {
+  const tir_Var *data;
+  int hit;
+} Refs;
+
+static int refs(const tir_Node *n, void *p) {
+  Refs *r = p;
+  if ((n->kind == TIR_BufferLoad && ((const tir_BufferLoad *)n)->buffer->data == r->data) ||
+      (n->kind == TIR_BufferStore && ((const tir_BufferStore *)n)->buffer->data == r->data))
+    r->hit = 1;
+  return 0;
+}
+
+static tir_Node *mut(const tir_Node *n, void *arg);
+
+/* A sequence holding a marked copy.  In the consumers' branch of a warp-specialized kernel (a
+ * named_barrier region: the persistent tile loop runs there), when an earlier statement of the
+ * sequence writes the copy's tile (wgmma_store), the wait for the previous store's read moves
+ * from after the store to before that writer (CUTLASS's sm90 epilogue waits for the store
+ * buffer's reuse, not for the store): [leader: wait_group_read 0; barrier] writer ..; fence;
+ * barrier; leader: stores; commit.  The consumers then start the next tile's main loop while
+ * the TMA unit still reads the tile; the region ends with the leader's wait (mut).  The mark
+ * tma_store = 2 keeps the wait right after the store (tc_gemm_wgmma's tma_store_wait = "store"). */
+static tir_Node *defer_seq(Ctx *c, const tir_SeqStmt *sq) {
+  int n = sq->seq->size, at = -1, writer = -1;
+  for (int k = 0; k < n && at < 0; k++) {
+    int m = 0;
+    tir_visit(sq->seq->items[k], has_mark, &m);
+    if (m) at = k;
+  }
+  const tir_Var *data = NULL;
+  tir_visit(sq->seq->items[at], find_src, &data);
+  for (int k = at - 1; k >= 0 && writer < 0 && data && c->bar_n; k--) {
+    Refs r = {data, 0};
+    tir_visit(sq->seq->items[k], refs, &r);
+    if (r.hit) writer = k;
+  }
+  tir_Array *out = tir_array_empty();
+  for (int k = 0; k < n; k++) {
+    if (k == writer) out = tir_array_push(tir_array_push(out, leader(c, wait_read())), barrier(c));
+    int od = c->defer;
+    c->defer = k == at && writer >= 0;
+    tir_Node *m = tir_mutate(sq->seq->items[k], mut, c);
+    c->defer = od;
+    if (!m) {
+      tir_release((tir_Node *)out);
+      return TIR_MUTATE_ERROR;
+    }
+    out = tir_array_push(out, m);
+  }
+  return tir_seq(out);
+}
+
 static tir_Node *mut(const tir_Node *n, void *arg) {
   Ctx *c = arg;
   if (tir_is_expr(n)) return tir_retain(n);
-  if (n->kind != TIR_For && n->kind != TIR_BlockRealize && n->kind != TIR_AttrStmt) return NULL;
+  if (n->kind != TIR_For && n->kind != TIR_BlockRealize && n->kind != TIR_AttrStmt && n->kind != TIR_SeqStmt) return NULL;
   int marked = 0;
   tir_visit(n, has_mark, &marked);
   if (!marked) return tir_retain(n);
+  if (n->kind == TIR_SeqStmt) return defer_seq(c, (const tir_SeqStmt *)n);
   if (n->kind == TIR_AttrStmt) {
     const tir_AttrStmt *a = (const tir_AttrStmt *)n;
     int64_t id, cnt;
@@ -277,10 +364,14 @@ static tir_Node *mut(const tir_Node *n, void *arg) {
     if (!a->node || !tir_is_const_int(a->node, &cnt) || !tir_is_const_int(a->value, &id))
       return fail_at(c, n, "a tma_store copy inside a named_barrier region whose thread count and barrier id are not constants");
     int64_t oid = c->bar_id, on = c->bar_n;
+    int od = c->deferred;
     c->bar_id = id, c->bar_n = cnt;
-    tir_Node *m = tir_mutate_children(n, mut, arg);
+    tir_Node *body = tir_mutate(a->body, mut, arg);
     c->bar_id = oid, c->bar_n = on;
-    return m ? m : TIR_MUTATE_ERROR;
+    if (!body) return TIR_MUTATE_ERROR;
+    /* the last tile's stores read the tile until this wait: the CTA's shared memory must outlive it */
+    if (c->deferred > od) body = tir_seq(tir_array_of(2, body, leader(c, wait_read())));
+    return tir_attr_stmt(R(a->node), a->key, R(a->value), body);
   }
   if (n->kind == TIR_For) {
     const tir_For *f = (const tir_For *)n;
@@ -307,7 +398,7 @@ tir_PrimFunc *tir_pass_inject_tma_store(const tir_PrimFunc *f) {
   int marked = 0;
   tir_visit(f->body, has_mark, &marked);
   if (!marked) return (tir_PrimFunc *)tir_retain(&f->hdr);
-  Ctx c = {f, {32, 1, 1}, {0, 0, 0}, 0, 0};
+  Ctx c = {f, {32, 1, 1}, {0, 0, 0}, 0, 0, 0, 0};
   tir_visit(f->body, scan_threads, c.cta);
   return pass_with_body(f, tir_mutate(f->body, mut, &c));
 }
