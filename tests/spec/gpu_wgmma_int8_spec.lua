@@ -34,10 +34,17 @@ describe("#gpu int8 wgmma GEMM (sm_90a)", function()
   end
 
   for _, o in ipairs({{BM = 128, BN = 256, BK = 128, stages = 4, wgmma_pending = 0}, {BM = 128, BN = 256, BK = 128, stages = 3},
-                      {BM = 128, BN = 256, BK = 128, stages = 4, tma = true}, {}}) do
+                      {BM = 128, BN = 256, BK = 128, stages = 4, tma = true}, {},
+                      -- warp-specialized persistent 128 x 128 with the TMA-store epilogue (swizzled boxes, the
+                      -- read wait before the next tile's writes), and with the wait right after the store
+                      {BM = 128, BN = 128, BK = 128, stages = 5, tma = true, warp_specialize = true, persistent = true, epilogue_store = "tma"},
+                      {BM = 128, BN = 128, BK = 128, stages = 4, tma = true, warp_specialize = true, persistent = true, epilogue_store = "tma",
+                       tma_store_wait = "store"}}) do
     -- {}: the defaults (tc_gemm_wgmma.pick: 128x256x128 s4 TMA warp-specialized persistent)
-    local what = o.BM and ("BM=%d BN=%d stages=%d%s%s"):format(o.BM, o.BN, o.stages, o.tma and " tma" or "",
-                             o.wgmma_pending and (" wgmma_pending=" .. o.wgmma_pending) or "") or "with the defaults (int8 pick)"
+    local what = o.BM and ("BM=%d BN=%d stages=%d%s%s%s%s"):format(o.BM, o.BN, o.stages, o.tma and " tma" or "",
+                             o.wgmma_pending and (" wgmma_pending=" .. o.wgmma_pending) or "",
+                             o.epilogue_store and (" ws persistent epilogue_store=" .. o.epilogue_store) or "",
+                             o.tma_store_wait and (" tma_store_wait=" .. o.tma_store_wait) or "") or "with the defaults (int8 pick)"
     it(("s8 x s8 4096^3 %s equals cuBLASLt exactly"):format(what), function()
       local ok, w = tir.core.cublaslt_available()
       if not ok then return pending("cuBLASLt: " .. tostring(w)) end
