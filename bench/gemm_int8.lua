@@ -249,7 +249,7 @@ local function bench_shape(m, n, k)
   -- plain variants the qgemm wgmma rows compare with run when those do)
   local qwanted = {}
   for _, q in ipairs(QWGMMA) do
-    if qwant(q[1]) or qwant(q[1] .. "_zb") then qwanted[q[3]] = true; qwanted[BEST_PLAIN] = true end
+    if qwant(q[1]) or qwant(q[1] .. "_zb") or qwant(q[1] .. "_zb1") then qwanted[q[3]] = true; qwanted[BEST_PLAIN] = true end
   end
   if info.arch == "sm_90" then
     local tcf = tc.workload(m, n, k, "int8", "int32", nil, "NT")
@@ -383,6 +383,20 @@ local function bench_shape(m, n, k)
       local okq, qs = pcall(qg.schedule, zf, {intrin = "wgmma", tc = q[2]})
       if okq then zmods[#zmods + 1] = {q[1] .. "_zb", tir.build(qs.mod, "cuda -arch=sm_90a"), t_int8[q[3]]}
       else print(("%s_zb: skipped (%s)"):format(q[1], tostring(qs):match("[^\n]*"))) end
+    end
+  end
+  -- _zb1: the row sums in quantized_matmul's a_sums = "ones" form: one more wgmma m64n8k32 per 32
+  -- columns of A against a ones tile, in the step's wgmma group (tc_gemm_row_sums.fuse_ones)
+  local zo1 = {}
+  for kk, v in pairs(zo) do zo1[kk] = v end
+  zo1.a_sums = "ones"
+  local zf1
+  for _, q in ipairs(QWGMMA) do
+    if info.arch == "sm_90" and qwant(q[1] .. "_zb1") and t_int8[q[3]] then
+      zf1 = zf1 or qm(zo1)
+      local okq, qs = pcall(qg.schedule, zf1, {intrin = "wgmma", tc = q[2]})
+      if okq then zmods[#zmods + 1] = {q[1] .. "_zb1", tir.build(qs.mod, "cuda -arch=sm_90a"), t_int8[q[3]]}
+      else print(("%s_zb1: skipped (%s)"):format(q[1], tostring(qs):match("[^\n]*"))) end
     end
   end
   if #zmods == 0 and not sw then return end

@@ -66,5 +66,75 @@ function M.fuse(sch, o, wz, ko, threads, P)
   return sch:merge(kstep, ko)
 end
 
+--- The row sums in tir.ops.quantized_matmul's a_sums = "ones" form (block o.row_sums writes an
+-- int32 [M, 8] = sum_k A[i, k] * a_ones[j, k % 32], a_ones an int8 [8, 32] block of ones) on
+-- wgmma, for tc_gemm_wgmma: the sums become one more wgmma m64n8k32 per 32 columns of each
+-- warpgroup's A tile, against the ones tile in shared memory, issued in the step's GEMM group
+-- (intrinsic pending "open": no commit of its own), so no CUDA-core work and no wait in the k loop
+-- (the tensor cores do 8 / BN more MMA work: 3 % at BN = 256).  Public primitives only:
+--   * a_ones: set_scope shared (rows of 32 bytes, the 32-byte swizzle the descriptor names),
+--     compute_at the CTA loop `cta` ahead of the warpgroups, its 256 bytes over the CTA's threads;
+--   * the sums: cache_write into a "wgmma.accumulator" (64 x 8 a warpgroup: 4 registers a thread),
+--     compute_at the warpgroup loop wg, the k loop split by BK and merged with the GEMM's ko, each
+--     32 columns tensorized with wgmma_sync_64x8x32_<t>s32_bk_open; the accumulator filled with 0
+--     before the k loop (decompose_reduction) and stored to a shared [BM, 8] tile after it
+--     (wgmma_store_64x8_s32_shared), which the epilogue reads (column 0).
+-- wgs: the consumer warpgroups (BM / 64).  Returns the merged k-step loop.
+function M.fuse_ones(sch, o, cta, wg, ko, wgs, P)
+  util.check_helper("tc_gemm_row_sums.fuse_ones", "tc_gemm.schedule(func, {intrin = \"wgmma\", row_sums = name, ...})", sch, o, cta, wg, ko)
+  local rs = sch:get_block(o.row_sums)
+  local b = sch:get(rs)
+  local ones
+  for _, p in ipairs(sch:get_producers(rs)) do
+    local pb = sch:get(p)
+    if pb.writes[1].buffer.dtype == "int8" and #pb.reads == 0 then ones = p end
+  end
+  local shp = b.writes[1].buffer.shape
+  if not ones or b.writes[1].buffer.dtype ~= "int32" or tonumber(tostring(shp[2])) ~= 8 then
+    util.raise("ValueError", P, "row_sums: block '%s' must be tir.ops.quantized_matmul's a_sums = \"ones\" form (an int32 [M, 8] = " ..
+               "sum_k A[i, 32 kao + kai] * a_ones[j, kai], a_ones an int8 block of ones)", o.row_sums)
+  end
+  local a_dt
+  for _, rg in ipairs(b.reads) do if rg.buffer.dtype ~= "int8" or not a_dt then a_dt = rg.buffer.dtype end end
+  local row
+  for _, r in ipairs(require("tir.core").mma_configs()) do
+    if r.family == "wgmma" and r.a == a_dt and r.b == "int8" and r.c == "int32" then row = r end
+  end
+  if not row then util.raise("ValueError", P, "row_sums: block '%s' reads %s; the wgmma row sums take int8 or uint8 A", o.row_sums, a_dt) end
+  if o.BK % row.k ~= 0 then util.raise("ValueError", P, "row_sums needs BK a multiple of %d, got %d", row.k, o.BK) end
+  sch:set_scope(ones, 0, "shared")
+  sch:storage_swizzle(ones, 0, ("%dB"):format(row.k))
+  local cuda = require("tir.intrin.cuda")
+  local names = cuda.wgmma(row, 8, "K", row.k, "open")
+  -- the accumulator and its write-back into the shared [BM, 8] tile the epilogue reads
+  local W = sch:cache_write(rs, 0, "wgmma.accumulator")
+  -- (placed while W's tile is "local", whose region is not widened over the thread loops as a
+  -- shared buffer's is: each warpgroup then sums and stores its own 64 rows, the accumulator 4
+  -- registers a thread; the tile is shared from then on, the epilogue's threads read other rows)
+  sch:set_scope(W, 0, "local")
+  sch:compute_at(W, wg, false, -1)
+  sch:compute_at(rs, wg, false, -2)
+  sch:set_scope(W, 0, "shared")
+  local l = {sch:get_loops(rs)}
+  local i, j, ko32, k32 = l[#l - 3], l[#l - 2], l[#l - 1], l[#l]
+  local kstep, k4 = sch:split(ko32, {nil, o.BK // row.k})
+  sch:reorder(kstep, k4, i, j, k32)
+  if o.unroll then sch:unroll(k4) end
+  local init = sch:decompose_reduction(rs, kstep)
+  local il = {sch:get_loops(init)}
+  sch:tensorize(il[#il - 1], names.fill)
+  sch:tensorize(i, names.sync)
+  local wl = {sch:get_loops(W)}
+  sch:tensorize(wl[#wl - 1], names.store.shared)
+  -- the ones tile: once per CTA, ahead of the warpgroups (their wgmma reads it from shared memory)
+  sch:compute_at(ones, cta, false, -1)
+  local ol = {sch:get_loops(ones)}
+  local f = sch:fuse(ol[#ol - 1], ol[#ol])
+  local _, ty, tx = sch:split(f, {nil, wgs, 128})
+  sch:bind(ty, "threadIdx.y"); sch:bind(tx, "threadIdx.x")
+  return sch:merge(kstep, ko)
+end
+
 M.fuse = util.strict("tc_gemm_row_sums.fuse", M.fuse)
+M.fuse_ones = util.strict("tc_gemm_row_sums.fuse_ones", M.fuse_ones)
 return M

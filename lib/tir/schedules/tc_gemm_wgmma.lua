@@ -409,7 +409,18 @@ function M.schedule(sch, o, P, analyze)
   -- sums' region is then exactly the tile's rows: more threads than rows would widen the A
   -- copy's region), so the 8 rows of a quarter warp read 8 different 16-byte chunk columns of
   -- the swizzled tile
-  if o.row_sums then ko = require("tir.schedules.tc_gemm_row_sums").fuse(sch, o, wg, ko, {{"threadIdx.y", wgs}, {"threadIdx.x", 64}}, P) end
+  -- (quantized_matmul's a_sums = "ones" form, an [M, 8] product with ones: one more wgmma m64n8k32
+  -- per 32 columns in the step's group instead, tc_gemm_row_sums.fuse_ones)
+  if o.row_sums then
+    local RS = require("tir.schedules.tc_gemm_row_sums")
+    local okr, rb = pcall(function() return sch:get(sch:get_block(o.row_sums)) end)
+    if okr and #rb.writes == 1 and #rb.writes[1].buffer.shape == 2 then
+      if o.row_sums_after then raise("ValueError", P, "row_sums_after orders the CUDA-core row sums; the a_sums = \"ones\" form runs in the step's wgmma group") end
+      ko = RS.fuse_ones(sch, o, bx, wg, ko, wgs, P)
+    else
+      ko = RS.fuse(sch, o, wg, ko, {{"threadIdx.y", wgs}, {"threadIdx.x", 64}}, P)
+    end
+  end
   -- (with row sums the B copy goes first: the sums read A, and TMA copies must lead the k step)
   -- (register A: the warpgroup's 64 x BK fragment goes under the k step first, then its shared tile
   -- before it; ldmatrix per 64 x k slab)
