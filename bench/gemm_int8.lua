@@ -114,6 +114,10 @@ local QWGMMA = {
   -- does not fit (refused); 128 x 128 x 4 stages does (128 KB of tiles + 70 KB staged)
   {"wgmma_fused_ws", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, warp_specialize = true}, "wgmma_tma_128x256_s4_ws"},
   {"wgmma_fused_ws_128", {BM = 128, BN = 128, BK = 128, stages = 4, tma = true, warp_specialize = true}, "wgmma_tma_128x128_s4_ws"},
+  -- a persistent grid (tc_gemm.persistent_grid's G CTAs walking the tiles in groups for L2 reuse; not
+  -- warp-specialized: the staged accumulators reuse the pipeline tiles' bytes between tiles)
+  {"wgmma_fused_p", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, persistent = true}, "wgmma_tma_128x256_s4"},
+  {"wgmma_fused_s3_p", {BM = 128, BN = 256, BK = 128, stages = 3, tma = true, persistent = true}, "wgmma_tma_128x256_s3_p"},
   -- the row sums (zb rows) after the step's wgmma group is issued, overlapping it (row_sums_after)
   {"wgmma_fused_ra", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, row_sums_after = true}, "wgmma_tma_128x256_s4"},
 }
@@ -402,10 +406,12 @@ local function bench_shape(m, n, k)
   if #zmods == 0 and not sw then return end
   local zb = tir.nd.random({n}, "int32", dev, {seed = 35, low = -128, high = 127})
   -- the reference: cuBLASLt, the row sums (a tirlua kernel), a requantizing kernel
+  -- (a CTA a row: 256 threads read the row coalesced, a cross-thread reduction of their partial
+  -- sums -- lower_cross_thread_reduction's shuffles; was one thread a row, 0.2+ ms at 4096^2)
   local rsf = tir.Schedule(qm.row_sums_func(m, k, "int8"))
-  local ri2 = rsf:get_loops(rsf:get_block("a_row_sum"))
-  local rb2, rt2 = rsf:split(ri2, {nil, 128})
-  rsf:bind(rb2, "blockIdx.x"); rsf:bind(rt2, "threadIdx.x")
+  local ri2, rk2 = rsf:get_loops(rsf:get_block("a_row_sum"))
+  local _, rt2 = rsf:split(rk2, {nil, 256})
+  rsf:bind(ri2, "blockIdx.x"); rsf:bind(rt2, "threadIdx.x")
   local rsk = tir.build(rsf.mod, "cuda")
   local asum = tir.nd.empty({m}, "int32", dev)
   rsk(a, asum)

@@ -30,6 +30,11 @@ function M.fuse(sch, o, wz, ko, threads, P)
   local ok, rs = pcall(function() return sch:get_block(o.row_sums) end)
   if not ok then util.raise("ValueError", P, "row_sums: there is no block '%s'", o.row_sums) end
   local b = sch:get(rs)
+  if #b.writes == 1 and #b.writes[1].buffer.shape == 2 then
+    util.raise("ValueError", P, "row_sums: block '%s' is quantized_matmul's a_sums = \"ones\" form (a product with ones), which " ..
+               "intrin = \"wgmma\" runs on its tensor cores; the mma.sync path sums rows on the CUDA cores: build the PrimFunc " ..
+               "with a_sums = \"compute\"", o.row_sums)
+  end
   if #b.writes ~= 1 or #b.writes[1].buffer.shape ~= 1 or b.writes[1].buffer.dtype ~= "int32" or #b.reads ~= 1 then
     util.raise("ValueError", P, "row_sums: block '%s' must sum the rows of A into an int32 vector (S[i] += A[i, k])", o.row_sums)
   end
@@ -73,7 +78,8 @@ end
 -- (intrinsic pending "open": no commit of its own), so no CUDA-core work and no wait in the k loop
 -- (the tensor cores do 8 / BN more MMA work: 3 % at BN = 256).  Public primitives only:
 --   * a_ones: set_scope shared (rows of 32 bytes, the 32-byte swizzle the descriptor names),
---     compute_at the CTA loop `cta` ahead of the warpgroups, its 256 bytes over the CTA's threads;
+--     compute_at the outermost CTA loop `cta` (once per CTA, also in a persistent grid), its 256
+--     bytes over the CTA's threads;
 --   * the sums: cache_write into a "wgmma.accumulator" (64 x 8 a warpgroup: 4 registers a thread),
 --     compute_at the warpgroup loop wg, the k loop split by BK and merged with the GEMM's ko, each
 --     32 columns tensorized with wgmma_sync_64x8x32_<t>s32_bk_open; the accumulator filled with 0
