@@ -114,10 +114,8 @@ local QWGMMA = {
   -- does not fit (refused); 128 x 128 x 4 stages does (128 KB of tiles + 70 KB staged)
   {"wgmma_fused_ws", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, warp_specialize = true}, "wgmma_tma_128x256_s4_ws"},
   {"wgmma_fused_ws_128", {BM = 128, BN = 128, BK = 128, stages = 4, tma = true, warp_specialize = true}, "wgmma_tma_128x128_s4_ws"},
-  -- a persistent grid (tc_gemm.persistent_grid's G CTAs walking the tiles in groups for L2 reuse; not
-  -- warp-specialized: the staged accumulators reuse the pipeline tiles' bytes between tiles)
-  {"wgmma_fused_p", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, persistent = true}, "wgmma_tma_128x256_s4"},
-  {"wgmma_fused_s3_p", {BM = 128, BN = 256, BK = 128, stages = 3, tma = true, persistent = true}, "wgmma_tma_128x256_s3_p"},
+  -- (zb rows) each row's k step summed by two threads: all 128 threads of a warpgroup (row_sums_split)
+  {"wgmma_fused_rs2", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, row_sums_split = 2}, "wgmma_tma_128x256_s4"},
   -- the row sums (zb rows) after the step's wgmma group is issued, overlapping it (row_sums_after)
   {"wgmma_fused_ra", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, row_sums_after = true}, "wgmma_tma_128x256_s4"},
 }

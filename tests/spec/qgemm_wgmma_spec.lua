@@ -99,8 +99,11 @@ describe("tir.schedules.qgemm intrin = \"wgmma\"", function()
       {a_dtype = "int8", za = 0, zb = "per_column", relu = true, tc = {BM = 64, BN = 64, BK = 64, stages = 1}},
       -- the sums after the step's wgmma group is issued (row_sums_after: they run while it is in flight)
       {a_dtype = "int8", za = -128, zb = "per_column", tc = {BM = 128, BN = 128, BK = 128, stages = 3, tma = true, row_sums_after = true}},
+      -- each row's k step summed by two threads (row_sums_split: rfactor over the halves of BK)
+      {a_dtype = "int8", za = 127, zb = "per_column", M = 128, N = 256, tc = {BM = 128, BN = 256, BK = 128, stages = 2, tma = true, row_sums_split = 2}},
+      {a_dtype = "uint8", za = 255, zb = -128, tc = {BM = 64, BN = 64, BK = 64, stages = 3, wgmma_pending = 1, row_sums_split = 2}},
     }
-    if asan then cases = {cases[1], cases[3], cases[5]}; cases[1].K, cases[2].K, cases[3].K = 128, 128, 256 end
+    if asan then cases = {cases[1], cases[3], cases[6]}; cases[1].K, cases[2].K, cases[3].K = 128, 128, 256 end
     for n, c in ipairs(cases) do
       local o = qopts(c)
       local f = qm(o)
@@ -109,9 +112,11 @@ describe("tir.schedules.qgemm intrin = \"wgmma\"", function()
       local ir = tostring(sch.mod)
       local upd = ir:find('T.block("a_row_sum_update_o"', 1, true)
       local mma = ir:find('T.block("C_update_o"', 1, true)
-      assert.is_truthy(upd and mma and (upd < mma) == not c.tc.row_sums_after)
-      assert.is_truthy(ir:find(('"dp4a_row_sum%d_%s_shared"'):format(c.tc.BK, c.a_dtype == "uint8" and "u8" or "s8"), 1, true))
-      assert.is_truthy(ir:match("T%.reads%(A_shared[%w_]*%[{[^\n]*a_row_sum%["))
+      assert.is_truthy(c.tc.row_sums_split or upd and mma and (upd < mma) == not c.tc.row_sums_after)
+      local part = c.tc.BK // (c.tc.row_sums_split or 1)
+      assert.is_truthy(ir:find(('"dp4a_row_sum%d_%s_shared"'):format(part, c.a_dtype == "uint8" and "u8" or "s8"), 1, true))
+      if c.tc.row_sums_split then upd = ir:find('T.block("a_row_sum_rf_update_o"', 1, true); assert.is_truthy(upd and upd < mma) end
+      assert.is_truthy(ir:match("T%.reads%(A_shared[%w_]*%[{[^\n]*a_row_sum[%w_]*%["))
       local mod = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false})
       assert.are.equal(1, #mod:kernels())
       -- each 16-byte chunk of a row is one 16-byte load whose words feed the dp4a (the swizzle's
@@ -162,6 +167,10 @@ describe("tir.schedules.qgemm intrin = \"wgmma\"", function()
     U.expect_error(function() qg.schedule(of, {intrin = "mma", tc = {BM = 128, BN = 128, BK = 128, warp_m = 64, warp_n = 64}}) end,
                    'a_sums = "ones" form', 'build the PrimFunc with a_sums = "compute"')
     U.expect_error(function() qg.schedule(of, {intrin = "simt"}) end, "qgemm", "block a_row_sum is computed in the PrimFunc")
+    U.expect_error(function() qg.schedule(qm(qopts({a_dtype = "int8", za = 3})), {intrin = "wgmma", tc = {BM = 128, BN = 128, BK = 128,
+                   row_sums_split = 2}}) end, "row_sums_split splits the row sums of A", "none here")
+    U.expect_error(function() qg.schedule(zf, {intrin = "wgmma", tc = {BM = 128, BN = 128, BK = 128, row_sums_split = 4}}) end,
+                   "row_sums_split = 4", "at most 2 ways")
     assert.is_truthy(zf)
   end)
 

@@ -141,6 +141,60 @@ function M.fuse_ones(sch, o, cta, wg, ko, wgs, P)
   return sch:merge(kstep, ko)
 end
 
+--- tc_gemm_wgmma's row sums (the CUDA-core form: block o.row_sums, S[i] += A[i, k]) with each row
+-- split over `split` threads of its warpgroup (row_sums_split; M.fuse gives a row one thread): the
+-- k step's BK columns in `split` parts of BK / split, thread h * 64 + r of warpgroup w summing part
+-- h of row 64 w + r -- all 128 threads of each warpgroup, so the sums that hold back the step's wgmma
+-- issue take 1 / split of the time.  Public primitives only: split k into (k step, part, BK / split),
+-- rfactor over the part (TVM rfactor: block "<name>_rf" sums each part into a shared [M, split]
+-- buffer, the original block then adds the parts), the rf block compute_at the warpgroup loop and
+-- merged with the GEMM's k steps, the adding block after the k loop (ahead of the epilogue), each
+-- part's BK / split columns tensorized with the dp4a row-sum intrinsic.  Returns the merged k loop.
+function M.fuse_split(sch, o, wg, ko, wgs, P)
+  util.check_helper("tc_gemm_row_sums.fuse_split", "tc_gemm.schedule(func, {intrin = \"wgmma\", row_sums = name, row_sums_split = n})",
+                    sch, o, wg, ko)
+  local dp4a = require("tir.intrin.dp4a")
+  local split = o.row_sums_split
+  local rs = sch:get_block(o.row_sums)
+  local b = sch:get(rs)
+  local a_dt = b.reads[1].buffer.dtype
+  if o.BK % (16 * split) ~= 0 then
+    util.raise("ValueError", P, "row_sums_split = %d: each part of the BK = %d columns must be a multiple of 16 (the row-sum intrinsics)", split, o.BK)
+  end
+  if 64 * split > 128 then util.raise("ValueError", P, "row_sums_split = %d: a warpgroup's 128 threads split its 64 rows at most 2 ways", split) end
+  local l = {sch:get_loops(rs)}
+  local _, h = sch:split(l[#l], {nil, split, o.BK // split})
+  local rf = sch:rfactor(h, 1)
+  -- the adding block S[i] = sum_h S_rf[i, h]: before the epilogue, rows over the CTA's threads
+  sch:set_scope(rs, 0, "shared")
+  sch:compute_at(rs, wg, false, -1)
+  local wl = {sch:get_loops(rs)}
+  local row = wl[#wl - 1]
+  if sch:get(row).extent ~= o.BM then row = wl[#wl] end -- (the rows, not the parts)
+  local wy, wr = sch:split(row, {wgs, 64})
+  sch:bind(wy, "threadIdx.y"); sch:bind(wr, "threadIdx.x")
+  -- the parts: rows (warpgroup, 64) x parts over (threadIdx.y, threadIdx.x = h * 64 + r)
+  sch:set_scope(rf, 0, "shared")
+  sch:compute_at(rf, wg, false, -2)
+  -- (its loops follow the rf block's iteration variables: the part, the row, the k step, the
+  -- part's columns)
+  local fl = {sch:get_loops(rf)}
+  local hh, i, kstep, kin = fl[#fl - 3], fl[#fl - 2], fl[#fl - 1], fl[#fl]
+  local ry, rr = sch:split(i, {wgs, 64})
+  sch:reorder(kstep, ry, hh, rr, kin)
+  sch:bind(ry, "threadIdx.y")
+  sch:bind(sch:fuse(hh, rr), "threadIdx.x")
+  local init = sch:decompose_reduction(rf, kstep)
+  local il = {sch:get_loops(init)}
+  for q = #il - 2, #il do
+    local lp = il[q]
+    if lp and sch:get(lp).thread_tag == "" then sch:bind(lp, q == #il - 1 and "threadIdx.y" or "threadIdx.x") end
+  end
+  sch:tensorize(kin, dp4a.row_sum_name(a_dt, o.BK // split, "shared"))
+  return sch:merge(kstep, ko)
+end
+
 M.fuse = util.strict("tc_gemm_row_sums.fuse", M.fuse)
+M.fuse_split = util.strict("tc_gemm_row_sums.fuse_split", M.fuse_split)
 M.fuse_ones = util.strict("tc_gemm_row_sums.fuse_ones", M.fuse_ones)
 return M

@@ -172,7 +172,8 @@ local OPTS = {intrin = "string", BM = "positive", BN = "positive", BK = "positiv
                   return "a list {producer registers, consumer registers}"
                 end
               end,
-              epilogue_store = "string", epilogue_vec = "positive", row_sums = "string", row_sums_after = "boolean"}
+              epilogue_store = "string", epilogue_vec = "positive", row_sums = "string", row_sums_after = "boolean",
+              row_sums_split = "positive"}
 M.OPTS = OPTS
 
 -- the wgmma row of the block's dtypes (include/tir/mma.h), or an error naming the supported ones
@@ -217,7 +218,9 @@ end
 -- multicasts it to the CTAs that share it, a stage refilled once the consumers of all of them have
 -- released it; inject_tma_pipeline's tma_cluster / tma_multicast), row_sums (a quantized GEMM's sums
 -- of A's rows from the shared A tiles, tc_gemm_row_sums.lua; row_sums_after = true puts them after
--- the step's wgmma group is issued instead of before: they run while it is in flight).  Every option
+-- the step's wgmma group is issued instead of before: they run while it is in flight; row_sums_split = 2:
+-- each row's BK columns summed by two threads of its warpgroup, all 128 of them busy, half the latency
+-- before the wgmma issue, tc_gemm_row_sums.fuse_split).  Every option
 -- and shape is checked first; errors are tir.Errors from "tc_gemm.schedule".
 function M.schedule(sch, o, P, analyze)
   util.check_helper("tc_gemm_wgmma.schedule", "tc_gemm.schedule(func, {intrin = \"wgmma\", ...})", sch, o)
@@ -275,6 +278,9 @@ function M.schedule(sch, o, P, analyze)
   local EP = require("tir.schedules.tc_gemm_wgmma_epilogue") -- fused epilogues (and row sums of A)
   EP.validate(sch, o, row, P)
 
+  if o.row_sums_split ~= nil and not o.row_sums then
+    raise("ValueError", P, "row_sums_split splits the row sums of A (option row_sums, a quantized GEMM with a weight zero point); none here")
+  end
   if o.row_sums_after ~= nil and not o.row_sums then
     raise("ValueError", P, "row_sums_after orders the row sums of A (option row_sums, a quantized GEMM with a weight zero point); none here")
   end
@@ -418,6 +424,9 @@ function M.schedule(sch, o, P, analyze)
       if o.row_sums_after then raise("ValueError", P, "row_sums_after orders the CUDA-core row sums; the a_sums = \"ones\" form runs in the step's wgmma group") end
       -- (the ones tile under the outermost CTA loop: once per CTA, also in a persistent grid)
       ko = RS.fuse_ones(sch, o, ({sch:get_loops(C)})[1], wg, ko, wgs, P)
+    elseif o.row_sums_split and o.row_sums_split > 1 then
+      if o.row_sums_after then raise("ValueError", P, "row_sums_split with row_sums_after is not implemented") end
+      ko = RS.fuse_split(sch, o, wg, ko, wgs, P)
     else
       ko = RS.fuse(sch, o, wg, ko, {{"threadIdx.y", wgs}, {"threadIdx.x", 64}}, P)
     end
