@@ -151,6 +151,8 @@ local QWGMMA = {
   -- does not fit (refused); 128 x 128 x 4 stages does (128 KB of tiles + 70 KB staged)
   {"wgmma_fused_ws", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, warp_specialize = true}, "wgmma_tma_128x256_s4_ws"},
   {"wgmma_fused_ws_128", {BM = 128, BN = 128, BK = 128, stages = 4, tma = true, warp_specialize = true}, "wgmma_tma_128x128_s4_ws"},
+  -- (zb rows) each row's k step summed by two threads: all 128 threads of a warpgroup (row_sums_split)
+  {"wgmma_fused_rs2", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, row_sums_split = 2}, "wgmma_tma_128x256_s4"},
   -- the row sums (zb rows) after the step's wgmma group is issued, overlapping it (row_sums_after)
   {"wgmma_fused_ra", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, row_sums_after = true}, "wgmma_tma_128x256_s4"},
 }
@@ -287,7 +289,7 @@ local function bench_shape(m, n, k)
   -- plain variants the qgemm wgmma rows compare with run when those do)
   local qwanted = {}
   for _, q in ipairs(QWGMMA) do
-    if qwant(q[1]) or qwant(q[1] .. "_zb") then qwanted[q[3]] = true; qwanted[BEST_PLAIN] = true end
+    if qwant(q[1]) or qwant(q[1] .. "_zb") or qwant(q[1] .. "_zb1") then qwanted[q[3]] = true; qwanted[BEST_PLAIN] = true end
   end
   if info.arch == "sm_90" then
     local tcf = tc.workload(m, n, k, "int8", "int32", nil, "NT")
@@ -435,13 +437,29 @@ local function bench_shape(m, n, k)
       else print(("%s_zb: skipped (%s)"):format(q[1], tostring(qs):match("[^\n]*"))) end
     end
   end
+  -- _zb1: the row sums in quantized_matmul's a_sums = "ones" form: one more wgmma m64n8k32 per 32
+  -- columns of A against a ones tile, in the step's wgmma group (tc_gemm_row_sums.fuse_ones)
+  local zo1 = {}
+  for kk, v in pairs(zo) do zo1[kk] = v end
+  zo1.a_sums = "ones"
+  local zf1
+  for _, q in ipairs(QWGMMA) do
+    if info.arch == "sm_90" and qwant(q[1] .. "_zb1") and t_int8[q[3]] then
+      zf1 = zf1 or qm(zo1)
+      local okq, qs = pcall(qg.schedule, zf1, {intrin = "wgmma", tc = q[2]})
+      if okq then zmods[#zmods + 1] = {q[1] .. "_zb1", tir.build(qs.mod, "cuda -arch=sm_90a"), t_int8[q[3]]}
+      else print(("%s_zb1: skipped (%s)"):format(q[1], tostring(qs):match("[^\n]*"))) end
+    end
+  end
   if #zmods == 0 and not sw then return end
   local zb = tir.nd.random({n}, "int32", dev, {seed = 35, low = -128, high = 127})
   -- the reference: cuBLASLt, the row sums (a tirlua kernel), a requantizing kernel
+  -- (a CTA a row: 256 threads read the row coalesced, a cross-thread reduction of their partial
+  -- sums -- lower_cross_thread_reduction's shuffles; was one thread a row, 0.2+ ms at 4096^2)
   local rsf = tir.Schedule(qm.row_sums_func(m, k, "int8"))
-  local ri2 = rsf:get_loops(rsf:get_block("a_row_sum"))
-  local rb2, rt2 = rsf:split(ri2, {nil, 128})
-  rsf:bind(rb2, "blockIdx.x"); rsf:bind(rt2, "threadIdx.x")
+  local ri2, rk2 = rsf:get_loops(rsf:get_block("a_row_sum"))
+  local _, rt2 = rsf:split(rk2, {nil, 256})
+  rsf:bind(ri2, "blockIdx.x"); rsf:bind(rt2, "threadIdx.x")
   local rsk = tir.build(rsf.mod, "cuda")
   local asum = tir.nd.empty({m}, "int32", dev)
   rsk(a, asum)

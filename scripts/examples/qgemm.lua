@@ -5,7 +5,9 @@
 -- and the PTX lines of its instructions; on a GPU runs M x N x K (default 4096^3) and prints
 -- TOP/s (bench/gemm_int8.lua compares it with the unfused alternatives); without a GPU runs
 -- the simulator at a small size (default 64 x 64 x 64) and checks it bit-exact against the
--- interpreter on the direct (un-rewritten) compute in int64.
+-- interpreter on the direct (un-rewritten) compute in int64.  Then the same with a zero point per
+-- weight column on Hopper's wgmma, the row sums of A as one more wgmma m64n8k32 per 32 columns
+-- against a ones tile (quantized_matmul a_sums = "ones"): timed on an H200, simulated otherwise.
 --   tirlua scripts/examples/qgemm.lua [M N K]
 local util = require("tir.util")
 local qm = tir.ops.quantized_matmul
@@ -81,6 +83,24 @@ if has_gpu then
     local tw = wmod:time_evaluator({number = 5, repeat_ = 5, warmup = 2})(a, b, bias, scale, bsum, wout)
     print(("-- fused qgemm on wgmma %dx%dx%d: %.3f ms, %.2f TOP/s (= the IMMA kernel's output)"):format(M, N, K, tw * 1e3,
           2.0 * M * N * K / tw / 1e12))
+    -- asymmetric weights (a zero point per column): the row sums of A too, in the same kernel as one
+    -- more wgmma m64n8k32 per 32 columns against a ones tile (a_sums = "ones"); = the IMMA kernel's
+    -- output (row sums on the CUDA cores)
+    local zo = {}
+    for k, v in pairs(o) do zo[k] = v end
+    zo.b_zero_point = "per_column"
+    local zb = tir.nd.random({N}, "int32", dev, {seed = 5, low = -128, high = 127})
+    local imod = tir.build(qg.schedule(qm(zo), {intrin = "mma", tc = tiles}).mod, "cuda")
+    local iout = tir.nd.empty({M, N}, "int8", dev)
+    imod(a, b, zb, bias, scale, bsum, iout)
+    zo.a_sums = "ones"
+    local zmod = tir.build(qg.schedule(qm(zo), {intrin = "wgmma"}).mod, "cuda -arch=sm_90a")
+    local zout = tir.nd.empty({M, N}, "int8", dev)
+    zmod(a, b, zb, bias, scale, bsum, zout)
+    tir.testing.assert_allclose(zout, iout, {rtol = 0, atol = 0})
+    local tz = zmod:time_evaluator({number = 5, repeat_ = 5, warmup = 2})(a, b, zb, bias, scale, bsum, zout)
+    print(("-- with zb per column (row sums of A as wgmma m64n8k32 against ones): %.3f ms, %.2f TOP/s (= the IMMA kernel's output)"):format(
+          tz * 1e3, 2.0 * M * N * K / tz / 1e12))
   end
   print(ties(function(smod, args)
     local dargs = {}
@@ -107,4 +127,24 @@ else
     tir.simulate(smod, args)
     return args[#args]
   end, "simulator"))
+  -- Hopper's wgmma with a zero point per weight column: the row sums of A as one more wgmma
+  -- m64n8k32 per 32 columns against a ones tile (a_sums = "ones"), in the same kernel
+  local zo = {M = 128, N = 256, K = 256, a_dtype = "uint8", a_zero_point = 131, b_zero_point = "per_column", b_sums = "input",
+              bias = true, scale = "per_channel", out_zero_point = -3, a_sums = "ones"}
+  local zf = qm(zo)
+  local zmod = tir.build(qg.schedule(zf, {intrin = "wgmma", tc = {BM = 128, BN = 256, BK = 128, stages = 2, tma = true}}).mod,
+                         "cuda -arch=sm_90a", {compile = false})
+  local zargs = tir.testing.random_args(zf, 6)
+  zargs[3] = tir.nd.random({256}, "int32", nil, {seed = 7, low = -128, high = 127}) -- zb: int8's range
+  zargs[5] = tir.nd.array((function() local t = {} for j = 1, 256 do t[j] = j % 3 == 0 and 0.5 or j * 1e-7 end return t end)(), "float32")
+  zargs[6] = qm.col_sums(zargs[2], "NK")
+  local zr = {}
+  for k, v in pairs(zo) do zr[k] = v end
+  zr.four_term, zr.accum_dtype, zr.b_sums, zr.a_sums = false, "int64", nil, nil
+  local zwant = tir.nd.empty({128, 256}, "int8")
+  tir.interpret(qm(zr), {zargs[1], zargs[2], zargs[3], zargs[4], zargs[5], zwant})
+  local zrep = tir.simulate(zmod, zargs)
+  local zst = tir.testing.assert_allclose(zargs[7], zwant, {rtol = 0, atol = 0})
+  print(("simulator: wgmma with zb per column (row sums as m64n8k32 against ones, %d warp-level ops, %d issues): bit-exact "
+         .. "against the direct int64 compute (max abs error %g)"):format(zrep.warp_ops, zrep.n_issues, zst.max_abs))
 end

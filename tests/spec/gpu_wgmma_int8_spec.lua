@@ -90,14 +90,18 @@ describe("#gpu int8 wgmma GEMM (sm_90a)", function()
   -- the quantized GEMM as one wgmma kernel (tir.schedules.qgemm intrin = "wgmma"): zero points at
   -- the ends, per-column zb (row sums of A from the swizzled TMA tiles), ties of the rounding
   -- (scale 0.5 columns), packed int8 / uint8 stores; = the interpreter on the direct int64 compute
-  it("fused quantized GEMM (TMA and cp.async, zb per column, uint8 out), 256x256x256, = the int64 oracle", function()
+  it("fused quantized GEMM (TMA and cp.async, zb per column, uint8 out, row sums on CUDA cores or as a wgmma against ones), 256x256x256, = the int64 oracle", function()
     local qm = tir.ops.quantized_matmul
     local qg = require("tir.schedules.qgemm")
     for q, c in ipairs({{"int8", -128, "per_column", "int8", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true}},
                         {"uint8", 255, 0, "uint8", {BM = 128, BN = 128, BK = 128, stages = 3, wgmma_pending = 1}},
-                        {"uint8", 0, 127, "int8", {BM = 128, BN = 128, BK = 64, stages = 3, tma = true}}}) do
+                        {"uint8", 0, 127, "int8", {BM = 128, BN = 128, BK = 64, stages = 3, tma = true}},
+                        -- the row sums as one more wgmma m64n8k32 against a ones tile (a_sums = "ones")
+                        {"int8", -128, "per_column", "int8", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true}, "ones"},
+                        {"uint8", 255, -128, "uint8", {BM = 128, BN = 128, BK = 128, stages = 3, wgmma_pending = 1}, "ones"},
+                        {"uint8", 0, 127, "int8", {BM = 64, BN = 128, BK = 64, stages = 3, tma = true}, "ones"}}) do
       local o = {M = 256, N = 256, K = 256, a_dtype = c[1], a_zero_point = c[2], b_zero_point = c[3], b_sums = "input", bias = true,
-                 scale = "per_channel", out_zero_point = c[4] == "uint8" and 0 or 127, out_dtype = c[4]}
+                 scale = "per_channel", out_zero_point = c[4] == "uint8" and 0 or 127, out_dtype = c[4], a_sums = c[6]}
       local f = qm(o)
       local mod = tir.build(qg.schedule(f, {intrin = "wgmma", tc = c[5]}).mod, "cuda -arch=sm_90a")
       assert.are.equal(1, #mod:kernels())
@@ -114,7 +118,7 @@ describe("#gpu int8 wgmma GEMM (sm_90a)", function()
       local ref = tir.nd.empty({256, 256}, c[4])
       local ro = {}
       for key, v in pairs(o) do ro[key] = v end
-      ro.four_term, ro.accum_dtype, ro.b_sums = false, "int64", nil
+      ro.four_term, ro.accum_dtype, ro.b_sums, ro.a_sums = false, "int64", nil, nil
       local ra = {table.unpack(args)}
       ra[#ra + 1] = ref
       tir.interpret(qm(ro), ra)

@@ -48,7 +48,7 @@ local function check(o, f, mod, seed)
   assert.is_true(rep.warp_ops > 0)
   local ro = {}
   for k, v in pairs(o) do ro[k] = v end
-  ro.four_term, ro.accum_dtype, ro.b_sums = false, "int64", nil
+  ro.four_term, ro.accum_dtype, ro.b_sums, ro.a_sums = false, "int64", nil, nil
   local ra = {}
   for q = 1, #args - 2 do ra[q] = args[q] end
   local want = tir.nd.empty({o.M, o.N}, o.out_dtype or "int8")
@@ -99,8 +99,11 @@ describe("tir.schedules.qgemm intrin = \"wgmma\"", function()
       {a_dtype = "int8", za = 0, zb = "per_column", relu = true, tc = {BM = 64, BN = 64, BK = 64, stages = 1}},
       -- the sums after the step's wgmma group is issued (row_sums_after: they run while it is in flight)
       {a_dtype = "int8", za = -128, zb = "per_column", tc = {BM = 128, BN = 128, BK = 128, stages = 3, tma = true, row_sums_after = true}},
+      -- each row's k step summed by two threads (row_sums_split: rfactor over the halves of BK)
+      {a_dtype = "int8", za = 127, zb = "per_column", M = 128, N = 256, tc = {BM = 128, BN = 256, BK = 128, stages = 2, tma = true, row_sums_split = 2}},
+      {a_dtype = "uint8", za = 255, zb = -128, tc = {BM = 64, BN = 64, BK = 64, stages = 3, wgmma_pending = 1, row_sums_split = 2}},
     }
-    if asan then cases = {cases[1], cases[3], cases[5]}; cases[1].K, cases[2].K, cases[3].K = 128, 128, 256 end
+    if asan then cases = {cases[1], cases[3], cases[6]}; cases[1].K, cases[2].K, cases[3].K = 128, 128, 256 end
     for n, c in ipairs(cases) do
       local o = qopts(c)
       local f = qm(o)
@@ -109,9 +112,11 @@ describe("tir.schedules.qgemm intrin = \"wgmma\"", function()
       local ir = tostring(sch.mod)
       local upd = ir:find('T.block("a_row_sum_update_o"', 1, true)
       local mma = ir:find('T.block("C_update_o"', 1, true)
-      assert.is_truthy(upd and mma and (upd < mma) == not c.tc.row_sums_after)
-      assert.is_truthy(ir:find(('"dp4a_row_sum%d_%s_shared"'):format(c.tc.BK, c.a_dtype == "uint8" and "u8" or "s8"), 1, true))
-      assert.is_truthy(ir:match("T%.reads%(A_shared[%w_]*%[{[^\n]*a_row_sum%["))
+      assert.is_truthy(c.tc.row_sums_split or upd and mma and (upd < mma) == not c.tc.row_sums_after)
+      local part = c.tc.BK // (c.tc.row_sums_split or 1)
+      assert.is_truthy(ir:find(('"dp4a_row_sum%d_%s_shared"'):format(part, c.a_dtype == "uint8" and "u8" or "s8"), 1, true))
+      if c.tc.row_sums_split then upd = ir:find('T.block("a_row_sum_rf_update_o"', 1, true); assert.is_truthy(upd and upd < mma) end
+      assert.is_truthy(ir:match("T%.reads%(A_shared[%w_]*%[{[^\n]*a_row_sum[%w_]*%["))
       local mod = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false})
       assert.are.equal(1, #mod:kernels())
       -- each 16-byte chunk of a row is one 16-byte load whose words feed the dp4a (the swizzle's
@@ -121,6 +126,52 @@ describe("tir.schedules.qgemm intrin = \"wgmma\"", function()
       assert.is_falsy(src:find("(*(int*)(A_shared + ", 1, true))
       check(o, f, mod, 20 + n)
     end
+  end)
+
+  it("with a_sums = \"ones\" runs the row sums as one more wgmma m64n8k32 per 32 columns in the step's group", function()
+    local cases = {
+      {a_dtype = "int8", za = 127, zb = -128, M = 128, N = 256, tc = {BM = 128, BN = 256, BK = 128, stages = 2, tma = true}},   -- zero points at the ends
+      {a_dtype = "uint8", za = 0, zb = 127, tc = {BM = 128, BN = 64, BK = 128, stages = 3, wgmma_pending = 1}},
+      {a_dtype = "uint8", za = "per_row", zb = "per_column", tc = {BM = 64, BN = 64, BK = 64, stages = 2, tma = true}},
+      {a_dtype = "int8", za = 0, zb = "per_column", relu = true, tc = {BM = 64, BN = 64, BK = 32, stages = 1}},
+    }
+    if asan then cases = {cases[1], cases[3]}; cases[1].K, cases[3].K = 128, 128 end
+    for n, c in ipairs(cases) do
+      local o = qopts(c)
+      o.a_sums = "ones"
+      local f = qm(o)
+      local sch = qg.schedule(f, {intrin = "wgmma", tc = c.tc})
+      -- the printed IR: the sums' wgmma (no commit of its own) ahead of the GEMM's in the k loop
+      local ir = tostring(sch.mod)
+      local t = c.a_dtype == "uint8" and "u8s8" or "s8"
+      local upd = ir:find(('"tensor_intrin"] = "wgmma_sync_64x8x32_%ss32_bk_open"'):format(t), 1, true)
+      local mma = ir:find('T.block("C_update_o"', 1, true)
+      assert.is_truthy(upd and mma and upd < mma)
+      assert.is_truthy(ir:find('"wgmma_fill_64x8_s32"', 1, true) and ir:find('"wgmma_store_64x8_s32_shared"', 1, true))
+      assert.is_falsy(ir:find("dp4a", 1, true))
+      local mod = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false})
+      assert.are.equal(1, #mod:kernels())
+      local src = mod:get_source("cuda")
+      assert.is_truthy(src:find(("m64n8k32.s32.%s.s8"):format(c.a_dtype == "uint8" and "u8" or "s8"), 1, true))
+      -- each warpgroup's 64 x 8 sums: 4 accumulator registers a thread, at a constant offset (a
+      -- threadIdx-dependent one would put the wgmma's registers in local memory)
+      assert.is_truthy(src:find("int a_row_sum_wgmma_accumulator[4];", 1, true))
+      assert.is_truthy(src:find("(a_row_sum_wgmma_accumulator + (0) / 128)", 1, true))
+      check(o, f, mod, 40 + n)
+    end
+    -- what the form cannot do, each named
+    local zf = qm(qopts({a_dtype = "int8", za = 3, zb = 5}))
+    local of = qm((function() local o = qopts({a_dtype = "int8", za = 3, zb = 5}); o.a_sums = "ones"; return o end)())
+    U.expect_error(function() qg.schedule(of, {intrin = "wgmma", tc = {BM = 128, BN = 128, BK = 128, stages = 3, tma = true, row_sums_after = true}}) end,
+                   "tc_gemm.schedule", "row_sums_after", "runs in the step's wgmma group")
+    U.expect_error(function() qg.schedule(of, {intrin = "mma", tc = {BM = 128, BN = 128, BK = 128, warp_m = 64, warp_n = 64}}) end,
+                   'a_sums = "ones" form', 'build the PrimFunc with a_sums = "compute"')
+    U.expect_error(function() qg.schedule(of, {intrin = "simt"}) end, "qgemm", "block a_row_sum is computed in the PrimFunc")
+    U.expect_error(function() qg.schedule(qm(qopts({a_dtype = "int8", za = 3})), {intrin = "wgmma", tc = {BM = 128, BN = 128, BK = 128,
+                   row_sums_split = 2}}) end, "row_sums_split splits the row sums of A", "none here")
+    U.expect_error(function() qg.schedule(zf, {intrin = "wgmma", tc = {BM = 128, BN = 128, BK = 128, row_sums_split = 4}}) end,
+                   "row_sums_split = 4", "at most 2 ways")
+    assert.is_truthy(zf)
   end)
 
   it("without tc options takes the fused kernel measured best (128x256x128, 4 TMA stages, no producer warpgroup)", function()

@@ -113,6 +113,31 @@ describe("tir.ops.quantized_matmul", function()
            a_sums = "input", scale = "per_channel", bias = true})
   end)
 
+  it("a_sums = \"ones\": the row sums of A as a product with a ones matrix, bit-exact against the int64 compute", function()
+    -- printed: block a_ones (int8 [8, 32] of ones), block a_row_sum [M, 8] = sum A * a_ones, the epilogue at column j % 8
+    local f = qm{M = 16, N = 24, K = 64, a_zero_point = 3, b_zero_point = -2, a_sums = "ones"}
+    local s = tostring(f)
+    assert.matches('T.block%("a_ones"', s)
+    assert.matches('a_ones%[{v_[%w_]+, v_[%w_]+}%] = T.int8%(1%)', s)
+    assert.matches('T.cast%("int32", A%[{v_i, v_kao %* 32 %+ v_kai}%]%) %* T.cast%("int32", a_ones%[{v_j, v_kai}%]%)', s)
+    assert.matches('a_row_sum%[{v_[%w_]+, v_[%w_]+ %% 8}%]', s)
+    U.assert_roundtrip(f)
+    -- extremes, zero points at the ends, uint8 A, per-row za, relu, uint8 out
+    check({M = 9, N = 10, K = 64, a_dtype = "uint8", a_zero_point = 255, b_zero_point = -128, a_sums = "ones", scale = "per_channel",
+           bias = true, out_zero_point = 3})
+    check({M = 6, N = 17, K = 32, a_dtype = "int8", a_zero_point = -128, b_zero_point = 127, a_sums = "ones", b_sums = "input",
+           scale = "per_tensor"})
+    check({M = 5, N = 8, K = 96, a_zero_point = "per_row", b_zero_point = "per_column", a_sums = "ones", scale = 0.001,
+           out_dtype = "uint8", out_zero_point = 0, relu = true})
+    -- zb = 0 needs no row sums: the option leaves nothing behind
+    assert.is_nil(tostring(qm{M = 4, N = 4, K = 32, a_zero_point = 3, a_sums = "ones"}):find("a_ones", 1, true))
+    U.expect_error(function() qm{M = 4, N = 4, K = 40, b_zero_point = 1, a_sums = "ones"} end, "ValueError in quantized_matmul",
+                   "K = 40 must be a multiple of 32")
+    U.expect_error(function() qm{M = 4, N = 4, K = 32, b_zero_point = 1, a_sums = "ones", four_term = false} end,
+                   'a_sums = "ones" needs four_term')
+    U.expect_error(function() qm{M = 4, N = 4, K = 32, a_sums = "all"} end, "a_sums must be one of compute, input, ones")
+  end)
+
   it("rounds half to even and saturates at the output range", function()
     -- A = 1, B = 1, zero points 0: acc = K; scale 0.5 puts acc = odd on ties
     local f = qm{M = 1, N = 4, K = 3, b_layout = "KN", scale = "per_channel", out_zero_point = 0}

@@ -37,7 +37,11 @@
 --   name           "qmatmul"
 -- a_sums = "input" likewise takes the row sums of A as an int32 parameter `a_row_sums` [M] (for
 -- zb != 0 when a schedule needs the GEMM as the epilogue's only producer; computed per call,
--- e.g. with quantized_matmul.row_sums_func, a separate kernel).
+-- e.g. with quantized_matmul.row_sums_func, a separate kernel).  a_sums = "ones" computes them in
+-- the PrimFunc as a product with a matrix of ones: block "a_ones" (int8 [8, 32] = 1) and block
+-- "a_row_sum" [M, 8] = sum_k A[i, k] * a_ones[j, k % 32] (eight equal columns; output column j
+-- reads column j % 8), the form tc_gemm intrin = "wgmma" runs as one more wgmma m64n8k32 per 32 columns of A
+-- (tc_gemm_row_sums.lua) instead of summing on the CUDA cores; exact (int32, the same sums).
 -- Parameters, in order: A, B, [za], [zb], [bias], [scale], [b_col_sums], [a_row_sums], out.
 -- Errors (tir.Error, primitive "quantized_matmul"): unknown options, non-positive or
 -- non-integer extents, dtypes outside the lists (e.g. float inputs), zero points that are not
@@ -88,7 +92,7 @@ local function check(o)
   one_of("b_layout", {"NK", "KN"})
   one_of("out_dtype", {"int8", "uint8", "int32", "float16", "float32"})
   one_of("b_sums", {"compute", "input"})
-  one_of("a_sums", {"compute", "input"})
+  one_of("a_sums", {"compute", "input", "ones"})
   one_of("accum_dtype", {"int32", "int64"})
   for _, k in ipairs({"bias", "relu", "four_term"}) do
     if type(r[k]) ~= "boolean" then raise("TypeError", "%s must be a boolean, got %s", k, util.show(r[k])) end
@@ -142,7 +146,10 @@ local function check(o)
   end
   if r.accum_dtype == "int64" and r.four_term then raise("ValueError", "accum_dtype int64 is for the direct compute (four_term = false)") end
   if r.b_sums == "input" and not r.four_term then raise("ValueError", "b_sums = \"input\" needs four_term") end
-  if r.a_sums == "input" and not r.four_term then raise("ValueError", "a_sums = \"input\" needs four_term") end
+  if r.a_sums == "ones" and r.K % 32 ~= 0 then
+    raise("ValueError", "a_sums = \"ones\" sums A against a 32-column ones matrix: K = %d must be a multiple of 32", r.K)
+  end
+  if r.a_sums ~= "compute" and not r.four_term then raise("ValueError", "a_sums = %q needs four_term", r.a_sums) end
   if r.relu and not (r.out_dtype == "int8" or r.out_dtype == "uint8") then
     raise("ValueError", "relu applies to requantized int8/uint8 outputs (out_dtype %s)", r.out_dtype)
   end
@@ -159,6 +166,9 @@ local function requantize_expr(x, zo, out_dtype, relu)
   r = tir.min(tir.max(r, tir.const(lo - zo, "float32")), tir.const(hi - zo, "float32"))
   return te.cast(out_dtype, te.cast("int32", r) + tir.const(zo, "int32"))
 end
+
+-- a_sums = "ones": the columns of the ones operand (one int8 MMA instruction's k)
+local ONES_K = 32
 
 local function build(o)
   o = check(o)
@@ -206,6 +216,17 @@ local function build(o)
     if not zb_zero then
       if ASUM then
         RA = ASUM
+      elseif o.a_sums == "ones" then
+        -- the row sums as a GEMM against ones: a_row_sum[i, j] = sum_k A[i, k] * a_ones[j, k % 32]
+        -- (k = 32 kao + kai: two reduction axes, K a multiple of 32)
+        -- (8 equal columns; j < 8 and k % 32: the smallest B tile of an int8 MMA, n = 8, k = 32),
+        -- so that a tensor-core schedule runs them on its MMA instructions (tc_gemm_row_sums.lua)
+        local ones = te.compute({8, ONES_K}, function(_, _) return tir.const(1, "int8") end, "a_ones")
+        local kao, kai = te.reduce_axis({0, K // ONES_K}, "kao"), te.reduce_axis({0, ONES_K}, "kai")
+        local R8 = te.compute({M, 8}, function(i, j)
+          return te.sum(te.cast(acc_t, A[{i, kao * ONES_K + kai}]) * te.cast(acc_t, ones[{j, kai}]), {kao, kai})
+        end, "a_row_sum")
+        RA = {R8 = R8}
       else
         local ka = te.reduce_axis({0, K}, "ka")
         RA = te.compute({M}, function(i) return te.sum(te.cast(acc_t, A[{i, ka}]), {ka}) end, "a_row_sum")
@@ -230,7 +251,9 @@ local function build(o)
     if o.four_term then
       -- the sums are indexed first so that their blocks come before the GEMM's (a schedule
       -- can then move the epilogue into the GEMM's nest with the sums computed ahead of it)
-      local ra = acc.RA and acc.RA[{i}]
+      -- (a_sums = "ones": column j % 8 of the eight equal ones, so that a tile of outputs reads
+      -- all eight -- the n = 8 MMA's whole accumulator -- and a schedule's compute_at keeps them)
+      local ra = acc.RA and (acc.RA.R8 and acc.RA.R8[{i, tir.floormod(j, 8)}] or acc.RA[{i}])
       local cb = acc.CB and acc.CB[{j}]
       v = acc.C[{i, j}]
       if ra then v = v - zb(j) * ra end

@@ -175,7 +175,7 @@ local OPTS = {intrin = "string", BM = "positive", BN = "positive", BK = "positiv
                 end
               end,
               epilogue_store = "string", epilogue_vec = "positive", row_sums = "string", row_sums_after = "boolean",
-              tma_store_boxes = "boolean", tma_store_wait = "string"}
+              tma_store_boxes = "boolean", tma_store_wait = "string", row_sums_split = "positive"}
 M.OPTS = OPTS
 
 -- the wgmma row of the block's dtypes (include/tir/mma.h), or an error naming the supported ones
@@ -222,7 +222,9 @@ end
 -- multicasts it to the CTAs that share it, a stage refilled once the consumers of all of them have
 -- released it; inject_tma_pipeline's tma_cluster / tma_multicast), row_sums (a quantized GEMM's sums
 -- of A's rows from the shared A tiles, tc_gemm_row_sums.lua; row_sums_after = true puts them after
--- the step's wgmma group is issued instead of before: they run while it is in flight).  Every option
+-- the step's wgmma group is issued instead of before: they run while it is in flight; row_sums_split = 2:
+-- each row's BK columns summed by two threads of its warpgroup, all 128 of them busy, half the latency
+-- before the wgmma issue, tc_gemm_row_sums.fuse_split).  Every option
 -- and shape is checked first; errors are tir.Errors from "tc_gemm.schedule".
 function M.schedule(sch, o, P, analyze)
   util.check_helper("tc_gemm_wgmma.schedule", "tc_gemm.schedule(func, {intrin = \"wgmma\", ...})", sch, o)
@@ -290,6 +292,9 @@ function M.schedule(sch, o, P, analyze)
   local EP = require("tir.schedules.tc_gemm_wgmma_epilogue") -- fused epilogues (and row sums of A)
   EP.validate(sch, o, row, P)
 
+  if o.row_sums_split ~= nil and not o.row_sums then
+    raise("ValueError", P, "row_sums_split splits the row sums of A (option row_sums, a quantized GEMM with a weight zero point); none here")
+  end
   if o.row_sums_after ~= nil and not o.row_sums then
     raise("ValueError", P, "row_sums_after orders the row sums of A (option row_sums, a quantized GEMM with a weight zero point); none here")
   end
@@ -456,7 +461,22 @@ function M.schedule(sch, o, P, analyze)
   -- sums' region is then exactly the tile's rows: more threads than rows would widen the A
   -- copy's region), so the 8 rows of a quarter warp read 8 different 16-byte chunk columns of
   -- the swizzled tile
-  if o.row_sums then ko = require("tir.schedules.tc_gemm_row_sums").fuse(sch, o, wg, ko, {{"threadIdx.y", wgs}, {"threadIdx.x", 64}}, P) end
+  -- (quantized_matmul's a_sums = "ones" form, an [M, 8] product with ones: one more wgmma m64n8k32
+  -- per 32 columns in the step's group instead, tc_gemm_row_sums.fuse_ones)
+  if o.row_sums then
+    local RS = require("tir.schedules.tc_gemm_row_sums")
+    local okr, rb = pcall(function() return sch:get(sch:get_block(o.row_sums)) end)
+    if okr and #rb.writes == 1 and #rb.writes[1].buffer.shape == 2 then
+      if o.row_sums_after then raise("ValueError", P, "row_sums_after orders the CUDA-core row sums; the a_sums = \"ones\" form runs in the step's wgmma group") end
+      -- (the ones tile under the outermost CTA loop: once per CTA, also in a persistent grid)
+      ko = RS.fuse_ones(sch, o, ({sch:get_loops(C)})[1], wg, ko, wgs, P)
+    elseif o.row_sums_split and o.row_sums_split > 1 then
+      if o.row_sums_after then raise("ValueError", P, "row_sums_split with row_sums_after is not implemented") end
+      ko = RS.fuse_split(sch, o, wg, ko, wgs, P)
+    else
+      ko = RS.fuse(sch, o, wg, ko, {{"threadIdx.y", wgs}, {"threadIdx.x", 64}}, P)
+    end
+  end
   -- (with row sums the B copy goes first: the sums read A, and TMA copies must lead the k step)
   -- (register A: the warpgroup's 64 x BK fragment goes under the k step first, then its shared tile
   -- before it; ldmatrix per 64 x k slab)
