@@ -21,4 +21,4 @@ fi
 timeout 60 sh scripts/gpu/round.sh examples > $W/r_examples.txt 2>&1; grep -E "^--|^==" $W/r_examples.txt | tail -22; pack examples
 timeout 70 sh scripts/gpu/wgmma_defaults.sh square:25 llm:22 smallm:18 > $W/r_wgmma.txt 2>&1; grep -hE "^wgmma|^auto" $W/*.log | tail -20; pack wgmma
 [ -f $PWD/.carry/extra.sh ] && { timeout 200 sh $PWD/.carry/extra.sh > $W/r_extra.txt 2>&1; tail -30 $W/r_extra.txt; pack extra; }
-TIRLUA_BENCH_OUT=$W/conv2d.md timeout 110 $T bench/conv2d.lua --variants=wgmma --layer_variants=1:implicit > $W/conv2d.log 2>&1; grep -iE "total|geomean" $W/conv2d.log | tail -4; pack conv
+TIRLUA_BENCH_OUT=$W/conv2d.md timeout 150 $T bench/conv2d.lua --variants=wgmma --layer_variants=1:implicit > $W/conv2d.log 2>&1; grep -iE "total|geomean" $W/conv2d.log | tail -4; pack conv
