@@ -135,7 +135,7 @@ describe("tir.schedules.qgemm intrin = \"wgmma\"", function()
       {a_dtype = "uint8", za = "per_row", zb = "per_column", tc = {BM = 64, BN = 64, BK = 64, stages = 2, tma = true}},
       {a_dtype = "int8", za = 0, zb = "per_column", relu = true, tc = {BM = 64, BN = 64, BK = 32, stages = 1}},
     }
-    if asan then cases = {cases[1], cases[3]}; cases[1].K, cases[3].K = 128, 128 end
+    if asan then cases = {cases[1], cases[3]}; cases[1].K, cases[2].K = 128, 128 end
     for n, c in ipairs(cases) do
       local o = qopts(c)
       o.a_sums = "ones"
