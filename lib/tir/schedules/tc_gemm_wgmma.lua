@@ -224,7 +224,10 @@ end
 -- of A's rows from the shared A tiles, tc_gemm_row_sums.lua; row_sums_after = true puts them after
 -- the step's wgmma group is issued instead of before: they run while it is in flight; row_sums_split = 2:
 -- each row's BK columns summed by two threads of its warpgroup, all 128 of them busy, half the latency
--- before the wgmma issue, tc_gemm_row_sums.fuse_split).  Every option
+-- before the wgmma issue, tc_gemm_row_sums.fuse_split), pingpong (true: with warp_specialize, tma,
+-- persistent and BM = 64, two consumer warpgroups each compute whole tiles, taking the persistent
+-- grid's tiles in turn, so one's epilogue runs under the other's main loop; CUTLASS's
+-- KernelTmaWarpSpecializedPingpong, inject_warp_specialization's teams; direct stores only).  Every option
 -- and shape is checked first; errors are tir.Errors from "tc_gemm.schedule".
 function M.schedule(sch, o, P, analyze)
   util.check_helper("tc_gemm_wgmma.schedule", "tc_gemm.schedule(func, {intrin = \"wgmma\", ...})", sch, o)

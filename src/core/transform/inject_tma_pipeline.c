@@ -44,7 +44,11 @@
  * consumer_release).  Inside serial loops (a persistent kernel's tile loop) the steps are
  * counted across the loops' iterations (g = linearized iteration * E + k - min replaces k - min
  * in every stage, parity and release), since the barriers are armed once: the producer then
- * fills the next tile's stages while the consumers finish this one.
+ * fills the next tile's stages while the consumers finish this one.  With ping-pong consumers
+ * (warp_specialize's fourth value T > 1: T warpgroups take the tiles in turn) a step releases
+ * the stage of k - P only within its own tile (k - min >= P), and after the loop the tile's
+ * last P stages are released once `wgmma_wait_group 0` has returned: the next step belongs to
+ * another warpgroup.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -38,6 +38,11 @@
  * loops (the producer with fresh loop variables), so the producer fills the next tile's stages
  * while the consumers finish this one (inject_tma_pipeline counts the steps across the tiles).
  *
+ * Ping-pong (a fourth value T > 1, CUTLASS's KernelTmaWarpSpecializedPingpong): in a persistent
+ * kernel with one consumer warpgroup a tile (G = 1), T consumer warpgroups take the tiles of the
+ * tile loop in turn, their main loops ordered by a named-barrier chain (pingpong() below); W
+ * becomes a loop of T + 1.
+ *
  * Errors (LoweringError) name the loop: a malformed annotation, no TMA pipeline on the loop, no
  * threadIdx.y warpgroup loop around it or threadIdx.x other than 128, the pipeline inside a
  * loop or branch of W's body or W under loops that are not such a chain, registers that do not fit.
@@ -201,8 +206,8 @@ static tir_Node *cons_mut(const tir_Node *n, void *arg) {
  * G: the consumer warpgroups of a tile.  0, or -1 with the error set. */
 static int params(const Ctx *c, const tir_For *ws, int64_t G, int64_t v[4]) {
   const tir_Node *a = tir_ann_get(ws->annotations, KEY_WS);
-  const char *form = "must be a list {producer warpgroups, producer registers, consumer registers[, ping-pong warpgroups]}, e.g. "
-                     "{1, 40, 232} ({1, 0, 0}: no setmaxnreg) or {1, 40, 232, 2}";
+  const char *form = "must be a list {producer warpgroups, producer registers, consumer registers}, e.g. {1, 40, 232} "
+                     "({1, 0, 0}: no setmaxnreg), or with a fourth value, the ping-pong consumer warpgroups: {1, 40, 232, 2}";
   int na = a && a->kind == TIR_Array ? ((const tir_Array *)a)->size : 0;
   if (na != 3 && na != 4) {
     fail_at(c, &ws->hdr, "warp-specialized loop", "loop %s: %s %s", ws->loop_var->name, KEY_WS, form);
