@@ -135,6 +135,17 @@ local WGMMA = {
   {"wgmma_tma_64x256_s5_ws_p", {BM = 64, BN = 256, BK = 128, stages = 5, tma = true, warp_specialize = true, persistent = true}},
   {"wgmma_tma_256x128_s2_ws_p_es", {BM = 256, BN = 128, BK = 128, stages = 2, tma = true, warp_specialize = true, persistent = true,
                                     epilogue_store = "tma"}},
+  -- stop 12 (issue 8, 4096^3): ping-pong consumers (pingpong = true): two consumer warpgroups, each on
+  -- whole 64 x 256 tiles of the persistent grid in turn, so one's epilogue runs under the other's main
+  -- loop (inject_warp_specialization's teams); 40 KB a stage (BK = 128) or 20 KB (BK = 64)
+  {"wgmma_tma_64x256_s5_ws_p_pp", {BM = 64, BN = 256, BK = 128, stages = 5, tma = true, warp_specialize = true, persistent = true,
+                                   pingpong = true}},
+  {"wgmma_tma_64x256_s4_ws_p_pp", {BM = 64, BN = 256, BK = 128, stages = 4, tma = true, warp_specialize = true, persistent = true,
+                                   pingpong = true}},
+  {"wgmma_tma_64x256_k64_s10_ws_p_pp", {BM = 64, BN = 256, BK = 64, stages = 10, tma = true, warp_specialize = true, persistent = true,
+                                        pingpong = true}},
+  {"wgmma_tma_64x256_k64_s8_ws_p_pp", {BM = 64, BN = 256, BK = 64, stages = 8, tma = true, warp_specialize = true, persistent = true,
+                                       pingpong = true}},
 }
 -- the fused quantized GEMM on wgmma: {variant, tc_gemm options, the plain GEMM variant of the same
 -- tiles (its "tirlua plain int8" reference)}.  _s3: 3 stages (144 KB of tiles; the staged 128 x

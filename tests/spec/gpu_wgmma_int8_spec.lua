@@ -39,12 +39,15 @@ describe("#gpu int8 wgmma GEMM (sm_90a)", function()
                       -- read wait before the next tile's writes), and with the wait right after the store
                       {BM = 128, BN = 128, BK = 128, stages = 5, tma = true, warp_specialize = true, persistent = true, epilogue_store = "tma"},
                       {BM = 128, BN = 128, BK = 128, stages = 4, tma = true, warp_specialize = true, persistent = true, epilogue_store = "tma",
-                       tma_store_wait = "store"}}) do
+                       tma_store_wait = "store"},
+                      -- ping-pong consumers: two warpgroups on alternate 64 x 256 tiles (stop 12)
+                      {BM = 64, BN = 256, BK = 128, stages = 5, tma = true, warp_specialize = true, persistent = true, pingpong = true}}) do
     -- {}: the defaults (tc_gemm_wgmma.pick: 128x256x128 s4 TMA warp-specialized persistent)
     local what = o.BM and ("BM=%d BN=%d stages=%d%s%s%s%s"):format(o.BM, o.BN, o.stages, o.tma and " tma" or "",
                              o.wgmma_pending and (" wgmma_pending=" .. o.wgmma_pending) or "",
                              o.epilogue_store and (" ws persistent epilogue_store=" .. o.epilogue_store) or "",
-                             o.tma_store_wait and (" tma_store_wait=" .. o.tma_store_wait) or "") or "with the defaults (int8 pick)"
+                             o.tma_store_wait and (" tma_store_wait=" .. o.tma_store_wait) or "") ..
+                             (o.pingpong and " ws persistent pingpong" or "") or "with the defaults (int8 pick)"
     it(("s8 x s8 4096^3 %s equals cuBLASLt exactly"):format(what), function()
       local ok, w = tir.core.cublaslt_available()
       if not ok then return pending("cuBLASLt: " .. tostring(w)) end

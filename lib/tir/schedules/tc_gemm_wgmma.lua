@@ -22,7 +22,7 @@ M.defaults = {BM = 128, BN = 128, BK = 64, stages = 3, epilogue = nil, unroll = 
 -- the options that name a tile or a pipeline: when a caller gives none of them, M.pick chooses
 -- them from the shape (M.resolve)
 M.TILE_OPTS = {"BM", "BN", "BK", "stages", "tma", "warp_specialize", "persistent", "wgmma_pending", "ws_regs", "epilogue_store",
-               "a_stage", "row_sums", "vec", "a_operand", "tma_store_boxes", "tma_store_wait"}
+               "a_stage", "row_sums", "vec", "a_operand", "tma_store_boxes", "tma_store_wait", "pingpong"}
 
 --- The configuration tc_gemm intrin = "wgmma" takes when no tile or pipeline option is given
 -- (and tc_gemm.auto_tensorize(func, "wgmma")): for 16-bit inputs (fp16, bf16) of an m x n x k
@@ -175,7 +175,7 @@ local OPTS = {intrin = "string", BM = "positive", BN = "positive", BK = "positiv
                 end
               end,
               epilogue_store = "string", epilogue_vec = "positive", row_sums = "string", row_sums_after = "boolean",
-              tma_store_boxes = "boolean", tma_store_wait = "string", row_sums_split = "positive"}
+              tma_store_boxes = "boolean", tma_store_wait = "string", row_sums_split = "positive", pingpong = "boolean"}
 M.OPTS = OPTS
 
 -- the wgmma row of the block's dtypes (include/tir/mma.h), or an error naming the supported ones
@@ -224,7 +224,10 @@ end
 -- of A's rows from the shared A tiles, tc_gemm_row_sums.lua; row_sums_after = true puts them after
 -- the step's wgmma group is issued instead of before: they run while it is in flight; row_sums_split = 2:
 -- each row's BK columns summed by two threads of its warpgroup, all 128 of them busy, half the latency
--- before the wgmma issue, tc_gemm_row_sums.fuse_split).  Every option
+-- before the wgmma issue, tc_gemm_row_sums.fuse_split), pingpong (true: with warp_specialize, tma,
+-- persistent and BM = 64, two consumer warpgroups each compute whole tiles, taking the persistent
+-- grid's tiles in turn, so one's epilogue runs under the other's main loop; CUTLASS's
+-- KernelTmaWarpSpecializedPingpong, inject_warp_specialization's teams; direct stores only).  Every option
 -- and shape is checked first; errors are tir.Errors from "tc_gemm.schedule".
 function M.schedule(sch, o, P, analyze)
   util.check_helper("tc_gemm_wgmma.schedule", "tc_gemm.schedule(func, {intrin = \"wgmma\", ...})", sch, o)
@@ -302,6 +305,26 @@ function M.schedule(sch, o, P, analyze)
   -- with TMA (inject_tma_pipeline) a stage is released (mbarrier arrive) once the wgmma groups
   -- that read it are complete: with one group in flight, the previous step's stage
   local pend = o.stages > 1 and o.wgmma_pending or 0
+  -- pingpong = true: two consumer warpgroups, each computing whole BM = 64 tiles, take the tiles of
+  -- the persistent grid in turn (inject_warp_specialization's ping-pong teams)
+  local teams = 1
+  if o.pingpong then
+    if not (o.warp_specialize and o.tma and o.persistent) then
+      raise("ValueError", P, "pingpong = true needs warp_specialize = true, tma = true and persistent (two consumer warpgroups take " ..
+            "the tiles of the persistent grid in turn, fed by the producer warpgroup)")
+    end
+    if BM ~= 64 then
+      raise("ValueError", P, "pingpong = true: each consumer warpgroup computes a whole tile of 64 rows (one m64 wgmma a k step): " ..
+            "BM must be 64, got %d", BM)
+    end
+    if o.cluster and o.cluster[1] * o.cluster[2] > 1 then raise("ValueError", P, "pingpong = true with cluster is not supported") end
+    if o.epilogue_store == "tma" or o.epilogue_store == "staged" or o.row_sums then
+      raise("ValueError", P, "pingpong = true with %s: the two consumer warpgroups work on different tiles at once, and this shared " ..
+            "tile would be one for both; use the direct store (epilogue_store = \"direct\")",
+            o.row_sums and "row_sums" or ("epilogue_store = \"" .. o.epilogue_store .. "\""))
+    end
+    teams = 2
+  end
   local ws_regs
   if o.warp_specialize then
     if not o.tma then
@@ -313,12 +336,12 @@ function M.schedule(sch, o, P, analyze)
     -- launch bounds' cap R0 = 65536 / threads (to a multiple of 8) when the kernel uses it:
     -- producer Rp <= R0 <= consumer Rc, 128 Rp + 128 * wgs * Rc <= threads * R0.  One consumer
     -- warpgroup (256 threads) caps nothing: no setmaxnreg there (inject_warp_specialization.c)
-    local threads = 128 * (wgs + 1)
+    local threads = 128 * (wgs * teams + 1)
     local r0 = 65536 // threads // 8 * 8
     -- (a gathering producer, a_stage: its 128 threads compute the gather's addresses, so more than
     -- the 40 registers of a TMA-issuing one)
     local rp = o.ws_regs and o.ws_regs[1] or (r0 <= 255 and (o.a_stage and 56 or 40) or 0)
-    local rc = o.ws_regs and o.ws_regs[2] or (r0 <= 255 and (threads * r0 - 128 * rp) // (128 * wgs) // 8 * 8 or 0)
+    local rc = o.ws_regs and o.ws_regs[2] or (r0 <= 255 and (threads * r0 - 128 * rp) // (128 * wgs * teams) // 8 * 8 or 0)
     if o.ws_regs then
       if r0 > 255 then
         raise("ValueError", P, "ws_regs: with BM = %d (one consumer warpgroup, %d threads) setmaxnreg has no register cap to move; "..
@@ -329,7 +352,7 @@ function M.schedule(sch, o, P, analyze)
           raise("ValueError", P, "ws_regs: %s registers %d: setmaxnreg takes a multiple of 8 in 24 .. 256", q == 1 and "producer" or "consumer", r)
         end
       end
-      if rp > r0 or rc < r0 or 128 * rp + 128 * wgs * rc > threads * r0 then
+      if rp > r0 or rc < r0 or 128 * rp + 128 * wgs * teams * rc > threads * r0 then
         raise("ValueError", P, "ws_regs = {%d, %d}: the %d threads start with %d registers each; the producer's may not exceed that, "..
               "the consumers' not fall below it, and 128 x %d + %d x 128 x %d must fit in %d", rp, rc, threads, r0, rp, wgs, rc, threads * r0)
       end
@@ -393,6 +416,9 @@ function M.schedule(sch, o, P, analyze)
   local store, CS = names.store.global, nil
   local prior = o.row_sums ~= nil -- the epilogue reads the row sums, computed before the GEMM
   if o.epilogue then store, CS = EP.inline(sch, o, row, names, CF, prior) end
+  if CS and teams > 1 then
+    raise("ValueError", P, "pingpong = true with the staged epilogue '%s': its shared tile would be one for both consumer warpgroups", o.epilogue)
+  end
   local TS, TSB -- epilogue_store = "tma": the shared tile's copy to global memory, TMA stores (of TSB-column boxes)
   if o.epilogue_store == "tma" then
     if padded then raise("ValueError", P, "epilogue_store = \"tma\" needs M, N multiples of the tiles (not the padded workload)") end
@@ -531,7 +557,7 @@ function M.schedule(sch, o, P, analyze)
     sch:annotate(AS, gather and "cp_async_gather" or "tma_copy", 1); sch:annotate(BS, "tma_copy", 1)
     sch:annotate(ko, "tma_pipeline_stages", o.stages)
     -- a producer warpgroup issuing the copies, the others computing (inject_warp_specialization)
-    if ws_regs then sch:annotate(ko, "warp_specialize", {1, ws_regs[1], ws_regs[2]}) end
+    if ws_regs then sch:annotate(ko, "warp_specialize", teams > 1 and {1, ws_regs[1], ws_regs[2], teams} or {1, ws_regs[1], ws_regs[2]}) end
     -- clusters: rank = (column in cluster) + cn (row in cluster) both ways (grid x = the N tiles,
     -- or the persistent CTAs: tc_gemm.persistent_tiles puts the cn columns fastest), so the cn
     -- CTAs of a row (ranks stride 1) share A, the cm of a column (stride cn) share B

@@ -44,7 +44,11 @@
  * consumer_release).  Inside serial loops (a persistent kernel's tile loop) the steps are
  * counted across the loops' iterations (g = linearized iteration * E + k - min replaces k - min
  * in every stage, parity and release), since the barriers are armed once: the producer then
- * fills the next tile's stages while the consumers finish this one.
+ * fills the next tile's stages while the consumers finish this one.  With ping-pong consumers
+ * (warp_specialize's fourth value T > 1: T warpgroups take the tiles in turn) a step releases
+ * the stage of k - P only within its own tile (k - min >= P), and after the loop the tile's
+ * last P stages are released once `wgmma_wait_group 0` has returned: the next step belongs to
+ * another warpgroup.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -548,6 +552,20 @@ static tir_Node *pipeline(Ctx *c, const tir_For *f) {
     goto done;
   }
   int ws = tir_ann_get(f->annotations, KEY_WS) != NULL;
+  /* ping-pong consumers (warp_specialize's 4th value T > 1, inject_warp_specialization.c): T
+   * consumer warpgroups take the tiles in turn, so each releases its own tile's steps: none
+   * across the tile boundary (the next step is another warpgroup's), the last P after the loop */
+  int64_t teams = 1;
+  if (ws) {
+    const tir_Node *wa = tir_ann_get(f->annotations, KEY_WS);
+    if (wa->kind == TIR_Array && ((const tir_Array *)wa)->size == 4 && !tir_is_const_int(((const tir_Array *)wa)->items[3], &teams)) teams = 1;
+  }
+  if (teams > 1 && (!c->in_loop || tir_ann_get(f->annotations, KEY_CLUSTER) || ngather)) {
+    fail_at(c, &f->hdr, "pipelined loop", "loop %s: %s with %lld ping-pong consumer warpgroups needs the pipeline in a persistent "
+            "kernel's tile loop (the warpgroups take its tiles in turn), without %s or %s copies", f->loop_var->name, KEY_WS,
+            (long long)teams, KEY_CLUSTER, KEY_GATHER);
+    goto done;
+  }
   if (ngather && !ws) {
     fail_at(c, &f->hdr, "pipelined loop", "loop %s: %s copies are gathered by a producer warpgroup: the loop needs %s too",
             f->loop_var->name, KEY_GATHER, KEY_WS);
@@ -713,7 +731,21 @@ static tir_Node *pipeline(Ctx *c, const tir_For *f) {
       arrive = tir_for(lane, tir_i32(0), tir_i32(128), TIR_FOR_THREAD_BINDING, "threadIdx.x", NULL,
                        tir_if(tir_cmp(TIR_EQ, R((tir_Node *)lane), tir_i32(0)), arrive, NULL));
     }
-    items = tir_array_push(items, P ? tir_if(tir_cmp(TIR_GE, R(k0), tir_int_imm(lt, P)), arrive, NULL) : arrive);
+    /* (ping-pong: the step's place in its own tile, k - min, decides) */
+    tir_Node *pingpong_tail = NULL;
+    if (teams > 1 && P) {
+      /* the tile's last P steps, released once its groups are complete: lin E + E - P + q */
+      tir_Var *qv = tir_var_new("release_tail", lt);
+      tir_Node *step = tir_add(tir_sub(tir_cast(lt, R(f->extent)), tir_int_imm(lt, P)), R((tir_Node *)qv));
+      tir_Node *gstep = lin ? tir_add(tir_mul(R(lin), tir_cast(lt, R(f->extent))), R(step)) : R(step);
+      tir_Node *one = tir_if(tir_cmp(TIR_GE, step, tir_int_imm(lt, 0)),
+                             call_stmt("ptx_mbarrier_arrive", tir_array_of(1, bar_at(empty, tir_cast(TIR_INT32, tir_floormod(gstep,
+                                                                                                 tir_int_imm(lt, N)))))), NULL);
+      pingpong_tail = tir_seq2(call_stmt("wgmma_wait_group", tir_array_of(1, tir_i32(0))),
+                               tir_for(qv, tir_int_imm(lt, 0), tir_int_imm(lt, P), TIR_FOR_UNROLLED, "", NULL, one));
+    }
+    items = tir_array_push(items, P ? tir_if(tir_cmp(TIR_GE, teams > 1 ? tir_sub(R((tir_Node *)f->loop_var), R(f->min)) : R(k0),
+                                                     tir_int_imm(lt, P)), arrive, NULL) : arrive);
     tir_Node *end = tir_add(R(f->min), R(f->extent));
     tir_Node *producer = NULL;
     /* in a cluster the other CTAs' consumers arrive on this CTA's empty barriers until they are
@@ -825,6 +857,7 @@ static tir_Node *pipeline(Ctx *c, const tir_For *f) {
       parts = tir_array_push(parts, pro);
     }
     parts = tir_array_push(parts, loop);
+    if (pingpong_tail) parts = tir_array_push(parts, pingpong_tail);
     if (tail) parts = tir_array_push(parts, leader(c, tail));
     tir_Block *blk = tir_block_new("", NULL, NULL, NULL, NULL, nallocs, NULL, NULL, tir_seq(parts));
     result = tir_block_realize(tir_array_empty(), tir_bool_imm(1), blk);

@@ -38,6 +38,11 @@
  * loops (the producer with fresh loop variables), so the producer fills the next tile's stages
  * while the consumers finish this one (inject_tma_pipeline counts the steps across the tiles).
  *
+ * Ping-pong (a fourth value T > 1, CUTLASS's KernelTmaWarpSpecializedPingpong): in a persistent
+ * kernel with one consumer warpgroup a tile (G = 1), T consumer warpgroups take the tiles of the
+ * tile loop in turn, their main loops ordered by a named-barrier chain (pingpong() below); W
+ * becomes a loop of T + 1.
+ *
  * Errors (LoweringError) name the loop: a malformed annotation, no TMA pipeline on the loop, no
  * threadIdx.y warpgroup loop around it or threadIdx.x other than 128, the pipeline inside a
  * loop or branch of W's body or W under loops that are not such a chain, registers that do not fit.
@@ -54,6 +59,10 @@
 #define WG_THREADS 128
 #define REGFILE 65536 /* 32-bit registers per SM and per CTA (CUDA C++ Programming Guide, compute capability 9.0) */
 #define CONSUMER_BARRIER 1
+/* ping-pong (teams T > 1): team w waits at ORDER_BARRIER + w for the previous team's main loop
+ * and syncs its own threads at ORDER_BARRIER + T + w (named barriers 0 .. 15: PTX ISA bar.sync) */
+#define MAX_TEAMS 4
+#define ORDER_BARRIER 2
 
 typedef struct {
   const tir_PrimFunc *func;
@@ -115,6 +124,7 @@ typedef struct {
   tir_Array *allocs; /* the pipeline block's allocations (owned) */
   tir_Array *prefix; /* its statements before the producer: the mbarrier init and the barrier (owned) */
   tir_Node *producer; /* the producer loop (owned) */
+  const tir_Node *pre, *post; /* ping-pong: around the consumers' loop (the first statement after the mark; borrowed), or NULL */
 } Parts;
 
 /* n with the pipeline block (the block whose sequence holds the producer mark) replaced by the
@@ -148,7 +158,11 @@ static tir_Node *cut(const Ctx *c, const tir_For *ws, const tir_Node *n, Parts *
         for (int i = 0; i < at; i++) pp->prefix = tir_array_push(pp->prefix, tir_retain(a->items[i]));
         pp->producer = tir_retain(((const tir_AttrStmt *)a->items[at])->body);
         tir_Array *rest = tir_array_empty();
-        for (int i = at + 1; i < a->size; i++) rest = tir_array_push(rest, tir_retain(a->items[i]));
+        for (int i = at + 1; i < a->size; i++) {
+          if (i == at + 1 && pp->pre) rest = tir_array_push(rest, tir_retain(pp->pre));
+          rest = tir_array_push(rest, tir_retain(a->items[i]));
+          if (i == at + 1 && pp->post) rest = tir_array_push(rest, tir_retain(pp->post));
+        }
         return tir_seq(rest);
       }
     }
@@ -167,7 +181,7 @@ static tir_Node *cut(const Ctx *c, const tir_For *ws, const tir_Node *n, Parts *
 /* In the consumers' branch: tvm_storage_sync -> the consumers' named barrier; the loop loses
  * its warp_specialize annotation (done here). */
 typedef struct {
-  int64_t nthreads;
+  int64_t nthreads, id;
 } Cons;
 
 static tir_Node *cons_mut(const tir_Node *n, void *arg) {
@@ -176,7 +190,7 @@ static tir_Node *cons_mut(const tir_Node *n, void *arg) {
   if (n->kind == TIR_Evaluate && ((const tir_Evaluate *)n)->value->kind == TIR_Call) {
     const tir_Call *cl = (const tir_Call *)((const tir_Evaluate *)n)->value;
     if (tir_builtin_has(cl->op, TIR_BUILTIN_BARRIER))
-      return call_stmt("ptx_bar_sync", tir_array_of(2, tir_i32(CONSUMER_BARRIER), tir_i32((int)k->nthreads)));
+      return call_stmt("ptx_bar_sync", tir_array_of(2, tir_i32((int)k->id), tir_i32((int)k->nthreads)));
     return NULL;
   }
   if (n->kind == TIR_For && tir_ann_get(((const tir_For *)n)->annotations, KEY_WS)) {
@@ -188,20 +202,30 @@ static tir_Node *cons_mut(const tir_Node *n, void *arg) {
   return NULL;
 }
 
-/* The annotation's three integers, checked.  0, or -1 with the error set. */
-static int params(const Ctx *c, const tir_For *ws, int64_t G, int64_t v[3]) {
+/* The annotation's three or four integers, checked (v[3]: the ping-pong teams, 1 when absent).
+ * G: the consumer warpgroups of a tile.  0, or -1 with the error set. */
+static int params(const Ctx *c, const tir_For *ws, int64_t G, int64_t v[4]) {
   const tir_Node *a = tir_ann_get(ws->annotations, KEY_WS);
   const char *form = "must be a list {producer warpgroups, producer registers, consumer registers}, e.g. {1, 40, 232} "
-                     "({1, 0, 0}: no setmaxnreg)";
-  if (!a || a->kind != TIR_Array || ((const tir_Array *)a)->size != 3) {
+                     "({1, 0, 0}: no setmaxnreg), or with a fourth value, the ping-pong consumer warpgroups: {1, 40, 232, 2}";
+  int na = a && a->kind == TIR_Array ? ((const tir_Array *)a)->size : 0;
+  if (na != 3 && na != 4) {
     fail_at(c, &ws->hdr, "warp-specialized loop", "loop %s: %s %s", ws->loop_var->name, KEY_WS, form);
     return -1;
   }
-  for (int i = 0; i < 3; i++)
+  v[3] = 1;
+  for (int i = 0; i < na; i++)
     if (!tir_is_const_int(((const tir_Array *)a)->items[i], &v[i])) {
       fail_at(c, &ws->hdr, "warp-specialized loop", "loop %s: %s %s", ws->loop_var->name, KEY_WS, form);
       return -1;
     }
+  if (v[3] < 1 || v[3] > MAX_TEAMS || (v[3] > 1 && G != 1)) {
+    fail_at(c, &ws->hdr, "warp-specialized loop", "loop %s: %s: %lld ping-pong consumer warpgroups (1 .. %d), each computing a whole "
+            "tile: the warpgroup loop around the pipeline must have extent 1 (one warpgroup a tile, BM = 64), it has %lld",
+            ws->loop_var->name, KEY_WS, (long long)v[3], MAX_TEAMS, (long long)G);
+    return -1;
+  }
+  G *= v[3];
   if (v[0] != 1) {
     fail_at(c, &ws->hdr, "warp-specialized loop", "loop %s: %s: %lld producer warpgroups; one is supported (one thread issues every TMA copy)",
             ws->loop_var->name, KEY_WS, (long long)v[0]);
@@ -278,6 +302,59 @@ static int uses_any(const tir_Node *n, const tir_For *const *path, int np) {
   return 0;
 }
 
+/* Ping-pong consumers (CUTLASS's KernelTmaWarpSpecializedPingpong): T warpgroups, one a tile,
+ * take the E tiles of the tile loop `tl` in turn -- team w computes tiles t = T r + w -- so one
+ * team's epilogue runs while the next team's main loop keeps the tensor cores busy.  Their main
+ * loops run in tile order (a named-barrier chain: team w waits at ORDER_BARRIER + w for the
+ * previous tile's main loop to end, then signals team w + 1): every stage's mbarrier phases are
+ * then waited on in step order, which the parity waits need (a team running ahead would see
+ * the parity of a phase two behind as complete).  Returns
+ *   if W == 0 { named_barrier(128, id ORDER_BARRIER + T) { setmaxnreg.inc Rc; for r: [if t < E]
+ *     { W's body (W = 0, t = T r) with the consumer loop as [t >= 1: bar.sync(ORDER_BARRIER, 256)];
+ *       loop; [t + 1 < E: bar.arrive(ORDER_BARRIER + 1, 256)] } } } else if W == 1 { ... } ...
+ * (a copy a team: the barrier ids must be constants). */
+static tir_Node *pingpong(const Ctx *c, const tir_For *ws, const tir_For *W, const tir_For *tl, int64_t E, int64_t T, int64_t rc) {
+  tir_Node *out = NULL;
+  tir_DType dt = tl->loop_var->hdr.dtype;
+  for (int64_t w = T - 1; w >= 0; w--) {
+    tir_Node *t = R((tir_Node *)tl->loop_var);
+    tir_Node *pre = tir_if(tir_cmp(TIR_GE, R(t), tir_int_imm(dt, 1)),
+                           call_stmt("ptx_bar_sync", tir_array_of(2, tir_i32((int)(ORDER_BARRIER + w)), tir_i32(2 * WG_THREADS))), NULL);
+    tir_Node *post = tir_if(tir_cmp(TIR_LT, tir_add(R(t), tir_int_imm(dt, 1)), tir_int_imm(dt, E)),
+                            call_stmt("ptx_bar_arrive", tir_array_of(2, tir_i32((int)(ORDER_BARRIER + (w + 1) % T)), tir_i32(2 * WG_THREADS))), NULL);
+    tir_release(t);
+    Parts pw = {NULL, NULL, NULL, pre, post};
+    tir_Node *rest = cut(c, ws, W->body, &pw);
+    tir_release(pre), tir_release(post);
+    tir_release(pw.allocs), tir_release(pw.prefix), tir_release(pw.producer);
+    if (rest == TIR_MUTATE_ERROR) {
+      tir_release(out);
+      return rest;
+    }
+    tir_Var *r = tir_var_new(tl->loop_var->name, dt);
+    tir_Node *tw = tir_add(tir_mul(R((tir_Node *)r), tir_int_imm(dt, T)), tir_int_imm(dt, w));
+    tir_Var *from[2] = {W->loop_var, tl->loop_var};
+    tir_Node *to[2] = {tir_int_imm(W->loop_var->hdr.dtype, 0), tw};
+    tir_Node *sub = tir_substitute(rest, 2, from, to);
+    tir_release(rest);
+    const int id = (int)(ORDER_BARRIER + T + w);
+    Cons k = {WG_THREADS, id};
+    tir_Node *body = tir_mutate(sub, cons_mut, &k);
+    tir_release(sub);
+    if (!body) {
+      tir_release(to[0]), tir_release(to[1]), tir_release(out);
+      return TIR_MUTATE_ERROR;
+    }
+    if (E % T) body = tir_if(tir_cmp(TIR_LT, R(to[1]), tir_int_imm(dt, E)), body, NULL);
+    tir_release(to[0]), tir_release(to[1]);
+    body = tir_for(r, tir_int_imm(dt, 0), tir_int_imm(dt, (E + T - 1) / T), tl->kind, tl->thread_tag, R(tl->annotations), body);
+    if (rc) body = tir_seq2(call_stmt("ptx_setmaxnreg_inc", tir_array_of(1, tir_i32((int)rc))), body);
+    body = tir_attr_stmt(tir_i32(WG_THREADS), "named_barrier", tir_i32(id), body);
+    out = out ? tir_if(tir_cmp(TIR_EQ, R((tir_Node *)W->loop_var), tir_int_imm(W->loop_var->hdr.dtype, w)), body, out) : body;
+  }
+  return out;
+}
+
 /* W, under the serial loops path[0..np) (nothing else between them), becomes the kernel's
  * warpgroup loop of G + 1 with the roles inside it, each role walking the loops. */
 static tir_Node *specialize(Ctx *c, const tir_For *const *path, int np, const tir_For *W) {
@@ -292,9 +369,15 @@ static tir_Node *specialize(Ctx *c, const tir_For *const *path, int np, const ti
     return fail_at(c, &ws->hdr, "warp-specialized loop", "loop %s: %s needs threadIdx.x to be one warpgroup (128 threads) and "
                    "threadIdx.y to count the warpgroups; here threadIdx.x has %lld threads%s", ws->loop_var->name, KEY_WS,
                    (long long)c->cta[0], c->cta[2] > 1 ? " and threadIdx.z is bound" : "");
-  int64_t v[3];
+  int64_t v[4];
   if (params(c, ws, G, v)) return TIR_MUTATE_ERROR;
-  Parts pp = {NULL, NULL, NULL};
+  const int64_t T = v[3];
+  int64_t E = 0;
+  if (T > 1 && (np != 1 || !tir_is_zero(path[0]->min) || !tir_is_const_int(path[0]->extent, &E) || E < 1))
+    return fail_at(c, np ? &path[0]->hdr : &W->hdr, "tile loop", "loop %s: %s: %lld ping-pong consumer warpgroups take the tiles of "
+                   "a persistent kernel's tile loop in turn: the warpgroup loop must sit in exactly one serial loop from 0 with a "
+                   "constant extent (tc_gemm.persistent_tiles's), here %d loop(s)", ws->loop_var->name, KEY_WS, (long long)T, np);
+  Parts pp = {NULL, NULL, NULL, NULL, NULL};
   tir_Node *rest = cut(c, ws, W->body, &pp);
   if (rest == TIR_MUTATE_ERROR || !pp.producer) {
     tir_release(pp.allocs), tir_release(pp.prefix), tir_release(pp.producer);
@@ -310,8 +393,19 @@ static tir_Node *specialize(Ctx *c, const tir_For *const *path, int np, const ti
                      "loop %s around the warpgroup loop", ws->loop_var->name, KEY_WS, path[0]->loop_var->name);
     }
   const int64_t nc = WG_THREADS * G;
-  Cons k = {nc};
-  tir_Node *cons = wrap(path, np, tir_mutate(rest, cons_mut, &k), 0);
+  tir_Node *cons;
+  if (T == 1) {
+    Cons k = {nc, CONSUMER_BARRIER};
+    cons = wrap(path, np, tir_mutate(rest, cons_mut, &k), 0);
+    if (v[2]) cons = tir_seq2(call_stmt("ptx_setmaxnreg_inc", tir_array_of(1, tir_i32((int)v[2]))), cons);
+    cons = tir_attr_stmt(tir_i32((int)nc), "named_barrier", tir_i32(CONSUMER_BARRIER), cons);
+  } else {
+    cons = pingpong(c, ws, W, path[0], E, T, v[2]);
+    if (cons == TIR_MUTATE_ERROR) {
+      tir_release(pp.allocs), tir_release(pp.prefix), tir_release(pp.producer), tir_release(rest);
+      return cons;
+    }
+  }
   tir_release(rest);
   /* the producer's tail (a cluster's last empty phases, inject_tma_pipeline) runs once, after
    * all the tiles: it stays out of the tile loops */
@@ -329,9 +423,7 @@ static tir_Node *specialize(Ctx *c, const tir_For *const *path, int np, const ti
   }
   pp.producer = wrap(path, np, pp.producer, 1);
   if (ptail) pp.producer = tir_seq2(pp.producer, ptail);
-  /* consumers: more registers, then W's body as it was (the pipeline now its consumer loop) */
-  if (v[2]) cons = tir_seq2(call_stmt("ptx_setmaxnreg_inc", tir_array_of(1, tir_i32((int)v[2]))), cons);
-  tir_Node *consumer = tir_attr_stmt(tir_i32((int)nc), "named_barrier", tir_i32(CONSUMER_BARRIER), cons);
+  tir_Node *consumer = cons;
   /* producer: fewer registers for the warpgroup, the loop on its first thread -- or, marked 2 (a
    * gathering producer, inject_tma_pipeline's cp_async_gather copies), on all of its threads,
    * the TMA issue inside already on lane 0 */
@@ -344,12 +436,12 @@ static tir_Node *specialize(Ctx *c, const tir_For *const *path, int np, const ti
     producer = tir_for(tx, tir_i32(0), tir_i32(WG_THREADS), TIR_FOR_THREAD_BINDING, "threadIdx.x", NULL, one);
   }
   if (v[1]) producer = tir_seq2(call_stmt("ptx_setmaxnreg_dec", tir_array_of(1, tir_i32((int)v[1]))), producer);
-  tir_Node *role = tir_if(tir_cmp(TIR_EQ, R((tir_Node *)W->loop_var), tir_int_imm(W->loop_var->hdr.dtype, G)), producer, consumer);
+  tir_Node *role = tir_if(tir_cmp(TIR_EQ, R((tir_Node *)W->loop_var), tir_int_imm(W->loop_var->hdr.dtype, G * T)), producer, consumer);
   tir_Array *items = pp.prefix;
   items = tir_array_push(items, role);
   tir_Block *blk = tir_block_new("", NULL, NULL, NULL, NULL, pp.allocs, NULL, NULL, tir_seq(items));
   tir_Node *body = tir_block_realize(tir_array_empty(), tir_bool_imm(1), blk);
-  return tir_for(R(W->loop_var), R(W->min), tir_int_imm(W->extent->dtype, G + 1), W->kind, W->thread_tag, R(W->annotations), body);
+  return tir_for(R(W->loop_var), R(W->min), tir_int_imm(W->extent->dtype, G * T + 1), W->kind, W->thread_tag, R(W->annotations), body);
 }
 
 static tir_Node *mut(const tir_Node *n, void *arg) {
