@@ -571,6 +571,54 @@ function M.wgmma_ws_space(info)
   return out
 end
 
+--- The convolution of an "FK" workload as tc_gemm_wgmma's a_im2col ({pt, pl, sh, sw, dh, dw, P, Q,
+-- R, S}: its A tile by one TMA copy in im2col mode, include/tir/tma.h), or nil and the reason when
+-- TMA's im2col cannot bring it: NHWC 2-d convolution, 16-bit elements, groups 1, C a multiple of 64
+-- (one k tile of 64 channels lies in one filter tap), no pad_m, Kp = R S C (no padded k tail).
+function M.im2col_geometry(info)
+  check_info("conv2d_tc.im2col_geometry", info)
+  local q = info.plan
+  if q.nd ~= 2 or info.data_layout ~= "NHWC" or (info.groups or 1) > 1 then return nil, "not a 2-d NHWC convolution of one group" end
+  if ESIZE[info.dtype] ~= 2 then return nil, "TMA im2col is used for 16-bit elements here (dtype " .. info.dtype .. ")" end
+  if info.Cp ~= info.C or info.C % 64 ~= 0 then return nil, ("C = %d is not a multiple of 64"):format(info.C) end
+  if info.Mp ~= info.M then return nil, "the workload pads M (pad_m): TMA im2col copies whole tiles of real pixels" end
+  if info.Kp ~= q.ksz[1] * q.ksz[2] * info.C then return nil, ("Kp = %d is padded past R S C = %d"):format(info.Kp, q.ksz[1] * q.ksz[2] * info.C) end
+  return {q.lo[1], q.lo[2], q.stride[1], q.stride[2], q.dil[1], q.dil[2], q.osz[1], q.osz[2], q.ksz[1], q.ksz[2]}
+end
+
+--- The wgmma tilings whose A tile comes by TMA in im2col mode (im2col_geometry; empty when it does
+-- not apply): the weights' B tile by TMA too, so the main loop is the TMA GEMM's -- the producer
+-- warpgroup's lane 0 issues both copies per stage (warp_specialize) or the leader thread does
+-- (no producer warpgroup).  Candidates, BK 64, M and F multiples of the tiles, the deepest pipeline
+-- (<= 6) that fits 227 KB beside the epilogue's tile:
+--   warp-specialized BM 128, BN = min(F, 256) and min(F, 128), TMA-store epilogue; BM 128, BN =
+--   min(F, 128), staged; BM 256 (4 consumer warpgroups), BN = min(F, 128), TMA-store;
+--   not warp-specialized BM 128, BN = min(F, 128), staged.
+function M.wgmma_im2col_space(info)
+  check_info("conv2d_tc.wgmma_im2col_space", info)
+  local out = {}
+  local geo = M.im2col_geometry(info)
+  if not geo then return out end
+  local steps = info.Kp // 64
+  local function add(BM, BN, store, ws)
+    if info.Mp % BM ~= 0 or info.F % BN ~= 0 then return end
+    local epi = store == "tma" and BM * BN * 2 or BM * (BN + 8) * 4
+    for s = math.min(6, steps), 2, -1 do
+      if s * (BM + BN) * 128 + epi + 1024 <= 227 * 1024 then
+        out[#out + 1] = {intrin = "wgmma", BM = BM, BN = BN, BK = 64, stages = s, wgmma_pending = 1, tma = true, warp_specialize = ws or nil,
+                         epilogue_store = store, a_im2col = geo}
+        return
+      end
+    end
+  end
+  add(128, math.min(info.F, 256), "tma", true)
+  if info.F >= 256 then add(128, 128, "tma", true) end
+  add(128, math.min(info.F, 128), "staged", true)
+  add(256, math.min(info.F, 128), "tma", true)
+  add(128, math.min(info.F, 128), "staged", false)
+  return out
+end
+
 --- The wgmma tiles for a layer (the rule conv2d_tc uses without a tuning record): among
 -- wgmma_space, the one with the least predicted time: waves = ceil(CTAs / (ctas_per_sm SMs))
 -- times a tile's time BM BN Kp / rate / ctas_per_sm, where the rate grows with the tile's operand
@@ -958,6 +1006,8 @@ M.space = util.strict("conv2d_tc.space", M.space)
 M.default_tiles = util.strict("conv2d_tc.default_tiles", M.default_tiles)
 M.layer_options = util.strict("conv2d_tc.layer_options", M.layer_options)
 M.wgmma_ws_space = util.strict("conv2d_tc.wgmma_ws_space", M.wgmma_ws_space)
+M.wgmma_im2col_space = util.strict("conv2d_tc.wgmma_im2col_space", M.wgmma_im2col_space)
+M.im2col_geometry = util.strict("conv2d_tc.im2col_geometry", M.im2col_geometry)
 M.wgmma_implicit_tiles = util.strict("conv2d_tc.wgmma_implicit_tiles", M.wgmma_implicit_tiles)
 M.wgmma_gemm_space = util.strict("conv2d_tc.wgmma_gemm_space", M.wgmma_gemm_space)
 M.wgmma_gemm_tiles = util.strict("conv2d_tc.wgmma_gemm_tiles", M.wgmma_gemm_tiles)
