@@ -315,6 +315,73 @@ describe("conv2d_tc on the simulator", function()
     assert_means(ct.workload(with(WS[1][2], {weight_layout = "FK"})), with(WS[1][3], {intrin = "wgmma", BK = 64, tma = true,
                  warp_specialize = true}), 5)
   end)
+  -- the A tile by TMA in im2col mode (conv2d_tc.im2col_geometry / wgmma_im2col_space): one
+  -- ptx_tma_load_im2col per stage (the im2col tensor map's pixel walk, corners, traversal stride,
+  -- filter-tap offsets; include/tir/tma.h) issued beside B's TMA copy -- by the producer
+  -- warpgroup's lane 0 or, without warp specialization, by the leader thread.  On the simulator
+  -- against the workload and float64
+  local IM = {
+    {"warp-specialized, stride 2, TMA-store epilogue, one image a tile", {N = 4, H = 16, W = 16, C = 64, F = 64, R = 3, S = 3, padding = 1,
+     stride = 2}, {BM = 64, BN = 64, stages = 2, epilogue_store = "tma", warp_specialize = true}},
+    {"not warp-specialized, stride 1, staged epilogue, tiles across rows", {N = 2, H = 8, W = 8, C = 64, F = 64, R = 3, S = 3, padding = 1},
+     {BM = 64, BN = 64, stages = 3, epilogue_store = "staged"}},
+    {"dilation 2, padding 2, two channel tiles a tap, 2 consumer warpgroups", {N = 2, H = 8, W = 8, C = 128, F = 64, R = 3, S = 3,
+     padding = 2, dilation = 2}, {BM = 128, BN = 64, stages = 3, epilogue_store = "staged", warp_specialize = true}},
+    {"5x5 valid (no padding) 6x6 outputs: a tile spans images", {N = 16, H = 10, W = 10, C = 64, F = 64, R = 5, S = 5, padding = 0},
+     {BM = 64, BN = 64, stages = 2, epilogue_store = "tma", warp_specialize = true}},
+    {"persistent (2 CTAs over 8 tiles: the producer loads the next tile's stages)", {N = 8, H = 8, W = 8, C = 64, F = 128, R = 3, S = 3,
+     padding = 1}, {BM = 128, BN = 64, stages = 4, epilogue_store = "tma", warp_specialize = true, persistent = 2}},
+  }
+  for _, t in ipairs(IM) do
+    it("wgmma implicit GEMM, A by TMA im2col: " .. t[1], function()
+      local c = with(t[2], {weight_layout = "FK"})
+      local _, info = ct.workload(c)
+      local geo = assert(ct.im2col_geometry(info))
+      local mod, _, rep = simulate(c, with(t[3], {intrin = "wgmma", variant = "implicit", BK = 64, tma = true, a_im2col = geo}))
+      assert.are.equal(1, rep.kernels)
+      local src = mod:get_source("cuda")
+      assert.truthy(src:find("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes", 1, true), src)
+      assert.truthy(src:find("tir_tma_load_im2col_4d((A_im2col", 1, true), src)
+      assert.falsy(src:find("tir_cp_async_zfill<", 1, true), src) -- (no gather left)
+    end)
+  end
+  it("TMA im2col: a geometry that is not the block's is refused, naming the first sample that differs; ineligible layers say why", function()
+    local c = with(IM[1][2], {weight_layout = "FK"})
+    local f, info = ct.workload(c)
+    local geo = ct.im2col_geometry(info)
+    for i, bad in ipairs({{1, 0}, {3, 1}, {5, 2}, {7, 4}}) do
+      local g = {table.unpack(geo)}
+      g[bad[1]] = bad[2]
+      local sch = ct.schedule(f, with(IM[1][3], {intrin = "wgmma", variant = "implicit", BK = 64, tma = true, a_im2col = g}))
+      U.expect_error(function() tir.lower(sch.mod) end, "LoweringError in inject_tma_pipeline", "is not the im2col of X that tma_im2col states")
+      assert(i)
+    end
+    -- a gathered copy and a TMA im2col one are not the same copy; a_im2col needs a_stage + tma
+    U.expect_error(function() ct.schedule(f, {intrin = "wgmma", variant = "implicit", BM = 64, BN = 64, BK = 64, stages = 2, a_im2col = geo}) end,
+      "tc_gemm.schedule", "a_im2col is the convolution of an a_stage im2col block copied by TMA")
+    U.expect_error(function() ct.schedule(f, {intrin = "wgmma", variant = "implicit", BM = 64, BN = 64, BK = 64, stages = 2, tma = true,
+      a_im2col = {1, 2, 3}}) end, "a_im2col", "a list of 10 integers")
+    local _, i2 = ct.workload{N = 2, H = 8, W = 8, C = 32, F = 64, R = 3, S = 3, padding = 1, weight_layout = "FK"}
+    local g2, why = ct.im2col_geometry(i2)
+    assert.is_nil(g2)
+    assert.truthy(why:find("C = 32 is not a multiple of 64", 1, true), why)
+    assert.are.same({}, ct.wgmma_im2col_space(i2))
+    local _, i3 = ct.workload{N = 2, H = 8, W = 8, C = 64, F = 64, R = 3, S = 3, padding = 1, weight_layout = "FK", pad_m = 256}
+    assert.truthy(select(2, ct.im2col_geometry(i3)):find("pads M", 1, true))
+  end)
+  it("the TMA im2col schedule means the workload (interpreter, before lowering); wgmma_im2col_space fits and divides", function()
+    local c = with(IM[3][2], {weight_layout = "FK"})
+    local f, info = ct.workload(c)
+    assert_means(f, with(IM[3][3], {intrin = "wgmma", BK = 64, tma = true, a_im2col = ct.im2col_geometry(info)}), 6)
+    local _, big = ct.workload{N = 128, H = 28, W = 28, C = 128, F = 128, R = 3, S = 3, padding = 1, weight_layout = "FK"}
+    local sp = ct.wgmma_im2col_space(big)
+    assert.is_true(#sp >= 4)
+    for _, o in ipairs(sp) do
+      assert.is_true(o.tma and o.a_im2col and o.BK == 64 and big.Mp % o.BM == 0 and big.F % o.BN == 0)
+      local epi = o.epilogue_store == "tma" and o.BM * o.BN * 2 or o.BM * (o.BN + 8) * 4
+      assert.is_true(o.stages * (o.BM + o.BN) * 128 + epi <= 227 * 1024)
+    end
+  end)
   it("wgmma_ws_space: the candidates fit shared memory and divide the layer; none for a K that is not a multiple of 64", function()
     local _, info = ct.workload{N = 128, H = 28, W = 28, C = 128, F = 128, R = 3, S = 3, padding = 1, weight_layout = "FK"}
     local sp = ct.wgmma_ws_space(info)
