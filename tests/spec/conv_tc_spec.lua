@@ -320,6 +320,16 @@ describe("conv2d_tc on the simulator", function()
   -- filter-tap offsets; include/tir/tma.h) issued beside B's TMA copy -- by the producer
   -- warpgroup's lane 0 or, without warp specialization, by the leader thread.  On the simulator
   -- against the workload and float64
+  -- a TMA-pipelined candidate list (wgmma_ws_space, wgmma_im2col_space): at least n, each with
+  -- kind(o), BK 64, dividing the layer, its stages and epilogue tile within 227 KB
+  local function assert_space_fits(sp, info, n, kind)
+    assert.is_true(#sp >= n)
+    for _, o in ipairs(sp) do
+      assert.is_true(o.tma and kind(o) and o.BK == 64 and info.Mp % o.BM == 0 and info.F % o.BN == 0)
+      local epi = o.epilogue_store == "tma" and o.BM * o.BN * 2 or o.BM * (o.BN + 8) * 4
+      assert.is_true(o.stages * (o.BM + o.BN) * 128 + epi <= 227 * 1024)
+    end
+  end
   local IM = {
     {"warp-specialized, stride 2, TMA-store epilogue, one image a tile", {N = 4, H = 16, W = 16, C = 64, F = 64, R = 3, S = 3, padding = 1,
      stride = 2}, {BM = 64, BN = 64, stages = 2, epilogue_store = "tma", warp_specialize = true}},
@@ -374,23 +384,11 @@ describe("conv2d_tc on the simulator", function()
     local f, info = ct.workload(c)
     assert_means(f, with(IM[3][3], {intrin = "wgmma", BK = 64, tma = true, a_im2col = ct.im2col_geometry(info)}), 6)
     local _, big = ct.workload{N = 128, H = 28, W = 28, C = 128, F = 128, R = 3, S = 3, padding = 1, weight_layout = "FK"}
-    local sp = ct.wgmma_im2col_space(big)
-    assert.is_true(#sp >= 4)
-    for _, o in ipairs(sp) do
-      assert.is_true(o.tma and o.a_im2col and o.BK == 64 and big.Mp % o.BM == 0 and big.F % o.BN == 0)
-      local epi = o.epilogue_store == "tma" and o.BM * o.BN * 2 or o.BM * (o.BN + 8) * 4
-      assert.is_true(o.stages * (o.BM + o.BN) * 128 + epi <= 227 * 1024)
-    end
+    assert_space_fits(ct.wgmma_im2col_space(big), big, 4, function(o) return o.a_im2col end)
   end)
   it("wgmma_ws_space: the candidates fit shared memory and divide the layer; none for a K that is not a multiple of 64", function()
     local _, info = ct.workload{N = 128, H = 28, W = 28, C = 128, F = 128, R = 3, S = 3, padding = 1, weight_layout = "FK"}
-    local sp = ct.wgmma_ws_space(info)
-    assert.is_true(#sp >= 3)
-    for _, o in ipairs(sp) do
-      assert.is_true(o.tma and o.warp_specialize and o.BK == 64 and info.Mp % o.BM == 0 and info.F % o.BN == 0)
-      local epi = o.epilogue_store == "tma" and o.BM * o.BN * 2 or o.BM * (o.BN + 8) * 4
-      assert.is_true(o.stages * (o.BM + o.BN) * 128 + epi <= 227 * 1024)
-    end
+    assert_space_fits(ct.wgmma_ws_space(info), info, 3, function(o) return o.warp_specialize end)
     local _, i2 = ct.workload{N = 2, H = 8, W = 8, C = 8, F = 64, R = 3, S = 3, padding = 1, weight_layout = "FK"}
     assert.are.same({}, ct.wgmma_ws_space(i2))
   end)

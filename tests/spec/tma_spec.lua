@@ -51,6 +51,20 @@ end
 -- the first output pixel's window corner (0, -pad, -pad, 0) with im2col offsets (r dil, s dil), and
 -- all threads copy the box to B[t].  The expected box (im2col_ref): pixel j = output (n, p, q) in
 -- order, channel c = X[n, p st - pad + r dil, q st - pad + s dil, c], zero outside X.
+-- thread 0: init the mbarrier (one arrival), fence it for the async proxy; a CTA barrier; thread 0:
+-- arrive.expect_tx(bytes) and issue(), the copies completing on it
+local function arm_barrier(tx, bar, bytes, issue)
+  T.If(tir.eq(tx, 0), function()
+    T.evaluate(T.call("void", "ptx_mbarrier_init", T.address_of(bar[{0}]), 1))
+    T.evaluate(T.call("void", "ptx_fence_proxy_async"))
+  end)
+  T.evaluate(T.call("void", "tvm_storage_sync"))
+  T.If(tir.eq(tx, 0), function()
+    T.evaluate(T.call("void", "ptx_mbarrier_arrive_expect_tx", T.address_of(bar[{0}]), bytes))
+    issue()
+  end)
+end
+
 local function im2col_geo(g)
   local P = (g.H + 2 * g.pad - (g.R - 1) * g.dil - 1) // g.st + 1
   return P, -g.pad + (P - 1) * g.st - g.H + 1 -- (square images: P = Q; the upper corner)
@@ -68,13 +82,7 @@ local function im2col_kernel(g, threads)
     local bar = T.allocate({1}, "uint64", "shared")
     local d = T.call("handle", "tma_im2col_descriptor", X.data, "float16", 0, 4, g.N, g.H, g.H, C, -g.pad, -g.pad, up, up, g.st, g.st,
                      pixels, C)
-    T.If(tir.eq(tx, 0), function()
-      T.evaluate(T.call("void", "ptx_mbarrier_init", T.address_of(bar[{0}]), 1))
-      T.evaluate(T.call("void", "ptx_fence_proxy_async"))
-    end)
-    T.evaluate(T.call("void", "tvm_storage_sync"))
-    T.If(tir.eq(tx, 0), function()
-      T.evaluate(T.call("void", "ptx_mbarrier_arrive_expect_tx", T.address_of(bar[{0}]), pixels * C * 2))
+    arm_barrier(tx, bar, pixels * C * 2, function()
       T.evaluate(T.call("void", "ptx_tma_load_im2col", T.address_of(S[{0}]), d, T.address_of(bar[{0}]), 0, -g.pad, -g.pad, 0,
                         bx // g.R * g.dil, bx % g.R * g.dil))
     end)
@@ -281,13 +289,7 @@ local function store_kernel(opts)
     local bar = T.allocate({1}, "uint64", "shared")
     local da = T.call("handle", "tma_descriptor", A.data, "float16", 0, 2, 256, 64, 64, 64)
     local db = T.call("handle", "tma_descriptor", B.data, "float16", 0, 2, 256, 64, 64, 64)
-    T.If(tir.eq(tx, 0), function()
-      T.evaluate(T.call("void", "ptx_mbarrier_init", T.address_of(bar[{0}]), 1))
-      T.evaluate(T.call("void", "ptx_fence_proxy_async"))
-    end)
-    T.evaluate(T.call("void", "tvm_storage_sync"))
-    T.If(tir.eq(tx, 0), function()
-      T.evaluate(T.call("void", "ptx_mbarrier_arrive_expect_tx", T.address_of(bar[{0}]), 8192))
+    arm_barrier(tx, bar, 8192, function()
       T.evaluate(T.call("void", "ptx_tma_load", T.address_of(S[{0}]), da, T.address_of(bar[{0}]), bx * 64, 0))
     end)
     T.evaluate(T.call("void", "ptx_mbarrier_wait", T.address_of(bar[{0}]), 0))
