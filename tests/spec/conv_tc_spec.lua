@@ -339,6 +339,8 @@ describe("conv2d_tc on the simulator", function()
      padding = 2, dilation = 2}, {BM = 128, BN = 64, stages = 3, epilogue_store = "staged", warp_specialize = true}},
     {"5x5 valid (no padding) 6x6 outputs: a tile spans images", {N = 16, H = 10, W = 10, C = 64, F = 64, R = 5, S = 5, padding = 0},
      {BM = 64, BN = 64, stages = 2, epilogue_store = "tma", warp_specialize = true}},
+    {"+ bias + relu, warp-specialized, staged epilogue (the rule's pick for a fused epilogue)", {N = 2, H = 8, W = 8, C = 64, F = 128, R = 3,
+     S = 3, padding = 1, bias = true, activation = "relu"}, {BM = 128, BN = 128, stages = 4, epilogue_store = "staged", warp_specialize = true}},
     {"persistent (2 CTAs over 8 tiles: the producer loads the next tile's stages)", {N = 8, H = 8, W = 8, C = 64, F = 128, R = 3, S = 3,
      padding = 1}, {BM = 128, BN = 64, stages = 4, epilogue_store = "tma", warp_specialize = true, persistent = 2}},
   }
@@ -505,20 +507,23 @@ describe("conv2d_tc tile choices", function()
       end
     end
   end)
-  it("wgmma_implicit_tiles: the warp-specialized TMA-store kernel where the 128 x 256 tiles are fewer than the SMs, else wgmma_tiles", function()
+  it("wgmma_implicit_tiles: TMA im2col (F >= 128: least waves x tile area), else the WS gather where 128 x 256 tiles are fewer than the SMs, else wgmma_tiles", function()
+    -- ResNet-50's 3x3 layers on 132 SMs: conv3 (F 128) 256 x 128, conv4 (F 256) 128 x 128 (6 stages), conv5 (F 512) 128 x 256,
+    -- all warp-specialized with the TMA-store epilogue; + bias + relu the staged one at 128 x 128; conv2 (F 64) wgmma_tiles
+    local want = {[128] = {256, 128, 3}, [256] = {128, 128, 6}, [512] = {128, 256, 3}}
     for _, l in ipairs(RESNET) do
       if l[5] == 3 then
         local c = {N = 128, H = l[1], W = l[2], C = l[3], F = l[4], R = 3, S = 3, stride = l[7], padding = l[8], weight_layout = "FK"}
         local _, info = ct.workload(c)
         local r = ct.wgmma_implicit_tiles(info, 132)
-        local few = l[4] % 256 == 0 and (info.Mp // 128) * (l[4] // 256) < 132
-        if few then
-          assert.are.same({intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 3, wgmma_pending = 1, tma = true, warp_specialize = true,
-                           epilogue_store = "tma"}, r)
-          -- + bias / relu: the staged epilogue, so the cp.async tile
+        local w = want[l[4]]
+        if w then
+          assert.are.same({intrin = "wgmma", BM = w[1], BN = w[2], BK = 64, stages = w[3], wgmma_pending = 1, tma = true, warp_specialize = true,
+                           epilogue_store = "tma", a_im2col = ct.im2col_geometry(info)}, r)
           c.bias, c.activation = true, "relu"
           local _, i2 = ct.workload(c)
-          assert.are.same(ct.wgmma_tiles(i2, 132), ct.wgmma_implicit_tiles(i2, 132))
+          local r2 = ct.wgmma_implicit_tiles(i2, 132)
+          assert.are.same({128, 128, "staged", true}, {r2.BM, r2.BN, r2.epilogue_store, r2.a_im2col ~= nil})
         else
           assert.are.same(ct.wgmma_tiles(info, 132), r)
         end
@@ -526,6 +531,11 @@ describe("conv2d_tc tile choices", function()
         assert.are.equal("wgmma_implicit_tiles rule", how)
       end
     end
+    -- no TMA im2col (NCHW data: im2col_geometry takes NHWC layers only): conv5's 7x7 layer keeps the gathering producer's 128 x 256 kernel
+    local _, g = ct.workload{N = 128, H = 7, W = 7, C = 512, F = 512, R = 3, S = 3, padding = 1, weight_layout = "FK", data_layout = "NCHW"}
+    assert.is_nil(ct.im2col_geometry(g))
+    local r = ct.wgmma_implicit_tiles(g, 132)
+    assert.are.same({128, 256, "tma", true, nil}, {r.BM, r.BN, r.epilogue_store, r.warp_specialize, r.a_im2col})
   end)
   it("the tuning key names the layer; given options are used as they are", function()
     local _, info = ct.workload({N = 128, H = 56, W = 56, C = 64, F = 64, R = 3, S = 3, padding = 1})

@@ -653,11 +653,34 @@ end
 -- kernel of wgmma_ws_space with 128 x 256 tiles and the TMA-store epilogue (6-10 % faster there);
 -- otherwise wgmma_tiles' cp.async tile with the staged epilogue (the gathering producer was 5-35 %
 -- slower on the layers of several waves, most at F = 64 where the cp.async tile runs two CTAs an SM).
+-- Stop 12 (bench/RESULTS.md "Stop 12 (hC3)"): where TMA's im2col mode brings the A tile
+-- (im2col_geometry) and F >= 128, the warp-specialized kernel of wgmma_im2col_space with the
+-- TMA-store epilogue (D a plain fp16 cast; else the staged one) among 128 x 256, 128 x 128 and
+-- 256 x 128 tiles, the least waves x tile area (ceil(tiles / SMs) BM BN), ties to the larger tile
+-- then the wider BN: 8-24 % faster than the kernels above on ResNet-50's F >= 128 3x3 layers
+-- (conv3 256 x 128, conv4 128 x 128, conv5 128 x 256).  At F = 64 (conv2) the cp.async tile's two
+-- CTAs an SM stay faster than one TMA-fed CTA (0.084 vs 0.102-0.118 ms).
 -- Returns schedule options; errors as wgmma_tiles.
 function M.wgmma_implicit_tiles(info, sm_count)
   local P = "conv2d_tc.wgmma_implicit_tiles"
   check_info(P, info)
   local sms = sm_count or tc.device_sm_count()
+  if info.F >= 128 and M.im2col_geometry(info) then
+    local store = (info.epilogue == "cast" and info.out_dtype == "float16") and "tma" or "staged"
+    local best, bc
+    for _, o in ipairs(M.wgmma_im2col_space(info)) do
+      if o.warp_specialize and o.epilogue_store == store then
+        local tiles = (info.Mp // o.BM) * (info.F // o.BN)
+        local cost = {-((tiles + sms - 1) // sms) * o.BM * o.BN, o.BM * o.BN, o.BN}
+        local better = not best
+        for q = 1, 3 do
+          if better or cost[q] ~= bc[q] then better = better or cost[q] > bc[q]; break end
+        end
+        if better then best, bc = o, cost end
+      end
+    end
+    if best then return best end
+  end
   if info.epilogue == "cast" and info.out_dtype == "float16" and info.Mp == info.M and info.F % 256 == 0 and
      (info.Mp // 128) * (info.F // 256) < sms then
     for _, o in ipairs(M.wgmma_ws_space(info)) do
