@@ -22,7 +22,8 @@ M.defaults = {BM = 128, BN = 128, BK = 64, stages = 3, epilogue = nil, unroll = 
 -- the options that name a tile or a pipeline: when a caller gives none of them, M.pick chooses
 -- them from the shape (M.resolve)
 M.TILE_OPTS = {"BM", "BN", "BK", "stages", "tma", "warp_specialize", "persistent", "wgmma_pending", "ws_regs", "epilogue_store",
-               "a_stage", "row_sums", "vec", "a_operand", "tma_store_boxes", "tma_store_wait", "a_im2col"}
+               "a_stage", "row_sums", "vec", "a_operand", "tma_store_boxes", "tma_store_wait"}
+M.TILE_OPTS[#M.TILE_OPTS + 1] = "a_im2col"
 
 --- The configuration tc_gemm intrin = "wgmma" takes when no tile or pipeline option is given
 -- (and tc_gemm.auto_tensorize(func, "wgmma")): for 16-bit inputs (fp16, bf16) of an m x n x k
@@ -175,12 +176,17 @@ local OPTS = {intrin = "string", BM = "positive", BN = "positive", BK = "positiv
                 end
               end,
               epilogue_store = "string", epilogue_vec = "positive", row_sums = "string", row_sums_after = "boolean",
-              tma_store_boxes = "boolean", tma_store_wait = "string", row_sums_split = "positive",
-              a_im2col = function(v)
-                if type(v) ~= "table" or #v ~= 10 then return "a list of 10 integers {pt, pl, sh, sw, dh, dw, P, Q, R, S}" end
-                for _, x in ipairs(v) do if math.type(x) ~= "integer" then return "a list of 10 integers {pt, pl, sh, sw, dh, dw, P, Q, R, S}" end end
-              end}
+              tma_store_boxes = "boolean", tma_store_wait = "string", row_sums_split = "positive"}
 M.OPTS = OPTS
+-- a_im2col (with a_stage and tma): the convolution {pt, pl, sh, sw, dh, dw, P, Q, R, S} whose im2col
+-- the a_stage block computes from an NHWC X; the A tile is then one TMA copy in im2col mode (tensor
+-- map cuTensorMapEncodeIm2col, PTX cp.async.bulk.tensor .im2col; inject_tma_pipeline's tma_im2col
+-- copy, which checks the block against it), issued like B's -- by the leader, or the producer
+-- warpgroup's lane 0 with warp_specialize -- instead of the gathering producer's cp.async
+OPTS.a_im2col = function(v)
+  if type(v) ~= "table" or #v ~= 10 then return "a list of 10 integers {pt, pl, sh, sw, dh, dw, P, Q, R, S}" end
+  for _, x in ipairs(v) do if math.type(x) ~= "integer" then return "a list of 10 integers {pt, pl, sh, sw, dh, dw, P, Q, R, S}" end end
+end
 
 -- the wgmma row of the block's dtypes (include/tir/mma.h), or an error naming the supported ones
 local function row_for(info, P)
@@ -228,12 +234,7 @@ end
 -- of A's rows from the shared A tiles, tc_gemm_row_sums.lua; row_sums_after = true puts them after
 -- the step's wgmma group is issued instead of before: they run while it is in flight; row_sums_split = 2:
 -- each row's BK columns summed by two threads of its warpgroup, all 128 of them busy, half the latency
--- before the wgmma issue, tc_gemm_row_sums.fuse_split), a_im2col (with a_stage and tma: the
--- convolution {pt, pl, sh, sw, dh, dw, P, Q, R, S} whose im2col the a_stage block computes from an NHWC
--- X: the A tile is then one TMA copy in im2col mode (tensor map cuTensorMapEncodeIm2col, PTX
--- cp.async.bulk.tensor .im2col; inject_tma_pipeline's tma_im2col copy, which checks the block
--- against it), issued like B's -- by the leader, or the producer warpgroup's lane 0 with
--- warp_specialize -- instead of the gathering producer's cp.async).  Every option
+-- before the wgmma issue, tc_gemm_row_sums.fuse_split).  Every option
 -- and shape is checked first; errors are tir.Errors from "tc_gemm.schedule".
 function M.schedule(sch, o, P, analyze)
   util.check_helper("tc_gemm_wgmma.schedule", "tc_gemm.schedule(func, {intrin = \"wgmma\", ...})", sch, o)
@@ -326,7 +327,7 @@ function M.schedule(sch, o, P, analyze)
     local r0 = 65536 // threads // 8 * 8
     -- (a gathering producer, a_stage: its 128 threads compute the gather's addresses, so more than
     -- the 40 registers of a TMA-issuing one)
-    local rp = o.ws_regs and o.ws_regs[1] or (r0 <= 255 and ((o.a_stage and not o.a_im2col) and 56 or 40) or 0)
+    local rp = o.ws_regs and o.ws_regs[1] or (r0 <= 255 and (o.a_stage and 56 or 40) or 0)
     local rc = o.ws_regs and o.ws_regs[2] or (r0 <= 255 and (threads * r0 - 128 * rp) // (128 * wgs) // 8 * 8 or 0)
     if o.ws_regs then
       if r0 > 255 then
