@@ -23,7 +23,6 @@ M.defaults = {BM = 128, BN = 128, BK = 64, stages = 3, epilogue = nil, unroll = 
 -- them from the shape (M.resolve)
 M.TILE_OPTS = {"BM", "BN", "BK", "stages", "tma", "warp_specialize", "persistent", "wgmma_pending", "ws_regs", "epilogue_store",
                "a_stage", "row_sums", "vec", "a_operand", "tma_store_boxes", "tma_store_wait"}
-M.TILE_OPTS[#M.TILE_OPTS + 1] = "a_im2col"
 
 --- The configuration tc_gemm intrin = "wgmma" takes when no tile or pipeline option is given
 -- (and tc_gemm.auto_tensorize(func, "wgmma")): for 16-bit inputs (fp16, bf16) of an m x n x k
@@ -183,6 +182,7 @@ M.OPTS = OPTS
 -- map cuTensorMapEncodeIm2col, PTX cp.async.bulk.tensor .im2col; inject_tma_pipeline's tma_im2col
 -- copy, which checks the block against it), issued like B's -- by the leader, or the producer
 -- warpgroup's lane 0 with warp_specialize -- instead of the gathering producer's cp.async
+M.TILE_OPTS[#M.TILE_OPTS + 1] = "a_im2col"
 OPTS.a_im2col = function(v)
   if type(v) ~= "table" or #v ~= 10 then return "a list of 10 integers {pt, pl, sh, sw, dh, dw, P, Q, R, S}" end
   for _, x in ipairs(v) do if math.type(x) ~= "integer" then return "a list of 10 integers {pt, pl, sh, sw, dh, dw, P, Q, R, S}" end end
