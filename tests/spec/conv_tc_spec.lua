@@ -330,6 +330,7 @@ describe("conv2d_tc on the simulator", function()
       assert.is_true(o.stages * (o.BM + o.BN) * 128 + epi <= 227 * 1024)
     end
   end
+  local function sp_n(info) return ct.wgmma_im2col_space(info) end
   local IM = {
     {"warp-specialized, stride 2, TMA-store epilogue, one image a tile", {N = 4, H = 16, W = 16, C = 64, F = 64, R = 3, S = 3, padding = 1,
      stride = 2}, {BM = 64, BN = 64, stages = 2, epilogue_store = "tma", warp_specialize = true}},
@@ -387,6 +388,13 @@ describe("conv2d_tc on the simulator", function()
     assert_means(f, with(IM[3][3], {intrin = "wgmma", BK = 64, tma = true, a_im2col = ct.im2col_geometry(info)}), 6)
     local _, big = ct.workload{N = 128, H = 28, W = 28, C = 128, F = 128, R = 3, S = 3, padding = 1, weight_layout = "FK"}
     assert_space_fits(ct.wgmma_im2col_space(big), big, 4, function(o) return o.a_im2col end)
+    -- level "extra" (F <= 128): + persistent grids and BM 64
+    local ex = ct.wgmma_im2col_space(big, "extra")
+    assert_space_fits(ex, big, #sp_n(big) + 3, function(o) return o.a_im2col end)
+    local kinds = {}
+    for _, o in ipairs(ex) do if o.persistent then kinds[#kinds + 1] = o.BM end end
+    assert.are.same({128, 256, 64}, kinds)
+    U.expect_error(function() ct.wgmma_im2col_space(big, "all") end, "conv2d_tc.wgmma_im2col_space", "level must be nil or \"extra\"")
   end)
   it("wgmma_ws_space: the candidates fit shared memory and divide the layer; none for a K that is not a multiple of 64", function()
     local _, info = ct.workload{N = 128, H = 28, W = 28, C = 128, F = 128, R = 3, S = 3, padding = 1, weight_layout = "FK"}

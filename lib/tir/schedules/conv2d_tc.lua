@@ -593,20 +593,26 @@ end
 -- (<= 6) that fits 227 KB beside the epilogue's tile:
 --   warp-specialized BM 128, BN = min(F, 256) and min(F, 128), TMA-store epilogue; BM 128, BN =
 --   min(F, 128), staged; BM 256 (4 consumer warpgroups), BN = min(F, 128), TMA-store;
---   not warp-specialized BM 128, BN = min(F, 128), staged.
-function M.wgmma_im2col_space(info)
+--   not warp-specialized BM 128, BN = min(F, 128), staged;
+-- level "extra" adds, where F <= 128 (the layers of many short tiles): warp-specialized persistent
+-- grids (the producer loads the next tile's stages during this one's TMA store) at BM 128 and 256,
+-- and BM 64 (one consumer warpgroup, small enough for several CTAs an SM).
+function M.wgmma_im2col_space(info, level)
   check_info("conv2d_tc.wgmma_im2col_space", info)
+  if level ~= nil and level ~= "extra" then
+    util.raise("ValueError", "conv2d_tc.wgmma_im2col_space", "level must be nil or \"extra\", got %s", util.show(level))
+  end
   local out = {}
   local geo = M.im2col_geometry(info)
   if not geo then return out end
   local steps = info.Kp // 64
-  local function add(BM, BN, store, ws)
+  local function add(BM, BN, store, ws, persistent, max_stages)
     if info.Mp % BM ~= 0 or info.F % BN ~= 0 then return end
     local epi = store == "tma" and BM * BN * 2 or BM * (BN + 8) * 4
-    for s = math.min(6, steps), 2, -1 do
+    for s = math.min(max_stages or 6, steps), 2, -1 do
       if s * (BM + BN) * 128 + epi + 1024 <= 227 * 1024 then
         out[#out + 1] = {intrin = "wgmma", BM = BM, BN = BN, BK = 64, stages = s, wgmma_pending = 1, tma = true, warp_specialize = ws or nil,
-                         epilogue_store = store, a_im2col = geo}
+                         epilogue_store = store, a_im2col = geo, persistent = persistent}
         return
       end
     end
@@ -616,6 +622,12 @@ function M.wgmma_im2col_space(info)
   add(128, math.min(info.F, 128), "staged", true)
   add(256, math.min(info.F, 128), "tma", true)
   add(128, math.min(info.F, 128), "staged", false)
+  if level == "extra" and info.F <= 128 then
+    add(128, info.F, "tma", true, true)
+    add(256, info.F, "tma", true, true)
+    add(64, info.F, "tma", true, nil, 4)
+    add(64, info.F, "tma", true, true, 4)
+  end
   return out
 end
 
