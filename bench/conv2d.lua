@@ -21,6 +21,8 @@
 --                                 shared memory: epilogue_store = "tma"); with several, the first is built for every tile, the others for the rule's
 --        [--wgmma_ws]             also the warp-specialized implicit GEMMs of conv2d_tc.wgmma_ws_space (a producer
 --                                 warpgroup gathers A by cp.async, B by TMA) on the non-1x1 wgmma layers
+--        [--wgmma_im2col[=extra]] also the implicit GEMMs whose A tile comes by TMA in im2col mode
+--                                 (conv2d_tc.wgmma_im2col_space [its "extra" level]) on the non-1x1 wgmma layers
 --        [--cudnn_only]           the reference alone (no tirlua kernel built): rows "conv2d_cudnn",
 --                                 the chosen cuDNN engine against legacy Find's pick
 --     wgmma: conv2d_tc intrin = "wgmma" (implicit GEMM, weight packed [F, Kp]; sm_90a), with the tiles of
@@ -42,6 +44,7 @@ for _, a in ipairs(arg or {}) do
   local k, v = a:match("^%-%-([%w_]+)=?(.*)$")
   if k == "dry" then opt.dry = true
   elseif k == "cudnn_rtc" or k == "cudnn_candidates" or k == "cudnn_only" or k == "wgmma_ws" then opt[k] = true
+  elseif k == "wgmma_im2col" and (v == "" or v == "extra") then opt[k] = v == "" and true or v
   elseif k == "cudnn_path" then opt.cudnn_path = v
   elseif k == "cudnn_configs" then opt.cudnn_configs = math.tointeger(tonumber(v))
   elseif k == "n" then opt.n = math.tointeger(tonumber(v))
@@ -222,6 +225,10 @@ local function candidates(L, index)
         end
         for _, o in ipairs(ct.wgmma_ws_space(i0)) do if not (rule and same_all(o, rule)) then list[#list + 1] = o end end
       end
+      if opt.wgmma_im2col then
+        for _, o in ipairs(ct.wgmma_im2col_space(i0, opt.wgmma_im2col == "extra" and "extra" or nil)) do if not (rule and rule.a_im2col and rule.BM == o.BM and rule.BN == o.BN and
+          rule.epilogue_store == o.epilogue_store and rule.warp_specialize == o.warp_specialize) then list[#list + 1] = o end end
+      end
       -- the epilogues (--wgmma_epilogue): the plain cast, and + bias, relu (a workload of its own)
       local epis = {}
       for e in (opt.wgmma_epilogue or "plain"):gmatch("[^,]+") do
@@ -245,7 +252,8 @@ local function candidates(L, index)
           local so = {variant = "implicit"}
           for k, x in pairs(o) do so[k] = x end
           if e == "direct" or e == "tma" then so.epilogue_store = e end
-          local how = o == rule and "wgmma_implicit_tiles rule" or o == rc and "wgmma_tiles" or o.warp_specialize and "wgmma_ws_space" or opt.wgmma_tiles == "all" and "wgmma_space"
+          local how = o == rule and "wgmma_implicit_tiles rule" or o == rc and "wgmma_tiles" or o.a_im2col and "wgmma_im2col_space" or
+                      o.warp_specialize and "wgmma_ws_space" or opt.wgmma_tiles == "all" and "wgmma_space"
                       or "wgmma_space near"
           local ok, sch = pcall(ct.schedule, e == "bias_relu" and fbr or f0, so)
           if ok then
@@ -254,7 +262,9 @@ local function candidates(L, index)
                              mapping = ("implicit GEMM on wgmma m64n%dk16 M=%d N=%d K=%d (%sKp %d), BM%d BN%d BK%d, " ..
                              "%d warpgroup(s), %d stage(s), wgmma_pending %d, %s [%s]"):format(o.BN, i0.M, L.F, i0.K,
                              i0.Cp ~= L.C and ("C padded to %d, "):format(i0.Cp) or "", i0.Kp, o.BM, o.BN, o.BK, o.BM // 64, o.stages,
-                             o.wgmma_pending, o.warp_specialize and ("warp-specialized (A gathered by a producer warpgroup, B by TMA), %s%s epilogue")
+                             o.wgmma_pending, o.a_im2col and ("A by TMA im2col, B by TMA, %s%s%s epilogue"):format(o.warp_specialize and
+                             "warp-specialized, " or "", o.persistent and "persistent, " or "", o.epilogue_store) or
+                             o.warp_specialize and ("warp-specialized (A gathered by a producer warpgroup, B by TMA), %s%s epilogue")
                              :format(o.persistent and "persistent, " or "", o.epilogue_store) or
                              ({plain = "staged store", direct = "direct fragment store", bias_relu = "+ bias + relu, staged store",
                                tma = "TMA-store epilogue"})[e], how),

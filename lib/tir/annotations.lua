@@ -33,6 +33,9 @@ A.KNOWN = {
                    doc = "{stride, count}: the count CTAs of ranks base + j * stride share this TMA copy, each loading 1/count of its " ..
                          "rows and multicasting them (inject_tma_pipeline)"},
   tma_store = {on = "block", set_by = "user", doc = "this shared -> global tile copy becomes one TMA store (inject_tma_store)"},
+  tma_im2col = {on = "block", set_by = "user",
+                doc = "{pt, pl, sh, sw, dh, dw, P, Q, R, S}: this im2col block (a conv's A tile from NHWC X) becomes one TMA im2col " ..
+                      "copy per tile, checked against that convolution (inject_tma_pipeline)"},
   tensor_intrin = {on = "block", set_by = "tensorize", doc = "the intrinsic a tensorized block runs"},
   buffer_dim_align = {on = "block", set_by = "storage_align", doc = "stride padding of the written buffers"},
   buffer_swizzle = {on = "block", set_by = "storage_swizzle", doc = "XOR swizzle of the written shared buffers ({index, B, M, S})"},

@@ -315,15 +315,90 @@ describe("conv2d_tc on the simulator", function()
     assert_means(ct.workload(with(WS[1][2], {weight_layout = "FK"})), with(WS[1][3], {intrin = "wgmma", BK = 64, tma = true,
                  warp_specialize = true}), 5)
   end)
-  it("wgmma_ws_space: the candidates fit shared memory and divide the layer; none for a K that is not a multiple of 64", function()
-    local _, info = ct.workload{N = 128, H = 28, W = 28, C = 128, F = 128, R = 3, S = 3, padding = 1, weight_layout = "FK"}
-    local sp = ct.wgmma_ws_space(info)
-    assert.is_true(#sp >= 3)
+  -- the A tile by TMA in im2col mode (conv2d_tc.im2col_geometry / wgmma_im2col_space): one
+  -- ptx_tma_load_im2col per stage (the im2col tensor map's pixel walk, corners, traversal stride,
+  -- filter-tap offsets; include/tir/tma.h) issued beside B's TMA copy -- by the producer
+  -- warpgroup's lane 0 or, without warp specialization, by the leader thread.  On the simulator
+  -- against the workload and float64
+  -- a TMA-pipelined candidate list (wgmma_ws_space, wgmma_im2col_space): at least n, each with
+  -- kind(o), BK 64, dividing the layer, its stages and epilogue tile within 227 KB
+  local function assert_space_fits(sp, info, n, kind)
+    assert.is_true(#sp >= n)
     for _, o in ipairs(sp) do
-      assert.is_true(o.tma and o.warp_specialize and o.BK == 64 and info.Mp % o.BM == 0 and info.F % o.BN == 0)
+      assert.is_true(o.tma and kind(o) and o.BK == 64 and info.Mp % o.BM == 0 and info.F % o.BN == 0)
       local epi = o.epilogue_store == "tma" and o.BM * o.BN * 2 or o.BM * (o.BN + 8) * 4
       assert.is_true(o.stages * (o.BM + o.BN) * 128 + epi <= 227 * 1024)
     end
+  end
+  local function sp_n(info) return ct.wgmma_im2col_space(info) end
+  local IM = {
+    {"warp-specialized, stride 2, TMA-store epilogue, one image a tile", {N = 4, H = 16, W = 16, C = 64, F = 64, R = 3, S = 3, padding = 1,
+     stride = 2}, {BM = 64, BN = 64, stages = 2, epilogue_store = "tma", warp_specialize = true}},
+    {"not warp-specialized, stride 1, staged epilogue, tiles across rows", {N = 2, H = 8, W = 8, C = 64, F = 64, R = 3, S = 3, padding = 1},
+     {BM = 64, BN = 64, stages = 3, epilogue_store = "staged"}},
+    {"dilation 2, padding 2, two channel tiles a tap, 2 consumer warpgroups", {N = 2, H = 8, W = 8, C = 128, F = 64, R = 3, S = 3,
+     padding = 2, dilation = 2}, {BM = 128, BN = 64, stages = 3, epilogue_store = "staged", warp_specialize = true}},
+    {"5x5 valid (no padding) 6x6 outputs: a tile spans images", {N = 16, H = 10, W = 10, C = 64, F = 64, R = 5, S = 5, padding = 0},
+     {BM = 64, BN = 64, stages = 2, epilogue_store = "tma", warp_specialize = true}},
+    {"+ bias + relu, warp-specialized, staged epilogue (the rule's pick for a fused epilogue)", {N = 2, H = 8, W = 8, C = 64, F = 128, R = 3,
+     S = 3, padding = 1, bias = true, activation = "relu"}, {BM = 128, BN = 128, stages = 4, epilogue_store = "staged", warp_specialize = true}},
+    {"persistent (2 CTAs over 8 tiles: the producer loads the next tile's stages)", {N = 8, H = 8, W = 8, C = 64, F = 128, R = 3, S = 3,
+     padding = 1}, {BM = 128, BN = 64, stages = 4, epilogue_store = "tma", warp_specialize = true, persistent = 2}},
+  }
+  for _, t in ipairs(IM) do
+    it("wgmma implicit GEMM, A by TMA im2col: " .. t[1], function()
+      local c = with(t[2], {weight_layout = "FK"})
+      local _, info = ct.workload(c)
+      local geo = assert(ct.im2col_geometry(info))
+      local mod, _, rep = simulate(c, with(t[3], {intrin = "wgmma", variant = "implicit", BK = 64, tma = true, a_im2col = geo}))
+      assert.are.equal(1, rep.kernels)
+      local src = mod:get_source("cuda")
+      assert.truthy(src:find("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes", 1, true), src)
+      assert.truthy(src:find("tir_tma_load_im2col_4d((A_im2col", 1, true), src)
+      assert.falsy(src:find("tir_cp_async_zfill<", 1, true), src) -- (no gather left)
+    end)
+  end
+  it("TMA im2col: a geometry that is not the block's is refused, naming the first sample that differs; ineligible layers say why", function()
+    local c = with(IM[1][2], {weight_layout = "FK"})
+    local f, info = ct.workload(c)
+    local geo = ct.im2col_geometry(info)
+    for i, bad in ipairs({{1, 0}, {3, 1}, {5, 2}, {7, 4}}) do
+      local g = {table.unpack(geo)}
+      g[bad[1]] = bad[2]
+      local sch = ct.schedule(f, with(IM[1][3], {intrin = "wgmma", variant = "implicit", BK = 64, tma = true, a_im2col = g}))
+      U.expect_error(function() tir.lower(sch.mod) end, "LoweringError in inject_tma_pipeline", "is not the im2col of X that tma_im2col states")
+      assert(i)
+    end
+    -- a gathered copy and a TMA im2col one are not the same copy; a_im2col needs a_stage + tma
+    U.expect_error(function() ct.schedule(f, {intrin = "wgmma", variant = "implicit", BM = 64, BN = 64, BK = 64, stages = 2, a_im2col = geo}) end,
+      "tc_gemm.schedule", "a_im2col is the convolution of an a_stage im2col block copied by TMA")
+    U.expect_error(function() ct.schedule(f, {intrin = "wgmma", variant = "implicit", BM = 64, BN = 64, BK = 64, stages = 2, tma = true,
+      a_im2col = {1, 2, 3}}) end, "a_im2col", "a list of 10 integers")
+    local _, i2 = ct.workload{N = 2, H = 8, W = 8, C = 32, F = 64, R = 3, S = 3, padding = 1, weight_layout = "FK"}
+    local g2, why = ct.im2col_geometry(i2)
+    assert.is_nil(g2)
+    assert.truthy(why:find("C = 32 is not a multiple of 64", 1, true), why)
+    assert.are.same({}, ct.wgmma_im2col_space(i2))
+    local _, i3 = ct.workload{N = 2, H = 8, W = 8, C = 64, F = 64, R = 3, S = 3, padding = 1, weight_layout = "FK", pad_m = 256}
+    assert.truthy(select(2, ct.im2col_geometry(i3)):find("pads M", 1, true))
+  end)
+  it("the TMA im2col schedule means the workload (interpreter, before lowering); wgmma_im2col_space fits and divides", function()
+    local c = with(IM[3][2], {weight_layout = "FK"})
+    local f, info = ct.workload(c)
+    assert_means(f, with(IM[3][3], {intrin = "wgmma", BK = 64, tma = true, a_im2col = ct.im2col_geometry(info)}), 6)
+    local _, big = ct.workload{N = 128, H = 28, W = 28, C = 128, F = 128, R = 3, S = 3, padding = 1, weight_layout = "FK"}
+    assert_space_fits(ct.wgmma_im2col_space(big), big, 4, function(o) return o.a_im2col end)
+    -- level "extra" (F <= 128): + persistent grids and BM 64
+    local ex = ct.wgmma_im2col_space(big, "extra")
+    assert_space_fits(ex, big, #sp_n(big) + 3, function(o) return o.a_im2col end)
+    local kinds = {}
+    for _, o in ipairs(ex) do if o.persistent then kinds[#kinds + 1] = o.BM end end
+    assert.are.same({128, 256, 64}, kinds)
+    U.expect_error(function() ct.wgmma_im2col_space(big, "all") end, "conv2d_tc.wgmma_im2col_space", "level must be nil or \"extra\"")
+  end)
+  it("wgmma_ws_space: the candidates fit shared memory and divide the layer; none for a K that is not a multiple of 64", function()
+    local _, info = ct.workload{N = 128, H = 28, W = 28, C = 128, F = 128, R = 3, S = 3, padding = 1, weight_layout = "FK"}
+    assert_space_fits(ct.wgmma_ws_space(info), info, 3, function(o) return o.warp_specialize end)
     local _, i2 = ct.workload{N = 2, H = 8, W = 8, C = 8, F = 64, R = 3, S = 3, padding = 1, weight_layout = "FK"}
     assert.are.same({}, ct.wgmma_ws_space(i2))
   end)
@@ -440,20 +515,23 @@ describe("conv2d_tc tile choices", function()
       end
     end
   end)
-  it("wgmma_implicit_tiles: the warp-specialized TMA-store kernel where the 128 x 256 tiles are fewer than the SMs, else wgmma_tiles", function()
+  it("wgmma_implicit_tiles: TMA im2col (F >= 128: least waves x tile area), else the WS gather where 128 x 256 tiles are fewer than the SMs, else wgmma_tiles", function()
+    -- ResNet-50's 3x3 layers on 132 SMs: conv3 (F 128) 256 x 128, conv4 (F 256) 128 x 128 (6 stages), conv5 (F 512) 128 x 256,
+    -- all warp-specialized with the TMA-store epilogue; + bias + relu the staged one at 128 x 128; conv2 (F 64) wgmma_tiles
+    local want = {[128] = {256, 128, 3}, [256] = {128, 128, 6}, [512] = {128, 256, 3}}
     for _, l in ipairs(RESNET) do
       if l[5] == 3 then
         local c = {N = 128, H = l[1], W = l[2], C = l[3], F = l[4], R = 3, S = 3, stride = l[7], padding = l[8], weight_layout = "FK"}
         local _, info = ct.workload(c)
         local r = ct.wgmma_implicit_tiles(info, 132)
-        local few = l[4] % 256 == 0 and (info.Mp // 128) * (l[4] // 256) < 132
-        if few then
-          assert.are.same({intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 3, wgmma_pending = 1, tma = true, warp_specialize = true,
-                           epilogue_store = "tma"}, r)
-          -- + bias / relu: the staged epilogue, so the cp.async tile
+        local w = want[l[4]]
+        if w then
+          assert.are.same({intrin = "wgmma", BM = w[1], BN = w[2], BK = 64, stages = w[3], wgmma_pending = 1, tma = true, warp_specialize = true,
+                           epilogue_store = "tma", a_im2col = ct.im2col_geometry(info)}, r)
           c.bias, c.activation = true, "relu"
           local _, i2 = ct.workload(c)
-          assert.are.same(ct.wgmma_tiles(i2, 132), ct.wgmma_implicit_tiles(i2, 132))
+          local r2 = ct.wgmma_implicit_tiles(i2, 132)
+          assert.are.same({128, 128, "staged", true}, {r2.BM, r2.BN, r2.epilogue_store, r2.a_im2col ~= nil})
         else
           assert.are.same(ct.wgmma_tiles(info, 132), r)
         end
@@ -461,6 +539,11 @@ describe("conv2d_tc tile choices", function()
         assert.are.equal("wgmma_implicit_tiles rule", how)
       end
     end
+    -- no TMA im2col (NCHW data: im2col_geometry takes NHWC layers only): conv5's 7x7 layer keeps the gathering producer's 128 x 256 kernel
+    local _, g = ct.workload{N = 128, H = 7, W = 7, C = 512, F = 512, R = 3, S = 3, padding = 1, weight_layout = "FK", data_layout = "NCHW"}
+    assert.is_nil(ct.im2col_geometry(g))
+    local r = ct.wgmma_implicit_tiles(g, 132)
+    assert.are.same({128, 256, "tma", true, nil}, {r.BM, r.BN, r.epilogue_store, r.warp_specialize, r.a_im2col})
   end)
   it("the tuning key names the layer; given options are used as they are", function()
     local _, info = ct.workload({N = 128, H = 56, W = 56, C = 64, F = 64, R = 3, S = 3, padding = 1})

@@ -87,6 +87,8 @@ local function run_wgmma(L, tiles)
   local opts = {variant = "implicit"}
   for k, v in pairs(tiles or ct.wgmma_implicit_tiles(info)) do opts[k] = v end
   opts.intrin = "wgmma"
+  -- (im2col = true: the A tile by TMA in im2col mode, the layer's conv2d_tc.im2col_geometry)
+  if opts.im2col then opts.im2col, opts.a_im2col = nil, assert(ct.im2col_geometry(info)) end
   local mod = tir.build(ct.schedule(func, opts).mod, "cuda -arch=sm_90a")
   local x = tir.nd.random({L.N, L.H, L.W, L.C}, "float16", dev, {seed = 1, low = -1, high = 1})
   local w = tir.nd.random({L.R, L.S, L.C, L.F}, "float16", dev, {seed = 2, low = -1, high = 1})
@@ -139,15 +141,29 @@ describe("#gpu conv2d on tensor cores", function()
     {LAYERS[2], {intrin = "wgmma", BM = 128, BN = 64, BK = 64, stages = 6, tma = true, warp_specialize = true, epilogue_store = "tma",
                  persistent = true}},
     {LAYERS[4], {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 3, tma = true, warp_specialize = true, epilogue_store = "tma"}},
+    -- the A tile by TMA in im2col mode (conv2d_tc.wgmma_im2col_space: cuTensorMapEncodeIm2col,
+    -- cp.async.bulk.tensor .im2col): the hardware's pixel walk, corners, traversal stride and
+    -- offsets against float64 -- stride 2, C = 64 one tap a k tile, conv5's 7x7 images (a tile
+    -- spans images), dilation 2, with and without the producer warpgroup, persistent
+    {LAYERS[3], {intrin = "wgmma", BM = 128, BN = 128, BK = 64, stages = 6, tma = true, warp_specialize = true, epilogue_store = "tma",
+                 im2col = true}},
+    {LAYERS[2], {intrin = "wgmma", BM = 128, BN = 64, BK = 64, stages = 6, tma = true, epilogue_store = "staged", im2col = true}},
+    {LAYERS[4], {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 3, tma = true, warp_specialize = true, epilogue_store = "tma",
+                 im2col = true}},
+    {{name = "3x3 dilation 2 128", N = 32, H = 28, W = 28, C = 128, F = 128, R = 3, S = 3, stride = 1, padding = 2, dilation = 2},
+     {intrin = "wgmma", BM = 128, BN = 128, BK = 64, stages = 4, tma = true, warp_specialize = true, epilogue_store = "staged", im2col = true}},
+    {LAYERS[3], {intrin = "wgmma", BM = 128, BN = 128, BK = 64, stages = 4, tma = true, warp_specialize = true, epilogue_store = "tma",
+                 persistent = true, im2col = true}},
   }
   for _, t in ipairs(WG) do
     local L = t[1]
     it(("%s: implicit GEMM on wgmma (%s) matches float64 and the mma.sync implicit GEMM"):format(L.name,
-       t[2] and ("BM %d BN %d BK %d%s"):format(t[2].BM, t[2].BN, t[2].BK, t[2].warp_specialize and (", warp-specialized gather, " ..
-       (t[2].persistent and "persistent, " or "") .. t[2].epilogue_store .. " epilogue") or "") or "wgmma_tiles"), function()
+       t[2] and ("BM %d BN %d BK %d%s"):format(t[2].BM, t[2].BN, t[2].BK, (t[2].warp_specialize or t[2].im2col) and
+       ((t[2].im2col and ", A by TMA im2col, " or ", ") .. (t[2].warp_specialize and "warp-specialized" .. (t[2].im2col and "" or " gather")
+        .. ", " or "") .. (t[2].persistent and "persistent, " or "") .. t[2].epilogue_store .. " epilogue") or "") or "wgmma_tiles"), function()
       local out, ref, x, w, info = run_wgmma(L, t[2])
       local n = math.max(128, math.min(2048, 600000 // info.K))
-      ct.check_points(out, x, w, {stride = L.stride, padding = L.padding}, info, n)
+      ct.check_points(out, x, w, {stride = L.stride, padding = L.padding, dilation = L.dilation}, info, n)
       tir.testing.assert_allclose(out, ref, {rtol = 1e-2, atol = 1e-2})
     end)
   end

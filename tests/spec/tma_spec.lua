@@ -46,6 +46,79 @@ local function copy_kernel(opts)
   end)
 end
 
+-- An im2col copy kernel (tma.h's im2col mode): X [N, H, W, C] fp16 NHWC, CTA t = a filter tap (r, s)
+-- of an R x S convolution (pad, stride, dilation): thread 0 loads `pixels` pixels of C channels from
+-- the first output pixel's window corner (0, -pad, -pad, 0) with im2col offsets (r dil, s dil), and
+-- all threads copy the box to B[t].  The expected box (im2col_ref): pixel j = output (n, p, q) in
+-- order, channel c = X[n, p st - pad + r dil, q st - pad + s dil, c], zero outside X.
+-- thread 0: init the mbarrier (one arrival), fence it for the async proxy; a CTA barrier; thread 0:
+-- arrive.expect_tx(bytes) and issue(), the copies completing on it
+local function arm_barrier(tx, bar, bytes, issue)
+  T.If(tir.eq(tx, 0), function()
+    T.evaluate(T.call("void", "ptx_mbarrier_init", T.address_of(bar[{0}]), 1))
+    T.evaluate(T.call("void", "ptx_fence_proxy_async"))
+  end)
+  T.evaluate(T.call("void", "tvm_storage_sync"))
+  T.If(tir.eq(tx, 0), function()
+    T.evaluate(T.call("void", "ptx_mbarrier_arrive_expect_tx", T.address_of(bar[{0}]), bytes))
+    issue()
+  end)
+end
+
+local function im2col_geo(g)
+  local P = (g.H + 2 * g.pad - (g.R - 1) * g.dil - 1) // g.st + 1
+  return P, -g.pad + (P - 1) * g.st - g.H + 1 -- (square images: P = Q; the upper corner)
+end
+
+local function im2col_kernel(g, threads)
+  local P, up = im2col_geo(g)
+  local nt = math.max(threads, 1)
+  local pixels, C = g.pixels or g.N * P * P, g.C
+  return T.prim_func("im2col", {X = T.Buffer({g.N, g.H, g.H, C}, "float16"), B = T.Buffer({g.R * g.R, pixels, C}, "float16")}, function(X, B)
+    local bx = T.launch_thread("blockIdx.x", g.R * g.R)
+    -- (threads = 0: no thread launch, for the interpreter, which runs no shared memory inside one)
+    local tx = threads > 0 and T.launch_thread("threadIdx.x", threads) or 0
+    local S = T.allocate({pixels * C}, "float16", "shared")
+    local bar = T.allocate({1}, "uint64", "shared")
+    local d = T.call("handle", "tma_im2col_descriptor", X.data, "float16", 0, 4, g.N, g.H, g.H, C, -g.pad, -g.pad, up, up, g.st, g.st,
+                     pixels, C)
+    arm_barrier(tx, bar, pixels * C * 2, function()
+      T.evaluate(T.call("void", "ptx_tma_load_im2col", T.address_of(S[{0}]), d, T.address_of(bar[{0}]), 0, -g.pad, -g.pad, 0,
+                        bx // g.R * g.dil, bx % g.R * g.dil))
+    end)
+    T.evaluate(T.call("void", "ptx_mbarrier_wait", T.address_of(bar[{0}]), 0))
+    for i in T.serial((pixels * C + nt - 1) // nt) do
+      local e = i * nt + tx
+      T.If(tir.lt(e, pixels * C), function() B[{bx, e // C, e % C}] = S[{e}] end)
+    end
+  end)
+end
+
+local function im2col_ref(g, x)
+  local P = im2col_geo(g)
+  local xt, out = x:to("cpu"):to_table(), {}
+  local pixels = g.pixels or g.N * P * P
+  for t = 0, g.R * g.R - 1 do
+    local r, s, rows = t // g.R, t % g.R, {}
+    for j = 0, pixels - 1 do
+      local n, p, q = j // (P * P), j // P % P, j % P
+      local h, w, row = p * g.st - g.pad + r * g.dil, q * g.st - g.pad + s * g.dil, {}
+      for c = 1, g.C do row[c] = (n < g.N and h >= 0 and h < g.H and w >= 0 and w < g.H) and xt[n + 1][h + 1][w + 1][c] or 0 end
+      rows[j + 1] = row
+    end
+    out[t + 1] = rows
+  end
+  return out
+end
+
+-- stride 2 pad 1 (pixels walk 3 x 3 outputs an image, wrapping rows and images), stride 1 dilation
+-- 2 pad 2, and a box longer than the tensor's pixels (the walk runs past the last image: zeros)
+local IM2COL = {
+  {N = 2, H = 5, C = 16, R = 3, pad = 1, st = 2, dil = 1},
+  {N = 2, H = 6, C = 8, R = 3, pad = 2, st = 1, dil = 2},
+  {N = 1, H = 4, C = 16, R = 3, pad = 1, st = 1, dil = 1, pixels = 24},
+}
+
 describe("TMA and mbarrier builtins", function()
   it("are rows of the registry with the attributes thread_sync reads", function()
     local by = {}
@@ -103,6 +176,42 @@ describe("TMA and mbarrier builtins", function()
       tir.interpret(k, {a, b})
       assert.are.same(a:to_table(), b:to_table())
     end
+  end)
+
+  it("im2col mode runs on the interpreter as the pixel walk of tma.h (corners, traversal stride, tap offsets, zero fill)", function()
+    for _, g in ipairs(IM2COL) do
+      local x = tir.nd.random({g.N, g.H, g.H, g.C}, "float16", nil, {seed = 5})
+      local P = im2col_geo(g)
+      local b = tir.nd.empty({g.R * g.R, g.pixels or g.N * P * P, g.C}, "float16")
+      tir.interpret(im2col_kernel(g, 0), {x, b})
+      assert.are.same(im2col_ref(g, x), b:to_table())
+    end
+    local src = tir.build(im2col_kernel(IM2COL[1], 32), "cuda -arch=sm_90a", {compile = false}):get_source("cuda")
+    assert.truthy(src:find("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], [%2], {%7, %8};", 1, true), src)
+    -- a tiled load of an im2col map (and the other way round) is refused, as are maps outside the driver's rules
+    local function bad(desc_args, op, ncoords)
+      return T.prim_func("bad", {X = T.Buffer({2, 8, 8, 64}, "float16")}, function(X)
+        local bx = T.launch_thread("blockIdx.x", 1)
+        local S = T.allocate({16384}, "float16", "shared")
+        local bar = T.allocate({1}, "uint64", "shared")
+        local co = {}
+        for i = 1, ncoords do co[i] = 0 end
+        T.evaluate(T.call("void", op, T.address_of(S[{0}]), T.call("handle", desc_args[1], X.data, "float16", table.unpack(desc_args, 2)),
+                          T.address_of(bar[{0}]), table.unpack(co)))
+      end)
+    end
+    local x = tir.nd.random({2, 8, 8, 64}, "float16", nil, {seed = 1})
+    local ok = {"tma_im2col_descriptor", 128, 4, 2, 8, 8, 64, -1, -1, -1, -1, 1, 1, 128, 64}
+    tir.interpret(bad(ok, "ptx_tma_load_im2col", 6), {x})
+    U.expect_error(function() tir.interpret(bad(ok, "ptx_tma_load", 4), {x}) end, "ptx_tma_load needs a tiled (tma_descriptor) tensor map")
+    U.expect_error(function() tir.interpret(bad({"tma_descriptor", 128, 4, 2, 8, 8, 64, 1, 1, 8, 64}, "ptx_tma_load_im2col", 6), {x}) end,
+      "ptx_tma_load_im2col needs an im2col (tma_im2col_descriptor) tensor map")
+    U.expect_error(function() tir.interpret(bad(ok, "ptx_tma_load_im2col", 5), {x}) end, "5 coordinates and offsets for a rank-4 tensor map (6 expected)")
+    local function with(i, v) local t = {table.unpack(ok)}; t[i] = v; return t end
+    U.expect_error(function() tir.interpret(bad(with(14, 2048), "ptx_tma_load_im2col", 6), {x}) end, "pixels per column is 2048")
+    U.expect_error(function() tir.interpret(bad(with(12, 9), "ptx_tma_load_im2col", 6), {x}) end, "traversal stride 0 is 9")
+    U.expect_error(function() tir.interpret(bad(with(8, -200), "ptx_tma_load_im2col", 6), {x}) end, "is outside -128 .. 127")
+    U.expect_error(function() tir.interpret(bad(with(2, 64), "ptx_tma_load_im2col", 6), {x}) end, "more than the 64-byte swizzle span")
   end)
 
   it("check the tensor map's rules (box sizes, the swizzle span, the rank)", function()
@@ -180,13 +289,7 @@ local function store_kernel(opts)
     local bar = T.allocate({1}, "uint64", "shared")
     local da = T.call("handle", "tma_descriptor", A.data, "float16", 0, 2, 256, 64, 64, 64)
     local db = T.call("handle", "tma_descriptor", B.data, "float16", 0, 2, 256, 64, 64, 64)
-    T.If(tir.eq(tx, 0), function()
-      T.evaluate(T.call("void", "ptx_mbarrier_init", T.address_of(bar[{0}]), 1))
-      T.evaluate(T.call("void", "ptx_fence_proxy_async"))
-    end)
-    T.evaluate(T.call("void", "tvm_storage_sync"))
-    T.If(tir.eq(tx, 0), function()
-      T.evaluate(T.call("void", "ptx_mbarrier_arrive_expect_tx", T.address_of(bar[{0}]), 8192))
+    arm_barrier(tx, bar, 8192, function()
       T.evaluate(T.call("void", "ptx_tma_load", T.address_of(S[{0}]), da, T.address_of(bar[{0}]), bx * 64, 0))
     end)
     T.evaluate(T.call("void", "ptx_mbarrier_wait", T.address_of(bar[{0}]), 0))
@@ -238,6 +341,17 @@ describe("#gpu TMA on the device", function()
     mod(a, b)
     local at, bt = a:to("cpu"):to_table(), b:to("cpu"):to_table()
     for r = 1, 256 do for c = 1, 64 do assert.are.equal(at[r][c] * 2, bt[r][c]) end end
+  end)
+
+  it("im2col mode: the hardware's pixel walk is the interpreter's (cuTensorMapEncodeIm2col, cp.async.bulk.tensor .im2col)", function()
+    for _, g in ipairs(IM2COL) do
+      local mod = tir.build(im2col_kernel(g, 32), "cuda -arch=sm_90a")
+      local x = tir.nd.random({g.N, g.H, g.H, g.C}, "float16", dev, {seed = 5})
+      local P = im2col_geo(g)
+      local b = tir.nd.empty({g.R * g.R, g.pixels or g.N * P * P, g.C}, "float16", dev)
+      mod(x, b)
+      assert.are.same(im2col_ref(g, x), b:to("cpu"):to_table())
+    end
   end)
 
   it("copies 64 x 64 fp16 tiles with one TMA copy each (no swizzle and 128-byte swizzle), tensor maps encoded at launch", function()

@@ -571,6 +571,66 @@ function M.wgmma_ws_space(info)
   return out
 end
 
+--- The convolution of an "FK" workload as tc_gemm_wgmma's a_im2col ({pt, pl, sh, sw, dh, dw, P, Q,
+-- R, S}: its A tile by one TMA copy in im2col mode, include/tir/tma.h), or nil and the reason when
+-- TMA's im2col cannot bring it: NHWC 2-d convolution, 16-bit elements, groups 1, C a multiple of 64
+-- (one k tile of 64 channels lies in one filter tap), no pad_m, Kp = R S C (no padded k tail).
+function M.im2col_geometry(info)
+  check_info("conv2d_tc.im2col_geometry", info)
+  local q = info.plan
+  if q.nd ~= 2 or info.data_layout ~= "NHWC" or (info.groups or 1) > 1 then return nil, "not a 2-d NHWC convolution of one group" end
+  if ESIZE[info.dtype] ~= 2 then return nil, "TMA im2col is used for 16-bit elements here (dtype " .. info.dtype .. ")" end
+  if info.Cp ~= info.C or info.C % 64 ~= 0 then return nil, ("C = %d is not a multiple of 64"):format(info.C) end
+  if info.Mp ~= info.M then return nil, "the workload pads M (pad_m): TMA im2col copies whole tiles of real pixels" end
+  if info.Kp ~= q.ksz[1] * q.ksz[2] * info.C then return nil, ("Kp = %d is padded past R S C = %d"):format(info.Kp, q.ksz[1] * q.ksz[2] * info.C) end
+  return {q.lo[1], q.lo[2], q.stride[1], q.stride[2], q.dil[1], q.dil[2], q.osz[1], q.osz[2], q.ksz[1], q.ksz[2]}
+end
+
+--- The wgmma tilings whose A tile comes by TMA in im2col mode (im2col_geometry; empty when it does
+-- not apply): the weights' B tile by TMA too, so the main loop is the TMA GEMM's -- the producer
+-- warpgroup's lane 0 issues both copies per stage (warp_specialize) or the leader thread does
+-- (no producer warpgroup).  Candidates, BK 64, M and F multiples of the tiles, the deepest pipeline
+-- (<= 6) that fits 227 KB beside the epilogue's tile:
+--   warp-specialized BM 128, BN = min(F, 256) and min(F, 128), TMA-store epilogue; BM 128, BN =
+--   min(F, 128), staged; BM 256 (4 consumer warpgroups), BN = min(F, 128), TMA-store;
+--   not warp-specialized BM 128, BN = min(F, 128), staged;
+-- level "extra" adds, where F <= 128 (the layers of many short tiles): warp-specialized persistent
+-- grids (the producer loads the next tile's stages during this one's TMA store) at BM 128 and 256,
+-- and BM 64 (one consumer warpgroup, small enough for several CTAs an SM).
+function M.wgmma_im2col_space(info, level)
+  check_info("conv2d_tc.wgmma_im2col_space", info)
+  if level ~= nil and level ~= "extra" then
+    util.raise("ValueError", "conv2d_tc.wgmma_im2col_space", "level must be nil or \"extra\", got %s", util.show(level))
+  end
+  local out = {}
+  local geo = M.im2col_geometry(info)
+  if not geo then return out end
+  local steps = info.Kp // 64
+  local function add(BM, BN, store, ws, persistent, max_stages)
+    if info.Mp % BM ~= 0 or info.F % BN ~= 0 then return end
+    local epi = store == "tma" and BM * BN * 2 or BM * (BN + 8) * 4
+    for s = math.min(max_stages or 6, steps), 2, -1 do
+      if s * (BM + BN) * 128 + epi + 1024 <= 227 * 1024 then
+        out[#out + 1] = {intrin = "wgmma", BM = BM, BN = BN, BK = 64, stages = s, wgmma_pending = 1, tma = true, warp_specialize = ws or nil,
+                         epilogue_store = store, a_im2col = geo, persistent = persistent}
+        return
+      end
+    end
+  end
+  add(128, math.min(info.F, 256), "tma", true)
+  if info.F >= 256 then add(128, 128, "tma", true) end
+  add(128, math.min(info.F, 128), "staged", true)
+  add(256, math.min(info.F, 128), "tma", true)
+  add(128, math.min(info.F, 128), "staged", false)
+  if level == "extra" and info.F <= 128 then
+    add(128, info.F, "tma", true, true)
+    add(256, info.F, "tma", true, true)
+    add(64, info.F, "tma", true, nil, 4)
+    add(64, info.F, "tma", true, true, 4)
+  end
+  return out
+end
+
 --- The wgmma tiles for a layer (the rule conv2d_tc uses without a tuning record): among
 -- wgmma_space, the one with the least predicted time: waves = ceil(CTAs / (ctas_per_sm SMs))
 -- times a tile's time BM BN Kp / rate / ctas_per_sm, where the rate grows with the tile's operand
@@ -605,11 +665,34 @@ end
 -- kernel of wgmma_ws_space with 128 x 256 tiles and the TMA-store epilogue (6-10 % faster there);
 -- otherwise wgmma_tiles' cp.async tile with the staged epilogue (the gathering producer was 5-35 %
 -- slower on the layers of several waves, most at F = 64 where the cp.async tile runs two CTAs an SM).
+-- Stop 12 (bench/RESULTS.md "Stop 12 (hC3)"): where TMA's im2col mode brings the A tile
+-- (im2col_geometry) and F >= 128, the warp-specialized kernel of wgmma_im2col_space with the
+-- TMA-store epilogue (D a plain fp16 cast; else the staged one) among 128 x 256, 128 x 128 and
+-- 256 x 128 tiles, the least waves x tile area (ceil(tiles / SMs) BM BN), ties to the larger tile
+-- then the wider BN: 8-24 % faster than the kernels above on ResNet-50's F >= 128 3x3 layers
+-- (conv3 256 x 128, conv4 128 x 128, conv5 128 x 256).  At F = 64 (conv2) the cp.async tile's two
+-- CTAs an SM stay faster than one TMA-fed CTA (0.084 vs 0.102-0.118 ms).
 -- Returns schedule options; errors as wgmma_tiles.
 function M.wgmma_implicit_tiles(info, sm_count)
   local P = "conv2d_tc.wgmma_implicit_tiles"
   check_info(P, info)
   local sms = sm_count or tc.device_sm_count()
+  if info.F >= 128 and M.im2col_geometry(info) then
+    local store = (info.epilogue == "cast" and info.out_dtype == "float16") and "tma" or "staged"
+    local best, bc
+    for _, o in ipairs(M.wgmma_im2col_space(info)) do
+      if o.warp_specialize and o.epilogue_store == store then
+        local tiles = (info.Mp // o.BM) * (info.F // o.BN)
+        local cost = {-((tiles + sms - 1) // sms) * o.BM * o.BN, o.BM * o.BN, o.BN}
+        local better = not best
+        for q = 1, 3 do
+          if better or cost[q] ~= bc[q] then better = better or cost[q] > bc[q]; break end
+        end
+        if better then best, bc = o, cost end
+      end
+    end
+    if best then return best end
+  end
   if info.epilogue == "cast" and info.out_dtype == "float16" and info.Mp == info.M and info.F % 256 == 0 and
      (info.Mp // 128) * (info.F // 256) < sms then
     for _, o in ipairs(M.wgmma_ws_space(info)) do
@@ -958,6 +1041,8 @@ M.space = util.strict("conv2d_tc.space", M.space)
 M.default_tiles = util.strict("conv2d_tc.default_tiles", M.default_tiles)
 M.layer_options = util.strict("conv2d_tc.layer_options", M.layer_options)
 M.wgmma_ws_space = util.strict("conv2d_tc.wgmma_ws_space", M.wgmma_ws_space)
+M.wgmma_im2col_space = util.strict("conv2d_tc.wgmma_im2col_space", M.wgmma_im2col_space)
+M.im2col_geometry = util.strict("conv2d_tc.im2col_geometry", M.im2col_geometry)
 M.wgmma_implicit_tiles = util.strict("conv2d_tc.wgmma_implicit_tiles", M.wgmma_implicit_tiles)
 M.wgmma_gemm_space = util.strict("conv2d_tc.wgmma_gemm_space", M.wgmma_gemm_space)
 M.wgmma_gemm_tiles = util.strict("conv2d_tc.wgmma_gemm_tiles", M.wgmma_gemm_tiles)

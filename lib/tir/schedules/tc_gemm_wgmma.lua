@@ -177,6 +177,16 @@ local OPTS = {intrin = "string", BM = "positive", BN = "positive", BK = "positiv
               epilogue_store = "string", epilogue_vec = "positive", row_sums = "string", row_sums_after = "boolean",
               tma_store_boxes = "boolean", tma_store_wait = "string", row_sums_split = "positive", pingpong = "boolean"}
 M.OPTS = OPTS
+-- a_im2col (with a_stage and tma): the convolution {pt, pl, sh, sw, dh, dw, P, Q, R, S} whose im2col
+-- the a_stage block computes from an NHWC X; the A tile is then one TMA copy in im2col mode (tensor
+-- map cuTensorMapEncodeIm2col, PTX cp.async.bulk.tensor .im2col; inject_tma_pipeline's tma_im2col
+-- copy, which checks the block against it), issued like B's -- by the leader, or the producer
+-- warpgroup's lane 0 with warp_specialize -- instead of the gathering producer's cp.async
+M.TILE_OPTS[#M.TILE_OPTS + 1] = "a_im2col"
+OPTS.a_im2col = function(v)
+  if type(v) ~= "table" or #v ~= 10 then return "a list of 10 integers {pt, pl, sh, sw, dh, dw, P, Q, R, S}" end
+  for _, x in ipairs(v) do if math.type(x) ~= "integer" then return "a list of 10 integers {pt, pl, sh, sw, dh, dw, P, Q, R, S}" end end
+end
 
 -- the wgmma row of the block's dtypes (include/tir/mma.h), or an error naming the supported ones
 local function row_for(info, P)
@@ -396,10 +406,14 @@ function M.schedule(sch, o, P, analyze)
   if o.a_stage then
     if not pcall(function() return sch:get_block(o.a_stage) end) then raise("ValueError", P, "a_stage block '%s' does not exist", o.a_stage) end
     if padded then raise("ValueError", P, "a_stage with the padded workload: its A_pad is the A stage already") end
-    if o.tma and not o.warp_specialize then
+    if o.tma and not o.warp_specialize and not o.a_im2col then
       raise("ValueError", P, "a_stage computes the A tile in its copy (cp.async); tma = true copies boxes of a global tensor (with " ..
-            "warp_specialize = true the producer warpgroup gathers A by cp.async while B comes by TMA)")
+            "warp_specialize = true the producer warpgroup gathers A by cp.async while B comes by TMA; with a_im2col one TMA " ..
+            "im2col copy brings it)")
     end
+  end
+  if o.a_im2col and not (o.a_stage and o.tma) then
+    raise("ValueError", P, "a_im2col is the convolution of an a_stage im2col block copied by TMA: it needs a_stage and tma = true")
   end
   if padded then
     if o.tma then raise("ValueError", P, "tma = true needs M, N, K multiples of the tiles (TMA copies whole boxes, not the padded workload)") end
@@ -518,7 +532,7 @@ function M.schedule(sch, o, P, analyze)
   -- a_stage with tma (and warp_specialize): the A tile is gathered by the producer warpgroup's 128
   -- threads alone (cp_async_gather: inject_tma_pipeline runs the copy there, each thread's cp.async
   -- arriving on the stage's full barrier), B still one TMA copy
-  local gather = o.tma and o.a_stage ~= nil
+  local gather = o.tma and o.a_stage ~= nil and not o.a_im2col
   for _, b in ipairs(o.tma and (gather and {AS} or {}) or {AS, BS}) do
     local l = {sch:get_loops(b)}
     local f = sch:fuse(l[#l - 1], l[#l])
@@ -554,7 +568,9 @@ function M.schedule(sch, o, P, analyze)
   if o.tma then
     -- full/empty mbarrier pipeline of o.stages stages (docs/TENSOR_CORES.md "TMA pipelines"); the
     -- box lands with the tiles' 32/64/128-byte swizzle, which the wgmma descriptors read
-    sch:annotate(AS, gather and "cp_async_gather" or "tma_copy", 1); sch:annotate(BS, "tma_copy", 1)
+    if o.a_im2col then sch:annotate(AS, "tma_im2col", o.a_im2col)
+    else sch:annotate(AS, gather and "cp_async_gather" or "tma_copy", 1) end
+    sch:annotate(BS, "tma_copy", 1)
     sch:annotate(ko, "tma_pipeline_stages", o.stages)
     -- a producer warpgroup issuing the copies, the others computing (inject_warp_specialization)
     if ws_regs then sch:annotate(ko, "warp_specialize", teams > 1 and {1, ws_regs[1], ws_regs[2], teams} or {1, ws_regs[1], ws_regs[2]}) end

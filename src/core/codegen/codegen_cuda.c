@@ -45,6 +45,7 @@ typedef struct {
   int uses_cp_async;
   int uses_tma;          /* the TMA / mbarrier helpers */
   unsigned tma_ranks;    /* bit r: the rank-r tensor copy helpers are emitted */
+  unsigned tma_im2col_ranks; /* bit r: the rank-r im2col copy helper is emitted */
   int arch_a;            /* the target has the architecture-specific 'a' features (sm_90a) */
   int uses_smem_addr; /* tir_smem_addr (smem_addr_ref) */
   unsigned long long uses_mma; /* bit i: row i of the mma table (ptx_mma.c) has its helper emitted */
@@ -1316,7 +1317,7 @@ static void call_expr(CG *g, const tir_Call *c) {
   const char *op = c->op;
   int n = c->args->size;
   tir_DType t = c->hdr.dtype;
-  if (strcmp(op, "tma_descriptor") == 0) {
+  if (tir_tma_is_descriptor(&c->hdr)) {
     /* the kernel's tensor-map parameter (split_host_device collected the distinct calls) */
     for (int i = 0; g->kernel && i < g->kernel->tma_descs->size; i++)
       if (tir_structural_equal(g->kernel->tma_descs->items[i], &c->hdr)) {
@@ -1924,6 +1925,23 @@ static void tma_rank_helpers(tir_StrBuf *sb, int r) {
   tir_sb_puts(sb, " : \"memory\");\n}\n");
 }
 
+/* The rank-r (3..5) im2col copy (PTX ISA 9.7.9.25 cp.async.bulk.tensor .im2col): coordinates
+ * c, spatial innermost first, n; then the r - 2 im2col offsets (16-bit), innermost first. */
+static void tma_im2col_helper(tir_StrBuf *sb, int r) {
+  static const char *cs[] = {"c0", "c1", "c2", "c3", "c4"}, *os[] = {"o0", "o1", "o2"};
+  tir_sb_printf(sb, "__device__ __forceinline__ void tir_tma_load_im2col_%dd(void *dst, const void *tmap, void *bar", r);
+  for (int i = 0; i < r; i++) tir_sb_printf(sb, ", int %s", cs[i]);
+  for (int i = 0; i < r - 2; i++) tir_sb_printf(sb, ", unsigned short %s", os[i]);
+  tir_sb_printf(sb, ") {\n  asm volatile(\"cp.async.bulk.tensor.%dd.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%%0], [%%1, {", r);
+  for (int i = 0; i < r; i++) tir_sb_printf(sb, "%s%%%d", i ? ", " : "", 3 + i);
+  tir_sb_puts(sb, "}], [%2], {");
+  for (int i = 0; i < r - 2; i++) tir_sb_printf(sb, "%s%%%d", i ? ", " : "", 3 + r + i);
+  tir_sb_puts(sb, "};\"\n               :: \"r\"(tir_smem_addr(dst)), \"l\"(tmap), \"r\"(tir_smem_addr(bar))");
+  for (int i = 0; i < r; i++) tir_sb_printf(sb, ", \"r\"(%s)", cs[i]);
+  for (int i = 0; i < r - 2; i++) tir_sb_printf(sb, ", \"h\"(%s)", os[i]);
+  tir_sb_puts(sb, " : \"memory\");\n}\n");
+}
+
 /* tir_tma_desc_from_call's evaluator at build time: a constant dimension, else 0 (unknown) */
 static int tma_dim_or_unknown(void *ctx, const tir_Node *e, int64_t *v) {
   (void)ctx;
@@ -1991,6 +2009,35 @@ static int tma_stmt(CG *g, const tir_Call *c) {
       if (!r || !tma_shared_operand(g, c, 0, "copies into shared memory: its destination")) return 1;
       tma_load_head(g, c, "tir_tma_load", r);
       tma_coords(g, c, 3);
+      return 1;
+    }
+    case TIR_BI_PTX_TMA_LOAD_IM2COL: {
+      const tir_Node *d = c->args->items[1];
+      int64_t r = 0;
+      if (d->kind != TIR_Call || strcmp(((const tir_Call *)d)->op, "tma_im2col_descriptor") != 0 || !const_arg((const tir_Call *)d, 3, &r) ||
+          r < 3 || r > 5 || n != 3 + 2 * r - 2) {
+        cg_fail(g, &c->hdr, "%s needs a tma_im2col_descriptor operand of rank r (3..5) and r coordinates + r - 2 offsets", c->op);
+        return 1;
+      }
+      if (!tma_shared_operand(g, c, 0, "copies into shared memory: its destination")) return 1;
+      g->tma_im2col_ranks |= 1u << r;
+      putf(g, "tir_tma_load_im2col_%dd(", (int)r);
+      ptr_ref(g, c->args->items[0]);
+      put(g, ", ");
+      expr(g, c->args->items[1]);
+      put(g, ", ");
+      ptr_ref(g, c->args->items[2]);
+      /* coordinates innermost first, then the offsets innermost first */
+      for (int i = 3 + (int)r - 1; i >= 3; i--) {
+        put(g, ", ");
+        expr(g, c->args->items[i]);
+      }
+      for (int i = n - 1; i >= 3 + (int)r; i--) {
+        put(g, ", (unsigned short)(");
+        expr(g, c->args->items[i]);
+        put(g, ")");
+      }
+      put(g, ");\n");
       return 1;
     }
     case TIR_BI_PTX_TMA_LOAD_MULTICAST: {
@@ -2623,6 +2670,8 @@ char *tir_codegen_cuda(const tir_DeviceSplit *split, const char *arch) {
     tir_sb_puts(&all, tma_helpers);
     for (int r = 1; r <= TIR_TMA_MAX_RANK; r++)
       if (g.tma_ranks >> r & 1) tma_rank_helpers(&all, r);
+    for (int r = 3; r <= TIR_TMA_MAX_RANK; r++)
+      if (g.tma_im2col_ranks >> r & 1) tma_im2col_helper(&all, r);
   }
   {
     int nrows;

@@ -687,13 +687,19 @@ static int interp_eval_int(void *p, const tir_Node *e, int64_t *v) {
   return !I->failed;
 }
 
+/* load: 0 ptx_tma_store, 1 ptx_tma_load, 2 ptx_tma_load_im2col (rank coordinates, then rank - 2 offsets) */
 static int exec_tma(Interp *I, const tir_Call *c, int load) {
   int n = c->args->size, di = load ? 1 : 0, si = load ? 0 : 1, c0 = load ? 3 : 2;
   tir_TmaDesc d;
   char why[256];
   if (tir_tma_desc_from_call(c->args->items[di], interp_eval_int, I, &d, why, sizeof why))
     return I->failed ? -1 : fail(I, &c->hdr, "%s: %s", c->op, why);
-  if (n - c0 != d.rank) return fail(I, &c->hdr, "%s: %d coordinates for a rank-%d tensor map", c->op, n - c0, d.rank);
+  if (d.im2col != (load == 2))
+    return fail(I, &c->hdr, "%s needs %s tensor map", c->op, load == 2 ? "an im2col (tma_im2col_descriptor)" : "a tiled (tma_descriptor)");
+  int want = load == 2 ? 2 * d.rank - 2 : d.rank;
+  if (n - c0 != want)
+    return fail(I, &c->hdr, "%s: %d coordinates%s for a rank-%d tensor map (%d expected)", c->op, n - c0, load == 2 ? " and offsets" : "",
+                d.rank, want);
   int ts = storage_of(I, (const tir_Var *)((const tir_Call *)c->args->items[di])->args->items[0]);
   if (ts < 0) return fail(I, &c->hdr, "%s: the tensor map's buffer is not allocated here", c->op);
   Storage *tensor = &I->storages[ts], *sm = NULL;
@@ -706,13 +712,14 @@ static int exec_tma(Interp *I, const tir_Call *c, int load) {
   if (!box) return -1;
   if (box + tir_tma_box_bytes(&d) > sm->base + sm->n * tir_dtype_bytes(sm->dtype))
     return fail(I, &c->hdr, "%s: the %lld-byte box runs past the end of %s", c->op, (long long)tir_tma_box_bytes(&d), sm->name);
-  int64_t coords[TIR_TMA_MAX_RANK];
-  for (int i = 0; i < d.rank; i++) coords[i] = eval(I, c->args->items[c0 + i], 0).i;
+  int64_t coords[2 * TIR_TMA_MAX_RANK];
+  for (int i = 0; i < want; i++) coords[i] = eval(I, c->args->items[c0 + i], 0).i;
   if (I->failed) return -1;
   /* the box lands as the hardware places it (swizzled by the map's mode): a storage_swizzle'd
    * tile is reached by physical indices once lower_buffer_swizzle ran, the only code with TMA
    * copies into it (the Buffer field is set by compact_buffer_allocation) */
-  if (load) tir_tma_copy_in(&d, tensor->base, coords, box);
+  if (load == 2) tir_tma_copy_in_im2col(&d, tensor->base, coords, coords + d.rank, box);
+  else if (load) tir_tma_copy_in(&d, tensor->base, coords, box);
   else tir_tma_copy_out(&d, tensor->base, coords, box);
   return 0;
 }
@@ -774,6 +781,7 @@ static int exec_async_builtin(Interp *I, const tir_Call *c) {
   case TIR_BI_PTX_TMA_LOAD_MULTICAST: case TIR_BI_PTX_MBARRIER_ARRIVE_CLUSTER: case TIR_BI_PTX_CLUSTER_SYNC:
     return cluster_fail(I, &c->hdr, c->op);
   case TIR_BI_PTX_TMA_LOAD: return exec_tma(I, c, 1);
+  case TIR_BI_PTX_TMA_LOAD_IM2COL: return exec_tma(I, c, 2);
   case TIR_BI_PTX_TMA_STORE: return exec_tma(I, c, 0);
   case TIR_BI_PTX_CP_ASYNC: return exec_cp_async(I, c);
   case TIR_BI_PTX_COMMIT_GROUP: return exec_commit_group(I);

@@ -35,6 +35,9 @@ static struct {
   int (*cuTensorMapEncodeTiled)(void *map, int dtype, unsigned rank, void *addr, const uint64_t *dims,
                                 const uint64_t *strides, const unsigned *box, const unsigned *elem_strides, int interleave,
                                 int swizzle, int l2_promotion, int oob_fill);
+  int (*cuTensorMapEncodeIm2col)(void *map, int dtype, unsigned rank, void *addr, const uint64_t *dims, const uint64_t *strides,
+                                 const int *lower, const int *upper, unsigned channels, unsigned pixels, const unsigned *elem_strides,
+                                 int interleave, int swizzle, int l2_promotion, int oob_fill);
   int n_devices;
   void *ctx[64];
   /* each device's attributes, read once: they do not change while the process runs, and a
@@ -61,6 +64,7 @@ static int load_driver(void) {
 #include "cuda_fns.def"
 #undef F
   *(void **)&D.cuTensorMapEncodeTiled = dlsym(D.lib, "cuTensorMapEncodeTiled");
+  *(void **)&D.cuTensorMapEncodeIm2col = dlsym(D.lib, "cuTensorMapEncodeIm2col");
   int rc = D.cuInit(0);
   if (rc != 0) {
     const char *name = "?";
@@ -241,36 +245,67 @@ int tir_cuda_launch(void *fn, const unsigned grid[3], const unsigned block[3], u
   return 0;
 }
 
-int tir_cuda_tensor_map_encode(void *map, const tir_TmaDesc *d, uint64_t dptr) {
-  if (need_driver()) return -1;
-  if (!D.cuTensorMapEncodeTiled)
-    return tir_error_set(TIR_ERR_CUDA, "cuTensorMapEncodeTiled", "the CUDA driver lacks cuTensorMapEncodeTiled (TMA needs CUDA 12+)");
+/* The parts both encoders share (fn names the driver call): d's dims in CUDA's order (innermost
+ * first), the byte strides of dims 1.. (multiples of 16), the address's 16-byte alignment, the
+ * swizzle's enum; -1 with the error set. */
+static int map_layout(const char *fn, const tir_TmaDesc *d, uint64_t dptr, uint64_t *dims, uint64_t *strides, int *sw) {
   char why[256];
-  if (tir_tma_desc_check(d, why, sizeof why)) return tir_error_set(TIR_ERR_CUDA, "cuTensorMapEncodeTiled", "%s", why);
+  if (tir_tma_desc_check(d, why, sizeof why)) return tir_error_set(TIR_ERR_CUDA, fn, "%s", why);
   int es = tir_dtype_bytes(d->dtype);
-  uint64_t dims[TIR_TMA_MAX_RANK], strides[TIR_TMA_MAX_RANK];
-  unsigned box[TIR_TMA_MAX_RANK], estr[TIR_TMA_MAX_RANK];
   uint64_t stride = (uint64_t)es;
-  for (int i = 0; i < d->rank; i++) { /* CUDA's order: innermost first */
+  for (int i = 0; i < d->rank; i++) {
     int src = d->rank - 1 - i;
     dims[i] = (uint64_t)d->dims[src];
-    box[i] = (unsigned)d->box[src];
-    estr[i] = 1;
     stride *= (uint64_t)d->dims[src];
     if (i + 1 < d->rank) {
       strides[i] = stride;
       if (stride % 16)
-        return tir_error_set(TIR_ERR_CUDA, "cuTensorMapEncodeTiled",
-                             "a TMA tensor's row strides must be multiples of 16 bytes; dimension %d's is %llu bytes (pad the "
+        return tir_error_set(TIR_ERR_CUDA, fn, "a TMA tensor's row strides must be multiples of 16 bytes; dimension %d's is %llu bytes (pad the "
                              "inner dimension to a multiple of %d elements)", src - 1, (unsigned long long)stride, 16 / es);
     }
   }
   if (dptr % 16)
-    return tir_error_set(TIR_ERR_CUDA, "cuTensorMapEncodeTiled", "a TMA tensor's address must be 16-byte aligned (0x%llx)",
-                         (unsigned long long)dptr);
-  int sw = d->swizzle == 32 ? 1 : d->swizzle == 64 ? 2 : d->swizzle == 128 ? 3 : 0;
-  CU("cuTensorMapEncodeTiled", D.cuTensorMapEncodeTiled(map, tir_tma_cuda_dtype(d->dtype), (unsigned)d->rank, (void *)(uintptr_t)dptr,
-                                                         dims, strides, box, estr, 0, sw, 2, 0));
+    return tir_error_set(TIR_ERR_CUDA, fn, "a TMA tensor's address must be 16-byte aligned (0x%llx)", (unsigned long long)dptr);
+  *sw = d->swizzle == 32 ? 1 : d->swizzle == 64 ? 2 : d->swizzle == 128 ? 3 : 0;
+  return 0;
+}
+
+/* An im2col tensor map (cuTensorMapEncodeIm2col; tma.h): the corners and traversal strides of the
+ * spatial dims in CUDA's order (innermost first), element stride 1 for C and N. */
+static int encode_im2col(void *map, const tir_TmaDesc *d, uint64_t dptr) {
+  static const char *fn = "cuTensorMapEncodeIm2col";
+  if (!D.cuTensorMapEncodeIm2col) return tir_error_set(TIR_ERR_CUDA, fn, "the CUDA driver lacks cuTensorMapEncodeIm2col (TMA needs CUDA 12+)");
+  uint64_t dims[TIR_TMA_MAX_RANK], strides[TIR_TMA_MAX_RANK];
+  int sw, ns = d->rank - 2;
+  if (map_layout(fn, d, dptr, dims, strides, &sw)) return -1;
+  unsigned estr[TIR_TMA_MAX_RANK];
+  int lower[TIR_TMA_MAX_RANK], upper[TIR_TMA_MAX_RANK];
+  for (int i = 0; i < d->rank; i++) estr[i] = 1;
+  for (int i = 0; i < ns; i++) { /* CUDA's spatial dim i (innermost first) = tirlua's ns - 1 - i */
+    lower[i] = (int)d->lower[ns - 1 - i];
+    upper[i] = (int)d->upper[ns - 1 - i];
+    estr[1 + i] = (unsigned)d->estride[ns - 1 - i];
+  }
+  CU(fn, D.cuTensorMapEncodeIm2col(map, tir_tma_cuda_dtype(d->dtype), (unsigned)d->rank, (void *)(uintptr_t)dptr, dims, strides, lower, upper,
+                                   (unsigned)d->box[1], (unsigned)d->box[0], estr, 0, sw, 2, 0));
+  return 0;
+}
+
+int tir_cuda_tensor_map_encode(void *map, const tir_TmaDesc *d, uint64_t dptr) {
+  if (need_driver()) return -1;
+  if (d->im2col) return encode_im2col(map, d, dptr);
+  static const char *fn = "cuTensorMapEncodeTiled";
+  if (!D.cuTensorMapEncodeTiled) return tir_error_set(TIR_ERR_CUDA, fn, "the CUDA driver lacks cuTensorMapEncodeTiled (TMA needs CUDA 12+)");
+  uint64_t dims[TIR_TMA_MAX_RANK], strides[TIR_TMA_MAX_RANK];
+  int sw;
+  if (map_layout(fn, d, dptr, dims, strides, &sw)) return -1;
+  unsigned box[TIR_TMA_MAX_RANK], estr[TIR_TMA_MAX_RANK];
+  for (int i = 0; i < d->rank; i++) { /* CUDA's order: innermost first */
+    box[i] = (unsigned)d->box[d->rank - 1 - i];
+    estr[i] = 1;
+  }
+  CU(fn, D.cuTensorMapEncodeTiled(map, tir_tma_cuda_dtype(d->dtype), (unsigned)d->rank, (void *)(uintptr_t)dptr, dims, strides, box, estr, 0,
+                                  sw, 2, 0));
   return 0;
 }
 

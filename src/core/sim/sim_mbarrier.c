@@ -254,8 +254,12 @@ static int desc_arg(Sim *S, const tir_Call *c, int pos, const Act *a, tir_TmaDes
     return sim_fail(S, &c->hdr, "%s: the tensor map describes %lld global elements of %d bytes; %s has %lld of %d", c->op,
                     (long long)elems, tir_dtype_bytes(d->dtype), (*tensor)->buf ? (*tensor)->buf->name : "?",
                     (long long)(*tensor)->n, (*tensor)->esize);
-  if (c->args->size - (pos == 1 ? 3 : 2) != d->rank)
-    return sim_fail(S, &c->hdr, "%s: %d coordinates for a rank-%d tensor map", c->op, c->args->size - (pos == 1 ? 3 : 2), d->rank);
+  int im2col = strcmp(c->op, "ptx_tma_load_im2col") == 0, want = im2col ? 2 * d->rank - 2 : d->rank;
+  if (d->im2col != im2col)
+    return sim_fail(S, &c->hdr, "%s needs %s tensor map", c->op, im2col ? "an im2col (tma_im2col_descriptor)" : "a tiled (tma_descriptor)");
+  if (c->args->size - (pos == 1 ? 3 : 2) != want)
+    return sim_fail(S, &c->hdr, "%s: %d coordinates%s for a rank-%d tensor map (%d expected)", c->op, c->args->size - (pos == 1 ? 3 : 2),
+                    im2col ? " and offsets" : "", d->rank, want);
   return 0;
 }
 
@@ -285,11 +289,12 @@ static int tma_load(Sim *S, const tir_Call *c, const Act *a) {
   int mark = S->vtop;
   tir_TmaDesc d;
   Store *tensor, *ds, *bs;
-  SVal *dst, *bar, *co[TIR_TMA_MAX_RANK];
+  SVal *dst, *bar, *co[2 * TIR_TMA_MAX_RANK];
   if (desc_arg(S, c, 1, a, &d, &tensor)) return -1;
   if (addr_arg(S, c->args->items[0], a, &ds, &dst, c->op) || addr_arg(S, c->args->items[2], a, &bs, &bar, c->op)) return -1;
   if (ds->kind != ST_SHARED) return sim_fail(S, &c->hdr, "ptx_tma_load copies into shared memory, not into %s", ds->buf->name);
-  for (int i = 0; i < d.rank; i++)
+  const int nco = d.im2col ? 2 * d.rank - 2 : d.rank; /* (im2col: the offsets after the coordinates) */
+  for (int i = 0; i < nco; i++)
     if (!(co[i] = sim_eval(S, c->args->items[3 + i], 0, a))) return -1;
   int64_t bytes = tir_tma_box_bytes(&d);
   for (int k = 0; k < a->n; k++) {
@@ -327,12 +332,13 @@ static int tma_load(Sim *S, const tir_Call *c, const Act *a) {
       }
     }
     if (refill_check(S, ds, db, bytes, t)) return -1;
-    int64_t cs[TIR_TMA_MAX_RANK];
-    for (int i = 0; i < d.rank; i++) cs[i] = co[i][t].i;
+    int64_t cs[2 * TIR_TMA_MAX_RANK];
+    for (int i = 0; i < nco; i++) cs[i] = co[i][t].i;
     TmaCopy cp = {ds, db, bytes, malloc((size_t)(bytes > 0 ? bytes : 1)), S->cur, t, 0};
     /* the source is read at issue; the box lands swizzled by the tensor map's mode (physical
      * memory: lower_buffer_swizzle addressed the tile's other accesses the same way) */
-    tir_tma_copy_in(&d, tensor->base, cs, (char *)cp.data);
+    if (d.im2col) tir_tma_copy_in_im2col(&d, tensor->base, cs, cs + d.rank, (char *)cp.data);
+    else tir_tma_copy_in(&d, tensor->base, cs, (char *)cp.data);
     for (int64_t i = 0; i < bytes; i++) {
       Shadow *sh = &ds->shadow[db + i];
       sh->pending++;
@@ -442,7 +448,8 @@ int sim_tma_builtin(Sim *S, const tir_Call *c, const Act *a) {
   const tir_BuiltinInfo *bi = tir_builtin_info(c->op);
   if (!bi) return 1;
   switch (bi->id) {
-    case TIR_BI_PTX_TMA_LOAD: return tma_load(S, c, a);
+    case TIR_BI_PTX_TMA_LOAD:
+    case TIR_BI_PTX_TMA_LOAD_IM2COL: return tma_load(S, c, a);
     case TIR_BI_PTX_TMA_STORE: return tma_store(S, c, a);
     case TIR_BI_PTX_BULK_COMMIT_GROUP:
     case TIR_BI_PTX_BULK_WAIT_GROUP_READ:

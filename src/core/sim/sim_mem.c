@@ -183,7 +183,8 @@ static int inflight_issue(Sim *S, Store *st, int64_t byte, int tid, const Shadow
   char who[96], other[96];
   int64_t el = byte / st->esize;
   const tir_Node *v = sh->p_stmt && sh->p_stmt->kind == TIR_Evaluate ? ((const tir_Evaluate *)sh->p_stmt)->value : NULL;
-  if (v && v->kind == TIR_Call && strcmp(((const tir_Call *)v)->op, "ptx_tma_load") == 0)
+  if (v && v->kind == TIR_Call && (strcmp(((const tir_Call *)v)->op, "ptx_tma_load") == 0 ||
+                                          strcmp(((const tir_Call *)v)->op, "ptx_tma_load_im2col") == 0))
     return sim_issue(S, "tma_race", S->cur, tid, sh->p_stmt, sh->p_thr, st->buf->name, el, st->n,
                      "%s %s %s[%lld], the destination of a TMA copy issued by %s, before the mbarrier phase the copy "
                      "completes on has completed (a ptx_mbarrier_wait on that phase is missing, or waits on the wrong "

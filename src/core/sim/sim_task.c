@@ -52,6 +52,7 @@ static int call_bits(const tir_Node *s) {
     case TIR_BI_PTX_MBARRIER_ARRIVE:
     case TIR_BI_PTX_CP_ASYNC_MBARRIER_ARRIVE_NOINC:
     case TIR_BI_PTX_TMA_LOAD:
+    case TIR_BI_PTX_TMA_LOAD_IM2COL:
     case TIR_BI_PTX_BAR_ARRIVE: return SIM_HAS_SYNC;
     default: return 0;
   }

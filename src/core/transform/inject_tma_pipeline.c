@@ -64,6 +64,7 @@
 #define KEY_STAGES "tma_pipeline_stages"
 #define KEY_COPY "tma_copy"
 #define KEY_GATHER "cp_async_gather"
+#define KEY_IM2COL "tma_im2col" /* {pt, pl, sh, sw, dh, dw, P, Q, R, S}: a convolution's A tile by TMA im2col (parse_im2col) */
 #define GATHER_THREADS 128 /* a gathering producer: the producer warpgroup's threads */
 #define KEY_WS "warp_specialize"
 #define KEY_CLUSTER "tma_cluster"
@@ -91,6 +92,9 @@ typedef struct {
   int swizzle;
   int64_t mc_stride, mc_count; /* tma_multicast {stride, count}: shared by the count CTAs of ranks base + j stride (1, 1: none) */
   int gather;               /* a cp_async_gather copy: the statement runs as it is on the producer warpgroup */
+  int im2col;               /* a tma_im2col copy: one ptx_tma_load_im2col of the A tile (parse_im2col) */
+  tir_Node *m0, *k0;        /* ... the tile's first row and column (owned; in terms of the loop var) */
+  int64_t geo[10];          /* ... KEY_IM2COL's {pt, pl, sh, sw, dh, dw, P, Q, R, S} */
 } Copy;
 
 /* a LoweringError naming the pass, showing the function with `where` marked */
@@ -127,6 +131,197 @@ static int scan_threads(const tir_Node *n, void *p) {
 static int has_copy_mark(const tir_Node *n, void *p) {
   if (n->kind == TIR_Block && tir_ann_get(((const tir_Block *)n)->annotations, KEY_COPY)) *(int *)p |= 1;
   if (n->kind == TIR_Block && tir_ann_get(((const tir_Block *)n)->annotations, KEY_GATHER)) *(int *)p |= 2;
+  if (n->kind == TIR_Block && tir_ann_get(((const tir_Block *)n)->annotations, KEY_IM2COL)) *(int *)p |= 4;
+  return 0;
+}
+
+/* ---- tma_im2col copies ----
+ * A tma_im2col copy: a nest of two serial loops (BM, BK) around one block of two iteration
+ * variables (m, k) bound to m0 + i, k0 + j, storing dst[i, j] = X[n, h, w, c] or
+ * if_then_else(cond, X[n, h, w, c], 0) into a shared [BM, BK] tile allocated in the loop body,
+ * X a global NHWC tensor [N, H, W, C] -- the A tile of conv2d_tc's implicit GEMM.  The annotation
+ * {pt, pl, sh, sw, dh, dw, P, Q, R, S} states the convolution (tma.h's im2col mode): A[m, k] =
+ * X[n, p sh - pt + r dh, q sw - pl + s dw, c] (m = (n P + p) Q + q, k = (r S + s) C + c), zero
+ * outside X; the pass checks that the block computes exactly that at sampled (m, k) (each row
+ * position class and every filter tap), so the copy below means the block.  One copy moves the
+ * tile: pixels = BM rows from pixel m0, channels = BK from c = k0 % C at filter tap k0 / C
+ * (im2col offsets r dh, s dw), BK dividing C (a tile lies in one tap), m0 a multiple of BM and
+ * N P Q of BM (whole tiles: the box walks rows of the next image past an image's end). */
+typedef struct {
+  const tir_Buffer *x;
+  int n, other;
+} XScan;
+
+static int xscan_fn(const tir_Node *n, void *p) {
+  XScan *s = p;
+  if (n->kind != TIR_BufferLoad) return 0;
+  const tir_Buffer *b = ((const tir_BufferLoad *)n)->buffer;
+  if (!s->x) s->x = b;
+  if (b != s->x) s->other = 1;
+  s->n++;
+  return 0;
+}
+
+/* v evaluated at iteration variables = vals (constants): 0 when it is not a constant */
+static int eval_at(tir_Analyzer *an, const tir_Block *b, const tir_Node *e, const int64_t *vals, int64_t *out) {
+  tir_Var *vars[2] = {((const tir_IterVar *)b->iter_vars->items[0])->var, ((const tir_IterVar *)b->iter_vars->items[1])->var};
+  tir_Node *vv[2] = {tir_int_imm(vars[0]->hdr.dtype, vals[0]), tir_int_imm(vars[1]->hdr.dtype, vals[1])};
+  tir_Node *x = tir_substitute(e, 2, vars, vv);
+  int ok = tir_as_const_int(an, x, out);
+  tir_release(x), tir_release(vv[0]), tir_release(vv[1]);
+  return ok;
+}
+
+static int parse_im2col(Ctx *c, const tir_For *loop, const tir_Node *s, const tir_Array *allocs, Copy *cp) {
+  const char *form = "a tma_im2col copy must be two serial loops (BM, BK) around one block (m, k) = (m0 + i, k0 + j) storing "
+                     "dst[i, j] = if_then_else(cond, X[n, h, w, c], 0) (or X[n, h, w, c]) into a shared [BM, BK] tile allocated in "
+                     "the pipelined loop, X a global 4-d NHWC tensor";
+  const tir_Var *lv[2];
+  int64_t ext[2];
+  const tir_Node *x = s;
+  for (int i = 0; i < 2; i++) {
+    const tir_For *f = x->kind == TIR_For ? (const tir_For *)x : NULL;
+    if (!f || (f->kind != TIR_FOR_SERIAL && f->kind != TIR_FOR_UNROLLED) || !tir_is_zero(f->min) || !tir_is_const_int(f->extent, &ext[i])) {
+      fail_at(c, x, "this copy", "loop %s: %s", loop->loop_var->name, form);
+      return -1;
+    }
+    lv[i] = f->loop_var;
+    x = f->body;
+  }
+  const tir_BlockRealize *br = x->kind == TIR_BlockRealize ? (const tir_BlockRealize *)x : NULL;
+  const tir_Block *b = br ? br->block : NULL;
+  if (!br || !tir_is_one(br->predicate) || b->iter_vars->size != 2 || b->body->kind != TIR_BufferStore || b->init ||
+      b->match_buffers->size || b->alloc_buffers->size) {
+    fail_at(c, x, "not an im2col block", "loop %s: %s", loop->loop_var->name, form);
+    return -1;
+  }
+  const tir_BufferStore *st = (const tir_BufferStore *)b->body;
+  int in_body = 0;
+  for (int i = 0; i < allocs->size; i++) in_body |= allocs->items[i] == &st->buffer->hdr;
+  XScan xs = {NULL, 0, 0};
+  tir_visit(st->value, xscan_fn, &xs);
+  const tir_Buffer *X = xs.x;
+  const tir_Node *v = st->value, *cond = NULL;
+  if (v->kind == TIR_Call && strcmp(((const tir_Call *)v)->op, "if_then_else") == 0 && ((const tir_Call *)v)->args->size == 3) {
+    const tir_Array *a = ((const tir_Call *)v)->args;
+    const tir_Node *z = a->items[2];
+    double zf = 1;
+    if (z->kind == TIR_FloatImm) zf = ((const tir_FloatImm *)z)->value;
+    else if (tir_is_zero(z)) zf = 0;
+    cond = a->items[0];
+    v = zf == 0 ? a->items[1] : NULL;
+  }
+  int64_t shp[4] = {0, 0, 0, 0}, tile[2] = {0, 0};
+  int ok = X && !xs.other && v && v->kind == TIR_BufferLoad && ((const tir_BufferLoad *)v)->buffer == X && xs.n == 1 &&
+           tir_scope_is_global(X->scope) && X->shape->size == 4 && !X->strides->size && tir_scope_is_shared(st->buffer->scope) && in_body &&
+           st->buffer->shape->size == 2 && !st->buffer->strides->size && tir_is_zero(st->buffer->elem_offset) && st->indices->size == 2 &&
+           tir_dtype_bytes(tir_dtype_element(X->hdr.dtype)) == tir_dtype_bytes(tir_dtype_element(st->buffer->hdr.dtype)) &&
+           tir_tma_cuda_dtype(tir_dtype_element(X->hdr.dtype)) >= 0;
+  for (int d = 0; ok && d < 4; d++) ok = tir_is_const_int(X->shape->items[d], &shp[d]);
+  for (int d = 0; ok && d < 2; d++) ok = tir_is_const_int(st->buffer->shape->items[d], &tile[d]) && tile[d] == ext[d];
+  if (!ok) {
+    fail_at(c, &st->hdr, "this copy", "loop %s: %s (constant shapes)", loop->loop_var->name, form);
+    return -1;
+  }
+  const tir_Node *an_v = tir_ann_get(b->annotations, KEY_IM2COL);
+  const tir_Array *ga = an_v && an_v->kind == TIR_Array ? (const tir_Array *)an_v : NULL;
+  ok = ga && ga->size == 10;
+  for (int i = 0; ok && i < 10; i++) ok = tir_is_const_int(ga->items[i], &cp->geo[i]);
+  const int64_t pt = cp->geo[0], pl = cp->geo[1], sh = cp->geo[2], sw = cp->geo[3], dh = cp->geo[4], dw = cp->geo[5], P = cp->geo[6],
+                Q = cp->geo[7], R = cp->geo[8], S = cp->geo[9], N = shp[0], H = shp[1], W = shp[2], C = shp[3];
+  if (!ok || sh < 1 || sw < 1 || dh < 1 || dw < 1 || P < 1 || Q < 1 || R < 1 || S < 1) {
+    fail_at(c, x, "this copy", "loop %s: %s must be a list of 10 integers {pt, pl, sh, sw, dh, dw, P, Q, R, S} (paddings, strides, "
+            "dilations, the output's P x Q, the filter's R x S)", loop->loop_var->name, KEY_IM2COL);
+    return -1;
+  }
+  /* the tile: (i, j) = the two loops, (m, k) = (m0 + i, k0 + j) */
+  tir_Analyzer *an = pass_loops_analyzer(lv, ext, 2);
+  int rc = 0;
+  for (int d = 0; d < 2 && !rc; d++) {
+    tir_Node *di = pass_bind_iters(br, st->indices->items[d]);
+    tir_Node *ds = tir_simplify(an, di);
+    if (ds != &lv[d]->hdr) rc = -1;
+    tir_release(di), tir_release(ds);
+  }
+  tir_Node *base[2] = {NULL, NULL};
+  for (int d = 0; d < 2 && !rc; d++) {
+    tir_Node *zeros[2] = {tir_int_imm(lv[0]->hdr.dtype, 0), tir_int_imm(lv[1]->hdr.dtype, 0)};
+    tir_Node *b0 = tir_substitute(br->iter_values->items[d], 2, (tir_Var *const *)lv, zeros);
+    base[d] = tir_simplify(an, b0);
+    tir_Node *want = tir_add(R(base[d]), R((tir_Node *)lv[d]));
+    if (!tir_can_prove_equal(an, want, br->iter_values->items[d])) rc = -1;
+    tir_release(want), tir_release(b0), tir_release(zeros[0]), tir_release(zeros[1]);
+  }
+  tir_analyzer_free(an);
+  const int64_t BM = ext[0], BK = ext[1], M = N * P * Q;
+  if (rc || C % BK || M % BM) {
+    fail_at(c, &st->hdr, "this copy", "loop %s: %s; and BK (%lld) must divide C (%lld), BM (%lld) divide N P Q (%lld)", loop->loop_var->name,
+            form, (long long)BK, (long long)C, (long long)BM, (long long)M);
+    tir_release(base[0]), tir_release(base[1]);
+    return -1;
+  }
+  cp->m0 = base[0];
+  cp->k0 = base[1];
+  /* the block computes the convolution's A: sampled rows (the first and last pixels of rows,
+   * images, the tensor, and a spread) at every filter tap and the first / last channel */
+  tir_Analyzer *ev = tir_analyzer_new();
+  const tir_Array *idx = ((const tir_BufferLoad *)v)->indices;
+  int64_t ms[24];
+  int nm = 0;
+  int64_t cand[] = {0, 1, Q - 1, Q, P * Q - 1, P * Q, M - 1, M / 2, M / 3, Q / 2, (P / 2) * Q + Q - 1, M - Q};
+  for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++)
+    if (cand[i] >= 0 && cand[i] < M) ms[nm++] = cand[i];
+  for (int a = 0; a < nm && !rc; a++)
+    for (int64_t rs = 0; rs < R * S && !rc; rs++)
+      for (int e = 0; e < 2 && !rc; e++) {
+        int64_t m = ms[a], kk = rs * C + (e ? C - 1 : 0), n = m / (P * Q), p = m / Q % P, q = m % Q, r = rs / S, s2 = rs % S, ch = kk % C;
+        int64_t h = p * sh - pt + r * dh, w = q * sw - pl + s2 * dw, vals[2] = {m, kk}, got;
+        int inside = h >= 0 && h < H && w >= 0 && w < W;
+        if (cond && (!eval_at(ev, b, cond, vals, &got) || (got != 0) != inside)) rc = -1;
+        if (!cond && !inside) rc = -1;
+        int64_t want[4] = {n, h, w, ch};
+        for (int d = 0; d < 4 && !rc && inside; d++)
+          if (!eval_at(ev, b, idx->items[d], vals, &got) || got != want[d]) rc = -1;
+        if (rc) {
+          tir_analyzer_free(ev);
+          fail_at(c, &st->hdr, "this copy", "loop %s: the block is not the im2col of %s that %s states (pads %lld, %lld, strides %lld, "
+                  "%lld, dilations %lld, %lld, output %lld x %lld, filter %lld x %lld): at m = %lld, k = %lld it should read %s[%lld, "
+                  "%lld, %lld, %lld]%s", loop->loop_var->name, X->name, KEY_IM2COL, (long long)pt, (long long)pl, (long long)sh,
+                  (long long)sw, (long long)dh, (long long)dw, (long long)P, (long long)Q, (long long)R, (long long)S, (long long)m,
+                  (long long)kk, X->name, (long long)n, (long long)h, (long long)w, (long long)ch, inside ? "" : " (outside: zero)");
+          return -1;
+        }
+      }
+  tir_analyzer_free(ev);
+  cp->dst = st->buffer;
+  cp->src = X;
+  cp->im2col = 1;
+  cp->rank = 2;
+  cp->box[0] = BM;
+  cp->box[1] = BK;
+  cp->mc_stride = cp->mc_count = 1;
+  cp->swizzle = tir_swizzle_ptx_mode(st->buffer->swizzle);
+  if (cp->swizzle < 0) {
+    fail_at(c, &st->hdr, "this copy", "the TMA destination %s has a swizzle that is not one of TMA's modes", st->buffer->name);
+    return -1;
+  }
+  tir_TmaDesc dd;
+  memset(&dd, 0, sizeof dd);
+  dd.dtype = tir_dtype_element(X->hdr.dtype);
+  dd.rank = 4;
+  dd.swizzle = cp->swizzle;
+  dd.im2col = 1;
+  for (int d = 0; d < 4; d++) dd.dims[d] = shp[d];
+  dd.box[0] = BM, dd.box[1] = BK;
+  dd.lower[0] = -pt, dd.lower[1] = -pl;
+  /* the box's last position is exactly the last output's: lower + (P - 1) sh = H - 1 + upper */
+  dd.upper[0] = -pt + (P - 1) * sh - H + 1, dd.upper[1] = -pl + (Q - 1) * sw - W + 1;
+  dd.estride[0] = sh, dd.estride[1] = sw;
+  char why[256];
+  if (tir_tma_desc_check(&dd, why, sizeof why)) {
+    fail_at(c, &st->hdr, "this copy", "loop %s: the TMA im2col copy of %s into %s: %s", loop->loop_var->name, X->name, st->buffer->name, why);
+    return -1;
+  }
   return 0;
 }
 
@@ -398,6 +593,43 @@ static tir_Node *mc_slice(const Copy *cp) {
 }
 static tir_Node *mc_base(const Copy *cp) { return tir_sub(cluster_rank(), tir_mul(mc_slice(cp), tir_i32((int)cp->mc_stride))); }
 
+/* The tma_im2col copy of iteration `it` into stage `s` (parse_im2col): coordinates (n, h, w, c)
+ * of the tile's first pixel and channel, im2col offsets (r dh, s dw) of its filter tap.  Owned. */
+static tir_Node *im2col_issue(const tir_For *loop, const Copy *cp, tir_Buffer *full, tir_Node *it, tir_Node *s) {
+  const int64_t *g = cp->geo;
+  const int64_t pt = g[0], pl = g[1], sh = g[2], sw = g[3], dh = g[4], dw = g[5], P = g[6], Q = g[7], S = g[9];
+  int64_t C;
+  tir_is_const_int(cp->src->shape->items[3], &C);
+  tir_Node *m0 = tir_cast(TIR_INT32, tir_substitute(cp->m0, 1, (tir_Var *const *)&loop->loop_var, &it));
+  tir_Node *k0 = tir_cast(TIR_INT32, tir_substitute(cp->k0, 1, (tir_Var *const *)&loop->loop_var, &it));
+  tir_Node *n = tir_floordiv(R(m0), tir_i32((int)(P * Q)));
+  tir_Node *h = tir_sub(tir_mul(tir_floormod(tir_floordiv(R(m0), tir_i32((int)Q)), tir_i32((int)P)), tir_i32((int)sh)), tir_i32((int)pt));
+  tir_Node *w = tir_sub(tir_mul(tir_floormod(R(m0), tir_i32((int)Q)), tir_i32((int)sw)), tir_i32((int)pl));
+  tir_Node *ch = tir_floormod(R(k0), tir_i32((int)C));
+  tir_Node *tap = tir_floordiv(R(k0), tir_i32((int)C));
+  tir_Node *oh = tir_mul(tir_floordiv(R(tap), tir_i32((int)S)), tir_i32((int)dh));
+  tir_Node *ow = tir_mul(tir_floormod(tap, tir_i32((int)S)), tir_i32((int)dw));
+  tir_release(m0), tir_release(k0);
+  char ts[32];
+  tir_DType et = tir_dtype_element(cp->src->hdr.dtype);
+  int64_t H, W;
+  tir_is_const_int(cp->src->shape->items[1], &H);
+  tir_is_const_int(cp->src->shape->items[2], &W);
+  tir_Array *da = tir_array_of(4, R((tir_Node *)cp->src->data), tir_string_imm(tir_dtype_str(et, ts)), tir_i32(cp->swizzle), tir_i32(4));
+  for (int d = 0; d < 4; d++) da = tir_array_push(da, R(cp->src->shape->items[d]));
+  int64_t fields[6] = {-pt, -pl, -pt + (P - 1) * sh - H + 1, -pl + (Q - 1) * sw - W + 1, sh, sw};
+  for (int i = 0; i < 6; i++) da = tir_array_push(da, tir_i32((int)fields[i]));
+  da = tir_array_push(da, tir_i32((int)cp->box[0]));
+  da = tir_array_push(da, tir_i32((int)cp->box[1]));
+  tir_Node *desc = tir_call(TIR_HANDLE, "tma_im2col_descriptor", da);
+  tir_Array *zeros = tir_array_of(1, R(s));
+  for (int d = 0; d < 2; d++) zeros = tir_array_push(zeros, tir_int_imm(cp->ver->shape->items[d + 1]->dtype, 0));
+  tir_Array *args = tir_array_of(3, tir_address_of(tir_buffer_load(R(cp->ver), zeros)), desc, bar_at(full, R(s)));
+  tir_Node *co[6] = {n, h, w, ch, oh, ow};
+  for (int i = 0; i < 6; i++) args = tir_array_push(args, co[i]);
+  return call_stmt("ptx_tma_load_im2col", args);
+}
+
 /* The copies of original iteration `it` (an expression) into stage `s`: expect_tx, then one
  * TMA copy per tile -- for a multicast copy its slice, to every CTA of its group (the
  * expect_tx counts the whole box: the other CTAs' slices land here too).  Owned. */
@@ -407,6 +639,11 @@ static tir_Node *issue(const tir_For *loop, Copy *cps, int n, tir_Buffer *full, 
   for (int i = 0; i < n; i++) {
     Copy *cp = &cps[i];
     if (cp->gather) continue; /* (the producer warpgroup's own copies: see pipeline) */
+    if (cp->im2col) {
+      items = tir_array_push(items, im2col_issue(loop, cp, full, it, s));
+      bytes += cp->box[0] * cp->box[1] * tir_dtype_bytes(tir_dtype_element(cp->src->hdr.dtype));
+      continue;
+    }
     tir_DType et = tir_dtype_element(cp->src->hdr.dtype);
     int64_t bb = tir_dtype_bytes(et);
     for (int d = 0; d < cp->rank; d++) bb *= cp->box[d];
@@ -518,12 +755,15 @@ static tir_Node *pipeline(Ctx *c, const tir_For *f) {
     int marked = 0;
     tir_visit(kids[ncp], has_copy_mark, &marked);
     if (!marked) break;
-    if (marked == 3) {
-      fail_at(c, kids[ncp], "this copy", "loop %s: a copy is either %s (TMA) or %s (the producer's cp.async), not both", f->loop_var->name,
-              KEY_COPY, KEY_GATHER);
+    if (marked != 1 && marked != 2 && marked != 4) {
+      fail_at(c, kids[ncp], "this copy", "loop %s: a copy is one of %s (TMA), %s (the producer's cp.async) or %s (TMA im2col)",
+              f->loop_var->name, KEY_COPY, KEY_GATHER, KEY_IM2COL);
       goto done;
     }
-    if (marked == 2 ? parse_gather(c, f, kids[ncp], allocs, &cps[ncp]) : parse_copy(c, f, kids[ncp], allocs, &cps[ncp])) goto done;
+    if (marked == 2 ? parse_gather(c, f, kids[ncp], allocs, &cps[ncp])
+        : marked == 4 ? parse_im2col(c, f, kids[ncp], allocs, &cps[ncp])
+                      : parse_copy(c, f, kids[ncp], allocs, &cps[ncp]))
+      goto done;
     ngather += marked == 2;
     cps[ncp].stmt = kids[ncp];
     ncp++;
@@ -875,6 +1115,7 @@ static tir_Node *pipeline(Ctx *c, const tir_For *f) {
 done:
   for (int i = 0; i < nk; i++) {
     for (int d = 0; d < TIR_TMA_MAX_RANK; d++) tir_release(cps[i].base[d]);
+    tir_release(cps[i].m0), tir_release(cps[i].k0);
     tir_release(cps[i].ver);
   }
   free(cps);

@@ -27,12 +27,14 @@ typedef struct {
   tir_Array *tma; /* data vars of TMA operands (owned) */
 } PlanCtx;
 
-/* shared buffers that TMA copies (ptx_tma_load[_multicast] / ptx_tma_store) write or read */
+/* shared buffers that TMA copies (ptx_tma_load[_multicast|_im2col] / ptx_tma_store) write or read */
 static int tma_operand_fn(const tir_Node *n, void *p) {
   tir_Array **set = p;
   if (n->kind != TIR_Call) return 0;
   const tir_Call *c = (const tir_Call *)n;
-  int pos = strcmp(c->op, "ptx_tma_load") == 0 || strcmp(c->op, "ptx_tma_load_multicast") == 0 ? 0
+  int pos = strcmp(c->op, "ptx_tma_load") == 0 || strcmp(c->op, "ptx_tma_load_multicast") == 0 ||
+                    strcmp(c->op, "ptx_tma_load_im2col") == 0
+                ? 0
             : strcmp(c->op, "ptx_tma_store") == 0                                                ? 1
                                                                                                  : -1;
   if (pos < 0 || c->args->size <= pos) return 0;

@@ -116,10 +116,10 @@ int64_t tir_shared_slice_bytes(const tir_Buffer *b) {
   return (e + 15) / 16 * 16;
 }
 
-/* The distinct tma_descriptor calls (structurally), in the order met: the kernel's tensor-map parameters. */
+/* The distinct tma_descriptor / tma_im2col_descriptor calls (structurally), in the order met: the kernel's tensor-map parameters. */
 static int tma_desc_fn(const tir_Node *n, void *p) {
   tir_Array **descs = p;
-  if (n->kind != TIR_Call || strcmp(((const tir_Call *)n)->op, "tma_descriptor") != 0) return 0;
+  if (!tir_tma_is_descriptor(n)) return 0;
   for (int i = 0; i < (*descs)->size; i++)
     if (tir_structural_equal((*descs)->items[i], n)) return 0;
   *descs = tir_array_push(*descs, tir_retain(n));
