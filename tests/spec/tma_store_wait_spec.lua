@@ -59,10 +59,13 @@ describe("simulator: a TMA store reads its shared source until cp.async.bulk.wai
   end)
 end)
 
-local function count(text, op)
-  local n = 0
-  for _ in text:gmatch('T.call%("void", "' .. op .. '"') do n = n + 1 end
-  return n
+-- sch lowered is clean and bit-exact on the simulator against f, with its one read wait after the store
+local function assert_wait_after_store(f, sch)
+  local low = tir.lower(sch.mod)
+  assert.are.equal(0, tir.simulate(low, tir.testing.random_args(f, 3), {reference = f}).n_issues)
+  local text = tostring(low)
+  assert.are.equal(1, U.count_calls(text, "ptx_bulk_wait_group_read"))
+  assert.is_true(text:find('"ptx_bulk_wait_group_read"', 1, true) > text:find('"ptx_tma_store"', 1, true))
 end
 
 local I8 = {BM = 128, BN = 128, BK = 128, stages = 2, tma = true, warp_specialize = true, persistent = 2, epilogue_store = "tma"}
@@ -75,7 +78,7 @@ describe("tc_gemm intrin = \"wgmma\", epilogue_store = \"tma\": the wait for the
     local text = tostring(low)
     -- the leader's wait + the consumers' barrier before the writes, none after the store, the
     -- leader's wait at the end of the consumers' region
-    assert.are.equal(2, count(text, "ptx_bulk_wait_group_read"))
+    assert.are.equal(2, U.count_calls(text, "ptx_bulk_wait_group_read"))
     local w1 = text:find('"ptx_bulk_wait_group_read"', 1, true)
     local st, tma = text:find('"wgmma_store"', 1, true), text:find('"ptx_tma_store"', 1, true)
     assert.is_true(w1 < st and st < tma, text)
@@ -94,21 +97,13 @@ describe("tc_gemm intrin = \"wgmma\", epilogue_store = \"tma\": the wait for the
     local f, sch = sched(256, 256, 128, "float16", "float16",
                          {BM = 128, BN = 128, BK = 64, stages = 2, tma = true, warp_specialize = true, persistent = 2, epilogue = "D",
                           epilogue_store = "tma", tma_store_wait = "store"})
-    local low = tir.lower(sch.mod)
-    assert.are.equal(0, tir.simulate(low, tir.testing.random_args(f, 3), {reference = f}).n_issues)
-    local text = tostring(low)
-    assert.are.equal(1, count(text, "ptx_bulk_wait_group_read"))
-    assert.is_true(text:find('"ptx_bulk_wait_group_read"', 1, true) > text:find('"ptx_tma_store"', 1, true))
+    assert_wait_after_store(f, sch)
   end)
 
   it("outside a warp-specialized kernel the wait stays after the store (every thread writes and waits at the CTA barrier)", function()
     local f, sch = sched(256, 256, 256, "int8", "int32", {BM = 128, BN = 128, BK = 128, stages = 2, tma = true, persistent = 2,
                                                            epilogue_store = "tma"})
-    local low = tir.lower(sch.mod)
-    assert.are.equal(0, tir.simulate(low, tir.testing.random_args(f, 3), {reference = f}).n_issues)
-    local text = tostring(low)
-    assert.are.equal(1, count(text, "ptx_bulk_wait_group_read"))
-    assert.is_true(text:find('"ptx_bulk_wait_group_read"', 1, true) > text:find('"ptx_tma_store"', 1, true))
+    assert_wait_after_store(f, sch)
   end)
 
   it("refuses a wait order it does not know, and the option without the TMA-store epilogue", function()
