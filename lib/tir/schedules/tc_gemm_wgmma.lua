@@ -212,7 +212,7 @@ end
 -- warpgroup stores its 64 x BN tile into a dense shared tile (wgmma_store) that one TMA store copies
 -- out, inject_tma_store.c; with warp_specialize its barriers are the consumers' named barrier, and the wait
 -- for the store's read of the tile precedes the tile's next writes), tma_store_wait ("reuse", the
--- default: that deferred wait where the consumers run alone; "store": right after the store), a_operand
+-- default: that deferred wait in the consumers' branch and under a persistent tile loop; "store": right after the store), a_operand
 -- ("shared", the default, or "register": each k step loads the warpgroup's 64 x BK A tile from
 -- shared memory into registers with ldmatrix -- a "wgmma.matrix_a" fragment, PTX ISA
 -- 9.7.15.5.1.1.1 -- and wgmma reads A from there, B from shared memory; where a prologue on A
