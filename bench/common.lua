@@ -103,6 +103,25 @@ function M.record(row)
   return line
 end
 
+-- Appends a markdown section to the file $TIRLUA_BENCH_OUT (nothing when unset): "### title",
+-- the paragraph intro, the list items (strings, may be nil), then a table with the column names
+-- `columns` and one line per element of rows, cells(row) returning its cells as strings (or numbers).
+function M.markdown_report(title, intro, items, columns, rows, cells)
+  local out = os.getenv("TIRLUA_BENCH_OUT")
+  if not out or out == "" then return end
+  local f = assert(io.open(out, "a"))
+  f:write("\n### ", title, "\n\n", intro, "\n\n")
+  for _, it in ipairs(items or {}) do f:write("- ", it, "\n") end
+  if items and #items > 0 then f:write("\n") end
+  f:write("| ", table.concat(columns, " | "), " |\n|", ("---|"):rep(#columns), "\n")
+  for _, r in ipairs(rows) do
+    local c = cells(r)
+    for i = 1, #c do c[i] = tostring(c[i]) end
+    f:write("| ", table.concat(c, " | "), " |\n")
+  end
+  f:close()
+end
+
 -- The reference library's kernel(s) of a GEMM (dtype, layout, "MxNxK"), for the rows' ref_kernel:
 -- TIRLUA_REF_KERNELS names a file of lines "<dtype> <layout> <MxNxK> <kernel names>"
 -- (scripts/gpu/cublas_kernels.lua writes it from ncu's list of the kernels cuBLAS / cuBLASLt

@@ -323,38 +323,24 @@ end
 print(("bench/conv2d.lua: %s, cuDNN %d (%s), N = %d"):format(dev:info().name, tir.cudnn.version(), where, opt.n))
 local ct = require("tir.schedules.conv2d_tc")
 
--- float64 direct convolution at sampled outputs (host copies xh [N, H, W, C], wh [F, R, S, C])
-local function ref_point(L, xh, wh, m, f, bh)
-  local q = m % L.Q
-  local p = (m // L.Q) % L.P
-  local n = m // (L.P * L.Q)
-  local acc = 0.0
-  for r = 0, L.R - 1 do
-    local h = p * L.stride - L.padding + r
-    if h >= 0 and h < L.H then
-      for s = 0, L.S - 1 do
-        local w = q * L.stride - L.padding + s
-        if w >= 0 and w < L.W then
-          for c = 0, L.C - 1 do acc = acc + xh:get(n, h, w, c) * wh:get(f, r, s, c) end
-        end
-      end
-    end
-  end
-  if bh then acc = math.max(acc + bh:get(f), 0.0) end -- (+ bias, relu: the bias_relu epilogue)
-  return acc
-end
-
--- 32 sampled outputs of out (host, [M, F]) against float64: the largest error, and the first
--- output beyond the tolerance (nil when none)
+-- 32 sampled outputs of out (host, [M, F]) against tir.testing.ref_conv (float64 direct loops) of the
+-- host copies xh [N, H, W, C], wh [F, R, S, C] (+ bias bh and relu: the bias_relu epilogue): the largest
+-- error, and the first output beyond the tolerance (nil when none)
 local function sampled_check(L, xh, wh, out, M, seed, who, bh, points)
-  local worst, bad = 0, nil
-  for _ = 1, points or 32 do
+  local mf, pts = {}, {}
+  for i = 1, points or 32 do
     seed = (seed * 1103515245 + 12345) % 2147483648
-    local m, f = seed % M, (seed // 7) % L.F
-    local want = ref_point(L, xh, wh, m, f, bh)
-    local e = math.abs(out:get(m, f) - want)
+    mf[i] = {seed % M, (seed // 7) % L.F}
+    pts[i] = mf[i][1] * L.F + mf[i][2] -- (NHWC: output m = (n, p, q) row-major, F channels)
+  end
+  local want = tir.testing.ref_conv(xh, wh, {stride = L.stride, padding = L.padding, kernel_layout = "OHWI", bias = bh,
+                                             activation = bh and "relu" or nil}, pts)
+  local worst, bad = 0, nil
+  for i, p in ipairs(mf) do
+    local m, f = p[1], p[2]
+    local e = math.abs(out:get(m, f) - want[i])
     worst = math.max(worst, e)
-    if not bad and e > 1e-2 * (1 + math.abs(want)) then bad = ("%s out[%d, %d] = %g, float64 %g"):format(who, m, f, out:get(m, f), want) end
+    if not bad and e > 1e-2 * (1 + math.abs(want[i])) then bad = ("%s out[%d, %d] = %g, float64 %g"):format(who, m, f, out:get(m, f), want[i]) end
   end
   return worst, bad
 end

@@ -133,19 +133,14 @@ for _, s in ipairs(shapes) do
   end
 end
 
-local out = os.getenv("TIRLUA_BENCH_OUT")
-if out then
-  local f = assert(io.open(out, "a"))
-  f:write("\n### wgmma GEMM + bias + relu vs our plain GEMM and cuBLASLt (CUBLASLT_EPILOGUE_RELU_BIAS)\n\n")
-  f:write(("%s, %s (%d SMs), commit %s; CUDA events, median of 7 x 10 launches after 3 warm-ups; fused results checked " ..
-           "against cuBLASLt's.\n\n"):format(common.date(), info.name, info.sm_count, common.commit()))
-  for _, v in ipairs(sel) do f:write(("- `%s`: %s\n"):format(v[1], v[4])) end
-  f:write("\n| variant | dtype | MxNxK | ms | / plain | cuBLASLt ms | cuBLASLt / ours | registers | spill | smem bytes | config |\n")
-  f:write("|---|---|---|---|---|---|---|---|---|---|---|\n")
-  for _, r in ipairs(rows) do
-    f:write(("| %s | %s | %s | %.4f | %s | %.4f | %.3f | %d | %d | %d | %s |\n"):format(r.v, r.dt, r.shape, r.t * 1e3,
-      r.tplain and ("%.3f"):format(r.t / r.tplain) or "-", r.tlt * 1e3, r.tlt / r.t, r.regs, r.spill, r.smem, r.config or ""))
-  end
-  f:close()
-end
+local items = {}
+for _, v in ipairs(sel) do items[#items + 1] = ("`%s`: %s"):format(v[1], v[4]) end
+common.markdown_report("wgmma GEMM + bias + relu vs our plain GEMM and cuBLASLt (CUBLASLT_EPILOGUE_RELU_BIAS)",
+  ("%s, %s (%d SMs), commit %s; CUDA events, median of 7 x 10 launches after 3 warm-ups; fused results checked " ..
+   "against cuBLASLt's."):format(common.date(), info.name, info.sm_count, common.commit()), items,
+  {"variant", "dtype", "MxNxK", "ms", "/ plain", "cuBLASLt ms", "cuBLASLt / ours", "registers", "spill", "smem bytes", "config"}, rows,
+  function(r)
+    return {r.v, r.dt, r.shape, ("%.4f"):format(r.t * 1e3), r.tplain and ("%.3f"):format(r.t / r.tplain) or "-", ("%.4f"):format(r.tlt * 1e3),
+            ("%.3f"):format(r.tlt / r.t), ("%d"):format(r.regs), ("%d"):format(r.spill), ("%d"):format(r.smem), r.config or ""}
+  end)
 if wrong > 0 then error(("bench/gemm_epilogue.lua: %d configuration(s) differ from cuBLASLt (see WRONG above)"):format(wrong)) end

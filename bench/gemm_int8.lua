@@ -508,18 +508,13 @@ for _, s in ipairs(shapes) do
   if not okb then print(("%dx%dx%d: FAILED: %s"):format(s[1], s[2], s[3], tostring(err))) end
 end
 
-local outp = os.getenv("TIRLUA_BENCH_OUT")
-if outp then
-  local f = assert(io.open(outp, "a"))
-  f:write("\n### int8 GEMM and fused quantized GEMM vs cuBLASLt (bench/gemm_int8.lua)\n\n")
-  f:write(("%s, %s (%s, %d SMs), commit %s; CUDA events, median of 5 samples of 5 launches after 3 warm-ups; every result " ..
-           "checked bit-exact first (tirlua int8 GEMM = cuBLASLt, fused qgemm = cuBLASLt + requant). simt/dp4a: " ..
-           "tir.schedules.qgemm's SIMT and DP4A schedules; imma: tc_gemm mma.sync m16n8k32; wgmma_*: tc_gemm intrin = \"wgmma\" (m64nNk32.s8.s8.s32, sm_90a).\n\n"):format(common.date(), info.name, info.arch, info.sm_count,
-           common.commit()))
-  f:write("| bench | variant | MxNxK | ms | TOP/s | ref | ref ms | ref TOP/s | ref_ms / ms |\n|---|---|---|---|---|---|---|---|---|\n")
-  for _, r in ipairs(rows) do
-    f:write(("| %s | %s | %s | %.3f | %.2f | %s | %.3f | %.2f | %.3f |\n"):format(r.bench, r.variant, r.shape, r.ms, r.tflops, r.ref,
-      r.ref_ms, r.ref_tflops, r.ref_ms / r.ms))
-  end
-  f:close()
-end
+common.markdown_report("int8 GEMM and fused quantized GEMM vs cuBLASLt (bench/gemm_int8.lua)",
+  ("%s, %s (%s, %d SMs), commit %s; CUDA events, median of 5 samples of 5 launches after 3 warm-ups; every result " ..
+   "checked bit-exact first (tirlua int8 GEMM = cuBLASLt, fused qgemm = cuBLASLt + requant). simt/dp4a: " ..
+   "tir.schedules.qgemm's SIMT and DP4A schedules; imma: tc_gemm mma.sync m16n8k32; wgmma_*: tc_gemm intrin = \"wgmma\" (m64nNk32.s8.s8.s32, sm_90a)."):format(
+   common.date(), info.name, info.arch, info.sm_count, common.commit()), nil,
+  {"bench", "variant", "MxNxK", "ms", "TOP/s", "ref", "ref ms", "ref TOP/s", "ref_ms / ms"}, rows,
+  function(r)
+    return {r.bench, r.variant, r.shape, ("%.3f"):format(r.ms), ("%.2f"):format(r.tflops), r.ref, ("%.3f"):format(r.ref_ms),
+            ("%.2f"):format(r.ref_tflops), ("%.3f"):format(r.ref_ms / r.ms)}
+  end)

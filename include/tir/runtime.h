@@ -95,6 +95,19 @@ int tir_check_launch_dims(int err_kind, const char *who, const char *kernel, con
  * consecutive linear thread ids, x fastest; CUDA C++ Programming Guide, "SIMT
  * Architecture"), so that y and z number whole warps.  0, or -1 with the error set. */
 int tir_check_warp_launch(int err_kind, const char *who, const char *kernel, const char *op, const int64_t block[3]);
+/* The most shared memory a thread block may use on compute capability sm (80 for sm_80, sm_90a
+ * is 90), in bytes (the opt-in maximum: sm_80 163 KB, sm_86 / sm_89 99 KB, sm_90 227 KB; CUDA C++
+ * Programming Guide, technical specifications per compute capability); 0 when sm is not in the
+ * table.  TIR_CUDA_MAX_SHARED_ANY: the largest of the table (what an unknown target is held to). */
+#define TIR_CUDA_MAX_SHARED_ANY (227 * 1024)
+int64_t tir_cuda_max_shared_per_block(int sm);
+/* 0 when `bytes` of shared memory a block fit compute capability sm (0 or an sm not in the table:
+ * TIR_CUDA_MAX_SHARED_ANY); otherwise sets an error of kind err_kind from `who` naming the kernel,
+ * the bytes, the limit and (region: the kernel's body, or NULL) its shared buffers with their
+ * sizes and offsets, and returns -1. */
+struct tir_Node;
+int tir_check_shared_memory(int err_kind, const char *who, const char *kernel, const struct tir_Node *region, int64_t bytes,
+                            int sm);
 
 /* ---- CUDA driver (cuda.c) ---- */
 typedef struct {

@@ -41,6 +41,9 @@ typedef struct {
    * wrote each differing element. */
   tir_NDArray *const *expected;
   double rtol, atol;
+  /* the target's compute capability (90 for sm_90a), for its shared memory a block
+   * (tir_check_shared_memory); 0: unknown, held to the largest limit */
+  int sm;
 } tir_SimOptions;
 
 typedef struct {

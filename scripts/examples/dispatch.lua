@@ -160,7 +160,14 @@ local t1 = os.clock()
 for _ = 1, reps do disp:check(a1, b1, c1) end
 local lua = (os.clock() - t1) / reps
 print(("  select %.0f ns, select + checks %.0f ns (C API); disp:check from Lua %.0f ns"):format(sel * 1e9, chk * 1e9, lua * 1e9))
-check(chk < 2e-6 and lua < 2e-6, "dispatch overhead above 2 us")
+-- The 2 us target holds in plain builds (~40 ns in C, ~150 ns from Lua on the 2-core CI machine:
+-- a 13x margin).  Under ASan + UBSan (TIRLUA_SANITIZED, set by CMake for this test, or ASAN_OPTIONS
+-- as the specs read it) every load is instrumented and the machine is shared, so the time says
+-- little about the product: there the bound is 10x the target, which still catches a dispatch that
+-- does real work per call (a rebuild, a linear scan of the module's functions by name).
+local sanitized = os.getenv("TIRLUA_SANITIZED") == "1" or os.getenv("ASAN_OPTIONS") ~= nil
+local bound = sanitized and 20e-6 or 2e-6
+check(chk < bound and lua < bound, ("dispatch overhead above %.0f us%s"):format(bound * 1e6, sanitized and " (sanitizer build)" or ""))
 if has_gpu then
   -- dispatch + launch against a direct launch of the same module, host time of 500 queued
   -- launches of a tiny kernel (a family of its own at N = K = 64, so the GPU keeps up)

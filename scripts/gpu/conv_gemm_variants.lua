@@ -87,23 +87,6 @@ for _, L in ipairs(layers) do
 end
 local t0 = os.clock()
 local built = tir.build_many(funcs, "cuda -arch=sm_90a")
--- float64 direct convolution at output (m, f): xh [N, H, W, C], wh [F, R, S, C]
-local function ref_point(L, xh, wh, m, f)
-  local q, p, b = m % L.P, (m // L.P) % L.P, m // (L.P * L.P)
-  local acc, pad = 0.0, L.R // 2
-  for r = 0, L.R - 1 do
-    local h = p * L.stride - pad + r
-    if h >= 0 and h < L.H then
-      for s = 0, L.R - 1 do
-        local w = q * L.stride - pad + s
-        if w >= 0 and w < L.H then
-          for k = 0, L.C - 1 do acc = acc + xh:get(b, h, w, k) * wh:get(f, r, s, k) end
-        end
-      end
-    end
-  end
-  return acc
-end
 print(("-- %d kernels built in %.1f s CPU"):format(#funcs, os.clock() - t0))
 
 local dev = tir.device("cuda", 0)
@@ -123,6 +106,15 @@ for _, L in ipairs(layers) do
     args = {x, wm, out}
   end
   local bytes = 2.0 * (M * C + M * F + F * C * L.R * L.R)
+  -- 32 sampled outputs (m, f) and their float64 values (tir.testing.ref_conv's direct loops; the
+  -- output [M, F] is NHWC, flat index m * F + f), shared by every candidate of the layer
+  local seed, mf, pts = 4321, {}, {}
+  for i = 1, 32 do
+    seed = (seed * 1103515245 + 12345) % 2147483648
+    mf[i] = {seed % M, (seed // 7) % F}
+    pts[i] = mf[i][1] * F + mf[i][2]
+  end
+  local want = tir.testing.ref_conv(xh, wh, {stride = L.stride, padding = L.R // 2, kernel_layout = "OHWI"}, pts)
   for _, c in ipairs(cands) do
     if c.L == L then
       local b = built[c.build]
@@ -132,13 +124,10 @@ for _, L in ipairs(layers) do
       else
         b.mod(table.unpack(args))
         local oh = out:to(tir.cpu())
-        local seed, bad = 4321, nil
-        for _ = 1, 32 do
-          seed = (seed * 1103515245 + 12345) % 2147483648
-          local m, f = seed % M, (seed // 7) % F
-          local want = ref_point(L, xh, wh, m, f)
-          if not bad and math.abs(oh:get(m, f) - want) > 1e-2 * (1 + math.abs(want)) then
-            bad = ("out[%d, %d] = %g, float64 %g"):format(m, f, oh:get(m, f), want)
+        local bad = nil
+        for i, p in ipairs(mf) do
+          if not bad and math.abs(oh:get(p[1], p[2]) - want[i]) > 1e-2 * (1 + math.abs(want[i])) then
+            bad = ("out[%d, %d] = %g, float64 %g"):format(p[1], p[2], oh:get(p[1], p[2]), want[i])
           end
         end
         if bad then

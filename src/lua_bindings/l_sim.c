@@ -181,6 +181,9 @@ static int l_simulate(lua_State *L) {
   tir_SimOptions o;
   memset(&o, 0, sizeof o);
   o.check = 1;
+  /* a built module's target holds its kernels to that GPU's shared memory a block */
+  const char *arch = m ? tir_module_arch(m) : NULL;
+  if (arch && strncmp(arch, "sm_", 3) == 0) o.sm = atoi(arch + 3);
   if (has_opts) {
     lua_getfield(L, 3, "check");
     if (!lua_isnil(L, -1)) o.check = lua_toboolean(L, -1);

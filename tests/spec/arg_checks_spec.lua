@@ -198,6 +198,27 @@ describe("tc_gemm checks up front", function()
     U.expect_error(function() tc.schedule("f") end, "TypeError in tc_gemm.schedule", "expected a PrimFunc")
     U.expect_error(function() tc.workload(64, 64, 64, "float16", nil, nil, "NX") end, "ValueError in tc_gemm.workload", "layout")
     U.expect_error(function() tc.workload(64.0, 64, 64) end, "M must be a positive integer")
+    -- (out_dtype was ignored unless "float16" before: a bfloat16 D came back as C in float32)
+    U.expect_error(function() tc.workload(64, 64, 64, "float16", "int8") end, "TypeError in tc_gemm.workload",
+                   "float16 x float16 inputs accumulate in float32; out_dtype must be float32, float16 or bfloat16", "not 'int8'")
+  end)
+
+  it("tc_gemm.workload's out_dtype = \"bfloat16\" is a D block in bfloat16; mma.sync refuses to fuse it, wgmma fuses it bit-exactly", function()
+    for _, dt in ipairs({"float16", "bfloat16"}) do
+      local f = tc.workload(128, 128, 128, dt, "bfloat16", nil, "NT")
+      assert.are.equal("bfloat16", f.params[3].dtype)
+      assert.matches('T.cast%("bfloat16", C', tostring(f))
+      U.assert_equiv(f, tc.schedule(f, {intrin = "wgmma", BM = 64, BN = 64, BK = 64, stages = 2, epilogue = "D"}).mod,
+                     {trials = 1, rtol = 0, atol = 0})
+      local sch = tc.schedule(f, {intrin = "wgmma", BM = 64, BN = 128, BK = 64, stages = 2, epilogue = "D", epilogue_store = "tma"})
+      local mod = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false})
+      assert.are.equal(0, tir.simulate(mod, tir.testing.random_args(f, 3), {reference = f}).n_issues)
+    end
+    U.expect_error(function() tc.schedule(tc.workload(64, 64, 64, "bfloat16", "bfloat16"), {BM = 64, BN = 64, warp_m = 32, warp_n = 32,
+                                                                                           epilogue = "D"}) end,
+                   "TypeError in tc_gemm.schedule", "epilogue 'D' writes bfloat16", "the fused store of intrin = \"mma\" writes float16")
+    -- the padded workload's D casted to bfloat16 as before
+    assert.matches('T.cast%("bfloat16", C', tostring(tc.workload(40, 64, 64, "bfloat16", "bfloat16", {64, 64, 64})))
   end)
 
   it("validate dtypes against tc_gemm.SUPPORTED before scheduling", function()

@@ -23,6 +23,30 @@ local function operands(m, n, k, dt)
          tir.nd.random({n}, dt, dev, {seed = 9})
 end
 
+-- Runs mod(A, B, bias, D) on seeded operands and requires every output within 2 ulp of dt (relative
+-- to 1 + |v|) of act(A B^T + bias) in float64 (OpenBLAS dgemm of the same operands).
+local function assert_vs_float64(mod, m, n, k, dt, act)
+  local a, b, bias = operands(m, n, k, dt)
+  local d = tir.nd.empty({m, n}, dt, dev)
+  mod(a, b, bias, d)
+  tir.core.cuda_sync(0)
+  local cpu = tir.nd.cpu()
+  local ah, bh, biash, dh = a:to(cpu), b:to(cpu), bias:to(cpu), d:to(cpu)
+  local ref = tir.nd.empty({m, n}, "float64", cpu)
+  tir.core.ref_gemm(ah, bh, ref, false, true)
+  local tol = 2 * (dt == "float16" and 2 ^ -10 or 2 ^ -7)
+  local bad, worst = 0, 0
+  for i = 0, m - 1 do
+    for j = 0, n - 1 do
+      local v = act(ref:get({i, j}) + biash:get({j}))
+      local e = math.abs(dh:get({i, j}) - v) / (math.abs(v) + 1)
+      if e > worst then worst = e end
+      if e > tol then bad = bad + 1 end
+    end
+  end
+  assert.are.equal(0, bad, ("%d outputs off by more than 2 ulp of %s (worst relative %.3g)"):format(bad, dt, worst))
+end
+
 describe("#gpu wgmma GEMM + bias + relu (sm_90a)", function()
   if not has_gpu then
     it("is skipped: " .. tostring(why), function() pending("no sm_90 GPU: " .. tostring(why)) end)
@@ -44,27 +68,7 @@ describe("#gpu wgmma GEMM + bias + relu (sm_90a)", function()
       local mod = build(m, n, k, c[1], o)
       -- one TMA store per warpgroup tile, or none with direct stores
       assert.are.equal(o.epilogue_store == "tma", mod:get_source("cuda"):find("\n%s*tir_tma_store_2d%(") ~= nil)
-      local a, b, bias = operands(m, n, k, c[1])
-      local d = tir.nd.empty({m, n}, c[1], dev)
-      mod(a, b, bias, d)
-      tir.core.cuda_sync(0)
-      local cpu = tir.nd.cpu()
-      local ah, bh, biash, dh = a:to(cpu), b:to(cpu), bias:to(cpu), d:to(cpu)
-      local ref = tir.nd.empty({m, n}, "float64", cpu)
-      tir.core.ref_gemm(ah, bh, ref, false, true)
-      local bad, worst = 0, 0
-      local tol = c[1] == "float16" and 2 ^ -10 or 2 ^ -7
-      for i = 0, m - 1 do
-        for j = 0, n - 1 do
-          local v = ref:get({i, j}) + biash:get({j})
-          if v < 0 then v = 0 end
-          local got = dh:get({i, j})
-          local e = math.abs(got - v) / (math.abs(v) + 1)
-          if e > worst then worst = e end
-          if e > 2 * tol then bad = bad + 1 end
-        end
-      end
-      assert.are.equal(0, bad, ("%d outputs off by more than 2 ulp of %s (worst relative %.3g)"):format(bad, c[1], worst))
+      assert_vs_float64(mod, m, n, k, c[1], function(v) return v < 0 and 0 or v end)
     end)
   end
 
@@ -72,30 +76,12 @@ describe("#gpu wgmma GEMM + bias + relu (sm_90a)", function()
     local m, n, k = 512, 768, 512
     local o = {intrin = "wgmma", epilogue = "D", BM = 128, BN = 256, BK = 64, stages = 4, tma = true, epilogue_store = "tma"}
     local mod = tir.build(tc.schedule(workload(m, n, k, "float16", "gelu"), o).mod, "cuda -arch=sm_90a")
-    local a, b, bias = operands(m, n, k, "float16")
-    local d = tir.nd.empty({m, n}, "float16", dev)
-    mod(a, b, bias, d)
-    tir.core.cuda_sync(0)
-    local cpu = tir.nd.cpu()
-    local ah, bh, biash, dh = a:to(cpu), b:to(cpu), bias:to(cpu), d:to(cpu)
-    local ref = tir.nd.empty({m, n}, "float64", cpu)
-    tir.core.ref_gemm(ah, bh, ref, false, true)
     local function tanh(x)
       if math.abs(x) > 20 then return x > 0 and 1 or -1 end
       local e = math.exp(2 * x)
       return (e - 1) / (e + 1)
     end
-    local bad, worst = 0, 0
-    for i = 0, m - 1 do
-      for j = 0, n - 1 do
-        local v = ref:get({i, j}) + biash:get({j})
-        v = 0.5 * v * (1 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)))
-        local e = math.abs(dh:get({i, j}) - v) / (math.abs(v) + 1)
-        if e > worst then worst = e end
-        if e > 2 ^ -9 then bad = bad + 1 end
-      end
-    end
-    assert.are.equal(0, bad, ("%d outputs off by more than 2 ulp of float16 (worst relative %.3g)"):format(bad, worst))
+    assert_vs_float64(mod, m, n, k, "float16", function(v) return 0.5 * v * (1 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v))) end)
   end)
 
   it("float16 4096^3 with the pick's configuration (no tile options) matches cuBLASLt's RELU_BIAS epilogue", function()

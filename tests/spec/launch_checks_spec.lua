@@ -55,6 +55,50 @@ describe("launch dimensions", function()
   end)
 end)
 
+-- one CTA of 128 threads staging n float32 through a shared S (4 n bytes), read back reversed
+local function stage(n)
+  local T = tir.script
+  return T.prim_func("stage", {A = T.Buffer({n}, "float32"), B = T.Buffer({n}, "float32")}, function(A, B)
+    T.launch_thread("blockIdx.x", 1)
+    local tx = T.launch_thread("threadIdx.x", 128)
+    local S = T.allocate({n}, "float32", "shared")
+    for i in T.serial(n // 128) do S[{i * 128 + tx}] = A[{i * 128 + tx}] end
+    T.evaluate(T.call("int32", "tvm_storage_sync", "shared"))
+    for i in T.serial(n // 128) do B[{i * 128 + tx}] = S[{n - 1 - (i * 128 + tx)}] end
+  end)
+end
+
+describe("shared memory a block", function()
+  it("is refused at build beyond the target's limit (sm_90 227 KB, sm_86 99 KB, sm_80 163 KB), naming the kernel, the bytes and the buffers", function()
+    -- 60032 floats = 240128 bytes: over sm_90's 232448; a target without -arch here is sm_90 (no GPU)
+    for _, t in ipairs({"cuda -arch=sm_90a", "cuda"}) do
+      U.expect_error(function() tir.build(stage(60032), t, {compile = false}) end, "CodegenError in build",
+                     "kernel stage_kernel needs 240128 bytes of shared memory a block", "sm_90 allows at most 232448 (227 KB",
+                     "S (shared): 240128 bytes at offset 0")
+    end
+    -- 30080 floats = 120320 bytes: fits sm_90 and sm_80 (166912), not sm_86 (101376)
+    assert.is_truthy(tir.build(stage(30080), "cuda -arch=sm_90a", {compile = false}))
+    local m80 = tir.build(stage(30080), "cuda -arch=sm_80", {compile = false})
+    U.expect_error(function() tir.build(stage(30080), "cuda -arch=sm_86", {compile = false}) end,
+                   "kernel stage_kernel needs 120320 bytes", "sm_86 allows at most 101376 (99 KB")
+    -- what fits runs on the simulator, bit-exact (B = A reversed)
+    local f = stage(30080)
+    local args = tir.testing.random_args(f, 1)
+    assert.are.equal(0, tir.simulate(m80, args).n_issues)
+    local a, b = args[1], args[2]
+    for _, i in ipairs({0, 1, 17, 30079}) do assert.are.equal(a:get(30079 - i), b:get(i)) end
+  end)
+
+  it("is refused by the simulator for a lowered function (no target: the largest limit, sm_90's)", function()
+    local f = stage(60032)
+    U.expect_error(function() tir.simulate(tir.lower(f), tir.testing.random_args(f, 1)) end, "RuntimeError in simulate",
+                   "kernel stage_kernel needs 240128 bytes", "any GPU (the architecture is not known) allows at most 232448",
+                   "S (shared)")
+    local g = stage(58112) -- 232448 bytes: exactly the limit
+    assert.are.equal(0, tir.simulate(tir.lower(g), tir.testing.random_args(g, 1)).n_issues)
+  end)
+end)
+
 -- a 32x32x32 wmma GEMM, copies of A into shared memory bound to threadIdx (x, y) = tx, ty
 local function wmma_gemm(tx, ty)
   local f = tc.workload(32, 32, 32)

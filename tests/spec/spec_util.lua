@@ -99,15 +99,19 @@ function U.bind_2d(sch, block, ti, tj)
   return sch
 end
 
---- Loads a T script text through the script builder (when tir.script exists).
+--- The number of matches of the Lua pattern pat in the string s.
 function U.count(s, pat)
   local n = 0
   for _ in s:gmatch(pat) do n = n + 1 end
   return n
 end
 
---- Random host arrays for f's parameters over the full range of 8-bit integers (int8
--- -128..127, uint8 0..255; other dtypes -1..1), seeded.
+--- The number of statement calls T.call("void", op, ...) in printed IR (text: a string, or a
+-- function or module, printed), e.g. U.count_calls(tir.lower(sch.mod), "ptx_tma_store").
+function U.count_calls(text, op)
+  return U.count(tostring(text), 'T.call%("void", "' .. op:gsub("%p", "%%%0") .. '"')
+end
+
 --- Builds sch (a Schedule or a function) for cuda without NVRTC, simulates its kernels on random
 -- inputs (seed) and requires the interpreter's results on the unscheduled f with no issue or race;
 -- returns the simulator's report and the module.
@@ -134,6 +138,8 @@ end
 --- The number of kernels (__global__ functions) in a built module's CUDA C.
 function U.kernel_count(mod) return U.count(mod:get_source("cuda"), "__global__") end
 
+--- Random host arrays for f's parameters over the full range of 8-bit integers (int8
+-- -128..127, uint8 0..255; other dtypes -1..1), seeded.
 function U.full_range_args(f, seed)
   local out = {}
   for i, p in ipairs(f.params) do

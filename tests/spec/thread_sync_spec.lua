@@ -43,6 +43,19 @@ end
 
 local function sync_pass(f) return tostring(tir.core.run_pass("thread_sync", f)) end
 
+-- thread tx copies A into S, then reads thread 31 - tx's element (a hazard between the two)
+local function mirror(A, O, tx, S)
+  S[{tx}] = A[{tx}]
+  O[{tx}] = S[{31 - tx}]
+end
+
+-- thread_sync leaves f as it was, without a barrier
+local function assert_unchanged(f)
+  local after = sync_pass(f)
+  assert.are.equal(0, count(after, SYNC), after)
+  assert.are.equal(tostring(f), after)
+end
+
 -- f's lowered kernel on the simulator (random A and O, seed): no race or issue, and each O[t] as
 -- want(a, o, t) of the inputs says, within 1e-6 relative (+ atol); returns the module and the report
 local function sim_check(f, seed, want, atol)
@@ -142,15 +155,10 @@ describe("thread_sync: hazards inside an if that depends on threadIdx", function
   it("keeps a loop whose bounds depend on threadIdx inside the if (no barrier can go in it; the simulator reports the race)", function()
     local f = kernel("tloop", 64, function(A, O, tx, S)
       T.If(T.lt(tx, 32), function()
-        for k in T.serial(tx % 4 + 1) do
-          S[{tx}] = A[{tx}]
-          O[{tx}] = S[{31 - tx}]
-        end
+        for k in T.serial(tx % 4 + 1) do mirror(A, O, tx, S) end
       end)
     end)
-    local after = sync_pass(f)
-    assert.are.equal(0, count(after, SYNC), after)
-    assert.are.equal(tostring(f), after)
+    assert_unchanged(f)
     local mod = tir.build(f, "cuda", {compile = false})
     local ok, e = pcall(tir.simulate, mod, tir.testing.random_args(f, 2))
     assert.is_false(ok)
@@ -165,14 +173,11 @@ describe("thread_sync: hazards inside an if that depends on threadIdx", function
       T.If(T.lt(tx, 32), function()
         for k in T.serial(3) do
           T.evaluate(T.call("void", "ptx_mbarrier_wait", T.address_of(bar[{0}]), k % 2))
-          S[{tx}] = A[{tx}]
-          O[{tx}] = S[{31 - tx}]
+          mirror(A, O, tx, S)
         end
       end)
     end)
-    local after = sync_pass(f)
-    assert.are.equal(0, count(after, SYNC), after)
-    assert.are.equal(tostring(f), after)
+    assert_unchanged(f)
   end)
 
   it("leaves an if without an inner hazard as it was (a unit, any barrier before it)", function()

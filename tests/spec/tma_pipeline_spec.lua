@@ -18,12 +18,6 @@ local function gemm(M, N, K, layout, o)
   return f, tc.schedule(f, opts)
 end
 
-local function count_calls(s, op)
-  local n = 0
-  for _ in tostring(s):gmatch('T.call%("void", "' .. op .. '"') do n = n + 1 end
-  return n
-end
-
 describe("inject_tma_pipeline (tc_gemm tma = true)", function()
   it("runs on the simulator bit-exactly against the interpreter: layouts, stages, more stages than iterations", function()
     local cases = {{128, 128, 128, "NT", 2}, {128, 64, 96, "NN", 3}, {64, 128, 64, "TN", 1}, {64, 64, 64, "TT", 4}}
@@ -93,10 +87,10 @@ describe("inject_tma_pipeline (tc_gemm tma = true)", function()
     local f, sch = gemm(128, 128, 128, "NT", {stages = 3})
     local low = tir.lower(sch.mod)
     local text = tostring(low)
-    assert.are.equal(2, count_calls(text, "ptx_mbarrier_init"))
-    assert.are.equal(1, count_calls(text, "tvm_storage_sync"))
-    assert.are.equal(4, count_calls(text, "ptx_tma_load")) -- prologue and refill, A and B
-    assert.are.equal(2, count_calls(text, "ptx_mbarrier_wait")) -- full (all threads), empty (the leader)
+    assert.are.equal(2, U.count_calls(text, "ptx_mbarrier_init"))
+    assert.are.equal(1, U.count_calls(text, "tvm_storage_sync"))
+    assert.are.equal(4, U.count_calls(text, "ptx_tma_load")) -- prologue and refill, A and B
+    assert.are.equal(2, U.count_calls(text, "ptx_mbarrier_wait")) -- full (all threads), empty (the leader)
     assert.is_truthy(text:find('T.call("handle", "tma_descriptor", A_1, "float16", 64, 2, 128, 128, 64, 32)', 1, true))
     local src = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false}):get_source("cuda")
     local loop = src:sub(src:find("for (int k_0 = 0", 1, true), -1)

@@ -23,12 +23,6 @@ local function sched(f, o)
   return tc.schedule(f, opts)
 end
 
-local function count(text, op)
-  local n = 0
-  for _ in text:gmatch('T.call%("void", "' .. op .. '"') do n = n + 1 end
-  return n
-end
-
 describe("tc_gemm intrin = \"wgmma\": a staged epilogue stored by TMA", function()
   local cases = {
     {"float16 bias + relu, 2 warpgroups, TMA loads", {128, 256, 128, "float16"}, {BM = 128, BN = 128, BK = 64, stages = 2, tma = true}},
@@ -49,7 +43,7 @@ describe("tc_gemm intrin = \"wgmma\": a staged epilogue stored by TMA", function
       assert.are.equal(0, rep.races)
       local text = tostring(mod:lowered())
       -- one store in the code, issued per warpgroup tile; no direct global store of D
-      assert.are.equal(1, count(text, "ptx_tma_store"))
+      assert.are.equal(1, U.count_calls(text, "ptx_tma_store"))
       assert.is_nil(text:find("\n%s*D_1%[") or text:find("\n%s*D%["), text)
       -- the epilogue's outputs: a dense tile (TMA reads boxes without padding), the staged
       -- accumulators padded (the wgmma store's rows spread over the banks)

@@ -24,12 +24,6 @@ local function sim(f, sch)
   return rep, mod
 end
 
-local function count(text, op)
-  local n = 0
-  for _ in text:gmatch('T.call%("void", "' .. op .. '"') do n = n + 1 end
-  return n
-end
-
 describe("tc_gemm intrin = \"wgmma\", persistent", function()
   it("G CTAs walk every tile once in grouped order, the mbarriers re-armed per tile; bit-exact on the simulator", function()
     local cases = {{256, 256, 128, 2, {BM = 128, BN = 64, BK = 64, stages = 2}}, {256, 512, 192, 4, {BM = 64, BN = 128, BK = 64, stages = 3}}}
@@ -83,16 +77,23 @@ describe("tc_gemm intrin = \"wgmma\", epilogue_store = \"tma\"", function()
       if not asan then U.assert_equiv(f, sch.mod, {trials = 1, rtol = 0, atol = 0}) end
       local rep, mod = sim(f, sch)
       local text = tostring(mod:lowered())
-      assert.are.equal(1, count(text, "ptx_tma_store")) -- in the warpgroup loop: one store a warpgroup
-      assert.are.equal(1, count(text, "ptx_bulk_commit_group"))
-      assert.are.equal(1, count(text, "ptx_bulk_wait_group_read"))
+      assert.are.equal(1, U.count_calls(text, "ptx_tma_store")) -- in the warpgroup loop: one store a warpgroup
+      assert.are.equal(1, U.count_calls(text, "ptx_bulk_commit_group"))
+      -- the wait for the store's read: right after it, or (a persistent tile loop) before the next
+      -- tile's wgmma_store plus one after the loop (tma_store_wait_spec)
+      assert.are.equal(c[5].persistent and 2 or 1, U.count_calls(text, "ptx_bulk_wait_group_read"))
       -- the box: 64 rows x 128 bytes with the 128-byte swizzle (one store per box, a loop), or the whole 64 x BN unswizzled
       local bc = c[5].tma_store_boxes == false and c[5].BN or 128 // (c[4] and 2 or 4)
       local box = ('"tma_descriptor", %s_1, "%s", %d, 2, %d, %d, 64, %d'):format(c[4] and "D" or "C", c[4] or "float32",
                                                                            bc == c[5].BN and c[5].tma_store_boxes == false and 0 or 128, c[1], c[2], bc)
       assert.is_truthy(text:find(box, 1, true), text)
       if bc < c[5].BN then assert.is_truthy(text:find(("for ax1_0 in T.serial(%d) do"):format(c[5].BN // bc), 1, true), text) end
-      if c[5].tma_store_boxes ~= false then assert.is_truthy(text:find('{scope = "shared", swizzle = "128B"}, function(' .. (c[4] and "D" or "C") .. "_shared)", 1, true), text) end
+      if c[5].tma_store_boxes ~= false then
+        -- (printed as T.allocate(.., function(X_shared) ..) or, where a statement precedes it in its sequence, local X_shared = T.allocate(..))
+        local name = (c[4] and "D" or "C") .. "_shared"
+        assert.is_truthy(text:find('{scope = "shared", swizzle = "128B"}, function(' .. name .. ")", 1, true) or
+                         text:find("local " .. name .. ' = T%.allocate%({%d+}, "%w+", {scope = "shared", swizzle = "128B"}%)'), text)
+      end
       assert.is_truthy(mod:get_source("cuda"):find("tir_tma_store_2d(", 1, true))
       assert.is_true(rep.ctas > 0)
     end
@@ -108,7 +109,7 @@ describe("tc_gemm intrin = \"wgmma\", epilogue_store = \"tma\"", function()
       local f, sch = sched(c[1], c[2], c[3], "float16", o)
       local rep, mod = sim(f, sch)
       local text = tostring(mod:lowered())
-      assert.are.equal(1, count(text, "ptx_tma_store"))
+      assert.are.equal(1, U.count_calls(text, "ptx_tma_store"))
       -- fence, bar.sync(1, 256), the leader's store, bar.sync(1, 256): no __syncthreads, which the
       -- producer warpgroup would never reach
       local at = text:find('"ptx_tma_store"', 1, true)
@@ -155,7 +156,7 @@ describe("tc_gemm intrin = \"wgmma\", epilogue_store = \"tma\"", function()
     end)
     local mod = tir.build(f, "cuda -arch=sm_90a", {compile = false})
     local text = tostring(mod:lowered())
-    assert.are.equal(1, count(text, "ptx_tma_store"))
+    assert.are.equal(1, U.count_calls(text, "ptx_tma_store"))
     assert.is_truthy(text:find('"tma_descriptor", D_1, "float16", 0, 2, 128, 64, 128, 64', 1, true), text)
     assert.is_truthy(text:find("T.If(T.eq(threadIdx_y, 0)", 1, true), text) -- not one store per threadIdx.y
     local a = tir.nd.random({128, 64}, "float16", tir.nd.cpu(), {seed = 1})

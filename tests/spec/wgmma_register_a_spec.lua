@@ -100,8 +100,15 @@ describe("tc_gemm with intrin = \"wgmma\", a_operand = \"register\"", function()
 
   it("checks its options", function()
     local f = tc.workload(128, 128, 128, "float16", nil, nil, "NT")
-    U.expect_error(function() tc.schedule(f, {intrin = "wgmma", a_operand = "register", tma = true}) end, "tc_gemm.schedule",
-                   "a_operand = \"register\"", "wgmma_pending = 1", "pass wgmma_pending = 0")
+    -- wgmma_pending left out: 0 with a register A (the default 1 would need two fragments)
+    local sch = tc.schedule(f, {intrin = "wgmma", a_operand = "register", BM = 128, BN = 128, BK = 64, stages = 2, tma = true})
+    local mod = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false})
+    assert.are.equal(0, tir.simulate(mod, args_for(f, 1), {reference = f}).n_issues)
+    assert.is_nil(mod:get_source("cuda"):find("wgmma.wait_group.sync.aligned 1;", 1, true))
+    U.expect_error(function() tc.schedule(f, {intrin = "wgmma", a_operand = "register", tma = true, wgmma_pending = 1}) end,
+                   "ValueError in tc_gemm.schedule", "a_operand = \"register\" with wgmma_pending = 1",
+                   "block 'C''s A fragment (one \"wgmma.matrix_a\" buffer of 64 x 64 float16 a warpgroup", "PTX ISA 9.7.15.4",
+                   "leave wgmma_pending out")
     U.expect_error(function() tc.schedule(f, {intrin = "wgmma", a_operand = "regs"}) end, "a_operand must be \"shared\" or \"register\"")
     U.expect_error(function() cuda.wgmma("m64nNk16.f16.f16.f32", 64, "K", 64, 0, "smem") end, "tir.intrin.cuda.wgmma",
                    "a_operand must be \"shared\" or \"register\"")

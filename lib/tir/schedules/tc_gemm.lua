@@ -124,10 +124,12 @@ local function families()
 end
 
 --- The te workload: returns a PrimFunc computing C (and D = cast(out_dtype, C) when out_dtype
--- is "float16"), with blocks "C" (and "D").
+-- is "float16" or "bfloat16"), with blocks "C" (and "D").
 -- dtype: A's and B's dtype, or {A dtype, B dtype} ({"uint8", "int8"}: u8 activations x s8
 -- weights); 8-bit inputs accumulate in int32 (out_dtype nil or "int32"; products are exact, sums
--- wrap like CUDA's int), others in float32.
+-- wrap like CUDA's int), others in float32 (out_dtype nil, "float32", "float16" or "bfloat16";
+-- another is a TypeError).  A bfloat16 D is fused by intrin = "wgmma" (its staged epilogue);
+-- mma.sync's fused store writes float16 only (tc_gemm.schedule refuses epilogue = "D" there).
 -- pad = {BM, BN, BK}: when the extents are not multiples of these, the computation runs on
 -- padded extents (TVM's pad_einsum): stages "A_pad"/"B_pad" read A/B or 0 outside them (they
 -- become the shared tiles, loaded with predicates), "C" is a padded fp32 workspace, and "D"
@@ -154,6 +156,10 @@ function M.workload(Mx, N, K, dtype, out_dtype, pad, layout)
     raise("TypeError", P, "%s x %s inputs accumulate in int32; out_dtype must be int32 (or nil), not %s", da, db, util.show(out_dtype))
   end
   if acc == "int32" then out_dtype = nil end
+  if acc == "float32" and out_dtype ~= nil and not ({float32 = true, float16 = true, bfloat16 = true})[out_dtype] then
+    raise("TypeError", P, "%s x %s inputs accumulate in float32; out_dtype must be float32, float16 or bfloat16 (or nil), not %s", da, db,
+          util.show(out_dtype))
+  end
   if pad ~= nil and pad ~= false then
     if type(pad) ~= "table" or #pad ~= 3 or util.count_keys(pad) ~= 3 then
       raise("TypeError", P, "pad must be {BM, BN, BK} (the tile sizes to pad the extents to), got %s", util.show(pad))
@@ -180,8 +186,8 @@ function M.workload(Mx, N, K, dtype, out_dtype, pad, layout)
     local C = te.compute({Mx, N}, function(i, j)
       return te.sum(te.cast(acc, a_at(A, i, k)) * te.cast(acc, b_at(B, k, j)), {k})
     end, "C")
-    if out_dtype == "float16" then
-      local D = te.compute({Mx, N}, function(i, j) return te.cast("float16", C[{i, j}]) end, "D")
+    if out_dtype ~= nil and out_dtype ~= acc then
+      local D = te.compute({Mx, N}, function(i, j) return te.cast(out_dtype, C[{i, j}]) end, "D")
       return te.create_prim_func({A, B, D})
     end
     return te.create_prim_func({A, B, C})

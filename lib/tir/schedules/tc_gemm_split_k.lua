@@ -84,6 +84,28 @@ end
 M.PER_THREAD = 2
 M.VEC = 4
 
+-- The common tail of both reduction schedules: `epilogue` (a block name or nil) computed at the
+-- thread loop tx with the sum R in registers (its innermost loop vectorized when v > 1); with
+-- v > 1 the init decomposed out of the ks loop, so the v columns of the update stay one vector
+-- (16-byte loads); ks unrolled.
+local function finish_reduce(sch, R, epilogue, tx, ks, v)
+  local E = epilogue and sch:get_block(epilogue)
+  if E then
+    sch:reverse_compute_at(E, tx)
+    sch:set_scope(R, 0, "local")
+    if v > 1 then
+      local el = {sch:get_loops(E)}
+      sch:vectorize(el[#el])
+    end
+  end
+  if v > 1 then
+    local init = sch:decompose_reduction(R, ks)
+    local il = {sch:get_loops(init)}
+    if sch:get(il[#il]).kind ~= "vectorized" then sch:vectorize(il[#il]) end
+  end
+  sch:unroll(ks)
+end
+
 --- Schedules block `name` (the sum over ks that rfactor left: loops (batch..,) i, j, ks) as
 -- one elementwise kernel: j split into (jo, VEC) with the VEC columns vectorized (when j's extent
 -- is a multiple of VEC), the other spatial loops and jo fused and split into blockIdx.x x
@@ -118,21 +140,7 @@ function M.schedule_reduce(sch, name, epilogue, threads, P)
   local bx, u, tx = sch:split(f, {nil, per, threads})
   sch:bind(bx, "blockIdx.x"); sch:bind(tx, "threadIdx.x")
   sch:unroll(u)
-  local E = epilogue and sch:get_block(epilogue)
-  if E then
-    sch:reverse_compute_at(E, tx)
-    sch:set_scope(R, 0, "local")
-    if v > 1 then
-      local el = {sch:get_loops(E)}
-      sch:vectorize(el[#el])
-    end
-  end
-  if v > 1 then
-    local init = sch:decompose_reduction(R, ks)
-    local il = {sch:get_loops(init)}
-    if sch:get(il[#il]).kind ~= "vectorized" then sch:vectorize(il[#il]) end
-  end
-  sch:unroll(ks)
+  finish_reduce(sch, R, epilogue, tx, ks, v)
 end
 
 --- Serial split-K (split_k_mode = "serial"; CUTLASS's serial split-K semaphore, the stream-K fixup):
@@ -176,20 +184,7 @@ function M.schedule_reduce_serial(sch, name, epilogue, tile_loop, wm, wn, P)
   sch:bind(ty, "threadIdx.y"); sch:bind(tz, "threadIdx.z"); sch:bind(tx, "threadIdx.x")
   sch:unroll(uu)
   if v > 1 then sch:vectorize(jv) end
-  local E = epilogue and sch:get_block(epilogue)
-  if E then
-    sch:reverse_compute_at(E, tx)
-    sch:set_scope(R, 0, "local")
-    local el = {sch:get_loops(E)}
-    if v > 1 then sch:vectorize(el[#el]) end
-  end
-  -- the init out of the ks loop, so the v columns of the update stay one vector (16-byte loads)
-  if v > 1 then
-    local init = sch:decompose_reduction(R, ks)
-    local il = {sch:get_loops(init)}
-    if sch:get(il[#il]).kind ~= "vectorized" then sch:vectorize(il[#il]) end
-  end
-  sch:unroll(ks)
+  finish_reduce(sch, R, epilogue, tx, ks, v)
 end
 
 for _, key in ipairs({"rfactor", "pad_k", "schedule_reduce", "schedule_reduce_serial"}) do M[key] = util.strict("tc_gemm_split_k." .. key, M[key]) end

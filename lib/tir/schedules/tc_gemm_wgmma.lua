@@ -154,6 +154,9 @@ function M.resolve(sch, opts, P, analyze, sm_count)
     end
   end
   for k, v in pairs(opts) do o[k] = v end
+  -- a register A fragment is read by the step's wgmma group until its wait: one group in flight
+  -- would need two fragments, so a_operand = "register" leaves none unless wgmma_pending is given
+  if opts.a_operand == "register" and opts.wgmma_pending == nil then o.wgmma_pending = 0 end
   return o, why
 end
 
@@ -222,11 +225,11 @@ end
 -- warpgroup stores its 64 x BN tile into a dense shared tile (wgmma_store) that one TMA store copies
 -- out, inject_tma_store.c; with warp_specialize its barriers are the consumers' named barrier, and the wait
 -- for the store's read of the tile precedes the tile's next writes), tma_store_wait ("reuse", the
--- default: that deferred wait where the consumers run alone; "store": right after the store), a_operand
+-- default: that deferred wait in the consumers' branch and under a persistent tile loop; "store": right after the store), a_operand
 -- ("shared", the default, or "register": each k step loads the warpgroup's 64 x BK A tile from
 -- shared memory into registers with ldmatrix -- a "wgmma.matrix_a" fragment, PTX ISA
 -- 9.7.15.5.1.1.1 -- and wgmma reads A from there, B from shared memory; where a prologue on A
--- (dequantization, a gather) can run in registers; needs wgmma_pending = 0),
+-- (dequantization, a gather) can run in registers; wgmma_pending defaults to 0 then, and 1 is refused),
 -- cluster ({cm, cn}, with tma: thread-block clusters of cm x cn CTAs -- cm along M sharing B tiles,
 -- cn along N sharing A tiles; each CTA loads 1/cm of the B tile and 1/cn of the A tile and
 -- multicasts it to the CTAs that share it, a stage refilled once the consumers of all of them have
@@ -391,8 +394,10 @@ function M.schedule(sch, o, P, analyze)
     raise("ValueError", P, "a_operand must be \"shared\" or \"register\", got %s", util.show(o.a_operand))
   end
   if ra and pend > 0 then
-    raise("ValueError", P, "a_operand = \"register\": wgmma reads its A registers until the group's wgmma_wait_group, so with " ..
-          "wgmma_pending = 1 the next step's load would overwrite them (two A fragments are not implemented); pass wgmma_pending = 0")
+    raise("ValueError", P, "a_operand = \"register\" with wgmma_pending = 1: block '%s''s A fragment (one \"wgmma.matrix_a\" buffer of " ..
+          "64 x %d %s a warpgroup, loaded by ldmatrix each k step) is read by the step's wgmma group until its wgmma_wait_group, so " ..
+          "with that group in flight the next step's ldmatrix would overwrite it (PTX ISA 9.7.15.4; two alternating fragments are " ..
+          "not implemented): leave wgmma_pending out (0 with a register A) or pass 0", info.name, BK, row.a)
   end
   if ra and o.row_sums then raise("ValueError", P, "a_operand = \"register\" with row_sums is not supported yet") end
   local names = require("tir.intrin.cuda").wgmma(row, BN, "K", BK, pend, o.a_operand)

@@ -267,6 +267,13 @@ tir_BuiltModule *tir_build(const tir_PrimFunc *f, const tir_BuildOptions *opts) 
   if (!m->lowered) goto fail;
   if (tir_split_host_device(m->lowered, f, &m->split) != 0) goto fail;
   pick_arch(m->arch, sizeof m->arch, opts->arch);
+  /* a kernel over the target's shared memory a block would fail at load (the attribute) or launch */
+  for (int i = 0; i < m->split.n_kernels; i++) {
+    const tir_Kernel *k = &m->split.kernels[i];
+    if (tir_check_shared_memory(TIR_ERR_CODEGEN, "build", k->name, k->func->body, k->dyn_smem_bytes,
+                                strncmp(m->arch, "sm_", 3) == 0 ? atoi(m->arch + 3) : 0) != 0)
+      goto fail;
+  }
   m->cuda = tir_codegen_cuda(&m->split, m->arch);
   if (!m->cuda) goto fail;
   m->host_text = describe_host(&m->split);

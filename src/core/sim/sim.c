@@ -395,6 +395,7 @@ static int run_kernel(Sim *S, const tir_DeviceSplit *split, int k, const tir_Pri
   }
   memcpy(S->kbdim[k], S->bdim, sizeof S->bdim);
   if (T > SIM_MAX_THREADS) return tir_error_set(TIR_ERR_RUNTIME, K->name, "%lld threads per block; CUDA allows at most 1024", (long long)T);
+  if (tir_check_shared_memory(TIR_ERR_RUNTIME, "simulate", K->name, K->func->body, K->dyn_smem_bytes, S->opt->sm)) return -1;
   S->T = (int)T;
   /* a cluster's CTAs write each other's shared memory and mbarriers (TMA multicast, remote
    * arrivals): not modelled, since CTAs run here one after another */

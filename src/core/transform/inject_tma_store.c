@@ -15,16 +15,24 @@
  *   fence.proxy.async            every thread: its generic-proxy writes of the tile (wgmma_store,
  *                                st.shared) are made visible to the async proxy that reads it
  *   __syncthreads                all of them are done before the leader issues the store
- *   leader: ptx_tma_store(tensor map of dst, &src[sbase, 0, ..], base_0, ..); ptx_bulk_commit_group;
- *           ptx_bulk_wait_group_read 0 (the tile may be written again)
- *   __syncthreads                nobody writes the tile before its read is complete
+ *   leader: ptx_tma_store(tensor map of dst, &src[sbase, 0, ..], base_0, ..); ptx_bulk_commit_group
  *
- * Inside an AttrStmt "named_barrier" (the consumer warpgroups' branch of a warp-specialized
- * kernel, inject_warp_specialization.c) both barriers are that region's bar.sync(id, n) instead:
- * a __syncthreads there would wait for the producer warpgroup, which never reaches it.  There,
- * when the tile's writer (wgmma_store) is an earlier statement of the copy's sequence, the wait
- * for the read moves before that writer (defer_seq): the consumers start the next tile's main loop
- * while the TMA unit still reads the tile, and the region ends with the leader's wait.
+ * and the wait for the store's read of the tile, [leader: ptx_bulk_wait_group_read 0; barrier],
+ * goes where the tile's bytes may be written next (CUTLASS's sm90 epilogue waits for the store
+ * buffer's reuse, not for the store; defer_seq):
+ *   - before the tile's writer (wgmma_store) when that is an earlier statement of the copy's
+ *     sequence and runs again after the store: in the consumers' region of a warp-specialized
+ *     kernel (an AttrStmt "named_barrier", inject_warp_specialization.c), or under a serial loop
+ *     (a persistent tile loop).  The threads start the next tile's main loop while the TMA unit
+ *     still reads the tile; the region (the consumers' branch, or the outermost such loop) then
+ *     ends with the wait of every warpgroup's leader, so the CTA's shared memory outlives the last
+ *     read.  (The pipeline tiles never share the tile's bytes there: the warp-specialized
+ *     producer's branch spans the kernel, and the shared-memory plan reuses no bytes under a loop.)
+ *   - otherwise right after the store (in the leader's block, then the barrier): one tile a CTA,
+ *     where the plan may give the tile's bytes to a later sibling buffer, or the mark tma_store = 2
+ *     (tc_gemm_wgmma's tma_store_wait = "store").
+ * In the consumers' region the barriers are its bar.sync(id, n): a __syncthreads there would wait
+ * for the producer warpgroup, which never reaches it.
  *
  * The leader is lane 0 of a threadIdx.x loop the pass adds (the kernel's threadIdx.x extent), in
  * the enclosing threadIdx.y/z iteration (a copy inside the warpgroup loop: one store per
@@ -49,6 +57,8 @@ typedef struct {
   int64_t bar_id, bar_n; /* inside an AttrStmt "named_barrier" (the consumers of inject_warp_specialization): its barrier */
   int defer;             /* lowering a copy whose tile's writer is an earlier statement of the same sequence (see defer_seq) */
   int deferred;          /* copies lowered with the deferred wait */
+  int loops;             /* serial loops (not a copy's) around the statement, outside the consumers' region */
+  int store_in[3];       /* the thread loops around the deferred copies (their leaders wait at the region's end) */
 } Ctx;
 
 #define fail_at(c, where, ...) pass_fail_at(PASS, (c)->func, (where), "this copy", __VA_ARGS__)
@@ -91,18 +101,24 @@ static tir_Node *barrier(const Ctx *c) {
   return tir_evaluate(tir_call(TIR_VOID, "tvm_storage_sync", tir_array_of(1, tir_string_imm("shared"))));
 }
 
-/* `body` on one thread: lane 0 of an added threadIdx.x loop, and of added threadIdx.y/z loops the
- * copy is not inside (a copy at the CTA level: thread (0, 0)) */
-static tir_Node *leader(const Ctx *c, tir_Node *body) {
+/* `body` on the leaders: lane 0 of an added threadIdx.x loop, and of added threadIdx.y/z loops the
+ * statement is not inside (a copy at the CTA level: thread (0, 0)) -- every lane 0 of them for
+ * the dimensions `every` marks (the end of a region whose copies ran inside those loops) */
+static tir_Node *leader_of(const Ctx *c, const int every[3], tir_Node *body) {
   tir_Node *lead = body;
   for (int d = 0; d < 3; d++) {
     if (d > 0 && (c->in[d] || c->cta[d] <= 1)) continue;
     static const char *const tags[3] = {"threadIdx.x", "threadIdx.y", "threadIdx.z"};
     tir_Var *t = tir_var_new(d == 0 ? "tma_store_leader" : d == 1 ? "tma_store_ty" : "tma_store_tz", TIR_INT32);
-    tir_Node *guard = tir_if(tir_cmp(TIR_EQ, R((tir_Node *)t), tir_i32(0)), lead, NULL);
+    tir_Node *guard = d > 0 && every[d] ? lead : tir_if(tir_cmp(TIR_EQ, R((tir_Node *)t), tir_i32(0)), lead, NULL);
     lead = tir_for(t, tir_i32(0), tir_i32((int)c->cta[d]), TIR_FOR_THREAD_BINDING, tags[d], NULL, guard);
   }
   return lead;
+}
+
+static tir_Node *leader(const Ctx *c, tir_Node *body) {
+  static const int none[3] = {0, 0, 0};
+  return leader_of(c, none, body);
 }
 
 static tir_Node *wait_read(void) {
@@ -272,6 +288,7 @@ static tir_Node *lower(Ctx *c, const tir_Node *s) {
       /* the wait for the tile's read (and the barrier after it) precede the tile's next writes (defer_seq) */
       out = tir_seq(tir_array_of(3, fence, barrier(c), leader(c, tir_seq(tir_array_of(2, stores, commit)))));
       c->deferred++;
+      for (int d = 1; d < 3; d++) c->store_in[d] |= c->in[d] > 0;
     } else {
       out = tir_seq(tir_array_of(4, fence, barrier(c), leader(c, tir_seq(tir_array_of(3, stores, commit, wait_read()))), barrier(c)));
     }
@@ -311,14 +328,12 @@ static int refs(const tir_Node *n, void *p) {
 
 static tir_Node *mut(const tir_Node *n, void *arg);
 
-/* A sequence holding a marked copy.  In the consumers' branch of a warp-specialized kernel (a
- * named_barrier region: the persistent tile loop runs there), when an earlier statement of the
- * sequence writes the copy's tile (wgmma_store), the wait for the previous store's read moves
- * from after the store to before that writer (CUTLASS's sm90 epilogue waits for the store
- * buffer's reuse, not for the store): [leader: wait_group_read 0; barrier] writer ..; fence;
- * barrier; leader: stores; commit.  The consumers then start the next tile's main loop while
- * the TMA unit still reads the tile; the region ends with the leader's wait (mut).  The mark
- * tma_store = 2 keeps the wait right after the store (tc_gemm_wgmma's tma_store_wait = "store"). */
+/* A sequence holding a marked copy: where the wait for the store's read goes (the header's rule).
+ * When an earlier statement of the sequence writes the copy's tile (wgmma_store) and runs again
+ * after the store (the consumers' region of a warp-specialized kernel, or under a serial loop),
+ * the wait moves from after the store to before that writer: [leader: wait_group_read 0;
+ * barrier] writer ..; fence; barrier; leader: stores; commit, and the region ends with the
+ * leaders' wait (mut).  The mark tma_store = 2 keeps the wait right after the store. */
 static tir_Node *defer_seq(Ctx *c, const tir_SeqStmt *sq) {
   int n = sq->seq->size, at = -1, writer = -1;
   for (int k = 0; k < n && at < 0; k++) {
@@ -328,7 +343,7 @@ static tir_Node *defer_seq(Ctx *c, const tir_SeqStmt *sq) {
   }
   const tir_Var *data = NULL;
   tir_visit(sq->seq->items[at], find_src, &data);
-  for (int k = at - 1; k >= 0 && writer < 0 && data && c->bar_n; k--) {
+  for (int k = at - 1; k >= 0 && writer < 0 && data && (c->bar_n || c->loops); k--) {
     Refs r = {data, 0};
     tir_visit(sq->seq->items[k], refs, &r);
     if (r.hit) writer = k;
@@ -364,10 +379,10 @@ static tir_Node *mut(const tir_Node *n, void *arg) {
     if (!a->node || !tir_is_const_int(a->node, &cnt) || !tir_is_const_int(a->value, &id))
       return fail_at(c, n, "a tma_store copy inside a named_barrier region whose thread count and barrier id are not constants");
     int64_t oid = c->bar_id, on = c->bar_n;
-    int od = c->deferred;
-    c->bar_id = id, c->bar_n = cnt;
+    int od = c->deferred, ol = c->loops;
+    c->bar_id = id, c->bar_n = cnt, c->loops = 0;
     tir_Node *body = tir_mutate(a->body, mut, arg);
-    c->bar_id = oid, c->bar_n = on;
+    c->bar_id = oid, c->bar_n = on, c->loops = ol;
     if (!body) return TIR_MUTATE_ERROR;
     /* the last tile's stores read the tile until this wait: the CTA's shared memory must outlive it */
     if (c->deferred > od) body = tir_seq(tir_array_of(2, body, leader(c, wait_read())));
@@ -386,7 +401,20 @@ static tir_Node *mut(const tir_Node *n, void *arg) {
     const tir_Node *y = n;
     while (y->kind == TIR_For && ((const tir_For *)y)->kind != TIR_FOR_THREAD_BINDING) y = ((const tir_For *)y)->body;
     if (y->kind == TIR_BlockRealize && tir_ann_get(((const tir_BlockRealize *)y)->block->annotations, KEY)) return lower(c, n);
+    if (c->bar_n) {
+      tir_Node *m = tir_mutate_children(n, mut, arg);
+      return m ? m : TIR_MUTATE_ERROR;
+    }
+    /* a serial loop outside the consumers' region: the outermost one that holds deferred copies
+     * ends with their leaders' wait (in every warpgroup whose loop is inside it) */
+    int od = c->deferred;
+    int oin[3] = {c->store_in[0], c->store_in[1], c->store_in[2]};
+    if (!c->loops) memset(c->store_in, 0, sizeof c->store_in);
+    c->loops++;
     tir_Node *m = tir_mutate_children(n, mut, arg);
+    c->loops--;
+    if (m && !c->loops && c->deferred > od) m = tir_seq(tir_array_of(2, m, leader_of(c, c->store_in, wait_read())));
+    if (!c->loops) memcpy(c->store_in, oin, sizeof oin);
     return m ? m : TIR_MUTATE_ERROR;
   }
   if (tir_ann_get(((const tir_BlockRealize *)n)->block->annotations, KEY)) return lower(c, n);
@@ -398,7 +426,7 @@ tir_PrimFunc *tir_pass_inject_tma_store(const tir_PrimFunc *f) {
   int marked = 0;
   tir_visit(f->body, has_mark, &marked);
   if (!marked) return (tir_PrimFunc *)tir_retain(&f->hdr);
-  Ctx c = {f, {32, 1, 1}, {0, 0, 0}, 0, 0, 0, 0};
+  Ctx c = {f, {32, 1, 1}, {0, 0, 0}, 0, 0, 0, 0, 0, {0, 0, 0}};
   tir_visit(f->body, scan_threads, c.cta);
   return pass_with_body(f, tir_mutate(f->body, mut, &c));
 }
