@@ -123,7 +123,7 @@ local function wgmma_desc(o)
   local t = {("BM%d BN%d BK%d, %d stage(s), wgmma_pending %d"):format(o.BM, o.BN, o.BK, o.stages, o.wgmma_pending or 1)}
   if o.tma then t[#t + 1] = "TMA" end
   if o.warp_specialize then t[#t + 1] = "warp-specialized" end
-  if o.persistent then t[#t + 1] = "persistent" end
+  if o.persistent then t[#t + 1] = o.persistent_tail and "persistent (persistent_tail: up to one CTA an SM)" or "persistent" end
   if o.epilogue_store == "tma" then t[#t + 1] = "TMA-store epilogue" end
   return table.concat(t, ", ")
 end

@@ -22,6 +22,10 @@ tir_PrimFunc *tir_pass_lower_init_block(const tir_PrimFunc *f);
  * tir_grid_arrive_last on a "global.zeroed" counter per enclosing CTA (lower_grid_tail.c).
  * Block-level IR; LoweringError when the enclosing blockIdx extents are not constant. */
 tir_PrimFunc *tir_pass_lower_grid_tail(const tir_PrimFunc *f);
+/* A persistent grid re-gridded to the CTA count of its tile loop's "persistent_tail" annotation:
+ * G2 CTAs of ceil(T / G2) rounds, the last round's spare CTAs repeating tile T - 1
+ * (lower_persistent_tail.c).  Block-level IR, before inject_tma_pipeline. */
+tir_PrimFunc *tir_pass_lower_persistent_tail(const tir_PrimFunc *f);
 /* Moves block-allocated buffers to the lowest common ancestor of their uses
  * (TVM PlanAndUpdateBufferAllocationLocation). */
 tir_PrimFunc *tir_pass_plan_buffer_allocation(const tir_PrimFunc *f);

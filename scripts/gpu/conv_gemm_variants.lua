@@ -45,7 +45,7 @@ end
 
 local function desc(o)
   local t = {}
-  for _, k in ipairs({"BM", "BN", "BK", "stages", "wgmma_pending", "tma", "warp_specialize", "persistent", "epilogue_store", "tma_store_boxes",
+  for _, k in ipairs({"BM", "BN", "BK", "stages", "wgmma_pending", "tma", "warp_specialize", "persistent", "persistent_tail", "epilogue_store", "tma_store_boxes",
                       "variant"}) do
     if o[k] ~= nil then t[#t + 1] = k .. "=" .. tostring(o[k]) end
   end
@@ -97,8 +97,9 @@ for _, L in ipairs(layers) do
   local w = tir.nd.random({F, L.R, L.R, C}, "float16", dev, {seed = 2})
   local out = tir.nd.empty({L.info.Mp, F}, "float16", dev)
   local xh, wh = x:to(tir.cpu()), w:to(tir.cpu())
-  local args = {x:reshape({M, C}), w:reshape({F, C}), out}
-  if not L.gemm then
+  local args
+  if L.gemm then args = {x:reshape({M, C}), w:reshape({F, C}), out} -- (a strided layer's M is not x's pixel count)
+  else
     local wm = tir.nd.empty({F, L.info.Kp}, "float16", dev)
     local pk = built[L.pack]
     if pk.err then error(pk.err, 0) end

@@ -67,6 +67,30 @@ describe("ResNet-50's non-3x3 layers on wgmma", function()
     U.expect_error(function() ct.wgmma_gemm(info, 5) end, "conv2d_tc.wgmma_gemm", "opts must be a table")
   end)
 
+  it("conv2d_tc.wgmma_gemm_tiles on ResNet-50's 1x1 layers (N = 128, 132 SMs): the SM-count persistent grid, one CTA a tile at C = F = 64", function()
+    local function rule(H, C, F)
+      local _, info = ct.workload{N = 128, H = H, W = H, C = C, F = F, R = 1, S = 1, weight_layout = "FK"}
+      return ct.wgmma_gemm_tiles(info), info
+    end
+    for _, l in ipairs({{7, 512, 2048}, {14, 1024, 512}, {28, 128, 512}, {56, 64, 256}, {14, 1024, 256}}) do
+      local o = rule(l[1], l[2], l[3])
+      assert.are.same({true, true, true, "tma", 256, 3}, {o.warp_specialize, o.persistent, o.persistent_tail, o.epilogue_store, o.BN, o.stages})
+    end
+    local o = rule(28, 512, 128)
+    assert.are.same({true, true, true, "tma", 128}, {o.warp_specialize, o.persistent, o.persistent_tail, o.epilogue_store, o.BN})
+    o = rule(56, 64, 64)
+    assert.are.same({true, nil, nil, "tma", 128, 64, 1, 0}, {o.tma, o.persistent, o.warp_specialize, o.epilogue_store, o.BM, o.BN, o.stages,
+                                                           o.wgmma_pending})
+    o = rule(56, 256, 64) -- F = 64 with a k loop: wgmma_tiles' cp.async tiles
+    assert.are.same({nil, 64}, {o.tma, o.BN})
+    -- conv5's expand: 392 tiles of 128 x 256 -> a divisor grid (G CTAs x 392 / G rounds, G <= 98) re-gridded to 132 x 3
+    local sch = ct.wgmma_gemm(select(2, rule(7, 512, 2048)))
+    local ir = tostring(sch.mod)
+    local g, r = ir:match('T.thread_binding%((%d+), "blockIdx.x"%) do\n%s*for [%w_]+ in T.serial%((%d+), {annotations = {%["persistent_tail"%] = (%d+)}}')
+    assert.are.equal(392, tonumber(g) * tonumber(r))
+    assert.truthy(ir:find('"persistent_tail"%] = ' .. tc.device_sm_count()))
+  end)
+
   -- the 1x1 layers' GEMMs: M x F x C with the OHWI kernel [F, C] as B
   local GEMM = {
     {"K = 64 (one k step), F = 64, BM 128 BN 64, warp-specialized + persistent, 4 stages", 512, 64, 64,
@@ -75,6 +99,8 @@ describe("ResNet-50's non-3x3 layers on wgmma", function()
      {BM = 128, BN = 128, BK = 64, stages = 1, wgmma_pending = 0, tma = true, persistent = 2, epilogue_store = "tma"}},
     {"K = 128, F = 256, BN 256, persistent + TMA-store epilogue, 2 stages", 256, 256, 128,
      {BM = 128, BN = 256, BK = 64, stages = 2, tma = true, persistent = true, epilogue_store = "tma"}},
+    {"K = 128, F = 256, 7 tiles on 3 CTAs (persistent_tail), warp-specialized + TMA-store epilogue, 2 stages", 896, 256, 128,
+     {BM = 128, BN = 256, BK = 64, stages = 2, tma = true, warp_specialize = true, persistent = 3, persistent_tail = true, epilogue_store = "tma"}},
   }
   for _, t in ipairs(GEMM) do
     it("1x1 GEMM on wgmma: " .. t[1], function()

@@ -3,7 +3,7 @@
 -- 8-byte cp.async into the swizzled tile, Kp 224) on the implicit GEMM against float64 at sampled outputs
 -- and the mma.sync implicit GEMM on the whole output; a 1x1 stride-1 layer as the NT GEMM x [M, C] times the
 -- OHWI kernel [F, C] with the TMA pipelines (warp-specialized + persistent; persistent + TMA-store
--- epilogue) against float64 at sampled outputs and the mma.sync GEMM on the whole output; the strided 1x1
+-- epilogue; persistent_tail's SM-count grid) against float64 at sampled outputs and the mma.sync GEMM on the whole output; the strided 1x1
 -- shortcut on the wgmma implicit GEMM.  Without a GPU: pending.
 local tir = require("tir")
 local ct = require("tir.schedules.conv2d_tc")
@@ -75,6 +75,11 @@ describe("#gpu ResNet-50's non-3x3 layers on wgmma", function()
     {"conv2 1x1 64 -> 256", {N = 128, H = 56, W = 56, C = 64, F = 256}, {BM = 128, BN = 256, stages = 3, warp_specialize = true, persistent = true,
                                                                        epilogue_store = "tma"}},
     {"conv5 1x1 2048 -> 512", {N = 128, H = 7, W = 7, C = 2048, F = 512}, {BM = 128, BN = 256, stages = 4, warp_specialize = true, persistent = true}},
+    -- persistent_tail: all the SMs (392 / 1568 tiles on 132 CTAs; the last round's spare CTAs repeat the last tile)
+    {"conv5 1x1 512 -> 2048", {N = 128, H = 7, W = 7, C = 512, F = 2048}, {BM = 128, BN = 256, stages = 3, warp_specialize = true, persistent = true,
+                                                                          epilogue_store = "tma", persistent_tail = true}},
+    {"conv3 1x1 128 -> 512", {N = 128, H = 28, W = 28, C = 128, F = 512}, {BM = 128, BN = 256, stages = 3, warp_specialize = true, persistent = true,
+                                                                         epilogue_store = "tma", persistent_tail = true}},
   }
   for _, t in ipairs(GEMMS) do
     local L = t[2]

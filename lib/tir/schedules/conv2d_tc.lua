@@ -799,7 +799,8 @@ end
 --     consumers store this one's) and persistent with the TMA-store epilogue, BM 128 and BN = min(F, 256)
 --     (one wgmma N) and 128 for F >= 256; level "near" adds the TMA-store epilogue with warp specialization,
 --     without the persistent grid and with BM 64 (level "store": only those three), "all" also BM 256 at
---     F = 64 and the plain TMA pipeline.
+--     F = 64 and the plain TMA pipeline.  Every persistent candidate has persistent_tail = true (a grid of
+--     as many CTAs as SMs, the last round's spare CTAs repeating the last tile: tc_gemm_wgmma).
 --   wgmma_gemm_tiles(info): the rule's pick: one of them, or wgmma_tiles' cp.async tiles (see below).
 --   wgmma_gemm(info [, opts]): the Schedule (opts: tc_gemm_wgmma options, default wgmma_gemm_tiles') and
 --     the shapes of its arguments {{M, C}, {F, C}, {M, F}} (x:reshape, w_ohwi:reshape, out).
@@ -824,6 +825,7 @@ function M.wgmma_gemm_space(info, level)
   local function add(o)
     o.intrin, o.BK, o.tma = "wgmma", 64, true
     if o.wgmma_pending == nil then o.wgmma_pending = (o.warp_specialize or steps > 1) and 1 or 0 end
+    if o.persistent then o.persistent_tail = true end -- all the SMs, whatever the tile count's divisors
     if Mg % o.BM == 0 and F % o.BN == 0 and C % 64 == 0 then out[#out + 1] = o end
   end
   local bns = {math.min(F, 256)}
@@ -852,29 +854,23 @@ function M.wgmma_gemm_space(info, level)
   return out
 end
 
--- The rule, from bench/conv2d.lua's timings of every candidate on ResNet-50's 1x1 layers (H200,
--- bench/RESULTS.md "ResNet-50's 1x1 layers on wgmma" and "Stop 11: the TMA-store tile in 128-byte
--- boxes"): F >= 256 with C <= 512 (the expands: the output is 4-16x the input, the store decides) ->
--- warp-specialized + persistent with the TMA-store epilogue, BN = 256, 3 stages (22-23 % faster than the
--- persistent TMA-store kernel without the producer warpgroup, 34-38 % faster than cp.async, on conv2's
--- and conv3's expands; with the boxed store tile 0.98x / 0.92x cuDNN there); F = 128 -> warp-specialized
--- + persistent with the TMA-store epilogue, BN 128, 3 stages (24 % faster than without the TMA store on
--- 401408x128x256, 3 % on 100352x128x512); F >= 256 with C >= 1024 -> the same as the expands when the
--- persistent grid needs no more rounds than one CTA a tile would (15 % faster than cp.async on
--- 25088x256x1024), else wgmma_tiles' cp.async tiles; F = 64 -> the cp.async tiles of wgmma_tiles (the TMA
--- variants were 1-40 % slower there with the dense store tile; not re-measured with the boxed one).
+-- The rule, from bench/conv2d.lua's and scripts/gpu/conv_gemm_variants.lua's timings of the candidates on
+-- ResNet-50's 1x1 layers (H200, bench/RESULTS.md "ResNet-50's 1x1 layers on wgmma", "Stop 11: the TMA-store
+-- tile in 128-byte boxes" and "Stop 12 (hC1)"): F >= 256 -> warp-specialized + persistent with the TMA-store
+-- epilogue, BN = 256, 3 stages, on an SM-count grid (persistent_tail: 392 tiles in 3 rounds on 132 CTAs
+-- where the divisor grid took 4 on 98: conv5's expand 0.0445 -> 0.0237 ms, conv5's first reduce 0.0598 ms
+-- (cp.async) -> 0.0415, the expands of conv2-4 3-11 % faster than the divisor grid); F = 128 -> the same
+-- with BN 128; F = 64 with C = 64 (one k step, the output as large as the input) -> one CTA a tile with the
+-- TMA load and the TMA-store epilogue, 1 stage (0.0284 ms against 0.0524 for the cp.async tiles and 0.0324
+-- for the warp-specialized persistent kernel on 401408x64x64: the hardware overlaps one CTA's store with
+-- another's loads); other F = 64 layers -> the cp.async tiles of wgmma_tiles.
 function M.wgmma_gemm_tiles(info)
   local P = "conv2d_tc.wgmma_gemm_tiles"
   local Mg, F, C = gemm_info(P, info)
   local want
-  if F >= 256 and C <= 512 then want = function(o) return o.epilogue_store == "tma" and o.warp_specialize and o.BN == 256 end
-  elseif F == 128 then want = function(o) return o.epilogue_store == "tma" and o.warp_specialize and o.BN == 128 end
-  elseif F >= 256 and Mg % 128 == 0 and F % 256 == 0 then
-    local tiles, sms = (Mg // 128) * (F // 256), tc.device_sm_count()
-    local G = tc.persistent_grid(Mg // 128, F // 256, sms)
-    if tiles // G <= (tiles + sms - 1) // sms then
-      want = function(o) return o.epilogue_store == "tma" and o.warp_specialize and o.BN == 256 end
-    end
+  if F >= 256 then want = function(o) return o.epilogue_store == "tma" and o.warp_specialize and o.persistent and o.BN == 256 end
+  elseif F == 128 then want = function(o) return o.epilogue_store == "tma" and o.warp_specialize and o.persistent and o.BN == 128 end
+  elseif F == 64 and C == 64 then want = function(o) return o.epilogue_store == "tma" and not o.persistent and not o.warp_specialize and o.BM == 128 end
   end
   if want then
     for _, o in ipairs(M.wgmma_gemm_space(info, "near")) do if want(o) then return o end end

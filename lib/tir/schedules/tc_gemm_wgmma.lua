@@ -21,7 +21,7 @@ M.defaults = {BM = 128, BN = 128, BK = 64, stages = 3, epilogue = nil, unroll = 
 
 -- the options that name a tile or a pipeline: when a caller gives none of them, M.pick chooses
 -- them from the shape (M.resolve)
-M.TILE_OPTS = {"BM", "BN", "BK", "stages", "tma", "warp_specialize", "persistent", "wgmma_pending", "ws_regs", "epilogue_store",
+M.TILE_OPTS = {"BM", "BN", "BK", "stages", "tma", "warp_specialize", "persistent", "persistent_tail", "wgmma_pending", "ws_regs", "epilogue_store",
                "a_stage", "row_sums", "vec", "a_operand", "tma_store_boxes", "tma_store_wait", "pingpong"}
 
 --- The configuration tc_gemm intrin = "wgmma" takes when no tile or pipeline option is given
@@ -178,7 +178,8 @@ local OPTS = {intrin = "string", BM = "positive", BN = "positive", BK = "positiv
                 end
               end,
               epilogue_store = "string", epilogue_vec = "positive", row_sums = "string", row_sums_after = "boolean",
-              tma_store_boxes = "boolean", tma_store_wait = "string", row_sums_split = "positive", pingpong = "boolean"}
+              tma_store_boxes = "boolean", tma_store_wait = "string", row_sums_split = "positive", pingpong = "boolean",
+              persistent_tail = "boolean"}
 M.OPTS = OPTS
 -- a_im2col (with a_stage and tma): the convolution {pt, pl, sh, sw, dh, dw, P, Q, R, S} whose im2col
 -- the a_stage block computes from an NHWC X; the A tile is then one TMA copy in im2col mode (tensor
@@ -471,6 +472,7 @@ function M.schedule(sch, o, P, analyze)
   local bx, jn = sch:split(j, {nil, BN})
   local ko, kin = sch:split(k, {nil, BK})
   sch:reorder(by, bx, wg, ko, i64, jn, kin)
+  if o.persistent_tail and not o.persistent then raise("ValueError", P, "persistent_tail = true needs persistent (true or a CTA count)") end
   if o.persistent then
     -- a persistent grid (tc_gemm's mma-path scheme): G CTAs, CTA b computes tiles b, b + G, ...
     -- in an order grouped by 8 (4, 2) rows of tiles for L2 reuse; G divides the tile count (no
@@ -479,8 +481,18 @@ function M.schedule(sch, o, P, analyze)
     if not o.tma then raise("ValueError", P, "persistent = true needs tma = true (the TMA pipeline walks the tiles)") end
     -- (tc_gemm.persistent_tiles: the largest G <= want over the groups 8, 4, 2, 1 for which the
     -- tile order stays affine -- bind's compact data flow)
-    TCM.persistent_tiles(sch, by, bx, ext[#ext - 2] // BM, ext[#ext - 1] // BN, o.persistent == true and TCM.device_sm_count() or o.persistent,
-                         o.persistent ~= true and P or nil, cm * cn > 1 and {cm, cn} or nil)
+    local want = o.persistent == true and TCM.device_sm_count() or o.persistent
+    local ny, nx = ext[#ext - 2] // BM, ext[#ext - 1] // BN
+    local tile, G = TCM.persistent_tiles(sch, by, bx, ny, nx, want, o.persistent ~= true and not o.persistent_tail and P or nil,
+                                         cm * cn > 1 and {cm, cn} or nil)
+    if o.persistent_tail then
+      -- want CTAs whatever the tile count's divisors: the last round's spare CTAs compute the last
+      -- tile again (lower_persistent_tail; the tile's store overwrites D with the same values).  A
+      -- cluster's CTAs share operand tiles by multicast, which a repeated tile would break
+      if cm * cn > 1 then raise("ValueError", P, "persistent_tail = true with cluster = {%d, %d}: a cluster's CTAs multicast shared tiles", cm, cn) end
+      local T, G2 = ny * nx, math.min(want, ny * nx)
+      if (T + G2 - 1) // G2 < T // G then sch:annotate(tile, "persistent_tail", G2) end
+    end
   else
     sch:bind(by, "blockIdx.y"); sch:bind(bx, "blockIdx.x")
   end

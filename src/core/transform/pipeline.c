@@ -35,6 +35,7 @@ tir_PrimFunc *tir_lower(const tir_PrimFunc *f, tir_LowerOptions *opts) {
   RUN("lower_cross_thread_reduction", tir_pass_lower_cross_thread_reduction(cur));
   RUN("lower_init_block", tir_pass_lower_init_block(cur));
   RUN("lower_grid_tail", tir_pass_lower_grid_tail(cur));
+  RUN("lower_persistent_tail", tir_pass_lower_persistent_tail(cur));
   RUN("plan_buffer_allocation", tir_pass_plan_buffer_allocation(cur));
   RUN("verify_memory_scope", tir_pass_verify_memory_scope(cur));
   RUN("compact_buffer_allocation", tir_pass_compact_buffer_allocation(cur));
