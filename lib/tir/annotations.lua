@@ -20,6 +20,8 @@ A.KNOWN = {
                                   doc = "1: one cp.async wait at the top of each iteration; 2: before the first consumer of the lowest stage (tirlua)"},
   software_pipeline_nested = {on = "loop", set_by = "user",
                               doc = "an inner pipelined loop counts as the statements its rewrite emitted, as in TVM (tirlua)"},
+  software_pipeline_unroll = {on = "loop", set_by = "user",
+                              doc = "1: the steady state one instance per iteration (a nested parent lists each instance's statements; tirlua)"},
   software_pipeline_async_reads = {on = "loop", set_by = "user",
                                    doc = "per statement, iterations its shared reads stay in flight (wgmma_wait_group 1; tirlua)"},
   tma_pipeline_stages = {on = "loop", set_by = "user", doc = "stages of a TMA + mbarrier pipeline (inject_tma_pipeline)"},

@@ -68,6 +68,12 @@
  * loop, mma(KS - 1); staging the first two one stage earlier than the rest and ordering them
  * after the steady state prefetches the next tile's first fragments during this tile's last
  * multiply-accumulates (TVM's nested GEMM pipeline, stage [0, 0, 2, 3, 3], order [0, 1, 3, 2, 4]).
+ * tirlua extension: software_pipeline_unroll = 1 (on a loop of constant bounds) emits the steady
+ * state as one instance per iteration instead of a loop; as the child of a nested pipeline, each
+ * instance's statements then count, so the parent can place its own statements between the
+ * child's iterations -- CUTLASS's main loop issues the next stage's global -> shared copies after
+ * the second k step's fragment loads, not before the first (ptxas keeps shared loads behind
+ * earlier cp.async, so copies emitted first delay that step's ldmatrix until all are issued).
  * Two statements whose accesses of a buffer are all under constant, different
  * "pipeline_version" markers (the inner pipeline's versions) touch disjoint elements: that pair
  * needs no further versions (the next tile's version-0 fragments may be written while this
@@ -95,6 +101,8 @@
 #define KEY_EARLY "software_pipeline_early_wait"
 #define KEY_AREADS "software_pipeline_async_reads"
 #define KEY_NESTED "software_pipeline_nested"
+#define KEY_UNROLL "software_pipeline_unroll"
+#define MAX_UNROLLED 64 /* software_pipeline_unroll: most steady-state instances emitted */
 
 /* ---- sets of data variables ---- */
 typedef struct {
@@ -747,8 +755,10 @@ static tir_Node *emit_section(Pipe *p, tir_Node *start, tir_Node *end, int sec, 
   tir_release(a2);
   tir_Array *a4 = tir_ann_remove(a3, KEY_EARLY);
   tir_release(a3);
-  anns = tir_ann_remove(a4, KEY_NESTED);
+  tir_Array *a5 = tir_ann_remove(a4, KEY_NESTED);
   tir_release(a4);
+  anns = tir_ann_remove(a5, KEY_UNROLL);
+  tir_release(a5);
   int kind = sec == SEC_BODY ? (int)p->cur->kind : TIR_FOR_UNROLLED;
   return tir_for(v, tir_int_imm(lt, 0), ext, kind, "", anns, body);
 }
@@ -860,6 +870,14 @@ static tir_Node *pipeline(Ctx *ctx, const tir_For *orig, const tir_For *f) {
       goto done;
     }
     P.early_wait = (int)x;
+  }
+  int64_t unroll = 0;
+  {
+    const tir_Node *uv = tir_ann_get(f->annotations, KEY_UNROLL);
+    if (uv && (!tir_is_const_int(uv, &unroll) || unroll < 0 || unroll > 1)) {
+      pfail(&P, "%s must be 0 or 1", KEY_UNROLL);
+      goto done;
+    }
   }
   if (ns == -2 || no == -2 || na == -2 || nr == -2) {
     pfail(&P, "%s must be a list of integers", ns == -2 ? KEY_STAGE : no == -2 ? KEY_ORDER : na == -2 ? KEY_ASYNC : KEY_AREADS);
@@ -1026,7 +1044,31 @@ static tir_Node *pipeline(Ctx *ctx, const tir_For *orig, const tir_For *f) {
     int err = 0;
     tir_Node *secs[3];
     secs[0] = emit_section(&P, (tir_Node *)mn, pro_end, SEC_PROLOGUE, NULL, &err);
-    secs[1] = err ? NULL : emit_section(&P, pro_end, end, SEC_BODY, NULL, &err);
+    if (unroll) {
+      /* software_pipeline_unroll: the steady state as one instance per iteration (a parent
+       * pipeline with software_pipeline_nested then lists each instance's statements) */
+      int64_t b0, b1;
+      secs[1] = NULL;
+      if (!err && (!tir_as_const_int(P.an, pro_end, &b0) || !tir_as_const_int(P.an, end, &b1))) {
+        pfail(&P, "%s = 1 needs a loop of constant bounds (the steady state is emitted one instance per iteration)", KEY_UNROLL);
+        err = 1;
+      } else if (!err && b1 - b0 > MAX_UNROLLED) {
+        pfail(&P, "%s = 1: the steady state has %lld iterations, more than the %d instances it may emit", KEY_UNROLL,
+              (long long)(b1 - b0), MAX_UNROLLED);
+        err = 1;
+      }
+      tir_Array *inst = tir_array_empty();
+      for (int64_t j = b0; !err && j < b1; j++) {
+        tir_Node *js = tir_int_imm(lt, j), *je = tir_int_imm(lt, j + 1);
+        tir_Node *one = emit_section(&P, js, je, SEC_BODY, NULL, &err);
+        tir_release(js), tir_release(je);
+        if (one) inst = tir_array_push(inst, one);
+      }
+      if (err || inst->size == 0) tir_release(inst);
+      else secs[1] = tir_seq(inst);
+    } else {
+      secs[1] = err ? NULL : emit_section(&P, pro_end, end, SEC_BODY, NULL, &err);
+    }
     secs[2] = err ? NULL : emit_section(&P, epi_start, epi_end, SEC_EPILOGUE, extra_lb, &err);
     tir_release(S), tir_release(pro_end), tir_release(end), tir_release(epi_start), tir_release(extra_lb),
         tir_release(epi_end);
@@ -1071,7 +1113,8 @@ static tir_Node *mut(const tir_Node *n, void *arg) {
   if (n->kind != TIR_For) return NULL;
   const tir_For *f = (const tir_For *)n;
   if (!tir_ann_get(f->annotations, KEY_STAGE) && !tir_ann_get(f->annotations, KEY_ORDER) &&
-      !tir_ann_get(f->annotations, KEY_ASYNC) && !tir_ann_get(f->annotations, KEY_EARLY) && !tir_ann_get(f->annotations, KEY_NESTED))
+      !tir_ann_get(f->annotations, KEY_ASYNC) && !tir_ann_get(f->annotations, KEY_EARLY) && !tir_ann_get(f->annotations, KEY_NESTED) &&
+      !tir_ann_get(f->annotations, KEY_UNROLL))
     return NULL;
   /* inner pipelines first (TVM's post-order) */
   tir_Node *m = tir_mutate_children(n, mut, arg);
