@@ -22,6 +22,8 @@ A.KNOWN = {
                               doc = "an inner pipelined loop counts as the statements its rewrite emitted, as in TVM (tirlua)"},
   software_pipeline_unroll = {on = "loop", set_by = "user",
                               doc = "1: the steady state one instance per iteration (a nested parent lists each instance's statements; tirlua)"},
+  software_pipeline_modulo_expand = {on = "loop", set_by = "user",
+                                     doc = "1: the steady state unrolled by the versions' common multiple, version indices constant (tirlua)"},
   software_pipeline_async_reads = {on = "loop", set_by = "user",
                                    doc = "per statement, iterations its shared reads stay in flight (wgmma_wait_group 1; tirlua)"},
   tma_pipeline_stages = {on = "loop", set_by = "user", doc = "stages of a TMA + mbarrier pipeline (inject_tma_pipeline)"},

@@ -168,6 +168,24 @@ describe("tc_gemm 8-warp tiles and swizzled pipelines", function()
     U.expect_error(function() tc.schedule(tc.workload(64, 64, 512, "float16"), {copy_order = "late"}) end, "copy_order", "\"spread\"")
   end)
 
+  it("unroll_stages: the k-tile loop unrolled by its stage count, every stage offset a constant; same results", function()
+    -- 8 or 9 tiles of BK 64, 3 stages: a steady state of 6 (two rounds of 3) or 7 (one instance left over)
+    for _, c in ipairs({{512, "top", 3}, {576, "step", 3}, {768, "spread", 4}, {512, "top", 2}}) do
+      local f = tc.workload(64, 64, c[1], "float16", "float16")
+      local o = {BM = 32, BN = 64, BK = 64, warp_m = 16, warp_n = 32, stages = c[3], frag_prefetch = c[3] >= 3, unroll_stages = true,
+                 group_m = 2, epilogue = "D"}
+      if c[3] >= 3 then o.copy_order = c[2] end
+      local rep, mod = sim_equal(f, tc.schedule(f, o))
+      assert.are.equal(0, rep.races)
+      local src = mod:get_source("cuda")
+      -- no stage register, no "% 3": the offsets are constants; the loop runs tiles // stages rounds
+      assert.is_nil(src:find("_stage[", 1, true))
+      assert.is_nil(src:find("%% " .. c[3] .. "%)"))
+      local steady = c[1] // 64 - (c[3] - 1)
+      assert.truthy(src:find(("for (int k_0 = 0; k_0 < %d; ++k_0)"):format(steady // c[3]), 1, true), src)
+    end
+  end)
+
   it("auto_tensorize takes 256 x 128 tiles of 8 warps with frag_prefetch for GEMMs of 3 waves or more (measured)", function()
     local function pick(m, n, k, sms, extra)
       local o = {sm_count = sms, tuned = false, epilogue = "D"}

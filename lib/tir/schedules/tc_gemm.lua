@@ -30,7 +30,7 @@ local util = require("tir.util")
 local raise = util.raise
 
 M.defaults = {intrin = "mma", BM = 128, BN = 128, BK = 32, warp_m = 64, warp_n = 64, vec = 8, stages = 1, early_wait = true, frag_pipeline = false,
-              frag_prefetch = false, copy_order = "top", pad = true,
+              frag_prefetch = false, copy_order = "top", unroll_stages = false, pad = true,
               dtype = "float16", epilogue = nil, unroll = true, wmma_shape = nil, split_k = 1, split_k_mode = "parallel",
               swizzle = nil, group_m = nil}
 
@@ -313,7 +313,7 @@ local SCHEDULE_OPTS = {intrin = "string", BM = "positive", BN = "positive", BK =
                            return '"top" (the copies before the tile\'s first fragment loads), "step" (after the second k step\'s ' ..
                                   'loads) or "spread" (A\'s after the second step\'s loads, B\'s after the third)'
                          end
-                       end, pad = "boolean", swizzle = "boolean", group_m = "positive", dtype = "dtype", epilogue = "string", unroll = "boolean",
+                       end, unroll_stages = "boolean", pad = "boolean", swizzle = "boolean", group_m = "positive", dtype = "dtype", epilogue = "string", unroll = "boolean",
                        block = "string", split_k = "positive", split_k_mode = function(v)
                          if v ~= "parallel" and v ~= "serial" then return '"parallel" (a second kernel sums the slices) or "serial" (the last CTA of each tile does)' end
                        end, a_stage = "string", b_stage = "string", writeback = "string",
@@ -851,6 +851,9 @@ local function schedule(func, opts, P)
       sch:annotate(ko, "software_pipeline_order", {0, 1, 2})
     end
     sch:annotate(ko, "software_pipeline_async_stages", {0})
+    -- unroll_stages: the k-tile loop unrolled by its tiles' version count, every stage offset a
+    -- constant (modulo variable expansion) instead of a register advanced with a wrap
+    if o.unroll_stages then sch:annotate(ko, "software_pipeline_modulo_expand", 1) end
     -- one wait at the top of each k step (CUTLASS's count, stages - 2): then one barrier per step
     if o.early_wait then sch:annotate(ko, "software_pipeline_early_wait", o.frag_prefetch and 2 or 1) end
   end
@@ -1172,7 +1175,7 @@ function M.auto_tensorize(func, instr, block, extra)
   -- and pipeline left to us): bench/RESULTS.md, issue 12, run 2 (H200)
   local plain = true
   for _, key in ipairs({"BM", "BN", "BK", "warp_m", "warp_n", "stages", "split_k", "split_k_mode", "tma", "persistent", "row_sums", "early_wait",
-                        "frag_pipeline", "frag_prefetch", "copy_order", "a_stage", "b_stage", "writeback", "stage_epilogue"}) do
+                        "frag_pipeline", "frag_prefetch", "copy_order", "unroll_stages", "a_stage", "b_stage", "writeback", "stage_epilogue"}) do
     if extra[key] ~= nil then plain = false end
   end
   -- M = 128 with 16-bit inputs and N in the thousands: 128 x 128 x 64 CTAs of 4 warps of 64 x 64,
