@@ -391,10 +391,11 @@ for _, s in ipairs(shapes) do
     end
     made[v] = {okb, mod, config, params}
   end
-  local by_target, targets = {}, {}
+  local by_target, targets, queued = {}, {}, {}
   for _, v in ipairs(names) do
     local r = made[v]
-    if r[1] then
+    if r[1] and not queued[v] then -- (a variant named twice is timed twice, built once)
+      queued[v] = true
       local t = r[2].target
       if not by_target[t] then by_target[t] = {} targets[#targets + 1] = t end
       table.insert(by_target[t], v)
