@@ -61,6 +61,14 @@ local function chain(n)
   return sch, i
 end
 
+-- chain(n) with stages {0, 1, 2, 3} and the annotations anns (key -> value) on its loop
+local function staged_chain(n, anns)
+  local sch, i = chain(n)
+  sch:annotate(i, "software_pipeline_stage", {0, 1, 2, 3})
+  for k, v in pairs(anns) do sch:annotate(i, k, v) end
+  return sch, i
+end
+
 -- S[i] = A[i] (a copy into shared memory, optionally select(i < 10, A[i], 0)), O[i] = S[i] * 2,
 -- per i: the loop body is [copy, compute].
 local function copy_then_compute(n, padded)
@@ -461,15 +469,10 @@ end)]])
     sch:annotate(i, "software_pipeline_stage", {0, 1})
     sch:annotate(i, "software_pipeline_unroll", 2)
     U.expect_error(function() through(sch.mod, TO_PIPELINE) end, "inject_software_pipeline", "software_pipeline_unroll must be 0 or 1")
-    local n = tir.var("n")
-    local sch2, i2 = chain(n)
-    sch2:annotate(i2, "software_pipeline_stage", {0, 1, 2, 3})
-    sch2:annotate(i2, "software_pipeline_unroll", 1)
-    U.expect_error(function() through(sch2.mod, TO_PIPELINE) end, "software_pipeline_unroll = 1 needs a loop of constant bounds")
+    U.expect_error(function() through(staged_chain(tir.var("n"), {software_pipeline_unroll = 1}).mod, TO_PIPELINE) end,
+                   "software_pipeline_unroll = 1 needs a loop of constant bounds")
     -- unrolled without nesting: the same function, the steady state as instances
-    local sch3, i3 = chain(7)
-    sch3:annotate(i3, "software_pipeline_stage", {0, 1, 2, 3})
-    sch3:annotate(i3, "software_pipeline_unroll", 1)
+    local sch3 = staged_chain(7, {software_pipeline_unroll = 1})
     local g3 = through(sch3.mod, TO_PIPELINE)
     check_equiv(sch3.mod, g3)
     assert.are.equal(0, U.count(tostring(g3), "T.serial"))
@@ -478,9 +481,7 @@ end)]])
   it("software_pipeline_modulo_expand: the steady state unrolled by the versions' common multiple, version indices constant", function()
     -- chain with stages {0, 1, 2, 3}: B, C, D get 2 versions each; 2 copies of the steady state a round
     for _, n in ipairs({3, 4, 7, 8, 12}) do
-      local sch, i = chain(n)
-      sch:annotate(i, "software_pipeline_stage", {0, 1, 2, 3})
-      sch:annotate(i, "software_pipeline_modulo_expand", 1)
+      local sch = staged_chain(n, {software_pipeline_modulo_expand = 1})
       local g = through(sch.mod, TO_PIPELINE)
       check_equiv(sch.mod, g)
       local s = tostring(g)
@@ -499,19 +500,11 @@ end)]])
     assert.is_falsy(tostring(g):find("T.floormod", 1, true))
     assert.matches("T.serial%(2%)", tostring(g)) -- 8 k-steps: 6 in the steady state, 2 rounds of 3
     -- refused: other values, symbolic trip counts, together with software_pipeline_unroll
-    local s1, i1 = chain(8)
-    s1:annotate(i1, "software_pipeline_stage", {0, 1, 2, 3})
-    s1:annotate(i1, "software_pipeline_modulo_expand", 3)
-    U.expect_error(function() through(s1.mod, TO_PIPELINE) end, "software_pipeline_modulo_expand must be 0 or 1")
-    local s2, i2 = chain(tir.var("n"))
-    s2:annotate(i2, "software_pipeline_stage", {0, 1, 2, 3})
-    s2:annotate(i2, "software_pipeline_modulo_expand", 1)
-    U.expect_error(function() through(s2.mod, TO_PIPELINE) end, "software_pipeline_modulo_expand = 1 needs a steady state of constant trip count")
-    local s3, i3 = chain(8)
-    s3:annotate(i3, "software_pipeline_stage", {0, 1, 2, 3})
-    s3:annotate(i3, "software_pipeline_modulo_expand", 1)
-    s3:annotate(i3, "software_pipeline_unroll", 1)
-    U.expect_error(function() through(s3.mod, TO_PIPELINE) end, "choose one")
+    local X = "software_pipeline_modulo_expand"
+    U.expect_error(function() through(staged_chain(8, {[X] = 3}).mod, TO_PIPELINE) end, X .. " must be 0 or 1")
+    U.expect_error(function() through(staged_chain(tir.var("n"), {[X] = 1}).mod, TO_PIPELINE) end,
+                   X .. " = 1 needs a steady state of constant trip count")
+    U.expect_error(function() through(staged_chain(8, {[X] = 1, software_pipeline_unroll = 1}).mod, TO_PIPELINE) end, "choose one")
   end)
 
   it("nested pipelines: without software_pipeline_nested the inner pipeline is one statement", function()

@@ -11,6 +11,13 @@ local asan = os.getenv("ASAN_OPTIONS") ~= nil
 
 local function sim_equal(f, sch) return U.sim_equal(f, sch, 5) end
 
+-- the text of the CUDA C's k-tile loop (the steady state)
+local function k_loop(src)
+  local at = assert(src:find("for (int k_0", 1, true))
+  local indent = src:sub(1, at):match("\n( *)[^\n]*$")
+  return src:sub(at, assert(src:find("\n" .. indent .. "}", at, true)))
+end
+
 local small = {BM = 32, BN = 32, BK = 32, warp_m = 16, warp_n = 16}
 local function with(o)
   local r = {}
@@ -117,9 +124,7 @@ describe("tc_gemm 8-warp tiles and swizzled pipelines", function()
       local rep, mod = sim_equal(f, sch)
       assert.are.equal(0, rep.races)
       local src = mod:get_source("cuda")
-      local at = assert(src:find("for (int k_0", 1, true))
-      local indent = src:sub(1, at):match("\n( *)[^\n]*$")
-      local loop = src:sub(at, assert(src:find("\n" .. indent .. "}", at, true)))
+      local loop = k_loop(src)
       assert.are.equal(1, select(2, loop:gsub("__syncthreads", "")))
       assert.are.equal(1, select(2, loop:gsub("tir_cp_async_wait<" .. (c.stages - 2) .. ">", "")))
       local bar = loop:find("__syncthreads", 1, true)
@@ -147,9 +152,7 @@ describe("tc_gemm 8-warp tiles and swizzled pipelines", function()
       local rep, mod = sim_equal(f, sch)
       assert.are.equal(0, rep.races)
       local src = mod:get_source("cuda")
-      local at = assert(src:find("for (int k_0", 1, true))
-      local indent = src:sub(1, at):match("\n( *)[^\n]*$")
-      local loop = src:sub(at, assert(src:find("\n" .. indent .. "}", at, true)))
+      local loop = k_loop(src)
       assert.are.equal(1, select(2, loop:gsub("__syncthreads", "")), loop)
       local groups = c[1] == "spread" and 2 or 1
       assert.are.equal(groups, select(2, loop:gsub("tir_cp_async_commit", "")))
