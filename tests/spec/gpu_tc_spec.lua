@@ -60,7 +60,10 @@ describe("#gpu tensor-core GEMM", function()
   for _, c in ipairs({{4096, 4096, 4096, {BM = 256, BN = 128, BK = 32, stages = 3, frag_prefetch = true}},
                       {4096, 4096, 4096, {BK = 64, stages = 3, frag_prefetch = true}},
                       {1000, 1000, 1000, {BN = 256, BK = 32, stages = 4, frag_prefetch = true}},
-                      {128, 11008, 4096, {BK = 64, stages = 3, split_k = 3, frag_prefetch = true}}}) do
+                      {128, 11008, 4096, {BK = 64, stages = 3, split_k = 3, frag_prefetch = true}},
+                      -- stop 12: the copies between the k steps' fragment loads (copy_order), the stages unrolled
+                      {4096, 4096, 4096, {BM = 256, BN = 128, BK = 64, stages = 3, frag_prefetch = true, copy_order = "spread"}},
+                      {1024, 1024, 1152, {BM = 256, BN = 128, BK = 64, stages = 3, frag_prefetch = true, unroll_stages = true}}}) do
     it(("frag_prefetch %dx%dx%d %s matches cuBLAS"):format(c[1], c[2], c[3], require("tir.json").encode(c[4])), function()
       local m, n, k, o = c[1], c[2], c[3], U.merge({intrin = "mma", epilogue = "D"}, c[4])
       local BM, BN, BK = o.BM or 128, o.BN or 128, o.BK * (o.split_k or 1)

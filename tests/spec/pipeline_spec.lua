@@ -61,6 +61,14 @@ local function chain(n)
   return sch, i
 end
 
+-- chain(n) with stages {0, 1, 2, 3} and the annotations anns (key -> value) on its loop
+local function staged_chain(n, anns)
+  local sch, i = chain(n)
+  sch:annotate(i, "software_pipeline_stage", {0, 1, 2, 3})
+  for k, v in pairs(anns) do sch:annotate(i, k, v) end
+  return sch, i
+end
+
 -- S[i] = A[i] (a copy into shared memory, optionally select(i < 10, A[i], 0)), O[i] = S[i] * 2,
 -- per i: the loop body is [copy, compute].
 local function copy_then_compute(n, padded)
@@ -422,6 +430,81 @@ end)]])
       -- lowered: one barrier in the steady state (after the wait)
       assert.are.equal(1, U.count(steady_state(tostring(tir.lower(sch.mod)), 9 - stages), SYNC))
     end
+  end)
+
+  it("software_pipeline_unroll: the inner steady state one instance per step, so the outer copies go between its steps", function()
+    -- inner ki (4 steps) emits load_a(0), load_b(0), [load_a(j+1), load_b(j+1), update(j)] for j = 0..2
+    -- (unrolled), update(3): 12 statements + the 2 copies.  Emitted: the second step's loads, the
+    -- copies, update(0), the other steps, the next tile's first loads (after the one wait), update(3)
+    for _, stages in ipairs({3, 4}) do
+      local f = gemm(32, 32, 32)
+      local sch = simt.schedule(f, small_simt({stages = stages, BK = 4}))
+      local loops = {sch:get_loops(sch:get_block("C_update"))}
+      local ko, ki = loops[5], loops[6]
+      sch:annotate(ki, "software_pipeline_stage", {0, 0, 1})
+      sch:annotate(ki, "software_pipeline_unroll", 1)
+      local S = stages
+      local st, ord = {0, 0, S - 2, S - 2}, {}
+      for i = 5, 14 do st[i] = S - 1 end
+      -- body indices: 0, 1 copies; 2, 3 loads(0); 4 + 3j, 5 + 3j, 6 + 3j step j; 13 update(3)
+      local emit = {4, 5, 0, 1, 6, 7, 8, 9, 10, 11, 12, 2, 3, 13}
+      for pos, idx in ipairs(emit) do ord[idx + 1] = pos - 1 end
+      sch:annotate(ko, "software_pipeline_stage", st)
+      sch:annotate(ko, "software_pipeline_order", ord)
+      sch:annotate(ko, "software_pipeline_nested", 1)
+      sch:annotate(ko, "software_pipeline_early_wait", 2)
+      local g = through(sch.mod, TO_PIPELINE)
+      check_equiv(f, g)
+      check_equiv(f, through(sch.mod, TO_ASYNC_COPY))
+      local s = tostring(g)
+      -- the shared tiles keep a version per stage: the copies still precede the tile's last loads
+      assert.truthy(s:find(('A_shared = T.alloc_buffer({%d, '):format(stages), 1, true), s)
+      local body = steady_state(s, 9 - stages)
+      assert.is_falsy(body:find("T.unroll(3)", 1, true)) -- no inner loop left: instances
+      assert.are.equal(1, U.count(body, '"ptx_wait_group"'))
+      assert.are.equal(1, U.count(steady_state(tostring(tir.lower(sch.mod)), 9 - stages), SYNC))
+    end
+    -- bad values and loops without constant bounds are refused, naming the key
+    local sch, i = copy_then_compute(8)
+    sch:annotate(i, "software_pipeline_stage", {0, 1})
+    sch:annotate(i, "software_pipeline_unroll", 2)
+    U.expect_error(function() through(sch.mod, TO_PIPELINE) end, "inject_software_pipeline", "software_pipeline_unroll must be 0 or 1")
+    U.expect_error(function() through(staged_chain(tir.var("n"), {software_pipeline_unroll = 1}).mod, TO_PIPELINE) end,
+                   "software_pipeline_unroll = 1 needs a loop of constant bounds")
+    -- unrolled without nesting: the same function, the steady state as instances
+    local sch3 = staged_chain(7, {software_pipeline_unroll = 1})
+    local g3 = through(sch3.mod, TO_PIPELINE)
+    check_equiv(sch3.mod, g3)
+    assert.are.equal(0, U.count(tostring(g3), "T.serial"))
+  end)
+
+  it("software_pipeline_modulo_expand: the steady state unrolled by the versions' common multiple, version indices constant", function()
+    -- chain with stages {0, 1, 2, 3}: B, C, D get 2 versions each; 2 copies of the steady state a round
+    for _, n in ipairs({3, 4, 7, 8, 12}) do
+      local sch = staged_chain(n, {software_pipeline_modulo_expand = 1})
+      local g = through(sch.mod, TO_PIPELINE)
+      check_equiv(sch.mod, g)
+      local s = tostring(g)
+      assert.is_falsy(s:find("T.floormod", 1, true), s) -- every version index a constant
+      local steady = n - 3
+      if steady >= 4 then assert.matches(("T.serial%%(%d%%)"):format(steady // 2), s) end
+    end
+    -- the k-step pipeline of a GEMM with 3-stage cp.async tiles: rounds of 3 iterations, waits unchanged
+    local f = gemm(32, 32, 32)
+    local sch = simt.schedule(f, small_simt({stages = 3, async = true}))
+    local loops = {sch:get_loops(sch:get_block("C_update"))}
+    sch:annotate(loops[5], "software_pipeline_modulo_expand", 1)
+    local g = through(sch.mod, TO_PIPELINE)
+    check_equiv(f, g)
+    check_equiv(f, through(sch.mod, TO_ASYNC_COPY))
+    assert.is_falsy(tostring(g):find("T.floormod", 1, true))
+    assert.matches("T.serial%(2%)", tostring(g)) -- 8 k-steps: 6 in the steady state, 2 rounds of 3
+    -- refused: other values, symbolic trip counts, together with software_pipeline_unroll
+    local X = "software_pipeline_modulo_expand"
+    U.expect_error(function() through(staged_chain(8, {[X] = 3}).mod, TO_PIPELINE) end, X .. " must be 0 or 1")
+    U.expect_error(function() through(staged_chain(tir.var("n"), {[X] = 1}).mod, TO_PIPELINE) end,
+                   X .. " = 1 needs a steady state of constant trip count")
+    U.expect_error(function() through(staged_chain(8, {[X] = 1, software_pipeline_unroll = 1}).mod, TO_PIPELINE) end, "choose one")
   end)
 
   it("nested pipelines: without software_pipeline_nested the inner pipeline is one statement", function()

@@ -11,6 +11,13 @@ local asan = os.getenv("ASAN_OPTIONS") ~= nil
 
 local function sim_equal(f, sch) return U.sim_equal(f, sch, 5) end
 
+-- the text of the CUDA C's k-tile loop (the steady state)
+local function k_loop(src)
+  local at = assert(src:find("for (int k_0", 1, true))
+  local indent = src:sub(1, at):match("\n( *)[^\n]*$")
+  return src:sub(at, assert(src:find("\n" .. indent .. "}", at, true)))
+end
+
 local small = {BM = 32, BN = 32, BK = 32, warp_m = 16, warp_n = 16}
 local function with(o)
   local r = {}
@@ -117,9 +124,7 @@ describe("tc_gemm 8-warp tiles and swizzled pipelines", function()
       local rep, mod = sim_equal(f, sch)
       assert.are.equal(0, rep.races)
       local src = mod:get_source("cuda")
-      local at = assert(src:find("for (int k_0", 1, true))
-      local indent = src:sub(1, at):match("\n( *)[^\n]*$")
-      local loop = src:sub(at, assert(src:find("\n" .. indent .. "}", at, true)))
+      local loop = k_loop(src)
       assert.are.equal(1, select(2, loop:gsub("__syncthreads", "")))
       assert.are.equal(1, select(2, loop:gsub("tir_cp_async_wait<" .. (c.stages - 2) .. ">", "")))
       local bar = loop:find("__syncthreads", 1, true)
@@ -134,6 +139,54 @@ describe("tc_gemm 8-warp tiles and swizzled pipelines", function()
     local sg = tc.schedule(g, {BM = 32, BN = 64, BK = 32, warp_m = 16, warp_n = 32, stages = 3, split_k = 3, frag_prefetch = true})
     local rg = tir.simulate(tir.build(sg.mod, "cuda", {compile = false}), tir.testing.random_args(g, 5), {reference = sg.mod})
     assert.are.same({0, 0}, {rg.n_issues, rg.races})
+  end)
+
+  it("copy_order: the next stage's copies after the second k step's fragment loads (CUTLASS's place), same results", function()
+    -- top (before): [copies, loads 1, mma 0, ...]; step: [loads 1, copies, mma 0, ...]; spread: A's
+    -- copies after loads 1, B's after loads 2 (two commit groups a tile).  The tiles keep their
+    -- stages' versions, one barrier and one wait a tile; the simulator agrees with the interpreter
+    for _, c in ipairs({{"step", 64, 3}, {"spread", 64, 3}, {"step", 128, 4}, {"spread", 64, 4}}) do
+      local f = tc.workload(64, 64, c[2] * 8, "float16", "float16")
+      local sch = tc.schedule(f, {BM = 32, BN = 64, BK = c[2], warp_m = 16, warp_n = 32, stages = c[3], frag_prefetch = true,
+                                  copy_order = c[1], group_m = 2, epilogue = "D"})
+      local rep, mod = sim_equal(f, sch)
+      assert.are.equal(0, rep.races)
+      local src = mod:get_source("cuda")
+      local loop = k_loop(src)
+      assert.are.equal(1, select(2, loop:gsub("__syncthreads", "")), loop)
+      local groups = c[1] == "spread" and 2 or 1
+      assert.are.equal(groups, select(2, loop:gsub("tir_cp_async_commit", "")))
+      -- one wait: the tile after next may stay in flight (stages - 2 tiles' groups)
+      assert.are.equal(1, select(2, loop:gsub("tir_cp_async_wait<" .. (groups * (c[3] - 2)) .. ">", "")), loop)
+      -- the tiles keep one version per stage (the copies still precede the tile's last loads)
+      assert.truthy(tostring(tir.lower(sch.mod)):find(('T.allocate({%d}, "float16", {scope = "shared"'):format(c[3] * 32 * c[2]), 1, true))
+      -- the first ldmatrix of the loop comes before its first cp.async, the first mma after it
+      local ld, cp, mm = loop:find("ldmatrix", 1, true), loop:find("tir_cp_async<", 1, true), loop:find("tir_mma_m16n8k16", 1, true)
+      assert.truthy(ld < cp and cp < mm, loop)
+    end
+    U.expect_error(function()
+      tc.schedule(tc.workload(64, 64, 512, "float16"), {BM = 32, BN = 64, BK = 32, warp_m = 16, warp_n = 32, stages = 3, frag_prefetch = true,
+                                                        copy_order = "step"})
+    end, "tc_gemm.schedule", "copy_order = \"step\"", "at least 4 instruction k steps", "here 2 of k16")
+    U.expect_error(function() tc.schedule(tc.workload(64, 64, 512, "float16"), {copy_order = "late"}) end, "copy_order", "\"spread\"")
+  end)
+
+  it("unroll_stages: the k-tile loop unrolled by its stage count, every stage offset a constant; same results", function()
+    -- 8 or 9 tiles of BK 64, 3 stages: a steady state of 6 (two rounds of 3) or 7 (one instance left over)
+    for _, c in ipairs({{512, "top", 3}, {576, "step", 3}, {768, "spread", 4}, {512, "top", 2}}) do
+      local f = tc.workload(64, 64, c[1], "float16", "float16")
+      local o = {BM = 32, BN = 64, BK = 64, warp_m = 16, warp_n = 32, stages = c[3], frag_prefetch = c[3] >= 3, unroll_stages = true,
+                 group_m = 2, epilogue = "D"}
+      if c[3] >= 3 then o.copy_order = c[2] end
+      local rep, mod = sim_equal(f, tc.schedule(f, o))
+      assert.are.equal(0, rep.races)
+      local src = mod:get_source("cuda")
+      -- no stage register, no "% 3": the offsets are constants; the loop runs tiles // stages rounds
+      assert.is_nil(src:find("_stage[", 1, true))
+      assert.is_nil(src:find("%% " .. c[3] .. "%)"))
+      local steady = c[1] // 64 - (c[3] - 1)
+      assert.truthy(src:find(("for (int k_0 = 0; k_0 < %d; ++k_0)"):format(steady // c[3]), 1, true), src)
+    end
   end)
 
   it("auto_tensorize takes 256 x 128 tiles of 8 warps with frag_prefetch for GEMMs of 3 waves or more (measured)", function()

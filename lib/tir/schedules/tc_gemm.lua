@@ -30,7 +30,7 @@ local util = require("tir.util")
 local raise = util.raise
 
 M.defaults = {intrin = "mma", BM = 128, BN = 128, BK = 32, warp_m = 64, warp_n = 64, vec = 8, stages = 1, early_wait = true, frag_pipeline = false,
-              frag_prefetch = false, pad = true,
+              frag_prefetch = false, copy_order = nil, unroll_stages = false, pad = true,
               dtype = "float16", epilogue = nil, unroll = true, wmma_shape = nil, split_k = 1, split_k_mode = "parallel",
               swizzle = nil, group_m = nil}
 
@@ -314,7 +314,12 @@ end
 -- opts override M.defaults; epilogue = "D" fuses that cast block into the store.
 local SCHEDULE_OPTS = {intrin = "string", BM = "positive", BN = "positive", BK = "positive", warp_m = "positive",
                        warp_n = "positive", vec = "positive", stages = "positive", early_wait = "boolean",
-                       frag_pipeline = "boolean", frag_prefetch = "boolean", pad = "boolean", swizzle = "boolean", group_m = "positive", dtype = "dtype", epilogue = "string", unroll = "boolean",
+                       frag_pipeline = "boolean", frag_prefetch = "boolean", copy_order = function(v)
+                         if v ~= "top" and v ~= "step" and v ~= "spread" then
+                           return '"top" (the copies before the tile\'s first fragment loads), "step" (after the second k step\'s ' ..
+                                  'loads) or "spread" (A\'s after the second step\'s loads, B\'s after the third)'
+                         end
+                       end, unroll_stages = "boolean", pad = "boolean", swizzle = "boolean", group_m = "positive", dtype = "dtype", epilogue = "string", unroll = "boolean",
                        block = "string", split_k = "positive", split_k_mode = function(v)
                          if v ~= "parallel" and v ~= "serial" then return '"parallel" (a second kernel sums the slices) or "serial" (the last CTA of each tile does)' end
                        end, a_stage = "string", b_stage = "string", writeback = "string",
@@ -713,11 +718,22 @@ local function schedule(func, opts, P)
     if why then raise("ValueError", P, "frag_prefetch = true needs stages >= 3, an even number of instruction k steps per BK tile, cp.async " ..
                       "copies with early_wait and no row_sums; here: %s", why) end
   end
+  -- copy_order nil = auto: "step" under frag_prefetch with 4 or more k steps a tile (256x128x64, 3
+  -- stages, 4096^3 on the H200: 479.9 / 482.2 -> 501.9 TFLOP/s; "spread" 493.2), else "top"
+  if o.copy_order == nil then o.copy_order = (o.frag_prefetch and ks >= 4) and "step" or "top" end
+  if o.copy_order ~= "top" and not (o.frag_prefetch and ks >= 4) then
+    raise("ValueError", P, "copy_order = %q places the copies between the fragment loads of a BK tile's k steps: it needs frag_prefetch " ..
+          "= true and at least 4 instruction k steps per BK tile (here %d of k%d, frag_prefetch = %s)", o.copy_order, ks, tk,
+          tostring(o.frag_prefetch))
+  end
   if (o.frag_pipeline or o.frag_prefetch) and ks > 1 then
     -- fragments of the next k step load while this step's mma run (a nested pipeline:
     -- the warp buffers get two versions)
     sch:annotate(ki, "software_pipeline_stage", {0, 0, 1})
     sch:annotate(ki, "software_pipeline_order", {0, 1, 2})
+    -- copy_order other than "top": the steady state one instance per k step, so that the k-step
+    -- pipeline can put its copies between them
+    if o.copy_order ~= "top" then sch:annotate(ki, "software_pipeline_unroll", 1) end
   else
     unroll(ki)
   end
@@ -802,7 +818,36 @@ local function schedule(func, opts, P)
       -- then [load_a(1), load_b(1), mma(0)] for 2 k16 steps or the steady-state loop, and
       -- mma(last)); the first fragments one stage early, emitted after the steady state
       local S = o.stages
-      if ks == 2 then
+      if o.copy_order ~= "top" then
+        -- statements: copy A, copy B, load_a(0), load_b(0), then per k step j = 0 .. ks - 2
+        -- [load_a(j + 1), load_b(j + 1), mma(j)], then mma(ks - 1).  Emitted: the second step's
+        -- loads, the copies ("spread": B's after the third step's loads, CUTLASS's groups), mma(0),
+        -- the other steps, then the next tile's first loads (after the one wait) and mma(ks - 1).
+        -- The copies still precede this tile's last loads, so the tiles keep S versions: a copy
+        -- overwrites the tile read before the previous iteration's barrier.
+        local n = 3 * ks + 2
+        local stage, order = {}, {}
+        for i = 1, n do stage[i] = S - 1 end
+        stage[1], stage[2], stage[3], stage[4] = 0, 0, S - 2, S - 2
+        local emit = {}
+        local function step(j) -- body indices (0-based) of k step j's statements
+          return 4 + 3 * j, 5 + 3 * j, 6 + 3 * j
+        end
+        local la1, lb1, mma0 = step(0)
+        emit[#emit + 1] = la1; emit[#emit + 1] = lb1; emit[#emit + 1] = 0
+        if o.copy_order == "step" then emit[#emit + 1] = 1 end
+        emit[#emit + 1] = mma0
+        for j = 1, ks - 2 do
+          local la, lb, mm = step(j)
+          emit[#emit + 1] = la; emit[#emit + 1] = lb
+          if j == 1 and o.copy_order == "spread" then emit[#emit + 1] = 1 end
+          emit[#emit + 1] = mm
+        end
+        emit[#emit + 1] = 2; emit[#emit + 1] = 3; emit[#emit + 1] = n - 1
+        for pos, idx in ipairs(emit) do order[idx + 1] = pos - 1 end
+        sch:annotate(ko, "software_pipeline_stage", stage)
+        sch:annotate(ko, "software_pipeline_order", order)
+      elseif ks == 2 then
         sch:annotate(ko, "software_pipeline_stage", {0, 0, S - 2, S - 2, S - 1, S - 1, S - 1, S - 1})
         sch:annotate(ko, "software_pipeline_order", {0, 1, 5, 6, 2, 3, 4, 7})
       else
@@ -815,6 +860,9 @@ local function schedule(func, opts, P)
       sch:annotate(ko, "software_pipeline_order", {0, 1, 2})
     end
     sch:annotate(ko, "software_pipeline_async_stages", {0})
+    -- unroll_stages: the k-tile loop unrolled by its tiles' version count, every stage offset a
+    -- constant (modulo variable expansion) instead of a register advanced with a wrap
+    if o.unroll_stages then sch:annotate(ko, "software_pipeline_modulo_expand", 1) end
     -- one wait at the top of each k step (CUTLASS's count, stages - 2): then one barrier per step
     if o.early_wait then sch:annotate(ko, "software_pipeline_early_wait", o.frag_prefetch and 2 or 1) end
   end
@@ -1136,7 +1184,7 @@ function M.auto_tensorize(func, instr, block, extra)
   -- and pipeline left to us): bench/RESULTS.md, issue 12, run 2 (H200)
   local plain = true
   for _, key in ipairs({"BM", "BN", "BK", "warp_m", "warp_n", "stages", "split_k", "split_k_mode", "tma", "persistent", "row_sums", "early_wait",
-                        "frag_pipeline", "frag_prefetch", "a_stage", "b_stage", "writeback", "stage_epilogue"}) do
+                        "frag_pipeline", "frag_prefetch", "copy_order", "unroll_stages", "a_stage", "b_stage", "writeback", "stage_epilogue"}) do
     if extra[key] ~= nil then plain = false end
   end
   -- M = 128 with 16-bit inputs and N in the thousands: 128 x 128 x 64 CTAs of 4 warps of 64 x 64,

@@ -68,6 +68,12 @@
  * loop, mma(KS - 1); staging the first two one stage earlier than the rest and ordering them
  * after the steady state prefetches the next tile's first fragments during this tile's last
  * multiply-accumulates (TVM's nested GEMM pipeline, stage [0, 0, 2, 3, 3], order [0, 1, 3, 2, 4]).
+ * tirlua extension: software_pipeline_unroll = 1 (on a loop of constant bounds) emits the steady
+ * state as one instance per iteration instead of a loop; as the child of a nested pipeline, each
+ * instance's statements then count, so the parent can place its own statements between the
+ * child's iterations -- CUTLASS's main loop issues the next stage's global -> shared copies after
+ * the second k step's fragment loads, not before the first (ptxas keeps shared loads behind
+ * earlier cp.async, so copies emitted first delay that step's ldmatrix until all are issued).
  * Two statements whose accesses of a buffer are all under constant, different
  * "pipeline_version" markers (the inner pipeline's versions) touch disjoint elements: that pair
  * needs no further versions (the next tile's version-0 fragments may be written while this
@@ -95,6 +101,9 @@
 #define KEY_EARLY "software_pipeline_early_wait"
 #define KEY_AREADS "software_pipeline_async_reads"
 #define KEY_NESTED "software_pipeline_nested"
+#define KEY_UNROLL "software_pipeline_unroll"
+#define KEY_EXPAND "software_pipeline_modulo_expand"
+#define MAX_UNROLLED 64 /* software_pipeline_unroll: most steady-state instances emitted */
 
 /* ---- sets of data variables ---- */
 typedef struct {
@@ -185,6 +194,7 @@ typedef struct {
   int early_wait;           /* software_pipeline_early_wait: 1 one wait at the start of each iteration,
                                2 one wait before the first consumer of the lowest consumer stage */
   int wait_pos;             /* early_wait 2: the emission position of that wait */
+  int expand;               /* software_pipeline_modulo_expand: the steady state unrolled by this (0, 1: not) */
   Remap *remap;
   int n_remap;
   tir_Analyzer *an;
@@ -578,33 +588,10 @@ static tir_Node *clamp0(Pipe *p, tir_Node *n) {
   return ns;
 }
 
-static tir_Node *emit_section(Pipe *p, tir_Node *start, tir_Node *end, int sec, const tir_Node *extra_lb, int *err) {
+/* One emitted iteration j (an expression of the section's loop var v, or a constant; v NULL
+ * then): its statement instances, waits and commits, appended to items (returned). */
+static tir_Array *emit_iter(Pipe *p, tir_Node *j, tir_Var *v, int sec, const tir_Node *extra_lb, int *err, tir_Array *items) {
   tir_DType lt = p->cur->loop_var->hdr.dtype;
-  tir_Node *ext0 = tir_sub(R(end), R(start));
-  tir_Node *ext = tir_simplify(p->an, ext0);
-  tir_release(ext0);
-  tir_Node *zero = tir_int_imm(lt, 0), *one = tir_int_imm(lt, 1);
-  tir_Node *le0 = tir_cmp(TIR_LE, R(ext), R(zero));
-  int empty = tir_can_prove(p->an, le0);
-  tir_release(le0);
-  if (empty) {
-    tir_release(ext), tir_release(zero), tir_release(one);
-    return NULL;
-  }
-  int unit = tir_can_prove_equal(p->an, ext, one);
-  int mark = tir_analyzer_mark(p->an);
-  tir_Var *v = NULL;
-  tir_Node *j; /* the emitted iteration */
-  if (unit) {
-    j = tir_simplify(p->an, start);
-  } else {
-    v = tir_var_new(p->cur->loop_var->name, lt);
-    tir_analyzer_bind_range(p->an, v, zero, ext);
-    tir_Node *j0 = tir_add(R((tir_Node *)v), R(start));
-    j = tir_simplify(p->an, j0);
-    tir_release(j0);
-  }
-  tir_release(zero), tir_release(one);
   tir_Node *mn = p->cur->min;
   tir_Node *hi = tir_add(R(mn), R(p->cur->extent));
   /* which statements run in this section, and on which original iteration */
@@ -626,7 +613,6 @@ static tir_Node *emit_section(Pipe *p, tir_Node *start, tir_Node *end, int sec, 
     if (present[pos] && s->async) async_here = 1;
   }
   tir_release(hi);
-  tir_Array *items = tir_array_empty();
   tir_Node *last_wait = NULL; /* in-flight count of the last wait in this iteration */
   int commits_since = 0;
   if (p->early_wait == 1) {
@@ -727,6 +713,112 @@ static tir_Node *emit_section(Pipe *p, tir_Node *start, tir_Node *end, int sec, 
     tir_release(pred[pos]);
   }
   free(skew), free(pred), free(present);
+  return items;
+}
+
+/* The loop's annotations without this pass's keys (for the loops it emits). */
+static tir_Array *emitted_anns(Pipe *p) {
+  static const char *const keys[] = {KEY_STAGE, KEY_ORDER, KEY_ASYNC, KEY_EARLY, KEY_NESTED, KEY_UNROLL, KEY_EXPAND};
+  tir_Array *anns = (tir_Array *)tir_retain(p->cur->annotations);
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+    tir_Array *x = tir_ann_remove(anns, keys[i]);
+    tir_release(anns);
+    anns = x;
+  }
+  return anns;
+}
+
+/* software_pipeline_modulo_expand: the steady state [start, start + ext) as a loop over w of U
+ * instances j = start + U*w + u (u = 0 .. U-1; U the versions' least common multiple, so every
+ * version index (j - c) % V is a constant), then ext % U instances.  ext must be constant. */
+static tir_Node *emit_expanded(Pipe *p, tir_Node *start, tir_Node *ext, int *err) {
+  tir_DType lt = p->cur->loop_var->hdr.dtype;
+  int64_t n, U = p->expand;
+  if (!tir_as_const_int(p->an, ext, &n)) {
+    pfail(p, "%s = 1 needs a steady state of constant trip count (unrolled by the versions' common multiple, %lld)", KEY_EXPAND,
+          (long long)U);
+    *err = 1;
+    return NULL;
+  }
+  int64_t q = n / U, rem = n % U;
+  tir_Array *all = tir_array_empty();
+  if (q > 0) {
+    int mark = tir_analyzer_mark(p->an);
+    tir_Var *w = NULL;
+    if (q > 1) {
+      w = tir_var_new(p->cur->loop_var->name, lt);
+      tir_Node *z = tir_int_imm(lt, 0), *e = tir_int_imm(lt, q);
+      tir_analyzer_bind_range(p->an, w, z, e);
+      tir_release(z), tir_release(e);
+    }
+    tir_Array *items = tir_array_empty();
+    for (int64_t u = 0; u < U && !*err; u++) {
+      tir_Node *j0 = tir_add(R(start), tir_int_imm(lt, u));
+      if (w) j0 = tir_add(j0, tir_mul(tir_int_imm(lt, U), R((tir_Node *)w)));
+      tir_Node *j = tir_simplify(p->an, j0);
+      tir_release(j0);
+      items = emit_iter(p, j, w, SEC_BODY, NULL, err, items);
+      tir_release(j);
+    }
+    tir_analyzer_reset(p->an, mark);
+    if (*err || items->size == 0) {
+      tir_release(items);
+      tir_release(w);
+    } else if (!w) {
+      all = tir_array_push(all, tir_seq(items));
+    } else {
+      all = tir_array_push(all, tir_for(w, tir_int_imm(lt, 0), tir_int_imm(lt, q), (int)p->cur->kind, "", emitted_anns(p),
+                                        tir_seq(items)));
+    }
+  }
+  for (int64_t t = 0; t < rem && !*err; t++) {
+    tir_Node *j0 = tir_add(R(start), tir_int_imm(lt, U * q + t));
+    tir_Node *j = tir_simplify(p->an, j0);
+    tir_release(j0);
+    all = emit_iter(p, j, NULL, SEC_BODY, NULL, err, all);
+    tir_release(j);
+  }
+  if (*err || all->size == 0) {
+    tir_release(all);
+    return NULL;
+  }
+  return tir_seq(all);
+}
+
+static tir_Node *emit_section(Pipe *p, tir_Node *start, tir_Node *end, int sec, const tir_Node *extra_lb, int *err) {
+  tir_DType lt = p->cur->loop_var->hdr.dtype;
+  tir_Node *ext0 = tir_sub(R(end), R(start));
+  tir_Node *ext = tir_simplify(p->an, ext0);
+  tir_release(ext0);
+  tir_Node *zero = tir_int_imm(lt, 0), *one = tir_int_imm(lt, 1);
+  tir_Node *le0 = tir_cmp(TIR_LE, R(ext), R(zero));
+  int empty = tir_can_prove(p->an, le0);
+  tir_release(le0);
+  if (empty) {
+    tir_release(ext), tir_release(zero), tir_release(one);
+    return NULL;
+  }
+  int unit = tir_can_prove_equal(p->an, ext, one);
+  if (sec == SEC_BODY && p->expand > 1 && !unit) {
+    tir_release(zero), tir_release(one);
+    tir_Node *r = emit_expanded(p, start, ext, err);
+    tir_release(ext);
+    return r;
+  }
+  int mark = tir_analyzer_mark(p->an);
+  tir_Var *v = NULL;
+  tir_Node *j; /* the emitted iteration */
+  if (unit) {
+    j = tir_simplify(p->an, start);
+  } else {
+    v = tir_var_new(p->cur->loop_var->name, lt);
+    tir_analyzer_bind_range(p->an, v, zero, ext);
+    tir_Node *j0 = tir_add(R((tir_Node *)v), R(start));
+    j = tir_simplify(p->an, j0);
+    tir_release(j0);
+  }
+  tir_release(zero), tir_release(one);
+  tir_Array *items = emit_iter(p, j, v, sec, extra_lb, err, tir_array_empty());
   tir_release(j);
   tir_analyzer_reset(p->an, mark);
   if (*err || items->size == 0) {
@@ -740,15 +832,7 @@ static tir_Node *emit_section(Pipe *p, tir_Node *start, tir_Node *end, int sec, 
     tir_release(ext);
     return body;
   }
-  tir_Array *anns = tir_ann_remove(p->cur->annotations, KEY_STAGE);
-  tir_Array *a2 = tir_ann_remove(anns, KEY_ORDER);
-  tir_release(anns);
-  tir_Array *a3 = tir_ann_remove(a2, KEY_ASYNC);
-  tir_release(a2);
-  tir_Array *a4 = tir_ann_remove(a3, KEY_EARLY);
-  tir_release(a3);
-  anns = tir_ann_remove(a4, KEY_NESTED);
-  tir_release(a4);
+  tir_Array *anns = emitted_anns(p);
   int kind = sec == SEC_BODY ? (int)p->cur->kind : TIR_FOR_UNROLLED;
   return tir_for(v, tir_int_imm(lt, 0), ext, kind, "", anns, body);
 }
@@ -860,6 +944,21 @@ static tir_Node *pipeline(Ctx *ctx, const tir_For *orig, const tir_For *f) {
       goto done;
     }
     P.early_wait = (int)x;
+  }
+  int64_t unroll = 0, expand = 0;
+  {
+    const tir_Node *xv = tir_ann_get(f->annotations, KEY_EXPAND);
+    if (xv && (!tir_is_const_int(xv, &expand) || expand < 0 || expand > 1)) {
+      pfail(&P, "%s must be 0 or 1", KEY_EXPAND);
+      goto done;
+    }
+  }
+  {
+    const tir_Node *uv = tir_ann_get(f->annotations, KEY_UNROLL);
+    if (uv && (!tir_is_const_int(uv, &unroll) || unroll < 0 || unroll > 1)) {
+      pfail(&P, "%s must be 0 or 1", KEY_UNROLL);
+      goto done;
+    }
   }
   if (ns == -2 || no == -2 || na == -2 || nr == -2) {
     pfail(&P, "%s must be a list of integers", ns == -2 ? KEY_STAGE : no == -2 ? KEY_ORDER : na == -2 ? KEY_ASYNC : KEY_AREADS);
@@ -1002,6 +1101,27 @@ static tir_Node *pipeline(Ctx *ctx, const tir_For *orig, const tir_For *f) {
       P.n_remap++;
     }
   }
+  /* modulo variable expansion: unrolled by the versions' least common multiple */
+  if (expand) {
+    int64_t l = 1;
+    for (int i = 0; i < P.n_remap; i++) {
+      int64_t a = l, b = P.remap[i].versions;
+      while (b) {
+        int64_t t = a % b;
+        a = b, b = t;
+      }
+      l = l / a * P.remap[i].versions;
+    }
+    if (l > 8) {
+      pfail(&P, "%s = 1: the versions' common multiple is %lld (more than 8 copies of the steady state)", KEY_EXPAND, (long long)l);
+      goto done;
+    }
+    if (unroll) {
+      pfail(&P, "%s and %s are both set: choose one (unroll already makes every version index a constant)", KEY_EXPAND, KEY_UNROLL);
+      goto done;
+    }
+    P.expand = (int)l;
+  }
   /* prologue, body, epilogue */
   {
     P.an = tir_analyzer_new();
@@ -1026,7 +1146,31 @@ static tir_Node *pipeline(Ctx *ctx, const tir_For *orig, const tir_For *f) {
     int err = 0;
     tir_Node *secs[3];
     secs[0] = emit_section(&P, (tir_Node *)mn, pro_end, SEC_PROLOGUE, NULL, &err);
-    secs[1] = err ? NULL : emit_section(&P, pro_end, end, SEC_BODY, NULL, &err);
+    if (unroll) {
+      /* software_pipeline_unroll: the steady state as one instance per iteration (a parent
+       * pipeline with software_pipeline_nested then lists each instance's statements) */
+      int64_t b0, b1;
+      secs[1] = NULL;
+      if (!err && (!tir_as_const_int(P.an, pro_end, &b0) || !tir_as_const_int(P.an, end, &b1))) {
+        pfail(&P, "%s = 1 needs a loop of constant bounds (the steady state is emitted one instance per iteration)", KEY_UNROLL);
+        err = 1;
+      } else if (!err && b1 - b0 > MAX_UNROLLED) {
+        pfail(&P, "%s = 1: the steady state has %lld iterations, more than the %d instances it may emit", KEY_UNROLL,
+              (long long)(b1 - b0), MAX_UNROLLED);
+        err = 1;
+      }
+      tir_Array *inst = tir_array_empty();
+      for (int64_t j = b0; !err && j < b1; j++) {
+        tir_Node *js = tir_int_imm(lt, j), *je = tir_int_imm(lt, j + 1);
+        tir_Node *one = emit_section(&P, js, je, SEC_BODY, NULL, &err);
+        tir_release(js), tir_release(je);
+        if (one) inst = tir_array_push(inst, one);
+      }
+      if (err || inst->size == 0) tir_release(inst);
+      else secs[1] = tir_seq(inst);
+    } else {
+      secs[1] = err ? NULL : emit_section(&P, pro_end, end, SEC_BODY, NULL, &err);
+    }
     secs[2] = err ? NULL : emit_section(&P, epi_start, epi_end, SEC_EPILOGUE, extra_lb, &err);
     tir_release(S), tir_release(pro_end), tir_release(end), tir_release(epi_start), tir_release(extra_lb),
         tir_release(epi_end);
@@ -1071,7 +1215,8 @@ static tir_Node *mut(const tir_Node *n, void *arg) {
   if (n->kind != TIR_For) return NULL;
   const tir_For *f = (const tir_For *)n;
   if (!tir_ann_get(f->annotations, KEY_STAGE) && !tir_ann_get(f->annotations, KEY_ORDER) &&
-      !tir_ann_get(f->annotations, KEY_ASYNC) && !tir_ann_get(f->annotations, KEY_EARLY) && !tir_ann_get(f->annotations, KEY_NESTED))
+      !tir_ann_get(f->annotations, KEY_ASYNC) && !tir_ann_get(f->annotations, KEY_EARLY) && !tir_ann_get(f->annotations, KEY_NESTED) &&
+      !tir_ann_get(f->annotations, KEY_UNROLL) && !tir_ann_get(f->annotations, KEY_EXPAND))
     return NULL;
   /* inner pipelines first (TVM's post-order) */
   tir_Node *m = tir_mutate_children(n, mut, arg);
