@@ -471,7 +471,6 @@ function M.schedule(sch, o, P, analyze)
       -- (the ones tile under the outermost CTA loop: once per CTA, also in a persistent grid)
       ko = RS.fuse_ones(sch, o, ({sch:get_loops(C)})[1], wg, ko, wgs, P)
     elseif o.row_sums_split and o.row_sums_split > 1 then
-      if o.row_sums_after then raise("ValueError", P, "row_sums_split with row_sums_after is not implemented") end
       ko = RS.fuse_split(sch, o, wg, ko, wgs, P)
     else
       ko = RS.fuse(sch, o, wg, ko, {{"threadIdx.y", wgs}, {"threadIdx.x", 64}}, P)
