@@ -144,6 +144,8 @@ local WGMMA = {
 -- measured at 4096^3, bench/RESULTS.md)
 local BEST_PLAIN = "wgmma_tma_128x256_s4_ws_p"
 local QWGMMA = {
+  -- tir.schedules.qgemm without tc options: its default for the shape (grouped, row_sums_split = 2 with zb)
+  {"wgmma_fused_default", false, "wgmma_default"},
   {"wgmma_fused", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true}, "wgmma_tma_128x256_s4"},
   {"wgmma_fused_s3", {BM = 128, BN = 256, BK = 128, stages = 3, tma = true}, "wgmma_tma_128x256_s3"},
   {"wgmma_fused_w1", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, wgmma_pending = 1}, "wgmma_tma_128x256_s4_w1"},
@@ -159,9 +161,13 @@ local QWGMMA = {
   -- reuse of A and B at 8192^3, where the 2-D grid streams B from DRAM once a wave)
   {"wgmma_fused_g", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, persistent = "tiles"}, "wgmma_default"},
   {"wgmma_fused_rs2_g", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, persistent = "tiles", row_sums_split = 2}, "wgmma_default"},
+  -- (zb rows) two threads a row, after the step's wgmma group
+  {"wgmma_fused_rs2_ra", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, row_sums_split = 2, row_sums_after = true}, "wgmma_default"},
 }
--- a QWGMMA entry's tc options at an m x n output (persistent = "tiles": the tile count)
+-- a QWGMMA entry's tc options at an m x n output (persistent = "tiles": the tile count; false: none,
+-- qgemm's default)
 local function qtc(o, m, n)
+  if not o then return nil end
   local r = {}
   for kk, v in pairs(o) do r[kk] = v end
   if r.persistent == "tiles" then r.persistent = (m // r.BM) * (n // r.BN) end

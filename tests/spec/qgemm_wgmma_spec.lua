@@ -181,6 +181,8 @@ describe("tir.schedules.qgemm intrin = \"wgmma\"", function()
     local of = qm((function() local o = qopts({a_dtype = "int8", za = 3, zb = 5}); o.a_sums = "ones"; return o end)())
     U.expect_error(function() qg.schedule(of, {intrin = "wgmma", tc = {BM = 128, BN = 128, BK = 128, stages = 3, tma = true, row_sums_after = true}}) end,
                    "tc_gemm.schedule", "row_sums_after", "runs in the step's wgmma group")
+    U.expect_error(function() qg.schedule(of, {intrin = "wgmma", tc = {BM = 128, BN = 128, BK = 128, stages = 3, tma = true, row_sums_split = 2}}) end,
+                   "tc_gemm.schedule", "row_sums_split", "leave row_sums_split out")
     U.expect_error(function() qg.schedule(of, {intrin = "mma", tc = {BM = 128, BN = 128, BK = 128, warp_m = 64, warp_n = 64}}) end,
                    'a_sums = "ones" form', 'build the PrimFunc with a_sums = "compute"')
     U.expect_error(function() qg.schedule(of, {intrin = "simt"}) end, "qgemm", "block a_row_sum is computed in the PrimFunc")
@@ -191,16 +193,26 @@ describe("tir.schedules.qgemm intrin = \"wgmma\"", function()
     assert.is_truthy(zf)
   end)
 
-  it("without tc options takes the fused kernel measured best (128x256x128, 4 TMA stages, no producer warpgroup)", function()
-    for _, zb in ipairs({0, "per_column"}) do
-      local f = qm{M = 4096, N = 4096, K = 4096, a_zero_point = 3, b_zero_point = zb, b_sums = "input", bias = true,
-                   scale = "per_channel", out_zero_point = -7, out_dtype = "int8"}
-      local mod = tir.build(qg.schedule(f, {intrin = "wgmma"}).mod, "cuda -arch=sm_90a", {compile = false})
+  it("without tc options takes the fused kernel measured best (128x256x128, 4 TMA stages, grouped, two threads a row)", function()
+    for _, zb in ipairs({0, "per_column", "ones"}) do
+      local f = qm{M = 4096, N = 4096, K = 4096, a_zero_point = 3, b_zero_point = zb == "ones" and 5 or zb, b_sums = "input", bias = true,
+                   scale = "per_channel", out_zero_point = -7, out_dtype = "int8", a_sums = zb == "ones" and "ones" or nil}
+      local sch = qg.schedule(f, {intrin = "wgmma"})
+      local mod = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false})
       local src = mod:get_source("cuda")
       assert.are.equal(1, #mod:kernels())
       assert.is_truthy(src:find("m64n256k32", 1, true))
       assert.is_truthy(src:find("cp.async.bulk.tensor", 1, true))
       assert.is_falsy(src:find("setmaxnreg", 1, true))
+      -- one CTA a tile on a 1-D grid in the grouped order (512 tiles of 128 x 256)
+      assert.is_falsy(src:find("blockIdx.y", 1, true))
+      assert.are.equal(512, mod:kernels()[1].grid[1])
+      -- (the staged accumulators on the pipeline's bytes: it launches)
+      assert.is_true(mod:kernels()[1].dyn_smem_bytes <= 227 * 1024)
+      -- the CUDA-core row sums split over two threads a row (the ones form stays on wgmma)
+      local ir = tostring(sch.mod)
+      assert.are.equal(zb == "per_column", ir:find('T.block("a_row_sum_rf_update_o"', 1, true) ~= nil)
+      assert.are.equal(zb == "ones", src:find("m64n8k32", 1, true) ~= nil)
     end
   end)
 
