@@ -155,6 +155,8 @@ local WGMMA = {
 -- measured at 4096^3, bench/RESULTS.md)
 local BEST_PLAIN = "wgmma_tma_128x256_s4_ws_p"
 local QWGMMA = {
+  -- tir.schedules.qgemm without tc options: its default for the shape (grouped, row_sums_split = 2 with zb)
+  {"wgmma_fused_default", false, "wgmma_default"},
   {"wgmma_fused", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true}, "wgmma_tma_128x256_s4"},
   {"wgmma_fused_s3", {BM = 128, BN = 256, BK = 128, stages = 3, tma = true}, "wgmma_tma_128x256_s3"},
   {"wgmma_fused_w1", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, wgmma_pending = 1}, "wgmma_tma_128x256_s4_w1"},
@@ -166,7 +168,22 @@ local QWGMMA = {
   {"wgmma_fused_rs2", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, row_sums_split = 2}, "wgmma_tma_128x256_s4"},
   -- the row sums (zb rows) after the step's wgmma group is issued, overlapping it (row_sums_after)
   {"wgmma_fused_ra", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, row_sums_after = true}, "wgmma_tma_128x256_s4"},
+  -- stop 12: one CTA a tile in the persistent path's grouped order (persistent = the tile count: L2
+  -- reuse of A and B at 8192^3, where the 2-D grid streams B from DRAM once a wave)
+  {"wgmma_fused_g", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, persistent = "tiles"}, "wgmma_default"},
+  {"wgmma_fused_rs2_g", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, persistent = "tiles", row_sums_split = 2}, "wgmma_default"},
+  -- (zb rows) two threads a row, after the step's wgmma group
+  {"wgmma_fused_rs2_ra", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, row_sums_split = 2, row_sums_after = true}, "wgmma_default"},
 }
+-- a QWGMMA entry's tc options at an m x n output (persistent = "tiles": the tile count; false: none,
+-- qgemm's default)
+local function qtc(o, m, n)
+  if not o then return nil end
+  local r = {}
+  for kk, v in pairs(o) do r[kk] = v end
+  if r.persistent == "tiles" then r.persistent = (m // r.BM) * (n // r.BN) end
+  return r
+end
 if #shapes == 0 then
   shapes = {{1024, 1024, 1024}, {2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192}, {16, 11008, 4096},
             {128, 11008, 4096}, {4096, 11008, 4096}}
@@ -364,7 +381,7 @@ local function bench_shape(m, n, k)
   if info.arch == "sm_90" then
     for _, q in ipairs(QWGMMA) do
       if qwant(q[1]) and t_int8[q[3]] then
-        local okq, qs = pcall(qg.schedule, qf, {intrin = "wgmma", tc = q[2]})
+        local okq, qs = pcall(qg.schedule, qf, {intrin = "wgmma", tc = qtc(q[2], m, n)})
         if okq then qw[#qw + 1] = {q[1], tir.build(qs.mod, "cuda -arch=sm_90a"), q[3]}
         else print(("%s: skipped (%s)"):format(q[1], tostring(qs):match("[^\n]*"))) end
       end
@@ -443,7 +460,7 @@ local function bench_shape(m, n, k)
   -- wgmma: the row sums of A from the swizzled TMA tiles of A, in the same kernel
   for _, q in ipairs(QWGMMA) do
     if info.arch == "sm_90" and qwant(q[1] .. "_zb") and t_int8[q[3]] then
-      local okq, qs = pcall(qg.schedule, zf, {intrin = "wgmma", tc = q[2]})
+      local okq, qs = pcall(qg.schedule, zf, {intrin = "wgmma", tc = qtc(q[2], m, n)})
       if okq then zmods[#zmods + 1] = {q[1] .. "_zb", tir.build(qs.mod, "cuda -arch=sm_90a"), t_int8[q[3]]}
       else print(("%s_zb: skipped (%s)"):format(q[1], tostring(qs):match("[^\n]*"))) end
     end
@@ -457,7 +474,7 @@ local function bench_shape(m, n, k)
   for _, q in ipairs(QWGMMA) do
     if info.arch == "sm_90" and qwant(q[1] .. "_zb1") and t_int8[q[3]] then
       zf1 = zf1 or qm(zo1)
-      local okq, qs = pcall(qg.schedule, zf1, {intrin = "wgmma", tc = q[2]})
+      local okq, qs = pcall(qg.schedule, zf1, {intrin = "wgmma", tc = qtc(q[2], m, n)})
       if okq then zmods[#zmods + 1] = {q[1] .. "_zb1", tir.build(qs.mod, "cuda -arch=sm_90a"), t_int8[q[3]]}
       else print(("%s_zb1: skipped (%s)"):format(q[1], tostring(qs):match("[^\n]*"))) end
     end

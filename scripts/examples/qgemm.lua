@@ -6,8 +6,9 @@
 -- TOP/s (bench/gemm_int8.lua compares it with the unfused alternatives); without a GPU runs
 -- the simulator at a small size (default 64 x 64 x 64) and checks it bit-exact against the
 -- interpreter on the direct (un-rewritten) compute in int64.  Then the same with a zero point per
--- weight column on Hopper's wgmma, the row sums of A as one more wgmma m64n8k32 per 32 columns
--- against a ones tile (quantized_matmul a_sums = "ones"): timed on an H200, simulated otherwise.
+-- weight column on Hopper's wgmma: timed on an H200 with qgemm's default (the row sums of A by dp4a
+-- from the shared A tiles, two threads a row); simulated otherwise with the row sums as one more
+-- wgmma m64n8k32 per 32 columns against a ones tile (quantized_matmul a_sums = "ones").
 --   tirlua scripts/examples/qgemm.lua [M N K]
 local util = require("tir.util")
 local qm = tir.ops.quantized_matmul
@@ -73,19 +74,19 @@ if has_gpu then
   local t = mod:time_evaluator({number = 5, repeat_ = 5, warmup = 2})(a, b, bias, scale, bsum, out)
   print(("-- fused qgemm %dx%dx%d: %.3f ms, %.2f TOP/s"):format(M, N, K, t * 1e3, 2.0 * M * N * K / t / 1e12))
   if dev:info().arch == "sm_90" and M % 128 == 0 and N % 256 == 0 and K % 128 == 0 then
-    -- Hopper: the same one kernel on wgmma (TMA tiles, the accumulators staged in shared memory for
-    -- the epilogue, packed 4-byte int8 stores), its output = the IMMA kernel's
-    local wmod = tir.build(qg.schedule(f, {intrin = "wgmma", tc = {BM = 128, BN = 256, BK = 128, stages = 4, tma = true}}).mod,
-                           "cuda -arch=sm_90a")
+    -- Hopper: the same one kernel on wgmma (qgemm's default there: 128 x 256 x 128 TMA tiles, 4 stages,
+    -- one CTA a tile in the grouped order, the accumulators staged in shared memory for the epilogue,
+    -- packed 4-byte int8 stores), its output = the IMMA kernel's
+    local wmod = tir.build(qg.schedule(f, {intrin = "wgmma"}).mod, "cuda -arch=sm_90a")
     local wout = tir.nd.empty({M, N}, "int8", dev)
     wmod(a, b, bias, scale, bsum, wout)
     tir.testing.assert_allclose(wout, out, {rtol = 0, atol = 0})
     local tw = wmod:time_evaluator({number = 5, repeat_ = 5, warmup = 2})(a, b, bias, scale, bsum, wout)
     print(("-- fused qgemm on wgmma %dx%dx%d: %.3f ms, %.2f TOP/s (= the IMMA kernel's output)"):format(M, N, K, tw * 1e3,
           2.0 * M * N * K / tw / 1e12))
-    -- asymmetric weights (a zero point per column): the row sums of A too, in the same kernel as one
-    -- more wgmma m64n8k32 per 32 columns against a ones tile (a_sums = "ones"); = the IMMA kernel's
-    -- output (row sums on the CUDA cores)
+    -- asymmetric weights (a zero point per column): the row sums of A too, in the same kernel, from the
+    -- shared A tiles by dp4a, two threads a row (qgemm's default; the a_sums = "ones" form -- one more
+    -- wgmma m64n8k32 per 32 columns, simulated above -- measured slower); = the IMMA kernel's output
     local zo = {}
     for k, v in pairs(o) do zo[k] = v end
     zo.b_zero_point = "per_column"
@@ -93,13 +94,12 @@ if has_gpu then
     local imod = tir.build(qg.schedule(qm(zo), {intrin = "mma", tc = tiles}).mod, "cuda")
     local iout = tir.nd.empty({M, N}, "int8", dev)
     imod(a, b, zb, bias, scale, bsum, iout)
-    zo.a_sums = "ones"
     local zmod = tir.build(qg.schedule(qm(zo), {intrin = "wgmma"}).mod, "cuda -arch=sm_90a")
     local zout = tir.nd.empty({M, N}, "int8", dev)
     zmod(a, b, zb, bias, scale, bsum, zout)
     tir.testing.assert_allclose(zout, iout, {rtol = 0, atol = 0})
     local tz = zmod:time_evaluator({number = 5, repeat_ = 5, warmup = 2})(a, b, zb, bias, scale, bsum, zout)
-    print(("-- with zb per column (row sums of A as wgmma m64n8k32 against ones): %.3f ms, %.2f TOP/s (= the IMMA kernel's output)"):format(
+    print(("-- with zb per column (row sums of A by dp4a, two threads a row): %.3f ms, %.2f TOP/s (= the IMMA kernel's output)"):format(
           tz * 1e3, 2.0 * M * N * K / tz / 1e12))
   end
   print(ties(function(smod, args)

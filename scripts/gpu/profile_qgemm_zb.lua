@@ -1,6 +1,6 @@
 -- profile_qgemm_zb.lua -- the fused quantized GEMM on wgmma at 4096^3 for ncu: za only, then with a
 -- per-column zb (row sums of A in the kernel, before the step's wgmma group), then with the sums after
--- it (row_sums_after), then split over two threads a row (row_sums_split = 2), then as an extra wgmma against ones (a_sums = "ones"); each built, its CUDA C
+-- it (row_sums_after), then split over two threads a row (row_sums_split = 2; and after the issue), then as an extra wgmma against ones (a_sums = "ones"); each built, its CUDA C
 -- written to $OUT, launched once (arguments: the names of the runs to make, default all):
 --   ncu --section SpeedOfLight --section WarpStateStats -k regex:qgemm tirlua scripts/gpu/profile_qgemm_zb.lua [qgemm_zb_ones ...]
 local tir = require("tir")
@@ -26,6 +26,9 @@ local after = {row_sums_after = true}
 for k, v in pairs(tiles) do after[k] = v end
 local split2 = {row_sums_split = 2}
 for k, v in pairs(tiles) do split2[k] = v end
+-- split and after the step's wgmma group (row_sums_split = 2, row_sums_after)
+local split2a = {row_sums_split = 2, row_sums_after = true}
+for k, v in pairs(tiles) do split2a[k] = v end
 local ones_tiles = {}
 for k, v in pairs(tiles) do ones_tiles[k] = v end
 local all = {
@@ -35,6 +38,8 @@ local all = {
    {a, b, zb, bias, scale, bsum, o8}},
   -- each row's k step summed by two threads of its warpgroup (row_sums_split = 2)
   {"qgemm_zb_split2", qg.schedule(q{name = "qgemm_zb_split2", b_zero_point = "per_column"}, {intrin = "wgmma", tc = split2}),
+   {a, b, zb, bias, scale, bsum, o8}},
+  {"qgemm_zb_split2_after", qg.schedule(q{name = "qgemm_zb_split2_after", b_zero_point = "per_column"}, {intrin = "wgmma", tc = split2a}),
    {a, b, zb, bias, scale, bsum, o8}},
   -- the row sums as one more wgmma m64n8k32 per 32 columns against a ones tile (a_sums = "ones")
   {"qgemm_zb_ones", qg.schedule(q{name = "qgemm_zb_ones", b_zero_point = "per_column", a_sums = "ones"}, {intrin = "wgmma", tc = ones_tiles}),

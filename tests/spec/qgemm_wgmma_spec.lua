@@ -72,6 +72,10 @@ describe("tir.schedules.qgemm intrin = \"wgmma\"", function()
       {a_dtype = "int8", za = -128, zo = 127, tc = {BM = 64, BN = 128, BK = 128, stages = 3, wgmma_pending = 1}},
       {a_dtype = "uint8", za = "per_row", out_dtype = "uint8", zo = 255, tc = {BM = 128, BN = 64, BK = 64, stages = 2, tma = true}},
       {a_dtype = "int8", za = 0, relu = true, tc = {BM = 64, BN = 64, BK = 32, stages = 1}},
+      -- one CTA a tile in the persistent path's grouped order (persistent = the tile count: the
+      -- staged accumulators still reuse the pipeline's bytes; the 2 x 2 tiles walked in groups)
+      {a_dtype = "int8", za = -128, zo = 127, M = 256, N = 512, K = 128, tc = {BM = 128, BN = 256, BK = 128, stages = 2, tma = true,
+                                                                          persistent = 4}},
     }
     -- (under ASan every case is 10x slower: the TMA and the cp.async case at K = 128 only)
     if asan then cases = {cases[1], cases[2]}; cases[1].K, cases[2].K = 128, 128 end
@@ -84,6 +88,8 @@ describe("tir.schedules.qgemm intrin = \"wgmma\"", function()
       local mod = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false})
       local src = mod:get_source("cuda")
       assert.is_truthy(src:find("wgmma.mma_async", 1, true))
+      -- (grouped: one CTA a tile on a 1-D grid, the tile's row and column from blockIdx.x)
+      if c.tc.persistent then assert.is_falsy(src:find("blockIdx.y", 1, true)) end
       -- the int8 / uint8 outputs leave 4 at a time in one 32-bit store, never byte by byte
       assert.is_truthy(src:find("*(unsigned int*)(out + ", 1, true))
       assert.is_falsy(src:find("\n%s*out%["))
@@ -102,6 +108,9 @@ describe("tir.schedules.qgemm intrin = \"wgmma\"", function()
       -- each row's k step summed by two threads (row_sums_split: rfactor over the halves of BK)
       {a_dtype = "int8", za = 127, zb = "per_column", M = 128, N = 256, tc = {BM = 128, BN = 256, BK = 128, stages = 2, tma = true, row_sums_split = 2}},
       {a_dtype = "uint8", za = 255, zb = -128, tc = {BM = 64, BN = 64, BK = 64, stages = 3, wgmma_pending = 1, row_sums_split = 2}},
+      -- split and after the step's wgmma group, one CTA a tile in the grouped order
+      {a_dtype = "uint8", za = 255, zb = "per_column", M = 256, N = 512, K = 256, tc = {BM = 128, BN = 256, BK = 128, stages = 2, tma = true,
+                                                                                    row_sums_split = 2, row_sums_after = true, persistent = 4}},
     }
     if asan then cases = {cases[1], cases[3], cases[6]}; cases[1].K, cases[2].K, cases[3].K = 128, 128, 256 end
     for n, c in ipairs(cases) do
@@ -115,7 +124,10 @@ describe("tir.schedules.qgemm intrin = \"wgmma\"", function()
       assert.is_truthy(c.tc.row_sums_split or upd and mma and (upd < mma) == not c.tc.row_sums_after)
       local part = c.tc.BK // (c.tc.row_sums_split or 1)
       assert.is_truthy(ir:find(('"dp4a_row_sum%d_%s_shared"'):format(part, c.a_dtype == "uint8" and "u8" or "s8"), 1, true))
-      if c.tc.row_sums_split then upd = ir:find('T.block("a_row_sum_rf_update_o"', 1, true); assert.is_truthy(upd and upd < mma) end
+      if c.tc.row_sums_split then
+        upd = ir:find('T.block("a_row_sum_rf_update_o"', 1, true)
+        assert.is_truthy(upd and (upd < mma) == not c.tc.row_sums_after)
+      end
       assert.is_truthy(ir:match("T%.reads%(A_shared[%w_]*%[{[^\n]*a_row_sum[%w_]*%["))
       local mod = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false})
       assert.are.equal(1, #mod:kernels())
@@ -124,6 +136,11 @@ describe("tir.schedules.qgemm intrin = \"wgmma\"", function()
       local src = mod:get_source("cuda")
       assert.is_truthy(src:find("(*(int4*)(A_shared + ", 1, true))
       assert.is_falsy(src:find("(*(int*)(A_shared + ", 1, true))
+      -- a per-column zb is read once a store by the epilogue (zb_j * (K za - sum a): one term, not two)
+      if c.zb == "per_column" then
+        local loads = select(2, src:gsub("%(zb %+ ", "")) + select(2, src:gsub("zb%[", ""))
+        assert.are.equal(select(2, src:gsub("%*%(unsigned int%*%)%(out %+ ", "")), loads)
+      end
       check(o, f, mod, 20 + n)
     end
   end)
@@ -164,6 +181,8 @@ describe("tir.schedules.qgemm intrin = \"wgmma\"", function()
     local of = qm((function() local o = qopts({a_dtype = "int8", za = 3, zb = 5}); o.a_sums = "ones"; return o end)())
     U.expect_error(function() qg.schedule(of, {intrin = "wgmma", tc = {BM = 128, BN = 128, BK = 128, stages = 3, tma = true, row_sums_after = true}}) end,
                    "tc_gemm.schedule", "row_sums_after", "runs in the step's wgmma group")
+    U.expect_error(function() qg.schedule(of, {intrin = "wgmma", tc = {BM = 128, BN = 128, BK = 128, stages = 3, tma = true, row_sums_split = 2}}) end,
+                   "tc_gemm.schedule", "row_sums_split", "leave row_sums_split out")
     U.expect_error(function() qg.schedule(of, {intrin = "mma", tc = {BM = 128, BN = 128, BK = 128, warp_m = 64, warp_n = 64}}) end,
                    'a_sums = "ones" form', 'build the PrimFunc with a_sums = "compute"')
     U.expect_error(function() qg.schedule(of, {intrin = "simt"}) end, "qgemm", "block a_row_sum is computed in the PrimFunc")
@@ -174,16 +193,26 @@ describe("tir.schedules.qgemm intrin = \"wgmma\"", function()
     assert.is_truthy(zf)
   end)
 
-  it("without tc options takes the fused kernel measured best (128x256x128, 4 TMA stages, no producer warpgroup)", function()
-    for _, zb in ipairs({0, "per_column"}) do
-      local f = qm{M = 4096, N = 4096, K = 4096, a_zero_point = 3, b_zero_point = zb, b_sums = "input", bias = true,
-                   scale = "per_channel", out_zero_point = -7, out_dtype = "int8"}
-      local mod = tir.build(qg.schedule(f, {intrin = "wgmma"}).mod, "cuda -arch=sm_90a", {compile = false})
+  it("without tc options takes the fused kernel measured best (128x256x128, 4 TMA stages, grouped, two threads a row)", function()
+    for _, zb in ipairs({0, "per_column", "ones"}) do
+      local f = qm{M = 4096, N = 4096, K = 4096, a_zero_point = 3, b_zero_point = zb == "ones" and 5 or zb, b_sums = "input", bias = true,
+                   scale = "per_channel", out_zero_point = -7, out_dtype = "int8", a_sums = zb == "ones" and "ones" or nil}
+      local sch = qg.schedule(f, {intrin = "wgmma"})
+      local mod = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false})
       local src = mod:get_source("cuda")
       assert.are.equal(1, #mod:kernels())
       assert.is_truthy(src:find("m64n256k32", 1, true))
       assert.is_truthy(src:find("cp.async.bulk.tensor", 1, true))
       assert.is_falsy(src:find("setmaxnreg", 1, true))
+      -- one CTA a tile on a 1-D grid in the grouped order (512 tiles of 128 x 256)
+      assert.is_falsy(src:find("blockIdx.y", 1, true))
+      assert.are.equal(512, mod:kernels()[1].grid[1])
+      -- (the staged accumulators on the pipeline's bytes: it launches)
+      assert.is_true(mod:kernels()[1].dyn_smem_bytes <= 227 * 1024)
+      -- the CUDA-core row sums split over two threads a row (the ones form stays on wgmma)
+      local ir = tostring(sch.mod)
+      assert.are.equal(zb == "per_column", ir:find('T.block("a_row_sum_rf_update_o"', 1, true) ~= nil)
+      assert.are.equal(zb == "ones", src:find("m64n8k32", 1, true) ~= nil)
     end
   end)
 
@@ -205,6 +234,12 @@ describe("tir.schedules.qgemm intrin = \"wgmma\"", function()
     U.expect_error(function() qg.schedule(f256, {intrin = "wgmma", tc = {BM = 128, BN = 256, BK = 128, stages = 4, tma = true,
                                                                     warp_specialize = true}}) end,
                    "warp_specialize = true with epilogue 'out'", "> the 227 KB")
+    -- a persistent grid of fewer CTAs than tiles keeps the pipeline through the epilogue (the
+    -- grouped one-CTA-a-tile order, persistent = the tile count, does not)
+    local f4 = qm(qopts({a_dtype = "int8", za = 3, M = 256, N = 512}))
+    U.expect_error(function() qg.schedule(f4, {intrin = "wgmma", tc = {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, persistent = 2}}) end,
+                   "persistent with epilogue 'out'", "stay allocated through the epilogue")
+    assert.is_truthy(qg.schedule(f4, {intrin = "wgmma", tc = {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, persistent = 4}}))
     local tc = require("tir.schedules.tc_gemm")
     U.expect_error(function() tc.schedule(tc.workload(128, 128, 128, "int8", "int32", nil, "NT"),
                    {intrin = "wgmma", BM = 128, BN = 128, BK = 128, epilogue = "nope"}) end, "epilogue block 'nope' does not exist")

@@ -16,7 +16,8 @@
 -- With four_term (the default) the compute is rewritten so that the inner loop is a pure int8
 -- GEMM (the rewrite is visible in the printed PrimFunc: blocks "C", "a_row_sum", "b_col_sum"):
 --   sum_k (a - za)(b - zb) = sum_k a*b - zb * sum_k a - za * sum_k b + K * za * zb
--- Each term that a zero point of 0 makes vanish is left out.  The column sums of B are
+-- Each term that a zero point of 0 makes vanish is left out; with a per-column zb (and za ~= 0)
+-- the two zb terms are one, zb_j * (K * za - sum_k a), so zb[j] is read once.  The column sums of B are
 -- computed in the PrimFunc ("b_col_sum"), or taken as an int32 parameter `b_col_sums` [N]
 -- when b_sums = "input" (B a constant weight: precompute them once, e.g. with
 -- quantized_matmul.col_sums).  four_term = false gives the direct compute (the reference),
@@ -256,9 +257,16 @@ local function build(o)
       local ra = acc.RA and (acc.RA.R8 and acc.RA.R8[{i, tir.floormod(j, 8)}] or acc.RA[{i}])
       local cb = acc.CB and acc.CB[{j}]
       v = acc.C[{i, j}]
-      if ra then v = v - zb(j) * ra end
-      if cb then v = v - za(i) * cb end
-      if not za_zero and not zb_zero then v = v + c(K) * za(i) * zb(j) end
+      if ra and ZB and not za_zero then
+        -- a per-column zb: - zb * sum a + K za zb = zb * (K za - sum a), so the epilogue reads zb[j]
+        -- once (|K za - sum a| <= K ma: the product stays inside the int32 bound checked above)
+        v = v + zb(j) * (c(K) * za(i) - ra)
+        if cb then v = v - za(i) * cb end
+      else
+        if ra then v = v - zb(j) * ra end
+        if cb then v = v - za(i) * cb end
+        if not za_zero and not zb_zero then v = v + c(K) * za(i) * zb(j) end
+      end
     else
       v = acc[{i, j}]
     end

@@ -178,7 +178,9 @@ function M.fuse_split(sch, o, wg, ko, wgs, P)
   sch:bind(wy, "threadIdx.y"); sch:bind(wr, "threadIdx.x")
   -- the parts: rows (warpgroup, 64) x parts over (threadIdx.y, threadIdx.x = h * 64 + r)
   sch:set_scope(rf, 0, "shared")
-  sch:compute_at(rf, wg, false, -2)
+  -- (row_sums_after: at index 1, between the k loop and the adding block, so that merging puts the
+  -- parts after the GEMM's step: they run while the step's wgmma group is in flight)
+  sch:compute_at(rf, wg, false, o.row_sums_after and 1 or -2)
   -- (its loops follow the rf block's iteration variables: the part, the row, the k step, the
   -- part's columns)
   local fl = {sch:get_loops(rf)}
@@ -194,6 +196,7 @@ function M.fuse_split(sch, o, wg, ko, wgs, P)
     if lp and sch:get(lp).thread_tag == "" then sch:bind(lp, q == #il - 1 and "threadIdx.y" or "threadIdx.x") end
   end
   sch:tensorize(kin, dp4a.row_sum_name(a_dt, o.BK // split, "shared"))
+  if o.row_sums_after then return sch:merge(ko, kstep) end
   return sch:merge(kstep, ko)
 end
 

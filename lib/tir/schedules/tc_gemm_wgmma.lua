@@ -525,10 +525,12 @@ function M.schedule(sch, o, P, analyze)
     local okr, rb = pcall(function() return sch:get(sch:get_block(o.row_sums)) end)
     if okr and #rb.writes == 1 and #rb.writes[1].buffer.shape == 2 then
       if o.row_sums_after then raise("ValueError", P, "row_sums_after orders the CUDA-core row sums; the a_sums = \"ones\" form runs in the step's wgmma group") end
+      if o.row_sums_split then
+        raise("ValueError", P, "row_sums_split splits the CUDA-core row sums over threads; the a_sums = \"ones\" form runs them as wgmma m64n8k32 (leave row_sums_split out)")
+      end
       -- (the ones tile under the outermost CTA loop: once per CTA, also in a persistent grid)
       ko = RS.fuse_ones(sch, o, ({sch:get_loops(C)})[1], wg, ko, wgs, P)
     elseif o.row_sums_split and o.row_sums_split > 1 then
-      if o.row_sums_after then raise("ValueError", P, "row_sums_split with row_sums_after is not implemented") end
       ko = RS.fuse_split(sch, o, wg, ko, wgs, P)
     else
       ko = RS.fuse(sch, o, wg, ko, {{"threadIdx.y", wgs}, {"threadIdx.x", 64}}, P)

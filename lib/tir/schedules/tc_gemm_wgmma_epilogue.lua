@@ -61,16 +61,21 @@ function M.validate(sch, o, row, P)
   local plain = plain_cast(E, row) and o.epilogue_store ~= "staged"
   if not plain then
     local asz = tonumber(row.a:match("%d+$")) // 8
-    local keep = o.warp_specialize or (o.persistent and o.tma)
-    local tiles = o.stages * (o.BM + o.BN) * o.BK * asz
+    -- (persistent = the tile count: one tile a CTA in the grouped order -- the tile loop has extent 1,
+    -- no pipeline spans two tiles, so the staged tile reuses the pipeline's bytes as without persistent)
+    local cshape = sch:get(sch:get_block(o.block or "C")).writes[1].buffer.shape
+    local tiles = math.type(o.persistent) == "integer" and #cshape >= 2 and
+                  (tonumber(tostring(cshape[#cshape - 1])) or 0) // o.BM * ((tonumber(tostring(cshape[#cshape])) or 0) // o.BN) or nil
+    local keep = o.warp_specialize or (o.persistent and o.tma and o.persistent ~= tiles)
+    local pipe = o.stages * (o.BM + o.BN) * o.BK * asz
     local staged = o.BM * (o.BN + 8) * (tonumber(row.c:match("%d+$")) // 8)
     local out = o.epilogue_store == "tma" and o.BM * o.BN * esz or 0
-    local total = keep and tiles + staged + out or math.max(tiles, staged + out)
+    local total = keep and pipe + staged + out or math.max(pipe, staged + out)
     if total > 227 * 1024 then
       raise("ValueError", P, "%sepilogue '%s': %s%d x %d staged accumulators (%d bytes)%s = %d bytes > the 227 KB a block may use " ..
             "(fewer stages, a smaller BN%s)",
             o.warp_specialize and "warp_specialize = true with " or (o.persistent and o.tma) and "persistent with " or "", o.epilogue,
-            keep and ("the pipeline tiles (%d bytes) stay allocated through the epilogue, beside its "):format(tiles) or "its ",
+            keep and ("the pipeline tiles (%d bytes) stay allocated through the epilogue, beside its "):format(pipe) or "its ",
             o.BM, o.BN, staged, out > 0 and (" and the dense %d x %d tile of %s outputs the TMA store reads (%d bytes)"):format(o.BM, o.BN, edt, out) or "",
             total, out > 0 and ", or epilogue_store = \"staged\"" or (keep and ", or neither warp_specialize nor persistent" or ""))
     end
