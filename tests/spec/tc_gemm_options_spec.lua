@@ -164,6 +164,11 @@ describe("tc_gemm 8-warp tiles and swizzled pipelines", function()
       local ld, cp, mm = loop:find("ldmatrix", 1, true), loop:find("tir_cp_async<", 1, true), loop:find("tir_mma_m16n8k16", 1, true)
       assert.truthy(ld < cp and cp < mm, loop)
     end
+    -- the default ("step" for BK 64) on a padded workload (predicated copies of A_pad / B_pad) in 2 split-K slices
+    local g = tc.workload(40, 100, 500, "float16", "float16", {32, 64, 128})
+    local sg = tc.schedule(g, {BM = 32, BN = 64, BK = 64, warp_m = 16, warp_n = 32, stages = 3, split_k = 2, frag_prefetch = true})
+    local rg = tir.simulate(tir.build(sg.mod, "cuda", {compile = false}), tir.testing.random_args(g, 5), {reference = sg.mod})
+    assert.are.same({0, 0}, {rg.n_issues, rg.races})
     U.expect_error(function()
       tc.schedule(tc.workload(64, 64, 512, "float16"), {BM = 32, BN = 64, BK = 32, warp_m = 16, warp_n = 32, stages = 3, frag_prefetch = true,
                                                         copy_order = "step"})

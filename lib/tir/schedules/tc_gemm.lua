@@ -1203,7 +1203,9 @@ function M.auto_tensorize(func, instr, block, extra)
   -- 2) against 448.6 for BK 32 in the same run at 4096^3, 422.2 at 8192^3 (0.62-0.64x cuBLAS, H200,
   -- bench/RESULTS.md "Issue 12, stop 10"); stop 11: 475.4 at 4096^3, 467.7 / 488.7 at 4096x11008x4096 /
   -- 4096x4096x11008 (0.67x / 0.65x); 4 stages +0.2 % at 4096^3 but -1.5 % at 4096x11008x4096 and 192 KB of
-  -- shared memory (more than an A100 has): 3 stages
+  -- shared memory (more than an A100 has): 3 stages.  Stop 12: copy_order "step" (the default under
+  -- frag_prefetch with BK 64) 475.5 -> 491.5 at 4096^3, 455.3 -> 481.8 at 4096x11008x4096; 4 stages then
+  -- lose 3 %, 128x256 ties (bench/RESULTS.md "Stop 12 (hS)")
   if plain and tk == 16 and intrin == "mma" and m % 256 == 0 and n % 128 == 0 and k % 32 == 0 and k // 32 >= 3 and
      batch * (m // 256) * (n // 128) >= 3 * sms then
     o.BM, o.BN, o.warp_m, o.warp_n, o.BK, o.stages, o.frag_prefetch = 256, 128, 64, 64, 32, 3, true
