@@ -227,7 +227,8 @@ local function candidates(L, index)
       end
       if opt.wgmma_im2col then
         for _, o in ipairs(ct.wgmma_im2col_space(i0, opt.wgmma_im2col == "extra" and "extra" or nil)) do if not (rule and rule.a_im2col and rule.BM == o.BM and rule.BN == o.BN and
-          rule.epilogue_store == o.epilogue_store and rule.warp_specialize == o.warp_specialize) then list[#list + 1] = o end end
+          rule.epilogue_store == o.epilogue_store and rule.warp_specialize == o.warp_specialize and rule.persistent == o.persistent and
+          rule.persistent_tail == o.persistent_tail) then list[#list + 1] = o end end
       end
       -- the epilogues (--wgmma_epilogue): the plain cast, and + bias, relu (a workload of its own)
       local epis = {}
@@ -263,7 +264,8 @@ local function candidates(L, index)
                              "%d warpgroup(s), %d stage(s), wgmma_pending %d, %s [%s]"):format(o.BN, i0.M, L.F, i0.K,
                              i0.Cp ~= L.C and ("C padded to %d, "):format(i0.Cp) or "", i0.Kp, o.BM, o.BN, o.BK, o.BM // 64, o.stages,
                              o.wgmma_pending, o.a_im2col and ("A by TMA im2col, B by TMA, %s%s%s epilogue"):format(o.warp_specialize and
-                             "warp-specialized, " or "", o.persistent and "persistent, " or "", o.epilogue_store) or
+                             "warp-specialized, " or "", o.persistent_tail and "persistent (one CTA an SM), " or o.persistent and "persistent, " or "",
+                             o.epilogue_store) or
                              o.warp_specialize and ("warp-specialized (A gathered by a producer warpgroup, B by TMA), %s%s epilogue")
                              :format(o.persistent and "persistent, " or "", o.epilogue_store) or
                              ({plain = "staged store", direct = "direct fragment store", bias_relu = "+ bias + relu, staged store",

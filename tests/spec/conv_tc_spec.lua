@@ -342,6 +342,8 @@ describe("conv2d_tc on the simulator", function()
      {BM = 64, BN = 64, stages = 2, epilogue_store = "tma", warp_specialize = true}},
     {"+ bias + relu, warp-specialized, staged epilogue (the rule's pick for a fused epilogue)", {N = 2, H = 8, W = 8, C = 64, F = 128, R = 3,
      S = 3, padding = 1, bias = true, activation = "relu"}, {BM = 128, BN = 128, stages = 4, epilogue_store = "staged", warp_specialize = true}},
+    {"persistent_tail: 7 tiles on 3 CTAs (the last round's spare CTAs repeat the last tile)", {N = 7, H = 8, W = 8, C = 64, F = 64, R = 3,
+     S = 3, padding = 1}, {BM = 64, BN = 64, stages = 2, epilogue_store = "tma", warp_specialize = true, persistent = 3, persistent_tail = true}},
     {"persistent (2 CTAs over 8 tiles: the producer loads the next tile's stages)", {N = 8, H = 8, W = 8, C = 64, F = 128, R = 3, S = 3,
      padding = 1}, {BM = 128, BN = 64, stages = 4, epilogue_store = "tma", warp_specialize = true, persistent = 2}},
   }
@@ -392,8 +394,8 @@ describe("conv2d_tc on the simulator", function()
     local ex = ct.wgmma_im2col_space(big, "extra")
     assert_space_fits(ex, big, #sp_n(big) + 3, function(o) return o.a_im2col end)
     local kinds = {}
-    for _, o in ipairs(ex) do if o.persistent then kinds[#kinds + 1] = o.BM end end
-    assert.are.same({128, 256, 64}, kinds)
+    for _, o in ipairs(ex) do if o.persistent then kinds[#kinds + 1] = o.BM .. (o.persistent_tail and " tail" or "") end end
+    assert.are.same({"128 tail", "256 tail", "128", "256"}, kinds)
     U.expect_error(function() ct.wgmma_im2col_space(big, "all") end, "conv2d_tc.wgmma_im2col_space", "level must be nil or \"extra\"")
   end)
   it("wgmma_ws_space: the candidates fit shared memory and divide the layer; none for a K that is not a multiple of 64", function()
@@ -515,10 +517,11 @@ describe("conv2d_tc tile choices", function()
       end
     end
   end)
-  it("wgmma_implicit_tiles: TMA im2col (F >= 128: least waves x tile area), else the WS gather where 128 x 256 tiles are fewer than the SMs, else wgmma_tiles", function()
-    -- ResNet-50's 3x3 layers on 132 SMs: conv3 (F 128) 256 x 128, conv4 (F 256) 128 x 128 (6 stages), conv5 (F 512) 128 x 256,
-    -- all warp-specialized with the TMA-store epilogue; + bias + relu the staged one at 128 x 128; conv2 (F 64) wgmma_tiles
-    local want = {[128] = {256, 128, 3}, [256] = {128, 128, 6}, [512] = {128, 256, 3}}
+  it("wgmma_implicit_tiles: TMA im2col (F <= 128 persistent, F >= 128 least waves x tile area), else the WS gather where 128 x 256 tiles are fewer than the SMs, else wgmma_tiles", function()
+    -- ResNet-50's 3x3 layers on 132 SMs: conv2 (F 64) 256 x 64 and conv3 (F 128) 128 x 128 persistent on one CTA an SM,
+    -- conv4 (F 256) 128 x 128 (6 stages), conv5 (F 512) 128 x 256, all warp-specialized with the TMA-store epilogue;
+    -- + bias + relu the staged one at 128 x 128 (conv2: wgmma_tiles' cp.async tile)
+    local want = {[64] = {256, 64, 4, true}, [128] = {128, 128, 6, true}, [256] = {128, 128, 6}, [512] = {128, 256, 3}}
     for _, l in ipairs(RESNET) do
       if l[5] == 3 then
         local c = {N = 128, H = l[1], W = l[2], C = l[3], F = l[4], R = 3, S = 3, stride = l[7], padding = l[8], weight_layout = "FK"}
@@ -527,11 +530,12 @@ describe("conv2d_tc tile choices", function()
         local w = want[l[4]]
         if w then
           assert.are.same({intrin = "wgmma", BM = w[1], BN = w[2], BK = 64, stages = w[3], wgmma_pending = 1, tma = true, warp_specialize = true,
-                           epilogue_store = "tma", a_im2col = ct.im2col_geometry(info)}, r)
+                           epilogue_store = "tma", a_im2col = ct.im2col_geometry(info), persistent = w[4], persistent_tail = w[4]}, r)
           c.bias, c.activation = true, "relu"
           local _, i2 = ct.workload(c)
           local r2 = ct.wgmma_implicit_tiles(i2, 132)
-          assert.are.same({128, 128, "staged", true}, {r2.BM, r2.BN, r2.epilogue_store, r2.a_im2col ~= nil})
+          if l[4] == 64 then assert.are.same(ct.wgmma_tiles(i2, 132), r2)
+          else assert.are.same({128, 128, "staged", true}, {r2.BM, r2.BN, r2.epilogue_store, r2.a_im2col ~= nil}) end
         else
           assert.are.same(ct.wgmma_tiles(info, 132), r)
         end

@@ -594,9 +594,11 @@ end
 --   warp-specialized BM 128, BN = min(F, 256) and min(F, 128), TMA-store epilogue; BM 128, BN =
 --   min(F, 128), staged; BM 256 (4 consumer warpgroups), BN = min(F, 128), TMA-store;
 --   not warp-specialized BM 128, BN = min(F, 128), staged;
--- level "extra" adds, where F <= 128 (the layers of many short tiles): warp-specialized persistent
--- grids (the producer loads the next tile's stages during this one's TMA store) at BM 128 and 256,
--- and BM 64 (one consumer warpgroup, small enough for several CTAs an SM).
+--   where F <= 128 (the layers of many short tiles): warp-specialized persistent grids of one CTA an
+--   SM (persistent_tail: the last round's spare CTAs repeat the last tile), BM 128 and 256, BN = F,
+--   TMA-store (the producer loads the next tile's stages during this one's store).
+-- level "extra" adds, where F <= 128: the persistent grids of tc_gemm's divisor rule (no tail) and
+-- BM 64 (one consumer warpgroup, small enough for several CTAs an SM).
 function M.wgmma_im2col_space(info, level)
   check_info("conv2d_tc.wgmma_im2col_space", info)
   if level ~= nil and level ~= "extra" then
@@ -606,13 +608,15 @@ function M.wgmma_im2col_space(info, level)
   local geo = M.im2col_geometry(info)
   if not geo then return out end
   local steps = info.Kp // 64
+  -- (persistent: "tail" = a grid of one CTA an SM, persistent_tail; true = tc_gemm's grid dividing the tiles)
   local function add(BM, BN, store, ws, persistent, max_stages)
     if info.Mp % BM ~= 0 or info.F % BN ~= 0 then return end
     local epi = store == "tma" and BM * BN * 2 or BM * (BN + 8) * 4
     for s = math.min(max_stages or 6, steps), 2, -1 do
       if s * (BM + BN) * 128 + epi + 1024 <= 227 * 1024 then
         out[#out + 1] = {intrin = "wgmma", BM = BM, BN = BN, BK = 64, stages = s, wgmma_pending = 1, tma = true, warp_specialize = ws or nil,
-                         epilogue_store = store, a_im2col = geo, persistent = persistent}
+                         epilogue_store = store, a_im2col = geo, persistent = persistent and true or nil,
+                         persistent_tail = persistent == "tail" or nil}
         return
       end
     end
@@ -622,11 +626,14 @@ function M.wgmma_im2col_space(info, level)
   add(128, math.min(info.F, 128), "staged", true)
   add(256, math.min(info.F, 128), "tma", true)
   add(128, math.min(info.F, 128), "staged", false)
+  if info.F <= 128 then
+    add(128, info.F, "tma", true, "tail")
+    add(256, info.F, "tma", true, "tail")
+  end
   if level == "extra" and info.F <= 128 then
     add(128, info.F, "tma", true, true)
     add(256, info.F, "tma", true, true)
     add(64, info.F, "tma", true, nil, 4)
-    add(64, info.F, "tma", true, true, 4)
   end
   return out
 end
@@ -670,18 +677,29 @@ end
 -- TMA-store epilogue (D a plain fp16 cast; else the staged one) among 128 x 256, 128 x 128 and
 -- 256 x 128 tiles, the least waves x tile area (ceil(tiles / SMs) BM BN), ties to the larger tile
 -- then the wider BN: 8-24 % faster than the kernels above on ResNet-50's F >= 128 3x3 layers
--- (conv3 256 x 128, conv4 128 x 128, conv5 128 x 256).  At F = 64 (conv2) the cp.async tile's two
--- CTAs an SM stay faster than one TMA-fed CTA (0.084 vs 0.102-0.118 ms).
+-- (conv4 128 x 128, conv5 128 x 256); where F <= 128 and D only casts (conv2, conv3: 9-18 k steps a
+-- tile), before that the persistent kernel of tiles of 128 x 128 elements (256 x 64 at F = 64) on
+-- one CTA an SM (persistent_tail): batch 2 measured 0.078 ms on conv2 (the cp.async tile 0.086) and
+-- 0.049 / 0.054 on conv3 / conv3_s2 (256 x 128 one CTA a tile 0.052 / 0.061) with tc_gemm's
+-- divisor grid (112 and 98 CTAs); the one-CTA-an-SM grid has 14 % fewer rounds.
 -- Returns schedule options; errors as wgmma_tiles.
 function M.wgmma_implicit_tiles(info, sm_count)
   local P = "conv2d_tc.wgmma_implicit_tiles"
   check_info(P, info)
   local sms = sm_count or tc.device_sm_count()
+  local cast = info.epilogue == "cast" and info.out_dtype == "float16"
+  if info.F <= 128 and cast and M.im2col_geometry(info) then
+    -- many short tiles (K = 9 C, 9-18 k steps): the persistent grid of one CTA an SM, tiles of
+    -- 128 x 128 elements (256 x 64 at F = 64)
+    for _, o in ipairs(M.wgmma_im2col_space(info)) do
+      if o.persistent_tail and o.BM * o.BN == 128 * 128 then return o end
+    end
+  end
   if info.F >= 128 and M.im2col_geometry(info) then
-    local store = (info.epilogue == "cast" and info.out_dtype == "float16") and "tma" or "staged"
+    local store = cast and "tma" or "staged"
     local best, bc
     for _, o in ipairs(M.wgmma_im2col_space(info)) do
-      if o.warp_specialize and o.epilogue_store == store then
+      if o.warp_specialize and o.epilogue_store == store and not o.persistent then
         local tiles = (info.Mp // o.BM) * (info.F // o.BN)
         local cost = {-((tiles + sms - 1) // sms) * o.BM * o.BN, o.BM * o.BN, o.BN}
         local better = not best
