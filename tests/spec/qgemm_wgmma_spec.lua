@@ -208,7 +208,7 @@ describe("tir.schedules.qgemm intrin = \"wgmma\"", function()
     assert.is_truthy(zf)
   end)
 
-  it("without tc options takes the fused kernel measured best (128x256x128, 4 TMA stages, grouped, two threads a row)", function()
+  it("without tc options takes the fused kernel measured best (128x256x128, 4 TMA stages, grouped, two threads a row in the wgmma's shadow)", function()
     for _, zb in ipairs({0, "per_column", "ones"}) do
       local f = qm{M = 4096, N = 4096, K = 4096, a_zero_point = 3, b_zero_point = zb == "ones" and 5 or zb, b_sums = "input", bias = true,
                    scale = "per_channel", out_zero_point = -7, out_dtype = "int8", a_sums = zb == "ones" and "ones" or nil}
@@ -227,6 +227,8 @@ describe("tir.schedules.qgemm intrin = \"wgmma\"", function()
       -- the CUDA-core row sums split over two threads a row (the ones form stays on wgmma)
       local ir = tostring(sch.mod)
       assert.are.equal(zb == "per_column", ir:find('T.block("a_row_sum_rf_update_o"', 1, true) ~= nil)
+      -- (between the step's wgmma commit and its wait: the sums' intrinsic waits)
+      assert.are.equal(zb == "per_column", ir:find('"dp4a_row_sum64_s8_shared_wg1"', 1, true) ~= nil)
       assert.are.equal(zb == "ones", src:find("m64n8k32", 1, true) ~= nil)
     end
   end)
