@@ -172,6 +172,9 @@ local QWGMMA = {
   -- reuse of A and B at 8192^3, where the 2-D grid streams B from DRAM once a wave)
   {"wgmma_fused_g", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, persistent = "tiles"}, "wgmma_default"},
   {"wgmma_fused_rs2_g", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, persistent = "tiles", row_sums_split = 2}, "wgmma_default"},
+  -- (zb rows) two threads a row, grouped, between the step's wgmma commit and its wait (row_sums_in_flight)
+  {"wgmma_fused_rs2_if_g", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, persistent = "tiles", row_sums_split = 2,
+                            row_sums_in_flight = true}, "wgmma_default"},
   -- (zb rows) two threads a row, after the step's wgmma group
   {"wgmma_fused_rs2_ra", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, row_sums_split = 2, row_sums_after = true}, "wgmma_default"},
 }

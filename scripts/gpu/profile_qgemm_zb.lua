@@ -29,6 +29,9 @@ for k, v in pairs(tiles) do split2[k] = v end
 -- split and after the step's wgmma group (row_sums_split = 2, row_sums_after)
 local split2a = {row_sums_split = 2, row_sums_after = true}
 for k, v in pairs(tiles) do split2a[k] = v end
+-- split, between the step's wgmma commit and its wait (row_sums_in_flight)
+local split2f = {row_sums_split = 2, row_sums_in_flight = true}
+for k, v in pairs(tiles) do split2f[k] = v end
 local ones_tiles = {}
 for k, v in pairs(tiles) do ones_tiles[k] = v end
 local all = {
@@ -40,6 +43,8 @@ local all = {
   {"qgemm_zb_split2", qg.schedule(q{name = "qgemm_zb_split2", b_zero_point = "per_column"}, {intrin = "wgmma", tc = split2}),
    {a, b, zb, bias, scale, bsum, o8}},
   {"qgemm_zb_split2_after", qg.schedule(q{name = "qgemm_zb_split2_after", b_zero_point = "per_column"}, {intrin = "wgmma", tc = split2a}),
+   {a, b, zb, bias, scale, bsum, o8}},
+  {"qgemm_zb_split2_inflight", qg.schedule(q{name = "qgemm_zb_split2_inflight", b_zero_point = "per_column"}, {intrin = "wgmma", tc = split2f}),
    {a, b, zb, bias, scale, bsum, o8}},
   -- the row sums as one more wgmma m64n8k32 per 32 columns against a ones tile (a_sums = "ones")
   {"qgemm_zb_ones", qg.schedule(q{name = "qgemm_zb_ones", b_zero_point = "per_column", a_sums = "ones"}, {intrin = "wgmma", tc = ones_tiles}),

@@ -93,7 +93,7 @@ describe("#gpu int8 wgmma GEMM (sm_90a)", function()
   -- the quantized GEMM as one wgmma kernel (tir.schedules.qgemm intrin = "wgmma"): zero points at
   -- the ends, per-column zb (row sums of A from the swizzled TMA tiles), ties of the rounding
   -- (scale 0.5 columns), packed int8 / uint8 stores; = the interpreter on the direct int64 compute
-  it("fused quantized GEMM (TMA and cp.async, zb per column, uint8 out, row sums on CUDA cores -- one or two threads a row -- or as a wgmma against ones, grouped order), 256x256x256, = the int64 oracle", function()
+  it("fused quantized GEMM (TMA and cp.async, zb per column, uint8 out, row sums on CUDA cores -- one or two threads a row, in the wgmma's shadow -- or as a wgmma against ones, grouped order), 256x256x256, = the int64 oracle", function()
     local qm = tir.ops.quantized_matmul
     local qg = require("tir.schedules.qgemm")
     for q, c in ipairs({{"int8", -128, "per_column", "int8", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true}},
@@ -104,11 +104,11 @@ describe("#gpu int8 wgmma GEMM (sm_90a)", function()
                         {"uint8", 255, -128, "uint8", {BM = 128, BN = 128, BK = 128, stages = 3, wgmma_pending = 1}, "ones"},
                         {"uint8", 0, 127, "int8", {BM = 64, BN = 128, BK = 64, stages = 3, tma = true}, "ones"},
                         -- qgemm's default form: one CTA a tile in the grouped order (persistent = the 2 tiles),
-                        -- the row sums two threads a row (before / after the step's wgmma group)
+                        -- the row sums two threads a row (before the step's wgmma group / between its commit and wait)
                         {"int8", -128, "per_column", "int8", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, persistent = 2,
                                                              row_sums_split = 2}},
                         {"uint8", 255, "per_column", "uint8", {BM = 128, BN = 256, BK = 128, stages = 4, tma = true, persistent = 2,
-                                                               row_sums_split = 2, row_sums_after = true}}}) do
+                                                               row_sums_split = 2, row_sums_in_flight = true}}}) do
       local o = {M = 256, N = 256, K = 256, a_dtype = c[1], a_zero_point = c[2], b_zero_point = c[3], b_sums = "input", bias = true,
                  scale = "per_channel", out_zero_point = c[4] == "uint8" and 0 or 127, out_dtype = c[4], a_sums = c[6]}
       local f = qm(o)

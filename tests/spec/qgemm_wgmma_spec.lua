@@ -111,6 +111,9 @@ describe("tir.schedules.qgemm intrin = \"wgmma\"", function()
       -- split and after the step's wgmma group, one CTA a tile in the grouped order
       {a_dtype = "uint8", za = 255, zb = "per_column", M = 256, N = 512, K = 256, tc = {BM = 128, BN = 256, BK = 128, stages = 2, tma = true,
                                                                                     row_sums_split = 2, row_sums_after = true, persistent = 4}},
+      -- split, between the step's wgmma commit and its wait (row_sums_in_flight: the sums' intrinsic waits)
+      {a_dtype = "int8", za = -128, zb = "per_column", M = 128, N = 256, K = 384, tc = {BM = 128, BN = 256, BK = 128, stages = 2, tma = true,
+                                                                                   row_sums_split = 2, row_sums_in_flight = true}},
     }
     if asan then cases = {cases[1], cases[3], cases[6]}; cases[1].K, cases[2].K, cases[3].K = 128, 128, 256 end
     for n, c in ipairs(cases) do
@@ -123,10 +126,11 @@ describe("tir.schedules.qgemm intrin = \"wgmma\"", function()
       local mma = ir:find('T.block("C_update_o"', 1, true)
       assert.is_truthy(c.tc.row_sums_split or upd and mma and (upd < mma) == not c.tc.row_sums_after)
       local part = c.tc.BK // (c.tc.row_sums_split or 1)
-      assert.is_truthy(ir:find(('"dp4a_row_sum%d_%s_shared"'):format(part, c.a_dtype == "uint8" and "u8" or "s8"), 1, true))
+      assert.is_truthy(ir:find(('"dp4a_row_sum%d_%s_shared%s"'):format(part, c.a_dtype == "uint8" and "u8" or "s8",
+                                                                       c.tc.row_sums_in_flight and "_wg1" or ""), 1, true))
       if c.tc.row_sums_split then
         upd = ir:find('T.block("a_row_sum_rf_update_o"', 1, true)
-        assert.is_truthy(upd and (upd < mma) == not c.tc.row_sums_after)
+        assert.is_truthy(upd and (upd < mma) == not (c.tc.row_sums_after or c.tc.row_sums_in_flight))
       end
       assert.is_truthy(ir:match("T%.reads%(A_shared[%w_]*%[{[^\n]*a_row_sum[%w_]*%["))
       local mod = tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false})
@@ -136,6 +140,13 @@ describe("tir.schedules.qgemm intrin = \"wgmma\"", function()
       local src = mod:get_source("cuda")
       assert.is_truthy(src:find("(*(int4*)(A_shared + ", 1, true))
       assert.is_falsy(src:find("(*(int*)(A_shared + ", 1, true))
+      if c.tc.row_sums_in_flight then
+        -- the k step: the group's commit, the sums, then its wait (no wait between commit and sums)
+        local cm = src:find("wgmma.commit_group", 1, true)
+        local sm = src:find("a_row_sum_rf[", cm, true)
+        local wt = src:find("wgmma.wait_group.sync.aligned 1", cm, true)
+        assert.is_truthy(cm and sm and wt and sm < wt)
+      end
       -- a per-column zb is read once a store by the epilogue (zb_j * (K za - sum a): one term, not two)
       if c.zb == "per_column" then
         local loads = select(2, src:gsub("%(zb %+ ", "")) + select(2, src:gsub("zb%[", ""))
@@ -190,10 +201,14 @@ describe("tir.schedules.qgemm intrin = \"wgmma\"", function()
                    row_sums_split = 2}}) end, "row_sums_split splits the row sums of A", "none here")
     U.expect_error(function() qg.schedule(zf, {intrin = "wgmma", tc = {BM = 128, BN = 128, BK = 128, row_sums_split = 4}}) end,
                    "row_sums_split = 4", "at most 2 ways")
+    -- the sums between the commit and the wait need every thread in them (split 2) and the TMA pipeline
+    U.expect_error(function() qg.schedule(zf, {intrin = "wgmma", tc = {BM = 128, BN = 128, BK = 128, stages = 3, tma = true,
+                                                                     row_sums_in_flight = true}}) end,
+                   "row_sums_in_flight", "row_sums_split = 2", ".sync.aligned")
     assert.is_truthy(zf)
   end)
 
-  it("without tc options takes the fused kernel measured best (128x256x128, 4 TMA stages, grouped, two threads a row)", function()
+  it("without tc options takes the fused kernel measured best (128x256x128, 4 TMA stages, grouped, two threads a row in the wgmma's shadow)", function()
     for _, zb in ipairs({0, "per_column", "ones"}) do
       local f = qm{M = 4096, N = 4096, K = 4096, a_zero_point = 3, b_zero_point = zb == "ones" and 5 or zb, b_sums = "input", bias = true,
                    scale = "per_channel", out_zero_point = -7, out_dtype = "int8", a_sums = zb == "ones" and "ones" or nil}
@@ -212,6 +227,8 @@ describe("tir.schedules.qgemm intrin = \"wgmma\"", function()
       -- the CUDA-core row sums split over two threads a row (the ones form stays on wgmma)
       local ir = tostring(sch.mod)
       assert.are.equal(zb == "per_column", ir:find('T.block("a_row_sum_rf_update_o"', 1, true) ~= nil)
+      -- (between the step's wgmma commit and its wait: the sums' intrinsic waits)
+      assert.are.equal(zb == "per_column", ir:find('"dp4a_row_sum64_s8_shared_wg1"', 1, true) ~= nil)
       assert.are.equal(zb == "ones", src:find("m64n8k32", 1, true) ~= nil)
     end
   end)

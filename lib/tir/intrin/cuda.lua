@@ -362,6 +362,9 @@ end
 -- pending = "open" (suffix _open): the instructions only, no commit and no wait: they join the
 -- group that the next wgmma intrinsic commits (PTX ISA 9.7.15.6: wgmma.commit_group takes every
 -- prior uncommitted wgmma.mma_async), e.g. the row sums of A issued with the step's GEMM group.
+-- pending = "commit" (suffix _c): fence, the instructions and the commit, no wait: the caller's next
+-- statements run while the group is in flight and end with the wait themselves (tc_gemm_wgmma's
+-- row_sums_in_flight: the row-sum intrinsic tir.intrin.dp4a.row_sum_name(..., wait) waits).
 -- a_operand = "register" (default "shared"): A from the registers of the warpgroup instead, a
 -- "wgmma.matrix_a" fragment [64, depth] (PTX ISA 9.7.15.5.1.1.1 "Register Fragments": per
 -- instruction each thread holds k / 2 elements in the row's map_a order, warp w of the warpgroup
@@ -401,10 +404,11 @@ function M.wgmma(row, n, b_major, depth, pending, a_operand)
   local k = row.k
   depth = depth or k
   pending = pending or 0
-  if pending ~= 0 and pending ~= 1 and pending ~= "open" then
-    util.raise("ValueError", P, "pending must be 0 or 1 (groups left in flight) or \"open\" (no commit), got %s", tostring(pending))
+  if pending ~= 0 and pending ~= 1 and pending ~= "open" and pending ~= "commit" then
+    util.raise("ValueError", P, "pending must be 0 or 1 (groups left in flight), \"open\" (no commit) or \"commit\" (no wait), got %s",
+               tostring(pending))
   end
-  local open = pending == "open"
+  local open = pending == "open" or pending == "commit"
   if math.type(depth) ~= "integer" or depth < k or depth % k ~= 0 then
     util.raise("ValueError", P, "depth must be a multiple of the instruction's k = %d, got %s", k, tostring(depth))
   end
@@ -416,7 +420,7 @@ function M.wgmma(row, n, b_major, depth, pending, a_operand)
   -- <t>: A's type, then B's where it differs (u8.s8 is not s8.s8: one intrinsic per row)
   local t = row.ptx_a == row.ptx_b and row.ptx_a or (row.ptx_a .. row.ptx_b)
   local names = {sync = ("wgmma_sync_64x%dx%d_%s%s_%s%s%s"):format(n, depth, t, row.ptx_c, b_major == "K" and "bk" or "bn",
-                                                                  ra and "_ra" or "", pending == 1 and "_w1" or open and "_open" or ""),
+                                                                  ra and "_ra" or "", pending == 1 and "_w1" or pending == "commit" and "_c" or open and "_open" or ""),
                  fill = ("wgmma_fill_64x%d_%s"):format(n, row.ptx_c), tile = {64, n, depth},
                  store = {shared = ("wgmma_store_64x%d_%s_shared"):format(n, row.ptx_c),
                           global = ("wgmma_store_64x%d_%s_global"):format(n, row.ptx_c)}}
@@ -483,10 +487,8 @@ function M.wgmma(row, n, b_major, depth, pending, a_operand)
         local db = T.call("uint64", "wgmma_operand", T.address_of(bk and B[{0, s * k}] or B[{s * k, 0}]), B.strides[1], b_major)
         T.evaluate(T.call("void", "wgmma_mma_async", T.address_of(C[{0, 0}]), da, db, n, bk and 0 or 1, row.name))
       end
-      if not open then
-        T.evaluate(T.call("void", "wgmma_commit_group"))
-        T.evaluate(T.call("void", "wgmma_wait_group", pending))
-      end
+      if not open or pending == "commit" then T.evaluate(T.call("void", "wgmma_commit_group")) end
+      if not open then T.evaluate(T.call("void", "wgmma_wait_group", pending)) end
     end)
   end)
   register(names.sync, desc, impl)

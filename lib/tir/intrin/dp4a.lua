@@ -93,9 +93,12 @@ end
 
 --- The row-sum intrinsic's name: n (a multiple of 16) consecutive 8-bit values of one row
 -- (a_dtype) added to an int32 scalar, both in `scope` (tc_gemm's row_sums: one k step of the
--- shared A tile into the shared sums).
-function M.row_sum_name(a_dtype, n, scope)
-  return ("dp4a_row_sum%d_%s_%s"):format(n, SHORT[a_dtype], scope or "shared")
+-- shared A tile into the shared sums).  wait (nil or a group count W, suffix _wgW): the impl ends
+-- with wgmma_wait_group W -- the wait of the step's wgmma group, whose intrinsic only commits
+-- (tir.intrin.cuda.wgmma pending "commit"), so the sums run while that group is in flight
+-- (tc_gemm_wgmma's row_sums_in_flight; every thread of the warpgroup must run it: .sync.aligned).
+function M.row_sum_name(a_dtype, n, scope, wait)
+  return ("dp4a_row_sum%d_%s_%s%s"):format(n, SHORT[a_dtype], scope or "shared", wait and ("_wg%d"):format(wait) or "")
 end
 
 --- Registers the row-sum intrinsic for n values (TVM's dp4a desc shape, the second operand
@@ -108,10 +111,10 @@ end
 -- 16-byte chunk (independent), and one read-modify-write of S per call: a schedule gives the
 -- whole k step to one call, so no barrier separates the chunks (thread_sync cannot tell that
 -- each thread updates its own S).
-function M.register_row_sum(a_dtype, n, scope)
+function M.register_row_sum(a_dtype, n, scope, wait)
   scope = scope or "shared"
   if n % 16 ~= 0 then error("tir.intrin.dp4a.register_row_sum: n must be a multiple of 16", 2) end
-  local name = M.row_sum_name(a_dtype, n, scope)
+  local name = M.row_sum_name(a_dtype, n, scope, wait)
   local function sig()
     return {A = T.Buffer({n}, a_dtype, {scope = scope, offset_factor = 16}),
             S = T.Buffer({1}, "int32", {scope = scope, offset_factor = 1})}
@@ -142,6 +145,7 @@ function M.register_row_sum(a_dtype, n, scope)
         total = total and total + c or c
       end
       S[{0}] = S[{0}] + total
+      if wait then T.evaluate(T.call("void", "wgmma_wait_group", wait)) end
     end)
   end)
   tir.TensorIntrin.register(name, desc, impl, true)
@@ -149,7 +153,10 @@ function M.register_row_sum(a_dtype, n, scope)
 end
 
 for _, adt in ipairs({"int8", "uint8"}) do
-  for _, n in ipairs({16, 32, 64, 128, 256}) do M.register_row_sum(adt, n, "shared") end
+  for _, n in ipairs({16, 32, 64, 128, 256}) do
+    M.register_row_sum(adt, n, "shared")
+    M.register_row_sum(adt, n, "shared", 1)
+  end
 end
 
 for _, ab in ipairs({{"int8", "int8"}, {"uint8", "int8"}, {"int8", "uint8"}}) do

@@ -180,7 +180,8 @@ function M.fuse_split(sch, o, wg, ko, wgs, P)
   sch:set_scope(rf, 0, "shared")
   -- (row_sums_after: at index 1, between the k loop and the adding block, so that merging puts the
   -- parts after the GEMM's step: they run while the step's wgmma group is in flight)
-  sch:compute_at(rf, wg, false, o.row_sums_after and 1 or -2)
+  local after = o.row_sums_after or o.row_sums_in_flight
+  sch:compute_at(rf, wg, false, after and 1 or -2)
   -- (its loops follow the rf block's iteration variables: the part, the row, the k step, the
   -- part's columns)
   local fl = {sch:get_loops(rf)}
@@ -195,8 +196,12 @@ function M.fuse_split(sch, o, wg, ko, wgs, P)
     local lp = il[q]
     if lp and sch:get(lp).thread_tag == "" then sch:bind(lp, q == #il - 1 and "threadIdx.y" or "threadIdx.x") end
   end
-  sch:tensorize(kin, dp4a.row_sum_name(a_dt, o.BK // split, "shared"))
-  if o.row_sums_after then return sch:merge(ko, kstep) end
+  -- the parts stored part-major ([split, M]): thread h * 64 + r's word at h * M + 64 w + r, so a
+  -- warp's 32 read-modify-writes a step hit 32 banks (row-major [M, split] put lanes 2 words apart: 2-way)
+  sch:transform_layout(rf, {"write", 0}, function(i, h) return h, i end)
+  -- (row_sums_in_flight: the intrinsic ends with the step's wgmma_wait_group 1)
+  sch:tensorize(kin, dp4a.row_sum_name(a_dt, o.BK // split, "shared", o.row_sums_in_flight and 1 or nil))
+  if after then return sch:merge(ko, kstep) end
   return sch:merge(kstep, ko)
 end
 

@@ -179,7 +179,7 @@ local OPTS = {intrin = "string", BM = "positive", BN = "positive", BK = "positiv
               end,
               epilogue_store = "string", epilogue_vec = "positive", row_sums = "string", row_sums_after = "boolean",
               tma_store_boxes = "boolean", tma_store_wait = "string", row_sums_split = "positive", pingpong = "boolean",
-              persistent_tail = "boolean"}
+              persistent_tail = "boolean", row_sums_in_flight = "boolean"}
 M.OPTS = OPTS
 -- a_im2col (with a_stage and tma): the convolution {pt, pl, sh, sw, dh, dw, P, Q, R, S} whose im2col
 -- the a_stage block computes from an NHWC X; the A tile is then one TMA copy in im2col mode (tensor
@@ -312,6 +312,9 @@ function M.schedule(sch, o, P, analyze)
   if o.row_sums_split ~= nil and not o.row_sums then
     raise("ValueError", P, "row_sums_split splits the row sums of A (option row_sums, a quantized GEMM with a weight zero point); none here")
   end
+  if o.row_sums_in_flight ~= nil and not o.row_sums then
+    raise("ValueError", P, "row_sums_in_flight places the row sums of A (option row_sums, a quantized GEMM with a weight zero point); none here")
+  end
   if o.row_sums_after ~= nil and not o.row_sums then
     raise("ValueError", P, "row_sums_after orders the row sums of A (option row_sums, a quantized GEMM with a weight zero point); none here")
   end
@@ -401,7 +404,16 @@ function M.schedule(sch, o, P, analyze)
           "not implemented): leave wgmma_pending out (0 with a register A) or pass 0", info.name, BK, row.a)
   end
   if ra and o.row_sums then raise("ValueError", P, "a_operand = \"register\" with row_sums is not supported yet") end
-  local names = require("tir.intrin.cuda").wgmma(row, BN, "K", BK, pend, o.a_operand)
+  -- row_sums_in_flight: the step's wgmma intrinsic commits without waiting; the row sums after it end
+  -- with the wait (tc_gemm_row_sums.fuse_split), so they run while the step's group is in flight
+  if o.row_sums_in_flight then
+    if not (o.row_sums and o.row_sums_split == 2 and o.tma and pend == 1 and not o.warp_specialize and not o.row_sums_after) then
+      raise("ValueError", P, "row_sums_in_flight runs the row sums between the step's wgmma commit and its wait: it needs row_sums with " ..
+            "row_sums_split = 2 (every thread of the warpgroup runs the sums, and the wait is .sync.aligned), tma = true, " ..
+            "wgmma_pending = 1, no warp_specialize and no row_sums_after")
+    end
+  end
+  local names = require("tir.intrin.cuda").wgmma(row, BN, "K", BK, o.row_sums_in_flight and "commit" or pend, o.a_operand)
   local C = sch:get_block(o.block or "C")
   local mode = ("%dB"):format(sw) -- the PTX swizzle mode of the tiles (storage_swizzle)
   -- the padded workload (tc.workload(..., pad), any M, N, K): its stages A_pad / B_pad (A, B or 0
