@@ -325,7 +325,11 @@ enum {
   TIR_BUILTIN_LANE_ADDRESS = 512,
   /* reads a swizzled buffer's layout itself (a TMA copy, a wgmma matrix descriptor that encodes
    * the swizzle mode): lower_buffer_swizzle leaves its address_of arguments logical */
-  TIR_BUILTIN_SWIZZLE_AWARE = 1024
+  TIR_BUILTIN_SWIZZLE_AWARE = 1024,
+  /* a named barrier (bar.sync / bar.arrive, PTX ISA 9.7.13.1): some threads of the CTA wait on or
+   * signal others, like TIR_BUILTIN_BARRIER but not the whole CTA (thread_sync keeps an if holding
+   * one whole) */
+  TIR_BUILTIN_NAMED_BARRIER = 2048
 };
 /* the registry flags of a TIR_MATH row's kind (builtins.def) */
 enum {

@@ -54,6 +54,7 @@ static int l_builtins(lua_State *L) {
     set_bool(L, "async_proxy", t[i].flags & TIR_BUILTIN_ASYNC_PROXY);
     set_bool(L, "lane_address", t[i].flags & TIR_BUILTIN_LANE_ADDRESS);
     set_bool(L, "swizzle_aware", t[i].flags & TIR_BUILTIN_SWIZZLE_AWARE);
+    set_bool(L, "named_barrier", t[i].flags & TIR_BUILTIN_NAMED_BARRIER);
     set_str(L, "doc", t[i].doc);
     lua_rawseti(L, -2, i + 1);
   }

@@ -311,6 +311,14 @@ describe("conv2d_tc on the simulator", function()
     U.expect_error(function() tir.lower(sch.mod) end, "LoweringError in inject_tma_pipeline",
       "cp_async_gather copies are gathered by a producer warpgroup: the loop needs warp_specialize too")
   end)
+  it("a gathering producer in a thread-block cluster is refused, naming the loop and why", function()
+    local f = ct.workload(with(WS[2][2], {weight_layout = "FK"}))
+    local sch = ct.schedule(f, with(WS[2][3], {intrin = "wgmma", variant = "implicit", BK = 64, tma = true, warp_specialize = true}))
+    local ko = select(4, sch:get_loops(sch:get_block("A_im2col")))
+    sch:annotate(ko, "tma_cluster", {2, 1, 1})
+    U.expect_error(function() tir.lower(sch.mod) end, "LoweringError in inject_tma_pipeline", "loop k_0: cp_async_gather copies with tma_cluster",
+                   "lands in its own CTA's shared memory only", "^^^")
+  end)
   it("the warp-specialized gathering schedule means the workload (interpreter, before lowering)", function()
     assert_means(ct.workload(with(WS[1][2], {weight_layout = "FK"})), with(WS[1][3], {intrin = "wgmma", BK = 64, tma = true,
                  warp_specialize = true}), 5)

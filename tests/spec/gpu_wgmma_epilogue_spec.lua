@@ -84,6 +84,19 @@ describe("#gpu wgmma GEMM + bias + relu (sm_90a)", function()
     assert_vs_float64(mod, m, n, k, "float16", function(v) return 0.5 * v * (1 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v))) end)
   end)
 
+  it("tc_gemm.workload's bfloat16 D = cast(A B^T) (staged epilogue, TMA store) 1024^3 matches cuBLAS's float32 result within bf16 rounding", function()
+    local m = 1024
+    local f = tc.workload(m, m, m, "bfloat16", "bfloat16", nil, "NT")
+    local mod = tir.build(tc.schedule(f, {intrin = "wgmma", BM = 128, BN = 256, BK = 64, stages = 4, tma = true, epilogue = "D",
+                                          epilogue_store = "tma"}).mod, "cuda -arch=sm_90a")
+    local a, b = tir.nd.random({m, m}, "bfloat16", dev, {seed = 21}), tir.nd.random({m, m}, "bfloat16", dev, {seed = 22})
+    local d, ref = tir.nd.empty({m, m}, "bfloat16", dev), tir.nd.empty({m, m}, "float32", dev)
+    mod(a, b, d)
+    tir.core.cublas_gemm(a, b, ref, false, true, 1.0, 0.0)
+    tir.core.cuda_sync(0)
+    tir.testing.assert_allclose(d, ref, {rtol = 2 ^ -7, atol = 2e-2 * math.sqrt(m / 64)})
+  end)
+
   it("float16 4096^3 with the pick's configuration (no tile options) matches cuBLASLt's RELU_BIAS epilogue", function()
     if not tir.core.cublaslt_available() then pending("no cuBLASLt"); return end
     local m, n, k = 4096, 4096, 4096

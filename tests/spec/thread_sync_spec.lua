@@ -180,6 +180,24 @@ describe("thread_sync: hazards inside an if that depends on threadIdx", function
     assert_unchanged(f)
   end)
 
+  it("never splits an if whose branch holds a named barrier (bar.sync / bar.arrive: the builtins' named_barrier flag)", function()
+    for _, op in ipairs({"ptx_bar_sync", "ptx_bar_arrive"}) do
+      local f = kernel("named_" .. op, 32, function(A, O, tx, S)
+        T.If(T.lt(tx, 32), function()
+          for k in T.serial(3) do
+            T.evaluate(T.call("void", op, 1, 32))
+            mirror(A, O, tx, S)
+          end
+        end)
+      end)
+      assert_unchanged(f)
+    end
+    local by = {}
+    for _, b in ipairs(tir.core.builtins()) do by[b.op] = b end
+    assert.is_true(by.ptx_bar_sync.named_barrier and by.ptx_bar_arrive.named_barrier)
+    assert.is_false(by.tvm_storage_sync.named_barrier)
+  end)
+
   it("leaves an if without an inner hazard as it was (a unit, any barrier before it)", function()
     local f = kernel("plain", 64, function(A, O, tx, S)
       S[{tx}] = A[{tx}]

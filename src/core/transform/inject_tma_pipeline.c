@@ -812,7 +812,8 @@ static tir_Node *pipeline(Ctx *c, const tir_For *f) {
     goto done;
   }
   if (ngather && tir_ann_get(f->annotations, KEY_CLUSTER)) {
-    fail_at(c, &f->hdr, "pipelined loop", "loop %s: %s copies with %s are not supported (the gather lands in this CTA only)",
+    fail_at(c, &f->hdr, "pipelined loop", "loop %s: %s copies with %s are not supported: a cluster's CTAs share a stage's TMA copies "
+            "by multicast, but the producer's cp.async gather lands in its own CTA's shared memory only (build it without a cluster)",
             f->loop_var->name, KEY_GATHER, KEY_CLUSTER);
     goto done;
   }

@@ -57,6 +57,7 @@ typedef struct {
   int64_t bar_id, bar_n; /* inside an AttrStmt "named_barrier" (the consumers of inject_warp_specialization): its barrier */
   int defer;             /* lowering a copy whose tile's writer is an earlier statement of the same sequence (see defer_seq) */
   int deferred;          /* copies lowered with the deferred wait */
+  int loop_deferred;     /* of those, outside the consumers' region (their loop ends with the wait) */
   int loops;             /* serial loops (not a copy's) around the statement, outside the consumers' region */
   int store_in[3];       /* the thread loops around the deferred copies (their leaders wait at the region's end) */
 } Ctx;
@@ -288,7 +289,10 @@ static tir_Node *lower(Ctx *c, const tir_Node *s) {
       /* the wait for the tile's read (and the barrier after it) precede the tile's next writes (defer_seq) */
       out = tir_seq(tir_array_of(3, fence, barrier(c), leader(c, tir_seq(tir_array_of(2, stores, commit)))));
       c->deferred++;
-      for (int d = 1; d < 3; d++) c->store_in[d] |= c->in[d] > 0;
+      if (!c->bar_n) {
+        c->loop_deferred++;
+        for (int d = 1; d < 3; d++) c->store_in[d] |= c->in[d] > 0;
+      }
     } else {
       out = tir_seq(tir_array_of(4, fence, barrier(c), leader(c, tir_seq(tir_array_of(3, stores, commit, wait_read()))), barrier(c)));
     }
@@ -407,13 +411,13 @@ static tir_Node *mut(const tir_Node *n, void *arg) {
     }
     /* a serial loop outside the consumers' region: the outermost one that holds deferred copies
      * ends with their leaders' wait (in every warpgroup whose loop is inside it) */
-    int od = c->deferred;
+    int od = c->loop_deferred;
     int oin[3] = {c->store_in[0], c->store_in[1], c->store_in[2]};
     if (!c->loops) memset(c->store_in, 0, sizeof c->store_in);
     c->loops++;
     tir_Node *m = tir_mutate_children(n, mut, arg);
     c->loops--;
-    if (m && !c->loops && c->deferred > od) m = tir_seq(tir_array_of(2, m, leader_of(c, c->store_in, wait_read())));
+    if (m && !c->loops && c->loop_deferred > od) m = tir_seq(tir_array_of(2, m, leader_of(c, c->store_in, wait_read())));
     if (!c->loops) memcpy(c->store_in, oin, sizeof oin);
     return m ? m : TIR_MUTATE_ERROR;
   }
@@ -426,7 +430,7 @@ tir_PrimFunc *tir_pass_inject_tma_store(const tir_PrimFunc *f) {
   int marked = 0;
   tir_visit(f->body, has_mark, &marked);
   if (!marked) return (tir_PrimFunc *)tir_retain(&f->hdr);
-  Ctx c = {f, {32, 1, 1}, {0, 0, 0}, 0, 0, 0, 0, 0, {0, 0, 0}};
+  Ctx c = {f, {32, 1, 1}, {0, 0, 0}, 0, 0, 0, 0, 0, 0, {0, 0, 0}};
   tir_visit(f->body, scan_threads, c.cta);
   return pass_with_body(f, tir_mutate(f->body, mut, &c));
 }

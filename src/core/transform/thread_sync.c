@@ -375,8 +375,8 @@ static int is_sync(const tir_Node *s) {
 static int waits_fn(const tir_Node *n, void *p) {
   if (n->kind == TIR_Call) {
     const char *op = ((const tir_Call *)n)->op;
-    if (tir_builtin_has(op, TIR_BUILTIN_ASYNC_PROXY) || tir_builtin_has(op, TIR_BUILTIN_BARRIER) || strcmp(op, "ptx_bar_sync") == 0 ||
-        strcmp(op, "ptx_bar_arrive") == 0)
+    if (tir_builtin_has(op, TIR_BUILTIN_ASYNC_PROXY) || tir_builtin_has(op, TIR_BUILTIN_BARRIER) ||
+        tir_builtin_has(op, TIR_BUILTIN_NAMED_BARRIER))
       *(int *)p = 1;
   }
   return 0;
