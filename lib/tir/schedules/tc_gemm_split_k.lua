@@ -233,11 +233,15 @@ function M.ordered(o, P)
   return v
 end
 
+-- The tail's rows a thread loads at once: one 16-byte load of the sum per output group (the serial
+-- mode's tail loads S), so all of a 128 x 128 tile's 32 loads a thread are in flight together.
+M.ATOMIC_UNROLL = 32
+
 --- Atomic split-K (split_k_mode = "atomic"): every CTA has added its slice into the zeroed fp32
 -- (int32) tile with red.global.add (tc_gemm's store_add intrinsic at the warp loop); block
 -- `epilogue` (the cast D = C, or the padded workload's D) moves to the end of the tile loop
 -- `tile_loop`, where lower_grid_tail makes the last CTA of the tile run it (and set the tile back
--- to 0 for the next launch).  Its loops as schedule_reduce_serial's: rows over SERIAL_UNROLL
+-- to 0 for the next launch).  Its loops as schedule_reduce_serial's: rows over ATOMIC_UNROLL
 -- (unrolled) x threadIdx.y x threadIdx.z, columns over threadIdx.x x SERIAL_VEC (vectorized).
 function M.schedule_tail_atomic(sch, epilogue, tile_loop, wm, wn, P)
   util.check_helper("tc_gemm_split_k.schedule_tail_atomic", "tc_gemm.schedule(func, {split_k = S, split_k_mode = \"atomic\"})", sch)
@@ -254,7 +258,7 @@ function M.schedule_tail_atomic(sch, epilogue, tile_loop, wm, wn, P)
   local warps = wm * wn
   -- (the padded workload's D covers the valid part of an edge tile: splits that do not divide
   -- are predicated)
-  local u, v = M.SERIAL_UNROLL, M.SERIAL_VEC
+  local u, v = M.ATOMIC_UNROLL, M.SERIAL_VEC
   while v > 1 and bn % (32 * v) ~= 0 do v = v // 2 end
   while u > 1 and bm % (u * warps) ~= 0 do u = u // 2 end
   local io, uu, ty, tz = sch:split(l[n - 1], {nil, u, wm, wn})
