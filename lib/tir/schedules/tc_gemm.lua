@@ -1095,6 +1095,9 @@ function M.split_k_for(tiles, K, BK, sm_count)
   return best
 end
 
+-- small-M splits summed by split_k_mode = "atomic" in auto_tensorize (when it can be; else "parallel")
+M.SMALL_M_ATOMIC = false
+
 local INSTR = {["mma.m16n8k16"] = "mma", ["mma.m16n8k32"] = "mma", mma = "mma", ["wmma.m16n16k16"] = "wmma", ["wmma.m32n8k16"] = "wmma",
                ["wmma.m8n32k16"] = "wmma", wmma = "wmma"}
 
@@ -1203,13 +1206,23 @@ function M.auto_tensorize(func, instr, block, extra)
   -- Split 2, 4 or 8, keeping >= 6 BK steps per slice.  (K < 1024: too little to stream; the
   -- pick above keeps its smaller tiles and more CTAs.)
   local bn_small = n % 128 == 0 and 128 or (n % 64 == 0 and 64 or nil)
+  -- how small-M splits are summed: red.global.add into a zeroed tile that the last CTA casts
+  -- (split_k_mode = "atomic", one launch) where it can be -- fp16 inputs and an epilogue block to cast
+  -- into (tc_gemm_split_k.check_atomic) --, else the parallel mode's second kernel
+  local function small_m_mode(S)
+    if S > 1 and M.SMALL_M_ATOMIC and info.a_dtype == "float16" and info.b_dtype == "float16" and extra.epilogue and batch == 1 then
+      return "atomic"
+    end
+  end
   if tk == 16 and intrin == "mma" and (m == 16 or m == 32) and k >= 1024 and k % 64 == 0 and bn_small then
     o.BM, o.BN, o.warp_m, o.warp_n = m, bn_small, m, 32
     o.BK, o.stages = 64, k // 64 >= 3 and 3 or 1
-    local tiles = batch * (n // bn_small)
-    for _, sk in ipairs({2, 4, 8}) do
-      if tiles * (o.split_k or 1) < 2 * sms and k % (sk * 64) == 0 and k // (sk * 64) >= 6 then o.split_k = sk end
-    end
+    -- the slices as for M = 128 (M.split_k_for, K padded to whole slices): 16 x 11008 x 4096 in 3
+    -- slices, 1.020x cuBLAS against 0.968x for the earlier pick's 4 (H200, bench/RESULTS.md "Stop 12 (hM)")
+    -- (at least 6 BK steps a slice: fewer slices where K is short)
+    local S = M.split_k_for(batch * (n // bn_small), k, 64, sms)
+    while S > 1 and (k + S * 64 - 1) // (S * 64) < 6 do S = S - 1 end
+    if S > 1 then o.split_k, o.split_k_mode = S, small_m_mode(S) end
   end
   -- the picks below were measured on plain GEMMs (no staged operand blocks, the caller's tiles
   -- and pipeline left to us): bench/RESULTS.md, issue 12, run 2 (H200)
@@ -1226,6 +1239,7 @@ function M.auto_tensorize(func, instr, block, extra)
     o.BM, o.BN, o.warp_m, o.warp_n, o.BK, o.stages = 128, 128, 64, 64, 64, 3
     local S = M.split_k_for(batch * (n // 128), k, 64, sms)
     o.split_k = S > 1 and S or nil
+    if S > 1 then o.split_k_mode = small_m_mode(S) end
   end
   -- large 16-bit GEMMs (at least 3 waves of 256 x 128 tiles): 8 warps of 64 x 64 with the
   -- CUTLASS main loop (frag_prefetch), 3 stages: 445.5 / 407.9 / 437.6 / 468.0 TFLOP/s at 4096^3,
