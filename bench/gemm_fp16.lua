@@ -435,22 +435,20 @@ for _, s in ipairs(shapes) do
     else
       local a, b, cref = operands(dt, layout)
       local c = tir.nd.empty({m, n}, cref:dtype(), dev)
+      -- the result against cuBLAS's, before timing and once more after the timed launches (split-K's
+      -- counters and zeroed sums must come back to 0 after every launch: a leftover would add into the next)
+      local function right(when)
+        local okc, why = pcall(tir.testing.assert_allclose, c, cref, tol)
+        if not okc then
+          wrong = wrong + 1
+          print(("%-8s %-18s  WRONG %s: %s"):format(v, ("%dx%dx%d"):format(m, n, k), when, tostring(why):match("[^\n]*")))
+        end
+        return okc
+      end
       mod(a, b, c)
-      local okc, why = pcall(tir.testing.assert_allclose, c, cref, tol)
-      if not okc then
-        wrong = wrong + 1
-        print(("%-8s %-18s  WRONG (not timed): %s"):format(v, ("%dx%dx%d"):format(m, n, k), tostring(why):match("[^\n]*")))
-        goto next_variant
-      end
+      if not right("(not timed)") then goto next_variant end
       local t = mod:time_evaluator({number = 10, repeat_ = 7, warmup = 3})(a, b, c)
-      -- the result once more after the timed launches (split-K's counters and zeroed sums must come back
-      -- to 0 after every launch: a leftover would add into the next one)
-      local okt, whyt = pcall(tir.testing.assert_allclose, c, cref, tol)
-      if not okt then
-        wrong = wrong + 1
-        print(("%-8s %-18s  WRONG after the timed launches: %s"):format(v, ("%dx%dx%d"):format(m, n, k), tostring(whyt):match("[^\n]*")))
-        goto next_variant
-      end
+      if not right("after the timed launches") then goto next_variant end
       local tcub = core.cuda_time(function() core.cublas_gemm(a, b, cref, false, layout == "NT", 1.0, 0.0) end, 0, 3, 10, 7)
       local r = mod:resources()
       local row = {v = v, shape = ("%dx%dx%d"):format(m, n, k), t = t, tc = tcub, tf = flops / t / 1e12, tfc = flops / tcub / 1e12,

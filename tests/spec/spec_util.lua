@@ -82,6 +82,17 @@ function U.matmul(M, N, K, dtype, out_dtype)
   return te.create_prim_func({A, B, C})
 end
 
+-- C[b, i, j] = sum_k A[b, i, k] * B[b, k, j] (fp16 in, fp32 out) as a te function: block "bmm"
+function U.batched_matmul(batch, m, n, k)
+  local te = tir.te
+  local A = te.placeholder({batch, m, k}, "float16", "A")
+  local B = te.placeholder({batch, k, n}, "float16", "B")
+  local r = te.reduce_axis({0, k}, "k")
+  local C = te.compute({batch, m, n}, function(bb, i, j)
+    return te.sum(te.cast("float32", A[{bb, i, r}]) * te.cast("float32", B[{bb, r, j}]), {r})
+  end, "bmm")
+  return te.create_prim_func({A, B, C})
+end
 function U.elementwise(n, m)
   local A = te.placeholder({n, m}, "float32", "A")
   local B = te.compute({n, m}, function(i, j) return A[{i, j}] * 2.0 + 1.0 end, "B")

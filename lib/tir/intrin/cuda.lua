@@ -135,51 +135,30 @@ local function fill_pair(name, m, n, dtype, scope, call)
 end
 
 -- D[m, n] = cast(out, S[m, n]) from an accumulator to memory (desc block `blk`); `call(S, D)` is
--- the impl's body
-local function store_pair(name, blk, m, n, acc, src_scope, out, dst_scope, call)
-  local desc = T.prim_func(name, {S = buf(m, n, acc, src_scope), D = buf(m, n, out, dst_scope)}, function(S, D)
+-- the impl's body.  `add`: D[m, n] += S[m, n] instead (out = acc), D in a zeroed global temporary
+-- (scope "global.zeroed"): the update of a sum over CTAs (red.global.add; mma_store's "add" mode,
+-- docs/BUILTINS.md)
+local function store_pair(name, blk, m, n, acc, src_scope, out, dst_scope, call, add)
+  local function sig(strided) return {S = buf(m, n, acc, src_scope), D = buf(m, n, out, dst_scope, strided)} end
+  local function regions(S, D)
+    if add then T.reads(region(D, m, n), region(S, m, n)) else T.reads(region(S, m, n)) end
+    T.writes(region(D, m, n))
+  end
+  local desc = T.prim_func(name, sig(false), function(S, D)
     T.block("root", function()
-      T.reads(region(S, m, n))
-      T.writes(region(D, m, n))
+      regions(S, D)
       for i, j in T.grid(m, n) do
         T.block(blk, function()
           local vi, vj = T.axis.remap("SS", {i, j})
-          if out == acc then D[{vi, vj}] = S[{vi, vj}] else D[{vi, vj}] = T.cast(out, S[{vi, vj}]) end
-        end)
-      end
-    end)
-  end)
-  local impl = T.prim_func(name .. "_impl", {S = buf(m, n, acc, src_scope), D = buf(m, n, out, dst_scope, true)}, function(S, D)
-    T.block("root", function()
-      T.reads(region(S, m, n))
-      T.writes(region(D, m, n))
-      T.evaluate(call(S, D))
-    end)
-  end)
-  register(name, desc, impl)
-end
-
--- D[m, n] += S[m, n] from a warp accumulator into a zeroed global temporary (scope
--- "global.zeroed"; desc block "store_add"): the update of a sum over CTAs (red.global.add;
--- mma_store's "add" mode, docs/BUILTINS.md)
-local function store_add_pair(name, m, n, acc, call)
-  local function sig(strided) return {S = buf(m, n, acc, "warp"), D = buf(m, n, acc, "global.zeroed", strided)} end
-  local desc = T.prim_func(name, sig(false), function(S, D)
-    T.block("root", function()
-      T.reads(region(D, m, n), region(S, m, n))
-      T.writes(region(D, m, n))
-      for i, j in T.grid(m, n) do
-        T.block("store_add", function()
-          local vi, vj = T.axis.remap("SS", {i, j})
-          D[{vi, vj}] = D[{vi, vj}] + S[{vi, vj}]
+          if add then D[{vi, vj}] = D[{vi, vj}] + S[{vi, vj}]
+          elseif out == acc then D[{vi, vj}] = S[{vi, vj}] else D[{vi, vj}] = T.cast(out, S[{vi, vj}]) end
         end)
       end
     end)
   end)
   local impl = T.prim_func(name .. "_impl", sig(true), function(S, D)
     T.block("root", function()
-      T.reads(region(D, m, n), region(S, m, n))
-      T.writes(region(D, m, n))
+      regions(S, D)
       T.evaluate(call(S, D))
     end)
   end)
@@ -369,9 +348,9 @@ function M.register_mma()
       end
       -- D[16,16] += S: red.global.add of each accumulator into global memory (split-K's
       -- cross-CTA sum, tc_gemm split_k_mode = "atomic")
-      store_add_pair(names.store_add, 16, 16, row.c, function(S, D)
+      store_pair(names.store_add, "store_add", 16, 16, row.c, "warp", row.c, "global.zeroed", function(S, D)
         return T.call("void", "mma_store", T.address_of(S[{0, 0}]), T.address_of(D[{0, 0}]), D.strides[1], "add")
-      end)
+      end, true)
     end
   end
 end

@@ -567,7 +567,8 @@ static int tc_stmt(CG *g, const tir_Call *c) {
     put(g, "const int l_ = tir_lane_id(), ld_ = ");
     expr(g, c->args->items[2]);
     put(g, ";\n");
-    if (c->args->size == 4) {
+    int add = c->args->size == 4;
+    if (add) {
       /* "add": each element added into global memory by red.global.add (atomicAdd with the result
        * unused; PTX ISA 9.7.13.6 red): split-K's sum over CTAs.  fp32 pairs as one float2 red on
        * sm_90 (red.global.add.v2.f32); .add.f32 rounds to nearest and flushes subnormals (PTX ISA) */
@@ -580,31 +581,8 @@ static int tc_stmt(CG *g, const tir_Call *c) {
                 d->buffer->name, d->buffer->scope);
         return 1;
       }
-      static const char *const red[] = {
-          "#pragma unroll",
-          "for (int t_ = 0; t_ < 2; ++t_)",
-          "  #pragma unroll",
-          "  for (int h_ = 0; h_ < 2; ++h_) {",
-          "    const int o_ = ((l_ >> 2) + 8 * h_) * ld_ + 8 * t_ + 2 * (l_ & 3);",
-      };
-      for (size_t q = 0; q < sizeof red / sizeof red[0]; q++) {
-        line(g);
-        put(g, red[q]);
-        put(g, "\n");
-      }
-      line(g);
-      if (fp && g->sm >= 90)
-        put(g, "    atomicAdd((float2*)(p_ + o_), make_float2(c_[4 * t_ + 2 * h_], c_[4 * t_ + 2 * h_ + 1]));\n");
-      else
-        put(g, "    atomicAdd(p_ + o_, c_[4 * t_ + 2 * h_]); atomicAdd(p_ + o_ + 1, c_[4 * t_ + 2 * h_ + 1]);\n");
-      line(g);
-      put(g, "  }\n");
-      g->indent -= 2;
-      line(g);
-      put(g, "}\n");
-      return 1;
     }
-    if (is_half(dt) && tir_dtype_eq(at, TIR_FLOAT32) && store_aligned_16(d, c->args->items[2])) {
+    if (!add && is_half(dt) && tir_dtype_eq(at, TIR_FLOAT32) && store_aligned_16(d, c->args->items[2])) {
       /* fp16 results in whole 32-byte sectors: lane 4q + i holds words (row q | q + 8) x
        * (columns 0-7 | 8-15) at columns 2i, 2i + 1; a 4 x 4 transpose of words within each quad
        * (two __shfl_xor_sync rounds) gives lane 4q + j the 8 consecutive halves of row
@@ -652,7 +630,11 @@ static int tc_stmt(CG *g, const tir_Call *c) {
     line(g);
     put(g, "    const int o_ = ((l_ >> 2) + 8 * h_) * ld_ + 8 * t_ + 2 * (l_ & 3);\n");
     line(g);
-    if (tir_dtype_eq(dt, TIR_FLOAT32) && tir_dtype_eq(at, TIR_FLOAT32))
+    if (add && tir_dtype_eq(dt, TIR_FLOAT32) && g->sm >= 90)
+      put(g, "    atomicAdd((float2*)(p_ + o_), make_float2(c_[4 * t_ + 2 * h_], c_[4 * t_ + 2 * h_ + 1]));\n");
+    else if (add)
+      put(g, "    atomicAdd(p_ + o_, c_[4 * t_ + 2 * h_]); atomicAdd(p_ + o_ + 1, c_[4 * t_ + 2 * h_ + 1]);\n");
+    else if (tir_dtype_eq(dt, TIR_FLOAT32) && tir_dtype_eq(at, TIR_FLOAT32))
       put(g, "    *(float2*)(p_ + o_) = make_float2(c_[4 * t_ + 2 * h_], c_[4 * t_ + 2 * h_ + 1]);\n");
     else if (tir_dtype_eq(dt, TIR_INT32) && tir_dtype_eq(at, TIR_INT32))
       put(g, "    *(int2*)(p_ + o_) = make_int2(c_[4 * t_ + 2 * h_], c_[4 * t_ + 2 * h_ + 1]);\n");
