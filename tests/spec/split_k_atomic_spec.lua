@@ -148,39 +148,22 @@ describe("#gpu tc_gemm split_k_mode = \"atomic\"", function()
   local dev = U.gpu_or_pending(it, function(why) pending(why) end)
   if not dev then return end
   -- bench/gemm_fp16.lua's mma_b64_s3_sk3_at (K padded to 3 whole slices at M = 128)
-  it("128x11008x4096 (K padded to 4224), 128x128x64, split_k = 3: matches cuBLAS and the parallel mode after repeated launches", function()
+  it("128x11008x4096 (K padded to 4224), 128x128x64, split_k = 3 (ordered): cuBLAS's results, the parallel mode's bits after repeated launches", function()
     local m, n, k = 128, 11008, 4096
     local f = tc.workload(m, n, k, "float16", "float16", {128, 128, 192})
-    local o = {intrin = "mma", BK = 64, stages = 3, split_k = 3, split_k_mode = "atomic"}
-    local at = tir.build(tc.schedule(f, o).mod, "cuda")
+    -- the zeroed sums and counters come back to 0: every launch sums each tile once; the last slice's
+    -- CTA adds last (split_k_ordered), so the sums are (a + b) + c: the parallel mode's bits
+    local c1, c2, at = U.split_k_vs_parallel(f, {intrin = "mma", BK = 64, stages = 3, split_k = 3, split_k_mode = "atomic"}, m, n, k, dev, 3)
     U.check_vs_cublas(at, m, n, k, dev)
-    o.split_k_mode = nil
-    local par = tir.build(tc.schedule(f, o).mod, "cuda")
-    local a = tir.nd.random({m, k}, "float16", dev, {seed = 1})
-    local b = tir.nd.random({k, n}, "float16", dev, {seed = 2})
-    local c1, c2 = tir.nd.empty({m, n}, "float16", dev), tir.nd.empty({m, n}, "float16", dev)
-    par(a, b, c1)
-    -- the zeroed sums and counters come back to 0: every launch sums each tile once.  Three slices
-    -- are added in the order the CTAs arrive, so the fp32 sums may differ from the parallel mode's
-    -- in the last bit (fp16 results within one unit in the last place)
-    for _ = 1, 3 do at(a, b, c2) end
-    tir.testing.assert_allclose(c2, c1, {rtol = 1e-3, atol = 1e-3})
+    assert.are.same(c1, c2)
   end)
-  it("16x11008x4096, 16x128x64, split_k = 4 atomic matches cuBLAS; 2 slices give the parallel mode's bits", function()
+  it("16x11008x4096, 16x128x64: split_k = 4 atomic matches cuBLAS; 2 slices give the parallel mode's bits", function()
     local f = tc.workload(16, 11008, 4096, "float16", "float16")
     local o = {intrin = "mma", BM = 16, warp_m = 16, BN = 128, warp_n = 32, BK = 64, stages = 4, split_k = 4, split_k_mode = "atomic",
                epilogue = "D"}
     U.check_vs_cublas(tir.build(tc.schedule(f, o).mod, "cuda"), 16, 11008, 4096, dev)
-    -- with 2 slices the order of the two adds into 0 does not matter: the same bits as the parallel mode
-    o.split_k = 2
-    local at = tir.build(tc.schedule(f, o).mod, "cuda")
-    o.split_k_mode = nil
-    local par = tir.build(tc.schedule(f, o).mod, "cuda")
-    local a = tir.nd.random({16, 4096}, "float16", dev, {seed = 3})
-    local b = tir.nd.random({4096, 11008}, "float16", dev, {seed = 4})
-    local c1, c2 = tir.nd.empty({16, 11008}, "float16", dev), tir.nd.empty({16, 11008}, "float16", dev)
-    par(a, b, c1)
-    for _ = 1, 2 do at(a, b, c2) end
-    assert.are.same(c1:to("cpu"):to_table(), c2:to("cpu"):to_table())
+    -- with 2 slices the order of the two adds into 0 does not matter
+    local c1, c2 = U.split_k_vs_parallel(f, U.merge(o, {split_k = 2}), 16, 11008, 4096, dev, 2)
+    assert.are.same(c1, c2)
   end)
 end)
