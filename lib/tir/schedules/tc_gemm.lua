@@ -1095,7 +1095,10 @@ function M.split_k_for(tiles, K, BK, sm_count)
   return best
 end
 
--- small-M splits summed by split_k_mode = "atomic" in auto_tensorize (when it can be; else "parallel")
+-- small-M splits summed by split_k_mode = "atomic" in auto_tensorize (when it can be; else "parallel").
+-- Off: measured slower on the H200 (128 x 11008 x 4096, 3 slices: 0.053 ms ordered / 0.051 in arrival
+-- order against 0.041 for the parallel mode; 16 x 11008 x 4096: 0.029 against 0.028 -- L2 performs the
+-- fp32 reds slower than plain partial stores plus the summing kernel; bench/RESULTS.md "Stop 12 (hM)")
 M.SMALL_M_ATOMIC = false
 
 local INSTR = {["mma.m16n8k16"] = "mma", ["mma.m16n8k32"] = "mma", mma = "mma", ["wmma.m16n16k16"] = "wmma", ["wmma.m32n8k16"] = "wmma",
