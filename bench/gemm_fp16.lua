@@ -253,6 +253,23 @@ local VARIANTS = {
                         opts = {intrin = "mma", BK = 32, stages = 3, split_k = 3, split_k_mode = "serial"}, small_m = true},
   mma_b64_s3_sk4_ser = {desc = "as mma_b64_s3_sk4, split_k_mode = \"serial\" (M <= 128 only)",
                         opts = {intrin = "mma", BK = 64, stages = 3, split_k = 4, split_k_mode = "serial"}, small_m = true},
+  -- split_k_mode = "atomic" (stop 12): each CTA adds its slice into a zeroed fp32 tile with red.global.add,
+  -- the last CTA of the tile casts it and sets it back to 0 (one launch, no partials workspace)
+  mma_b64_s3_sk3_at = {desc = "as mma_b64_s3_sk3, split_k_mode = \"atomic\" (red.global.add; one launch; M <= 128 only)",
+                       opts = {intrin = "mma", BK = 64, stages = 3, split_k = 3, split_k_mode = "atomic"}, small_m = true},
+  mma_b64_s3_sk3_atu = {desc = "as mma_b64_s3_sk3_at, split_k_ordered = false (the 3 adds in arrival order: no wait; M <= 128 only)",
+                        opts = {intrin = "mma", BK = 64, stages = 3, split_k = 3, split_k_mode = "atomic", split_k_ordered = false}, small_m = true},
+  mma_c256_b32s6_sk3_at = {desc = "128x256x32, 6 stages, frag_prefetch, split_k = 3 atomic (129 CTAs; M <= 128 only)",
+                           opts = {intrin = "mma", BN = 256, BK = 32, stages = 6, frag_prefetch = true, split_k = 3, split_k_mode = "atomic"},
+                           small_m = true},
+  mma_b32_s6_sk3_at = {desc = "128x128x32, 6 stages, frag_prefetch, split_k = 3 atomic (M <= 128 only)",
+                       opts = {intrin = "mma", BK = 32, stages = 6, frag_prefetch = true, split_k = 3, split_k_mode = "atomic"}, small_m = true},
+  mma_b64_s4_sk4_at = {desc = "BK = 64, 4 stages, split_k = 4 atomic (M = 16: 16x128 tiles; M <= 128 only)",
+                       opts = {intrin = "mma", BK = 64, stages = 4, split_k = 4, split_k_mode = "atomic"}, small_m = true},
+  mma_b64_s4_sk8_at = {desc = "BK = 64, 4 stages, split_k = 8 atomic (M <= 128 only)",
+                       opts = {intrin = "mma", BK = 64, stages = 4, split_k = 8, split_k_mode = "atomic"}, small_m = true},
+  mma_b64_s4_sk4 = {desc = "BK = 64, 4 stages, split_k = 4 parallel (M <= 128 only)",
+                    opts = {intrin = "mma", BK = 64, stages = 4, split_k = 4}, small_m = true},
   -- the tuning database's configuration (tc_gemm_tune.options: tuned, nearest tuned shape, or defaults)
   tuned = {desc = "the tuning database's options for the shape (tc_gemm_tune.options; the row says which: tuned, nearest, defaults)",
            tuned = true},
@@ -418,14 +435,20 @@ for _, s in ipairs(shapes) do
     else
       local a, b, cref = operands(dt, layout)
       local c = tir.nd.empty({m, n}, cref:dtype(), dev)
-      mod(a, b, c)
-      local okc, why = pcall(tir.testing.assert_allclose, c, cref, tol)
-      if not okc then
-        wrong = wrong + 1
-        print(("%-8s %-18s  WRONG (not timed): %s"):format(v, ("%dx%dx%d"):format(m, n, k), tostring(why):match("[^\n]*")))
-        goto next_variant
+      -- the result against cuBLAS's, before timing and once more after the timed launches (split-K's
+      -- counters and zeroed sums must come back to 0 after every launch: a leftover would add into the next)
+      local function right(when)
+        local okc, why = pcall(tir.testing.assert_allclose, c, cref, tol)
+        if not okc then
+          wrong = wrong + 1
+          print(("%-8s %-18s  WRONG %s: %s"):format(v, ("%dx%dx%d"):format(m, n, k), when, tostring(why):match("[^\n]*")))
+        end
+        return okc
       end
+      mod(a, b, c)
+      if not right("(not timed)") then goto next_variant end
       local t = mod:time_evaluator({number = 10, repeat_ = 7, warmup = 3})(a, b, c)
+      if not right("after the timed launches") then goto next_variant end
       local tcub = core.cuda_time(function() core.cublas_gemm(a, b, cref, false, layout == "NT", 1.0, 0.0) end, 0, 3, 10, 7)
       local r = mod:resources()
       local row = {v = v, shape = ("%dx%dx%d"):format(m, n, k), t = t, tc = tcub, tf = flops / t / 1e12, tfc = flops / tcub / 1e12,

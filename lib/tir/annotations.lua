@@ -40,6 +40,9 @@ A.KNOWN = {
   tma_im2col = {on = "block", set_by = "user",
                 doc = "{pt, pl, sh, sw, dh, dw, P, Q, R, S}: this im2col block (a conv's A tile from NHWC X) becomes one TMA im2col " ..
                       "copy per tile, checked against that convolution (inject_tma_pipeline)"},
+  grid_last_waits = {on = "loop", set_by = "user",
+                     doc = "1 on a blockIdx loop with code after it: its last iteration's CTA waits (tir_grid_wait) until the other " ..
+                           "iterations' CTAs have arrived before its atomic adds (mma_store \"add\"; lower_grid_tail)"},
   tensor_intrin = {on = "block", set_by = "tensorize", doc = "the intrinsic a tensorized block runs"},
   buffer_dim_align = {on = "block", set_by = "storage_align", doc = "stride padding of the written buffers"},
   buffer_swizzle = {on = "block", set_by = "storage_swizzle", doc = "XOR swizzle of the written shared buffers ({index, B, M, S})"},

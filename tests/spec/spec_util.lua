@@ -82,6 +82,34 @@ function U.matmul(M, N, K, dtype, out_dtype)
   return te.create_prim_func({A, B, C})
 end
 
+-- C[b, i, j] = sum_k A[b, i, k] * B[b, k, j] (fp16 in, fp32 out) as a te function: block "bmm"
+function U.batched_matmul(batch, m, n, k)
+  local te = tir.te
+  local A = te.placeholder({batch, m, k}, "float16", "A")
+  local B = te.placeholder({batch, k, n}, "float16", "B")
+  local r = te.reduce_axis({0, k}, "k")
+  local C = te.compute({batch, m, n}, function(bb, i, j)
+    return te.sum(te.cast("float32", A[{bb, i, r}]) * te.cast("float32", B[{bb, r, j}]), {r})
+  end, "bmm")
+  return te.create_prim_func({A, B, C})
+end
+-- split-K on the GPU: f scheduled with tc_gemm options o (a split_k_mode) and with the parallel
+-- mode (o without split_k_mode / split_k_ordered) on the same random m x k and k x n operands; the
+-- mode's module runs `launches` times (its counters and zeroed sums must come back to 0 each
+-- time).  Returns the two m x n results (parallel, mode) as host tables.
+function U.split_k_vs_parallel(f, o, m, n, k, dev, launches)
+  local tc = require("tir.schedules.tc_gemm")
+  local mod = tir.build(tc.schedule(f, o).mod, "cuda")
+  local po = U.merge(o, {})
+  po.split_k_mode, po.split_k_ordered = nil, nil
+  local par = tir.build(tc.schedule(f, po).mod, "cuda")
+  local a = tir.nd.random({m, k}, "float16", dev, {seed = 1})
+  local b = tir.nd.random({k, n}, "float16", dev, {seed = 2})
+  local c1, c2 = tir.nd.empty({m, n}, "float16", dev), tir.nd.empty({m, n}, "float16", dev)
+  par(a, b, c1)
+  for _ = 1, launches do mod(a, b, c2) end
+  return c1:to("cpu"):to_table(), c2:to("cpu"):to_table(), mod
+end
 function U.elementwise(n, m)
   local A = te.placeholder({n, m}, "float32", "A")
   local B = te.compute({n, m}, function(i, j) return A[{i, j}] * 2.0 + 1.0 end, "B")

@@ -349,15 +349,18 @@ describe("tc_gemm_tune", function()
 
   it("has a small-M space: 16-row tiles and split_k 1..8 for M = 16, padded K slices for odd shapes", function()
     local pts = tune.enumerate(tt.space(16, 11008, 4096))
-    assert.are.equal(81, #pts)
-    local splits, serial = {}, 0
+    assert.are.equal(117, #pts)
+    assert.are.equal(81, #tune.enumerate(tt.space(16, 11008, 4096, {dtype = "bfloat16"}))) -- no "atomic" for bf16
+    local splits, serial, atomic = {}, 0, 0
     for _, p in ipairs(pts) do
       assert.are.equal(16, p.BM)
       splits[p.split_k] = true
       if p.split_k_mode == "serial" then serial = serial + 1; assert.truthy(p.split_k > 1) end
+      if p.split_k_mode == "atomic" then atomic = atomic + 1; assert.truthy(p.split_k > 1) end
     end
     assert.are.same({[1] = true, [2] = true, [3] = true, [4] = true, [8] = true}, splits)
     assert.are.equal(36, serial) -- every split_k > 1 also summed in the same launch
+    assert.are.equal(36, atomic) -- and by red.global.add
     -- split_k = 3 does not divide K = 4096 into BK steps: the point builds on K padded to 3 x 1376
     -- (BK 32) and matches the interpreter (a small shape with the same property: K = 256, 3 x 96)
     local o3 = {dtype = "float16", out_dtype = "float16", intrin = "mma", layout = "NN"}
@@ -400,7 +403,7 @@ describe("tc_gemm_tune", function()
     -- another family (fp32 out), tuned = false, tiles that do not divide: the defaults, with the reason
     local _, o4 = tc.auto_tensorize(tc.workload(16, 11008, 4096, "float16"), "mma.m16n8k16", nil, {db = db})
     assert.truthy(o4.config:find("^defaults %(tc_gemm:mma:float16:float32:NN:16x11008x4096 and its family are not in the tuning database"))
-    assert.are.equal(4, o4.split_k) -- auto_tensorize's own small-M pick (split_k_spec)
+    assert.are.equal(3, o4.split_k) -- auto_tensorize's own small-M pick (split_k_spec)
     local _, o5 = tc.auto_tensorize(tc.workload(16, 11008, 4096, "float16", "float16"), "mma.m16n8k16", nil, {db = db, tuned = false})
     assert.are.equal("defaults (tuned = false)", o5.config)
     local _, o6 = tc.auto_tensorize(tc.workload(16, 11008, 1024, "float16", "float16"), "mma.m16n8k16", nil, {db = db})

@@ -28,6 +28,7 @@
 --   mma_fill_16x16_<acc>             C = 0
 --   mma_store_16x16_<acc>_<scope>    warp acc -> [16,16] acc (shared or global)
 --   mma_store_16x16_f32_f16_<scope>  warp f32 -> [16,16] f16, the cast fused into the store
+--   mma_store_add_16x16_<acc>_global global [16,16] acc += warp acc (red.global.add per element)
 -- ldmatrix moves 16-byte rows of b16 units and transposes b16 units only (PTX ISA 9.7.14.5.15:
 -- .trans with .b16), so 8-bit operands must be k-major in shared memory: the 8-bit rows have _a
 -- (A m x k) and _b_trans (B stored n x k), and _a_smem_t / _b_smem_t for an A stored k x m or a B
@@ -134,24 +135,30 @@ local function fill_pair(name, m, n, dtype, scope, call)
 end
 
 -- D[m, n] = cast(out, S[m, n]) from an accumulator to memory (desc block `blk`); `call(S, D)` is
--- the impl's body
-local function store_pair(name, blk, m, n, acc, src_scope, out, dst_scope, call)
-  local desc = T.prim_func(name, {S = buf(m, n, acc, src_scope), D = buf(m, n, out, dst_scope)}, function(S, D)
+-- the impl's body.  `add`: D[m, n] += S[m, n] instead (out = acc), D in a zeroed global temporary
+-- (scope "global.zeroed"): the update of a sum over CTAs (red.global.add; mma_store's "add" mode,
+-- docs/BUILTINS.md)
+local function store_pair(name, blk, m, n, acc, src_scope, out, dst_scope, call, add)
+  local function sig(strided) return {S = buf(m, n, acc, src_scope), D = buf(m, n, out, dst_scope, strided)} end
+  local function regions(S, D)
+    if add then T.reads(region(D, m, n), region(S, m, n)) else T.reads(region(S, m, n)) end
+    T.writes(region(D, m, n))
+  end
+  local desc = T.prim_func(name, sig(false), function(S, D)
     T.block("root", function()
-      T.reads(region(S, m, n))
-      T.writes(region(D, m, n))
+      regions(S, D)
       for i, j in T.grid(m, n) do
         T.block(blk, function()
           local vi, vj = T.axis.remap("SS", {i, j})
-          if out == acc then D[{vi, vj}] = S[{vi, vj}] else D[{vi, vj}] = T.cast(out, S[{vi, vj}]) end
+          if add then D[{vi, vj}] = D[{vi, vj}] + S[{vi, vj}]
+          elseif out == acc then D[{vi, vj}] = S[{vi, vj}] else D[{vi, vj}] = T.cast(out, S[{vi, vj}]) end
         end)
       end
     end)
   end)
-  local impl = T.prim_func(name .. "_impl", {S = buf(m, n, acc, src_scope), D = buf(m, n, out, dst_scope, true)}, function(S, D)
+  local impl = T.prim_func(name .. "_impl", sig(true), function(S, D)
     T.block("root", function()
-      T.reads(region(S, m, n))
-      T.writes(region(D, m, n))
+      regions(S, D)
       T.evaluate(call(S, D))
     end)
   end)
@@ -226,6 +233,7 @@ function M.names(row)
     n.sync = ("mma_sync_16x16x%d_%s"):format(k, sync_suffix(row))
     n.fill = "mma_fill_16x16_" .. row.ptx_c
     n.store = {shared = "mma_store_16x16_" .. row.ptx_c .. "_shared", global = "mma_store_16x16_" .. row.ptx_c .. "_global"}
+    n.store_add = "mma_store_add_16x16_" .. row.ptx_c .. "_global"
     if row.c == "float32" then
       n.store_f16 = {shared = "mma_store_16x16_f32_f16_shared", global = "mma_store_16x16_f32_f16_global"}
     end
@@ -338,6 +346,11 @@ function M.register_mma()
           end)
         end
       end
+      -- D[16,16] += S: red.global.add of each accumulator into global memory (split-K's
+      -- cross-CTA sum, tc_gemm split_k_mode = "atomic")
+      store_pair(names.store_add, "store_add", 16, 16, row.c, "warp", row.c, "global.zeroed", function(S, D)
+        return T.call("void", "mma_store", T.address_of(S[{0, 0}]), T.address_of(D[{0, 0}]), D.strides[1], "add")
+      end, true)
     end
   end
 end

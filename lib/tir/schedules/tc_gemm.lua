@@ -91,7 +91,8 @@ local function intrinsics(row)
              scope_c = row.intrin == "mma" and "warp" or "wmma.accumulator", load_a = row.load_a or n.load_a, load_b = row.load_b or n.load_b,
              load_a_trans = n.load_a_trans, load_b_trans = n.load_b_trans, load_a_smem_t = n.load_a_smem_t,
              load_b_smem_t = n.load_b_smem_t, sync = row.sync or n.sync, fill = row.fill or n.fill, store = row.store or n.store.global,
-             store_epilogue = row.store_epilogue, store_shared = row.store_shared or n.store.shared, tile = n.tile, config = cfg}
+             store_epilogue = row.store_epilogue, store_shared = row.store_shared or n.store.shared, store_add = n.store_add, tile = n.tile,
+             config = cfg}
   return I
 end
 
@@ -321,8 +322,11 @@ local SCHEDULE_OPTS = {intrin = "string", BM = "positive", BN = "positive", BK =
                          end
                        end, unroll_stages = "boolean", pad = "boolean", swizzle = "boolean", group_m = "positive", dtype = "dtype", epilogue = "string", unroll = "boolean",
                        block = "string", split_k = "positive", split_k_mode = function(v)
-                         if v ~= "parallel" and v ~= "serial" then return '"parallel" (a second kernel sums the slices) or "serial" (the last CTA of each tile does)' end
-                       end, a_stage = "string", b_stage = "string", writeback = "string",
+                         if v ~= "parallel" and v ~= "serial" and v ~= "atomic" then
+                           return '"parallel" (a second kernel sums the slices), "serial" (the last CTA of each tile does) or "atomic" ' ..
+                                  '(each CTA adds its slice with red.global.add; the last casts)'
+                         end
+                       end, split_k_ordered = "boolean", a_stage = "string", b_stage = "string", writeback = "string",
                        stage_epilogue = "boolean",
                        tuned = "boolean", db = "string", target = "string", tma = "boolean", persistent = function(v)
                          if v ~= true and v ~= false and not (math.type(v) == "integer" and v > 0) then
@@ -509,6 +513,8 @@ local function schedule(func, opts, P)
       raise("ValueError", P, "epilogue block '%s' does not exist", epilogue)
     end
     local SK = require("tir.schedules.tc_gemm_split_k")
+    if o.split_k_mode == "atomic" then SK.check_atomic(sch, info0, o, epilogue, P) end
+    o.split_k_ordered = SK.ordered(o, P)
     -- K in whole slices of whole BK steps: padded with pad_einsum when it is not (tc_gemm_split_k.pad_k)
     local K0 = info0.extents[#info0.extents]
     if K0 and math.type(o.BK) == "integer" and o.BK > 0 and K0 % (o.split_k * o.BK) ~= 0 then
@@ -518,6 +524,8 @@ local function schedule(func, opts, P)
       info0 = analyze(sch, sch:get_block(info0.name), P)
     end
     o.block, reduce = SK.rfactor(sch, info0.name, info0.loops[#info0.loops], info0.extents[#info0.extents], o.split_k, o.BK, P)
+  elseif o.split_k_ordered ~= nil then
+    raise("ValueError", P, "split_k_ordered orders split_k_mode = \"atomic\"'s adds; without split_k > 1 there are none")
   end
   local I, C = validate(sch, o, P)
   -- shared layout: swizzle (nil = auto: on for 16-bit mma.sync operands unless pad is given,
@@ -590,8 +598,9 @@ local function schedule(func, opts, P)
   for q = 1, info.batch do order[#order + 1] = lp[q] end
   for _, l in ipairs({by, bx, wy, wz, ko, ki, wi, wj, i16, j16, k16}) do order[#order + 1] = l end
   sch:reorder(table.unpack(order))
+  local bz -- (split-K: the slices' loop)
   if info.batch > 0 then
-    local bz = info.batch > 1 and sch:fuse(table.unpack(order, 1, info.batch)) or lp[1]
+    bz = info.batch > 1 and sch:fuse(table.unpack(order, 1, info.batch)) or lp[1]
     sch:bind(bz, "blockIdx.z")
   end
   local cta_loop -- the innermost loop bound to a CTA tile coordinate
@@ -616,7 +625,8 @@ local function schedule(func, opts, P)
   end
   -- serial split-K: the slices' loop (blockIdx.z) inside the tile's, so the sum over the slices,
   -- computed at the tile loop after it, is one tile's (lower_grid_tail: the last CTA of a tile runs it)
-  if reduce and o.split_k_mode == "serial" then
+  local atomic = reduce and o.split_k_mode == "atomic"
+  if reduce and (o.split_k_mode == "serial" or atomic) then
     if G > 1 then sch:reorder(cta_loop, order[1]) else sch:reorder(by, bx, order[1]) end
   end
   sch:bind(wy, "threadIdx.y"); sch:bind(wz, "threadIdx.z")
@@ -633,12 +643,23 @@ local function schedule(func, opts, P)
     if o.unroll then sch:unroll(outer) end
     CFB = CS
   else
+    if atomic then
+      -- atomic split-K: the sum over the slices reads the warp accumulators directly (the
+      -- partials' write-back inlined) into a zeroed fp32 / int32 tile, at the warp's loop inside
+      -- the slice's CTA: each CTA adds its slice (red.global.add), the last one casts (the tail)
+      sch:compute_inline(CF)
+      CFB = sch:get_block(reduce)
+      sch:set_scope(CFB, 0, "global.zeroed")
+      store_intrin = I.store_add
+    end
     sch:reverse_compute_at(CFB, wz, false, -1, prior)
   end
   -- serial split-K: the sum over the slices moves to the end of the tile loop now, while the
   -- write-back of the partials is plain loops (reverse_compute_at proves what it reads was written)
   if reduce and o.split_k_mode == "serial" then
     require("tir.schedules.tc_gemm_split_k").schedule_reduce_serial(sch, reduce, epilogue or o.writeback, cta_loop, wm, wn, P)
+  elseif atomic then
+    require("tir.schedules.tc_gemm_split_k").schedule_tail_atomic(sch, epilogue or o.writeback, cta_loop, wm, wn, P)
   end
   sch:compute_at(AF, ki); sch:compute_at(BF, ki)
   -- row_sums: the block summing the rows of A moves into the CTA, its k loop merged with the
@@ -707,6 +728,13 @@ local function schedule(func, opts, P)
   local il = {sch:get_loops(init)}
   unroll(il[#il - 3]); unroll(il[#il - 2])
   sch:tensorize(il[#il - 1], I.fill)
+  if atomic then
+    -- the sum's init (the zeroed tile) split off before the slices' loop, its loops over the
+    -- CTA's threads; lower_grid_tail moves it behind the tail (the last CTA resets the tile)
+    require("tir.schedules.tc_gemm_split_k").schedule_zero_atomic(sch, sch:decompose_reduction(CFB, bz), wm, wn, P)
+    -- ordered: the last slice's CTA adds after the others arrived (lower_grid_tail's tir_grid_wait)
+    if o.split_k_ordered then sch:annotate(bz, "grid_last_waits", 1) end
+  end
   local ST = sch:tensorize(tile2(CFB, tm, tn), store_intrin)
   local ks = o.BK // tk
   if o.frag_prefetch then
@@ -750,7 +778,10 @@ local function schedule(func, opts, P)
   end
   sch:transform_layout(LA, {"write", 0}, tiled(tm, tk))
   sch:transform_layout(LB, {"write", 0}, tiled(tk, tn))
-  sch:transform_layout(ST, {"read", 0}, tiled(tm, tn))
+  -- (the accumulator: the store's first read; the atomic store's other read is its destination)
+  local acc_read = 0
+  for q, rg in ipairs(sch:get(ST).reads) do if rg.buffer.scope == I.scope_c then acc_read = q - 1 end end
+  sch:transform_layout(ST, {"read", acc_read}, tiled(tm, tn))
   -- shared layouts against bank conflicts: rows padded by 16 bytes (storage_align: row strides
   -- of 16 mod 64 bytes), so the 8 rows an ldmatrix phase reads (and wmma's loads) fall in 8
   -- different 16-byte bank groups.  (An XOR swizzle through transform_layout would dissolve the
@@ -789,7 +820,7 @@ local function schedule(func, opts, P)
     -- padded to 32 mod 128 bytes: 2 wavefronts per 256-byte store, the minimum
     sch:storage_align(ST, 0, 0, 32, 8)
   end
-  if reduce and o.split_k_mode ~= "serial" then
+  if reduce and o.split_k_mode == "parallel" then
     require("tir.schedules.tc_gemm_split_k").schedule_reduce(sch, reduce, epilogue or o.writeback, 256, P)
   elseif o.writeback and not reduce then
     local D = sch:get_block(o.writeback)
@@ -1064,6 +1095,12 @@ function M.split_k_for(tiles, K, BK, sm_count)
   return best
 end
 
+-- small-M splits summed by split_k_mode = "atomic" in auto_tensorize (when it can be; else "parallel").
+-- Off: measured slower on the H200 (128 x 11008 x 4096, 3 slices: 0.053 ms ordered / 0.051 in arrival
+-- order against 0.041 for the parallel mode; 16 x 11008 x 4096: 0.029 against 0.028 -- L2 performs the
+-- fp32 reds slower than plain partial stores plus the summing kernel; bench/RESULTS.md "Stop 12 (hM)")
+M.SMALL_M_ATOMIC = false
+
 local INSTR = {["mma.m16n8k16"] = "mma", ["mma.m16n8k32"] = "mma", mma = "mma", ["wmma.m16n16k16"] = "wmma", ["wmma.m32n8k16"] = "wmma",
                ["wmma.m8n32k16"] = "wmma", wmma = "wmma"}
 
@@ -1172,13 +1209,23 @@ function M.auto_tensorize(func, instr, block, extra)
   -- Split 2, 4 or 8, keeping >= 6 BK steps per slice.  (K < 1024: too little to stream; the
   -- pick above keeps its smaller tiles and more CTAs.)
   local bn_small = n % 128 == 0 and 128 or (n % 64 == 0 and 64 or nil)
+  -- how small-M splits are summed: red.global.add into a zeroed tile that the last CTA casts
+  -- (split_k_mode = "atomic", one launch) where it can be -- fp16 inputs and an epilogue block to cast
+  -- into (tc_gemm_split_k.check_atomic) --, else the parallel mode's second kernel
+  local function small_m_mode(S)
+    if S > 1 and M.SMALL_M_ATOMIC and info.a_dtype == "float16" and info.b_dtype == "float16" and extra.epilogue and batch == 1 then
+      return "atomic"
+    end
+  end
   if tk == 16 and intrin == "mma" and (m == 16 or m == 32) and k >= 1024 and k % 64 == 0 and bn_small then
     o.BM, o.BN, o.warp_m, o.warp_n = m, bn_small, m, 32
     o.BK, o.stages = 64, k // 64 >= 3 and 3 or 1
-    local tiles = batch * (n // bn_small)
-    for _, sk in ipairs({2, 4, 8}) do
-      if tiles * (o.split_k or 1) < 2 * sms and k % (sk * 64) == 0 and k // (sk * 64) >= 6 then o.split_k = sk end
-    end
+    -- the slices as for M = 128 (M.split_k_for, K padded to whole slices): 16 x 11008 x 4096 in 3
+    -- slices, 1.020x cuBLAS against 0.968x for the earlier pick's 4 (H200, bench/RESULTS.md "Stop 12 (hM)")
+    -- (at least 6 BK steps a slice: fewer slices where K is short)
+    local S = M.split_k_for(batch * (n // bn_small), k, 64, sms)
+    while S > 1 and (k + S * 64 - 1) // (S * 64) < 6 do S = S - 1 end
+    if S > 1 then o.split_k, o.split_k_mode = S, small_m_mode(S) end
   end
   -- the picks below were measured on plain GEMMs (no staged operand blocks, the caller's tiles
   -- and pipeline left to us): bench/RESULTS.md, issue 12, run 2 (H200)
@@ -1195,6 +1242,7 @@ function M.auto_tensorize(func, instr, block, extra)
     o.BM, o.BN, o.warp_m, o.warp_n, o.BK, o.stages = 128, 128, 64, 64, 64, 3
     local S = M.split_k_for(batch * (n // 128), k, 64, sms)
     o.split_k = S > 1 and S or nil
+    if S > 1 then o.split_k_mode = small_m_mode(S) end
   end
   -- large 16-bit GEMMs (at least 3 waves of 256 x 128 tiles): 8 warps of 64 x 64 with the
   -- CUTLASS main loop (frag_prefetch), 3 stages: 445.5 / 407.9 / 437.6 / 468.0 TFLOP/s at 4096^3,

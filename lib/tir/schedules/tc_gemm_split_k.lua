@@ -187,6 +187,108 @@ function M.schedule_reduce_serial(sch, name, epilogue, tile_loop, wm, wn, P)
   finish_reduce(sch, R, epilogue, tx, ks, v)
 end
 
-for _, key in ipairs({"rfactor", "pad_k", "schedule_reduce", "schedule_reduce_serial"}) do M[key] = util.strict("tc_gemm_split_k." .. key, M[key]) end
+--- What split_k_mode = "atomic" needs, checked before anything is scheduled (info: tc_gemm.analyze
+-- of the GEMM block; epilogue: the epilogue block's name or nil): mma.sync (its accumulator's lane
+-- map is what mma_store's "add" mode adds; wmma fragments are opaque), no batch dimensions (one
+-- counter per output tile), fp16 or 8-bit inputs (red.global.add.f32 flushes subnormal sums, PTX
+-- ISA red; fp16 products are multiples of 2^-48, so their fp32 sums never are subnormal, bf16
+-- products can be), and a block after the sum -- the epilogue, or the padded workload's D -- since
+-- the sum goes into a zeroed temporary (a function's own output is not zeroed).
+function M.check_atomic(sch, info, o, epilogue, P)
+  util.check_helper("tc_gemm_split_k.check_atomic", "tc_gemm.schedule(func, {split_k = S, split_k_mode = \"atomic\"})", sch)
+  local why
+  if o.intrin ~= "mma" then
+    why = ("intrin = \"%s\": the red.global.add store follows mma.sync's accumulator layout (wmma fragments are opaque); use intrin = " ..
+           "\"mma\""):format(tostring(o.intrin))
+  elseif info.batch > 0 then
+    why = "batch dimensions (the slices' counter is per output tile of one matrix)"
+  elseif info.a_dtype == "bfloat16" or info.b_dtype == "bfloat16" then
+    why = "bfloat16 inputs: red.global.add.f32 flushes subnormal sums to zero (PTX ISA red), which bf16 products can reach"
+  elseif not epilogue and not pcall(function() return sch:get_block("A_pad") end) then
+    why = "no epilogue block: the slices are summed into a zeroed temporary that the last CTA casts into the output; pass " ..
+          "epilogue = \"D\" (the workload's cast) -- an fp32 / int32 output of its own"
+  end
+  if why then raise("ValueError", P, "split_k_mode = \"atomic\" (%d slices): %s; or use split_k_mode = \"serial\" / \"parallel\"", o.split_k, why) end
+end
+
+--- split_k_ordered (atomic split-K): whether the CTA of the last slice adds its slice only after the
+-- other slices' CTAs have added theirs and arrived (tir_grid_wait, lower_grid_tail's grid_last_waits).
+-- The first two adds into the zeroed tile give a + b in either order (0 + x is exact; fp16 products
+-- never sum to -0), so with 3 slices the sum is (a + b) + c in any arrival order: the interpreter's
+-- bits.  Default: on for 3 slices; 2 slices need no order; with 4 or more the first adds still land
+-- in arrival order, so ordering the last one is refused (it would promise what it cannot keep).
+function M.ordered(o, P)
+  local v = o.split_k_ordered
+  if v ~= nil and o.split_k_mode ~= "atomic" then
+    raise("ValueError", P, "split_k_ordered orders the red.global.add of split_k_mode = \"atomic\"; here split_k_mode = \"%s\"",
+          tostring(o.split_k_mode))
+  end
+  if o.split_k_mode ~= "atomic" then return nil end
+  if v and o.split_k > 3 then
+    raise("ValueError", P, "split_k_ordered = true with split_k = %d: only the last slice's add waits, so the other %d still land in " ..
+          "arrival order and the sum's rounding would still vary; use split_k <= 3, or split_k_mode = \"serial\" / \"parallel\" " ..
+          "for a fixed order", o.split_k, o.split_k - 1)
+  end
+  if v == nil then v = o.split_k == 3 end
+  return v
+end
+
+-- The tail's rows a thread loads at once: one 16-byte load of the sum per output group (the serial
+-- mode's tail loads S), so all of a 128 x 128 tile's 32 loads a thread are in flight together.
+M.ATOMIC_UNROLL = 32
+
+--- Atomic split-K (split_k_mode = "atomic"): every CTA has added its slice into the zeroed fp32
+-- (int32) tile with red.global.add (tc_gemm's store_add intrinsic at the warp loop); block
+-- `epilogue` (the cast D = C, or the padded workload's D) moves to the end of the tile loop
+-- `tile_loop`, where lower_grid_tail makes the last CTA of the tile run it (and set the tile back
+-- to 0 for the next launch).  Its loops as schedule_reduce_serial's: rows over ATOMIC_UNROLL
+-- (unrolled) x threadIdx.y x threadIdx.z, columns over threadIdx.x x SERIAL_VEC (vectorized).
+function M.schedule_tail_atomic(sch, epilogue, tile_loop, wm, wn, P)
+  util.check_helper("tc_gemm_split_k.schedule_tail_atomic", "tc_gemm.schedule(func, {split_k = S, split_k_mode = \"atomic\"})", sch)
+  if not epilogue then
+    raise("ValueError", P, "split_k_mode = \"atomic\" sums the slices into a zeroed temporary that the last CTA casts: it needs an " ..
+          "epilogue block (epilogue = \"D\") or the padded workload's D; an fp32 output of its own is not zeroed: use " ..
+          "split_k_mode = \"serial\" or \"parallel\"")
+  end
+  local E = sch:get_block(epilogue)
+  sch:reverse_compute_at(E, tile_loop)
+  local l = {sch:get_loops(E)}
+  local n = #l
+  local bm, bn = sch:get(l[n - 1]).extent.value, sch:get(l[n]).extent.value
+  local warps = wm * wn
+  -- (the padded workload's D covers the valid part of an edge tile: splits that do not divide
+  -- are predicated)
+  local u, v = M.ATOMIC_UNROLL, M.SERIAL_VEC
+  while v > 1 and bn % (32 * v) ~= 0 do v = v // 2 end
+  while u > 1 and bm % (u * warps) ~= 0 do u = u // 2 end
+  local io, uu, ty, tz = sch:split(l[n - 1], {nil, u, wm, wn})
+  local jo, tx, jv = sch:split(l[n], {nil, 32, v})
+  sch:reorder(io, jo, uu, ty, tz, tx, jv)
+  sch:bind(ty, "threadIdx.y"); sch:bind(tz, "threadIdx.z"); sch:bind(tx, "threadIdx.x")
+  sch:unroll(uu)
+  if v > 1 then sch:vectorize(jv) end
+end
+
+--- Atomic split-K: the init of the slices' sum (block `init`, decompose_reduction's, before the
+-- slices' loop; its loops copies of the warps' and the warp tile's) over the CTA's threads: the
+-- warp tile's rows and columns fused and split into threadIdx.x (32) x SERIAL_VEC (vectorized).
+function M.schedule_zero_atomic(sch, init, wm, wn, P)
+  util.check_helper("tc_gemm_split_k.schedule_zero_atomic", "tc_gemm.schedule(func, {split_k = S, split_k_mode = \"atomic\"})", sch)
+  local l = {sch:get_loops(init)}
+  local n = #l
+  local f = sch:fuse(l[n - 1], l[n])
+  local ext = sch:get(f).extent.value
+  local v = M.SERIAL_VEC
+  while v > 1 and ext % (32 * v) ~= 0 do v = v // 2 end
+  if ext % (32 * v) ~= 0 then
+    raise("ValueError", P, "split_k_mode = \"atomic\": a warp's %d accumulators do not split over its 32 lanes", ext)
+  end
+  local o, tx, jv = sch:split(f, {nil, 32, v})
+  sch:bind(tx, "threadIdx.x")
+  if v > 1 then sch:vectorize(jv) end
+end
+
+for _, key in ipairs({"rfactor", "pad_k", "schedule_reduce", "schedule_reduce_serial", "check_atomic", "ordered", "schedule_tail_atomic",
+                      "schedule_zero_atomic"}) do M[key] = util.strict("tc_gemm_split_k." .. key, M[key]) end
 
 return M

@@ -9,8 +9,9 @@
 -- 8) x 2 main loops (frag_prefetch, for the 3 depths of 3 or more stages) = 112 points, those whose
 -- shared tiles fit in 227 KB (the sm_90 limit; sm_80: 163 KB) and the problem; shared tiles are tc_gemm's default layout (XOR-swizzled for 16-bit operands); tt.tune
 -- tries 32 of them by default (evolutionary search; trials = 64 for all).  For M <= 128,
--- small-M tiles x 3 depths x split_k 1, 2, 3, 4, 8, each split summed by a second kernel or in the
--- same launch (split_k_mode; 81 points).  Every candidate's result is compared
+-- small-M tiles x 3 depths x split_k 1, 2, 3, 4, 8, each split summed by a second kernel, in the
+-- same launch, or (fp16) by red.global.add into a zeroed tile (split_k_mode; 117 points, 81 for
+-- other dtypes).  Every candidate's result is compared
 -- with cuBLAS before it is timed.
 local tir = require("tir")
 local tc = require("tir.schedules.tc_gemm")
@@ -142,7 +143,9 @@ M.PREFETCH = {false, true}
 -- N / BN output tiles alone leave most SMs idle (M = 16, N = 11008: 86 tiles of 16 x 128).
 -- split_k = 3 balances N = 11008 on 132 SMs (86 x 3 = 258 CTAs, 2 a SM on all but 6; 2 and 4
 -- leave 35 % / 13 % of the SMs' time idle); K is then padded to whole slices (tc_gemm_tune.build).
--- 3 tilings per M class x 3 depths x (split_k 1 + 4 split_k values x 2 split_k_modes) = 81 points.
+-- 3 tilings per M class x 3 depths x (split_k 1 + 4 split_k values x 3 split_k_modes) = 117 points
+-- (2 modes, 81 points, for other input dtypes than fp16: "atomic" needs fp16 or 8-bit inputs and
+-- an epilogue, tc_gemm_split_k.check_atomic).
 M.SMALL_M = 128
 M.SMALL_TILES = {
   [16] = {{16, 64, 16, 32}, {16, 128, 16, 32}, {16, 256, 16, 64}},
@@ -152,13 +155,13 @@ M.SMALL_TILES = {
 }
 M.SMALL_DEPTHS = {{32, 3}, {32, 4}, {64, 3}}
 M.SPLIT_K = {1, 2, 3, 4, 8}
--- how the slices are summed (tc_gemm split_k_mode): a second kernel, or the last CTA of each tile in
--- the GEMM's launch
-M.SPLIT_K_MODES = {"parallel", "serial"}
+-- how the slices are summed (tc_gemm split_k_mode): a second kernel, the last CTA of each tile in
+-- the GEMM's launch, or each CTA by red.global.add into a zeroed tile (fp16 inputs only here)
+M.SPLIT_K_MODES = {"parallel", "serial", "atomic"}
 
 --- The default space (a list of tc_gemm option tables) and its constraint for an M x N x K
 -- GEMM: for M > M.SMALL_M the 112 points of TILES x DEPTHS x ORDERS x PREFETCH, tiles larger than the problem
--- (rounded up to 64) dropped; for smaller M the 81 points of SMALL_TILES (the class of M
+-- (rounded up to 64) dropped; for smaller M the 117 (non-fp16: 81) points of SMALL_TILES (the class of M
 -- rounded up to 16, 32, 64 or 128) x SMALL_DEPTHS x SPLIT_K (x SPLIT_K_MODES above 1).  Dropped too: points whose
 -- shared tiles exceed smem_limit, or whose k loop (per split_k slice) is shorter than the pipeline.
 function M.space(m, n, k, o)
@@ -170,8 +173,10 @@ function M.space(m, n, k, o)
       for _, d in ipairs(M.SMALL_DEPTHS) do
         for _, s in ipairs(M.SPLIT_K) do
           for _, mode in ipairs(s > 1 and M.SPLIT_K_MODES or {"parallel"}) do
+            if mode == "atomic" and o.dtype ~= "float16" then goto next_mode end
             space[#space + 1] = {BM = t[1], BN = t[2], warp_m = t[3], warp_n = t[4], BK = d[1], stages = d[2], split_k = s,
                                  split_k_mode = mode ~= "parallel" and mode or nil}
+            ::next_mode::
           end
         end
       end

@@ -567,7 +567,22 @@ static int tc_stmt(CG *g, const tir_Call *c) {
     put(g, "const int l_ = tir_lane_id(), ld_ = ");
     expr(g, c->args->items[2]);
     put(g, ";\n");
-    if (is_half(dt) && tir_dtype_eq(at, TIR_FLOAT32) && store_aligned_16(d, c->args->items[2])) {
+    int add = c->args->size == 4;
+    if (add) {
+      /* "add": each element added into global memory by red.global.add (atomicAdd with the result
+       * unused; PTX ISA 9.7.13.6 red): split-K's sum over CTAs.  fp32 pairs as one float2 red on
+       * sm_90 (red.global.add.v2.f32); .add.f32 rounds to nearest and flushes subnormals (PTX ISA) */
+      const tir_Node *mode = c->args->items[3];
+      int fp = tir_dtype_eq(dt, TIR_FLOAT32) && tir_dtype_eq(at, TIR_FLOAT32), in = tir_dtype_eq(dt, TIR_INT32) && tir_dtype_eq(at, TIR_INT32);
+      if (mode->kind != TIR_StringImm || strcmp(((const tir_StringImm *)mode)->value, "add") != 0 || !(fp || in) ||
+          !tir_scope_is_global(d->buffer->scope)) {
+        cg_fail(g, &c->hdr, "mma_store's fourth argument is \"add\" (a float32 or int32 accumulator added into a global buffer of its "
+                "type), here %s into %s (scope '%s')", at.code == TIR_DT_FLOAT ? "a float accumulator" : "an integer accumulator",
+                d->buffer->name, d->buffer->scope);
+        return 1;
+      }
+    }
+    if (!add && is_half(dt) && tir_dtype_eq(at, TIR_FLOAT32) && store_aligned_16(d, c->args->items[2])) {
       /* fp16 results in whole 32-byte sectors: lane 4q + i holds words (row q | q + 8) x
        * (columns 0-7 | 8-15) at columns 2i, 2i + 1; a 4 x 4 transpose of words within each quad
        * (two __shfl_xor_sync rounds) gives lane 4q + j the 8 consecutive halves of row
@@ -615,7 +630,11 @@ static int tc_stmt(CG *g, const tir_Call *c) {
     line(g);
     put(g, "    const int o_ = ((l_ >> 2) + 8 * h_) * ld_ + 8 * t_ + 2 * (l_ & 3);\n");
     line(g);
-    if (tir_dtype_eq(dt, TIR_FLOAT32) && tir_dtype_eq(at, TIR_FLOAT32))
+    if (add && tir_dtype_eq(dt, TIR_FLOAT32) && g->sm >= 90)
+      put(g, "    atomicAdd((float2*)(p_ + o_), make_float2(c_[4 * t_ + 2 * h_], c_[4 * t_ + 2 * h_ + 1]));\n");
+    else if (add)
+      put(g, "    atomicAdd(p_ + o_, c_[4 * t_ + 2 * h_]); atomicAdd(p_ + o_ + 1, c_[4 * t_ + 2 * h_ + 1]);\n");
+    else if (tir_dtype_eq(dt, TIR_FLOAT32) && tir_dtype_eq(at, TIR_FLOAT32))
       put(g, "    *(float2*)(p_ + o_) = make_float2(c_[4 * t_ + 2 * h_], c_[4 * t_ + 2 * h_ + 1]);\n");
     else if (tir_dtype_eq(dt, TIR_INT32) && tir_dtype_eq(at, TIR_INT32))
       put(g, "    *(int2*)(p_ + o_) = make_int2(c_[4 * t_ + 2 * h_], c_[4 * t_ + 2 * h_ + 1]);\n");
@@ -1395,14 +1414,15 @@ static void call_expr(CG *g, const tir_Call *c) {
     putf(g, "), %lld)", (long long)w);
     return;
   }
-  if (tir_builtin_info(op) && tir_builtin_info(op)->id == TIR_BI_TIR_GRID_ARRIVE_LAST) {
+  if (tir_builtin_info(op) && (tir_builtin_info(op)->id == TIR_BI_TIR_GRID_ARRIVE_LAST || tir_builtin_info(op)->id == TIR_BI_TIR_GRID_WAIT)) {
+    int wait = tir_builtin_info(op)->id == TIR_BI_TIR_GRID_WAIT;
     const tir_BufferLoad *l = addr_load(c->args->items[0]);
     if (!l || !tir_scope_is_global(l->buffer->scope) || !tir_dtype_eq(l->buffer->hdr.dtype, TIR_INT32)) {
-      cg_fail(g, &c->hdr, "tir_grid_arrive_last takes (address_of(counter[i]), count) with an int32 counter in global memory");
+      cg_fail(g, &c->hdr, "%s takes (address_of(counter[i]), %s) with an int32 counter in global memory", op, wait ? "value" : "count");
       return;
     }
     g->uses_grid_arrive = 1;
-    put(g, "tir_grid_arrive_last((int*)");
+    putf(g, "%s((int*)", op);
     ptr_ref(g, c->args->items[0]);
     put(g, ", (int)(");
     expr(g, c->args->items[1]);
@@ -2706,7 +2726,12 @@ char *tir_codegen_cuda(const tir_DeviceSplit *split, const char *arch) {
                       "  __threadfence();\n  __syncthreads();\n  int last = 0;\n"
                       "  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {\n"
                       "    last = atomicAdd(counter, 1) == count - 1;\n    if (last) *counter = 0;\n  }\n"
-                      "  last = __syncthreads_or(last);\n  if (last) __threadfence();\n  return last;\n}\n");
+                      "  last = __syncthreads_or(last);\n  if (last) __threadfence();\n  return last;\n}\n"
+                      /* tir_grid_wait: an acquire load in a loop (PTX ISA ld .acquire.gpu), so what the CTAs that
+                       * arrived did before their fence comes before this thread's later accesses */
+                      "\n__device__ __forceinline__ void tir_grid_wait(int *counter, int value) {\n"
+                      "  int v;\n  do {\n    asm volatile(\"ld.acquire.gpu.global.b32 %0, [%1];\" : \"=r\"(v) : \"l\"(counter) : \"memory\");\n"
+                      "  } while (v < value);\n}\n");
   if (g.uses_lane_id)
     tir_sb_puts(&all, "\n__device__ __forceinline__ int tir_lane_id() {\n  int l;\n  asm(\"mov.u32 %0, %%laneid;\" : \"=r\"(l));\n  return l;\n}\n");
   tir_sb_puts(&all,

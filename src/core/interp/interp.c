@@ -425,6 +425,12 @@ static Val call(Interp *I, const tir_Call *c, int lane) {
     }
   }
   if (tir_builtin_info(op) && tir_builtin_info(op)->id == TIR_BI_TIR_GRID_ARRIVE_LAST) return grid_arrive(I, c);
+  if (tir_builtin_info(op) && tir_builtin_info(op)->id == TIR_BI_TIR_GRID_WAIT) {
+    /* lowered code only (lower_grid_tail puts it there): one CTA waiting for others that run concurrently */
+    fail(I, &c->hdr, "tir_grid_wait waits for other CTAs running at the same time, which the interpreter, running one CTA after "
+         "another, cannot do: interpret the function before lowering, or run the lowered function with tir.simulate");
+    return r;
+  }
   if (strcmp(op, "ptx_cluster_ctarank") == 0) {
     cluster_fail(I, &c->hdr, op);
     return r;

@@ -321,27 +321,36 @@ static int producers_miss_reads(const tir_Block *scope, const tir_BlockRealize *
   return bad;
 }
 
-/* lo is c*l + m (c, m constants, l a loop variable): 1 with the parts. */
-static int as_tile_start(const tir_Node *lo, const tir_Var **l, int64_t *c, int64_t *m) {
-  *m = 0;
-  if ((lo->kind == TIR_Add || lo->kind == TIR_Sub) && tir_is_const_int(((const tir_Add *)lo)->b, m)) {
-    if (lo->kind == TIR_Sub) *m = -*m;
-    lo = ((const tir_Add *)lo)->a;
+/* lo is a sum of terms c*l (c a constant, l a loop variable) plus a constant m: 1 with the
+ * parts (at most max terms, in the order found). */
+static int as_tile_terms(const tir_Node *lo, const tir_Var **l, int64_t *c, int *n, int max, int64_t *m) {
+  if (lo->kind == TIR_Add || lo->kind == TIR_Sub) {
+    const tir_Add *a = (const tir_Add *)lo;
+    int64_t k;
+    if (tir_is_const_int(a->b, &k)) {
+      if (!as_tile_terms(a->a, l, c, n, max, m)) return 0;
+      *m += lo->kind == TIR_Sub ? -k : k;
+      return 1;
+    }
+    if (lo->kind == TIR_Sub) return 0;
+    return as_tile_terms(a->a, l, c, n, max, m) && as_tile_terms(a->b, l, c, n, max, m);
   }
-  *c = 1;
-  if (lo->kind == TIR_Mul && tir_is_const_int(((const tir_Mul *)lo)->b, c)) lo = ((const tir_Mul *)lo)->a;
-  if (lo->kind != TIR_Var) return 0;
-  *l = (const tir_Var *)lo;
+  int64_t k = 1;
+  if (lo->kind == TIR_Mul && tir_is_const_int(((const tir_Mul *)lo)->b, &k)) lo = ((const tir_Mul *)lo)->a;
+  if (lo->kind != TIR_Var || *n >= max || k < 1) return 0;
+  l[*n] = (const tir_Var *)lo;
+  c[(*n)++] = k;
   return 1;
 }
 
 /* reverse_compute_at of a reduction whose reduction variables get narrower domains runs the
  * reduction in pieces, one per loop iteration: each instance must then run exactly once
  * (an instance run twice adds twice).  Accepted: every narrowed variable k (spatial or
- * reduction) ranges over
- * [c*l + m, c*l + m + c - 1] for a distinct loop l between the scope and the target whose
- * extent times c is k's whole domain (m its min), and every such loop of extent > 1 is one
- * of them.  Returns 0 when so. */
+ * reduction) ranges over [lo, lo + e - 1] with lo = c1*l1 + .. + cr*lr + m, distinct loops
+ * l1..lr between the scope and the target tiling k's domain exactly (mixed radix: sorted by
+ * c descending, e = cr, c(q) = c(q+1) * extent(l(q+1)), c1 * extent(l1) = k's extent, m its
+ * min; e.g. a column tiled by a CTA loop and a warp loop inside it), and every such loop of
+ * extent > 1 is one of them.  Returns 0 when so. */
 static int reduction_split_exact(const SchPath *pl, int sl, const tir_Block *blk, tir_Node *const *los,
                                  tir_Node *const *extents, const int *narrow) {
   const tir_For *loops[SCH_MAX_DEPTH];
@@ -353,16 +362,33 @@ static int reduction_split_exact(const SchPath *pl, int sl, const tir_Block *blk
   for (int k = 0; k < blk->iter_vars->size; k++) {
     if (!narrow[k]) continue;
     const tir_IterVar *iv = (const tir_IterVar *)blk->iter_vars->items[k];
-    const tir_Var *l;
-    int64_t c, m, e, le, dmin, dext;
-    if (!as_tile_start(los[k], &l, &c, &m) || !tir_is_const_int(extents[k], &e) || e != c) return -1;
+    const tir_Var *lv[SCH_MAX_DEPTH];
+    int64_t cs[SCH_MAX_DEPTH], m = 0, e, dmin, dext;
+    int nt = 0;
+    if (!as_tile_terms(los[k], lv, cs, &nt, SCH_MAX_DEPTH, &m) || nt == 0 || !tir_is_const_int(extents[k], &e)) return -1;
     if (!tir_is_const_int(iv->dom->min, &dmin) || !tir_is_const_int(iv->dom->extent, &dext) || m != dmin) return -1;
-    int at = -1;
-    for (int q = 0; q < nl; q++)
-      if (loops[q]->loop_var == l) at = q;
-    if (at < 0 || used[at] || !tir_is_const_int(loops[at]->extent, &le) || le * c != dext || !tir_is_zero(loops[at]->min))
-      return -1;
-    used[at] = 1;
+    /* terms by c descending (few: insertion sort) */
+    for (int a = 1; a < nt; a++)
+      for (int b = a; b > 0 && cs[b] > cs[b - 1]; b--) {
+        int64_t tc = cs[b];
+        cs[b] = cs[b - 1];
+        cs[b - 1] = tc;
+        const tir_Var *tv = lv[b];
+        lv[b] = lv[b - 1];
+        lv[b - 1] = tv;
+      }
+    int64_t span = dext;
+    for (int t = 0; t < nt; t++) {
+      int at = -1;
+      int64_t le;
+      for (int q = 0; q < nl; q++)
+        if (loops[q]->loop_var == lv[t]) at = q;
+      if (at < 0 || used[at] || !tir_is_const_int(loops[at]->extent, &le) || le * cs[t] != span || !tir_is_zero(loops[at]->min))
+        return -1;
+      used[at] = 1;
+      span = cs[t];
+    }
+    if (span != e) return -1;
   }
   for (int q = 0; q < nl; q++)
     if (!used[q]) return -1;

@@ -261,6 +261,7 @@ static SVal *call(Sim *S, const tir_Call *c, int lane, const Act *a) {
   if ((strcmp(op, "likely") == 0 || strcmp(op, "tir.likely") == 0) && n == 1) return sim_eval(S, c->args->items[0], lane, a);
   if (tir_builtin_shfl_mode(op) >= 0) return sim_shfl(S, c, tir_builtin_shfl_mode(op), a);
   if (tir_builtin_info(op) && tir_builtin_info(op)->id == TIR_BI_TIR_GRID_ARRIVE_LAST) return sim_grid_arrive(S, c, a);
+  if (tir_builtin_info(op) && tir_builtin_info(op)->id == TIR_BI_TIR_GRID_WAIT) return sim_grid_wait(S, c, a);
   if (strcmp(op, "tir_lane_id") == 0 && n == 0) {
     /* %laneid: the thread's position in its warp (threads are numbered x-fastest) */
     SVal *r = sim_vnew(S);

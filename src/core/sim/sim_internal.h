@@ -230,6 +230,7 @@ int sim_async_cta_end(Sim *S);
 void sim_async_free(Sim *S);
 int sim_barrier(Sim *S, const tir_Node *stmt, const Act *a);
 SVal *sim_grid_arrive(Sim *S, const tir_Call *c, const Act *a); /* tir_grid_arrive_last */
+SVal *sim_grid_wait(Sim *S, const tir_Call *c, const Act *a);   /* tir_grid_wait */
 
 /* ---- sim_mbarrier.c ---- */
 int sim_tma_builtin(Sim *S, const tir_Call *c, const Act *a); /* 1: not a TMA / mbarrier builtin */

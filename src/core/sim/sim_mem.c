@@ -368,6 +368,35 @@ SVal *sim_grid_arrive(Sim *S, const tir_Call *c, const Act *a) {
   return r;
 }
 
+/* tir_grid_wait(address_of(counter[i]), value) (docs/BUILTINS.md): each thread waits until the counter
+ * is at least value.  CTAs run one after another here, so the CTAs it waits for must have run already
+ * (on the GPU they were launched before it); a counter below value is reported: on the GPU the wait
+ * would depend on CTAs that have not arrived before it. */
+SVal *sim_grid_wait(Sim *S, const tir_Call *c, const Act *a) {
+  Store *st;
+  SVal *el;
+  if (addr_operand(S, c->args->items[0], a, &st, &el, "tir_grid_wait")) return NULL;
+  if (st->kind != ST_GLOBAL || st->dtype.code != TIR_DT_INT || st->dtype.bits != 32) {
+    sim_fail(S, &c->hdr, "tir_grid_wait: the counter %s must be an int32 buffer in global memory", st->buf ? st->buf->name : "");
+    return NULL;
+  }
+  SVal *val = sim_eval(S, c->args->items[1], 0, a);
+  if (!val) return NULL;
+  for (int k = 0; k < a->n; k++) {
+    int t = a->ids[k];
+    if (!sim_in_bounds(S, st, el[t].i, 1, t, "tir_grid_wait's counter")) return NULL;
+    int32_t v;
+    memcpy(&v, sim_addr(st, t, el[t].i), 4);
+    if (v < val[t].i) {
+      sim_fail(S, &c->hdr, "tir_grid_wait: counter %s[%lld] is %d, below %lld, when this CTA waits on it: the CTAs that should arrive "
+               "first have not run (simulated in launch order), so on the GPU it would wait for CTAs launched after it",
+               st->buf ? st->buf->name : "", (long long)el[t].i, (int)v, (long long)val[t].i);
+      return NULL;
+    }
+  }
+  return sim_vnew(S);
+}
+
 /* ---- cp.async (PTX ISA 9.7.9.25: cp.async, cp.async.commit_group, cp.async.wait_group) ---- */
 static ThreadAsync *tasync(Sim *S, int tid) {
   if (!S->async) S->async = calloc(SIM_MAX_THREADS, sizeof *S->async);

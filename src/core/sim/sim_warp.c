@@ -23,6 +23,7 @@
  * (hardware accumulates floats with more internal precision; results may differ in the last
  * bits).  Integer rows are exact: int64 products, s32 sums wrapping like the interpreter's. */
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 #include "sim_internal.h"
@@ -362,15 +363,36 @@ static int mma_fill(Sim *S, const tir_Call *c, const Act *a) {
   return 0;
 }
 
-/* mma_store(c, dst, ld): lane l writes rows l/4 and l/4 + 8, columns 2(l%4) + {0, 1} of each
- * 8-column half, as pairs (one float2 / half2 store each in the codegen), cast to dst's type */
+/* red.global.add of one element (mma_store's "add" mode): an fp32 add rounded to nearest with
+ * subnormal inputs and results flushed to sign-preserving zero (PTX ISA red: ".add.f32 ... flushes
+ * subnormal inputs and results"), an int32 add wrapping */
+static double ftz_f32(double x) { return fpclassify((float)x) == FP_SUBNORMAL ? copysign(0.0, x) : x; }
+
+static SVal red_add(tir_DType dt, SVal old, SVal x) {
+  SVal r;
+  if (tir_dtype_is_float(dt)) r.f = ftz_f32((double)((float)ftz_f32(old.f) + (float)ftz_f32(x.f)));
+  else r.i = (int32_t)((uint32_t)old.i + (uint32_t)x.i);
+  return r;
+}
+
+/* mma_store(c, dst, ld[, "add"]): lane l writes rows l/4 and l/4 + 8, columns 2(l%4) + {0, 1} of
+ * each 8-column half, as pairs (one float2 / half2 store each in the codegen), cast to dst's type;
+ * "add": each element added into dst (a float32 / int32 global buffer of the accumulator's type) */
 static int mma_store(Sim *S, const tir_Call *c, const Act *a) {
   Addr s, d;
-  if (c->args->size != 3) return sim_fail(S, &c->hdr, "mma_store takes (c, dst, ld)");
+  int add = c->args->size == 4;
+  if (c->args->size != 3 && !add) return sim_fail(S, &c->hdr, "mma_store takes (c, dst, ld[, \"add\"])");
   if (addr(S, c, 0, a, &s, ST_WARP, "warp") || addr(S, c, 1, a, &d, -1, "destination")) return -1;
   if (d.st->kind != ST_SHARED && d.st->kind != ST_GLOBAL)
     return sim_fail(S, &c->hdr, "mma_store writes to a shared or global buffer, not %s (scope '%s')", d.load->buffer->name,
                     d.load->buffer->scope);
+  if (add) {
+    const tir_Node *m = c->args->items[3];
+    if (m->kind != TIR_StringImm || strcmp(((const tir_StringImm *)m)->value, "add") != 0 || d.st->kind != ST_GLOBAL ||
+        !tir_dtype_eq(d.st->dtype, s.st->dtype) || !(tir_dtype_eq(d.st->dtype, TIR_FLOAT32) || tir_dtype_eq(d.st->dtype, TIR_INT32)))
+      return sim_fail(S, &c->hdr, "mma_store's fourth argument is \"add\": a float32 or int32 accumulator added into a global buffer of "
+                      "its type (%s, scope '%s')", d.load->buffer->name, d.load->buffer->scope);
+  }
   SVal *ld = sim_eval(S, c->args->items[2], 0, a);
   if (!ld) return -1;
   tir_DType dt = d.st->dtype, at = s.st->dtype;
@@ -401,6 +423,11 @@ static int mma_store(Sim *S, const tir_Call *c, const Act *a) {
           SVal v;
           if (tir_dtype_is_float(at)) v.f = get_f(s.st, t, off + 4 * tt + 2 * h + e);
           else v.i = tir_load_scalar_i(sim_addr(s.st, t, 0), at, off + 4 * tt + 2 * h + e);
+          if (add) {
+            SVal old;
+            if (sim_load_elem(S, d.st, o + e, t, dt, &old)) return -1;
+            v = red_add(dt, old, v);
+          }
           if (sim_store_elem(S, d.st, o + e, t, dt, tir_value_cast(dt, at, v))) return -1;
         }
       }

@@ -13,11 +13,17 @@
  * "global.zeroed" (0 before the launch; the last CTA of each group sets it back to 0).  The CTA that
  * arrives last -- whichever ks it has -- runs S2 after a fence, so it sees the other CTAs' writes
  * (docs/BUILTINS.md tir_grid_arrive_last).  Statements before the inner loop stay as they are (they run
- * in every CTA, as before).  Runs on block-level IR before plan_buffer_allocation, so the counter
+ * in every CTA, as before), except zero inits of "global.zeroed" buffers (only stores of 0 into such
+ * buffers): they are a cross-CTA sum's init (tc_gemm's split_k_mode = "atomic", whose CTAs add into
+ * the buffer with red.global.add -- the adds must be atomic), which in every CTA would race the other
+ * CTAs' adds.  They move behind the tail, after a __syncthreads: the last CTA sets the buffer back to
+ * 0 once the tail has read it, so each launch finds it 0, as the scope promises (serially the same
+ * values: the buffer is 0 before the init).  Runs on block-level IR before plan_buffer_allocation, so the counter
  * lands among the root block's global allocations.
  *
  * Errors: the enclosing blockIdx loops need constant extents (the counter's size), and the inner loop
  * must be bound to a blockIdx axis none of them uses. */
+#include <math.h>
 #include <string.h>
 
 #include "pass_util.h"
@@ -84,15 +90,110 @@ static tir_Node *counter_index(Ctx *c, const tir_For *inner) {
   return idx;
 }
 
-/* seq's items from `at` (a blockIdx loop) on: the loop with the rest moved into its body, guarded */
-static tir_Node *fold_tail(Ctx *c, const tir_For *inner, const tir_Array *items, int at) {
+/* A zero init of a "global.zeroed" temporary: stores of constant 0 into such buffers only (loops
+ * and blocks around them), nothing else.  zero_store_fn counts the stores and sets bad. */
+typedef struct {
+  int stores, bad;
+} ZeroScan;
+
+static int zero_store_fn(const tir_Node *n, void *p) {
+  ZeroScan *z = p;
+  if (tir_is_expr(n)) return 1;
+  if (n->kind == TIR_BufferStore) {
+    const tir_BufferStore *st = (const tir_BufferStore *)n;
+    int64_t iv;
+    double fv;
+    int zero = (tir_is_const_int(st->value, &iv) && iv == 0) || (tir_is_const_float(st->value, &fv) && fv == 0.0 && !signbit(fv));
+    if (!tir_scope_is_zeroed(st->buffer->scope) || !zero) z->bad = 1;
+    z->stores++;
+    return 1;
+  }
+  if (n->kind == TIR_Evaluate) z->bad = 1; /* a call: more than a zero init */
+  return 0;
+}
+
+static int is_zero_init(const tir_Node *n) {
+  ZeroScan z = {0, 0};
+  tir_visit(n, zero_store_fn, &z);
+  return z.stores > 0 && !z.bad;
+}
+
+/* grid_last_waits: tir_grid_wait before the first statement of the loop's body that holds atomic adds
+ * (mma_store's "add" mode) and nothing else, in the CTA of the loop's last iteration only. */
+typedef struct {
+  int adds, other;
+} AddScan;
+
+static int add_scan_fn(const tir_Node *n, void *p) {
+  AddScan *z = p;
+  if (n->kind == TIR_BufferStore) z->other++;
+  if (n->kind == TIR_Evaluate) {
+    const tir_Node *v = ((const tir_Evaluate *)n)->value;
+    if (v->kind == TIR_Call && strcmp(((const tir_Call *)v)->op, "mma_store") == 0 && ((const tir_Call *)v)->args->size == 4) z->adds++;
+    else z->other++;
+    return 1;
+  }
+  return tir_is_expr(n);
+}
+
+typedef struct {
+  tir_Node *wait; /* the guarded call (borrowed) */
+  int done;
+} WaitCtx;
+
+static tir_Node *wait_mut(const tir_Node *n, void *p) {
+  WaitCtx *w = p;
+  if (tir_is_expr(n) || w->done) return tir_retain(n);
+  AddScan z = {0, 0};
+  tir_visit(n, add_scan_fn, &z);
+  if (!z.adds) return tir_retain(n);
+  if (z.other) return NULL; /* the adds are deeper: look inside */
+  w->done = 1;
+  return tir_seq2(R(w->wait), tir_retain(n));
+}
+
+/* seq's items from `at` (a blockIdx loop) on: the loop with the rest moved into its body, guarded.
+ * The zero inits among the items before `at` (moved[]: a cross-CTA sum's init, e.g. atomic
+ * split-K's C_init) go behind the tail: each CTA adds into the temporary, which is 0 when the
+ * launch starts, and the last CTA sets it back to 0 after reading it. */
+static tir_Node *fold_tail(Ctx *c, const tir_For *inner, const tir_Array *items, int at, const tir_Array *moved) {
   tir_Node *idx = counter_index(c, inner);
   if (!idx || idx == TIR_MUTATE_ERROR) return TIR_MUTATE_ERROR;
   tir_Node *addr = tir_address_of(tir_buffer_load(R(c->counter), tir_array_of(1, idx)));
   tir_Node *last = tir_call(TIR_INT32, "tir_grid_arrive_last", tir_array_of(2, addr, tir_cast(TIR_INT32, R(inner->extent))));
   tir_Array *tail = tir_array_slice(items, at + 1, items->size);
+  if (moved->size) tail = tir_array_push(tail, tir_evaluate(tir_call(TIR_INT32, "syncthreads", tir_array_empty())));
+  for (int k = 0; k < moved->size; k++) tail = tir_array_push(tail, R(moved->items[k]));
   tir_Node *guarded = tir_if(tir_cmp(TIR_NE, last, tir_i32(0)), tir_seq(tail), NULL);
-  tir_Node *body = tir_seq2(R(inner->body), guarded);
+  tir_Node *inner_body = R(inner->body);
+  const tir_Node *lw = inner->annotations ? tir_ann_get(inner->annotations, "grid_last_waits") : NULL;
+  int64_t lwv = 0;
+  if (lw && tir_is_const_int(lw, &lwv) && lwv) {
+    /* the CTA of the last iteration adds after the others have arrived (fenced: their adds performed) */
+    tir_Node *lastv = tir_add(R(inner->min), tir_sub(R(inner->extent), tir_int_imm(inner->extent->dtype, 1)));
+    tir_Node *waddr = tir_address_of(tir_buffer_load(R(c->counter), tir_array_of(1, R(idx))));
+    tir_Node *call = tir_evaluate(tir_call(TIR_INT32, "tir_grid_wait", tir_array_of(2, waddr, tir_cast(TIR_INT32, tir_sub(R(inner->extent),
+                                                                                                                   tir_int_imm(inner->extent->dtype, 1))))));
+    tir_Node *wait = tir_if(tir_cmp(TIR_EQ, R(&inner->loop_var->hdr), lastv), call, NULL);
+    WaitCtx w = {wait, 0};
+    tir_Node *nb = tir_mutate(inner_body, wait_mut, &w);
+    tir_release(wait);
+    tir_release(inner_body);
+    if (!nb) {
+      tir_release(guarded);
+      return TIR_MUTATE_ERROR;
+    }
+    if (!w.done) {
+      tir_release(nb);
+      tir_release(guarded);
+      pass_fail_at("lower_grid_tail", c->f, &inner->hdr, "this loop",
+                   "loop '%s' is annotated grid_last_waits (its last CTA adds after the others), but its body has no atomic add "
+                   "(mma_store \"add\") to wait before", inner->loop_var->name);
+      return TIR_MUTATE_ERROR;
+    }
+    inner_body = nb;
+  }
+  tir_Node *body = tir_seq2(inner_body, guarded);
   return tir_for(R(inner->loop_var), R(inner->min), R(inner->extent), (int)inner->kind, inner->thread_tag,
                  inner->annotations ? R(inner->annotations) : NULL, body);
 }
@@ -132,12 +233,18 @@ static tir_Node *mut(const tir_Node *n, void *p) {
   /* the first blockIdx loop with statements after it takes them in */
   for (int i = 0; i < m - 1; i++)
     if (is_block_loop(out->items[i])) {
-      tir_Node *folded = fold_tail(c, (const tir_For *)out->items[i], out, i);
+      tir_Array *keep = tir_array_empty(), *moved = tir_array_empty();
+      for (int k = 0; k < i; k++) {
+        if (is_zero_init(out->items[k])) moved = tir_array_push(moved, R(out->items[k]));
+        else keep = tir_array_push(keep, R(out->items[k]));
+      }
+      tir_Node *folded = fold_tail(c, (const tir_For *)out->items[i], out, i, moved);
+      tir_release(moved);
       if (folded == TIR_MUTATE_ERROR) {
+        tir_release(keep);
         tir_release(out);
         return TIR_MUTATE_ERROR;
       }
-      tir_Array *keep = tir_array_slice(out, 0, i);
       keep = tir_array_push(keep, folded);
       tir_release(out);
       return tir_seq(keep);

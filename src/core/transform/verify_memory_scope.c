@@ -129,6 +129,8 @@ static int is_leaf(const tir_Block *b) {
   return !found;
 }
 
+static int warp_op_fn(const tir_Node *n, void *p);
+
 /* Rule 2 for a block about to be entered (its ancestors are on the stack). */
 static void check_redundant_update(V *v, const tir_Block *b) {
   if (v->failed || !is_leaf(b)) return;
@@ -138,8 +140,12 @@ static void check_redundant_update(V *v, const tir_Block *b) {
     int self = 0;
     for (int r = 0; r < b->reads->size && !self; r++) self = ((const tir_BufferRegion *)b->reads->items[r])->buffer == buf;
     if (!self) continue;
+    /* a warp-wide builtin (mma_store's "add" mode: the warp's lanes each add their own
+     * accumulators) covers threadIdx.x: each lane applies its part of the update once */
+    const char *warp_op = NULL;
+    tir_visit(b->body, warp_op_fn, &warp_op);
     for (int a = 0; a < N_AXES; a++) {
-      if (!v->launch[a]) continue;
+      if (!v->launch[a] || (a == 3 && warp_op)) continue;
       int under = 0;
       for (int k = 0; k < v->sp && k < MAXD && !under; k++) {
         const tir_Node *s = v->stack[k];
@@ -164,7 +170,8 @@ static void check_redundant_update(V *v, const tir_Block *b) {
 /* Rule 3: blocks of one kernel with the loops of each axis they are under. */
 typedef struct {
   const tir_For *under[N_AXES]; /* innermost loop bound to AXES[a] above the block, or NULL */
-  int after_arrival;            /* under if (tir_grid_arrive_last(...)): after a CTA-wide fence and barrier */
+  int after_arrival;            /* under if (tir_grid_arrive_last(...)): after a CTA-wide fence and barrier;
+                                   * + 2 after each __syncthreads in the guarded code (a phase of its own) */
 } Axes;
 
 static int is_arrival(const tir_Node *n, void *p) {
@@ -190,7 +197,15 @@ static void collect_kblocks(const tir_Node *n, Axes ax, KBlocks *k) {
   switch (n->kind) {
     case TIR_SeqStmt: {
       const tir_Array *a = ((const tir_SeqStmt *)n)->seq;
-      for (int i = 0; i < a->size; i++) collect_kblocks(a->items[i], ax, k);
+      for (int i = 0; i < a->size; i++) {
+        const tir_Node *x = a->items[i];
+        /* code after a barrier in the last CTA's tail (lower_grid_tail's reset of a zeroed sum) is
+         * ordered after the tail's reads in every thread of the CTA */
+        if (ax.after_arrival && x->kind == TIR_Evaluate && ((const tir_Evaluate *)x)->value->kind == TIR_Call &&
+            tir_builtin_has(((const tir_Call *)((const tir_Evaluate *)x)->value)->op, TIR_BUILTIN_BARRIER))
+          ax.after_arrival += 2;
+        collect_kblocks(x, ax, k);
+      }
       return;
     }
     case TIR_For: {
