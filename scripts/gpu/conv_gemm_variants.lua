@@ -8,7 +8,7 @@
 --     LAYER: HxCxF (a 1x1 stride-1 layer: 56x64x256 is conv2's expand) or HxCxF[kR]sS (R x R, stride
 --     S, padding R // 2: 56x256x512s2 is conv3's projection, 224x3x64k7s2 conv1); each layer runs the
 --     rule (wgmma_gemm_tiles / wgmma_tiles) and the rule with every ":"-separated key=value override
---     (e.g. 56x64x256:tma_store_boxes=false, 56x64x256:BN=128:stages=4), and with --space (GEMMs)
+--     (e.g. 56x64x256:tma_store_boxes=false, 56x64x256:BN=128:stages=4; a_im2col=auto: A by TMA im2col), and with --space (GEMMs)
 --     the candidates of conv2d_tc.wgmma_gemm_space
 --   Prints one line per candidate: ms, TFLOP/s, TB/s moved (the input read once, the output written).
 --   --once: each candidate launched once and checked, not timed (one launch a candidate, for ncu -c).
@@ -45,9 +45,9 @@ end
 
 local function desc(o)
   local t = {}
-  for _, k in ipairs({"BM", "BN", "BK", "stages", "wgmma_pending", "tma", "warp_specialize", "persistent", "persistent_tail", "epilogue_store", "tma_store_boxes",
+  for _, k in ipairs({"BM", "BN", "BK", "stages", "wgmma_pending", "tma", "warp_specialize", "persistent", "persistent_tail", "epilogue_store", "tma_store_boxes", "a_im2col",
                       "variant"}) do
-    if o[k] ~= nil then t[#t + 1] = k .. "=" .. tostring(o[k]) end
+    if o[k] ~= nil then t[#t + 1] = k .. "=" .. (type(o[k]) == "table" and "{" .. table.concat(o[k], ",") .. "}" or tostring(o[k])) end
   end
   return table.concat(t, " ")
 end
@@ -71,6 +71,8 @@ for _, L in ipairs(layers) do
     local o = {}
     for k, v in pairs(rule) do o[k] = v end
     for k, v in pairs(ov) do o[k] = v end
+    -- a_im2col=auto: the A tile by TMA in im2col mode, the layer's conv2d_tc.im2col_geometry
+    if o.a_im2col == "auto" then o.a_im2col = ct.im2col_geometry(info) or error("conv_gemm_variants.lua: " .. L.key .. ": no TMA im2col") end
     list[#list + 1] = {o, "rule+" .. desc(ov)}
   end
   if space and L.gemm then for _, o in ipairs(ct.wgmma_gemm_space(info, space)) do list[#list + 1] = {o, "space"} end end
