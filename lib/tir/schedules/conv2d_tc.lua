@@ -679,9 +679,9 @@ end
 -- then the wider BN: 8-24 % faster than the kernels above on ResNet-50's F >= 128 3x3 layers
 -- (conv4 128 x 128, conv5 128 x 256); where F <= 128 and D only casts (conv2, conv3: 9-18 k steps a
 -- tile), before that the persistent kernel of tiles of 128 x 128 elements (256 x 64 at F = 64) on
--- one CTA an SM (persistent_tail): batch 2 measured 0.078 ms on conv2 (the cp.async tile 0.086) and
--- 0.049 / 0.054 on conv3 / conv3_s2 (256 x 128 one CTA a tile 0.052 / 0.061) with tc_gemm's
--- divisor grid (112 and 98 CTAs); the one-CTA-an-SM grid has 14 % fewer rounds.
+-- one CTA an SM (persistent_tail): conv2 0.0758 ms (the cp.async tile 0.085, the divisor grid
+-- 0.077), conv3 0.0445 / conv3_s2 0.0507 (one CTA a tile of 256 x 128: 0.052 / 0.061; the divisor
+-- grid 0.048) -- 0.91 and 1.03-1.08x cuDNN's best engine (batch 3).
 -- Returns schedule options; errors as wgmma_tiles.
 function M.wgmma_implicit_tiles(info, sm_count)
   local P = "conv2d_tc.wgmma_implicit_tiles"
