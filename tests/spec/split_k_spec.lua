@@ -118,12 +118,18 @@ describe("tc_gemm split_k", function()
     -- M = 16: tc_gemm.split_k_for's 3 slices too (K padded to 4224; H200 stop 12: 1.020x cuBLAS vs 0.968x for 4)
     local _, o = tc.auto_tensorize(tc.workload(16, 11008, 4096, "float16", "float16"), "mma.m16n8k16", nil, {sm_count = 132})
     assert.are.same({16, 128, 16, 32, 64, 3, 3, 258}, {o.BM, o.BN, o.warp_m, o.warp_n, o.BK, o.stages, o.split_k, o.ctas})
+    assert.is_true(o.frag_prefetch) -- CUTLASS's main loop (H200 stop 12: 0.992x vs 0.974x without)
     local _, o2 = tc.auto_tensorize(tc.workload(64, 11008, 4096, "float16", "float16"), "mma.m16n8k16", nil, {sm_count = 132})
     assert.is_nil(o2.split_k) -- M = 64: not memory-bound enough to split (measured at M = 128)
     -- M = 128 (issue 12, measured on the H200): 128 x 128 x 64 tiles of 4 warps of 64 x 64, 3 stages,
     -- tc_gemm.split_k_for's 3 slices (K = 4096 padded to 4224: the CUDA of the padded workload's)
     local _, o128 = tc.auto_tensorize(tc.workload(128, 11008, 4096, "float16", "float16"), "mma.m16n8k16", nil, {sm_count = 132, tuned = false})
     assert.are.same({128, 128, 64, 64, 64, 3, 3, 258}, {o128.BM, o128.BN, o128.warp_m, o128.warp_n, o128.BK, o128.stages, o128.split_k, o128.ctas})
+    assert.is_true(o128.frag_prefetch)
+    assert.is_nil(o128.split_k_mode) -- the parallel mode: atomic sums measured slower (tc_gemm.SMALL_M_ATOMIC)
+    -- a pipeline of the caller's: no frag_prefetch of ours
+    local _, o16s = tc.auto_tensorize(tc.workload(16, 11008, 4096, "float16", "float16"), "mma.m16n8k16", nil, {sm_count = 132, stages = 2})
+    assert.is_falsy(o16s.frag_prefetch)
     -- split_k_for: the busiest SM's k steps, ceil(tiles * S / SMs) x (ceil(K / (S * BK)) + SLICE_COST), least
     -- at S = 3 for 86 tiles (2 x 24; none: 66, S = 2: 2 x 34, S = 4: 3 x 18, S = 6: 4 x 13)
     assert.are.equal(3, tc.split_k_for(86, 4096, 64, 132))
@@ -140,6 +146,7 @@ describe("tc_gemm split_k", function()
     local sch, o3 = tc.auto_tensorize(f, "mma.m16n8k16", nil, {sm_count = 4, epilogue = "D"})
     assert.are.same({3, 3}, {o3.split_k, o3.ctas})
     U.assert_equiv(f, sch.mod, {rtol = 1e-3, atol = 1e-3, trials = 1})
+    sim(f, sch) -- K padded by pad_einsum under frag_prefetch's nested pipeline
   end)
 
   it("a batched matmul with B transposed: ks fused with the batch on blockIdx.z", function()

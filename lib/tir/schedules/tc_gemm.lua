@@ -1226,6 +1226,13 @@ function M.auto_tensorize(func, instr, block, extra)
     local S = M.split_k_for(batch * (n // bn_small), k, 64, sms)
     while S > 1 and (k + S * 64 - 1) // (S * 64) < 6 do S = S - 1 end
     if S > 1 then o.split_k, o.split_k_mode = S, small_m_mode(S) end
+    -- CUTLASS's main loop (frag_prefetch, copy_order "step"): 52.7 against 51.9 TFLOP/s (0.992x cuBLAS;
+    -- H200 stop 12 batch 3); not where the caller chose the pipeline
+    local own_loop = false
+    for _, key in ipairs({"BK", "stages", "early_wait", "tma", "row_sums", "frag_pipeline", "frag_prefetch"}) do
+      if extra[key] ~= nil then own_loop = true end
+    end
+    if o.stages >= 3 and not own_loop then o.frag_prefetch = true end
   end
   -- the picks below were measured on plain GEMMs (no staged operand blocks, the caller's tiles
   -- and pipeline left to us): bench/RESULTS.md, issue 12, run 2 (H200)
@@ -1238,8 +1245,10 @@ function M.auto_tensorize(func, instr, block, extra)
   -- 3 stages (2 CTAs an SM), split-K into M.split_k_for slices (K padded to whole slices:
   -- tc_gemm_split_k.pad_k): 128 x 11008 x 4096 in 3 slices, 0.041 ms against 0.045 for 64 x 128
   -- tiles in 2 slices (H200, bench/RESULTS.md "Issue 12, stop 10" and "stop 11")
+  -- stop 12 (batch 3): with CUTLASS's main loop (frag_prefetch; copy_order "step") 289.2 TFLOP/s against
+  -- 283.4 (0.678x / 0.661x cuBLAS); atomic sums measured slower (M.SMALL_M_ATOMIC)
   if plain and tk == 16 and intrin == "mma" and m == 128 and n >= 4096 and n % 128 == 0 and k >= 1024 and k % 64 == 0 then
-    o.BM, o.BN, o.warp_m, o.warp_n, o.BK, o.stages = 128, 128, 64, 64, 64, 3
+    o.BM, o.BN, o.warp_m, o.warp_n, o.BK, o.stages, o.frag_prefetch = 128, 128, 64, 64, 64, 3, true
     local S = M.split_k_for(batch * (n // 128), k, 64, sms)
     o.split_k = S > 1 and S or nil
     if S > 1 then o.split_k_mode = small_m_mode(S) end
