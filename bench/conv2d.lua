@@ -267,7 +267,7 @@ local function candidates(L, index)
                              "warp-specialized, " or "", o.persistent_tail and "persistent (one CTA an SM), " or o.persistent and "persistent, " or "",
                              o.epilogue_store) or
                              o.warp_specialize and ("warp-specialized (A gathered by a producer warpgroup, B by TMA), %s%s epilogue")
-                             :format(o.persistent and "persistent, " or "", o.epilogue_store) or
+                             :format(o.persistent and (o.persistent_tail and "persistent (persistent_tail), " or "persistent, ") or "", o.epilogue_store) or
                              ({plain = "staged store", direct = "direct fragment store", bias_relu = "+ bias + relu, staged store",
                                tma = "TMA-store epilogue"})[e], how),
                              sch = sch, info = i0, fk = true, sm90 = true, bias_relu = e == "bias_relu"}

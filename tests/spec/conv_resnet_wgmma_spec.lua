@@ -81,8 +81,15 @@ describe("ResNet-50's non-3x3 layers on wgmma", function()
     o = rule(56, 64, 64)
     assert.are.same({true, nil, nil, "tma", 128, 64, 1, 0}, {o.tma, o.persistent, o.warp_specialize, o.epilogue_store, o.BM, o.BN, o.stages,
                                                            o.wgmma_pending})
-    o = rule(56, 256, 64) -- F = 64 with a k loop: wgmma_tiles' cp.async tiles
-    assert.are.same({nil, 64}, {o.tma, o.BN})
+    o = rule(56, 256, 64) -- F = 64 with a k loop: the same kernel, 3 stages
+    assert.are.same({true, nil, "tma", 64, 3, 1}, {o.tma, o.persistent, o.epilogue_store, o.BN, o.stages, o.wgmma_pending})
+    -- the strided 1x1 projections (implicit GEMM): TMA im2col, WS, TMA store, on the SM-count persistent grid
+    for _, l in ipairs({{56, 256, 512}, {28, 512, 1024}, {14, 1024, 2048}}) do
+      local _, info = ct.workload{N = 128, H = l[1], W = l[1], C = l[2], F = l[3], R = 1, S = 1, stride = 2, weight_layout = "FK"}
+      local p = ct.wgmma_implicit_tiles(info, 132)
+      assert.are.same({128, 256, 3, true, true, true, "tma", true}, {p.BM, p.BN, p.stages, p.warp_specialize, p.persistent, p.persistent_tail,
+                                                                   p.epilogue_store, p.a_im2col ~= nil})
+    end
     -- conv5's expand: 392 tiles of 128 x 256 -> a divisor grid (G CTAs x 392 / G rounds, G <= 98) re-gridded to 132 x 3
     local sch = ct.wgmma_gemm(select(2, rule(7, 512, 2048)))
     local ir = tostring(sch.mod)

@@ -29,13 +29,13 @@ local function pack(L, w, o)
 end
 
 -- the layer on the implicit GEMM: wgmma (the rule's tiles) and mma.sync (64 x 64 tiles: M divides)
-local function implicit_both(L, extra)
+local function implicit_both(L, extra, rule)
   local x, w = inputs(L)
   local o = {N = L.N, H = L.H, W = L.W, C = L.C, F = L.F, R = L.R, S = L.S, stride = L.stride, padding = L.padding, weight_layout = "FK"}
   for k, v in pairs(extra or {}) do o[k] = v end
   local f, info = ct.workload(o)
   local so = {variant = "implicit"}
-  for k, v in pairs(ct.wgmma_tiles(info)) do so[k] = v end
+  for k, v in pairs((rule or ct.wgmma_tiles)(info)) do so[k] = v end
   local out = tir.nd.empty(info.out_shape, "float16", dev)
   tir.build(ct.schedule(f, so).mod, "cuda -arch=sm_90a")(x, pack(L, w, o), out)
   o.weight_layout, o.pad_c = nil, nil
@@ -67,6 +67,14 @@ describe("#gpu ResNet-50's non-3x3 layers on wgmma", function()
     tir.testing.assert_allclose(out, ref, {rtol = 1e-2, atol = 4e-2})
   end)
 
+  it("conv3 shortcut 1x1/2 with wgmma_implicit_tiles' rule (TMA im2col, WS, TMA store, persistent_tail) matches float64 and mma.sync", function()
+    local L = {N = 128, H = 56, W = 56, C = 256, F = 512, R = 1, S = 1, stride = 2, padding = 0}
+    local out, ref, x, w, info = implicit_both(L, nil, ct.wgmma_implicit_tiles)
+    assert.is_true(ct.wgmma_implicit_tiles(info).persistent_tail)
+    ct.check_points(out, x, w, {stride = 2}, info, 2048)
+    tir.testing.assert_allclose(out, ref, {rtol = 1e-2, atol = 4e-2})
+  end)
+
   -- conv2's 1x1 expand (401408 x 256 x 64: one k step a tile) and conv5's reduce (6272 x 512 x 2048)
   local GEMMS = {
     {"conv2 1x1 64 -> 256", {N = 128, H = 56, W = 56, C = 64, F = 256}, {BM = 128, BN = 256, stages = 4, warp_specialize = true, persistent = true}},
@@ -75,6 +83,7 @@ describe("#gpu ResNet-50's non-3x3 layers on wgmma", function()
     {"conv2 1x1 64 -> 256", {N = 128, H = 56, W = 56, C = 64, F = 256}, {BM = 128, BN = 256, stages = 3, warp_specialize = true, persistent = true,
                                                                        epilogue_store = "tma"}},
     {"conv5 1x1 2048 -> 512", {N = 128, H = 7, W = 7, C = 2048, F = 512}, {BM = 128, BN = 256, stages = 4, warp_specialize = true, persistent = true}},
+    {"conv2 1x1 256 -> 64", {N = 128, H = 56, W = 56, C = 256, F = 64}, {BM = 128, BN = 64, stages = 3, epilogue_store = "tma"}},
     -- persistent_tail: all the SMs (392 / 1568 tiles on 132 CTAs; the last round's spare CTAs repeat the last tile)
     {"conv5 1x1 512 -> 2048", {N = 128, H = 7, W = 7, C = 512, F = 2048}, {BM = 128, BN = 256, stages = 3, warp_specialize = true, persistent = true,
                                                                           epilogue_store = "tma", persistent_tail = true}},

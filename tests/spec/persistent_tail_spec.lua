@@ -47,6 +47,17 @@ describe("persistent_tail (lower_persistent_tail)", function()
     end)
   end
 
+  it("a strided 1x1 implicit GEMM (A by TMA im2col, warp-specialized, TMA store): 7 tiles on 3 CTAs, bit-exact on the simulator", function()
+    local ct = require("tir.schedules.conv2d_tc")
+    local f, info = ct.workload{N = 7, H = 16, W = 16, C = 128, F = 128, R = 1, S = 1, stride = 2, weight_layout = "FK"}
+    local sch = ct.schedule(f, {variant = "implicit", intrin = "wgmma", BM = 64, BN = 128, BK = 64, stages = 2, wgmma_pending = 1, tma = true,
+                                warp_specialize = true, epilogue_store = "tma", persistent = 3, persistent_tail = true,
+                                a_im2col = ct.im2col_geometry(info)})
+    local rep = tir.simulate(tir.build(sch.mod, "cuda -arch=sm_90a", {compile = false}), rand_args(f, 4), {reference = f, rtol = 1e-3, atol = 1e-3})
+    assert.are.equal(0, rep.n_issues)
+    assert.are.equal(3, rep.ctas)
+  end)
+
   it("no annotation where the divisor grid takes no more rounds (6 tiles, 4 CTAs wanted: 3 CTAs of 2 rounds)", function()
     local f, sch = sched(768, 256, 128, {persistent = 4, warp_specialize = true, epilogue_store = "tma", stages = 2})
     assert.falsy(tostring(sch.mod):find("persistent_tail"))

@@ -709,6 +709,17 @@ function M.wgmma_implicit_tiles(info, sm_count)
         if better then best, bc = o, cost end
       end
     end
+    -- a strided 1x1 projection (R = S = 1: a short k loop, the output 2-4x the input read) with the
+    -- TMA-store epilogue: on the SM-count persistent grid (persistent_tail), the producer loading the
+    -- next tile while the consumers store this one (H200, bench/RESULTS.md "Stop 12 (hC1)": conv3's
+    -- projection 0.0806 -> 0.0629 ms, conv4's 0.0557 -> 0.0477, conv5's 0.0434 -> 0.0401)
+    local q = info.plan
+    if best and q.ksz[1] == 1 and q.ksz[2] == 1 and best.epilogue_store == "tma" then
+      local o = {}
+      for k, v in pairs(best) do o[k] = v end
+      o.persistent, o.persistent_tail = true, true
+      return o
+    end
     if best then return best end
   end
   if info.epilogue == "cast" and info.out_dtype == "float16" and info.Mp == info.M and info.F % 256 == 0 and
@@ -878,17 +889,17 @@ end
 -- epilogue, BN = 256, 3 stages, on an SM-count grid (persistent_tail: 392 tiles in 3 rounds on 132 CTAs
 -- where the divisor grid took 4 on 98: conv5's expand 0.0445 -> 0.0237 ms, conv5's first reduce 0.0598 ms
 -- (cp.async) -> 0.0415, the expands of conv2-4 3-11 % faster than the divisor grid); F = 128 -> the same
--- with BN 128; F = 64 with C = 64 (one k step, the output as large as the input) -> one CTA a tile with the
--- TMA load and the TMA-store epilogue, 1 stage (0.0284 ms against 0.0524 for the cp.async tiles and 0.0324
--- for the warp-specialized persistent kernel on 401408x64x64: the hardware overlaps one CTA's store with
--- another's loads); other F = 64 layers -> the cp.async tiles of wgmma_tiles.
+-- with BN 128; F = 64 -> one CTA a tile with the TMA load and the TMA-store epilogue, min(3, C / 64) stages
+-- (401408x64x64: 0.0284 ms against 0.0524 for the cp.async tiles and 0.0324 for the warp-specialized
+-- persistent kernel; 401408x64x256: 0.0641 against 0.0754: the hardware overlaps one CTA's store with
+-- another's loads).
 function M.wgmma_gemm_tiles(info)
   local P = "conv2d_tc.wgmma_gemm_tiles"
   local Mg, F, C = gemm_info(P, info)
   local want
   if F >= 256 then want = function(o) return o.epilogue_store == "tma" and o.warp_specialize and o.persistent and o.BN == 256 end
   elseif F == 128 then want = function(o) return o.epilogue_store == "tma" and o.warp_specialize and o.persistent and o.BN == 128 end
-  elseif F == 64 and C == 64 then want = function(o) return o.epilogue_store == "tma" and not o.persistent and not o.warp_specialize and o.BM == 128 end
+  elseif F == 64 then want = function(o) return o.epilogue_store == "tma" and not o.persistent and not o.warp_specialize and o.BM == 128 end
   end
   if want then
     for _, o in ipairs(M.wgmma_gemm_space(info, "near")) do if want(o) then return o end end
