@@ -81,8 +81,9 @@ describe("ResNet-50's non-3x3 layers on wgmma", function()
     o = rule(56, 64, 64)
     assert.are.same({true, nil, nil, "tma", 128, 64, 1, 0}, {o.tma, o.persistent, o.warp_specialize, o.epilogue_store, o.BM, o.BN, o.stages,
                                                            o.wgmma_pending})
-    o = rule(56, 256, 64) -- F = 64 with a k loop: the same kernel, 3 stages
-    assert.are.same({true, nil, "tma", 64, 3, 1}, {o.tma, o.persistent, o.epilogue_store, o.BN, o.stages, o.wgmma_pending})
+    o = rule(56, 256, 64) -- F = 64 with a k loop: wgmma_tiles' cp.async tiles (the TMA-store kernel with a k
+    -- loop wrote wrong outputs on the H200: conv2d_tc.wgmma_gemm_tiles says so)
+    assert.are.same({nil, 64}, {o.tma, o.BN})
     -- the strided 1x1 projections (implicit GEMM): TMA im2col, WS, TMA store, on the SM-count persistent grid
     for _, l in ipairs({{56, 256, 512}, {28, 512, 1024}, {14, 1024, 2048}}) do
       local _, info = ct.workload{N = 128, H = l[1], W = l[1], C = l[2], F = l[3], R = 1, S = 1, stride = 2, weight_layout = "FK"}
