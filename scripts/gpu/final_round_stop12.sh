@@ -1,5 +1,5 @@
 #!/bin/sh
-# final_round_stop12.sh MODE COMMIT -- the lead's closing GPU round of stop 12 on the H200 (README: GPU tests).
+# final_round_stop12.sh MODE COMMIT -- the lead's closing GPU round on the H200 (README: GPU tests; it replaces the stop-10 and stop-11 scripts, which are in git history).
 # From the repository root with the tirlua binary in .carry/bin and busted in .carry/lua; carry
 # [".carry/bin", ".carry/lua"] (or a tree tarball, see PROTOCOL).  MODE:
 #   bench  examples, wgmma fp16/bf16 defaults, bias+relu epilogue, int8 + qgemm, mma.sync, ResNet-50 (one process)
